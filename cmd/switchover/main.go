@@ -1,0 +1,102 @@
+// Command switchover is an LLM failover gateway: one OpenAI-compatible
+// endpoint in front of pools of Azure OpenAI, OpenAI and compatible
+// backends, with a circuit breaker per backend and retries that move to
+// another backend.
+//
+// Usage:
+//
+//	switchover serve [-c switchover.yaml]   run the gateway (no config: a demo)
+//	switchover check -c switchover.yaml     validate a config, one line per problem
+//	switchover sim [-c sim.yaml | flags]    run simulated LLM regions
+//	switchover version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitError  = 1 // the command failed while running
+	exitUsage  = 2 // bad flags or arguments
+	exitConfig = 3 // the configuration is invalid
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// errUsage marks an error that is the caller's fault.
+type usageError struct{ error }
+
+// configError marks an invalid configuration.
+type configError struct{ error }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	var err error
+	switch args[0] {
+	case "serve":
+		err = serve(ctx, args[1:], stdout, stderr)
+	case "check":
+		err = check(args[1:], stdout, stderr)
+	case "sim":
+		err = simCommand(ctx, args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, "switchover", version)
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+	default:
+		fmt.Fprintf(stderr, "switchover: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	var ue usageError
+	var ce configError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "switchover:", err)
+		return exitUsage
+	case errors.As(err, &ce):
+		fmt.Fprintln(stderr, err)
+		return exitConfig
+	default:
+		fmt.Fprintln(stderr, "switchover:", err)
+		return exitError
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `switchover: an LLM failover gateway
+
+Usage:
+  switchover serve [-c switchover.yaml]   run the gateway; with no config, a demo in
+                                          front of three simulated regions
+  switchover check -c switchover.yaml     validate a config and print each problem
+                                          with its line
+  switchover sim [-c sim.yaml | flags]    run simulated LLM regions (quotas, faults)
+  switchover version                      print the version
+
+Run "switchover COMMAND -h" for a command's flags.
+`)
+}

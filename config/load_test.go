@@ -1,0 +1,243 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+func testEnv(vars map[string]string) Env {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+var goodEnv = testEnv(map[string]string{
+	"SWITCHOVER_APP_KEY": "app-key-0123456789abcdef",
+	"AOAI_WEU_KEY":       "weu-secret-value",
+	"AOAI_SEC_KEY":       "sec-secret-value",
+	"OPENAI_KEY":         "sk-secret-value",
+})
+
+func parseFile(t *testing.T, name string, env Env) (*Config, error) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Parse(name, data, env)
+}
+
+func TestGoodFiles(t *testing.T) {
+	files, _ := filepath.Glob("testdata/*.good.yaml")
+	if len(files) == 0 {
+		t.Fatal("no good files")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if _, err := parseFile(t, filepath.Base(f), goodEnv); err != nil {
+				t.Fatalf("unexpected problems:\n%v", err)
+			}
+		})
+	}
+}
+
+func TestSeed000Config(t *testing.T) {
+	c, err := parseFile(t, "seed000.good.yaml", goodEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weu, sec := c.Backends[0], c.Backends[1]
+	if weu.APIKey.Value() != "weu-secret-value" || c.Keys[0].Key.Value() != "app-key-0123456789abcdef" {
+		t.Fatal("env not expanded")
+	}
+	if weu.FirstByteTimeout.D() != 10*time.Second || weu.Timeout.D() != 120*time.Second {
+		t.Fatalf("timeouts %v %v", weu.FirstByteTimeout, weu.Timeout)
+	}
+	if weu.Breaker.Failures != 5 || weu.Breaker.Window.D() != 30*time.Second || weu.Breaker.Trip.D() != time.Minute ||
+		!*weu.Breaker.AcceptRetryAfter || !weu.Breaker.Statuses.Has(429) || !weu.Breaker.Statuses.Has(503) || weu.Breaker.Statuses.Has(404) {
+		t.Fatalf("breaker %+v", weu.Breaker)
+	}
+	// Defaults for the backend that sets nothing.
+	if sec.APIVersion != DefaultAzureAPIVersion || sec.FirstByteTimeout.D() != DefaultFirstByteTimeout ||
+		sec.ConnectTimeout.D() != DefaultConnectTimeout || sec.Breaker.Failures != 5 || sec.Breaker.MaxRetryAfter.D() != 5*time.Minute {
+		t.Fatalf("defaults not applied: %+v", sec)
+	}
+	p := c.Pools[0]
+	if p.Members[1].Priority != 2 || p.Members[1].Weight != 100 || p.Retry.Attempts != 3 || !p.Retry.On.Has(502) || p.Retry.On.Has(501) {
+		t.Fatalf("pool %+v", p)
+	}
+	if c.Server.MaxBody != DefaultMaxBody || c.Server.ShutdownGrace.D() != 30*time.Second {
+		t.Fatalf("server %+v", c.Server)
+	}
+}
+
+func TestBackendDefaultsInherit(t *testing.T) {
+	c, err := parseFile(t, "full.good.yaml", goodEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openai, local := c.Backends[0], c.Backends[1]
+	if openai.ConnectTimeout.D() != 2*time.Second || openai.StreamFirstByteTimeout.D() != 8*time.Second {
+		t.Fatalf("defaults not inherited: %+v", openai.Timeouts)
+	}
+	if openai.Breaker.Failures != 1 || local.Breaker.Failures != 3 || local.Breaker.Trip.D() != 30*time.Second || *local.Breaker.AcceptRetryAfter {
+		t.Fatalf("breaker defaults: %+v / %+v", openai.Breaker, local.Breaker)
+	}
+	if !openai.Breaker.Statuses.Has(429) || openai.Breaker.Statuses.Has(500) {
+		t.Fatal("backend's own statuses overridden")
+	}
+	if c.Keys[0].Key.Value() != "0123456789abcdef-default" {
+		t.Fatalf("${VAR:-default} gave %q", c.Keys[0].Key.Value())
+	}
+	if c.Server.MaxBody != 4<<20 || c.Log.Format != "json" {
+		t.Fatalf("server %+v log %+v", c.Server, c.Log)
+	}
+}
+
+func TestBadFiles(t *testing.T) {
+	tests := []struct {
+		file string
+		want []string // each must appear as a line of the error
+	}{
+		{"unknown-field.bad.yaml", []string{
+			`unknown-field.bad.yaml:6: backends[0].breaker: unknown field "failure" (did you mean "failures"?)`,
+			`unknown-field.bad.yaml:7: backends[0]: unknown field "frist_byte_timeout" (did you mean "first_byte_timeout"?)`,
+			`unknown-field.bad.yaml:10: pools[0].members[0]: unknown field "prio"`,
+		}},
+		{"missing-env.bad.yaml", []string{
+			`missing-env.bad.yaml:3: environment variable SWITCHOVER_TEST_UNSET_KEY is not set`,
+			`missing-env.bad.yaml:8: environment variable SWITCHOVER_TEST_UNSET_BACKEND is not set`,
+		}},
+		{"semantic.bad.yaml", []string{
+			`semantic.bad.yaml:1: listen: no keys are configured`,
+			`semantic.bad.yaml:5: backends[0].url: "ftp://example.com" is not an http(s) URL`,
+			`semantic.bad.yaml:6: backends[1].name: backend name "a" is used twice`,
+			`semantic.bad.yaml:7: backends[1].type: unknown type "gemini"`,
+			`semantic.bad.yaml:9: backends[1].timeout: timeout (1s) is shorter than a first-byte timeout`,
+			`semantic.bad.yaml:13: backends[2].url: give the resource endpoint`,
+			`semantic.bad.yaml:14: backends[2].headers: header "api-key" is set by switchover itself`,
+			`semantic.bad.yaml:15: backends[2].breaker.failures: must be 1 or more`,
+			`semantic.bad.yaml:15: backends[2].breaker.max_retry_after: (1m0s) is shorter than trip (10m0s)`,
+			`semantic.bad.yaml:20: pools[0].members[1].backend: no backend is named "nope"`,
+			`semantic.bad.yaml:21: pools[0].retry.attempts: must be 1 or more`,
+			`semantic.bad.yaml:21: pools[0].retry.on: 400 is the caller's own error`,
+			`semantic.bad.yaml:23: pools[1].aliases[0]: model name "p" already selects pool "p"`,
+			`semantic.bad.yaml:24: pools[1].members: a pool needs at least one member`,
+		}},
+		{"types.bad.yaml", []string{
+			`types.bad.yaml:2: "lots" is not a size`,
+			`types.bad.yaml:7: "30" is not a duration (use a unit: 500ms, 30s, 2m)`,
+			`types.bad.yaml:8: cannot unmarshal str ` + "`five`" + ` into int`,
+			`types.bad.yaml:8: "600-700" is not a status code (100-599) or range`,
+			`types.bad.yaml:11: cannot unmarshal str ` + "`heavy`" + ` into int`,
+		}},
+		{"syntax.bad.yaml", []string{
+			`syntax.bad.yaml:4: did not find expected`,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			_, err := parseFile(t, tc.file, goodEnv)
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("err = %v, want Problems", err)
+			}
+			got := err.Error()
+			for _, w := range tc.want {
+				found := false
+				for _, line := range strings.Split(got, "\n") {
+					if strings.HasPrefix(line, w) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("missing problem %q in:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestEnvExpansion(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       string
+	}{
+		{"whole value", `v: ${A}`, "alpha"},
+		{"inside text", `v: "x-${A}-y"`, "x-alpha-y"},
+		{"default unused", `v: ${A:-d}`, "alpha"},
+		{"default used", `v: ${NOPE:-d}`, "d"},
+		{"empty default", `v: "${NOPE:-}"`, ""},
+		{"dollar escape", `v: "$${A}"`, "${A}"},
+		{"value with yaml syntax stays a string", `v: ${TRICKY}`, "a: b # c"},
+		{"comment not expanded", "v: x # ${NOPE}", "x"},
+	}
+	env := testEnv(map[string]string{"A": "alpha", "TRICKY": "a: b # c"})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var n yaml.Node
+			if err := yaml.Unmarshal([]byte(tc.yaml), &n); err != nil {
+				t.Fatal(err)
+			}
+			l := &loader{file: "f", env: env, lines: map[string]int{}}
+			l.expand(&n)
+			if len(l.problems) > 0 {
+				t.Fatalf("problems %v", l.problems)
+			}
+			var out struct{ V string }
+			if err := n.Decode(&out); err != nil {
+				t.Fatal(err)
+			}
+			if out.V != tc.want {
+				t.Fatalf("got %q, want %q", out.V, tc.want)
+			}
+		})
+	}
+}
+
+func TestSecretsNeverPrinted(t *testing.T) {
+	c, err := parseFile(t, "seed000.good.yaml", goodEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logBuf strings.Builder
+	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("config", "config", c, "key", c.Keys[0].Key)
+	j, _ := json.Marshal(c)
+	y, _ := yaml.Marshal(c)
+	outputs := map[string]string{
+		"%v":   fmt.Sprintf("%v", c),
+		"%+v":  fmt.Sprintf("%+v", c),
+		"%#v":  fmt.Sprintf("%#v", c),
+		"%s":   fmt.Sprintf("key=%s", c.Backends[0].APIKey),
+		"json": string(j),
+		"yaml": string(y),
+		"slog": logBuf.String(),
+	}
+	for name, out := range outputs {
+		for _, secret := range []string{"weu-secret-value", "sec-secret-value", "app-key-0123456789abcdef"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s output contains a secret: %s", name, out)
+			}
+		}
+	}
+	if !strings.Contains(outputs["json"], "[redacted]") {
+		t.Error("json output does not show that a secret was redacted")
+	}
+}
+
+func TestEmptyFile(t *testing.T) {
+	_, err := Parse("empty.yaml", []byte("# nothing\n"), goodEnv)
+	if err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,322 @@
+// Package config is switchover's YAML configuration: the schema, ${VAR}
+// expansion from the environment, defaults, and validation that names the
+// line of every problem.
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is a whole gateway configuration.
+type Config struct {
+	// Listen is the gateway's address. Default 127.0.0.1:8080. With no keys
+	// configured, a non-loopback address is refused unless
+	// AllowUnauthenticated is set.
+	Listen string `yaml:"listen"`
+	// AllowUnauthenticated lets a gateway without keys listen beyond
+	// loopback. Default false. Risk: anyone who can reach the port spends
+	// your quota.
+	AllowUnauthenticated bool   `yaml:"allow_unauthenticated"`
+	Log                  Log    `yaml:"log"`
+	Server               Server `yaml:"server"`
+	// Keys are the gateway keys callers present (Authorization: Bearer or
+	// api-key). Empty means no authentication.
+	Keys []Key `yaml:"keys"`
+	// BackendDefaults apply to every backend that does not set the field.
+	BackendDefaults BackendDefaults `yaml:"backend_defaults"`
+	Backends        []Backend       `yaml:"backends"`
+	Pools           []Pool          `yaml:"pools"`
+}
+
+// Log configures the log.
+type Log struct {
+	// Format is "text" (default) or "json".
+	Format string `yaml:"format"`
+	// Level is "debug", "info" (default), "warn" or "error". One line per
+	// request is logged at info.
+	Level string `yaml:"level"`
+}
+
+// Server configures the gateway's HTTP server.
+type Server struct {
+	// MaxBody bounds a request body; larger gets 413. Default 32MiB.
+	MaxBody Size `yaml:"max_body"`
+	// ReadHeaderTimeout bounds reading request headers. Default 10s.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds reading a whole request, body included, so a slow
+	// client cannot hold a connection. Default 60s.
+	ReadTimeout Duration `yaml:"read_timeout"`
+	// IdleTimeout closes idle keep-alive connections. Default 120s.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// ShutdownGrace is how long in-flight requests and streams may run
+	// after SIGTERM before they are cut. Default 30s.
+	ShutdownGrace Duration `yaml:"shutdown_grace"`
+}
+
+// Key is one gateway key.
+type Key struct {
+	// Name identifies the caller in logs; the key itself never is.
+	Name string `yaml:"name"`
+	Key  Secret `yaml:"key"`
+}
+
+// Backend types.
+const (
+	TypeOpenAI = "openai"
+	TypeAzure  = "azure"
+)
+
+// Timeouts are the per-backend time bounds.
+type Timeouts struct {
+	// ConnectTimeout bounds TCP connection set-up. Default 5s.
+	ConnectTimeout Duration `yaml:"connect_timeout"`
+	// FirstByteTimeout bounds the wait for response headers. For a
+	// non-streaming call the headers come only after the whole answer is
+	// generated, so set this above your longest expected completion.
+	// Default 120s.
+	FirstByteTimeout Duration `yaml:"first_byte_timeout"`
+	// StreamFirstByteTimeout bounds the wait for a stream's headers and
+	// first event, which come quickly from a healthy backend. Default 30s.
+	StreamFirstByteTimeout Duration `yaml:"stream_first_byte_timeout"`
+	// Timeout bounds a whole attempt, streaming included. Default 10m.
+	Timeout Duration `yaml:"timeout"`
+	// IdleTimeout bounds the gap between two chunks of a response body, so
+	// a stalled stream ends with an error instead of hanging. Default 2m.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// BackendDefaults are the fields every backend inherits.
+type BackendDefaults struct {
+	Timeouts `yaml:",inline"`
+	Breaker  Breaker `yaml:"breaker"`
+}
+
+// Backend is one upstream deployment.
+type Backend struct {
+	// Name is unique; it appears in the x-switchover-backend header.
+	Name string `yaml:"name"`
+	// Type is "openai" (Bearer key, OpenAI paths; also any OpenAI-compatible
+	// server) or "azure" (api-key header, deployment in the path).
+	Type string `yaml:"type"`
+	// URL is the API root: for openai the base URL the SDK would use
+	// (https://api.openai.com/v1), for azure the resource endpoint
+	// (https://NAME.openai.azure.com).
+	URL string `yaml:"url"`
+	// APIKey is the backend's credential. Never logged or returned.
+	APIKey Secret `yaml:"api_key"`
+	// APIVersion is azure's api-version query value, or "v1" for the
+	// /openai/v1/ API. Default 2024-10-21.
+	APIVersion string `yaml:"api_version"`
+	// Region is reported in the x-switchover-region header.
+	Region string `yaml:"region"`
+	// Headers are added to every request to this backend.
+	Headers  map[string]string `yaml:"headers"`
+	Timeouts `yaml:",inline"`
+	Breaker  Breaker `yaml:"breaker"`
+
+	line int
+}
+
+// Breaker configures a backend's circuit breaker. Unset fields come from
+// backend_defaults, then from the built-in defaults.
+type Breaker struct {
+	// Failures within Window open the breaker. Default 5.
+	Failures int `yaml:"failures"`
+	// Window is the sliding window failures are counted in. Default 30s.
+	Window Duration `yaml:"window"`
+	// Statuses that count as failures, as codes or "lo-hi" ranges.
+	// Default [429, "500-599"]. Connection errors and timeouts always count.
+	Statuses StatusList `yaml:"statuses"`
+	// Trip is how long an open breaker benches the backend. Default 60s.
+	Trip Duration `yaml:"trip"`
+	// AcceptRetryAfter keeps the breaker open for the longer of Trip and
+	// the backend's Retry-After. Default true.
+	AcceptRetryAfter *bool `yaml:"accept_retry_after"`
+	// MaxRetryAfter caps a Retry-After so an absurd value cannot bench a
+	// backend for a day. Default 5m.
+	MaxRetryAfter Duration `yaml:"max_retry_after"`
+	// Disabled turns the breaker off: the backend is never benched.
+	Disabled bool `yaml:"disabled"`
+}
+
+// Pool is a named group of backends that callers address by model.
+type Pool struct {
+	// Name is the model name callers use (the "model" field, or the
+	// deployment in an Azure-style path).
+	Name string `yaml:"name"`
+	// Aliases are further model names that select this pool.
+	Aliases []string `yaml:"aliases"`
+	Members []Member `yaml:"members"`
+	Retry   Retry    `yaml:"retry"`
+}
+
+// Member places a backend in a pool.
+type Member struct {
+	Backend string `yaml:"backend"`
+	// Priority tier: 1 first. Default 1.
+	Priority int `yaml:"priority"`
+	// Weight within the tier. Default 1.
+	Weight int `yaml:"weight"`
+	// Model is the backend's model or deployment name for this pool.
+	// Default: the name the caller used.
+	Model string `yaml:"model"`
+}
+
+// Retry configures a pool's retries.
+type Retry struct {
+	// Attempts bounds the upstream calls per request, the first included;
+	// each backend is tried at most once. Default 3.
+	Attempts int `yaml:"attempts"`
+	// On lists the statuses retried on another backend. Default [429, 500,
+	// 502, 503, 504]. 400, 401, 403, 404, 413 and 422 are refused: they are
+	// the caller's own errors. Connection errors and timeouts always retry.
+	On StatusList `yaml:"on"`
+}
+
+// Duration is a time.Duration written as "30s", "1m30s" or "250ms".
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeErr(n.Line, "expected a duration such as 30s")
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return typeErr(n.Line, "%q is not a duration (use a unit: 500ms, 30s, 2m)", n.Value)
+	}
+	if v < 0 {
+		return typeErr(n.Line, "duration %q is negative", n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// D returns the time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// Size is a byte count written as 1048576, "512KiB", "32MiB" or "1GB".
+type Size int64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseSize(n.Value)
+	if err != nil || n.Kind != yaml.ScalarNode {
+		return typeErr(n.Line, "%q is not a size (use 1048576, 512KiB, 32MiB)", n.Value)
+	}
+	*s = Size(v)
+	return nil
+}
+
+func parseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad size")
+	}
+	return v * mult, nil
+}
+
+// StatusList is a list of HTTP status codes and "lo-hi" ranges.
+type StatusList []StatusRange
+
+// StatusRange is an inclusive range of status codes; a single code has
+// Lo == Hi.
+type StatusRange struct{ Lo, Hi int }
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (l *StatusList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.SequenceNode {
+		return typeErr(n.Line, "expected a list of status codes, such as [429, \"500-599\"]")
+	}
+	out := StatusList{}
+	var bad []string
+	for _, item := range n.Content {
+		r, err := parseStatusRange(item.Value)
+		if err != nil || item.Kind != yaml.ScalarNode {
+			bad = append(bad, fmt.Sprintf("line %d: %q is not a status code (100-599) or range such as \"500-599\"", item.Line, item.Value))
+			continue
+		}
+		out = append(out, r)
+	}
+	if bad != nil {
+		return &yaml.TypeError{Errors: bad}
+	}
+	*l = out
+	return nil
+}
+
+func parseStatusRange(s string) (StatusRange, error) {
+	lo, hi, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	a, err := strconv.Atoi(strings.TrimSpace(lo))
+	if err != nil {
+		return StatusRange{}, err
+	}
+	b := a
+	if isRange {
+		if b, err = strconv.Atoi(strings.TrimSpace(hi)); err != nil {
+			return StatusRange{}, err
+		}
+	}
+	if a < 100 || b > 599 || a > b {
+		return StatusRange{}, fmt.Errorf("out of range")
+	}
+	return StatusRange{a, b}, nil
+}
+
+// Has reports whether code is in the list.
+func (l StatusList) Has(code int) bool {
+	for _, r := range l {
+		if code >= r.Lo && code <= r.Hi {
+			return true
+		}
+	}
+	return false
+}
+
+// Secret is a credential. It prints as [redacted] in every format, so a
+// config dumped to a log or an API never shows it.
+type Secret string
+
+// Value returns the secret itself, for the one place that sends it.
+func (s Secret) Value() string { return string(s) }
+
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString implements fmt.GoStringer, so %#v does not print it either.
+func (s Secret) GoString() string { return `"` + s.String() + `"` }
+
+// MarshalYAML implements yaml.Marshaler.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// MarshalText implements encoding.TextMarshaler (JSON, slog).
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// typeErr is a decoding error that lets the decoder go on and collect the
+// rest, so that one run reports every problem.
+func typeErr(line int, format string, args ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: ", line) + fmt.Sprintf(format, args...)}}
+}

@@ -1,0 +1,293 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Built-in defaults.
+const (
+	DefaultListen                 = "127.0.0.1:8080"
+	DefaultAzureAPIVersion        = "2024-10-21"
+	DefaultMaxBody                = 32 << 20
+	DefaultConnectTimeout         = 5 * time.Second
+	DefaultFirstByteTimeout       = 120 * time.Second
+	DefaultStreamFirstByteTimeout = 30 * time.Second
+	DefaultTimeout                = 10 * time.Minute
+	DefaultIdleTimeout            = 2 * time.Minute
+)
+
+// DefaultBreakerStatuses are the statuses that count as failures when a
+// breaker lists none.
+var DefaultBreakerStatuses = StatusList{{429, 429}, {500, 599}}
+
+// DefaultRetryOn are the statuses retried when a pool lists none.
+var DefaultRetryOn = StatusList{{429, 429}, {500, 500}, {502, 504}}
+
+// neverRetry are the caller's own errors, which another backend would
+// answer the same way (and bill again).
+var neverRetry = []int{400, 401, 403, 404, 413, 422}
+
+func setDur(d *Duration, fallback Duration, builtin time.Duration) {
+	if *d == 0 {
+		*d = fallback
+	}
+	if *d == 0 {
+		*d = Duration(builtin)
+	}
+}
+
+func (c *Config) applyDefaults() {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	s := &c.Server
+	if s.MaxBody == 0 {
+		s.MaxBody = DefaultMaxBody
+	}
+	setDur(&s.ReadHeaderTimeout, 0, 10*time.Second)
+	setDur(&s.ReadTimeout, 0, 60*time.Second)
+	setDur(&s.IdleTimeout, 0, 120*time.Second)
+	setDur(&s.ShutdownGrace, 0, 30*time.Second)
+
+	d := c.BackendDefaults
+	for i := range c.Backends {
+		b := &c.Backends[i]
+		if b.Type == TypeAzure && b.APIVersion == "" {
+			b.APIVersion = DefaultAzureAPIVersion
+		}
+		setDur(&b.ConnectTimeout, d.ConnectTimeout, DefaultConnectTimeout)
+		setDur(&b.FirstByteTimeout, d.FirstByteTimeout, DefaultFirstByteTimeout)
+		setDur(&b.StreamFirstByteTimeout, d.StreamFirstByteTimeout, DefaultStreamFirstByteTimeout)
+		setDur(&b.Timeout, d.Timeout, DefaultTimeout)
+		setDur(&b.IdleTimeout, d.IdleTimeout, DefaultIdleTimeout)
+		br, db := &b.Breaker, d.Breaker
+		if br.Failures == 0 {
+			br.Failures = db.Failures
+		}
+		if br.Failures == 0 {
+			br.Failures = 5
+		}
+		setDur(&br.Window, db.Window, 30*time.Second)
+		setDur(&br.Trip, db.Trip, 60*time.Second)
+		setDur(&br.MaxRetryAfter, db.MaxRetryAfter, 5*time.Minute)
+		if br.Statuses == nil {
+			br.Statuses = db.Statuses
+		}
+		if br.Statuses == nil {
+			br.Statuses = DefaultBreakerStatuses
+		}
+		if br.AcceptRetryAfter == nil {
+			br.AcceptRetryAfter = db.AcceptRetryAfter
+		}
+		if br.AcceptRetryAfter == nil {
+			t := true
+			br.AcceptRetryAfter = &t
+		}
+		br.Disabled = br.Disabled || db.Disabled
+	}
+	for i := range c.Pools {
+		p := &c.Pools[i]
+		for j := range p.Members {
+			m := &p.Members[j]
+			if m.Priority == 0 {
+				m.Priority = 1
+			}
+			if m.Weight == 0 {
+				m.Weight = 1
+			}
+		}
+		if p.Retry.Attempts == 0 {
+			p.Retry.Attempts = 3
+		}
+		if p.Retry.On == nil {
+			p.Retry.On = DefaultRetryOn
+		}
+	}
+}
+
+// explicitZeros reports fields written as 0 where 0 is not allowed; they
+// would otherwise be taken as unset and silently defaulted. set tells
+// whether a path was written in the file.
+func (c *Config) explicitZeros(set func(string) bool) []Problem {
+	var ps []Problem
+	check := func(path string, v int, msg string) {
+		if v == 0 && set(path) {
+			ps = append(ps, Problem{Path: path, Msg: msg})
+		}
+	}
+	check("backend_defaults.breaker.failures", c.BackendDefaults.Breaker.Failures, "must be 1 or more")
+	for i, b := range c.Backends {
+		check(fmt.Sprintf("backends[%d].breaker.failures", i), b.Breaker.Failures, "must be 1 or more")
+	}
+	for i, p := range c.Pools {
+		check(fmt.Sprintf("pools[%d].retry.attempts", i), p.Retry.Attempts, "must be 1 or more (1 means no retry)")
+		for j, m := range p.Members {
+			check(fmt.Sprintf("pools[%d].members[%d].priority", i, j), m.Priority, "must be 1 or more (1 is tried first)")
+			check(fmt.Sprintf("pools[%d].members[%d].weight", i, j), m.Weight, "must be 1 or more")
+		}
+	}
+	return ps
+}
+
+// validate reports every semantic problem, by path.
+func (c *Config) validate() []Problem {
+	var ps []Problem
+	add := func(path, format string, args ...any) {
+		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+
+	host, _, err := net.SplitHostPort(c.Listen)
+	if err != nil {
+		add("listen", "%q is not host:port: %v", c.Listen, err)
+	} else if len(c.Keys) == 0 && !c.AllowUnauthenticated && !isLoopback(host) {
+		add("listen", "no keys are configured, so the gateway only listens on loopback; add keys, or set allow_unauthenticated: true to serve %s without authentication", c.Listen)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		add("log.format", "must be text or json, not %q", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+	}
+
+	keyNames := map[string]bool{}
+	keyValues := map[Secret]string{}
+	for i, k := range c.Keys {
+		p := fmt.Sprintf("keys[%d]", i)
+		if k.Name == "" {
+			add(p+".name", "a key needs a name (it identifies the caller in logs)")
+		} else if keyNames[k.Name] {
+			add(p+".name", "key name %q is used twice", k.Name)
+		}
+		keyNames[k.Name] = true
+		if k.Key == "" {
+			add(p+".key", "empty key")
+		} else if len(k.Key) < 16 {
+			add(p+".key", "key is shorter than 16 characters; use a long random value")
+		} else if other, dup := keyValues[k.Key]; dup {
+			add(p+".key", "same key as %q", other)
+		}
+		keyValues[k.Key] = k.Name
+	}
+
+	backends := map[string]bool{}
+	for i, b := range c.Backends {
+		p := fmt.Sprintf("backends[%d]", i)
+		if b.Name == "" {
+			add(p+".name", "a backend needs a name")
+		} else if backends[b.Name] {
+			add(p+".name", "backend name %q is used twice", b.Name)
+		}
+		backends[b.Name] = true
+		switch b.Type {
+		case TypeOpenAI, TypeAzure:
+		case "":
+			add(p+".type", "missing type: use openai or azure")
+		default:
+			add(p+".type", "unknown type %q: use openai or azure", b.Type)
+		}
+		if u, err := url.Parse(b.URL); b.URL == "" {
+			add(p+".url", "missing url")
+		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add(p+".url", "%q is not an http(s) URL", b.URL)
+		} else if u.RawQuery != "" {
+			add(p+".url", "the url must not have a query; use api_version for azure")
+		}
+		if b.Type == TypeAzure && strings.Contains(b.URL, "/openai/deployments") {
+			add(p+".url", "give the resource endpoint (https://NAME.openai.azure.com); the deployment comes from the pool member's model")
+		}
+		for k := range b.Headers {
+			switch strings.ToLower(k) {
+			case "authorization", "api-key", "host", "content-length":
+				add(p+".headers", "header %q is set by switchover itself", k)
+			}
+		}
+		ps = append(ps, b.Breaker.validate(p+".breaker")...)
+		if b.StreamFirstByteTimeout > b.Timeout || b.FirstByteTimeout > b.Timeout {
+			add(p+".timeout", "timeout (%s) is shorter than a first-byte timeout", b.Timeout)
+		}
+	}
+
+	models := map[string]string{}
+	for i, pl := range c.Pools {
+		p := fmt.Sprintf("pools[%d]", i)
+		if pl.Name == "" {
+			add(p+".name", "a pool needs a name (the model callers ask for)")
+		}
+		for j, n := range append([]string{pl.Name}, pl.Aliases...) {
+			if n == "" {
+				continue
+			}
+			path := p + ".name"
+			if j > 0 {
+				path = fmt.Sprintf("%s.aliases[%d]", p, j-1)
+			}
+			if other, dup := models[n]; dup {
+				add(path, "model name %q already selects pool %q", n, other)
+			}
+			models[n] = pl.Name
+		}
+		if len(pl.Members) == 0 {
+			add(p+".members", "a pool needs at least one member")
+		}
+		inPool := map[string]bool{}
+		for j, m := range pl.Members {
+			mp := fmt.Sprintf("%s.members[%d]", p, j)
+			if m.Backend == "" {
+				add(mp+".backend", "missing backend name")
+			} else if !backends[m.Backend] {
+				add(mp+".backend", "no backend is named %q", m.Backend)
+			} else if inPool[m.Backend] {
+				add(mp+".backend", "backend %q is in this pool twice", m.Backend)
+			}
+			inPool[m.Backend] = true
+			if m.Priority < 1 {
+				add(mp+".priority", "must be 1 or more (1 is tried first)")
+			}
+			if m.Weight < 1 {
+				add(mp+".weight", "must be 1 or more")
+			}
+		}
+		if pl.Retry.Attempts < 1 {
+			add(p+".retry.attempts", "must be 1 or more (1 means no retry)")
+		}
+		for _, code := range neverRetry {
+			if pl.Retry.On.Has(code) {
+				add(p+".retry.on", "%d is the caller's own error and is never retried: another backend answers the same and bills again", code)
+			}
+		}
+	}
+	return ps
+}
+
+func (b Breaker) validate(p string) []Problem {
+	var ps []Problem
+	if b.Failures < 1 {
+		ps = append(ps, Problem{Path: p + ".failures", Msg: "must be 1 or more"})
+	}
+	if b.MaxRetryAfter < b.Trip {
+		ps = append(ps, Problem{Path: p + ".max_retry_after", Msg: fmt.Sprintf("(%s) is shorter than trip (%s)", b.MaxRetryAfter, b.Trip)})
+	}
+	return ps
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,478 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
+)
+
+const (
+	appKey    = "app-key-0123456789abcdef"
+	weuSecret = "weu-backend-secret-9f8e7d"
+	secSecret = "sec-backend-secret-1a2b3c"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness is a gateway built from a real config file, serving on loopback
+// in front of scripted upstreams.
+type harness struct {
+	t     testing.TB
+	url   string
+	gw    *gateway.Gateway
+	logs  *syncBuffer
+	clock *fakeclock.Clock
+	weu   *upstreamtest.Upstream
+	sec   *upstreamtest.Upstream
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// start writes a config with two backends (weu: priority 1, azure; sec:
+// priority 2, openai) and extra YAML appended to the weu backend, then
+// serves it.
+func start(t testing.TB, weu, sec []upstreamtest.Step, weuExtra string, mods ...func(string) string) *harness {
+	t.Helper()
+	h := &harness{t: t, logs: &syncBuffer{}, clock: fakeclock.New()}
+	h.weu = upstreamtest.New(t, weu...)
+	h.sec = upstreamtest.New(t, sec...)
+	yaml := fmt.Sprintf(`
+listen: 127.0.0.1:0
+log: {format: json, level: debug}
+server: {max_body: 64KiB, shutdown_grace: 5s}
+keys:
+  - name: app-team
+    key: ${TEST_APP_KEY}
+backends:
+  - name: aoai-westeurope
+    type: azure
+    url: %s
+    api_key: ${TEST_WEU_KEY}
+    region: westeurope
+    breaker: {failures: 2, window: 30s, trip: 60s}
+%s
+  - name: aoai-swedencentral
+    type: openai
+    url: %s/v1
+    api_key: ${TEST_SEC_KEY}
+    region: swedencentral
+pools:
+  - name: chat-prod
+    aliases: [gpt-4o]
+    members:
+      - {backend: aoai-westeurope, priority: 1, weight: 100, model: gpt-4o-weu}
+      - {backend: aoai-swedencentral, priority: 2, weight: 100, model: gpt-4o}
+`, h.weu.URL, weuExtra, h.sec.URL)
+	for _, m := range mods {
+		yaml = m(yaml)
+	}
+	path := filepath.Join(t.TempDir(), "switchover.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TEST_APP_KEY", appKey)
+	t.Setenv("TEST_WEU_KEY", weuSecret)
+	t.Setenv("TEST_SEC_KEY", secSecret)
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatalf("config:\n%v", err)
+	}
+	h.gw, err = gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(h.logs, "json", "debug"), Clock: h.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	h.done = make(chan error, 1)
+	go func() { h.done <- h.gw.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-h.done
+		h.checkNoSecrets()
+	})
+	return h
+}
+
+// checkNoSecrets fails the test if any credential reached the log.
+func (h *harness) checkNoSecrets() {
+	logs := h.logs.String()
+	for _, s := range []string{appKey, weuSecret, secSecret} {
+		if strings.Contains(logs, s) {
+			h.t.Errorf("a secret appeared in the log:\n%s", logs)
+		}
+	}
+}
+
+func (h *harness) post(path, body string, hdr ...string) (*http.Response, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+		} else {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func (h *harness) get(path string) (*http.Response, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, h.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+const chat = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
+
+var (
+	answer = upstreamtest.Answer
+	status = upstreamtest.Status
+)
+
+func TestHeadersOnHealthyPrimary(t *testing.T) {
+	upstreamAnswer := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "upstream-id-1")
+		w.Header().Set("X-Ratelimit-Remaining-Tokens", "9000")
+		answer("weu")(w, r)
+	}
+	h := start(t, []upstreamtest.Step{upstreamAnswer}, []upstreamtest.Step{answer("sec")}, "")
+	resp, body := h.post("/v1/chat/completions", chat, "X-Request-Id", "caller-id-7")
+	if resp.StatusCode != 200 || !strings.Contains(body, "hello from weu") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	want := map[string]string{
+		"X-Switchover-Backend":           "aoai-westeurope",
+		"X-Switchover-Region":            "westeurope",
+		"X-Switchover-Failover":          "false",
+		"X-Switchover-Attempts":          "1",
+		"X-Request-Id":                   "caller-id-7",
+		"X-Upstream-Request-Id":          "upstream-id-1",
+		"X-Ratelimit-Remaining-Tokens":   "9000",
+		"X-Ratelimit-Remaining-Requests": "59",
+	}
+	for k, v := range want {
+		if got := resp.Header.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	// The upstream got the deployment in the path, its own key, and the
+	// caller's request id; not the caller's key.
+	if got := h.weu.Path(0); got != "/openai/deployments/gpt-4o-weu/chat/completions?api-version=2024-10-21" {
+		t.Errorf("upstream path %q", got)
+	}
+	uh := h.weu.Header(0)
+	if uh.Get("Api-Key") != weuSecret || uh.Get("Authorization") != "" || uh.Get("X-Request-Id") != "caller-id-7" {
+		t.Errorf("upstream headers %v", uh)
+	}
+	// A request without an id gets a generated one.
+	resp, _ = h.post("/v1/chat/completions", chat)
+	if id := resp.Header.Get("X-Request-Id"); len(id) != 32 {
+		t.Errorf("generated request id %q", id)
+	}
+}
+
+func TestFailoverHeadersMetricsAndLog(t *testing.T) {
+	h := start(t,
+		[]upstreamtest.Step{status(429, "Retry-After", "12", "X-Ratelimit-Remaining-Requests", "0")},
+		[]upstreamtest.Step{answer("sec")}, "")
+	resp, body := h.post("/v1/chat/completions", chat)
+	if resp.StatusCode != 200 || !strings.Contains(body, "hello from sec") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if resp.Header.Get("X-Switchover-Backend") != "aoai-swedencentral" || resp.Header.Get("X-Switchover-Failover") != "true" || resp.Header.Get("X-Switchover-Attempts") != "2" {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	// The openai backend got the member's model in the body.
+	if got := h.sec.Body(0); !strings.Contains(got, `"model":"gpt-4o"`) || strings.Contains(got, "chat-prod") {
+		t.Errorf("secondary body %s", got)
+	}
+	h.post("/v1/chat/completions", chat) // second 429: the breaker opens (2 in 30s)
+
+	g := h.gw
+	checks := []struct {
+		name   string
+		got    float64
+		wanted float64
+	}{
+		{"failovers", metric(t, g, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "rate_limited"), 2},
+		{"429 attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-westeurope", "result", "429"), 2},
+		{"2xx attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "result", "2xx"), 2},
+		{"requests", metric(t, g, "switchover_requests_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "code", "2xx"), 2},
+		{"breaker open", metric(t, g, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "open"), 1},
+		{"breaker closed", metric(t, g, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "closed"), 0},
+		{"transitions", metric(t, g, "switchover_breaker_transitions_total", "backend", "aoai-westeurope", "from", "closed", "to", "open"), 1},
+		{"first byte histogram", metric(t, g, "switchover_request_first_byte_seconds", "pool", "chat-prod"), 2},
+	}
+	for _, c := range checks {
+		if c.got != c.wanted {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.wanted)
+		}
+	}
+	// The scrape endpoint serves them.
+	_, text := h.get("/metrics")
+	for _, want := range []string{
+		`switchover_failovers_total{from="aoai-westeurope",pool="chat-prod",reason="rate_limited",to="aoai-swedencentral"} 2`,
+		`switchover_request_duration_seconds_count{pool="chat-prod"} 2`,
+		`switchover_upstream_duration_seconds_bucket{backend="aoai-westeurope",le="+Inf"} 2`,
+		`switchover_backend_info{backend="aoai-westeurope",region="westeurope",type="azure"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// One log line per request, with its attempts; the breaker event.
+	var reqLines, breakerLines []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("log line not JSON: %s", line)
+		}
+		switch m["msg"] {
+		case "request":
+			reqLines = append(reqLines, m)
+		case "breaker":
+			breakerLines = append(breakerLines, m)
+		}
+	}
+	if len(reqLines) != 2 {
+		t.Fatalf("%d request log lines, want 2", len(reqLines))
+	}
+	l := reqLines[0]
+	if l["backend"] != "aoai-swedencentral" || l["failover"] != true || l["attempts"] != 2.0 || l["key"] != "app-team" ||
+		!strings.HasPrefix(l["tried"].(string), "aoai-westeurope=429 rate_limited ") || l["status"] != 200.0 {
+		t.Errorf("request log line %v", l)
+	}
+	if len(breakerLines) != 1 || breakerLines[0]["to"] != "open" || breakerLines[0]["level"] != "WARN" {
+		t.Errorf("breaker log lines %v", breakerLines)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "")
+	tests := []struct {
+		name string
+		hdr  []string
+		want int
+	}{
+		{"bearer", nil, 200},
+		{"api-key header", []string{"Authorization", "", "Api-Key", appKey}, 200},
+		{"missing", []string{"Authorization", ""}, 401},
+		{"wrong", []string{"Authorization", "Bearer wrong-key-0123456789"}, 401},
+		{"prefix of the key", []string{"Authorization", "Bearer " + appKey[:10]}, 401},
+		{"wrong api-key", []string{"Authorization", "", "Api-Key", "nope"}, 401},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := h.post("/v1/chat/completions", chat, tc.hdr...)
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d, want %d: %s", resp.StatusCode, tc.want, body)
+			}
+			if tc.want == 401 {
+				var e struct {
+					Error struct{ Code, Message string }
+				}
+				if json.Unmarshal([]byte(body), &e) != nil || e.Error.Code != "invalid_api_key" {
+					t.Fatalf("401 body %s", body)
+				}
+				if strings.Contains(body, "wrong-key") || strings.Contains(body, appKey[:10]) {
+					t.Fatal("the presented key was echoed")
+				}
+			}
+		})
+	}
+	if n := h.weu.Calls(); n != 2 {
+		t.Fatalf("upstream got %d calls, want 2 (only the authenticated ones)", n)
+	}
+}
+
+func TestRequestErrors(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "")
+	big := `{"model":"chat-prod","messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`
+	tests := []struct {
+		name, method, path, body string
+		want                     int
+		code                     string
+	}{
+		{"body too large", "POST", "/v1/chat/completions", big, 413, "request_too_large"},
+		{"not JSON", "POST", "/v1/chat/completions", `model=chat-prod`, 400, "invalid_json"},
+		{"no model", "POST", "/v1/chat/completions", `{"messages":[]}`, 400, "missing_model"},
+		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-5"}`, 404, "model_not_found"},
+		{"unknown deployment", "POST", "/openai/deployments/nope/chat/completions?api-version=2024-10-21", `{}`, 404, "model_not_found"},
+		{"unknown path", "POST", "/v1/images/generations", `{}`, 404, "not_found"},
+		{"wrong method", "GET", "/v1/chat/completions", ``, 405, "method_not_allowed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, h.url+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+appKey)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var e struct {
+				Error struct{ Code, Message, Type string }
+			}
+			if resp.StatusCode != tc.want || json.Unmarshal(b, &e) != nil || e.Error.Code != tc.code || e.Error.Message == "" {
+				t.Fatalf("got %d %s, want %d with code %s", resp.StatusCode, b, tc.want, tc.code)
+			}
+		})
+	}
+	if h.weu.Calls()+h.sec.Calls() != 0 {
+		t.Fatal("a bad request reached a backend")
+	}
+}
+
+func TestAPIShapes(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "")
+	paths := []struct{ path, body string }{
+		{"/v1/chat/completions", chat},
+		{"/chat/completions", chat},
+		{"/openai/v1/chat/completions", chat},
+		{"/openai/deployments/chat-prod/chat/completions?api-version=2024-10-21", `{"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/chat/completions", strings.Replace(chat, "chat-prod", "gpt-4o", 1)}, // alias
+	}
+	for i, p := range paths {
+		resp, body := h.post(p.path, p.body)
+		if resp.StatusCode != 200 || resp.Header.Get("X-Switchover-Backend") != "aoai-westeurope" {
+			t.Fatalf("%s: %d %s", p.path, resp.StatusCode, body)
+		}
+		if got := h.weu.Path(i); got != "/openai/deployments/gpt-4o-weu/chat/completions?api-version=2024-10-21" {
+			t.Fatalf("%s went upstream as %s", p.path, got)
+		}
+	}
+	// Embeddings and completions keep their operation.
+	for _, op := range []string{"embeddings", "completions"} {
+		resp, _ := h.post("/v1/"+op, `{"model":"chat-prod","input":"x"}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", op, resp.StatusCode)
+		}
+	}
+	if got := h.weu.Path(len(paths) + 1); got != "/openai/deployments/gpt-4o-weu/completions?api-version=2024-10-21" {
+		t.Fatalf("completions upstream path %s", got)
+	}
+
+	_, body := h.get("/v1/models")
+	var list struct {
+		Object string
+		Data   []struct{ ID, Object string }
+	}
+	if err := json.Unmarshal([]byte(body), &list); err != nil || list.Object != "list" || len(list.Data) != 1 || list.Data[0].ID != "chat-prod" {
+		t.Fatalf("models %s", body)
+	}
+	if resp, _ := h.get("/v1/models/gpt-4o"); resp.StatusCode != 200 {
+		t.Fatalf("alias model lookup %d", resp.StatusCode)
+	}
+	if resp, _ := h.get("/healthz"); resp.StatusCode != 200 {
+		t.Fatal("healthz")
+	}
+	if resp, _ := h.get("/readyz"); resp.StatusCode != 200 {
+		t.Fatal("readyz")
+	}
+}
+
+func TestReadyzWhenPoolHasNoUsableBackend(t *testing.T) {
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{status(503)}, "",
+		func(y string) string {
+			return strings.Replace(y, "    region: swedencentral", "    region: swedencentral\n    breaker: {failures: 1}", 1)
+		})
+	h.post("/v1/chat/completions", chat) // weu: 1 of 2 failures; sec opens
+	h.post("/v1/chat/completions", chat) // weu opens
+	resp, body := h.get("/readyz")
+	if resp.StatusCode != 503 || !strings.Contains(body, "chat-prod") {
+		t.Fatalf("readyz %d %s", resp.StatusCode, body)
+	}
+	h.clock.Advance(time.Minute)
+	if resp, _ := h.get("/readyz"); resp.StatusCode != 200 {
+		t.Fatalf("readyz after trip %d", resp.StatusCode)
+	}
+}
+
+// metric returns the value of the series of family name whose labels
+// include all of want (given as name, value pairs).
+func metric(t *testing.T, g *gateway.Gateway, name string, want ...string) float64 {
+	t.Helper()
+	mfs, err := g.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(want); i += 2 {
+				if labels[want[i]] != want[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	t.Fatalf("no series %s%v", name, want)
+	return 0
+}

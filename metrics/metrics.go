@@ -1,0 +1,173 @@
+// Package metrics exports switchover's Prometheus metrics. It is fed by the
+// routing engine's Observer interface, by breaker transitions and by the
+// gateway's per-request hook; it owns its registry, so several gateways in
+// one process (tests, the game day) never share state.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// Metrics holds the collectors. It is safe for concurrent use.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	requests           *prometheus.CounterVec
+	requestDuration    *prometheus.HistogramVec
+	requestFirstByte   *prometheus.HistogramVec
+	attempts           *prometheus.CounterVec
+	upstreamDuration   *prometheus.HistogramVec
+	failovers          *prometheus.CounterVec
+	streamErrors       *prometheus.CounterVec
+	breakerState       *prometheus.GaugeVec
+	breakerTransitions *prometheus.CounterVec
+	backendInfo        *prometheus.GaugeVec
+}
+
+var _ route.Observer = (*Metrics)(nil)
+
+// LatencyBuckets are the classic histogram buckets, in seconds, chosen for
+// LLM calls: from a fast refusal (tens of ms) to a long completion.
+var LatencyBuckets = []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+
+// New returns metrics registered in a new registry, with the Go runtime and
+// process collectors.
+func New() *Metrics {
+	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:                        name,
+			Help:                        help,
+			Buckets:                     LatencyBuckets,
+			NativeHistogramBucketFactor: 1.1,
+		}, labels)
+	}
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_requests_total",
+			Help: "Requests answered by the gateway, by pool, the backend that answered (\"none\" when none did) and status class (2xx, 4xx, 429, 5xx, or canceled when the client went away).",
+		}, []string{"pool", "backend", "code"}),
+		requestDuration: hist("switchover_request_duration_seconds",
+			"End-to-end request time, from arrival to the last byte of the response, by pool.", "pool"),
+		requestFirstByte: hist("switchover_request_first_byte_seconds",
+			"Time from arrival until the response headers went to the client (failover time included), by pool.", "pool"),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_upstream_attempts_total",
+			Help: "Upstream attempts by pool, backend and result: the status class (2xx, 4xx, 429, 5xx) or the failure (first_byte_timeout, timeout, connect_error, connection_error, client_canceled).",
+		}, []string{"pool", "backend", "result"}),
+		upstreamDuration: hist("switchover_upstream_duration_seconds",
+			"Time from sending an attempt to its response headers (for streams, its first bytes) or its failure, by backend.", "backend"),
+		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_failovers_total",
+			Help: "Requests answered by a backend other than the one they would have gone to with every backend healthy: from the backend that failed or was benched, to the one that answered, and why.",
+		}, []string{"pool", "from", "to", "reason"}),
+		streamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_upstream_stream_errors_total",
+			Help: "Response bodies that failed after their headers reached the client (a stream that broke or stalled mid-way), by backend.",
+		}, []string{"backend"}),
+		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_breaker_state",
+			Help: "Circuit breaker state per backend: 1 for the current state (closed, open, half_open), 0 for the others.",
+		}, []string{"backend", "state"}),
+		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_breaker_transitions_total",
+			Help: "Circuit breaker state changes per backend.",
+		}, []string{"backend", "from", "to"}),
+		backendInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_backend_info",
+			Help: "Configured backends: always 1, with the backend's region and type as labels.",
+		}, []string{"backend", "region", "type"}),
+	}
+	m.Registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
+		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo,
+	)
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
+}
+
+// AddBackend declares a backend, so that its breaker state and info are
+// exported before its first request.
+func (m *Metrics) AddBackend(name, region, typ string) {
+	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
+	m.setBreakerState(name, breaker.Closed)
+}
+
+// Observe implements route.Observer.
+func (m *Metrics) Observe(e route.Event) {
+	switch e.Kind {
+	case route.EventAttempt:
+		a := e.Attempt
+		m.attempts.WithLabelValues(e.Pool, a.Backend, attemptResult(a)).Inc()
+		m.upstreamDuration.WithLabelValues(a.Backend).Observe(a.Duration.Seconds())
+	case route.EventFailover:
+		m.failovers.WithLabelValues(e.Pool, e.From, e.To, string(e.Reason)).Inc()
+	case route.EventBodyError:
+		m.streamErrors.WithLabelValues(e.Backend.Name).Inc()
+	}
+}
+
+// Transition records a breaker state change.
+func (m *Metrics) Transition(t breaker.Transition) {
+	m.breakerTransitions.WithLabelValues(t.Name, t.From.String(), t.To.String()).Inc()
+	m.setBreakerState(t.Name, t.To)
+}
+
+func (m *Metrics) setBreakerState(backend string, s breaker.State) {
+	for _, st := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
+		v := 0.0
+		if st == s {
+			v = 1
+		}
+		m.breakerState.WithLabelValues(backend, st.String()).Set(v)
+	}
+}
+
+// Request records a request the gateway answered. backend is "" when no
+// backend answered; status 0 means the client went away first.
+func (m *Metrics) Request(pool, backend string, status int, total, firstByte time.Duration) {
+	if backend == "" {
+		backend = "none"
+	}
+	m.requests.WithLabelValues(pool, backend, CodeClass(status)).Inc()
+	m.requestDuration.WithLabelValues(pool).Observe(total.Seconds())
+	if status != 0 {
+		m.requestFirstByte.WithLabelValues(pool).Observe(firstByte.Seconds())
+	}
+}
+
+// CodeClass is the label value for a status: 429 on its own (it is the
+// quota signal), otherwise 2xx, 3xx, 4xx or 5xx; 0 is "canceled".
+func CodeClass(status int) string {
+	switch {
+	case status == 0:
+		return "canceled"
+	case status == 429:
+		return "429"
+	case status >= 100 && status < 600:
+		return strconv.Itoa(status/100) + "xx"
+	}
+	return "other"
+}
+
+func attemptResult(a *route.Attempt) string {
+	if a.Status == 0 {
+		return string(a.Reason)
+	}
+	return CodeClass(a.Status)
+}

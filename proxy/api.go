@@ -1,0 +1,274 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/route"
+)
+
+// serveAPI answers one API call: read the body once (bounded), find the
+// pool, let the engine route it, and pass the response on.
+func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, op route.Operation, dep, keyName, id string) {
+	start := time.Now()
+	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	defer func() { h.finish(lg, start) }()
+
+	rc := http.NewResponseController(w)
+	if h.BodyReadTimeout > 0 {
+		rc.SetReadDeadline(start.Add(h.BodyReadTimeout))
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rt.MaxBody))
+	if h.BodyReadTimeout > 0 {
+		rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			lg.status = http.StatusRequestEntityTooLarge
+			writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
+		case errors.As(err, &ne) && ne.Timeout():
+			lg.status, lg.err = http.StatusRequestTimeout, err
+			w.Header().Set("Connection", "close")
+			writeError(w, lg.status, "invalid_request_error", "request_timeout", "switchover: the request body took too long to arrive")
+		default:
+			lg.status, lg.err = 0, err // the client went away while sending
+		}
+		return
+	}
+	req, err := route.NewRequest(op, body, r.Header)
+	if err != nil {
+		lg.status = http.StatusBadRequest
+		writeError(w, lg.status, "invalid_request_error", "invalid_json", "switchover: "+err.Error())
+		return
+	}
+	if dep != "" {
+		req.Model = dep
+	}
+	lg.model, lg.stream = req.Model, req.Stream
+	if req.Model == "" {
+		lg.status = http.StatusBadRequest
+		writeError(w, lg.status, "invalid_request_error", "missing_model", "switchover: the request names no model; set \"model\" to one of the gateway's pools (GET /v1/models lists them)")
+		return
+	}
+	pool, ok := rt.Pools[req.Model]
+	if !ok {
+		lg.status = http.StatusNotFound
+		writeError(w, lg.status, "invalid_request_error", "model_not_found",
+			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(req.Model, 100)))
+		return
+	}
+	lg.pool = pool.Name
+
+	resp, rep, err := pool.Do(r.Context(), req)
+	lg.report = rep
+	if err != nil {
+		if r.Context().Err() != nil {
+			lg.status, lg.err = 0, r.Context().Err()
+			return
+		}
+		lg.status = http.StatusBadGateway
+		lg.err = err
+		writeError(w, lg.status, "server_error", "bad_gateway", "switchover: "+err.Error())
+		return
+	}
+	defer resp.Body.Close()
+
+	hdr := w.Header()
+	route.RemoveHopHeaders(resp.Header)
+	for k, vv := range resp.Header {
+		if k == "X-Request-Id" {
+			hdr["X-Upstream-Request-Id"] = vv
+			continue
+		}
+		hdr[k] = vv
+	}
+	hdr.Set("X-Request-Id", id)
+	lg.status = resp.StatusCode
+	w.WriteHeader(resp.StatusCode)
+	lg.firstByte = time.Since(start)
+
+	stream := isEventStream(resp.Header)
+	n, err := copyBody(w, resp.Body, stream || resp.ContentLength < 0)
+	lg.bytes = n
+	if err == nil {
+		return
+	}
+	if r.Context().Err() != nil {
+		lg.err = r.Context().Err()
+		lg.clientGone = true
+		return
+	}
+	lg.err = err
+	var be *route.BodyError
+	if stream && errors.As(err, &be) {
+		// The stream broke after bytes reached the client: failover is no
+		// longer possible. End with an error the SDKs surface, and a clean
+		// end of the response, never a silent truncation.
+		msg := fmt.Sprintf("switchover: the stream from backend %s failed mid-way (%s); the response is incomplete", be.Backend, be.Reason)
+		w.Write(streamErrorEvent(msg, "upstream_stream_error"))
+		http.NewResponseController(w).Flush()
+		return
+	}
+	// A plain body cut short: abort the response so the client sees the
+	// failure instead of a short body that looks whole.
+	panic(http.ErrAbortHandler)
+}
+
+func isEventStream(h http.Header) bool {
+	ct := h.Get("Content-Type")
+	return strings.HasPrefix(strings.TrimSpace(strings.ToLower(ct)), "text/event-stream")
+}
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyBody copies src to w. With flush set it flushes after every read, so
+// each SSE event goes out as it arrives. Before a write error or an upstream
+// error it makes sure a partial event line is terminated, so that an error
+// event that follows is read as an event of its own.
+func copyBody(w http.ResponseWriter, src io.Reader, flush bool) (int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	buf := *bp
+	rc := http.NewResponseController(w)
+	var written int64
+	var tail [2]byte // last two bytes written
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			m, werr := w.Write(buf[:n])
+			written += int64(m)
+			if m >= 2 {
+				tail = [2]byte{buf[m-2], buf[m-1]}
+			} else if m == 1 {
+				tail = [2]byte{tail[1], buf[0]}
+			}
+			if werr != nil {
+				return written, werr
+			}
+			if flush {
+				if err := rc.Flush(); err != nil {
+					return written, err
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return written, nil
+		}
+		if rerr != nil {
+			if flush && written > 0 && tail != [2]byte{'\n', '\n'} {
+				if tail[1] == '\n' {
+					w.Write([]byte("\n"))
+				} else {
+					w.Write([]byte("\n\n"))
+				}
+			}
+			return written, rerr
+		}
+	}
+}
+
+// logLine is what one request's log line says.
+type logLine struct {
+	id, key, method, path string
+	model, pool           string
+	stream                bool
+	status                int
+	firstByte             time.Duration
+	bytes                 int64
+	report                *route.Report
+	err                   error
+	clientGone            bool
+}
+
+func (h *Handler) finish(l *logLine, start time.Time) {
+	total := time.Since(start)
+	backend := ""
+	if l.report != nil && l.report.Served != nil {
+		backend = l.report.Served.Backend.Name
+	}
+	status := l.status
+	if l.clientGone {
+		status = 0
+	}
+	if h.Recorder != nil && l.pool != "" {
+		h.Recorder.Request(l.pool, backend, status, total, l.firstByte)
+	}
+	lg := h.logger()
+	level := slog.LevelInfo
+	if l.err != nil && !l.clientGone && l.status != 0 {
+		level = slog.LevelWarn
+	}
+	if !lg.Enabled(context.Background(), level) {
+		return
+	}
+	logStatus := l.status
+	if l.status == 0 || l.clientGone {
+		logStatus = 499 // the client closed the request
+	}
+	attrs := []slog.Attr{
+		slog.String("request_id", l.id),
+		slog.String("method", l.method),
+		slog.String("path", l.path),
+		slog.Int("status", logStatus),
+	}
+	if l.key != "" {
+		attrs = append(attrs, slog.String("key", l.key))
+	}
+	if l.model != "" {
+		attrs = append(attrs, slog.String("model", l.model))
+	}
+	if l.pool != "" {
+		attrs = append(attrs, slog.String("pool", l.pool), slog.Bool("stream", l.stream))
+	}
+	if l.report != nil {
+		attrs = append(attrs,
+			slog.String("backend", backend),
+			slog.Bool("failover", l.report.Failover),
+			slog.Int("attempts", len(l.report.Attempts)),
+			slog.String("tried", describeAttempts(l.report.Attempts)))
+	}
+	attrs = append(attrs,
+		slog.Int64("duration_ms", total.Milliseconds()),
+		slog.Int64("first_byte_ms", l.firstByte.Milliseconds()),
+		slog.Int64("bytes", l.bytes))
+	if l.err != nil {
+		attrs = append(attrs, slog.String("error", l.err.Error()))
+	}
+	lg.LogAttrs(context.Background(), level, "request", attrs...)
+}
+
+// describeAttempts renders attempts compactly:
+// "aoai-weu=429 rate_limited 605ms, aoai-sec=200 1218ms".
+func describeAttempts(as []route.Attempt) string {
+	var b strings.Builder
+	for i, a := range as {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.Backend)
+		b.WriteByte('=')
+		if a.Status != 0 {
+			b.WriteString(strconv.Itoa(a.Status))
+			if a.Reason != "" {
+				b.WriteByte(' ')
+			}
+		}
+		b.WriteString(string(a.Reason))
+		b.WriteByte(' ')
+		b.WriteString(strconv.FormatInt(a.Duration.Milliseconds(), 10))
+		b.WriteString("ms")
+	}
+	return b.String()
+}

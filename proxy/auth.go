@@ -1,0 +1,53 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+)
+
+// Key is a gateway key. Only its hash is kept, so the key itself is not in
+// memory dumps of the handler and cannot be printed by accident.
+type Key struct {
+	Name string
+	hash [sha256.Size]byte
+}
+
+// NewKey returns the key secret, known by name.
+func NewKey(name, secret string) Key {
+	return Key{Name: name, hash: sha256.Sum256([]byte(secret))}
+}
+
+// presentedKey returns the key a caller sent: "Authorization: Bearer KEY"
+// (OpenAI SDKs) or "api-key: KEY" (Azure OpenAI SDKs).
+func presentedKey(r *http.Request) (string, bool) {
+	if v := r.Header.Get("Authorization"); v != "" {
+		scheme, key, ok := strings.Cut(v, " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(key), true
+		}
+	}
+	if v := r.Header.Get("Api-Key"); v != "" {
+		return v, true
+	}
+	return "", false
+}
+
+// authenticate returns the name of the key the caller presented, comparing
+// against every key in constant time (hashes have equal length, and the
+// loop does not stop at a match).
+func authenticate(keys []Key, r *http.Request) (string, bool) {
+	k, ok := presentedKey(r)
+	if !ok {
+		return "", false
+	}
+	h := sha256.Sum256([]byte(k))
+	name, found := "", false
+	for _, key := range keys {
+		if subtle.ConstantTimeCompare(h[:], key.hash[:]) == 1 {
+			name, found = key.Name, true
+		}
+	}
+	return name, found
+}

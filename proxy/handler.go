@@ -1,0 +1,287 @@
+// Package proxy is the gateway's http.Handler: the OpenAI-compatible and
+// Azure-OpenAI-style API routes on top of the routing engine, caller
+// authentication, SSE passthrough, the x-switchover-* response headers,
+// health endpoints, and one log line per request.
+package proxy
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchover-gw/switchover/route"
+)
+
+// Routes is what the handler serves: pools by model name, and the keys
+// callers present. A Routes is immutable once passed to Update.
+type Routes struct {
+	// Pools maps every model name callers may use (pool names and
+	// aliases) to its pool.
+	Pools map[string]*route.Pool
+	// Models are the names listed by GET /v1/models: one per pool.
+	Models []string
+	// Keys are the gateway keys. Empty means no authentication.
+	Keys []Key
+	// MaxBody bounds a request body; larger gets 413. Default 32 MiB.
+	MaxBody int64
+}
+
+// Recorder receives one call per answered request, for metrics.
+type Recorder interface {
+	Request(pool, backend string, status int, total, firstByte time.Duration)
+}
+
+// Handler serves the gateway API. Set Routes with Update before serving.
+// It is safe for concurrent use; Update may be called while serving.
+type Handler struct {
+	// Logger gets one line per request and breaker events. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Recorder gets request metrics. Nil means none.
+	Recorder Recorder
+	// Metrics serves GET /metrics. Nil means 404.
+	Metrics http.Handler
+	// Ready reports readiness for GET /readyz. Nil means ready when every
+	// pool has a backend whose breaker lets calls through.
+	Ready func() error
+	// BodyReadTimeout bounds reading a request body, so a slow client
+	// cannot hold a connection. It is set per request and cleared once the
+	// body is read: http.Server's ReadTimeout would instead cancel
+	// long-running streams when it expires. Zero means none.
+	BodyReadTimeout time.Duration
+
+	routes atomic.Pointer[Routes]
+}
+
+// Update replaces the routes. Requests in flight finish on the old ones.
+func (h *Handler) Update(r *Routes) {
+	if r.MaxBody <= 0 {
+		r.MaxBody = route.DefaultMaxBodyBytes
+	}
+	if r.Models == nil {
+		for name, p := range r.Pools {
+			if name == p.Name {
+				r.Models = append(r.Models, name)
+			}
+		}
+		sort.Strings(r.Models)
+	}
+	h.routes.Store(r)
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger == nil {
+		return slog.Default()
+	}
+	return h.Logger
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/healthz":
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+		return
+	case "/readyz":
+		h.serveReady(w)
+		return
+	case "/metrics":
+		if h.Metrics != nil {
+			h.Metrics.ServeHTTP(w, r)
+			return
+		}
+	}
+	rt := h.routes.Load()
+	if rt == nil {
+		writeError(w, http.StatusServiceUnavailable, "server_error", "not_ready", "switchover: no configuration loaded")
+		return
+	}
+	id := requestID(r)
+	w.Header().Set("X-Request-Id", id)
+	r.Header.Set("X-Request-Id", id)
+
+	kind, op, dep, modelID := classify(r.URL.Path)
+	if kind == pathUnknown {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
+		return
+	}
+	want := http.MethodPost
+	if kind == pathModels {
+		want = http.MethodGet
+	}
+	if r.Method != want {
+		w.Header().Set("Allow", want)
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
+		return
+	}
+	keyName := ""
+	if len(rt.Keys) > 0 {
+		name, ok := authenticate(rt.Keys, r)
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\" or \"api-key: KEY\"")
+			return
+		}
+		keyName = name
+	}
+	if kind == pathModels {
+		serveModels(w, rt, modelID)
+		return
+	}
+	h.serveAPI(w, r, rt, op, dep, keyName, id)
+}
+
+type pathKind uint8
+
+const (
+	pathUnknown pathKind = iota
+	pathAPI
+	pathModels
+)
+
+// classify maps a request path to what it asks for: an API operation (with
+// the deployment, for Azure-style paths) or the model list.
+func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
+	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			continue
+		}
+		if prefix == "/openai/" {
+			dep, after, ok := strings.Cut(strings.TrimPrefix(rest, "deployments/"), "/")
+			if !strings.HasPrefix(rest, "deployments/") || !ok || dep == "" {
+				return pathUnknown, "", "", ""
+			}
+			if o := route.Operation(strings.TrimSuffix(after, "/")); isOp(o) {
+				return pathAPI, o, dep, ""
+			}
+			return pathUnknown, "", "", ""
+		}
+		rest = strings.TrimSuffix(rest, "/")
+		if o := route.Operation(rest); isOp(o) {
+			return pathAPI, o, "", ""
+		}
+		if rest == "models" {
+			return pathModels, "", "", ""
+		}
+		if id, ok := strings.CutPrefix(rest, "models/"); ok && id != "" {
+			return pathModels, "", "", id
+		}
+		return pathUnknown, "", "", ""
+	}
+	return pathUnknown, "", "", ""
+}
+
+func isOp(o route.Operation) bool {
+	return o == route.ChatCompletions || o == route.Completions || o == route.Embeddings
+}
+
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func serveModels(w http.ResponseWriter, rt *Routes, id string) {
+	w.Header().Set("Content-Type", "application/json")
+	if id != "" {
+		p, ok := rt.Pools[id]
+		if !ok {
+			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("The model %q does not exist on this gateway", truncate(id, 100)))
+			return
+		}
+		json.NewEncoder(w).Encode(model{ID: p.Name, Object: "model", OwnedBy: "switchover"})
+		return
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, name := range rt.Models {
+		list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "switchover"})
+	}
+	json.NewEncoder(w).Encode(list)
+}
+
+func (h *Handler) serveReady(w http.ResponseWriter) {
+	var err error
+	if h.Ready != nil {
+		err = h.Ready()
+	} else if rt := h.routes.Load(); rt == nil {
+		err = errors.New("no configuration loaded")
+	} else {
+		err = PoolsReady(rt.Pools, time.Now())
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "not ready: %v\n", err)
+		return
+	}
+	io.WriteString(w, "ready\n")
+}
+
+// PoolsReady returns an error naming the pools none of whose backends
+// would take a call at now.
+func PoolsReady(pools map[string]*route.Pool, now time.Time) error {
+	var down []string
+	seen := map[*route.Pool]bool{}
+	for _, p := range pools {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		ok := false
+		for _, m := range p.Members {
+			if br := m.Backend.Breaker; br == nil || br.Snapshot().Ready(now) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			down = append(down, p.Name)
+		}
+	}
+	if len(down) > 0 {
+		sort.Strings(down)
+		return fmt.Errorf("no usable backend in pool %s", strings.Join(down, ", "))
+	}
+	return nil
+}
+
+// requestID returns the caller's X-Request-Id when it is sane, or a new one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 128 && printable(id) {
+		return id
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

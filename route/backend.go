@@ -1,0 +1,146 @@
+package route
+
+import (
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+)
+
+// Backend is one upstream deployment: where to send a call, how, and the
+// breaker that benches it when it fails. A Backend may belong to several
+// pools; its breaker is shared by all of them. Fields must not change once
+// the backend is in use. A Backend is safe for concurrent use.
+type Backend struct {
+	// Name identifies the backend in headers, metrics and logs. Required.
+	Name string
+	// Region is reported in the x-switchover-region header. Optional.
+	Region string
+	// Provider builds each attempt's request. Required.
+	Provider Provider
+	// Transport sends the requests. Nil means a transport from
+	// NewTransport with default settings, shared by all backends that
+	// leave it nil.
+	Transport http.RoundTripper
+	// Breaker benches the backend after failures. Nil means never benched.
+	Breaker breaker.Interface
+	// Counts reports whether an upstream status counts as a breaker
+	// failure. Nil means 429 and 500-599. Connection errors and timeouts
+	// always count.
+	Counts *StatusSet
+	// FirstByteTimeout bounds the wait for response headers and, for a
+	// stream, the first bytes of the body. A hung backend then costs this
+	// long, not Timeout. Zero means no separate bound.
+	FirstByteTimeout time.Duration
+	// StreamFirstByteTimeout replaces FirstByteTimeout for streaming
+	// requests, whose headers and first event come quickly from a healthy
+	// backend, while a non-streaming answer's headers wait for the whole
+	// completion. Zero means FirstByteTimeout.
+	StreamFirstByteTimeout time.Duration
+	// Timeout bounds a whole attempt, including reading the body. Zero
+	// means none; the caller's context still applies.
+	Timeout time.Duration
+	// IdleTimeout bounds the gap between two reads of a response body, so a
+	// stream that stalls mid-way ends instead of hanging. Zero means none.
+	IdleTimeout time.Duration
+}
+
+func (b *Backend) firstByteTimeout(stream bool) time.Duration {
+	if stream && b.StreamFirstByteTimeout > 0 {
+		return b.StreamFirstByteTimeout
+	}
+	return b.FirstByteTimeout
+}
+
+func (b *Backend) counts(status int) bool {
+	if b.Counts == nil {
+		return status == http.StatusTooManyRequests || (status >= 500 && status <= 599)
+	}
+	return b.Counts.Has(status)
+}
+
+// TransportSettings configure NewTransport. The zero value is valid.
+type TransportSettings struct {
+	// ConnectTimeout bounds TCP connection set-up. Default 5s.
+	ConnectTimeout time.Duration
+	// TLSHandshakeTimeout bounds the TLS handshake. Default 10s.
+	TLSHandshakeTimeout time.Duration
+	// MaxIdleConnsPerHost is how many idle keep-alive connections are kept
+	// per backend host. Default 256.
+	MaxIdleConnsPerHost int
+	// IdleConnTimeout closes keep-alive connections unused this long.
+	// Default 90s.
+	IdleConnTimeout time.Duration
+}
+
+// NewTransport returns a transport tuned for a gateway: keep-alive pools
+// sized for many concurrent calls to one host, HTTP/2 where the backend
+// offers it, and no transparent decompression, so bodies pass through as
+// the backend encoded them.
+func NewTransport(s TransportSettings) *http.Transport {
+	if s.ConnectTimeout <= 0 {
+		s.ConnectTimeout = 5 * time.Second
+	}
+	if s.TLSHandshakeTimeout <= 0 {
+		s.TLSHandshakeTimeout = 10 * time.Second
+	}
+	if s.MaxIdleConnsPerHost <= 0 {
+		s.MaxIdleConnsPerHost = 256
+	}
+	if s.IdleConnTimeout <= 0 {
+		s.IdleConnTimeout = 90 * time.Second
+	}
+	d := &net.Dialer{Timeout: s.ConnectTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          0,
+		MaxIdleConnsPerHost:   s.MaxIdleConnsPerHost,
+		IdleConnTimeout:       s.IdleConnTimeout,
+		TLSHandshakeTimeout:   s.TLSHandshakeTimeout,
+		ExpectContinueTimeout: time.Second,
+		DisableCompression:    true,
+	}
+}
+
+var defaultTransport = NewTransport(TransportSettings{})
+
+func (b *Backend) transport() http.RoundTripper {
+	if b.Transport != nil {
+		return b.Transport
+	}
+	return defaultTransport
+}
+
+// StatusSet is a set of HTTP status codes (100-999). The zero value is empty.
+type StatusSet struct{ bits [16]uint64 }
+
+// NewStatusSet returns a set holding codes.
+func NewStatusSet(codes ...int) *StatusSet {
+	s := &StatusSet{}
+	for _, c := range codes {
+		s.Add(c)
+	}
+	return s
+}
+
+// Add adds a code. Codes outside 0-1023 are ignored.
+func (s *StatusSet) Add(code int) {
+	if code >= 0 && code < 1024 {
+		s.bits[code/64] |= 1 << (code % 64)
+	}
+}
+
+// AddRange adds every code from lo to hi inclusive.
+func (s *StatusSet) AddRange(lo, hi int) {
+	for c := lo; c <= hi; c++ {
+		s.Add(c)
+	}
+}
+
+// Has reports whether code is in the set.
+func (s *StatusSet) Has(code int) bool {
+	return code >= 0 && code < 1024 && s.bits[code/64]&(1<<(code%64)) != 0
+}

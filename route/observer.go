@@ -1,0 +1,79 @@
+package route
+
+import "time"
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventAttempt: an attempt ended, at its response headers or its error.
+	EventAttempt EventKind = iota + 1
+	// EventFailover: a request was answered by a backend other than the one
+	// it would have gone to with every backend healthy.
+	EventFailover
+	// EventBodyError: a response body failed after its headers were
+	// passed on (a stream that broke mid-way).
+	EventBodyError
+)
+
+// Event is one thing the engine observed. Fields not relevant to the Kind
+// are zero.
+type Event struct {
+	Kind    EventKind
+	Pool    string
+	Backend *Backend
+	// Attempt is set for EventAttempt.
+	Attempt *Attempt
+	// From, To and Reason describe an EventFailover: From is the backend
+	// that failed or was unavailable, To the one that answered.
+	From, To string
+	Reason   Reason
+	// Err is set for EventBodyError.
+	Err error
+}
+
+// Observer receives engine events, for metrics and logs. Observe is called
+// on the request's goroutine, never with a lock held; it must be fast and
+// safe for concurrent use.
+type Observer interface {
+	Observe(Event)
+}
+
+// Attempt is one upstream call made for a request.
+type Attempt struct {
+	Backend string
+	Region  string
+	// Priority is the member's priority tier.
+	Priority int
+	// Status is the upstream status, 0 when there was no response.
+	Status int
+	// Reason is ReasonOK when the response was passed on to the client.
+	Reason Reason
+	// Retryable is true when the attempt failed in a way another backend
+	// may not.
+	Retryable bool
+	// Message is the upstream error message, or the transport error, for
+	// failed attempts.
+	Message string
+	// RetryAfter is the wait the backend asked for, if any.
+	RetryAfter time.Duration
+	// Start is when the attempt began; Duration runs until its headers or
+	// its error.
+	Start    time.Time
+	Duration time.Duration
+}
+
+// Report describes how the engine handled one request.
+type Report struct {
+	Pool     string
+	Attempts []Attempt
+	// Served is the member whose response was returned, nil when none was.
+	Served *Member
+	// Failover is true when an earlier attempt failed or the answer came
+	// from a lower priority tier than the pool's first.
+	Failover bool
+	// FailoverFrom and FailoverReason say what was failed over from.
+	FailoverFrom   string
+	FailoverReason Reason
+}

@@ -1,0 +1,265 @@
+package route
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+)
+
+// Response headers the engine sets on every response it returns.
+const (
+	HeaderBackend  = "X-Switchover-Backend"
+	HeaderRegion   = "X-Switchover-Region"
+	HeaderFailover = "X-Switchover-Failover"
+	HeaderAttempts = "X-Switchover-Attempts"
+)
+
+// Member is a backend's place in a pool.
+type Member struct {
+	Backend *Backend
+	// Priority is the member's tier: 1 is tried first, and a higher number
+	// gets traffic only while every member of every lower-numbered tier is
+	// unavailable. Values below 1 count as 1.
+	Priority int
+	// Weight is the member's share of its tier's traffic. Values below 1
+	// count as 1.
+	Weight int
+	// Model is the model or deployment name to ask this backend for. Empty
+	// means the name the client used.
+	Model string
+}
+
+func (m *Member) priority() int { return max(m.Priority, 1) }
+func (m *Member) weight() int   { return max(m.Weight, 1) }
+
+// Pool routes calls across its members: it selects one, retries on
+// another when an attempt fails in a way another backend may not, and
+// benches failing backends through their breakers. A Pool is an
+// http.RoundTripper, so a Go program can use the same failover without the
+// gateway. Its fields must not change once it is in use; it is safe for
+// concurrent use.
+type Pool struct {
+	// Name identifies the pool in reports, metrics and errors.
+	Name string
+	// Members are the backends of the pool. A backend should appear once.
+	Members []*Member
+	// Attempts bounds the upstream calls for one request, the first
+	// included. Each backend is tried at most once per request, so a pool
+	// of two makes at most two attempts whatever this says. Default 3.
+	Attempts int
+	// RetryOn lists the statuses that are retried on another backend. Nil
+	// means 429, 500, 502, 503 and 504. 400, 401, 403, 404, 413 and 422 are
+	// never retried even if listed: they are the caller's own errors, and
+	// another backend would give the same answer and bill again.
+	// Connection errors and timeouts are always retried.
+	RetryOn *StatusSet
+	// Selector picks each attempt's member. Nil means PriorityWeighted.
+	Selector Selector
+	// Observer receives attempt, failover and stream-error events. Nil
+	// means none.
+	Observer Observer
+	// Clock is read for selection and Retry-After arithmetic. Nil means the
+	// wall clock. Breakers have their own.
+	Clock breaker.Clock
+	// MaxBodyBytes bounds the request body that RoundTrip reads. Default
+	// 32 MiB. (The gateway enforces its own limit before Do.)
+	MaxBodyBytes int64
+}
+
+// DefaultAttempts is the attempts bound of a Pool that sets none.
+const DefaultAttempts = 3
+
+var defaultRetryOn = NewStatusSet(429, 500, 502, 503, 504)
+
+// neverRetry are the caller's own errors.
+var neverRetry = NewStatusSet(400, 401, 403, 404, 413, 422)
+
+func (p *Pool) attempts() int {
+	if p.Attempts <= 0 {
+		return DefaultAttempts
+	}
+	return p.Attempts
+}
+
+func (p *Pool) retries(status int) bool {
+	if neverRetry.Has(status) {
+		return false
+	}
+	if p.RetryOn == nil {
+		return defaultRetryOn.Has(status)
+	}
+	return p.RetryOn.Has(status)
+}
+
+func (p *Pool) now() time.Time {
+	if p.Clock == nil {
+		return time.Now()
+	}
+	return p.Clock.Now()
+}
+
+func (p *Pool) observe(e Event) {
+	if p.Observer != nil {
+		e.Pool = p.Name
+		p.Observer.Observe(e)
+	}
+}
+
+// Do sends r to the pool's members until one answers in a way that is
+// passed on, or attempts or members run out. It returns the response to
+// give the client, with the X-Switchover-* headers set: the upstream's own,
+// or, when every attempt failed, an OpenAI-style error listing each attempt
+// with a Retry-After of the soonest time a backend will take traffic again.
+// The error is non-nil only when ctx ended (the client went away) or r
+// cannot be sent at all. The caller must close the response body; a
+// half-open breaker's probe is decided when the body ends.
+func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
+	rep := &Report{Pool: p.Name}
+	var tried memberSet
+	var lastHeader http.Header
+	for len(rep.Attempts) < p.attempts() {
+		if err := ctx.Err(); err != nil {
+			return nil, rep, err
+		}
+		m, done := p.next(r, &tried)
+		if m == nil {
+			break
+		}
+		resp, a, err := p.try(ctx, r, m, done)
+		rep.Attempts = append(rep.Attempts, a)
+		p.observe(Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
+		if err != nil {
+			return nil, rep, err
+		}
+		p.markTried(&tried, m.Backend)
+		if !a.Retryable {
+			p.served(rep, m, resp)
+			return resp, rep, nil
+		}
+		if resp != nil {
+			lastHeader = resp.Header
+		}
+	}
+	return p.exhausted(rep, lastHeader), rep, nil
+}
+
+// memberSet marks members by index.
+type memberSet struct {
+	small uint64
+	big   []bool
+}
+
+func (s *memberSet) has(i int) bool {
+	if i < 64 {
+		return s.small&(1<<i) != 0
+	}
+	return i-64 < len(s.big) && s.big[i-64]
+}
+
+func (s *memberSet) add(i int) {
+	if i < 64 {
+		s.small |= 1 << i
+		return
+	}
+	for len(s.big) <= i-64 {
+		s.big = append(s.big, false)
+	}
+	s.big[i-64] = true
+}
+
+func (p *Pool) markTried(s *memberSet, b *Backend) {
+	for i, m := range p.Members {
+		if m.Backend == b {
+			s.add(i)
+		}
+	}
+}
+
+func noopDone(breaker.Outcome) {}
+
+// next selects a member that has not been tried and whose breaker lets the
+// call through, and returns it with the breaker's done function. It returns
+// nil when no member can take the call.
+func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
+	now := p.now()
+	var buf [8]*Member
+	cands := buf[:0]
+	for i, m := range p.Members {
+		if tried.has(i) {
+			continue
+		}
+		if br := m.Backend.Breaker; br != nil && !br.Snapshot().Ready(now) {
+			continue
+		}
+		cands = append(cands, m)
+	}
+	sel := p.Selector
+	if sel == nil {
+		sel = PriorityWeighted{}
+	}
+	for len(cands) > 0 {
+		i := sel.Select(r, cands)
+		if i < 0 || i >= len(cands) {
+			return nil, nil
+		}
+		m := cands[i]
+		if m.Backend.Breaker == nil {
+			return m, noopDone
+		}
+		if done, ok := m.Backend.Breaker.Allow(); ok {
+			return m, done
+		}
+		// Another request took the half-open probe between the snapshot
+		// and Allow: drop it and choose again.
+		cands = append(cands[:i], cands[i+1:]...)
+	}
+	return nil, nil
+}
+
+// served fills the report and headers for the member whose response is
+// returned.
+func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
+	rep.Served = m
+	if n := len(rep.Attempts); n > 1 {
+		rep.Failover = true
+		rep.FailoverFrom = rep.Attempts[0].Backend
+		rep.FailoverReason = rep.Attempts[0].Reason
+	} else if top := p.topMember(); top != nil && m.priority() > top.priority() {
+		rep.Failover = true
+		rep.FailoverFrom = top.Backend.Name
+		rep.FailoverReason = ReasonUnavailable
+	}
+	if rep.Failover {
+		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
+	}
+	h := resp.Header
+	h.Set(HeaderBackend, m.Backend.Name)
+	if m.Backend.Region != "" {
+		h.Set(HeaderRegion, m.Backend.Region)
+	} else {
+		h.Del(HeaderRegion)
+	}
+	h.Set(HeaderFailover, boolString(rep.Failover))
+	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
+}
+
+// topMember is the first member, in configuration order, of the pool's
+// best priority tier.
+func (p *Pool) topMember() *Member {
+	var top *Member
+	for _, m := range p.Members {
+		if top == nil || m.priority() < top.priority() {
+			top = m
+		}
+	}
+	return top
+}
+
+func boolString(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

@@ -1,0 +1,144 @@
+package route_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
+	"github.com/switchover-gw/switchover/route"
+)
+
+type step = upstreamtest.Step
+type upstream = upstreamtest.Upstream
+
+var (
+	newUpstream     = upstreamtest.New
+	answer          = upstreamtest.Answer
+	status          = upstreamtest.Status
+	raw             = upstreamtest.Raw
+	hang            = upstreamtest.Hang
+	reset           = upstreamtest.Reset
+	sse             = upstreamtest.SSE
+	headersThenHang = upstreamtest.HeadersThenHang
+)
+
+// env is a pool over scripted upstreams with a fake clock.
+type env struct {
+	clock    *fakeclock.Clock
+	pool     *route.Pool
+	ups      map[string]*upstream
+	backends map[string]*route.Backend
+	events   *eventLog
+}
+
+type eventLog struct {
+	mu  sync.Mutex
+	evs []route.Event
+	trs []breaker.Transition
+}
+
+func (l *eventLog) Observe(e route.Event) {
+	l.mu.Lock()
+	if e.Attempt != nil {
+		a := *e.Attempt
+		e.Attempt = &a
+	}
+	l.evs = append(l.evs, e)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) transition(t breaker.Transition) {
+	l.mu.Lock()
+	l.trs = append(l.trs, t)
+	l.mu.Unlock()
+}
+
+func (l *eventLog) kinds(k route.EventKind) []route.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []route.Event
+	for _, e := range l.evs {
+		if e.Kind == k {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type memberSpec struct {
+	name     string
+	priority int
+	weight   int
+	script   []step
+	settings breaker.Settings
+	tune     func(*route.Backend)
+}
+
+func newEnv(t *testing.T, specs ...memberSpec) *env {
+	t.Helper()
+	e := &env{clock: fakeclock.New(), ups: map[string]*upstream{}, backends: map[string]*route.Backend{}, events: &eventLog{}}
+	e.pool = &route.Pool{Name: "chat-prod", Clock: e.clock, Observer: e.events}
+	for _, s := range specs {
+		u := newUpstream(t, s.script...)
+		base, _ := url.Parse(u.URL + "/v1")
+		st := s.settings
+		st.Clock = e.clock
+		st.OnTransition = e.events.transition
+		b := &route.Backend{
+			Name:     s.name,
+			Region:   "region-" + s.name,
+			Provider: &route.OpenAI{BaseURL: base, APIKey: "sk-" + s.name},
+			Breaker:  breaker.New(s.name, st),
+		}
+		if s.tune != nil {
+			s.tune(b)
+		}
+		e.ups[s.name] = u
+		e.backends[s.name] = b
+		e.pool.Members = append(e.pool.Members, &route.Member{Backend: b, Priority: s.priority, Weight: s.weight})
+	}
+	return e
+}
+
+const chatBody = `{"model":"chat-prod","messages":[{"role":"user","content":"Say \"hi\" — ünïcode"}],"max_tokens":5}`
+const streamBody = `{"model":"chat-prod","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+
+func (e *env) do(t *testing.T, body string) (*http.Response, *route.Report, string) {
+	t.Helper()
+	r, err := route.NewRequest(route.ChatCompletions, []byte(body), http.Header{"Authorization": {"Bearer caller-key"}, "X-Request-Id": {"req-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, rep, err := e.pool.Do(t.Context(), r)
+	if err != nil {
+		t.Fatalf("Do: %v", err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatalf("reading body: %v", err)
+	}
+	return resp, rep, string(b)
+}
+
+// readEvents reads SSE data lines until EOF or error.
+func readEvents(r io.Reader) ([]string, error) {
+	var out []string
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, line)
+		}
+	}
+	return out, sc.Err()
+}
+
+var fastTimeout = 200 * time.Millisecond
