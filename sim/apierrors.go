@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// apiError is an error response in a flavour's wire format.
+type apiError struct {
+	status int
+	body   any
+}
+
+// azureErrorBody is Azure's gateway-level error shape:
+// {"error":{"code":"...","message":"..."}}.
+type azureErrorBody struct {
+	Error azureError `json:"error"`
+}
+
+type azureError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// openAIErrorBody is the OpenAI error shape, which Azure also returns for
+// model-level errors (server errors, content filter, bad requests).
+type openAIErrorBody struct {
+	Error openAIError `json:"error"`
+}
+
+type openAIError struct {
+	Message    string  `json:"message"`
+	Type       *string `json:"type"`
+	Param      *string `json:"param"`
+	Code       *string `json:"code"`
+	Status     int     `json:"status,omitempty"`
+	InnerError any     `json:"innererror,omitempty"`
+}
+
+func strp(s string) *string { return &s }
+
+func openAIErr(status int, msg string, typ, param, code *string) apiError {
+	return apiError{status: status, body: openAIErrorBody{Error: openAIError{Message: msg, Type: typ, Param: param, Code: code}}}
+}
+
+func azureErr(status int, code, msg string) apiError {
+	return apiError{status: status, body: azureErrorBody{Error: azureError{Code: code, Message: msg}}}
+}
+
+// errRouteNotFound answers a path the flavour does not serve.
+func errRouteNotFound(fl Flavour, r *http.Request) apiError {
+	if fl == OpenAI {
+		return openAIErr(http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
+			strp("invalid_request_error"), nil, nil)
+	}
+	return azureErr(http.StatusNotFound, "404", "Resource not found")
+}
+
+// errDeploymentNotFound answers an Azure deployment name, or an OpenAI
+// model, that this deployment is not.
+func errDeploymentNotFound(fl Flavour, model string) apiError {
+	if fl == OpenAI {
+		return openAIErr(http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
+			strp("invalid_request_error"), nil, strp("model_not_found"))
+	}
+	return azureErr(http.StatusNotFound, "DeploymentNotFound",
+		"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.")
+}
+
+// errUnauthorized answers a missing or wrong key.
+func errUnauthorized(fl Flavour, given string) apiError {
+	if fl == OpenAI {
+		if given == "" {
+			return openAIErr(http.StatusUnauthorized, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username. You can obtain an API key from https://platform.openai.com/account/api-keys.",
+				strp("invalid_request_error"), nil, nil)
+		}
+		return openAIErr(http.StatusUnauthorized, fmt.Sprintf("Incorrect API key provided: %s. You can find your API key at https://platform.openai.com/account/api-keys.", maskKey(given)),
+			strp("invalid_request_error"), nil, strp("invalid_api_key"))
+	}
+	return azureErr(http.StatusUnauthorized, "401",
+		"Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
+}
+
+// maskKey shows only the ends of a key, as OpenAI does.
+func maskKey(k string) string {
+	if len(k) <= 8 {
+		return "****"
+	}
+	return k[:3] + "****" + k[len(k)-4:]
+}
+
+// errBadRequestBody answers a request the sim could not parse. Both flavours
+// use the OpenAI shape.
+func errBadRequestBody(msg string) apiError {
+	return openAIErr(http.StatusBadRequest, msg, strp("invalid_request_error"), nil, nil)
+}
+
+// errMethodNotAllowed answers a known path with the wrong method.
+func errMethodNotAllowed(fl Flavour, r *http.Request) apiError {
+	if fl == OpenAI {
+		return openAIErr(http.StatusMethodNotAllowed, fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path),
+			strp("invalid_request_error"), nil, nil)
+	}
+	return azureErr(http.StatusMethodNotAllowed, "405", "Method not allowed")
+}
+
+// errServer answers a 500 or 503 fault.
+func errServer(fl Flavour, status int, requestID string) apiError {
+	if status == http.StatusServiceUnavailable {
+		if fl == OpenAI {
+			return openAIErr(status, "The engine is currently overloaded, please try again later.", strp("server_error"), nil, nil)
+		}
+		return azureErr(status, "ServiceUnavailable", "The service is temporarily unable to process your request. Please try again later.")
+	}
+	if fl == OpenAI {
+		return openAIErr(status, "The server had an error while processing your request. Sorry about that!", strp("server_error"), nil, nil)
+	}
+	return openAIErr(status, fmt.Sprintf("The server had an error processing your request. Sorry about that! You can retry your request, or contact us through an Azure support request at: https://go.microsoft.com/fwlink/?linkid=2213926 if you keep seeing this error. (Please include the request ID %s in your email.)", requestID),
+		strp("server_error"), nil, nil)
+}
+
+// errContentFilter answers a prompt that trips the block phrase.
+func errContentFilter(fl Flavour) apiError {
+	if fl == OpenAI {
+		return openAIErr(http.StatusBadRequest, "Invalid prompt: your prompt was flagged as potentially violating our usage policy. Please try again with a different prompt: https://platform.openai.com/docs/guides/reasoning#advice-on-prompting",
+			strp("invalid_request_error"), nil, strp("invalid_prompt"))
+	}
+	e := openAIErr(http.StatusBadRequest, "The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry. To learn more about our content filtering policies please read our documentation: https://go.microsoft.com/fwlink/?linkid=2198766",
+		nil, strp("prompt"), strp("content_filter"))
+	body := e.body.(openAIErrorBody)
+	body.Error.Status = http.StatusBadRequest
+	body.Error.InnerError = struct {
+		Code                string              `json:"code"`
+		ContentFilterResult promptFilterResults `json:"content_filter_result"`
+	}{"ResponsibleAIPolicyViolation", blockedPromptResults()}
+	e.body = body
+	return e
+}
+
+// errRateLimited answers a request the quota refused. lim holds the
+// per-minute limits in force; apiVersion is the request's (azure).
+func errRateLimited(fl Flavour, op operation, apiVersion, model string, a admission, lim limits, slice time.Duration) apiError {
+	if fl == OpenAI {
+		what, typ, limit, used, asked := "requests per min (RPM)", "requests", lim.rpm, a.reqUsed, int64(1)
+		if a.limitedBy == limitTokens {
+			what, typ, limit, used, asked = "tokens per min (TPM)", "tokens", lim.tpm, a.tokUsed, a.cost
+		}
+		msg := fmt.Sprintf("Rate limit reached for %s in organization org-switchover-sim on %s: Limit %d, Used %d, Requested %d. Please try again in %s. Visit https://platform.openai.com/account/rate-limits to learn more.",
+			model, what, limit, perMinute(used, slice), asked, openAIDuration(a.untilNext))
+		return openAIErr(http.StatusTooManyRequests, msg, strp(typ), nil, strp("rate_limit_exceeded"))
+	}
+	kind := "call rate limit"
+	if a.limitedBy == limitTokens {
+		kind = "token rate limit"
+	}
+	msg := fmt.Sprintf("Requests to the %s Operation under Azure OpenAI API version %s have exceeded %s of your current OpenAI S0 pricing tier. Please retry after %d seconds. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.",
+		op.azureName(), apiVersion, kind, ceilSeconds(a.untilNext))
+	return azureErr(http.StatusTooManyRequests, "429", msg)
+}
+
+// setRetryHeaders sets retry-after (whole seconds, rounded up) and
+// retry-after-ms to d.
+func setRetryHeaders(h http.Header, d time.Duration) {
+	h.Set("Retry-After", strconv.FormatInt(ceilSeconds(d), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(ceilMillis(d), 10))
+}
+
+// setRateHeaders sets the x-ratelimit-* headers from the slice state a. A
+// limit that is unlimited gets no headers.
+func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits) {
+	if a.reqLimit > 0 {
+		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(a.remainingRequests(), 10))
+		if fl == OpenAI {
+			h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(lim.rpm))
+			h.Set("X-Ratelimit-Reset-Requests", openAIDuration(a.untilNext))
+		}
+	}
+	if a.tokLimit > 0 {
+		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(a.remainingTokens(), 10))
+		if fl == OpenAI {
+			h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(lim.tpm))
+			h.Set("X-Ratelimit-Reset-Tokens", openAIDuration(a.untilNext))
+		}
+	}
+}
+
+func ceilSeconds(d time.Duration) int64 {
+	return int64(math.Ceil(d.Seconds()))
+}
+
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// openAIDuration formats d the way OpenAI's x-ratelimit-reset-* headers and
+// messages do ("20ms", "1.2s", "6m0s"): Go's duration format at millisecond
+// precision, rounded up.
+func openAIDuration(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	return (time.Duration(ceilMillis(d)) * time.Millisecond).String()
+}

@@ -1,0 +1,118 @@
+package sim
+
+import (
+	"crypto/subtle"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// deployment is the live state of one simulated deployment. It is safe for
+// concurrent use.
+type deployment struct {
+	sim         *Sim
+	cfg         Deployment // with defaults
+	schedule    []ScheduledFault
+	quota       *limiter
+	counters    counters
+	fingerprint string
+
+	rngMu sync.Mutex
+	rng   *rand.Rand // draws one seed pair per request
+
+	faultMu sync.Mutex
+	fault   Fault // set at run time; mode none when clear
+}
+
+func newDeployment(s *Sim, cfg Deployment, seed int64) *deployment {
+	d := &deployment{
+		sim:         s,
+		cfg:         cfg,
+		quota:       newLimiter(s.start, s.cfg.Slice),
+		fingerprint: fingerprintFor(cfg.Name),
+		rng:         rand.New(rand.NewPCG(uint64(seed), hash64("deployment:"+cfg.Name))),
+		fault:       Fault{Mode: FaultNone},
+	}
+	for _, e := range s.cfg.Schedule {
+		if e.Deployment == cfg.Name {
+			d.schedule = append(d.schedule, e)
+		}
+	}
+	return d
+}
+
+// nextRand returns the random source for one request. Each request gets
+// its own source seeded from the deployment's, so the decisions of the nth
+// request depend only on the seed and n, however many draws other
+// requests made.
+func (d *deployment) nextRand() *rand.Rand {
+	d.rngMu.Lock()
+	a, b := d.rng.Uint64(), d.rng.Uint64()
+	d.rngMu.Unlock()
+	return rand.New(rand.NewPCG(a, b))
+}
+
+// setFault sets the run-time fault; f must be valid and defaulted.
+func (d *deployment) setFault(f Fault) {
+	d.faultMu.Lock()
+	d.fault = f
+	d.faultMu.Unlock()
+}
+
+// faultState reports the set, scheduled and effective faults at now.
+func (d *deployment) faultState(now time.Time) FaultState {
+	d.faultMu.Lock()
+	set := d.fault
+	d.faultMu.Unlock()
+	st := FaultState{Deployment: d.cfg.Name, Set: set, Scheduled: scheduledAt(d.schedule, now.Sub(d.sim.start))}
+	switch {
+	case set.active():
+		st.Effective = set
+	case st.Scheduled != nil:
+		st.Effective = *st.Scheduled
+	default:
+		st.Effective = Fault{Mode: FaultNone}
+	}
+	return st
+}
+
+// faultAt is the fault in force at now: the run-time fault if one is set,
+// else the schedule's.
+func (d *deployment) faultAt(now time.Time) Fault {
+	return d.faultState(now).Effective
+}
+
+// limits are the per-minute limits in force under fault f.
+func (d *deployment) limits(f Fault) limits {
+	l := limits{rpm: d.cfg.Quota.RPM, tpm: d.cfg.Quota.TPM}
+	if f.Mode == FaultQuota {
+		if f.RPM > 0 {
+			l.rpm = f.RPM
+		}
+		if f.TPM > 0 {
+			l.tpm = f.TPM
+		}
+	}
+	return l
+}
+
+// keyFrom returns the key the client sent: api-key (azure only) or a
+// Bearer token.
+func (d *deployment) keyFrom(h http.Header) string {
+	if d.cfg.Flavour == Azure {
+		if k := h.Get("Api-Key"); k != "" {
+			return k
+		}
+	}
+	if v, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+// authorized reports whether key is acceptable.
+func (d *deployment) authorized(key string) bool {
+	return d.cfg.Key == "" || subtle.ConstantTimeCompare([]byte(key), []byte(d.cfg.Key)) == 1
+}

@@ -1,0 +1,318 @@
+package sim
+
+import (
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// maxBody bounds request bodies.
+const maxBody = 8 << 20
+
+var _ http.Handler = (*deployment)(nil)
+
+// ServeHTTP routes a request by the deployment's flavour. Paths are relative
+// to the deployment's base (a shared listener strips the /{name} prefix).
+// Every response carries the flavour's request-id headers.
+func (d *deployment) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	dr := d.draw()
+	h := w.Header()
+	h.Set("X-Request-Id", dr.reqID)
+	if d.cfg.Flavour == Azure {
+		h.Set("Apim-Request-Id", dr.apimID)
+		h.Set("X-Ms-Region", d.cfg.Region)
+		d.routeAzure(w, r, dr)
+		return
+	}
+	h.Set("Openai-Version", "2020-10-01")
+	d.routeOpenAI(w, r, dr)
+}
+
+var opPaths = map[string]operation{
+	"chat/completions": opChat,
+	"completions":      opCompletions,
+	"embeddings":       opEmbeddings,
+}
+
+func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws) {
+	path := r.URL.Path
+	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
+		dep, opPath, _ := strings.Cut(rest, "/")
+		op, known := opPaths[opPath]
+		apiVersion := r.URL.Query().Get("api-version")
+		switch {
+		case !known || dep == "" || apiVersion == "":
+			// Azure answers a missing api-version as an unknown resource.
+			d.writeError(w, errRouteNotFound(Azure, r))
+		case r.Method != http.MethodPost:
+			d.writeError(w, errMethodNotAllowed(Azure, r))
+		case dep != d.cfg.Deployment:
+			d.writeError(w, errDeploymentNotFound(Azure, dep))
+		default:
+			d.serve(w, r, dr, op, apiVersion, false)
+		}
+		return
+	}
+	if rest, ok := strings.CutPrefix(path, "/openai/v1/"); ok {
+		op, known := opPaths[rest]
+		switch {
+		case !known:
+			d.writeError(w, errRouteNotFound(Azure, r))
+		case r.Method != http.MethodPost:
+			d.writeError(w, errMethodNotAllowed(Azure, r))
+		default:
+			d.serve(w, r, dr, op, "v1", true)
+		}
+		return
+	}
+	d.writeError(w, errRouteNotFound(Azure, r))
+}
+
+func (d *deployment) routeOpenAI(w http.ResponseWriter, r *http.Request, dr draws) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1/")
+	if !ok {
+		d.writeError(w, errRouteNotFound(OpenAI, r))
+		return
+	}
+	if op, known := opPaths[rest]; known {
+		if r.Method != http.MethodPost {
+			d.writeError(w, errMethodNotAllowed(OpenAI, r))
+			return
+		}
+		d.serve(w, r, dr, op, "", true)
+		return
+	}
+	if rest == "models" || strings.HasPrefix(rest, "models/") {
+		d.serveModels(w, r, strings.TrimPrefix(strings.TrimPrefix(rest, "models"), "/"))
+		return
+	}
+	d.writeError(w, errRouteNotFound(OpenAI, r))
+}
+
+// model is an entry of OpenAI's /v1/models.
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (d *deployment) serveModels(w http.ResponseWriter, r *http.Request, id string) {
+	if r.Method != http.MethodGet {
+		d.writeError(w, errMethodNotAllowed(OpenAI, r))
+		return
+	}
+	if !d.authorized(d.keyFrom(r.Header)) {
+		d.writeError(w, errUnauthorized(OpenAI, d.keyFrom(r.Header)))
+		return
+	}
+	m := model{ID: d.cfg.Deployment, Object: "model", Created: d.sim.start.Unix(), OwnedBy: "system"}
+	switch id {
+	case "":
+		_ = writeJSON(w, http.StatusOK, struct {
+			Object string  `json:"object"`
+			Data   []model `json:"data"`
+		}{"list", []model{m}})
+	case d.cfg.Deployment:
+		_ = writeJSON(w, http.StatusOK, m)
+	default:
+		d.writeError(w, errDeploymentNotFound(OpenAI, id))
+	}
+}
+
+// draws are a request's random decisions, drawn in a fixed order so that
+// the same seed gives the same decisions whatever the fault in force. Each
+// request, API call or not, draws once.
+type draws struct {
+	rng    *rand.Rand
+	u      float64 // error_rate: fail when u < rate
+	pick   int     // error_rate with status 0: 0 is 500, 1 is 503
+	z      float64 // latency: standard normal
+	reqID  string
+	apimID string
+}
+
+func (d *deployment) draw() draws {
+	rng := d.nextRand()
+	dr := draws{rng: rng, u: rng.Float64(), pick: rng.IntN(2), z: rng.NormFloat64()}
+	if d.cfg.Flavour == OpenAI {
+		dr.reqID = "req_" + randomHex(rng, 32)
+	} else {
+		dr.reqID = randomUUID(rng)
+		dr.apimID = randomUUID(rng)
+	}
+	return dr
+}
+
+// serve handles one API call: it counts it, applies the fault in force,
+// checks the key, the body and the quota, and answers.
+func (d *deployment) serve(w http.ResponseWriter, r *http.Request, dr draws, op operation, apiVersion string, modelInBody bool) {
+	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	now := d.sim.clock.Now()
+	d.counters.begin()
+	t := &tally{d: d, op: op}
+	defer t.settle(outcomeError) // when handle aborts the connection (faults)
+	o := d.handle(w, r, call{op: op, apiVersion: apiVersion, modelInBody: modelInBody, body: body, readErr: readErr, now: now, draws: dr, tally: t})
+	t.settle(o)
+	if o == outcomeAbandoned {
+		// Nothing (or only part) was written: cut the connection rather
+		// than let net/http finish the response as an empty 200.
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// call is what serve hands to handle.
+type call struct {
+	op          operation
+	apiVersion  string
+	modelInBody bool
+	body        []byte
+	readErr     error
+	now         time.Time
+	tally       *tally
+	draws
+}
+
+// tally records a call's outcome exactly once. A fault that cuts the
+// connection settles first, so a client that sees the cut finds it counted.
+type tally struct {
+	d       *deployment
+	op      operation
+	settled bool
+}
+
+func (t *tally) settle(o outcome) {
+	if t.settled {
+		return
+	}
+	t.settled = true
+	t.d.counters.end(o)
+	t.d.sim.log.Debug("sim: request", "deployment", t.d.cfg.Name, "op", t.op.azureName(), "result", o.String())
+}
+
+func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outcome {
+	f := d.faultAt(c.now)
+	lim := d.limits(f)
+	fl := d.cfg.Flavour
+	// Until the quota decides, the headers show the slice as it stands.
+	setRateHeaders(w.Header(), fl, d.quota.peek(c.now, lim), lim)
+
+	switch f.Mode {
+	case FaultDown:
+		d.writeError(w, errServer(fl, http.StatusServiceUnavailable, c.reqID))
+		return outcomeError
+	case FaultError500:
+		d.writeError(w, errServer(fl, http.StatusInternalServerError, c.reqID))
+		return outcomeError
+	case FaultErrorRate:
+		if c.u < f.Rate {
+			status := f.Status
+			if status == 0 {
+				status = []int{http.StatusInternalServerError, http.StatusServiceUnavailable}[c.pick]
+			}
+			d.writeError(w, errServer(fl, status, c.reqID))
+			return outcomeError
+		}
+	case FaultBlackhole:
+		<-r.Context().Done()
+		panic(http.ErrAbortHandler) // never answer, not even an empty 200
+	case FaultReset:
+		c.tally.settle(outcomeError)
+		resetConn(w)
+		return outcomeError
+	}
+
+	if key := d.keyFrom(r.Header); !d.authorized(key) {
+		d.writeError(w, errUnauthorized(fl, key))
+		return outcomeRejected
+	}
+	if c.readErr != nil {
+		d.writeError(w, errBadRequestBody("could not read the request body: "+c.readErr.Error()))
+		return outcomeRejected
+	}
+	req, err := parseRequest(c.op, c.body)
+	if err != nil {
+		d.writeError(w, errBadRequestBody(strings.TrimPrefix(err.Error(), errBadRequest.Error()+": ")))
+		return outcomeRejected
+	}
+	if c.modelInBody {
+		if req.model == "" {
+			d.writeError(w, errBadRequestBody("you must provide a model parameter"))
+			return outcomeRejected
+		}
+		if req.model != d.cfg.Deployment {
+			d.writeError(w, errDeploymentNotFound(fl, req.model))
+			return outcomeRejected
+		}
+	}
+
+	cost := req.cost(d.cfg.Quota.DefaultMaxTokens)
+	a := d.quota.admit(c.now, lim, cost)
+	setRateHeaders(w.Header(), fl, a, lim)
+	if !a.ok {
+		setRetryHeaders(w.Header(), a.untilNext)
+		d.writeError(w, errRateLimited(fl, c.op, c.apiVersion, d.cfg.Model, a, lim, d.sim.cfg.Slice))
+		return outcomeRefused
+	}
+	d.counters.charge(cost)
+
+	verdict := filterPass
+	if c.op != opEmbeddings {
+		verdict = d.cfg.ContentFilter.check(req.prompt)
+	}
+	if verdict == filterBlock {
+		d.writeError(w, errContentFilter(fl))
+		return outcomeFiltered
+	}
+
+	factor := 0.0
+	if f.Mode == FaultSlow {
+		factor = f.Factor
+	}
+	plan := planTiming(d.cfg.Latency, c.z, factor)
+	ans := d.answer(req, c, verdict == filterTruncate)
+	if req.stream && c.op != opEmbeddings {
+		return d.stream(w, r, ans, plan, f, c.tally)
+	}
+	if err := d.sim.waiter.Wait(r.Context(), plan.total); err != nil {
+		return outcomeAbandoned
+	}
+	if err := writeJSON(w, http.StatusOK, ans.body()); err != nil {
+		return outcomeAbandoned
+	}
+	return outcomeOK
+}
+
+// resetConn hijacks the connection and closes it with an RST: SO_LINGER 0
+// makes the kernel drop unsent data and reset rather than close gracefully.
+func resetConn(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// writeError writes e as JSON.
+func (d *deployment) writeError(w http.ResponseWriter, e apiError) {
+	_ = writeJSON(w, e.status, e.body)
+}
+
+// writeJSON writes v as a JSON response with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, err = w.Write(b)
+	return err
+}

@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRouting(t *testing.T) {
+	s := startSim(t, Config{Seed: 1, Deployments: []Deployment{
+		{Name: "az", Deployment: "chat-prod"},
+		{Name: "oa", Flavour: OpenAI, Deployment: "gpt-4o-mini"},
+	}})
+	az, oa := s.Deployments()[0], s.Deployments()[1]
+	chatBody := `{"model":"%s","messages":[{"role":"user","content":"hi"}]}`
+	body := func(model string) string { return strings.Replace(chatBody, "%s", model, 1) }
+	tests := []struct {
+		name       string
+		method     string
+		url        string
+		body       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"azure deployment route", "POST", az.URL + "/openai/deployments/chat-prod/chat/completions?api-version=2024-10-21", body(""), 200, `"object":"chat.completion"`},
+		{"azure any api-version", "POST", az.URL + "/openai/deployments/chat-prod/chat/completions?api-version=2099-01-01-preview", body(""), 200, `"object":"chat.completion"`},
+		{"azure missing api-version", "POST", az.URL + "/openai/deployments/chat-prod/chat/completions", body(""), 404, `{"error":{"code":"404","message":"Resource not found"}}`},
+		{"azure unknown deployment", "POST", az.URL + "/openai/deployments/other/chat/completions?api-version=1", body(""), 404, `"code":"DeploymentNotFound"`},
+		{"azure unknown operation", "POST", az.URL + "/openai/deployments/chat-prod/images?api-version=1", body(""), 404, `Resource not found`},
+		{"azure wrong method", "GET", az.URL + "/openai/deployments/chat-prod/chat/completions?api-version=1", "", 405, `"code":"405"`},
+		{"azure v1 with model", "POST", az.URL + "/openai/v1/chat/completions", body("chat-prod"), 200, `"object":"chat.completion"`},
+		{"azure v1 embeddings", "POST", az.URL + "/openai/v1/embeddings", `{"model":"chat-prod","input":"x"}`, 200, `"object":"list"`},
+		{"azure v1 other model", "POST", az.URL + "/openai/v1/chat/completions", body("gpt-5"), 404, `DeploymentNotFound`},
+		{"azure v1 without model", "POST", az.URL + "/openai/v1/chat/completions", body(""), 400, `you must provide a model parameter`},
+		{"azure openai path", "POST", az.URL + "/v1/chat/completions", body("chat-prod"), 404, `Resource not found`},
+		{"openai chat", "POST", oa.URL + "/chat/completions", body("gpt-4o-mini"), 200, `"service_tier":"default"`},
+		{"openai wrong model", "POST", oa.URL + "/chat/completions", body("gpt-5"), 404, `"code":"model_not_found"`},
+		{"openai unknown route", "POST", oa.URL + "/images/generations", body("gpt-4o-mini"), 404, `Invalid URL (POST /v1/images/generations)`},
+		{"openai wrong method", "GET", oa.URL + "/chat/completions", "", 405, `invalid_request_error`},
+		{"openai models", "GET", oa.URL + "/models", "", 200, `"id":"gpt-4o-mini"`},
+		{"bad json", "POST", oa.URL + "/chat/completions", `{"model":`, 400, `could not parse the JSON body`},
+		{"no messages", "POST", oa.URL + "/chat/completions", `{"model":"gpt-4o-mini","messages":[]}`, 400, `'messages' is a required property`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, b := do(t, tc.method, tc.url, tc.body, nil)
+			if resp.StatusCode != tc.wantStatus || !strings.Contains(string(b), tc.wantBody) {
+				t.Errorf("%d %s\nwant %d with %s", resp.StatusCode, b, tc.wantStatus, tc.wantBody)
+			}
+			if resp.Header.Get("X-Request-Id") == "" {
+				t.Error("x-request-id missing")
+			}
+		})
+	}
+}
+
+// run sends the same request sequence to a fresh sim with seed and returns
+// what an observer sees: statuses, bodies and latency waits.
+func run(t *testing.T, seed int64) (statuses []int, bodies []string, ids []string, waits []time.Duration) {
+	t.Helper()
+	w := &recordWaiter{}
+	cfg := one(Azure, func(d *Deployment) { d.Latency = Latency{Median: 300 * time.Millisecond, Spread: 0.5} })
+	cfg.Seed = seed
+	s := startSim(t, cfg, WithWaiter(w))
+	ep := s.Deployments()[0]
+	if err := s.SetFault("d1", Fault{Mode: FaultErrorRate, Rate: 0.4}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		resp, b := chat(t, ep, "hello", 3+i%5)
+		statuses = append(statuses, resp.StatusCode)
+		bodies = append(bodies, string(b))
+		ids = append(ids, resp.Header.Get("X-Request-Id"))
+	}
+	return statuses, bodies, ids, w.all()
+}
+
+func TestSameSeedSameDecisions(t *testing.T) {
+	st1, b1, id1, w1 := run(t, 42)
+	st2, b2, id2, w2 := run(t, 42)
+	for i := range st1 {
+		if st1[i] != st2[i] || b1[i] != b2[i] || id1[i] != id2[i] {
+			t.Fatalf("request %d differs between runs with the same seed:\n%d %s %s\n%d %s %s", i, st1[i], id1[i], b1[i], st2[i], id2[i], b2[i])
+		}
+	}
+	if !equalDurations(w1, w2) {
+		t.Errorf("latency draws differ:\n%v\n%v", w1, w2)
+	}
+	failed := 0
+	for _, s := range st1 {
+		if s != 200 {
+			failed++
+		}
+	}
+	if failed == 0 || failed == len(st1) {
+		t.Errorf("%d of %d failed; the error-rate draw should split them", failed, len(st1))
+	}
+	distinct := map[time.Duration]bool{}
+	for _, d := range w1 {
+		distinct[d] = true
+	}
+	if len(distinct) < len(w1)/2 {
+		t.Errorf("only %d distinct latency draws in %d", len(distinct), len(w1))
+	}
+
+	st3, b3, _, w3 := run(t, 43)
+	same := equalDurations(w1, w3)
+	for i := range st1 {
+		same = same && st1[i] == st3[i] && b1[i] == b3[i]
+	}
+	if same {
+		t.Error("a different seed gave the same decisions")
+	}
+}
+
+func TestAbandonedRequestAbortsInsteadOfAnEmpty200(t *testing.T) {
+	s := startSim(t, one(Azure, func(d *Deployment) { d.Latency = Latency{Median: time.Second} }))
+	ep := s.Deployments()[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the client is gone: the latency wait fails at once
+	req := httptest.NewRequest(http.MethodPost, chatPath(ep), strings.NewReader(chatBodyFor(ep, "hi", 3))).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	recovered := func() (v any) {
+		defer func() { v = recover() }()
+		s.byName["d1"].ServeHTTP(rec, req)
+		return nil
+	}()
+	if recovered != http.ErrAbortHandler {
+		t.Fatalf("recovered %v, want http.ErrAbortHandler", recovered)
+	}
+	if rec.Body.Len() != 0 || rec.Flushed {
+		t.Errorf("wrote %q before aborting", rec.Body.String())
+	}
+	if st := s.Stats()["d1"]; st.Abandoned != 1 {
+		t.Errorf("stats = %+v, want 1 abandoned", st)
+	}
+}

@@ -1,0 +1,202 @@
+package sim
+
+import (
+	"strings"
+)
+
+// answer is the generated reply to one admitted request, ready to be
+// written whole or streamed.
+type answer struct {
+	flavour      Flavour
+	op           operation
+	id           string
+	created      int64
+	model        string
+	fingerprint  string
+	words        []string // one per token; see replyWords
+	finish       string   // stop, length or content_filter
+	filtered     bool     // cut by the content filter
+	promptTokens int64
+	includeUsage bool
+	req          *request
+	dims         int // embedding length
+}
+
+// answer builds the reply: Reply.Tokens words, cut to max_tokens
+// (finish_reason length), or halved by the content filter's truncate
+// phrase (finish_reason content_filter).
+func (d *deployment) answer(req *request, c call, truncated bool) *answer {
+	a := &answer{
+		flavour:      d.cfg.Flavour,
+		op:           req.op,
+		created:      c.now.Unix(),
+		model:        d.cfg.Model,
+		fingerprint:  d.fingerprint,
+		promptTokens: req.promptTokens,
+		includeUsage: req.includeUsage,
+		req:          req,
+	}
+	if req.op == opEmbeddings {
+		a.dims = req.dimensions
+		if a.dims == 0 {
+			a.dims = d.cfg.Reply.EmbeddingDimensions
+		}
+		return a
+	}
+	prefix := "chatcmpl-"
+	if req.op == opCompletions {
+		prefix = "cmpl-"
+	}
+	a.id = randomID(c.rng, prefix, 29)
+	n, finish := d.cfg.Reply.Tokens, "stop"
+	if req.maxTokens > 0 && req.maxTokens < n {
+		n, finish = req.maxTokens, "length"
+	}
+	if truncated {
+		n, finish, a.filtered = max(n/2, 1), "content_filter", true
+	}
+	a.words = replyWords(c.rng, n)
+	a.finish = finish
+	return a
+}
+
+func (a *answer) text() string { return strings.Join(a.words, "") }
+
+func (a *answer) usage() *usage {
+	n := int64(len(a.words))
+	return &usage{PromptTokens: a.promptTokens, CompletionTokens: n, TotalTokens: a.promptTokens + n}
+}
+
+func (a *answer) azure() bool { return a.flavour == Azure }
+
+// usage is the token accounting of an answer.
+type usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	TotalTokens      int64 `json:"total_tokens"`
+}
+
+type chatCompletion struct {
+	ID                  string              `json:"id"`
+	Object              string              `json:"object"`
+	Created             int64               `json:"created"`
+	Model               string              `json:"model"`
+	Choices             []chatChoice        `json:"choices"`
+	Usage               *usage              `json:"usage"`
+	PromptFilterResults []promptFilterEntry `json:"prompt_filter_results,omitempty"`
+	ServiceTier         string              `json:"service_tier,omitempty"`
+	SystemFingerprint   string              `json:"system_fingerprint"`
+}
+
+type chatChoice struct {
+	Index                int                  `json:"index"`
+	Message              chatReplyMessage     `json:"message"`
+	Logprobs             *struct{}            `json:"logprobs"`
+	FinishReason         string               `json:"finish_reason"`
+	ContentFilterResults *choiceFilterResults `json:"content_filter_results,omitempty"`
+}
+
+type chatReplyMessage struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+type textCompletion struct {
+	ID                  string              `json:"id"`
+	Object              string              `json:"object"`
+	Created             int64               `json:"created"`
+	Model               string              `json:"model"`
+	Choices             []textChoice        `json:"choices"`
+	Usage               *usage              `json:"usage"`
+	PromptFilterResults []promptFilterEntry `json:"prompt_filter_results,omitempty"`
+	SystemFingerprint   string              `json:"system_fingerprint,omitempty"`
+}
+
+type textChoice struct {
+	Text                 string               `json:"text"`
+	Index                int                  `json:"index"`
+	Logprobs             *struct{}            `json:"logprobs"`
+	FinishReason         *string              `json:"finish_reason"`
+	ContentFilterResults *choiceFilterResults `json:"content_filter_results,omitempty"`
+}
+
+type embeddingList struct {
+	Object string          `json:"object"`
+	Data   []embeddingItem `json:"data"`
+	Model  string          `json:"model"`
+	Usage  embeddingUsage  `json:"usage"`
+}
+
+type embeddingItem struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"`
+}
+
+type embeddingUsage struct {
+	PromptTokens int64 `json:"prompt_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+// choiceResults is the per-choice content filter block (azure only),
+// showing a filtered category when filtered is set.
+func (a *answer) choiceResults(filtered bool) *choiceFilterResults {
+	if !a.azure() {
+		return nil
+	}
+	r := completionResults(filtered)
+	return &r
+}
+
+func (a *answer) promptResults() []promptFilterEntry {
+	if !a.azure() {
+		return nil
+	}
+	return promptFilterList()
+}
+
+// body is the whole (non-streamed) response body.
+func (a *answer) body() any {
+	switch a.op {
+	case opEmbeddings:
+		return a.embeddings()
+	case opCompletions:
+		finish := a.finish
+		return textCompletion{
+			ID: a.id, Object: "text_completion", Created: a.created, Model: a.model,
+			Choices:             []textChoice{{Text: a.text(), FinishReason: &finish, ContentFilterResults: a.choiceResults(a.filtered)}},
+			Usage:               a.usage(),
+			PromptFilterResults: a.promptResults(),
+		}
+	default:
+		c := chatCompletion{
+			ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
+			Choices: []chatChoice{{
+				Message:              chatReplyMessage{Role: "assistant", Content: a.text()},
+				FinishReason:         a.finish,
+				ContentFilterResults: a.choiceResults(a.filtered),
+			}},
+			Usage:               a.usage(),
+			PromptFilterResults: a.promptResults(),
+			SystemFingerprint:   a.fingerprint,
+		}
+		if !a.azure() {
+			c.ServiceTier = "default"
+		}
+		return c
+	}
+}
+
+func (a *answer) embeddings() embeddingList {
+	out := embeddingList{Object: "list", Model: a.model, Usage: embeddingUsage{PromptTokens: a.promptTokens, TotalTokens: a.promptTokens}}
+	for i, text := range a.req.inputs {
+		v := embedding(text, a.dims)
+		item := embeddingItem{Object: "embedding", Index: i, Embedding: v}
+		if a.req.base64 {
+			item.Embedding = embeddingBase64(v)
+		}
+		out.Data = append(out.Data, item)
+	}
+	return out
+}
