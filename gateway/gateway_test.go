@@ -108,7 +108,7 @@ pools:
 	if err != nil {
 		t.Fatalf("config:\n%v", err)
 	}
-	h.gw, err = gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(h.logs, "json", "debug"), Clock: h.clock})
+	h.gw, err = gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(h.logs, "json", cfg.Log.Level), Clock: h.clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,8 +33,21 @@ const (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-// errUsage marks an error that is the caller's fault.
+// usageError marks an error that is the caller's fault.
 type usageError struct{ error }
+
+// flagError is a usageError the flag package has already printed, with
+// the command's usage.
+type flagError struct{ error }
+
+// parseFlags parses args, turning a bad flag into a flagError.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		return flagError{err}
+	}
+	return err
+}
 
 // configError marks an invalid configuration.
 type configError struct{ error }
@@ -68,12 +81,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	var ue usageError
+	var fe flagError
 	var ce configError
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, flag.ErrHelp):
 		return exitOK
+	case errors.As(err, &fe):
+		return exitUsage
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "switchover:", err)
 		return exitUsage

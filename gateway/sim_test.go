@@ -1,0 +1,116 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/sim"
+)
+
+// instant waits out no simulated latency, so the test runs on the fake
+// clock alone.
+type instant struct{}
+
+func (instant) Wait(ctx context.Context, d time.Duration) error { return ctx.Err() }
+
+// TestFailoverAcrossSimulatedRegions is the simulator standing in for the
+// three regions of the published benchmark (60 RPM each, checked per 10 s
+// slice, small TPM) behind a priority pool, on one fake clock: the 11th
+// request in a slice is refused by uksouth and answered by a tier-2 region;
+// after 3 refusals uksouth is benched; it comes back after the trip.
+func TestFailoverAcrossSimulatedRegions(t *testing.T) {
+	clk := fakeclock.New()
+	cfg := sim.Config{Seed: 1, Slice: 10 * time.Second}
+	for _, r := range []string{"uksouth", "swedencentral", "westeurope"} {
+		cfg.Deployments = append(cfg.Deployments, sim.Deployment{
+			Name: r, Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 60, TPM: 6000},
+		})
+	}
+	s, err := sim.Start(t.Context(), cfg, sim.WithClock(clk), sim.WithWaiter(instant{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var yaml strings.Builder
+	yaml.WriteString("log: {level: warn}\nbackends:\n")
+	prio := map[string]int{"uksouth": 1, "swedencentral": 2, "westeurope": 2}
+	members := ""
+	for _, e := range s.Deployments() {
+		fmt.Fprintf(&yaml, "  - {name: %s, type: azure, url: %q, region: %s, breaker: {failures: 3, window: 30s, trip: 30s}}\n", e.Name, e.URL, e.Region)
+		members += fmt.Sprintf("      - {backend: %s, priority: %d}\n", e.Name, prio[e.Name])
+	}
+	yaml.WriteString("pools:\n  - name: chat-prod\n    members:\n" + members)
+	c, err := config.Parse("sim.yaml", []byte(yaml.String()), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(c, gateway.Options{Clock: clk, Logger: gateway.NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	defer func() { cancel(); <-done }()
+	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+
+	send := func() (backend, failover string) {
+		t.Helper()
+		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"chat-prod","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, b)
+		}
+		return resp.Header.Get("X-Switchover-Backend"), resp.Header.Get("X-Switchover-Failover")
+	}
+	for i := 0; i < 10; i++ {
+		if b, f := send(); b != "uksouth" || f != "false" {
+			t.Fatalf("request %d: %s failover=%s, want uksouth within its quota", i+1, b, f)
+		}
+	}
+	for i := 0; i < 3; i++ { // refused by uksouth's quota, answered by tier 2
+		if b, f := send(); b == "uksouth" || f != "true" {
+			t.Fatalf("request %d: %s failover=%s, want a tier-2 region", 11+i, b, f)
+		}
+	}
+	if st := s.Stats()["uksouth"]; st.Refused != 3 || st.Answered != 10 {
+		t.Fatalf("uksouth stats %+v", st)
+	}
+	// Benched: the next slice has quota again, but the breaker keeps
+	// traffic away until the trip ends, without even asking uksouth.
+	clk.Advance(10 * time.Second)
+	if b, _ := send(); b == "uksouth" {
+		t.Fatal("benched region took traffic")
+	}
+	if st := s.Stats()["uksouth"]; st.Calls != 13 {
+		t.Fatalf("benched region was called: %+v", st)
+	}
+	clk.Advance(30 * time.Second) // the trip ends; one probe closes the breaker
+	if b, f := send(); b != "uksouth" || f != "false" {
+		t.Fatalf("after the trip: %s failover=%s, want uksouth back", b, f)
+	}
+	// Model calls: 15 requests answered with 18 upstream calls (10 within
+	// quota, 3 refused plus their 3 retries on tier 2, 1 while benched, 1
+	// probe): the refused ones cost one extra call each, nothing else did.
+	calls := int64(0)
+	for _, st := range s.Stats() {
+		calls += st.Calls
+	}
+	if calls != 18 {
+		t.Fatalf("%d upstream calls for 15 requests, want 18", calls)
+	}
+}
