@@ -151,7 +151,7 @@ func (h *harness) post(path, body string, hdr ...string) (*http.Response, string
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (h *harness) get(path string) (*http.Response, string) {
 	h.t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, h.url+path, nil)
 	req.Header.Set("Authorization", "Bearer "+appKey)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -172,6 +172,10 @@ func (h *harness) get(path string) (*http.Response, string) {
 	resp.Body.Close()
 	return resp, string(b)
 }
+
+// testClient bounds every call, so that a regression that hangs fails
+// instead of stalling the suite.
+var testClient = &http.Client{Timeout: 30 * time.Second}
 
 const chat = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
 
@@ -356,7 +360,7 @@ func TestRequestErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(tc.method, h.url+tc.path, strings.NewReader(tc.body))
 			req.Header.Set("Authorization", "Bearer "+appKey)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := testClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,6 +2,7 @@ package route_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"net/url"
@@ -117,7 +118,11 @@ func (e *env) do(t *testing.T, body string) (*http.Response, *route.Report, stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, rep, err := e.pool.Do(t.Context(), r)
+	// A bound, so that a regression that hangs fails instead of stalling
+	// the suite; no test here should come near it.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	resp, rep, err := e.pool.Do(ctx, r)
 	if err != nil {
 		t.Fatalf("Do: %v", err)
 	}
