@@ -152,9 +152,20 @@ type Settings struct {
 	// AcceptRetryAfter keeps the breaker open for the longer of Trip and the
 	// Retry-After of the failure that opened it. Default false.
 	AcceptRetryAfter bool
+	// FollowRetryAfter treats a Retry-After as the backend's own word on
+	// when it will take calls again: the failure that opens the breaker
+	// benches the backend for exactly its Retry-After (shorter or longer
+	// than Trip, capped by MaxRetryAfter), and when that time is up the
+	// breaker closes without a half-open probe. A quota 429 then benches a
+	// backend until its quota returns, not for a fixed minute in which it
+	// would have had quota again, and the returned quota is used at once
+	// rather than one probe at a time. Failures without a Retry-After
+	// (5xx, timeouts) still trip for Trip and need a probe. Takes
+	// precedence over AcceptRetryAfter. Default false.
+	FollowRetryAfter bool
 	// MaxRetryAfter caps a Retry-After so that an absurd value (86400s)
 	// cannot bench a backend for a day. Default 5m. Only used with
-	// AcceptRetryAfter.
+	// AcceptRetryAfter or FollowRetryAfter.
 	MaxRetryAfter time.Duration
 	// Clock is read for every decision. Nil means the wall clock.
 	Clock Clock
@@ -218,6 +229,9 @@ type Breaker struct {
 	state   State
 	until   time.Time
 	probing bool
+	// noProbe is set while Open for a Retry-After the breaker follows: at
+	// until it closes instead of probing.
+	noProbe bool
 	// gen changes on every transition, so outcomes of calls allowed in an
 	// earlier state are not counted against the current one.
 	gen uint64
@@ -249,6 +263,10 @@ func (b *Breaker) Allow() (Done, bool) {
 		if now.Before(b.until) {
 			b.mu.Unlock()
 			return nil, false
+		}
+		if b.noProbe {
+			ev = b.setLocked(Closed, now, time.Time{}, "retry-after elapsed")
+			break
 		}
 		ev = b.setLocked(HalfOpen, now, time.Time{}, "trip ended")
 		b.probing = true
@@ -316,7 +334,7 @@ func (b *Breaker) record(gen uint64, o Outcome) {
 		case Success:
 			ev = b.setLocked(Closed, now, time.Time{}, "probe succeeded")
 		case Failure:
-			ev = b.setLocked(Open, now, b.tripEnd(now, o.RetryAfter), "probe failed: "+o.Cause)
+			ev = b.openLocked(now, o.RetryAfter, "probe failed: "+o.Cause)
 		}
 	case Closed:
 		if o.Result == Failure {
@@ -326,7 +344,7 @@ func (b *Breaker) record(gen uint64, o Outcome) {
 				if o.Cause != "" {
 					cause += ", last " + o.Cause
 				}
-				ev = b.setLocked(Open, now, b.tripEnd(now, o.RetryAfter), cause)
+				ev = b.openLocked(now, o.RetryAfter, cause)
 			}
 		}
 	}
@@ -334,8 +352,20 @@ func (b *Breaker) record(gen uint64, o Outcome) {
 	b.emit(ev)
 }
 
+// openLocked opens the breaker at now for a failure with the given
+// Retry-After. Requires b.mu held.
+func (b *Breaker) openLocked(now time.Time, retryAfter time.Duration, cause string) *Transition {
+	follow := b.s.FollowRetryAfter && retryAfter > 0
+	ev := b.setLocked(Open, now, b.tripEnd(now, retryAfter), cause)
+	b.noProbe = follow
+	return ev
+}
+
 // tripEnd is when a trip that starts at now ends.
 func (b *Breaker) tripEnd(now time.Time, retryAfter time.Duration) time.Time {
+	if b.s.FollowRetryAfter && retryAfter > 0 {
+		return now.Add(min(retryAfter, b.s.MaxRetryAfter))
+	}
 	d := b.s.Trip
 	if b.s.AcceptRetryAfter && retryAfter > d {
 		d = min(retryAfter, b.s.MaxRetryAfter)
@@ -375,6 +405,7 @@ func (b *Breaker) setLocked(to State, now, until time.Time, cause string) *Trans
 	}
 	b.state = to
 	b.until = until
+	b.noProbe = false
 	b.gen++
 	if to != HalfOpen {
 		b.probing = false

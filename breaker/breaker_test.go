@@ -129,19 +129,24 @@ func TestRetryAfterLengthensTrip(t *testing.T) {
 	tests := []struct {
 		name   string
 		accept bool
+		follow bool
 		ra     time.Duration
 		max    time.Duration
 		want   time.Duration
 	}{
-		{"shorter than trip keeps trip", true, 10 * time.Second, 0, 60 * time.Second},
-		{"longer than trip lengthens", true, 90 * time.Second, 0, 90 * time.Second},
-		{"absurd value is capped", true, 86400 * time.Second, 5 * time.Minute, 5 * time.Minute},
-		{"cap below trip keeps trip", true, 86400 * time.Second, 30 * time.Second, 60 * time.Second},
-		{"ignored without accept", false, 90 * time.Second, 0, 60 * time.Second},
+		{"shorter than trip keeps trip", true, false, 10 * time.Second, 0, 60 * time.Second},
+		{"longer than trip lengthens", true, false, 90 * time.Second, 0, 90 * time.Second},
+		{"absurd value is capped", true, false, 86400 * time.Second, 5 * time.Minute, 5 * time.Minute},
+		{"cap below trip keeps trip", true, false, 86400 * time.Second, 30 * time.Second, 60 * time.Second},
+		{"ignored without accept", false, false, 90 * time.Second, 0, 60 * time.Second},
+		{"follow: shorter than trip shortens", false, true, 2 * time.Second, 0, 2 * time.Second},
+		{"follow: longer than trip lengthens", true, true, 90 * time.Second, 0, 90 * time.Second},
+		{"follow: capped", false, true, 86400 * time.Second, 5 * time.Minute, 5 * time.Minute},
+		{"follow: no Retry-After uses trip", false, true, 0, 0, 60 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, clk, _ := newTest(Settings{Failures: 1, Trip: 60 * time.Second, AcceptRetryAfter: tc.accept, MaxRetryAfter: tc.max})
+			b, clk, _ := newTest(Settings{Failures: 1, Trip: 60 * time.Second, AcceptRetryAfter: tc.accept, FollowRetryAfter: tc.follow, MaxRetryAfter: tc.max})
 			call(t, b, Outcome{Result: Failure, RetryAfter: tc.ra})
 			s := b.Snapshot()
 			if got := s.Until.Sub(clk.Now()); s.State != Open || got != tc.want {
@@ -362,4 +367,33 @@ func BenchmarkAllowSuccess(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestFollowRetryAfterClosesWithoutProbe(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute, FollowRetryAfter: true})
+	call(t, b, Outcome{Result: Failure, RetryAfter: 3 * time.Second, Cause: "429"})
+	if s := b.Snapshot(); s.State != Open || s.Until.Sub(clk.Now()) != 3*time.Second {
+		t.Fatalf("snapshot %+v", s)
+	}
+	clk.Advance(3 * time.Second)
+	// Quota is back: every caller may go, not one probe.
+	d1, ok1 := b.Allow()
+	d2, ok2 := b.Allow()
+	if !ok1 || !ok2 {
+		t.Fatal("calls refused after the Retry-After elapsed")
+	}
+	d1(okOut)
+	d2(okOut)
+	if got := rec.states(); len(got) != 2 || got[1] != "open>closed" {
+		t.Fatalf("transitions %v", got)
+	}
+	// A failure without a Retry-After still trips for Trip and probes.
+	call(t, b, Outcome{Result: Failure, Cause: "503"})
+	clk.Advance(time.Minute)
+	if _, ok := b.Allow(); !ok {
+		t.Fatal("probe refused")
+	}
+	if _, ok := b.Allow(); ok {
+		t.Fatal("second call let through while probing after a 503 trip")
+	}
 }

@@ -137,6 +137,14 @@ type Breaker struct {
 	// AcceptRetryAfter keeps the breaker open for the longer of Trip and
 	// the backend's Retry-After. Default true.
 	AcceptRetryAfter *bool `yaml:"accept_retry_after"`
+	// FollowRetryAfter benches a backend for exactly the Retry-After of
+	// the failure that opened the breaker (shorter or longer than Trip),
+	// when it sent one, and then gives it traffic again without a
+	// half-open probe: a quota 429's Retry-After says when the quota
+	// returns. Trip and the probe still apply to failures without one.
+	// Default true; false gives API Management's semantics (with
+	// AcceptRetryAfter: the longer of Trip and Retry-After, then a probe).
+	FollowRetryAfter *bool `yaml:"follow_retry_after"`
 	// MaxRetryAfter caps a Retry-After so an absurd value cannot bench a
 	// backend for a day. Default 5m.
 	MaxRetryAfter Duration `yaml:"max_retry_after"`

@@ -93,6 +93,13 @@ func (c *Config) applyDefaults() {
 			t := true
 			br.AcceptRetryAfter = &t
 		}
+		if br.FollowRetryAfter == nil {
+			br.FollowRetryAfter = db.FollowRetryAfter
+		}
+		if br.FollowRetryAfter == nil {
+			t := true
+			br.FollowRetryAfter = &t
+		}
 		br.Disabled = br.Disabled || db.Disabled
 	}
 	for i := range c.Pools {

@@ -137,6 +137,7 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 			Window:           bc.Breaker.Window.D(),
 			Trip:             bc.Breaker.Trip.D(),
 			AcceptRetryAfter: *bc.Breaker.AcceptRetryAfter,
+			FollowRetryAfter: *bc.Breaker.FollowRetryAfter,
 			MaxRetryAfter:    bc.Breaker.MaxRetryAfter.D(),
 			Clock:            g.opts.Clock,
 			OnTransition:     g.onTransition,

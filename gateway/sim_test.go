@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
@@ -22,12 +22,13 @@ type instant struct{}
 
 func (instant) Wait(ctx context.Context, d time.Duration) error { return ctx.Err() }
 
-// TestFailoverAcrossSimulatedRegions is the simulator standing in for the
-// three regions of the published benchmark (60 RPM each, checked per 10 s
-// slice, small TPM) behind a priority pool, on one fake clock: the 11th
-// request in a slice is refused by uksouth and answered by a tier-2 region;
-// after 3 refusals uksouth is benched; it comes back after the trip.
-func TestFailoverAcrossSimulatedRegions(t *testing.T) {
+// simGateway is the simulator standing in for the three regions of the
+// published benchmark (60 RPM each, checked per 10 s slice, small TPM)
+// behind a priority pool (uksouth first), all on one fake clock. breaker is
+// the YAML of every backend's breaker. send makes one request and returns
+// who answered.
+func simGateway(t *testing.T, breaker string) (*fakeclock.Clock, *sim.Sim, *gateway.Gateway, func() (string, string)) {
+	t.Helper()
 	clk := fakeclock.New()
 	cfg := sim.Config{Seed: 1, Slice: 10 * time.Second}
 	for _, r := range []string{"uksouth", "swedencentral", "westeurope"} {
@@ -39,13 +40,13 @@ func TestFailoverAcrossSimulatedRegions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() })
 	var yaml strings.Builder
 	yaml.WriteString("log: {level: warn}\nbackends:\n")
 	prio := map[string]int{"uksouth": 1, "swedencentral": 2, "westeurope": 2}
 	members := ""
 	for _, e := range s.Deployments() {
-		fmt.Fprintf(&yaml, "  - {name: %s, type: azure, url: %q, region: %s, breaker: {failures: 3, window: 30s, trip: 30s}}\n", e.Name, e.URL, e.Region)
+		fmt.Fprintf(&yaml, "  - {name: %s, type: azure, url: %q, region: %s, breaker: %s}\n", e.Name, e.URL, e.Region, breaker)
 		members += fmt.Sprintf("      - {backend: %s, priority: %d}\n", e.Name, prio[e.Name])
 	}
 	yaml.WriteString("pools:\n  - name: chat-prod\n    members:\n" + members)
@@ -61,12 +62,11 @@ func TestFailoverAcrossSimulatedRegions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
-	defer func() { cancel(); <-done }()
+	t.Cleanup(func() { cancel(); <-done })
 	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
-
 	send := func() (backend, failover string) {
 		t.Helper()
-		resp, err := http.Post(url, "application/json", strings.NewReader(`{"model":"chat-prod","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
+		resp, err := testClient.Post(url, "application/json", strings.NewReader(`{"model":"chat-prod","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,12 +77,19 @@ func TestFailoverAcrossSimulatedRegions(t *testing.T) {
 		}
 		return resp.Header.Get("X-Switchover-Backend"), resp.Header.Get("X-Switchover-Failover")
 	}
+	return clk, s, g, send
+}
+
+// exhaustPrimary sends 13 requests: 10 within uksouth's slice quota, then 3
+// refused by it and answered by tier 2, which opens its breaker.
+func exhaustPrimary(t *testing.T, s *sim.Sim, send func() (string, string)) {
+	t.Helper()
 	for i := 0; i < 10; i++ {
 		if b, f := send(); b != "uksouth" || f != "false" {
 			t.Fatalf("request %d: %s failover=%s, want uksouth within its quota", i+1, b, f)
 		}
 	}
-	for i := 0; i < 3; i++ { // refused by uksouth's quota, answered by tier 2
+	for i := 0; i < 3; i++ {
 		if b, f := send(); b == "uksouth" || f != "true" {
 			t.Fatalf("request %d: %s failover=%s, want a tier-2 region", 11+i, b, f)
 		}
@@ -90,8 +97,25 @@ func TestFailoverAcrossSimulatedRegions(t *testing.T) {
 	if st := s.Stats()["uksouth"]; st.Refused != 3 || st.Answered != 10 {
 		t.Fatalf("uksouth stats %+v", st)
 	}
-	// Benched: the next slice has quota again, but the breaker keeps
-	// traffic away until the trip ends, without even asking uksouth.
+}
+
+func totalCalls(s *sim.Sim) int64 {
+	n := int64(0)
+	for _, st := range s.Stats() {
+		n += st.Calls
+	}
+	return n
+}
+
+// With API Management's semantics (follow_retry_after: false) the 11th
+// request in a slice is refused by uksouth and answered by a tier-2
+// region; after 3 refusals uksouth is benched for the whole trip even
+// though its quota returns sooner; one probe brings it back.
+func TestFailoverAcrossSimulatedRegionsAPIMStyle(t *testing.T) {
+	clk, s, _, send := simGateway(t, "{failures: 3, window: 30s, trip: 30s, follow_retry_after: false}")
+	exhaustPrimary(t, s, send)
+	// The next slice has quota again, but the breaker keeps traffic away
+	// until the trip ends, without even asking uksouth.
 	clk.Advance(10 * time.Second)
 	if b, _ := send(); b == "uksouth" {
 		t.Fatal("benched region took traffic")
@@ -103,14 +127,37 @@ func TestFailoverAcrossSimulatedRegions(t *testing.T) {
 	if b, f := send(); b != "uksouth" || f != "false" {
 		t.Fatalf("after the trip: %s failover=%s, want uksouth back", b, f)
 	}
-	// Model calls: 15 requests answered with 18 upstream calls (10 within
-	// quota, 3 refused plus their 3 retries on tier 2, 1 while benched, 1
-	// probe): the refused ones cost one extra call each, nothing else did.
-	calls := int64(0)
-	for _, st := range s.Stats() {
-		calls += st.Calls
+	// 15 requests answered with 18 upstream calls (10 within quota, 3
+	// refused plus their 3 retries on tier 2, 1 while benched, 1 probe).
+	if n := totalCalls(s); n != 18 {
+		t.Fatalf("%d upstream calls for 15 requests, want 18", n)
 	}
-	if calls != 18 {
-		t.Fatalf("%d upstream calls for 15 requests, want 18", calls)
+}
+
+// With switchover's default (follow_retry_after: true) the refusing region
+// is benched only until its Retry-After, when its quota returns, and then
+// takes traffic again at once, with no probe.
+func TestFailoverAcrossSimulatedRegionsFollowsRetryAfter(t *testing.T) {
+	clk, s, g, send := simGateway(t, "{failures: 3, window: 30s, trip: 30s}")
+	exhaustPrimary(t, s, send)
+	snap := g.Backends["uksouth"].Breaker.Snapshot()
+	if snap.State != breaker.Open || snap.Until.Sub(clk.Now()) != 10*time.Second {
+		t.Fatalf("uksouth breaker %+v, want open until its quota returns in 10s", snap)
+	}
+	if b, _ := send(); b == "uksouth" {
+		t.Fatal("benched region took traffic before its Retry-After")
+	}
+	clk.Advance(10 * time.Second) // the next slice: quota is back
+	for i := 0; i < 3; i++ {
+		if b, f := send(); b != "uksouth" || f != "false" {
+			t.Fatalf("after its Retry-After, request %d: %s failover=%s, want uksouth", i, b, f)
+		}
+	}
+	if st := g.Backends["uksouth"].Breaker.Snapshot(); st.State != breaker.Closed {
+		t.Fatalf("breaker %v", st.State)
+	}
+	// 17 requests with 20 upstream calls: only the 3 refusals cost extra.
+	if n := totalCalls(s); n != 20 {
+		t.Fatalf("%d upstream calls for 17 requests, want 20", n)
 	}
 }

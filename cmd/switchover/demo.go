@@ -37,8 +37,9 @@ backend_defaults:
   first_byte_timeout: 5s
   stream_first_byte_timeout: 5s
   timeout: 60s
-  # The sin bin: 3 failures in 30s bench a region for 30s (or its Retry-After).
-  breaker: {failures: 3, window: 30s, trip: 30s, accept_retry_after: true}
+  # The sin bin: 3 failures in 30s bench a region until its Retry-After says
+  # its quota is back (30s and one probe when it gives no Retry-After).
+  breaker: {failures: 3, window: 30s, trip: 30s}
 backends:
 `, listen)
 	for _, e := range eps {

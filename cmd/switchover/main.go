@@ -8,6 +8,8 @@
 //	switchover serve [-c switchover.yaml]   run the gateway (no config: a demo)
 //	switchover check -c switchover.yaml     validate a config, one line per problem
 //	switchover sim [-c sim.yaml | flags]    run simulated LLM regions
+//	switchover load [flags]                 drive load, report success and latency
+//	switchover gameday [flags]              rehearse outages, compare setups
 //	switchover version
 package main
 
@@ -71,6 +73,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = check(args[1:], stdout, stderr)
 	case "sim":
 		err = simCommand(ctx, args[1:], stdout, stderr)
+	case "load":
+		err = loadCommand(ctx, args[1:], stdout, stderr)
+	case "gameday":
+		err = gamedayCommand(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "switchover", version)
 	case "help", "-h", "-help", "--help":
@@ -111,6 +117,10 @@ Usage:
   switchover check -c switchover.yaml     validate a config and print each problem
                                           with its line
   switchover sim [-c sim.yaml | flags]    run simulated LLM regions (quotas, faults)
+  switchover load [flags]                 send load at a fixed rate or from N callers and
+                                          report success, latency, goodput, failovers
+  switchover gameday [flags]              rehearse outages and quota shortages on
+                                          simulated regions; compare setups; HTML report
   switchover version                      print the version
 
 Run "switchover COMMAND -h" for a command's flags.

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -137,5 +139,68 @@ func TestDemo(t *testing.T) {
 	}
 	if raw.Header.Get("X-Switchover-Failover") != "true" || acc.Choices[0].Message.Content == "" {
 		t.Fatalf("failover %q, content %q", raw.Header.Get("X-Switchover-Failover"), acc.Choices[0].Message.Content)
+	}
+}
+
+func TestLoadAndGamedayCommands(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Switchover-Backend", "here")
+		io.WriteString(w, `{"choices":[{"message":{"content":"hi"}}]}`)
+	}))
+	defer srv.Close()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"load burst", []string{"load", "-url", srv.URL, "-concurrency", "2", "-n", "6", "-q"}, exitOK, "success      100.00% (6 answered, 0 failed)", ""},
+		{"load json", []string{"load", "-url", srv.URL, "-concurrency", "1", "-n", "2", "-q", "-json"}, exitOK, `"success_rate": 1`, ""},
+		{"load needs a model of load", []string{"load", "-url", srv.URL}, exitUsage, "", "exactly one of -rate or -concurrency"},
+		{"load bad strategy", []string{"load", "-rate", "1", "-strategy", "random", "-region", "a=http://127.0.0.1:1"}, exitUsage, "", `unknown strategy "random"`},
+		{"load bad region flag", []string{"load", "-rate", "1", "-region", "nourl"}, exitUsage, "", "want NAME=URL"},
+		{"gameday list", []string{"gameday", "-list"}, exitOK, "main-region-short", ""},
+		{"gameday unknown scenario", []string{"gameday", "-only", "nope"}, exitUsage, "", `no scenario "nope"`},
+		{"gameday bad file", []string{"gameday", "-f", "/nonexistent.yaml"}, exitConfig, "", "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut syncBuffer
+			code := run(t.Context(), tc.args, &out, &errOut)
+			if code != tc.code || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
+				t.Fatalf("exit %d (want %d)\nstdout: %s\nstderr: %s", code, tc.code, out.String(), errOut.String())
+			}
+		})
+	}
+}
+
+// TestGamedayWritesReports runs a one-scenario game day from a YAML file
+// and checks the files it writes.
+func TestGamedayWritesReports(t *testing.T) {
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	os.WriteFile(scen, []byte(`scenarios:
+  - name: quick
+    title: Quick
+    regions: [{name: a, latency: 20ms}, {name: b, latency: 30ms}]
+    load: {concurrency: 2, total: 20, max_tokens: 5}
+    setups:
+      - {name: "gateway", mode: gateway, members: [{region: a}, {region: b}], attempts: 2}
+      - {name: "client", mode: client, members: [{region: a}, {region: b}], attempts: 2}
+`), 0o600)
+	html, js, md := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.json"), filepath.Join(dir, "r.md")
+	var out, errOut syncBuffer
+	if code := run(t.Context(), []string{"gameday", "-f", scen, "-html", html, "-json", js, "-markdown", md, "-q"}, &out, &errOut); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "== Quick") || !strings.Contains(out.String(), "100%") {
+		t.Fatalf("tables:\n%s", out.String())
+	}
+	for _, f := range []struct{ path, want string }{{html, "<svg"}, {js, `"scenarios"`}, {md, "| gateway | 100% |"}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil || !strings.Contains(string(b), f.want) {
+			t.Errorf("%s: %v, lacks %q", f.path, err, f.want)
+		}
 	}
 }

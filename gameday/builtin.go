@@ -1,0 +1,176 @@
+package gameday
+
+import "time"
+
+func d(s time.Duration) Duration { return Duration(s) }
+
+// The three regions of the published comparison of API Management against
+// client-side failover, with the median latencies it measured from a UK
+// laptop and 60 requests per minute each.
+func benchmarkRegions(rpm, tpm int) []Region {
+	return []Region{
+		{Name: "uksouth", Latency: d(300 * time.Millisecond), Spread: 0.25, RPM: rpm, TPM: tpm},
+		{Name: "westeurope", Latency: d(480 * time.Millisecond), Spread: 0.5, RPM: rpm, TPM: tpm},
+		{Name: "swedencentral", Latency: d(365 * time.Millisecond), Spread: 0.3, RPM: rpm, TPM: tpm},
+	}
+}
+
+func weights(w ...int) []Member {
+	names := []string{"uksouth", "westeurope", "swedencentral"}
+	var out []Member
+	for i, x := range w {
+		out = append(out, Member{Region: names[i], Priority: 1, Weight: x})
+	}
+	return out
+}
+
+func priorities(p ...int) []Member {
+	names := []string{"uksouth", "westeurope", "swedencentral"}
+	var out []Member
+	for i, x := range p {
+		out = append(out, Member{Region: names[i], Priority: x, Weight: 1})
+	}
+	return out
+}
+
+// sinBin is API Management's rule as the benchmark configured it: out of
+// the pool for 60 s after n failures (429 or 5xx), then one probe.
+func sinBin(n int) *Breaker {
+	return &Breaker{Failures: n, Window: d(60 * time.Second), Trip: d(60 * time.Second)}
+}
+
+// switchoverBin is switchover's default breaker: 5 failures in 30 s bench
+// a region for as long as its Retry-After says (60 s and a probe when it
+// gives none).
+func switchoverBin() *Breaker {
+	return &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second), FollowRetryAfter: true}
+}
+
+// Builtin returns the built-in scenarios, in order. Their real-time
+// durations are the benchmark's (five-minute steady runs, 200-request
+// bursts) and seed 000's game day; each has the compression that makes the
+// whole set run in about three minutes.
+func Builtin() []Scenario {
+	const steady = 5 * time.Minute
+	return []Scenario{
+		{
+			Name:  "nothing-wrong",
+			Title: "Nothing wrong",
+			Description: "An even split across three regions with quota to spare: nothing is refused, so any " +
+				"difference between the gateway and direct calls is the gateway's own cost.",
+			Compress: 50,
+			Regions:  benchmarkRegions(60, 60000),
+			Load:     Load{Rate: 1, Duration: d(steady), MaxTokens: 5},
+			Setups: []Setup{
+				{Name: "client: direct, even split", Mode: "client", Members: weights(1, 1, 1), Attempts: 1,
+					Description: "No gateway: the caller splits calls evenly across the regions, no retry."},
+				{Name: "gateway: even split", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1,
+					Description: "The same traffic through switchover, no retry and no breaker."},
+				{Name: "gateway: switchover defaults", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(),
+					Description: "switchover as configured by default: retry on another region, a breaker on every region."},
+			},
+		},
+		{
+			Name:  "main-region-short",
+			Title: "Main region short",
+			Description: "90% of the traffic is aimed at uksouth, more than its quota allows (about 108 requests a " +
+				"minute against 60); the other two regions sit nearly idle. Which setups steer calls to the regions with room?",
+			Compress: 50,
+			Regions:  benchmarkRegions(72, 60000),
+			Load:     Load{Rate: 2, Duration: d(steady), MaxTokens: 5},
+			Setups: []Setup{
+				{Name: "gateway: no failover", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 1,
+					Description: "Weights only: no retry, no breaker."},
+				{Name: "gateway: retry only", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 3,
+					Description: "Retry on another region (never the one that just refused), nothing remembered."},
+				{Name: "gateway: APIM-style sin bin", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 3, Breaker: sinBin(3),
+					Description: "Retry, and a region leaves the pool for 60 s after 3 refusals, then one probe."},
+				{Name: "gateway: APIM-style priority pool", Mode: "gateway", Members: priorities(1, 2, 2), Attempts: 3, Breaker: sinBin(1),
+					Description: "uksouth first, the others only while it is out of the pool; out for 60 s after its first refusal."},
+				{Name: "gateway: switchover defaults", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 3, Breaker: switchoverBin(),
+					Description: "Retry, and a region that refused 5 times in 30 s is out until its Retry-After, then back at once."},
+				{Name: "client: weighted, retry", Mode: "client", Members: weights(90, 5, 5), Attempts: 3,
+					Description: "No gateway: the caller picks by weight and retries on another region."},
+				{Name: "client: weighted, cool-down", Mode: "client", Members: weights(90, 5, 5), Attempts: 3, Breaker: sinBin(1),
+					Description: "As above, and the caller skips a region for 60 s after it refused."},
+				{Name: "client: sequential", Mode: "client", Members: priorities(1, 2, 3), Attempts: 3,
+					Description: "The caller tries uksouth, then the next region, remembering nothing."},
+				{Name: "client: sequential, cool-down", Mode: "client", Members: priorities(1, 2, 3), Attempts: 3, Breaker: sinBin(1),
+					Description: "As above, skipping a region for 60 s after it refused."},
+			},
+		},
+		{
+			Name:  "every-region-short",
+			Title: "Every region short",
+			Description: "6 requests a second against three regions that can serve 3 between them: the best any setup " +
+				"can do is about 50%. How close does each get, and how fast do refusals come back?",
+			Compress: 50,
+			Regions:  benchmarkRegions(60, 60000),
+			Load:     Load{Rate: 6, Duration: d(steady), MaxTokens: 5, Timeout: d(30 * time.Second)},
+			Setups: []Setup{
+				{Name: "gateway: no failover", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1,
+					Description: "Even split, no retry, no breaker."},
+				{Name: "gateway: APIM-style sin bin", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: sinBin(1),
+					Description: "Retry on another region; a region that refused is out of the pool for 60 s, then one probe."},
+				{Name: "gateway: switchover defaults", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(),
+					Description: "Retry; a region that refused 5 times in 30 s is out until its Retry-After."},
+				{Name: "client: weighted, cool-down", Mode: "client", Members: weights(1, 1, 1), Attempts: 3, Breaker: sinBin(1),
+					Description: "No gateway: pick at random, retry, skip a refusing region for 60 s."},
+				{Name: "client: wait for Retry-After", Mode: "client", Members: weights(1, 1, 1), Attempts: 3, WaitRetryAfter: true,
+					Description: "The caller sleeps as long as Retry-After asks and tries again (up to its 30 s timeout)."},
+			},
+		},
+		{
+			Name:  "region-outage",
+			Title: "Region outage",
+			Description: "westeurope (priority 1) stops answering with requests in flight, then recovers; " +
+				"swedencentral is priority 2. Seed 000's game day lost 21 requests to a 120 s forward timeout and was " +
+				"back on the primary 6 s after its circuit closed.",
+			Compress: 10,
+			Regions: []Region{
+				{Name: "westeurope", Latency: d(520 * time.Millisecond), Spread: 0.3},
+				{Name: "swedencentral", Latency: d(700 * time.Millisecond), Spread: 0.3},
+			},
+			Load:   Load{Rate: 4, Duration: d(120 * time.Second), MaxTokens: 20, Stream: true, Timeout: d(10 * time.Second)},
+			Faults: []Fault{{Region: "westeurope", Mode: "blackhole", From: d(30 * time.Second), To: d(80 * time.Second)}},
+			Outage: "westeurope",
+			Setups: []Setup{
+				{Name: "gateway: first-byte timeout", Mode: "gateway", Attempts: 2,
+					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
+					Breaker:                &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
+					StreamFirstByteTimeout: d(2 * time.Second), Timeout: d(60 * time.Second),
+					Description: "API Management's rule (5 failures in 30 s, 60 s trip) with a 2 s first-byte timeout."},
+				{Name: "gateway: forward timeout only", Mode: "gateway", Attempts: 2,
+					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
+					Breaker:                &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
+					StreamFirstByteTimeout: d(15 * time.Second), Timeout: d(15 * time.Second),
+					Description: "The same rule with only a 15 s attempt timeout (seed 000 had 120 s), as without a first-byte timeout."},
+				{Name: "client: sequential, cool-down", Mode: "client", Attempts: 2,
+					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
+					Breaker:                &Breaker{Failures: 1, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
+					StreamFirstByteTimeout: d(2 * time.Second), Timeout: d(60 * time.Second),
+					Description: "No gateway: try westeurope then swedencentral, skip a failed region for 60 s, 2 s first-byte timeout."},
+			},
+		},
+		{
+			Name:  "bursts",
+			Title: "Bursts",
+			Description: "200 requests from 20 callers as fast as possible against three small token quotas " +
+				"(10,000 tokens a minute each): every region runs out within seconds. Does any setting help when demand " +
+				"beats all the quota at once?",
+			Compress: 1,
+			Regions:  benchmarkRegions(0, 10000),
+			Load:     Load{Concurrency: 20, Total: 200, MaxTokens: 128, Timeout: d(30 * time.Second)},
+			Setups: []Setup{
+				{Name: "gateway: even split", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1,
+					Description: "No retry, no breaker."},
+				{Name: "gateway: breaker only", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1, Breaker: sinBin(3),
+					Description: "A region leaves the pool after 3 refusals; nothing retries onto the others."},
+				{Name: "gateway: switchover defaults", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(),
+					Description: "Retry on another region, and switchover's default breaker."},
+				{Name: "client: sequential", Mode: "client", Members: priorities(1, 2, 3), Attempts: 3,
+					Description: "The caller walks the regions in order after each refusal, remembering nothing."},
+			},
+		},
+	}
+}

@@ -1,0 +1,707 @@
+package gameday
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/load"
+)
+
+var fixtureRegions = []string{"uksouth", "swedencentral", "francecentral"}
+
+// fixtureReport is a game day of one scenario with three regions and two
+// runs, both 500 requests at 50 req/s for 10 s with uksouth out from 3 s to
+// 6 s:
+//
+//   - "gateway" (gateway mode): uksouth answers until 3 s, the next 25
+//     requests fail (503 and timeout), swedencentral answers from 3.5 s (as
+//     failovers) and uksouth again from 6.5 s; uksouth's breaker goes
+//     closed → open (3.4 s) → half_open (6.2 s) → closed (6.5 s). 95.0%.
+//   - "client" (client mode): every request sent in the outage fails (429
+//     and connection), no breaker; it has an Outage result. 70.0%.
+func fixtureReport() *Report {
+	const n, every = 500, 20 * time.Millisecond
+	latency := func(i int) time.Duration { return 150*time.Millisecond + time.Duration(i*37%100)*time.Millisecond }
+	var gw, cl []load.Sample
+	for i := range n {
+		start := time.Duration(i) * every
+		s := load.Sample{Start: start, Latency: latency(i), FirstByte: latency(i) / 3, Status: 200, OK: true, Backend: "uksouth", Attempts: 1}
+		switch {
+		case start < 3*time.Second, start >= 6500*time.Millisecond:
+		case start < 3500*time.Millisecond:
+			s.OK, s.Backend, s.Status, s.Failure = false, "", 503, "503"
+			if i%2 == 1 {
+				s.Status, s.Failure, s.Latency = 0, "timeout", time.Second
+			}
+		default:
+			s.Backend, s.Failover, s.Attempts = "swedencentral", true, 2
+		}
+		gw = append(gw, s)
+
+		c := load.Sample{Start: start, Latency: latency(i), Status: 200, OK: true, Backend: "uksouth", Attempts: 1}
+		if start >= 3*time.Second && start < 6*time.Second {
+			c.OK, c.Backend, c.Status, c.Failure, c.Latency = false, "", 429, "429", 2*time.Millisecond
+			if i%3 != 0 {
+				c.Status, c.Failure, c.Latency = 0, "connection", 400*time.Microsecond
+			}
+		}
+		cl = append(cl, c)
+	}
+	run := func(setup, mode string, samples []load.Sample) RunResult {
+		sum := load.Summarize(samples, 0)
+		var end time.Duration
+		for _, s := range samples {
+			end = max(end, s.End())
+		}
+		return RunResult{
+			Setup: setup, Mode: mode, Description: setup + " setup", Summary: sum, Samples: samples, Duration: end,
+			Faults: []FaultWindow{{Region: "uksouth", Mode: "outage", From: 3 * time.Second, To: 6 * time.Second}},
+		}
+	}
+	g := run("gateway", "gateway", gw)
+	g.Summary.Upstream = &load.Upstream{Calls: 640, CallsPerRequest: 1.28}
+	g.Transitions = []Transition{
+		{At: 3400 * time.Millisecond, Backend: "uksouth", From: "closed", To: "open", Cause: "5 consecutive failures"},
+		{At: 6200 * time.Millisecond, Backend: "uksouth", From: "open", To: "half_open", Cause: "trip ended"},
+		{At: 6500 * time.Millisecond, Backend: "uksouth", From: "half_open", To: "closed", Cause: "probe succeeded"},
+	}
+	c := run("client", "client", cl)
+	c.Outage = &OutageResult{Primary: "uksouth", Failed: 150, Moved: -1, Benched: -1, Back: 20 * time.Millisecond, Closed: -1}
+	var regions []RegionInfo
+	for i, name := range fixtureRegions {
+		regions = append(regions, RegionInfo{Name: name, MedianLatency: time.Duration(150+50*i) * time.Millisecond, RPM: 6000, TPM: 600000})
+	}
+	return &Report{
+		Started:  time.Date(2026, 3, 14, 9, 30, 0, 0, time.UTC),
+		Machine:  "linux/amd64, 2 CPUs",
+		Command:  "switchover gameday -scenario primary-outage",
+		Realtime: false,
+		Scenarios: []ScenarioResult{{
+			Name: "primary-outage", Title: "Primary region outage",
+			Description: "uksouth goes down for 3 s and comes back.",
+			Compress:    30, Regions: regions, Load: "50 req/s open model for 10s",
+			Runs: []RunResult{g, c},
+		}},
+	}
+}
+
+func render(t *testing.T, r *Report) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatalf("WriteHTML: %v", err)
+	}
+	return b.String()
+}
+
+// node is a parsed XML element, for asserting on SVG structure.
+type node struct {
+	name     string
+	attr     map[string]string
+	children []*node
+	text     string // character data directly inside, concatenated
+}
+
+// parseXML parses s as a single well-formed XML element.
+func parseXML(t *testing.T, s string) *node {
+	t.Helper()
+	d := xml.NewDecoder(strings.NewReader(s))
+	d.Strict = true
+	root := &node{}
+	stack := []*node{root}
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v\n%s", err, s)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			n := &node{name: tok.Name.Local, attr: map[string]string{}}
+			for _, a := range tok.Attr {
+				n.attr[a.Name.Local] = a.Value
+			}
+			top := stack[len(stack)-1]
+			top.children = append(top.children, n)
+			stack = append(stack, n)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			stack[len(stack)-1].text += string(tok)
+		}
+	}
+	if len(root.children) != 1 {
+		t.Fatalf("want one root element, got %d", len(root.children))
+	}
+	return root.children[0]
+}
+
+// find returns the elements under n (n included) for which match is true,
+// in document order.
+func (n *node) find(match func(*node) bool) []*node {
+	var out []*node
+	if match(n) {
+		out = append(out, n)
+	}
+	for _, c := range n.children {
+		out = append(out, c.find(match)...)
+	}
+	return out
+}
+
+// hasClass reports whether n's class attribute holds every one of classes.
+func (n *node) hasClass(classes ...string) bool {
+	have := strings.Fields(n.attr["class"])
+	for _, c := range classes {
+		if !slices.Contains(have, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func byClass(classes ...string) func(*node) bool {
+	return func(n *node) bool { return n.hasClass(classes...) }
+}
+
+// allText is the character data of n and its descendants.
+func (n *node) allText() string {
+	s := n.text
+	for _, c := range n.children {
+		s += " " + c.allText()
+	}
+	return s
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
+
+// plots parses every SVG in page, and groups them by run: each run has its
+// rps, latency and breakers plots, in that order.
+func plots(t *testing.T, page string) [][3]*node {
+	t.Helper()
+	svgs := svgRE.FindAllString(page, -1)
+	if len(svgs)%3 != 0 {
+		t.Fatalf("got %d SVGs, want three per run", len(svgs))
+	}
+	var runs [][3]*node
+	for i := 0; i < len(svgs); i += 3 {
+		var r [3]*node
+		for j, class := range []string{"rps", "latency", "breakers"} {
+			r[j] = parseXML(t, svgs[i+j])
+			if !r[j].hasClass("plot", class) {
+				t.Fatalf("SVG %d has class %q, want plot %s", i+j, r[j].attr["class"], class)
+			}
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+func TestWriteHTML(t *testing.T) {
+	page := render(t, fixtureReport())
+	runs := plots(t, page)
+	if len(runs) != 2 {
+		t.Fatalf("got plots for %d runs, want 2", len(runs))
+	}
+	gw, cl := runs[0], runs[1]
+
+	t.Run("results table", func(t *testing.T) {
+		rows := regexp.MustCompile(`(?s)<tr class="run".*?</tr>`).FindAllString(page, -1)
+		if len(rows) != 2 {
+			t.Fatalf("got %d run rows, want 2", len(rows))
+		}
+		for i, want := range []struct{ setup, success, calls string }{
+			{"gateway", `<td class="success">95.0%</td>`, "<td>1.28</td>"},
+			{"client", `<td class="success">70.0%</td>`, "<td>–</td>"},
+		} {
+			for _, s := range []string{">" + want.setup + "</a>", want.success, want.calls} {
+				if !strings.Contains(rows[i], s) {
+					t.Errorf("row %d lacks %q:\n%s", i, s, rows[i])
+				}
+			}
+		}
+		// Failures by kind, in FailureKinds order; outage columns.
+		if !regexp.MustCompile(`<th>429</th><th>503</th><th>connection</th><th>timeout</th>`).MatchString(page) {
+			t.Errorf("failure kind headers missing or out of order")
+		}
+		for _, s := range []string{"<td>150</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
+			if !strings.Contains(rows[1]+page, s) {
+				t.Errorf("outage cells lack %q", s)
+			}
+		}
+	})
+
+	t.Run("legends name every region", func(t *testing.T) {
+		for i, r := range runs {
+			for _, plot := range r[:2] {
+				legend := plot.find(byClass("legend"))
+				if len(legend) != 1 {
+					t.Fatalf("run %d %s: %d legends", i, plot.attr["class"], len(legend))
+				}
+				text := legend[0].allText()
+				for _, name := range append(slices.Clone(fixtureRegions), "failed") {
+					if !strings.Contains(text, name) {
+						t.Errorf("run %d %s legend lacks %q: %s", i, plot.attr["class"], name, text)
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("stacked series", func(t *testing.T) {
+		series := func(plot *node) []string {
+			var names []string
+			for _, n := range plot.find(byClass("series")) {
+				if n.name == "path" {
+					names = append(names, n.attr["data-series"])
+				}
+			}
+			return names
+		}
+		if got, want := series(gw[0]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
+			t.Errorf("gateway run stacks %v, want %v", got, want)
+		}
+		if got, want := series(cl[0]), []string{"uksouth", "failed"}; !slices.Equal(got, want) {
+			t.Errorf("client run stacks %v, want %v", got, want)
+		}
+		if got, want := series(gw[1]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
+			t.Errorf("gateway latency series %v, want %v", got, want)
+		}
+	})
+
+	t.Run("breaker markers", func(t *testing.T) {
+		markers := func(plot *node, state string) []string {
+			var out []string
+			for _, n := range plot.find(byClass("marker", state)) {
+				out = append(out, n.attr["data-backend"])
+			}
+			return out
+		}
+		if got := markers(gw[0], "open"); !slices.Equal(got, []string{"uksouth"}) {
+			t.Errorf("gateway run open markers %v, want [uksouth]", got)
+		}
+		if got := markers(gw[0], "closed"); !slices.Equal(got, []string{"uksouth"}) {
+			t.Errorf("gateway run closed markers %v, want [uksouth]", got)
+		}
+		if got := cl[0].find(byClass("marker")); len(got) != 0 {
+			t.Errorf("client run has %d markers, want none", len(got))
+		}
+	})
+
+	t.Run("breaker bands", func(t *testing.T) {
+		var states []string
+		for _, g := range gw[2].find(byClass("bands")) {
+			if g.attr["data-backend"] != "uksouth" {
+				continue
+			}
+			for _, r := range g.find(byClass("band")) {
+				states = append(states, strings.Fields(r.attr["class"])[1])
+			}
+		}
+		if want := []string{"closed", "open", "half_open", "closed"}; !slices.Equal(states, want) {
+			t.Errorf("uksouth bands %v, want %v", states, want)
+		}
+		if n := len(gw[2].find(byClass("bands"))); n != len(fixtureRegions) {
+			t.Errorf("gateway run has %d bands, want one per region", n)
+		}
+		if n := len(cl[2].find(byClass("band"))); n != 0 {
+			t.Errorf("client run (no transitions) has %d bands, want none", n)
+		}
+		if !strings.Contains(cl[2].allText(), "No breaker changed state") {
+			t.Errorf("client run's breaker plot does not say there were no changes")
+		}
+	})
+
+	t.Run("fault windows", func(t *testing.T) {
+		for i, r := range runs {
+			rects := r[0].find(func(n *node) bool { return n.name == "rect" && n.hasClass("fault") })
+			if len(rects) != 1 {
+				t.Errorf("run %d rps plot has %d fault rects, want 1", i, len(rects))
+			}
+			if f := r[0].find(byClass("fault")); len(f) == 0 || !strings.Contains(f[0].allText(), "outage · uksouth") {
+				t.Errorf("run %d fault window is not labelled", i)
+			}
+		}
+	})
+
+	t.Run("self-contained", func(t *testing.T) {
+		for _, bad := range []string{"http://", "https://", "src=", "@import", "<link", "<img", "<iframe"} {
+			if strings.Contains(page, bad) {
+				t.Errorf("page contains %q", bad)
+			}
+		}
+		for _, m := range regexp.MustCompile(`(?:href="|url\()([^")]*)`).FindAllStringSubmatch(page, -1) {
+			if !strings.HasPrefix(m[1], "#") {
+				t.Errorf("reference %q leaves the page", m[0])
+			}
+		}
+		if n := strings.Count(page, "<script"); n != 1 {
+			t.Errorf("page has %d scripts, want the one toggle script", n)
+		}
+	})
+
+	t.Run("header", func(t *testing.T) {
+		for _, s := range []string{"<h1>switchover game day</h1>", "2026-03-14 09:30:00 UTC", "linux/amd64, 2 CPUs",
+			"switchover gameday -scenario primary-outage", "model latency and network timeouts were not", "Time compressed 30×"} {
+			if !strings.Contains(page, s) {
+				t.Errorf("page lacks %q", s)
+			}
+		}
+	})
+
+	t.Run("details", func(t *testing.T) {
+		for _, s := range []string{`<details id="s1-r1" class="run" open>`, `<details id="s1-r2" class="run">`} {
+			if !strings.Contains(page, s) {
+				t.Errorf("page lacks %q", s)
+			}
+		}
+	})
+}
+
+func TestWriteHTMLEscapesData(t *testing.T) {
+	r := fixtureReport()
+	evil := `<script>alert("x")</script>&'`
+	sc := &r.Scenarios[0]
+	sc.Title, sc.Description, sc.Load = "T"+evil, "D"+evil, "L"+evil
+	r.Command = "C" + evil
+	r.Machine = "M" + evil
+	old := sc.Regions[1].Name
+	sc.Regions[1].Name = "R" + evil
+	for i := range sc.Runs {
+		run := &sc.Runs[i]
+		run.Setup, run.Description, run.Mode = "S"+evil, "RD"+evil, "gateway"+evil
+		for j := range run.Samples {
+			if run.Samples[j].Backend == old {
+				run.Samples[j].Backend = "R" + evil
+			}
+		}
+		for j := range run.Transitions {
+			run.Transitions[j].Cause += evil
+			run.Transitions[j].Backend = "B" + evil
+		}
+		for j := range run.Faults {
+			run.Faults[j].Mode += evil
+		}
+	}
+	page := render(t, r)
+	if n := strings.Count(page, "<script"); n != 1 {
+		t.Errorf("page has %d <script, want only its own", n)
+	}
+	if strings.Contains(page, `alert("x")`) {
+		t.Errorf("quotes from the data were not escaped")
+	}
+	runs := plots(t, page) // every SVG still parses
+	if text := runs[0][0].find(byClass("legend"))[0].allText(); !strings.Contains(text, "R"+evil) {
+		t.Errorf("legend lacks the escaped region name: %s", text)
+	}
+}
+
+func TestWriteHTMLDeterministic(t *testing.T) {
+	r := fixtureReport()
+	// Several failure kinds and backends, so map order would show.
+	r.Scenarios[0].Runs[0].Summary.Failures = map[string]int{"503": 1, "timeout": 2, "429": 3, "connection": 4, "invalid_body": 5}
+	first := render(t, r)
+	for range 5 {
+		if again := render(t, r); again != first {
+			t.Fatal("two renders of the same report differ")
+		}
+	}
+}
+
+func TestWriteHTMLEdgeCases(t *testing.T) {
+	if err := WriteHTML(io.Discard, nil); err == nil {
+		t.Error("WriteHTML(nil) returned no error")
+	}
+	for name, r := range map[string]*Report{
+		"empty":       {},
+		"no regions":  {Realtime: true, Scenarios: []ScenarioResult{{Name: "x", Runs: []RunResult{{Setup: "s"}}}}},
+		"no samples":  {Scenarios: []ScenarioResult{{Name: "x", Regions: []RegionInfo{{Name: "a"}}, Runs: []RunResult{{Setup: "s", Duration: time.Second}}}}},
+		"one request": {Scenarios: []ScenarioResult{{Name: "x", Runs: []RunResult{{Setup: "s", Samples: []load.Sample{{OK: true, Backend: "a"}}}}}}},
+		"transition outside the run": {Scenarios: []ScenarioResult{{Name: "x", Runs: []RunResult{{Setup: "s", Duration: time.Second,
+			Transitions: []Transition{{At: -time.Second, Backend: "a", From: "closed", To: "open"}, {At: 5 * time.Second, Backend: "a", From: "open", To: "weird"}},
+			Faults:      []FaultWindow{{Region: "a", Mode: "outage", From: 2 * time.Second, To: time.Second}}}}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			page := render(t, r)
+			plots(t, page)
+		})
+	}
+}
+
+func TestWriteHTMLSize(t *testing.T) {
+	// 25 runs of 5000 requests each should stay well under a few MB.
+	r := fixtureReport()
+	base := r.Scenarios[0].Runs[0]
+	var samples []load.Sample
+	for k := range 10 {
+		for _, s := range base.Samples {
+			s.Start += time.Duration(k) * 10 * time.Second
+			samples = append(samples, s)
+		}
+	}
+	run := base
+	run.Samples, run.Duration = samples, 101*time.Second
+	r.Scenarios[0].Runs = nil
+	for range 25 {
+		r.Scenarios[0].Runs = append(r.Scenarios[0].Runs, run)
+	}
+	page := render(t, r)
+	if n := len(plots(t, page)); n != 25 {
+		t.Fatalf("plots for %d runs, want 25", n)
+	}
+	if len(page) > 2<<20 {
+		t.Errorf("page is %d bytes, want under 2 MiB", len(page))
+	}
+	t.Logf("25 runs of %d requests: %d bytes", len(samples), len(page))
+}
+
+func TestBucketRequests(t *testing.T) {
+	ok := func(end time.Duration, backend string) load.Sample {
+		return load.Sample{Start: end - 100*time.Millisecond, Latency: 100 * time.Millisecond, OK: true, Backend: backend}
+	}
+	fail := func(end time.Duration) load.Sample {
+		return load.Sample{Start: end - 100*time.Millisecond, Latency: 100 * time.Millisecond, Failure: "503"}
+	}
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	samples := []load.Sample{
+		ok(ms(500), "uksouth"), ok(ms(999), "uksouth"), ok(ms(1000), "uksouth"),
+		fail(ms(1500)), fail(ms(1600)),
+		ok(ms(1700), "swedencentral"), ok(ms(2500), "swedencentral"), ok(ms(3900), "swedencentral"),
+		ok(ms(4000), "uksouth"), // at the span: last bucket
+		ok(ms(9000), "uksouth"), // past the span: last bucket
+		ok(ms(200), "zeta"),     // not a region: a series of its own
+		ok(ms(300), ""),         // no backend header
+	}
+	got := bucketRequests(samples, fixtureRegions, 4*time.Second, time.Second)
+	want := rpsBuckets{
+		Width:    time.Second,
+		Backends: []string{"uksouth", "swedencentral", "francecentral", "", "zeta"},
+		OK: [][]int{
+			{2, 1, 0, 2},
+			{0, 1, 1, 1},
+			{0, 0, 0, 0},
+			{1, 0, 0, 0},
+			{1, 0, 0, 0},
+		},
+		Failed: []int{0, 2, 0, 0},
+	}
+	if !slices.Equal(got.Backends, want.Backends) || got.Width != want.Width || !slices.Equal(got.Failed, want.Failed) ||
+		!slices.EqualFunc(got.OK, want.OK, slices.Equal) {
+		t.Errorf("bucketRequests =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestBucketRequestsFailover checks on the fixture that the region that
+// took over carries traffic only after the failover, and the primary again
+// after the failback.
+func TestBucketRequestsFailover(t *testing.T) {
+	run := fixtureReport().Scenarios[0].Runs[0]
+	const w = 500 * time.Millisecond
+	b := bucketRequests(run.Samples, fixtureRegions, runSpan(&run), w)
+	primary, backup := b.OK[0], b.OK[1]
+	for i := range b.Failed {
+		at := time.Duration(i) * w
+		switch {
+		case at < 3500*time.Millisecond:
+			if backup[i] != 0 {
+				t.Errorf("swedencentral answered %d in bucket %v, before the failover", backup[i], at)
+			}
+		case at >= 4*time.Second && at < 6500*time.Millisecond:
+			if backup[i] == 0 || primary[i] != 0 {
+				t.Errorf("bucket %v: swedencentral %d, uksouth %d; want only swedencentral", at, backup[i], primary[i])
+			}
+		case at >= 7*time.Second && at < 10*time.Second:
+			if primary[i] == 0 || backup[i] != 0 {
+				t.Errorf("bucket %v: uksouth %d, swedencentral %d; want only uksouth after the failback", at, primary[i], backup[i])
+			}
+		}
+	}
+	total := 0
+	for _, s := range append(slices.Clone(b.OK), b.Failed) {
+		for _, c := range s {
+			total += c
+		}
+	}
+	if total != len(run.Samples) {
+		t.Errorf("buckets hold %d requests, want %d", total, len(run.Samples))
+	}
+}
+
+func TestBucketWidth(t *testing.T) {
+	for _, tc := range []struct {
+		span, want time.Duration
+	}{
+		{0, time.Millisecond},
+		{50 * time.Millisecond, time.Millisecond},
+		{time.Second, 10 * time.Millisecond},
+		{10 * time.Second, 100 * time.Millisecond},
+		{25 * time.Second, 250 * time.Millisecond},
+		{30 * time.Second, 250 * time.Millisecond},
+		{31 * time.Second, 500 * time.Millisecond},
+		{10 * time.Minute, 5 * time.Second},
+	} {
+		got := bucketWidth(tc.span)
+		if got != tc.want {
+			t.Errorf("bucketWidth(%v) = %v, want %v", tc.span, got, tc.want)
+		}
+		if n := (tc.span + got - 1) / got; n > maxBuckets {
+			t.Errorf("bucketWidth(%v) makes %d buckets, more than %d", tc.span, n, maxBuckets)
+		}
+	}
+}
+
+func TestBreakerSpans(t *testing.T) {
+	s := time.Second
+	for _, tc := range []struct {
+		name string
+		ts   []Transition
+		want []stateSpan
+	}{
+		{"none", nil, []stateSpan{{0, 10 * s, "closed", ""}}},
+		{"other backend only", []Transition{{At: s, Backend: "b", From: "closed", To: "open"}}, []stateSpan{{0, 10 * s, "closed", ""}}},
+		{"trip and recover, out of order", []Transition{
+			{At: 6 * s, Backend: "a", From: "half_open", To: "closed", Cause: "probe ok"},
+			{At: 2 * s, Backend: "a", From: "closed", To: "open", Cause: "failures"},
+			{At: 5 * s, Backend: "a", From: "open", To: "half_open", Cause: "trip ended"},
+		}, []stateSpan{{0, 2 * s, "closed", ""}, {2 * s, 5 * s, "open", "failures"}, {5 * s, 6 * s, "half_open", "trip ended"}, {6 * s, 10 * s, "closed", "probe ok"}}},
+		{"open at the start", []Transition{{At: 0, Backend: "a", From: "closed", To: "open"}},
+			[]stateSpan{{0, 10 * s, "open", ""}}},
+		{"starts in From", []Transition{{At: 4 * s, Backend: "a", From: "open", To: "half_open"}},
+			[]stateSpan{{0, 4 * s, "open", ""}, {4 * s, 10 * s, "half_open", ""}}},
+		{"after the span", []Transition{{At: 12 * s, Backend: "a", From: "closed", To: "open"}},
+			[]stateSpan{{0, 10 * s, "closed", ""}}},
+		{"same instant", []Transition{{At: 3 * s, Backend: "a", From: "closed", To: "open"}, {At: 3 * s, Backend: "a", From: "open", To: "half_open"}},
+			[]stateSpan{{0, 3 * s, "closed", ""}, {3 * s, 10 * s, "half_open", ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := breakerSpans(tc.ts, "a", 10*s)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("breakerSpans =\n%v\nwant\n%v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestThinSamples(t *testing.T) {
+	var s []load.Sample
+	for i := range 10000 {
+		s = append(s, load.Sample{Start: time.Duration(9999-i) * time.Millisecond})
+	}
+	got := thinSamples(s, 2500)
+	if len(got) != 2500 {
+		t.Fatalf("got %d samples, want 2500", len(got))
+	}
+	for i, x := range got {
+		if want := time.Duration(4*i) * time.Millisecond; x.Start != want {
+			t.Fatalf("sample %d starts at %v, want %v (every 4th, in start order)", i, x.Start, want)
+		}
+	}
+	if got := thinSamples(s[:100], 2500); len(got) != 100 || got[0].Start != 9900*time.Millisecond {
+		t.Errorf("thinSamples of 100 = %d samples from %v, want all 100 sorted", len(got), got[0].Start)
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-1, "never"},
+		{0, "0 ms"},
+		{850 * time.Microsecond, "850 µs"},
+		{999_600 * time.Nanosecond, "1.0 ms"},
+		{3400 * time.Microsecond, "3.4 ms"},
+		{9960 * time.Microsecond, "10 ms"},
+		{340 * time.Millisecond, "340 ms"},
+		{999_600 * time.Microsecond, "1.0 s"},
+		{1234 * time.Millisecond, "1.2 s"},
+		{12345 * time.Millisecond, "12.3 s"},
+		{125 * time.Second, "125 s"},
+	} {
+		if got := formatDuration(tc.d); got != tc.want {
+			t.Errorf("formatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+func TestFormatPercent(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		want string
+	}{
+		{1, "100%"},
+		{0, "0%"},
+		{0.95, "95.0%"},
+		{0.7, "70.0%"},
+		{0.12345, "12.3%"},
+		{0.9996, "99.96%"},
+		{0.99999, ">99.99%"},
+		{0.0004, "0.04%"},
+		{0.000001, "<0.01%"},
+	} {
+		if got := formatPercent(tc.rate); got != tc.want {
+			t.Errorf("formatPercent(%v) = %q, want %q", tc.rate, got, tc.want)
+		}
+	}
+}
+
+func TestFormatCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 600000: "600,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := formatCount(n); got != want {
+			t.Errorf("formatCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestTicks(t *testing.T) {
+	labels := func(ts []tick) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.label)
+		}
+		return out
+	}
+	if got, want := labels(linearTicks(0, 10.23, 10, trimFloat)), []string{"0", "2", "4", "6", "8", "10"}; !slices.Equal(got, want) {
+		t.Errorf("linearTicks(0, 10.23) = %v, want %v", got, want)
+	}
+	if got, want := labels(linearTicks(0, 0.7, 7, trimFloat)), []string{"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"}; !slices.Equal(got, want) {
+		t.Errorf("linearTicks(0, 0.7) = %v, want %v", got, want)
+	}
+	if got, want := labels(logTicks(0.1, 100, formatMillis)), []string{"0.1 ms", "0.2 ms", "0.5 ms", "1 ms", "2 ms", "5 ms", "10 ms", "20 ms", "50 ms", "100 ms"}; !slices.Equal(got, want) {
+		t.Errorf("logTicks(0.1, 100) = %v, want %v", got, want)
+	}
+	if got, want := labels(logTicks(1, 100000, formatMillis)), []string{"1 ms", "10 ms", "100 ms", "1 s", "10 s", "100 s"}; !slices.Equal(got, want) {
+		t.Errorf("logTicks(1, 1e5) = %v, want %v", got, want)
+	}
+}
+
+func TestSVGPlotEscapes(t *testing.T) {
+	p := newSVGPlot(100, 50, margins{}, `a"b`, "<&>")
+	p.text(1, 2, "x<y & \"z\"\x01", "data-x", `'"<`)
+	n := parseXML(t, string(p.html()))
+	if n.attr["aria-label"] != "<&>" || n.attr["class"] != `a"b` {
+		t.Errorf("attributes = %v", n.attr)
+	}
+	if txt := n.children[0]; txt.text != `x<y & "z"` || txt.attr["data-x"] != `'"<` {
+		t.Errorf("text = %q, attrs %v", txt.text, txt.attr)
+	}
+}
+
+func BenchmarkWriteHTML(b *testing.B) {
+	r := fixtureReport()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WriteHTML(io.Discard, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package gameday
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/load"
+	"github.com/switchover-gw/switchover/sim"
+)
+
+// Options adjust a game day. The zero value runs every scenario as given.
+type Options struct {
+	// Realtime runs every scenario uncompressed (Compress 1).
+	Realtime bool
+	// Only, if set, keeps the scenarios with these names.
+	Only []string
+	// Progress gets a line as each run starts and ends. Nil means none.
+	Progress io.Writer
+	// Command is recorded in the report.
+	Command string
+}
+
+// Run runs the scenarios, each setup of each in turn, and returns the
+// report. Every run gets fresh simulated regions (full quotas, no breaker
+// history) and, for gateway setups, a fresh gateway.
+func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, error) {
+	rep := &Report{
+		Started:  time.Now(),
+		Machine:  fmt.Sprintf("%s/%s, %d CPUs", runtime.GOOS, runtime.GOARCH, runtime.NumCPU()),
+		Command:  opts.Command,
+		Realtime: opts.Realtime,
+	}
+	for _, sc := range scenarios {
+		if len(opts.Only) > 0 && !contains(opts.Only, sc.Name) {
+			continue
+		}
+		if err := sc.validate(); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", sc.Name, err)
+		}
+		k := sc.Compress
+		if opts.Realtime || k <= 0 {
+			k = 1
+		}
+		run := sc.scaled(k)
+		res := ScenarioResult{Name: sc.Name, Title: sc.Title, Description: sc.Description, Compress: k, Load: run.describeLoad()}
+		for _, r := range run.Regions {
+			res.Regions = append(res.Regions, RegionInfo{Name: r.Name, MedianLatency: r.Latency.D(), RPM: r.RPM, TPM: r.TPM})
+		}
+		for _, st := range run.Setups {
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "%s / %s: running (%s)\n", sc.Name, st.Name, res.Load)
+			}
+			rr, err := runSetup(ctx, run, st)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s, setup %s: %w", sc.Name, st.Name, err)
+			}
+			if opts.Progress != nil {
+				s := rr.Summary
+				fmt.Fprintf(opts.Progress, "%s / %s: %d requests, %s answered, p50 %s, %.2f calls/request, %s\n",
+					sc.Name, st.Name, s.Requests, formatPercent(s.SuccessRate), formatDuration(s.Latency.P50), callsPerRequest(s), rr.Duration.Round(10*time.Millisecond))
+			}
+			res.Runs = append(res.Runs, rr)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+		}
+		rep.Scenarios = append(rep.Scenarios, res)
+	}
+	return rep, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// transitions records breaker changes as they happen.
+type transitions struct {
+	mu  sync.Mutex
+	evs []breaker.Transition
+}
+
+func (t *transitions) add(tr breaker.Transition) {
+	t.mu.Lock()
+	t.evs = append(t.evs, tr)
+	t.mu.Unlock()
+}
+
+// runSetup runs one setup of a scaled scenario.
+func runSetup(ctx context.Context, sc Scenario, st Setup) (RunResult, error) {
+	rr := RunResult{Setup: st.Name, Description: st.Description, Mode: st.Mode}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := sim.Start(ctx, simConfig(sc), sim.WithLogger(quiet))
+	if err != nil {
+		return rr, fmt.Errorf("starting the simulated regions: %w", err)
+	}
+	defer s.Close()
+
+	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments())), os.LookupEnv)
+	if err != nil {
+		return rr, fmt.Errorf("setup config: %w", err)
+	}
+	trs := &transitions{}
+	g, err := gateway.New(cfg, gateway.Options{Logger: quiet, OnTransition: trs.add})
+	if err != nil {
+		return rr, err
+	}
+	caller := &load.HTTPCaller{
+		Request:        load.Request{Model: "chat-prod", Prompt: sc.Load.Prompt, MaxTokens: sc.Load.MaxTokens, Stream: sc.Load.Stream},
+		Timeout:        sc.Load.Timeout.D(),
+		WaitRetryAfter: st.WaitRetryAfter,
+	}
+	switch st.Mode {
+	case "gateway":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return rr, err
+		}
+		gctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- g.Serve(gctx, ln) }()
+		defer func() { stop(); <-done }()
+		caller.URL = "http://" + ln.Addr().String() + "/v1/chat/completions"
+		caller.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
+		defer caller.Client.CloseIdleConnections()
+	default:
+		// The routing engine inside the caller: the pool is the client's
+		// transport, and calls go straight to the regions.
+		caller.URL = "http://client.invalid/v1/chat/completions"
+		caller.Client = &http.Client{Transport: g.Pools["chat-prod"]}
+	}
+
+	l := sc.Load
+	res, err := load.Run(ctx, load.Options{Rate: l.Rate, Concurrency: l.Concurrency, Duration: l.Duration.D(), Total: l.Total}, caller)
+	if err != nil {
+		return rr, err
+	}
+	rr.Samples = res.Samples
+	rr.Summary = res.Summary
+	rr.Duration = time.Since(res.Began)
+
+	up := &load.Upstream{}
+	for _, st := range s.Stats() {
+		up.Calls += st.Calls
+		up.Refused += st.Refused
+		up.Errors += st.Errors
+		up.Answered += st.Answered
+	}
+	if res.Summary.Requests > 0 {
+		up.CallsPerRequest = float64(up.Calls) / float64(res.Summary.Requests)
+	}
+	rr.Summary.Upstream = up
+
+	trs.mu.Lock()
+	for _, t := range trs.evs {
+		rr.Transitions = append(rr.Transitions, Transition{At: t.At.Sub(res.Began), Backend: t.Name, From: t.From.String(), To: t.To.String(), Cause: t.Cause})
+	}
+	trs.mu.Unlock()
+	sort.SliceStable(rr.Transitions, func(i, j int) bool { return rr.Transitions[i].At < rr.Transitions[j].At })
+	// The schedule counts from the sim's start, a moment before the load's.
+	offset := res.Began.Sub(s.Started())
+	for _, f := range sc.Faults {
+		rr.Faults = append(rr.Faults, FaultWindow{Region: f.Region, Mode: f.Mode, From: f.From.D() - offset, To: f.To.D() - offset})
+	}
+	if sc.Outage != "" {
+		rr.Outage = outage(sc.Outage, rr)
+	}
+	return rr, nil
+}
+
+// simConfig is the scenario's regions as simulated Azure deployments.
+func simConfig(sc Scenario) sim.Config {
+	seed := sc.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	cfg := sim.Config{Seed: seed, Slice: sc.Slice.D()}
+	for _, r := range sc.Regions {
+		spread := r.Spread
+		if spread == 0 {
+			spread = 0.3
+		}
+		cfg.Deployments = append(cfg.Deployments, sim.Deployment{
+			Name: r.Name, Region: r.Name, Flavour: sim.Azure, Deployment: "chat-prod",
+			Latency: sim.Latency{Median: r.Latency.D(), Spread: spread, FirstToken: r.Latency.D() / 2, PerToken: 10 * time.Millisecond},
+			Quota:   sim.Quota{RPM: r.RPM, TPM: r.TPM},
+		})
+	}
+	for _, f := range sc.Faults {
+		cfg.Schedule = append(cfg.Schedule, sim.ScheduledFault{
+			Deployment: f.Region, From: f.From.D(), To: f.To.D(),
+			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate},
+		})
+	}
+	return cfg
+}
+
+// poolYAML is the switchover configuration of a setup: one backend per
+// simulated region, named after it, and the pool chat-prod. Client setups
+// build their engine from the same configuration as gateway setups, so the
+// two differ only by the network hop.
+func poolYAML(st Setup, eps []sim.Endpoint) string {
+	fb, sfb, to := st.FirstByteTimeout, st.StreamFirstByteTimeout, st.Timeout
+	if fb == 0 {
+		fb = Duration(30 * time.Second)
+	}
+	if sfb == 0 {
+		sfb = Duration(10 * time.Second)
+	}
+	if to == 0 {
+		to = Duration(60 * time.Second)
+	}
+	fb, sfb = min(fb, to), min(sfb, to)
+	breakerYAML := "{disabled: true}"
+	if b := st.Breaker; b != nil {
+		statuses := `[429, "500-599"]`
+		if len(b.Statuses) > 0 {
+			statuses = `["` + strings.Join(b.Statuses, `", "`) + `"]`
+		}
+		breakerYAML = fmt.Sprintf("{failures: %d, window: %s, trip: %s, statuses: %s, follow_retry_after: %v, max_retry_after: %s}",
+			max(b.Failures, 1), durOr(b.Window, 30*time.Second), durOr(b.Trip, 60*time.Second), statuses, b.FollowRetryAfter, max(durOr(b.Trip, 60*time.Second), 5*time.Minute))
+	}
+	var y strings.Builder
+	fmt.Fprintf(&y, "log: {level: error}\nbackend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\nbackends:\n",
+		fb.D(), sfb.D(), to.D(), breakerYAML)
+	for _, e := range eps {
+		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s}\n", e.Name, e.URL, e.Region)
+	}
+	fmt.Fprintf(&y, "pools:\n  - name: chat-prod\n    retry: {attempts: %d}\n    members:\n", max(st.Attempts, 1))
+	for _, m := range st.Members {
+		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1))
+	}
+	return y.String()
+}
+
+func durOr(d Duration, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d.D()
+}
+
+// outage reads the primary's outage off a run.
+func outage(primary string, rr RunResult) *OutageResult {
+	o := &OutageResult{Primary: primary, Moved: -1, Benched: -1, Back: -1, Closed: -1}
+	var f *FaultWindow
+	for i := range rr.Faults {
+		if rr.Faults[i].Region == primary {
+			f = &rr.Faults[i]
+			break
+		}
+	}
+	if f == nil {
+		return o
+	}
+	samples := append([]load.Sample(nil), rr.Samples...)
+	sort.Slice(samples, func(i, j int) bool { return samples[i].End() < samples[j].End() })
+	for _, s := range samples {
+		if !s.OK && s.End() >= f.From && s.Start <= f.To {
+			o.Failed++
+		}
+		if s.OK && s.Backend != primary && s.End() >= f.From && o.Moved < 0 {
+			o.Moved = s.End() - f.From
+		}
+		if s.OK && s.Backend == primary && s.Start >= f.To && o.Back < 0 {
+			o.Back = s.End() - f.To
+		}
+	}
+	for _, t := range rr.Transitions {
+		if t.Backend != primary {
+			continue
+		}
+		if t.To == "open" && t.At >= f.From && o.Benched < 0 {
+			o.Benched = t.At - f.From
+		}
+		if t.To == "closed" && t.At >= f.To && o.Closed < 0 {
+			o.Closed = t.At - f.To
+		}
+	}
+	return o
+}
+
+func callsPerRequest(s load.Summary) float64 {
+	if s.Upstream == nil {
+		return 0
+	}
+	return s.Upstream.CallsPerRequest
+}

@@ -1,0 +1,261 @@
+package gameday
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+)
+
+// fastRegions are three regions with short latencies, so runs take
+// seconds; rpm is the quota of each.
+func fastRegions(rpm int) []Region {
+	return []Region{
+		{Name: "uksouth", Latency: d(40 * time.Millisecond), Spread: 0.2, RPM: rpm},
+		{Name: "westeurope", Latency: d(60 * time.Millisecond), Spread: 0.2, RPM: rpm},
+		{Name: "swedencentral", Latency: d(50 * time.Millisecond), Spread: 0.2, RPM: rpm},
+	}
+}
+
+func runOne(t *testing.T, sc Scenario) ScenarioResult {
+	t.Helper()
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 || len(rep.Scenarios[0].Runs) != len(sc.Setups) {
+		t.Fatalf("report %+v", rep)
+	}
+	return rep.Scenarios[0]
+}
+
+func TestMainRegionShort(t *testing.T) {
+	// 2 req/s, 90% to uksouth, 60 RPM each, compressed 60x: per 1/6 s
+	// slice about 18 arrive for uksouth, which takes 10.
+	sc := Scenario{
+		Name: "main", Compress: 60, Regions: fastRegions(60),
+		Load: Load{Rate: 2, Duration: d(3 * time.Minute), MaxTokens: 5},
+		Setups: []Setup{
+			{Name: "no failover", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 1},
+			{Name: "switchover", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 3, Breaker: switchoverBin()},
+			{Name: "client cool-down", Mode: "client", Members: weights(90, 5, 5), Attempts: 3, Breaker: switchoverBin()},
+		},
+	}
+	res := runOne(t, sc)
+	noFail, sw, client := res.Runs[0].Summary, res.Runs[1].Summary, res.Runs[2].Summary
+	// Without failover, success is near what the quotas allow of the
+	// split: uksouth answers 10 of its 18 per slice, the others all of
+	// theirs: (10 + 2) / 20 = 60%.
+	if noFail.SuccessRate < 0.50 || noFail.SuccessRate > 0.72 {
+		t.Errorf("no failover: %.1f%% answered, want near the 60%% the quotas allow", 100*noFail.SuccessRate)
+	}
+	if noFail.Failures["429"] != noFail.Failed {
+		t.Errorf("no failover failed other than by 429: %v", noFail.Failures)
+	}
+	for name, s := range map[string]struct {
+		rate float64
+		cpr  float64
+	}{"switchover": {sw.SuccessRate, sw.Upstream.CallsPerRequest}, "client": {client.SuccessRate, client.Upstream.CallsPerRequest}} {
+		if s.rate != 1 {
+			t.Errorf("%s with a sin bin: %.2f%% answered, want 100%%", name, 100*s.rate)
+		}
+		// Refusals cost a second call, but the bench keeps most requests
+		// from trying uksouth when it is out: well under 1.4 calls each.
+		if s.cpr < 1 || s.cpr > 1.4 {
+			t.Errorf("%s: %.2f model calls per request", name, s.cpr)
+		}
+	}
+	if sw.Failovers == 0 || len(res.Runs[1].Transitions) == 0 {
+		t.Error("no failover or breaker transition recorded for the sin bin setup")
+	}
+}
+
+func TestEveryRegionShortStaysUnderTheCap(t *testing.T) {
+	sc := Scenario{
+		Name: "every", Compress: 40, Regions: fastRegions(60),
+		Load: Load{Rate: 6, Duration: d(80 * time.Second), MaxTokens: 5, Timeout: d(20 * time.Second)},
+		Setups: []Setup{
+			{Name: "no failover", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1},
+			{Name: "switchover", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin()},
+			{Name: "client retry", Mode: "client", Members: weights(1, 1, 1), Attempts: 3},
+		},
+	}
+	res := runOne(t, sc)
+	slice := 10 * time.Second / 40
+	perSlice := 10 // 60 RPM * 40 / 60 s * 0.25 s
+	for _, run := range res.Runs {
+		s := run.Summary
+		// Answers are bounded by the quota of every slice the run
+		// touched, counting a partial slice at each end.
+		slices := int(math.Ceil(float64(s.Duration)/float64(slice))) + 1
+		limit := slices * perSlice * 3
+		if s.Upstream.Answered > int64(limit) || s.Succeeded > limit {
+			t.Errorf("%s: %d answered, above the quota cap %d", run.Setup, s.Succeeded, limit)
+		}
+		if s.SuccessRate > 0.6 || s.SuccessRate < 0.3 {
+			t.Errorf("%s: %.1f%% answered; the cap is about 50%%", run.Setup, 100*s.SuccessRate)
+		}
+	}
+}
+
+func TestOutageDetectsFailoverAndFailback(t *testing.T) {
+	sc := Scenario{
+		Name: "outage", Compress: 1,
+		Regions: []Region{
+			{Name: "westeurope", Latency: d(40 * time.Millisecond)},
+			{Name: "swedencentral", Latency: d(60 * time.Millisecond)},
+		},
+		Load:   Load{Rate: 40, Duration: d(4 * time.Second), MaxTokens: 5, Stream: true, Timeout: d(10 * time.Second)},
+		Faults: []Fault{{Region: "westeurope", Mode: "blackhole", From: d(time.Second), To: d(2500 * time.Millisecond)}},
+		Outage: "westeurope",
+		Setups: []Setup{{
+			Name: "first-byte timeout", Mode: "gateway", Attempts: 2,
+			Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
+			Breaker:                &Breaker{Failures: 3, Window: d(5 * time.Second), Trip: d(time.Second)},
+			StreamFirstByteTimeout: d(300 * time.Millisecond),
+		}},
+	}
+	run := runOne(t, sc).Runs[0]
+	o := run.Outage
+	if o == nil {
+		t.Fatal("no outage result")
+	}
+	if o.Failed != 0 || run.Summary.SuccessRate != 1 {
+		t.Errorf("failed in outage %d, success %.2f%%: a first-byte timeout should save every request", o.Failed, 100*run.Summary.SuccessRate)
+	}
+	if o.Moved < 0 || o.Moved > time.Second {
+		t.Errorf("traffic moved %v after the outage began", o.Moved)
+	}
+	if o.Benched < 0 || o.Benched > time.Second {
+		t.Errorf("primary benched %v after the outage began", o.Benched)
+	}
+	if o.Back < 0 || o.Closed < 0 {
+		t.Errorf("failback not seen: back %v, closed %v", o.Back, o.Closed)
+	}
+	if len(run.Faults) != 1 || run.Faults[0].From < 900*time.Millisecond || run.Faults[0].From > 1100*time.Millisecond {
+		t.Errorf("fault window %+v", run.Faults)
+	}
+}
+
+func TestScaled(t *testing.T) {
+	sc := Builtin()[3] // region-outage
+	s := sc.scaled(10)
+	if s.Load.Rate != 40 || s.Load.Duration.D() != 12*time.Second || s.Slice.D() != time.Second {
+		t.Fatalf("load %+v slice %v", s.Load, s.Slice)
+	}
+	if f := s.Faults[0]; f.From.D() != 3*time.Second || f.To.D() != 8*time.Second {
+		t.Fatalf("fault %+v", f)
+	}
+	if b := s.Setups[0].Breaker; b.Trip.D() != 6*time.Second || b.Window.D() != 3*time.Second {
+		t.Fatalf("breaker %+v", b)
+	}
+	// Not scaled: model latency and network timeouts.
+	if s.Regions[0].Latency != sc.Regions[0].Latency || s.Setups[0].StreamFirstByteTimeout != sc.Setups[0].StreamFirstByteTimeout || s.Load.Timeout != sc.Load.Timeout {
+		t.Fatal("latency or timeouts were scaled")
+	}
+	// The original is unchanged.
+	if sc.Setups[0].Breaker.Trip.D() != 60*time.Second {
+		t.Fatal("scaling modified the scenario")
+	}
+	q := Builtin()[1].scaled(50)
+	if q.Regions[0].RPM != 72*50 {
+		t.Fatalf("rpm %d", q.Regions[0].RPM)
+	}
+}
+
+func TestBuiltinScenariosAreValid(t *testing.T) {
+	names := map[string]bool{}
+	for _, sc := range Builtin() {
+		if err := sc.validate(); err != nil {
+			t.Errorf("%s: %v", sc.Name, err)
+		}
+		names[sc.Name] = true
+		// Every setup's configuration is one switchover accepts.
+		for _, st := range sc.scaled(sc.Compress).Setups {
+			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil)), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
+				t.Errorf("%s / %s: %v", sc.Name, st.Name, err)
+			}
+		}
+	}
+	for _, want := range []string{"nothing-wrong", "main-region-short", "every-region-short", "region-outage", "bursts"} {
+		if !names[want] {
+			t.Errorf("missing built-in scenario %s", want)
+		}
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	good := `scenarios:
+  - name: mine
+    regions: [{name: a, latency: 100ms, rpm: 60}, {name: b, latency: 200ms}]
+    load: {rate: 1, duration: 10s}
+    faults: [{region: a, mode: down, from: 2s, to: 5s}]
+    outage: a
+    setups:
+      - {name: gw, mode: gateway, members: [{region: a, priority: 1}, {region: b, priority: 2}], attempts: 2, breaker: {failures: 1, trip: 30s, follow_retry_after: true}}
+`
+	dir := t.TempDir()
+	p := filepath.Join(dir, "good.yaml")
+	os.WriteFile(p, []byte(good), 0o600)
+	scs, err := LoadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(scs) != 1 || scs[0].Setups[0].Breaker.Trip.D() != 30*time.Second || !scs[0].Setups[0].Breaker.FollowRetryAfter {
+		t.Fatalf("scenarios %+v", scs)
+	}
+	bad := []struct{ name, yaml, want string }{
+		{"unknown field", "scenarios:\n  - name: x\n    regoins: []\n", "regoins"},
+		{"no setups", "scenarios:\n  - name: x\n    regions: [{name: a}]\n    load: {rate: 1, duration: 1s}\n", "no setups"},
+		{"both rate and concurrency", "scenarios:\n  - name: x\n    regions: [{name: a}]\n    load: {rate: 1, concurrency: 2, duration: 1s}\n    setups: [{name: s, mode: gateway, members: [{region: a}]}]\n", "exactly one of rate or concurrency"},
+		{"unknown region", "scenarios:\n  - name: x\n    regions: [{name: a}]\n    load: {rate: 1, duration: 1s}\n    setups: [{name: s, mode: gateway, members: [{region: z}]}]\n", `unknown region "z"`},
+		{"bad mode", "scenarios:\n  - name: x\n    regions: [{name: a}]\n    load: {rate: 1, duration: 1s}\n    setups: [{name: s, mode: proxy, members: [{region: a}]}]\n", "mode must be gateway or client"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, "bad.yaml")
+			os.WriteFile(p, []byte(tc.yaml), 0o600)
+			if _, err := LoadFile(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTextMarkdownJSON(t *testing.T) {
+	sc := Scenario{
+		Name: "tiny", Title: "Tiny", Description: "A | pipe in the text.", Compress: 1,
+		Regions: fastRegions(0)[:1],
+		Load:    Load{Concurrency: 2, Total: 10, MaxTokens: 5},
+		Setups:  []Setup{{Name: "gw", Mode: "gateway", Members: weights(1), Attempts: 1}},
+	}
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{Command: "switchover gameday -only tiny"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, md, js bytes.Buffer
+	if err := WriteText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	WriteMarkdown(&md, rep)
+	WriteJSON(&js, rep)
+	if !strings.Contains(text.String(), "== Tiny: 10 requests from 2 callers") || !strings.Contains(text.String(), "gw ") || !strings.Contains(text.String(), "100%") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	if !strings.Contains(md.String(), "| setup | success |") || !strings.Contains(md.String(), "| gw | 100% |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Scenarios[0].Runs[0].Summary.Requests != 10 || back.Command != "switchover gameday -only tiny" {
+		t.Errorf("json round trip %+v", back.Scenarios[0].Runs[0].Summary)
+	}
+}

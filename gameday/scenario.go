@@ -1,0 +1,269 @@
+package gameday
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/switchover-gw/switchover/config"
+)
+
+// Duration is written as "30s" in YAML.
+type Duration = config.Duration
+
+// Scenario is a situation to rehearse: simulated regions, a load, faults,
+// and the setups to compare under it. Times are given at real scale;
+// Compress shrinks them so a run takes seconds.
+type Scenario struct {
+	// Name is a short identifier (for -only and file names).
+	Name string `yaml:"name"`
+	// Title and Description say what the scenario models.
+	Title       string `yaml:"title"`
+	Description string `yaml:"description"`
+	// Compress runs the scenario this many times faster: quota slices,
+	// load duration, fault times and breaker windows and trips are divided
+	// by it, arrival rates and per-minute quotas multiplied. Model latency
+	// and network timeouts are not scaled. Default 1 (real time);
+	// --realtime forces 1.
+	Compress float64 `yaml:"compress"`
+	// Slice is the simulated quota slice. Default 10s, as Azure checks.
+	Slice Duration `yaml:"slice"`
+	// Seed makes the simulated regions' random draws repeatable. Default 1.
+	Seed    int64    `yaml:"seed"`
+	Regions []Region `yaml:"regions"`
+	Load    Load     `yaml:"load"`
+	Faults  []Fault  `yaml:"faults"`
+	// Outage names the region whose outage (its first fault) is read off
+	// each run: failed requests, time until traffic moved, time until it
+	// came back. Optional.
+	Outage string  `yaml:"outage"`
+	Setups []Setup `yaml:"setups"`
+}
+
+// Region is one simulated Azure OpenAI region.
+type Region struct {
+	Name string `yaml:"name"`
+	// Latency is the median time to an answer; Spread its lognormal sigma
+	// (default 0.3).
+	Latency Duration `yaml:"latency"`
+	Spread  float64  `yaml:"spread"`
+	// RPM and TPM are the quota; 0 means unlimited.
+	RPM int `yaml:"rpm"`
+	TPM int `yaml:"tpm"`
+}
+
+// Load is the traffic of every run of a scenario.
+type Load struct {
+	// Rate is an open-model arrival rate (requests per second); or
+	// Concurrency callers in a closed model.
+	Rate        float64 `yaml:"rate"`
+	Concurrency int     `yaml:"concurrency"`
+	// Duration is how long requests are sent; Total, if set, stops after
+	// that many (a burst).
+	Duration Duration `yaml:"duration"`
+	Total    int      `yaml:"total"`
+	// MaxTokens and Prompt shape each request (and its token estimate).
+	MaxTokens int    `yaml:"max_tokens"`
+	Prompt    string `yaml:"prompt"`
+	Stream    bool   `yaml:"stream"`
+	// Timeout bounds each request, waits included. Default 60s.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Fault is a fault in force on a region from From to To, relative to the
+// start of the run.
+type Fault struct {
+	Region string   `yaml:"region"`
+	Mode   string   `yaml:"mode"`
+	From   Duration `yaml:"from"`
+	To     Duration `yaml:"to"`
+	// Factor is the slow-down of mode slow; Rate the failure fraction of
+	// mode error_rate.
+	Factor float64 `yaml:"factor"`
+	Rate   float64 `yaml:"rate"`
+}
+
+// Setup is one way of failing over, to compare with the others.
+type Setup struct {
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Mode is "gateway" (load goes through switchover over loopback HTTP)
+	// or "client" (the routing engine runs inside the caller and calls
+	// the regions directly, as a client-side failover library would).
+	Mode string `yaml:"mode"`
+	// Members place regions in the pool. Regions not listed get no
+	// traffic.
+	Members []Member `yaml:"members"`
+	// Attempts per request, the first included. Default 1 (no retry).
+	Attempts int `yaml:"attempts"`
+	// Breaker is the sin bin on every member; none when absent.
+	Breaker *Breaker `yaml:"breaker"`
+	// Timeouts of each attempt. Defaults: first byte 30s, stream first
+	// byte 10s, whole attempt 60s.
+	FirstByteTimeout       Duration `yaml:"first_byte_timeout"`
+	StreamFirstByteTimeout Duration `yaml:"stream_first_byte_timeout"`
+	Timeout                Duration `yaml:"timeout"`
+	// WaitRetryAfter makes the caller sleep for a refusal's Retry-After and
+	// try again while its request timeout allows.
+	WaitRetryAfter bool `yaml:"wait_retry_after"`
+}
+
+// Member is a region's place in a setup's pool.
+type Member struct {
+	Region   string `yaml:"region"`
+	Priority int    `yaml:"priority"`
+	Weight   int    `yaml:"weight"`
+}
+
+// Breaker is a setup's sin bin.
+type Breaker struct {
+	Failures int      `yaml:"failures"`
+	Window   Duration `yaml:"window"`
+	Trip     Duration `yaml:"trip"`
+	// Statuses that count; default 429 and 5xx.
+	Statuses []string `yaml:"statuses"`
+	// FollowRetryAfter benches a region for exactly its Retry-After (when
+	// it sent one) instead of Trip.
+	FollowRetryAfter bool `yaml:"follow_retry_after"`
+}
+
+// File is the YAML file of `switchover gameday -f`.
+type File struct {
+	Scenarios []Scenario `yaml:"scenarios"`
+}
+
+// LoadFile reads scenarios from a YAML file; unknown fields are errors.
+func LoadFile(path string) ([]Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range f.Scenarios {
+		if err := f.Scenarios[i].validate(); err != nil {
+			return nil, fmt.Errorf("%s: scenario %d (%s): %w", path, i, f.Scenarios[i].Name, err)
+		}
+	}
+	if len(f.Scenarios) == 0 {
+		return nil, fmt.Errorf("%s: no scenarios", path)
+	}
+	return f.Scenarios, nil
+}
+
+func (s *Scenario) validate() error {
+	var errs []error
+	if s.Name == "" {
+		errs = append(errs, errors.New("a scenario needs a name"))
+	}
+	regions := map[string]bool{}
+	for _, r := range s.Regions {
+		if r.Name == "" || regions[r.Name] {
+			errs = append(errs, fmt.Errorf("region names must be set and unique (%q)", r.Name))
+		}
+		regions[r.Name] = true
+	}
+	if len(s.Regions) == 0 {
+		errs = append(errs, errors.New("no regions"))
+	}
+	l := s.Load
+	if (l.Rate > 0) == (l.Concurrency > 0) {
+		errs = append(errs, errors.New("load: set exactly one of rate or concurrency"))
+	}
+	if l.Duration <= 0 && l.Total <= 0 {
+		errs = append(errs, errors.New("load: set a duration or a total"))
+	}
+	for _, f := range s.Faults {
+		if !regions[f.Region] {
+			errs = append(errs, fmt.Errorf("fault on unknown region %q", f.Region))
+		}
+		if f.To <= f.From {
+			errs = append(errs, fmt.Errorf("fault on %s: to must be after from", f.Region))
+		}
+	}
+	if s.Outage != "" && !regions[s.Outage] {
+		errs = append(errs, fmt.Errorf("outage names unknown region %q", s.Outage))
+	}
+	if len(s.Setups) == 0 {
+		errs = append(errs, errors.New("no setups"))
+	}
+	for _, st := range s.Setups {
+		if st.Mode != "gateway" && st.Mode != "client" {
+			errs = append(errs, fmt.Errorf("setup %q: mode must be gateway or client", st.Name))
+		}
+		if len(st.Members) == 0 {
+			errs = append(errs, fmt.Errorf("setup %q: no members", st.Name))
+		}
+		for _, m := range st.Members {
+			if !regions[m.Region] {
+				errs = append(errs, fmt.Errorf("setup %q: unknown region %q", st.Name, m.Region))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// scaled returns the scenario as it runs at compression k.
+func (s Scenario) scaled(k float64) Scenario {
+	if k <= 0 {
+		k = 1
+	}
+	div := func(d Duration) Duration { return Duration(float64(d) / k) }
+	mul := func(n int) int { return int(float64(n)*k + 0.5) }
+	out := s
+	out.Compress = k
+	if out.Slice == 0 {
+		out.Slice = Duration(10 * time.Second)
+	}
+	out.Slice = div(out.Slice)
+	out.Regions = append([]Region(nil), s.Regions...)
+	for i := range out.Regions {
+		out.Regions[i].RPM = mul(out.Regions[i].RPM)
+		out.Regions[i].TPM = mul(out.Regions[i].TPM)
+	}
+	out.Load.Duration = div(s.Load.Duration)
+	out.Load.Rate = s.Load.Rate * k
+	out.Faults = append([]Fault(nil), s.Faults...)
+	for i := range out.Faults {
+		out.Faults[i].From, out.Faults[i].To = div(out.Faults[i].From), div(out.Faults[i].To)
+	}
+	out.Setups = append([]Setup(nil), s.Setups...)
+	for i := range out.Setups {
+		if b := out.Setups[i].Breaker; b != nil {
+			nb := *b
+			nb.Window, nb.Trip = div(b.Window), div(b.Trip)
+			out.Setups[i].Breaker = &nb
+		}
+	}
+	return out
+}
+
+// describeLoad says what load a scaled scenario runs.
+func (s Scenario) describeLoad() string {
+	l := s.Load
+	var what string
+	switch {
+	case l.Rate > 0:
+		what = fmt.Sprintf("%.4g req/s arriving (open model)", l.Rate)
+	default:
+		what = fmt.Sprintf("%d callers (closed model)", l.Concurrency)
+	}
+	if l.Total > 0 {
+		what = fmt.Sprintf("%d requests from ", l.Total) + what
+	}
+	if l.Duration > 0 {
+		what += fmt.Sprintf(" for %s", l.Duration.D().Round(time.Millisecond))
+	}
+	if l.Stream {
+		what += ", streamed"
+	}
+	return what
+}

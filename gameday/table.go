@@ -1,0 +1,107 @@
+package gameday
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchover-gw/switchover/load"
+)
+
+// failures renders failures by kind: "429:239 timeout:3".
+func failures(s load.Summary) string {
+	var parts []string
+	for _, k := range s.FailureKinds() {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, s.Failures[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+// row is one table row, the same for text and Markdown.
+func row(r RunResult) []string {
+	s := r.Summary
+	cpr := "-"
+	if s.Upstream != nil {
+		cpr = fmt.Sprintf("%.2f", s.Upstream.CallsPerRequest)
+	}
+	cols := []string{
+		r.Setup,
+		formatPercent(s.SuccessRate),
+		formatDuration(s.Latency.P50),
+		formatDuration(s.Latency.P95),
+		fmt.Sprintf("%.2f/s", s.Goodput),
+		cpr,
+		fmt.Sprint(s.Failovers),
+		failures(s),
+	}
+	if o := r.Outage; o != nil {
+		cols = append(cols, fmt.Sprint(o.Failed), formatDuration(o.Moved), formatDuration(o.Benched), formatDuration(o.Back), formatDuration(o.Closed))
+	}
+	return cols
+}
+
+func header(sc ScenarioResult) []string {
+	h := []string{"setup", "success", "p50", "p95", "goodput", "calls/req", "failovers", "failures"}
+	if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
+		h = append(h, "failed in outage", "moved after", "benched after", "back after", "closed after")
+	}
+	return h
+}
+
+func scaleNote(sc ScenarioResult) string {
+	if sc.Compress == 1 {
+		return "real time"
+	}
+	return fmt.Sprintf("compressed %gx: quotas, rates, trips and fault times scaled; latency and timeouts not", sc.Compress)
+}
+
+// WriteText prints each scenario as a table for a terminal.
+func WriteText(w io.Writer, r *Report) error {
+	for i, sc := range r.Scenarios {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "== %s: %s\n", sc.Title, sc.Load)
+		fmt.Fprintf(w, "   %s\n", scaleNote(sc))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, strings.Join(header(sc), "\t"))
+		for _, run := range sc.Runs {
+			fmt.Fprintln(tw, strings.Join(row(run), "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteMarkdown prints the report as Markdown tables.
+func WriteMarkdown(w io.Writer, r *Report) error {
+	fmt.Fprintf(w, "# switchover game day\n\n%s, %s. `%s`\n", r.Started.Format(time.RFC3339), r.Machine, r.Command)
+	for _, sc := range r.Scenarios {
+		fmt.Fprintf(w, "\n## %s\n\n%s\n\nLoad: %s (%s).\n\n", sc.Title, sc.Description, sc.Load, scaleNote(sc))
+		h := header(sc)
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat(" --- |", len(h)))
+		for _, run := range sc.Runs {
+			cols := row(run)
+			for i := range cols {
+				cols[i] = strings.ReplaceAll(cols[i], "|", `\|`)
+			}
+			fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
+		}
+	}
+	return nil
+}
+
+// WriteJSON writes the report (without per-request samples) as JSON.
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
