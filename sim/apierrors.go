@@ -50,8 +50,15 @@ func azureErr(status int, code, msg string) apiError {
 	return apiError{status: status, body: azureErrorBody{Error: azureError{Code: code, Message: msg}}}
 }
 
-// errRouteNotFound answers a path the flavour does not serve.
+// errRouteNotFound answers a path the flavour does not serve (gemini: or a
+// method other than POST).
 func errRouteNotFound(fl Flavour, r *http.Request) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicErr(http.StatusNotFound, "not_found_error", "Not Found")
+	case Gemini:
+		return googleErr(http.StatusNotFound, "NOT_FOUND", "Method not found.")
+	}
 	if fl == OpenAI {
 		return openAIErr(http.StatusNotFound, fmt.Sprintf("Invalid URL (%s %s)", r.Method, r.URL.Path),
 			strp("invalid_request_error"), nil, nil)
@@ -59,9 +66,15 @@ func errRouteNotFound(fl Flavour, r *http.Request) apiError {
 	return azureErr(http.StatusNotFound, "404", "Resource not found")
 }
 
-// errDeploymentNotFound answers an Azure deployment name, or an OpenAI
-// model, that this deployment is not.
+// errDeploymentNotFound answers an Azure deployment name, or an OpenAI,
+// Anthropic or Gemini model, that this deployment is not.
 func errDeploymentNotFound(fl Flavour, model string) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicErr(http.StatusNotFound, "not_found_error", "model: "+model)
+	case Gemini:
+		return googleErr(http.StatusNotFound, "NOT_FOUND", fmt.Sprintf("models/%s is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.", model))
+	}
 	if fl == OpenAI {
 		return openAIErr(http.StatusNotFound, fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", model),
 			strp("invalid_request_error"), nil, strp("model_not_found"))
@@ -70,8 +83,21 @@ func errDeploymentNotFound(fl Flavour, model string) apiError {
 		"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.")
 }
 
-// errUnauthorized answers a missing or wrong key.
+// errUnauthorized answers a missing or wrong key. Gemini answers 403 for a
+// missing key and 400 for a wrong one, as Google does.
 func errUnauthorized(fl Flavour, given string) apiError {
+	switch fl {
+	case Anthropic:
+		if given == "" {
+			return anthropicErr(http.StatusUnauthorized, "authentication_error", "x-api-key header is required")
+		}
+		return anthropicErr(http.StatusUnauthorized, "authentication_error", "invalid x-api-key")
+	case Gemini:
+		if given == "" {
+			return googleErr(http.StatusForbidden, "PERMISSION_DENIED", "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.")
+		}
+		return geminiKeyInvalid()
+	}
 	if fl == OpenAI {
 		if given == "" {
 			return openAIErr(http.StatusUnauthorized, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username. You can obtain an API key from https://platform.openai.com/account/api-keys.",
@@ -92,14 +118,36 @@ func maskKey(k string) string {
 	return k[:3] + "****" + k[len(k)-4:]
 }
 
-// errBadRequestBody answers a request the sim could not parse. Both flavours
-// use the OpenAI shape.
-func errBadRequestBody(msg string) apiError {
+// errInvalidRequest answers a request the sim could not parse or that
+// misses something required, with 400. Azure and OpenAI use the OpenAI
+// shape.
+func errInvalidRequest(fl Flavour, msg string) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicErr(http.StatusBadRequest, "invalid_request_error", msg)
+	case Gemini:
+		return googleErr(http.StatusBadRequest, "INVALID_ARGUMENT", msg)
+	}
 	return openAIErr(http.StatusBadRequest, msg, strp("invalid_request_error"), nil, nil)
 }
 
-// errMethodNotAllowed answers a known path with the wrong method.
+// errMissingModel answers a body without the model it must name.
+func errMissingModel(fl Flavour) apiError {
+	if fl == Anthropic {
+		return errInvalidRequest(fl, "model: Field required")
+	}
+	return errInvalidRequest(fl, "you must provide a model parameter")
+}
+
+// errMethodNotAllowed answers a known path with the wrong method (gemini
+// answers errRouteNotFound instead).
 func errMethodNotAllowed(fl Flavour, r *http.Request) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicErr(http.StatusMethodNotAllowed, "invalid_request_error", "Method Not Allowed")
+	case Gemini:
+		return errRouteNotFound(fl, r)
+	}
 	if fl == OpenAI {
 		return openAIErr(http.StatusMethodNotAllowed, fmt.Sprintf("Invalid method for URL (%s %s)", r.Method, r.URL.Path),
 			strp("invalid_request_error"), nil, nil)
@@ -109,6 +157,18 @@ func errMethodNotAllowed(fl Flavour, r *http.Request) apiError {
 
 // errServer answers a 500 or 503 fault.
 func errServer(fl Flavour, status int, requestID string) apiError {
+	switch fl {
+	case Anthropic:
+		if status == http.StatusServiceUnavailable {
+			return anthropicErr(status, "api_error", "Service Unavailable")
+		}
+		return anthropicErr(status, "api_error", "Internal server error")
+	case Gemini:
+		if status == http.StatusServiceUnavailable {
+			return googleErr(status, "UNAVAILABLE", "The service is currently unavailable.")
+		}
+		return googleErr(status, "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting")
+	}
 	if status == http.StatusServiceUnavailable {
 		if fl == OpenAI {
 			return openAIErr(status, "The engine is currently overloaded, please try again later.", strp("server_error"), nil, nil)
@@ -122,8 +182,37 @@ func errServer(fl Flavour, status int, requestID string) apiError {
 		strp("server_error"), nil, nil)
 }
 
-// errContentFilter answers a prompt that trips the block phrase.
+// errDown answers the down fault: 503, but 529 overloaded_error for
+// anthropic, which documents no 503.
+func errDown(fl Flavour, requestID string) apiError {
+	if fl == Anthropic {
+		return anthropicOverloaded()
+	}
+	return errServer(fl, http.StatusServiceUnavailable, requestID)
+}
+
+// errOverloaded answers the overloaded fault: anthropic 529
+// overloaded_error, gemini 503 UNAVAILABLE "The model is overloaded",
+// azure and openai the 503 of errServer.
+func errOverloaded(fl Flavour, requestID string) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicOverloaded()
+	case Gemini:
+		return googleErr(http.StatusServiceUnavailable, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+	}
+	return errServer(fl, http.StatusServiceUnavailable, requestID)
+}
+
+// errContentFilter answers a prompt that trips the block phrase (gemini
+// answers 200 with promptFeedback instead; see geminiBlocked).
 func errContentFilter(fl Flavour) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicErr(http.StatusBadRequest, "invalid_request_error", "Output blocked by content filtering policy")
+	case Gemini:
+		return googleErr(http.StatusBadRequest, "INVALID_ARGUMENT", "The prompt was blocked by the safety filter.")
+	}
 	if fl == OpenAI {
 		return openAIErr(http.StatusBadRequest, "Invalid prompt: your prompt was flagged as potentially violating our usage policy. Please try again with a different prompt: https://platform.openai.com/docs/guides/reasoning#advice-on-prompting",
 			strp("invalid_request_error"), nil, strp("invalid_prompt"))
@@ -143,6 +232,12 @@ func errContentFilter(fl Flavour) apiError {
 // errRateLimited answers a request the quota refused. lim holds the
 // per-minute limits in force; apiVersion is the request's (azure).
 func errRateLimited(fl Flavour, op operation, apiVersion, model string, a admission, lim limits, slice time.Duration) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicRateLimited(model, a, lim)
+	case Gemini:
+		return geminiRateLimited(model, a, lim)
+	}
 	if fl == OpenAI {
 		what, typ, limit, used, asked := "requests per min (RPM)", "requests", lim.rpm, a.reqUsed, int64(1)
 		if a.limitedBy == limitTokens {
@@ -161,16 +256,31 @@ func errRateLimited(fl Flavour, op operation, apiVersion, model string, a admiss
 	return azureErr(http.StatusTooManyRequests, "429", msg)
 }
 
-// setRetryHeaders sets retry-after (whole seconds, rounded up) and
-// retry-after-ms to d.
-func setRetryHeaders(h http.Header, d time.Duration) {
+// setRetryHeaders sets retry-after (whole seconds, rounded up) and, for
+// azure and openai, retry-after-ms to d. Gemini gets neither: its delay is
+// only in the 429 body.
+func setRetryHeaders(h http.Header, fl Flavour, d time.Duration) {
+	if fl == Gemini {
+		return
+	}
 	h.Set("Retry-After", strconv.FormatInt(ceilSeconds(d), 10))
+	if fl == Anthropic {
+		return
+	}
 	h.Set("Retry-After-Ms", strconv.FormatInt(ceilMillis(d), 10))
 }
 
-// setRateHeaders sets the x-ratelimit-* headers from the slice state a. A
-// limit that is unlimited gets no headers.
-func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits) {
+// setRateHeaders sets the flavour's rate-limit headers from the slice
+// state a at now: x-ratelimit-* (azure, openai) or anthropic-ratelimit-*;
+// gemini sends none. A limit that is unlimited gets no headers.
+func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits, now time.Time) {
+	switch fl {
+	case Gemini:
+		return
+	case Anthropic:
+		setAnthropicRateHeaders(h, a, lim, now)
+		return
+	}
 	if a.reqLimit > 0 {
 		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(a.remainingRequests(), 10))
 		if fl == OpenAI {
@@ -184,6 +294,28 @@ func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits) {
 			h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(lim.tpm))
 			h.Set("X-Ratelimit-Reset-Tokens", openAIDuration(a.untilNext))
 		}
+	}
+}
+
+// setAnthropicRateHeaders sets anthropic-ratelimit-{requests,tokens}-
+// {limit,remaining,reset}: the per-minute limit, what is left in the
+// slice, and the end of the slice as an RFC 3339 time, rounded up to the
+// second.
+func setAnthropicRateHeaders(h http.Header, a admission, lim limits, now time.Time) {
+	reset := now.Add(a.untilNext)
+	if t := reset.Truncate(time.Second); t.Before(reset) {
+		reset = t.Add(time.Second)
+	}
+	resetText := reset.UTC().Format(time.RFC3339)
+	if a.reqLimit > 0 {
+		h.Set("Anthropic-Ratelimit-Requests-Limit", strconv.Itoa(lim.rpm))
+		h.Set("Anthropic-Ratelimit-Requests-Remaining", strconv.FormatInt(a.remainingRequests(), 10))
+		h.Set("Anthropic-Ratelimit-Requests-Reset", resetText)
+	}
+	if a.tokLimit > 0 {
+		h.Set("Anthropic-Ratelimit-Tokens-Limit", strconv.Itoa(lim.tpm))
+		h.Set("Anthropic-Ratelimit-Tokens-Remaining", strconv.FormatInt(a.remainingTokens(), 10))
+		h.Set("Anthropic-Ratelimit-Tokens-Reset", resetText)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -55,7 +56,20 @@ const (
 	// OpenAI speaks the OpenAI API: /v1/... with the model in the body and
 	// the key as Authorization: Bearer.
 	OpenAI Flavour = "openai"
+	// Anthropic speaks the Anthropic Messages API: POST /v1/messages with
+	// the model in the body, the key in x-api-key and an anthropic-version
+	// header.
+	Anthropic Flavour = "anthropic"
+	// Gemini speaks the Gemini (Generative Language) API v1beta:
+	// POST /v1beta/models/{model}:generateContent and
+	// :streamGenerateContent?alt=sse, the key in x-goog-api-key or ?key=.
+	Gemini Flavour = "gemini"
 )
+
+// known reports whether f is one of the supported flavours.
+func (f Flavour) known() bool {
+	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini}, f)
+}
 
 // Deployment is one simulated deployment (one region of one model).
 type Deployment struct {
@@ -68,20 +82,26 @@ type Deployment struct {
 	// metrics labels. Default: Name.
 	Region string `yaml:"region"`
 
-	// Flavour is "azure" (the default) or "openai".
+	// Flavour is "azure" (the default), "openai", "anthropic" or "gemini".
 	Flavour Flavour `yaml:"flavour"`
 
-	// Deployment is the Azure deployment name in the path, or the OpenAI
-	// model name clients put in the body. Default: Name.
+	// Deployment is the Azure deployment name in the path, the model name
+	// OpenAI and Anthropic clients put in the body, or the Gemini model in
+	// the path (/v1beta/models/{Deployment}:generateContent). Default: Name.
 	Deployment string `yaml:"deployment"`
 
-	// Model is the model name reported in response bodies. Default: for
-	// azure "gpt-4o-mini-2024-07-18", for openai the Deployment.
+	// Model is the model name reported in response bodies (Gemini's
+	// modelVersion). Default: for azure "gpt-4o-mini-2024-07-18", for the
+	// other flavours the Deployment.
 	Model string `yaml:"model"`
 
-	// Key, if set, is the API key clients must send (api-key header or
-	// Authorization: Bearer for azure; Bearer for openai). A missing or
-	// wrong key gets 401 in the flavour's format. Default "" (no check).
+	// Key, if set, is the API key clients must send: the api-key header or
+	// Authorization: Bearer for azure, Bearer for openai, x-api-key or
+	// Bearer for anthropic, x-goog-api-key or the key query parameter for
+	// gemini. A
+	// missing or wrong key is refused in the flavour's format (401; gemini
+	// answers 403 for a missing key and 400 for a wrong one, as Google
+	// does). Default "" (no check).
 	Key string `yaml:"key"`
 
 	// Listen, if set, is a fixed address for this deployment's own listener.
@@ -132,26 +152,31 @@ type Quota struct {
 
 	// TPM is tokens per minute, charged with an estimate made before the
 	// call: ceil(prompt characters / 4) plus max_completion_tokens, or
-	// max_tokens, or DefaultMaxTokens. Default 0 (unlimited).
+	// max_tokens (Gemini's generationConfig.maxOutputTokens), or
+	// DefaultMaxTokens. Default 0 (unlimited).
 	TPM int `yaml:"tpm"`
 
-	// DefaultMaxTokens stands in for max_tokens in the estimate when a chat
-	// or completions request sets neither max_tokens nor
-	// max_completion_tokens. Default 16.
+	// DefaultMaxTokens stands in for max_tokens in the estimate when a chat,
+	// completions or Gemini request sets no completion cap (Anthropic
+	// requires max_tokens). Default 16.
 	DefaultMaxTokens int `yaml:"default_max_tokens"`
 }
 
 // ContentFilter sets the prompt phrases (matched case-insensitively as
 // substrings of any message content or prompt) that trip the simulated
-// content filter on chat and completions requests.
+// content filter on chat, completions, Anthropic messages and Gemini
+// generateContent requests.
 type ContentFilter struct {
-	// Block gets the request refused with 400: Azure's content_filter error
-	// (ResponsibleAIPolicyViolation), or OpenAI's invalid_prompt error.
+	// Block gets the request refused: 400 with Azure's content_filter error
+	// (ResponsibleAIPolicyViolation), OpenAI's invalid_prompt error or
+	// Anthropic's invalid_request_error; Gemini answers 200 with
+	// promptFeedback.blockReason SAFETY and no candidates.
 	// Default "trigger-content-filter".
 	Block string `yaml:"block"`
 
 	// Truncate gets a 200 answer cut short with finish_reason
-	// "content_filter". Default "trigger-filtered-reply".
+	// "content_filter" (Anthropic stop_reason "refusal", Gemini
+	// finishReason "SAFETY"). Default "trigger-filtered-reply".
 	Truncate string `yaml:"truncate"`
 
 	// Disabled turns the filter off. Default false.
@@ -159,11 +184,15 @@ type ContentFilter struct {
 }
 
 // Reply shapes the generated answers. Content is words from a fixed list,
-// one word per token, drawn from the deployment's seeded source.
+// one word per token, drawn from the deployment's seeded source. A request
+// that offers tools, with a user turn last, is answered with a call of one
+// of them instead (see docs/sim.md, "Tool calling").
 type Reply struct {
 	// Tokens is the length of an answer that max_tokens does not cut.
 	// Default 20. A request with a smaller max_tokens (or
-	// max_completion_tokens) gets that many words and finish_reason "length".
+	// max_completion_tokens, or Gemini's maxOutputTokens) gets that many
+	// words and finish_reason "length" (Anthropic stop_reason
+	// "max_tokens", Gemini finishReason "MAX_TOKENS").
 	Tokens int `yaml:"tokens"`
 
 	// EmbeddingDimensions is the length of embedding vectors when the
@@ -232,10 +261,10 @@ func (d Deployment) withDefaults() Deployment {
 		d.Deployment = d.Name
 	}
 	if d.Model == "" {
-		if d.Flavour == OpenAI {
-			d.Model = d.Deployment
-		} else {
+		if d.Flavour == Azure {
 			d.Model = defaultAzureModel
+		} else {
+			d.Model = d.Deployment
 		}
 	}
 	if d.Latency.FirstToken == 0 {
@@ -298,8 +327,8 @@ func (c Config) Validate() error {
 			}
 			names[d.Name] = i
 		}
-		if d.Flavour != "" && d.Flavour != Azure && d.Flavour != OpenAI {
-			bad(p+".flavour", "must be %q or %q, got %q", Azure, OpenAI, d.Flavour)
+		if d.Flavour != "" && !d.Flavour.known() {
+			bad(p+".flavour", "must be %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, d.Flavour)
 		}
 		if d.Deployment != "" && !nameRE.MatchString(d.Deployment) {
 			bad(p+".deployment", "%q: use letters, digits, '.', '_' and '-'", d.Deployment)

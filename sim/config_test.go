@@ -30,6 +30,22 @@ func TestDeploymentDefaults(t *testing.T) {
 				ContentFilter: ContentFilter{Block: DefaultBlockPhrase, Truncate: DefaultTruncatePhrase},
 				Reply:         Reply{Tokens: DefaultReplyTokens, EmbeddingDimensions: DefaultEmbeddingDimensions}},
 		},
+		{
+			name: "anthropic and gemini models are the deployment",
+			in:   Deployment{Name: "c", Flavour: Anthropic, Deployment: "claude-x"},
+			want: Deployment{Name: "c", Region: "c", Flavour: Anthropic, Deployment: "claude-x", Model: "claude-x",
+				Quota:         Quota{DefaultMaxTokens: DefaultMaxTokens},
+				ContentFilter: ContentFilter{Block: DefaultBlockPhrase, Truncate: DefaultTruncatePhrase},
+				Reply:         Reply{Tokens: DefaultReplyTokens, EmbeddingDimensions: DefaultEmbeddingDimensions}},
+		},
+		{
+			name: "gemini",
+			in:   Deployment{Name: "g", Flavour: Gemini},
+			want: Deployment{Name: "g", Region: "g", Flavour: Gemini, Deployment: "g", Model: "g",
+				Quota:         Quota{DefaultMaxTokens: DefaultMaxTokens},
+				ContentFilter: ContentFilter{Block: DefaultBlockPhrase, Truncate: DefaultTruncatePhrase},
+				Reply:         Reply{Tokens: DefaultReplyTokens, EmbeddingDimensions: DefaultEmbeddingDimensions}},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,6 +67,10 @@ func TestConfigValidate(t *testing.T) {
 		wantPaths []string
 	}{
 		{"minimal", func(*Config) {}, nil},
+		{"anthropic and gemini flavours", func(c *Config) {
+			c.Deployments[0].Flavour = Anthropic
+			c.Deployments = append(c.Deployments, Deployment{Name: "g", Flavour: Gemini, Deployment: "gemini-2.5-flash"})
+		}, nil},
 		{"no deployments", func(c *Config) { c.Deployments = nil }, []string{"deployments"}},
 		{"slice over a minute", func(c *Config) { c.Slice = 2 * time.Minute }, []string{"slice"}},
 		{"negative slice", func(c *Config) { c.Slice = -time.Second }, []string{"slice"}},

@@ -321,3 +321,153 @@ func TestSetFaultGoAPI(t *testing.T) {
 		t.Errorf("GET fault: %d %s", resp.StatusCode, b)
 	}
 }
+
+// flavourRequest is a small request for an anthropic or gemini endpoint:
+// URL, body and headers.
+func flavourRequest(ep Endpoint, stream bool) (string, string, map[string]string) {
+	if ep.Flavour == Anthropic {
+		s := ""
+		if stream {
+			s = `,"stream":true`
+		}
+		return ep.URL + "/v1/messages", `{"model":"` + ep.Deployment + `","max_tokens":5` + s + `,"messages":[{"role":"user","content":"hi"}]}`, anthropicHeaders("")
+	}
+	return generateURL(ep, stream), geminiRequest("hi", ""), nil
+}
+
+func TestFaultsAnthropicAndGemini(t *testing.T) {
+	type expect int
+	const (
+		answer  expect = iota // status and body
+		timeout               // the client gives up
+		reset                 // connection reset
+		slow                  // 200 after 3x the latency
+		stall                 // 200, 2 events, then held open
+		drop                  // 200, 3 events, then cut
+		quota                 // second request refused
+	)
+	tests := []struct {
+		name       string
+		fl         Flavour
+		fault      string
+		stream     bool
+		expect     expect
+		wantStatus int
+		wantBody   string
+	}{
+		{"anthropic down", Anthropic, `{"mode":"down"}`, false, answer, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"anthropic overloaded", Anthropic, `{"mode":"overloaded"}`, false, answer, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"anthropic error500", Anthropic, `{"mode":"error500"}`, false, answer, 500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`},
+		{"anthropic error_rate 503", Anthropic, `{"mode":"error_rate","rate":1,"status":503}`, false, answer, 503, `{"type":"error","error":{"type":"api_error",`},
+		{"anthropic blackhole", Anthropic, `{"mode":"blackhole"}`, false, timeout, 0, ""},
+		{"anthropic reset", Anthropic, `{"mode":"reset"}`, false, reset, 0, ""},
+		{"anthropic slow", Anthropic, `{"mode":"slow","factor":3}`, false, slow, 200, `"type":"message"`},
+		{"anthropic stall_stream", Anthropic, `{"mode":"stall_stream","after":2}`, true, stall, 200, ""},
+		{"anthropic drop_stream", Anthropic, `{"mode":"drop_stream"}`, true, drop, 200, ""},
+		{"anthropic quota", Anthropic, `{"mode":"quota","rpm":6}`, false, quota, 429, `"type":"rate_limit_error","message":"This request would exceed your organization's rate limit of 6 requests per minute`},
+		{"gemini down", Gemini, `{"mode":"down"}`, false, answer, 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`},
+		{"gemini overloaded", Gemini, `{"mode":"overloaded"}`, false, answer, 503, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`},
+		{"gemini error500", Gemini, `{"mode":"error500"}`, false, answer, 500, `{"error":{"code":500,"message":"An internal error has occurred.`},
+		{"gemini error_rate 500", Gemini, `{"mode":"error_rate","rate":1,"status":500}`, false, answer, 500, `"status":"INTERNAL"`},
+		{"gemini blackhole", Gemini, `{"mode":"blackhole"}`, true, timeout, 0, ""},
+		{"gemini reset", Gemini, `{"mode":"reset"}`, false, reset, 0, ""},
+		{"gemini slow", Gemini, `{"mode":"slow","factor":3}`, false, slow, 200, `"candidates"`},
+		{"gemini stall_stream", Gemini, `{"mode":"stall_stream","after":2}`, true, stall, 200, ""},
+		{"gemini drop_stream", Gemini, `{"mode":"drop_stream"}`, true, drop, 200, ""},
+		{"gemini quota", Gemini, `{"mode":"quota","rpm":6}`, false, quota, 429, `"status":"RESOURCE_EXHAUSTED"`},
+		{"openai overloaded", OpenAI, `{"mode":"overloaded"}`, false, answer, 503, `"message":"The engine is currently overloaded, please try again later.","type":"server_error"`},
+		{"azure overloaded", Azure, `{"mode":"overloaded"}`, false, answer, 503, `{"error":{"code":"ServiceUnavailable",`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &recordWaiter{}
+			s := startSim(t, one(tc.fl, func(d *Deployment) {
+				d.Deployment = "m1"
+				d.Key = "k" // a fault comes before the key check
+				d.Latency = Latency{Median: 100 * time.Millisecond}
+			}), WithWaiter(w))
+			ep := s.Deployments()[0]
+			setFaultHTTP(t, s, "d1", tc.fault)
+			url, body, hdr := flavourRequest(ep, tc.stream)
+			if tc.fl == OpenAI || tc.fl == Azure {
+				url, body = chatPath(ep), chatBodyFor(ep, "hi", 3)
+			}
+			wantErrors := int64(1)
+			switch tc.expect {
+			case answer, slow, quota:
+				if tc.expect != answer {
+					// Past the key check: send the right one.
+					if hdr == nil {
+						hdr = map[string]string{}
+					}
+					hdr["x-api-key"], hdr["x-goog-api-key"] = "k", "k"
+				}
+				resp, b := do(t, http.MethodPost, url, body, hdr)
+				if tc.expect == quota {
+					if resp.StatusCode != 200 {
+						t.Fatalf("first request under the cut: %d %s", resp.StatusCode, b)
+					}
+					resp, b = do(t, http.MethodPost, url, body, hdr)
+					wantErrors = 0
+				}
+				if resp.StatusCode != tc.wantStatus || !strings.Contains(string(b), tc.wantBody) {
+					t.Fatalf("got %d %s\nwant %d with %s", resp.StatusCode, b, tc.wantStatus, tc.wantBody)
+				}
+				if tc.expect == slow {
+					wantErrors = 0
+					if got := w.all(); !equalDurations(got, []time.Duration{300 * time.Millisecond}) {
+						t.Errorf("waits = %v, want [300ms]", got)
+					}
+				}
+			case timeout:
+				client := &http.Client{Timeout: 150 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+				_, err := client.Post(url, "application/json", strings.NewReader(body))
+				var ne net.Error
+				if !errors.As(err, &ne) || !ne.Timeout() {
+					t.Fatalf("err = %v, want a client timeout", err)
+				}
+				eventually(t, "blackholed request to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
+			case reset:
+				_, err := noKeepAlive.Post(url, "application/json", strings.NewReader(body))
+				if !errors.Is(err, syscall.ECONNRESET) {
+					t.Fatalf("err = %v, want connection reset", err)
+				}
+			case stall, drop:
+				hdr = map[string]string{"x-api-key": "k", "x-goog-api-key": "k", "anthropic-version": "2023-06-01"}
+				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+				for k, v := range hdr {
+					req.Header.Set(k, v)
+				}
+				resp, err := noKeepAlive.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d", resp.StatusCode)
+				}
+				b, err := io.ReadAll(resp.Body)
+				wantErr, wantEvents := error(io.ErrUnexpectedEOF), 3
+				if tc.expect == stall {
+					wantErr, wantEvents = context.DeadlineExceeded, 2
+				}
+				if !errors.Is(err, wantErr) {
+					t.Fatalf("read err = %v, want %v", err, wantErr)
+				}
+				if n := strings.Count(string(b), "data: "); n != wantEvents {
+					t.Errorf("%d events before the fault, want %d:\n%s", n, wantEvents, b)
+				}
+				eventually(t, "faulted stream to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
+			}
+			st := s.Stats()["d1"]
+			if st.Errors != wantErrors {
+				t.Errorf("stats = %+v, want %d errors", st, wantErrors)
+			}
+			if tc.expect == quota && st.Refused != 1 {
+				t.Errorf("stats = %+v, want 1 refused", st)
+			}
+		})
+	}
+}

@@ -98,10 +98,23 @@ func (d *deployment) limits(f Fault) limits {
 	return l
 }
 
-// keyFrom returns the key the client sent: api-key (azure only) or a
-// Bearer token.
-func (d *deployment) keyFrom(h http.Header) string {
-	if d.cfg.Flavour == Azure {
+// keyFrom returns the key the client sent: x-api-key or a Bearer token
+// (anthropic; the Go SDK v2 sends its API key as Bearer), x-goog-api-key or
+// the key query parameter (gemini), api-key or a Bearer token (azure), a
+// Bearer token (openai).
+func (d *deployment) keyFrom(r *http.Request) string {
+	h := r.Header
+	switch d.cfg.Flavour {
+	case Anthropic:
+		if k := h.Get("X-Api-Key"); k != "" {
+			return k
+		}
+	case Gemini:
+		if k := h.Get("X-Goog-Api-Key"); k != "" {
+			return k
+		}
+		return r.URL.Query().Get("key")
+	case Azure:
 		if k := h.Get("Api-Key"); k != "" {
 			return k
 		}

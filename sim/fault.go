@@ -11,8 +11,13 @@ type FaultMode string
 const (
 	// FaultNone answers normally. The empty mode means the same.
 	FaultNone FaultMode = "none"
-	// FaultDown answers 503 at once with the flavour's error body.
+	// FaultDown answers 503 at once with the flavour's error body
+	// (anthropic, which documents no 503, answers 529 overloaded_error).
 	FaultDown FaultMode = "down"
+	// FaultOverloaded answers at once the way an overloaded service does:
+	// anthropic 529 overloaded_error, gemini 503 UNAVAILABLE "The model is
+	// overloaded", azure and openai their 503.
+	FaultOverloaded FaultMode = "overloaded"
 	// FaultError500 answers 500 at once with the flavour's error body.
 	FaultError500 FaultMode = "error500"
 	// FaultBlackhole reads the request and never answers, until the client
@@ -92,7 +97,7 @@ func (f Fault) validate() error {
 		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch f.Mode {
-	case FaultNone, FaultDown, FaultError500, FaultBlackhole, FaultReset:
+	case FaultNone, FaultDown, FaultOverloaded, FaultError500, FaultBlackhole, FaultReset:
 	case FaultSlow:
 		if f.Factor <= 0 || f.Factor > 1000 {
 			return bad("factor", "must be in (0, 1000], got %g", f.Factor)
@@ -116,7 +121,7 @@ func (f Fault) validate() error {
 			return bad("status", "must be 500, 503 or 0 (either), got %d", f.Status)
 		}
 	default:
-		return bad("mode", "unknown mode %q (want none, down, error500, blackhole, reset, slow, stall_stream, drop_stream, quota or error_rate)", f.Mode)
+		return bad("mode", "unknown mode %q (want none, down, overloaded, error500, blackhole, reset, slow, stall_stream, drop_stream, quota or error_rate)", f.Mode)
 	}
 	return nil
 }

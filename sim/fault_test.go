@@ -13,6 +13,7 @@ func TestFaultValidate(t *testing.T) {
 		{"zero is none", Fault{}, ""},
 		{"none", Fault{Mode: FaultNone}, ""},
 		{"down", Fault{Mode: FaultDown}, ""},
+		{"overloaded", Fault{Mode: FaultOverloaded}, ""},
 		{"slow default factor", Fault{Mode: FaultSlow}, ""},
 		{"slow negative", Fault{Mode: FaultSlow, Factor: -2}, "factor"},
 		{"stall", Fault{Mode: FaultStallStream, After: 1}, ""},

@@ -17,19 +17,27 @@ var _ http.Handler = (*deployment)(nil)
 
 // ServeHTTP routes a request by the deployment's flavour. Paths are relative
 // to the deployment's base (a shared listener strips the /{name} prefix).
-// Every response carries the flavour's request-id headers.
+// Every response carries the flavour's request-id headers (Gemini sends
+// none).
 func (d *deployment) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dr := d.draw()
 	h := w.Header()
-	h.Set("X-Request-Id", dr.reqID)
-	if d.cfg.Flavour == Azure {
+	switch d.cfg.Flavour {
+	case Azure:
+		h.Set("X-Request-Id", dr.reqID)
 		h.Set("Apim-Request-Id", dr.apimID)
 		h.Set("X-Ms-Region", d.cfg.Region)
 		d.routeAzure(w, r, dr)
-		return
+	case Anthropic:
+		h.Set("Request-Id", dr.reqID)
+		d.routeAnthropic(w, r, dr)
+	case Gemini:
+		d.routeGemini(w, r, dr)
+	default:
+		h.Set("X-Request-Id", dr.reqID)
+		h.Set("Openai-Version", "2020-10-01")
+		d.routeOpenAI(w, r, dr)
 	}
-	h.Set("Openai-Version", "2020-10-01")
-	d.routeOpenAI(w, r, dr)
 }
 
 var opPaths = map[string]operation{
@@ -53,7 +61,7 @@ func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws
 		case dep != d.cfg.Deployment:
 			d.writeError(w, errDeploymentNotFound(Azure, dep))
 		default:
-			d.serve(w, r, dr, op, apiVersion, false)
+			d.serve(w, r, dr, route{op: op, apiVersion: apiVersion})
 		}
 		return
 	}
@@ -65,7 +73,7 @@ func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws
 		case r.Method != http.MethodPost:
 			d.writeError(w, errMethodNotAllowed(Azure, r))
 		default:
-			d.serve(w, r, dr, op, "v1", true)
+			d.serve(w, r, dr, route{op: op, apiVersion: "v1", modelInBody: true})
 		}
 		return
 	}
@@ -83,7 +91,7 @@ func (d *deployment) routeOpenAI(w http.ResponseWriter, r *http.Request, dr draw
 			d.writeError(w, errMethodNotAllowed(OpenAI, r))
 			return
 		}
-		d.serve(w, r, dr, op, "", true)
+		d.serve(w, r, dr, route{op: op, modelInBody: true})
 		return
 	}
 	if rest == "models" || strings.HasPrefix(rest, "models/") {
@@ -91,6 +99,34 @@ func (d *deployment) routeOpenAI(w http.ResponseWriter, r *http.Request, dr draw
 		return
 	}
 	d.writeError(w, errRouteNotFound(OpenAI, r))
+}
+
+// routeAnthropic serves POST /v1/messages.
+func (d *deployment) routeAnthropic(w http.ResponseWriter, r *http.Request, dr draws) {
+	switch {
+	case r.URL.Path != "/v1/messages":
+		d.writeError(w, errRouteNotFound(Anthropic, r))
+	case r.Method != http.MethodPost:
+		d.writeError(w, errMethodNotAllowed(Anthropic, r))
+	default:
+		d.serve(w, r, dr, route{op: opMessages, modelInBody: true})
+	}
+}
+
+// routeGemini serves POST /v1beta/models/{model}:generateContent and
+// :streamGenerateContent. Another model in the path is a routing 404, as
+// another deployment in an azure path is.
+func (d *deployment) routeGemini(w http.ResponseWriter, r *http.Request, dr draws) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
+	model, method, split := splitGeminiPath(rest)
+	switch {
+	case !ok || !split || (method != "generateContent" && method != "streamGenerateContent") || r.Method != http.MethodPost:
+		d.writeError(w, errRouteNotFound(Gemini, r))
+	case model != d.cfg.Deployment:
+		d.writeError(w, errDeploymentNotFound(Gemini, model))
+	default:
+		d.serve(w, r, dr, route{op: opGenerate, stream: method == "streamGenerateContent", sse: r.URL.Query().Get("alt") == "sse"})
+	}
 }
 
 // model is an entry of OpenAI's /v1/models.
@@ -106,8 +142,8 @@ func (d *deployment) serveModels(w http.ResponseWriter, r *http.Request, id stri
 		d.writeError(w, errMethodNotAllowed(OpenAI, r))
 		return
 	}
-	if !d.authorized(d.keyFrom(r.Header)) {
-		d.writeError(w, errUnauthorized(OpenAI, d.keyFrom(r.Header)))
+	if key := d.keyFrom(r); !d.authorized(key) {
+		d.writeError(w, errUnauthorized(OpenAI, key))
 		return
 	}
 	m := model{ID: d.cfg.Deployment, Object: "model", Created: d.sim.start.Unix(), OwnedBy: "system"}
@@ -139,24 +175,38 @@ type draws struct {
 func (d *deployment) draw() draws {
 	rng := d.nextRand()
 	dr := draws{rng: rng, u: rng.Float64(), pick: rng.IntN(2), z: rng.NormFloat64()}
-	if d.cfg.Flavour == OpenAI {
+	switch d.cfg.Flavour {
+	case OpenAI:
 		dr.reqID = "req_" + randomHex(rng, 32)
-	} else {
+	case Anthropic:
+		dr.reqID = randomID(rng, "req_011C", 20)
+	case Gemini:
+	default:
 		dr.reqID = randomUUID(rng)
 		dr.apimID = randomUUID(rng)
 	}
 	return dr
 }
 
+// route is what routing learnt of an API call from its method, path and
+// query.
+type route struct {
+	op          operation
+	apiVersion  string // azure: the api-version query, "v1" on /openai/v1/
+	modelInBody bool   // the body's model must name the deployment
+	stream      bool   // gemini: streamGenerateContent
+	sse         bool   // gemini: alt=sse
+}
+
 // serve handles one API call: it counts it, applies the fault in force,
 // checks the key, the body and the quota, and answers.
-func (d *deployment) serve(w http.ResponseWriter, r *http.Request, dr draws, op operation, apiVersion string, modelInBody bool) {
+func (d *deployment) serve(w http.ResponseWriter, r *http.Request, dr draws, rt route) {
 	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	now := d.sim.clock.Now()
 	d.counters.begin()
-	t := &tally{d: d, op: op}
+	t := &tally{d: d, op: rt.op}
 	defer t.settle(outcomeError) // when handle aborts the connection (faults)
-	o := d.handle(w, r, call{op: op, apiVersion: apiVersion, modelInBody: modelInBody, body: body, readErr: readErr, now: now, draws: dr, tally: t})
+	o := d.handle(w, r, call{route: rt, body: body, readErr: readErr, now: now, draws: dr, tally: t})
 	t.settle(o)
 	if o == outcomeAbandoned {
 		// Nothing (or only part) was written: cut the connection rather
@@ -167,13 +217,11 @@ func (d *deployment) serve(w http.ResponseWriter, r *http.Request, dr draws, op 
 
 // call is what serve hands to handle.
 type call struct {
-	op          operation
-	apiVersion  string
-	modelInBody bool
-	body        []byte
-	readErr     error
-	now         time.Time
-	tally       *tally
+	route
+	body    []byte
+	readErr error
+	now     time.Time
+	tally   *tally
 	draws
 }
 
@@ -199,11 +247,14 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 	lim := d.limits(f)
 	fl := d.cfg.Flavour
 	// Until the quota decides, the headers show the slice as it stands.
-	setRateHeaders(w.Header(), fl, d.quota.peek(c.now, lim), lim)
+	setRateHeaders(w.Header(), fl, d.quota.peek(c.now, lim), lim, c.now)
 
 	switch f.Mode {
 	case FaultDown:
-		d.writeError(w, errServer(fl, http.StatusServiceUnavailable, c.reqID))
+		d.writeError(w, errDown(fl, c.reqID))
+		return outcomeError
+	case FaultOverloaded:
+		d.writeError(w, errOverloaded(fl, c.reqID))
 		return outcomeError
 	case FaultError500:
 		d.writeError(w, errServer(fl, http.StatusInternalServerError, c.reqID))
@@ -226,22 +277,33 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		return outcomeError
 	}
 
-	if key := d.keyFrom(r.Header); !d.authorized(key) {
+	if key := d.keyFrom(r); !d.authorized(key) {
 		d.writeError(w, errUnauthorized(fl, key))
 		return outcomeRejected
 	}
+	if fl == Anthropic && r.Header.Get("Anthropic-Version") == "" {
+		d.writeError(w, errInvalidRequest(fl, "anthropic-version: header is required"))
+		return outcomeRejected
+	}
+	if c.stream && !c.sse {
+		d.writeError(w, errInvalidRequest(fl, "the simulator streams streamGenerateContent only as server-sent events: add alt=sse to the query"))
+		return outcomeRejected
+	}
 	if c.readErr != nil {
-		d.writeError(w, errBadRequestBody("could not read the request body: "+c.readErr.Error()))
+		d.writeError(w, errInvalidRequest(fl, "could not read the request body: "+c.readErr.Error()))
 		return outcomeRejected
 	}
 	req, err := parseRequest(c.op, c.body)
 	if err != nil {
-		d.writeError(w, errBadRequestBody(strings.TrimPrefix(err.Error(), errBadRequest.Error()+": ")))
+		d.writeError(w, errInvalidRequest(fl, strings.TrimPrefix(err.Error(), errBadRequest.Error()+": ")))
 		return outcomeRejected
+	}
+	if c.op == opGenerate {
+		req.stream = c.stream
 	}
 	if c.modelInBody {
 		if req.model == "" {
-			d.writeError(w, errBadRequestBody("you must provide a model parameter"))
+			d.writeError(w, errMissingModel(fl))
 			return outcomeRejected
 		}
 		if req.model != d.cfg.Deployment {
@@ -252,9 +314,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 
 	cost := req.cost(d.cfg.Quota.DefaultMaxTokens)
 	a := d.quota.admit(c.now, lim, cost)
-	setRateHeaders(w.Header(), fl, a, lim)
+	setRateHeaders(w.Header(), fl, a, lim, c.now)
 	if !a.ok {
-		setRetryHeaders(w.Header(), a.untilNext)
+		setRetryHeaders(w.Header(), fl, a.untilNext)
 		d.writeError(w, errRateLimited(fl, c.op, c.apiVersion, d.cfg.Model, a, lim, d.sim.cfg.Slice))
 		return outcomeRefused
 	}
@@ -265,7 +327,11 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		verdict = d.cfg.ContentFilter.check(req.prompt)
 	}
 	if verdict == filterBlock {
-		d.writeError(w, errContentFilter(fl))
+		if fl == Gemini {
+			writeGeminiBlocked(w, req.stream, geminiBlocked(d.cfg.Model, randomID(c.rng, "", 22), req.promptTokens))
+		} else {
+			d.writeError(w, errContentFilter(fl))
+		}
 		return outcomeFiltered
 	}
 

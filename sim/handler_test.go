@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,5 +137,68 @@ func TestAbandonedRequestAbortsInsteadOfAnEmpty200(t *testing.T) {
 	}
 	if st := s.Stats()["d1"]; st.Abandoned != 1 {
 		t.Errorf("stats = %+v, want 1 abandoned", st)
+	}
+}
+
+// runFlavour is run for the anthropic and gemini flavours: plain,
+// streamed and tool-calling requests under an error rate.
+func runFlavour(t *testing.T, fl Flavour, seed int64) (out []string, waits []time.Duration) {
+	t.Helper()
+	w := &recordWaiter{}
+	cfg := one(fl, func(d *Deployment) {
+		d.Deployment = "m1"
+		d.Latency = Latency{Median: 300 * time.Millisecond, Spread: 0.5, PerToken: time.Millisecond}
+	})
+	cfg.Seed = seed
+	s := startSim(t, cfg, WithWaiter(w))
+	ep := s.Deployments()[0]
+	if err := s.SetFault("d1", Fault{Mode: FaultErrorRate, Rate: 0.4}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 24 {
+		url, body, hdr := flavourRequest(ep, i%3 == 1)
+		if i%3 == 2 {
+			if fl == Anthropic {
+				body = `{"model":"m1","max_tokens":50,"tools":[{"name":"f","input_schema":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}],"messages":[{"role":"user","content":"hi"}]}`
+			} else {
+				body = geminiRequest("hi", weatherDeclaration)
+			}
+		}
+		resp, b := do(t, http.MethodPost, url, body, hdr)
+		out = append(out, fmt.Sprintf("%d %s %s", resp.StatusCode, resp.Header.Get("Request-Id"), b))
+	}
+	return out, w.all()
+}
+
+func TestSameSeedSameDecisionsNewFlavours(t *testing.T) {
+	for _, fl := range []Flavour{Anthropic, Gemini} {
+		t.Run(string(fl), func(t *testing.T) {
+			o1, w1 := runFlavour(t, fl, 42)
+			o2, w2 := runFlavour(t, fl, 42)
+			for i := range o1 {
+				if o1[i] != o2[i] {
+					t.Fatalf("request %d differs between runs with the same seed:\n%s\n%s", i, o1[i], o2[i])
+				}
+			}
+			if !equalDurations(w1, w2) {
+				t.Errorf("latency draws differ:\n%v\n%v", w1, w2)
+			}
+			ok, calls := 0, 0
+			for _, o := range o1 {
+				if strings.HasPrefix(o, "200 ") {
+					ok++
+				}
+				if strings.Contains(o, `"tool_use"`) || strings.Contains(o, `"functionCall"`) {
+					calls++
+				}
+			}
+			if ok == 0 || ok == len(o1) || calls == 0 {
+				t.Errorf("%d of %d answered, %d tool calls; want a mix", ok, len(o1), calls)
+			}
+			o3, _ := runFlavour(t, fl, 43)
+			if strings.Join(o1, "\n") == strings.Join(o3, "\n") {
+				t.Error("a different seed gave the same answers")
+			}
+		})
 	}
 }

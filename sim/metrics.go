@@ -5,7 +5,7 @@ import (
 )
 
 var allModes = []FaultMode{
-	FaultNone, FaultDown, FaultError500, FaultBlackhole, FaultReset, FaultSlow,
+	FaultNone, FaultDown, FaultOverloaded, FaultError500, FaultBlackhole, FaultReset, FaultSlow,
 	FaultStallStream, FaultDropStream, FaultQuota, FaultErrorRate,
 }
 

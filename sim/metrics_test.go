@@ -60,3 +60,29 @@ switchover_sim_tokens_total{deployment="d1",region="testregion"} 6
 		t.Errorf("gathered %d series, %v; want 6", n, err)
 	}
 }
+
+func TestMetricsCountOverloadedAnthropic(t *testing.T) {
+	s := startSim(t, oneAnthropic(func(d *Deployment) { d.Quota = Quota{RPM: 6} }))
+	ep := s.Deployments()[0]
+	url, body, hdr := flavourRequest(ep, false)
+	do(t, http.MethodPost, url, body, hdr) // ok
+	do(t, http.MethodPost, url, body, hdr) // refused
+	if err := s.SetFault("d1", Fault{Mode: FaultOverloaded}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := do(t, http.MethodPost, url, body, hdr); resp.StatusCode != 529 {
+		t.Fatalf("overloaded: %d", resp.StatusCode)
+	}
+	_, b := do(t, http.MethodGet, s.ControlURL()+"/metrics", "", nil)
+	for _, line := range []string{
+		`switchover_sim_requests_total{deployment="d1",region="testregion",result="ok"} 1`,
+		`switchover_sim_requests_total{deployment="d1",region="testregion",result="refused"} 1`,
+		`switchover_sim_requests_total{deployment="d1",region="testregion",result="error"} 1`,
+		`switchover_sim_fault{deployment="d1",mode="overloaded",region="testregion"} 1`,
+		`switchover_sim_fault{deployment="d1",mode="down",region="testregion"} 0`,
+	} {
+		if !strings.Contains(string(b), line) {
+			t.Errorf("/_sim/metrics lacks %s", line)
+		}
+	}
+}

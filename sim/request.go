@@ -13,18 +13,25 @@ import (
 type operation int
 
 const (
-	opChat operation = iota
-	opCompletions
-	opEmbeddings
+	opChat        operation = iota
+	opCompletions           // openai and azure
+	opEmbeddings            // openai and azure
+	opMessages              // anthropic
+	opGenerate              // gemini generateContent and streamGenerateContent
 )
 
-// azureName is the operation's name in Azure's 429 message.
+// azureName is the operation's name in Azure's 429 message (and in the
+// debug log).
 func (o operation) azureName() string {
 	switch o {
 	case opCompletions:
 		return "Completions_Create"
 	case opEmbeddings:
 		return "Embeddings_Create"
+	case opMessages:
+		return "Messages_Create"
+	case opGenerate:
+		return "GenerateContent"
 	default:
 		return "ChatCompletions_Create"
 	}
@@ -39,10 +46,14 @@ type request struct {
 	// promptTokens is the estimate ceil(characters/4) of the prompt (for
 	// embeddings: of every input, token arrays counted as their length).
 	promptTokens int64
-	// maxTokens is max_completion_tokens, else max_tokens; 0 when absent.
+	// maxTokens is max_completion_tokens, else max_tokens (Gemini's
+	// maxOutputTokens); 0 when absent.
 	maxTokens    int
 	stream       bool
 	includeUsage bool
+	// tool is the tool call to answer with, nil to answer with text; see
+	// chooseTool.
+	tool *toolPick
 	// embeddings
 	inputs     []string
 	dimensions int
@@ -80,12 +91,33 @@ type streamOptions struct {
 }
 
 type chatBody struct {
-	Model               string         `json:"model"`
-	Messages            []chatMessage  `json:"messages"`
-	MaxTokens           *int           `json:"max_tokens"`
-	MaxCompletionTokens *int           `json:"max_completion_tokens"`
-	Stream              bool           `json:"stream"`
-	StreamOptions       *streamOptions `json:"stream_options"`
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOptions  `json:"stream_options"`
+	Tools               []chatTool      `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+}
+
+// chatTool is an entry of a chat request's tools; only type "function"
+// counts.
+type chatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// chatToolChoice is the object form of tool_choice:
+// {"type":"function","function":{"name":...}}.
+type chatToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
 }
 
 type chatMessage struct {
@@ -118,6 +150,10 @@ func parseRequest(op operation, body []byte) (*request, error) {
 		return parseChat(body)
 	case opCompletions:
 		return parseCompletions(body)
+	case opMessages:
+		return parseMessages(body)
+	case opGenerate:
+		return parseGenerate(body)
 	default:
 		return parseEmbeddings(body)
 	}
@@ -165,7 +201,38 @@ func parseChat(body []byte) (*request, error) {
 		r.maxTokens = mct
 	}
 	r.includeUsage = b.Stream && b.StreamOptions != nil && b.StreamOptions.IncludeUsage
+	if r.tool, err = chatToolPick(b); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// chatToolPick applies chooseTool to a chat request: function tools,
+// tool_choice "none" forbids, {"type":"function","function":{"name":...}}
+// forces, anything else ("auto", "required") lets the first tool be
+// called; the last message must have role "user".
+func chatToolPick(b chatBody) (*toolPick, error) {
+	var tools []toolSpec
+	for _, t := range b.Tools {
+		if t.Type == "function" {
+			tools = append(tools, toolSpec{name: t.Function.Name, schema: t.Function.Parameters})
+		}
+	}
+	forbid, forced := false, ""
+	var mode string
+	if len(b.ToolChoice) > 0 && json.Unmarshal(b.ToolChoice, &mode) == nil {
+		forbid = mode == "none"
+	} else if len(b.ToolChoice) > 0 && !bytes.Equal(bytes.TrimSpace(b.ToolChoice), []byte("null")) {
+		var c chatToolChoice
+		if err := json.Unmarshal(b.ToolChoice, &c); err != nil {
+			return nil, badRequest("tool_choice must be a string or an object: %v", err)
+		}
+		if c.Type == "function" {
+			forced = c.Function.Name
+		}
+	}
+	last := b.Messages[len(b.Messages)-1].Role == "user"
+	return chooseTool(tools, forbid, forced, last)
 }
 
 // contentText returns the text of a message content: a string, or the text

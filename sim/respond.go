@@ -13,9 +13,10 @@ type answer struct {
 	created      int64
 	model        string
 	fingerprint  string
-	words        []string // one per token; see replyWords
-	finish       string   // stop, length or content_filter
-	filtered     bool     // cut by the content filter
+	words        []string  // one per token; see replyWords
+	tool         *toolCall // the call answered instead of words, or nil
+	finish       string    // stop, length, content_filter or tool_calls
+	filtered     bool      // cut by the content filter
 	promptTokens int64
 	includeUsage bool
 	req          *request
@@ -24,7 +25,10 @@ type answer struct {
 
 // answer builds the reply: Reply.Tokens words, cut to max_tokens
 // (finish_reason length), or halved by the content filter's truncate
-// phrase (finish_reason content_filter).
+// phrase (finish_reason content_filter); or, when the request picked a
+// tool and the filter did not cut the answer, a call of that tool
+// (finish_reason tool_calls). finish is in OpenAI's terms; the other
+// flavours map it (stopReason, finishReason).
 func (d *deployment) answer(req *request, c call, truncated bool) *answer {
 	a := &answer{
 		flavour:      d.cfg.Flavour,
@@ -43,11 +47,21 @@ func (d *deployment) answer(req *request, c call, truncated bool) *answer {
 		}
 		return a
 	}
-	prefix := "chatcmpl-"
-	if req.op == opCompletions {
-		prefix = "cmpl-"
+	switch req.op {
+	case opMessages:
+		a.id = randomID(c.rng, "msg_01", 22)
+	case opGenerate:
+		a.id = randomID(c.rng, "", 22)
+	case opCompletions:
+		a.id = randomID(c.rng, "cmpl-", 29)
+	default:
+		a.id = randomID(c.rng, "chatcmpl-", 29)
 	}
-	a.id = randomID(c.rng, prefix, 29)
+	if req.tool != nil && !truncated {
+		a.tool = &toolCall{id: toolCallID(c.rng, a.flavour), name: req.tool.name, args: req.tool.args}
+		a.finish = "tool_calls"
+		return a
+	}
 	n, finish := d.cfg.Reply.Tokens, "stop"
 	if req.maxTokens > 0 && req.maxTokens < n {
 		n, finish = req.maxTokens, "length"
@@ -62,8 +76,17 @@ func (d *deployment) answer(req *request, c call, truncated bool) *answer {
 
 func (a *answer) text() string { return strings.Join(a.words, "") }
 
+// completionTokens is the number of words, or of argument fragments of a
+// tool call.
+func (a *answer) completionTokens() int64 {
+	if a.tool != nil {
+		return int64(len(a.tool.fragments()))
+	}
+	return int64(len(a.words))
+}
+
 func (a *answer) usage() *usage {
-	n := int64(len(a.words))
+	n := a.completionTokens()
 	return &usage{PromptTokens: a.promptTokens, CompletionTokens: n, TotalTokens: a.promptTokens + n}
 }
 
@@ -97,9 +120,20 @@ type chatChoice struct {
 }
 
 type chatReplyMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"` // null with tool calls
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+	Refusal   *string        `json:"refusal"`
+}
+
+// chatToolCall is a tool call in a chat completion's message.
+type chatToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type textCompletion struct {
@@ -159,6 +193,10 @@ func (a *answer) promptResults() []promptFilterEntry {
 // body is the whole (non-streamed) response body.
 func (a *answer) body() any {
 	switch a.op {
+	case opMessages:
+		return a.anthropicBody()
+	case opGenerate:
+		return a.geminiBody()
 	case opEmbeddings:
 		return a.embeddings()
 	case opCompletions:
@@ -170,10 +208,19 @@ func (a *answer) body() any {
 			PromptFilterResults: a.promptResults(),
 		}
 	default:
+		msg := chatReplyMessage{Role: "assistant"}
+		if a.tool != nil {
+			tc := chatToolCall{ID: a.tool.id, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = a.tool.name, a.tool.args
+			msg.ToolCalls = []chatToolCall{tc}
+		} else {
+			text := a.text()
+			msg.Content = &text
+		}
 		c := chatCompletion{
 			ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
 			Choices: []chatChoice{{
-				Message:              chatReplyMessage{Role: "assistant", Content: a.text()},
+				Message:              msg,
 				FinishReason:         a.finish,
 				ContentFilterResults: a.choiceResults(a.filtered),
 			}},

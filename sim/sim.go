@@ -23,13 +23,16 @@ type Endpoint struct {
 	Name    string  `json:"name"`
 	Region  string  `json:"region"`
 	Flavour Flavour `json:"flavour"`
-	// Deployment is the Azure deployment name, or the OpenAI model.
+	// Deployment is the Azure deployment name, or the OpenAI, Anthropic or
+	// Gemini model.
 	Deployment string `json:"deployment"`
 	// URL is the base URL a client configures: for azure the resource
 	// endpoint ("http://127.0.0.1:port", to which clients add
 	// /openai/deployments/...), for openai the API base
-	// ("http://127.0.0.1:port/v1"). On a shared listener both carry the
-	// /{name} prefix.
+	// ("http://127.0.0.1:port/v1"), for anthropic and gemini the host
+	// ("http://127.0.0.1:port", to which the SDKs add /v1/messages and
+	// /v1beta/models/...). On a shared listener all carry the /{name}
+	// prefix.
 	URL string `json:"url"`
 	// Key is the required API key, "" when none.
 	Key string `json:"key,omitempty"`

@@ -346,6 +346,29 @@ func TestSharedListenerRoutesByName(t *testing.T) {
 	}
 }
 
+func TestSharedListenerAnthropicAndGemini(t *testing.T) {
+	cfg := Config{Seed: 1, Listen: "127.0.0.1:0", Deployments: []Deployment{
+		{Name: "claude", Flavour: Anthropic, Deployment: "claude-test"},
+		{Name: "gem", Flavour: Gemini, Deployment: "gemini-test"},
+	}}
+	s := startSim(t, cfg)
+	an, gm := s.Deployments()[0], s.Deployments()[1]
+	if !strings.HasSuffix(an.URL, "/claude") || !strings.HasSuffix(gm.URL, "/gem") {
+		t.Fatalf("URLs %q and %q, want the /{name} prefix and nothing more", an.URL, gm.URL)
+	}
+	client := anthropicClient(an)
+	if _, err := client.Messages.New(context.Background(), messageParams(an, "hi", 5)); err != nil {
+		t.Errorf("anthropic through the prefix: %v", err)
+	}
+	if resp, b := do(t, http.MethodPost, generateURL(gm, false), geminiRequest("hi", ""), nil); resp.StatusCode != 200 {
+		t.Errorf("gemini through the prefix: %d %s", resp.StatusCode, b)
+	}
+	st := s.Stats()
+	if st["claude"].Answered != 1 || st["gem"].Answered != 1 {
+		t.Errorf("stats = %+v", st)
+	}
+}
+
 func TestSeparateControlListener(t *testing.T) {
 	cfg := one(Azure, nil)
 	cfg.Control = "127.0.0.1:0"

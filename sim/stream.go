@@ -6,10 +6,30 @@ import (
 	"time"
 )
 
-// sseEvent is one `data:` event of a stream and the wait before it.
+// sseEvent is one event of a stream and the wait before it.
 type sseEvent struct {
+	name  string // the `event:` line (anthropic); "" for none
 	delay time.Duration
 	data  []byte
+}
+
+// sseFrame is the event on the wire: an optional `event:` line, the
+// `data:` line and a blank line.
+func sseFrame(ev sseEvent) []byte {
+	var b []byte
+	if ev.name != "" {
+		b = append(append(append(b, "event: "...), ev.name...), '\n')
+	}
+	return append(append(append(b, "data: "...), ev.data...), '\n', '\n')
+}
+
+// mustJSON marshals a sim-built value, which cannot fail.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // chunk is a chat.completion.chunk or a streamed text_completion.
@@ -26,33 +46,67 @@ type chunk struct {
 }
 
 type chunkChoice struct {
-	Index                int        `json:"index"`
-	Delta                chunkDelta `json:"delta"`
-	Logprobs             *struct{}  `json:"logprobs"`
-	FinishReason         *string    `json:"finish_reason"`
-	ContentFilterResults any        `json:"content_filter_results,omitempty"`
+	Index                int       `json:"index"`
+	Delta                any       `json:"delta"` // chunkDelta or toolStartDelta
+	Logprobs             *struct{} `json:"logprobs"`
+	FinishReason         *string   `json:"finish_reason"`
+	ContentFilterResults any       `json:"content_filter_results,omitempty"`
 }
 
 type chunkDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallChunk `json:"tool_calls,omitempty"`
+}
+
+// toolStartDelta opens a streamed tool call: the role, null content and
+// the call's id, type and name with empty arguments.
+type toolStartDelta struct {
+	Role      string          `json:"role"`
+	Content   *string         `json:"content"`
+	ToolCalls []toolCallChunk `json:"tool_calls"`
+}
+
+// toolCallChunk is one piece of a streamed tool call; only the first has
+// the id, type and name.
+type toolCallChunk struct {
+	Index    int               `json:"index"`
+	ID       string            `json:"id,omitempty"`
+	Type     string            `json:"type,omitempty"`
+	Function functionCallChunk `json:"function"`
+}
+
+type functionCallChunk struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 var nullJSON = json.RawMessage("null")
 
-// events lays out the stream: for azure a first event with empty choices
-// and prompt_filter_results, then (chat) a role chunk, one chunk per word,
-// a chunk with finish_reason, a usage chunk with empty choices when
-// stream_options.include_usage is set, and [DONE]. The first event waits
-// plan.firstToken, each content chunk after the first plan.perToken.
+// events lays out the stream in the answer's flavour.
 func (a *answer) events(plan timing) []sseEvent {
+	switch a.flavour {
+	case Anthropic:
+		return a.anthropicEvents(plan)
+	case Gemini:
+		return a.geminiEvents(plan)
+	default:
+		return a.openAIEvents(plan)
+	}
+}
+
+// openAIEvents lays out an OpenAI or Azure stream: for azure a first event
+// with empty choices and prompt_filter_results, then (chat) a role chunk,
+// one chunk per word, a chunk with finish_reason, a usage chunk with empty
+// choices when stream_options.include_usage is set, and [DONE]. A tool
+// call replaces the role and word chunks with a chunk opening the call (id,
+// type, name, empty arguments) and one chunk per argument fragment. The
+// first event waits plan.firstToken, each content chunk after the first
+// plan.perToken.
+func (a *answer) openAIEvents(plan timing) []sseEvent {
 	var evs []sseEvent
 	add := func(delay time.Duration, v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			panic(err) // only sim-built values are marshalled
-		}
-		evs = append(evs, sseEvent{delay: delay, data: b})
+		evs = append(evs, sseEvent{delay: delay, data: mustJSON(v)})
 	}
 	first := plan.firstToken
 	if a.azure() {
@@ -81,7 +135,22 @@ func (a *answer) events(plan timing) []sseEvent {
 	if !a.azure() {
 		emptyResults, wordResults = nil, nil
 	}
-	if a.op == opChat {
+	if a.tool != nil {
+		c := base()
+		c.Choices = []any{chunkChoice{Delta: toolStartDelta{Role: "assistant", ToolCalls: []toolCallChunk{{
+			ID: a.tool.id, Type: "function", Function: functionCallChunk{Name: a.tool.name},
+		}}}, ContentFilterResults: emptyResults}}
+		add(first, c)
+		for i, frag := range a.tool.fragments() {
+			delay := plan.perToken
+			if i == 0 {
+				delay = 0
+			}
+			c := base()
+			c.Choices = []any{chunkChoice{Delta: chunkDelta{ToolCalls: []toolCallChunk{{Function: functionCallChunk{Arguments: frag}}}}, ContentFilterResults: emptyResults}}
+			add(delay, c)
+		}
+	} else if a.op == opChat {
 		c := base()
 		empty := ""
 		c.Choices = []any{chunkChoice{Delta: chunkDelta{Role: "assistant", Content: &empty}, ContentFilterResults: emptyResults}}
@@ -116,11 +185,7 @@ func (a *answer) events(plan timing) []sseEvent {
 	if a.includeUsage {
 		u := base()
 		u.Choices = []any{}
-		b, err := json.Marshal(a.usage())
-		if err != nil {
-			panic(err)
-		}
-		u.Usage = b
+		u.Usage = mustJSON(a.usage())
 		add(0, u)
 	}
 	evs = append(evs, sseEvent{data: []byte("[DONE]")})
@@ -145,7 +210,11 @@ func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, p
 		}
 		started = true
 		h := w.Header()
-		h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		if a.flavour == Gemini {
+			h.Set("Content-Type", "text/event-stream")
+		} else {
+			h.Set("Content-Type", "text/event-stream; charset=utf-8")
+		}
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 	}
@@ -166,11 +235,12 @@ func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, p
 			return outcomeAbandoned
 		}
 		start()
-		if _, err := w.Write(append(append([]byte("data: "), ev.data...), '\n', '\n')); err != nil {
+		if _, err := w.Write(sseFrame(ev)); err != nil {
 			return outcomeAbandoned
 		}
 		if i == len(events)-1 {
-			// Leave [DONE] to be flushed when the handler returns, after the
+			// Leave the last event ([DONE], message_stop, Gemini's last
+			// chunk) to be flushed when the handler returns, after the
 			// outcome is counted: a client that has read the whole stream
 			// then finds it in the stats.
 			break
