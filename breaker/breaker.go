@@ -76,6 +76,11 @@ type Outcome struct {
 	// Cause is a short description used in transition events, such as
 	// "429" or "timeout". Optional.
 	Cause string
+	// Hold, for a Failure, opens the breaker at once, whatever the count,
+	// for the longer of Trip and Hold (capped by MaxRetryAfter): for
+	// failures that will not clear in a minute, such as an exhausted
+	// billing quota. Zero means the failure is only counted.
+	Hold time.Duration
 }
 
 // Done records the outcome of a call that Allow let through. It must be
@@ -334,9 +339,18 @@ func (b *Breaker) record(gen uint64, o Outcome) {
 		case Success:
 			ev = b.setLocked(Closed, now, time.Time{}, "probe succeeded")
 		case Failure:
+			if o.Hold > 0 {
+				ev = b.setLocked(Open, now, now.Add(max(b.s.Trip, min(o.Hold, b.s.MaxRetryAfter))), "probe failed, held open: "+o.Cause)
+				break
+			}
 			ev = b.openLocked(now, o.RetryAfter, "probe failed: "+o.Cause)
 		}
 	case Closed:
+		if o.Result == Failure && o.Hold > 0 {
+			d := max(b.s.Trip, min(o.Hold, b.s.MaxRetryAfter))
+			ev = b.setLocked(Open, now, now.Add(d), "held open: "+o.Cause)
+			break
+		}
 		if o.Result == Failure {
 			b.pushLocked(now)
 			if len(b.fails) == b.s.Failures && now.Sub(b.fails[b.head]) <= b.s.Window {

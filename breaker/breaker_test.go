@@ -397,3 +397,18 @@ func TestFollowRetryAfterClosesWithoutProbe(t *testing.T) {
 		t.Fatal("second call let through while probing after a 503 trip")
 	}
 }
+
+func TestHoldOpensAtOnce(t *testing.T) {
+	b, clk, _ := newTest(Settings{Failures: 5, Trip: time.Minute, MaxRetryAfter: 10 * time.Minute})
+	call(t, b, Outcome{Result: Failure, Hold: time.Hour, Cause: "insufficient_quota"})
+	s := b.Snapshot()
+	if s.State != Open || s.Until.Sub(clk.Now()) != 10*time.Minute {
+		t.Fatalf("held: %+v, want open for the 10m cap", s)
+	}
+	// A short hold still opens for at least the trip.
+	b2, clk2, _ := newTest(Settings{Failures: 5, Trip: time.Minute})
+	call(t, b2, Outcome{Result: Failure, Hold: time.Second})
+	if s := b2.Snapshot(); s.State != Open || s.Until.Sub(clk2.Now()) != time.Minute {
+		t.Fatalf("short hold: %+v", s)
+	}
+}

@@ -122,7 +122,7 @@ func TestBadFiles(t *testing.T) {
 			`semantic.bad.yaml:1: listen: no keys are configured`,
 			`semantic.bad.yaml:5: backends[0].url: "ftp://example.com" is not an http(s) URL`,
 			`semantic.bad.yaml:6: backends[1].name: backend name "a" is used twice`,
-			`semantic.bad.yaml:7: backends[1].type: unknown type "gemini"`,
+			`semantic.bad.yaml:7: backends[1].type: unknown type "bedrock"`,
 			`semantic.bad.yaml:9: backends[1].timeout: timeout (1s) is shorter than a first-byte timeout`,
 			`semantic.bad.yaml:13: backends[2].url: give the resource endpoint`,
 			`semantic.bad.yaml:14: backends[2].headers: header "api-key" is set by switchover itself`,
@@ -140,6 +140,14 @@ func TestBadFiles(t *testing.T) {
 			`types.bad.yaml:8: cannot unmarshal str ` + "`five`" + ` into int`,
 			`types.bad.yaml:8: "600-700" is not a status code (100-599) or range`,
 			`types.bad.yaml:11: cannot unmarshal str ` + "`heavy`" + ` into int`,
+		}},
+		{"entra.bad.yaml", []string{
+			`entra.bad.yaml:6: backends[0].entra: give exactly one of client_secret, federated_token_file and managed_identity`,
+			`entra.bad.yaml:5: backends[0].api_key: give api_key or entra, not both`,
+			`entra.bad.yaml:10: backends[1].entra: tenant_id and client_id are needed`,
+			`entra.bad.yaml:13: backends[2].entra: Entra ID tokens are for azure backends`,
+			`entra.bad.yaml:14: backends[2].anthropic_version: only for anthropic backends`,
+			`entra.bad.yaml:17: pools[0].members[2].max_tokens: must not be negative`,
 		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
@@ -165,6 +173,31 @@ func TestBadFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestProviderDefaults(t *testing.T) {
+	c, err := parseFile(t, "providers.good.yaml", goodEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Backend{}
+	for _, b := range c.Backends {
+		byName[b.Name] = b
+	}
+	if byName["openai"].URL != "https://api.openai.com/v1" || byName["claude"].URL != "https://api.anthropic.com" ||
+		byName["gemini"].URL != "https://generativelanguage.googleapis.com" || byName["gemini"].APIVersion != "v1beta" ||
+		byName["claude"].AnthropicVersion != "2023-06-01" {
+		t.Fatalf("provider defaults: %+v", byName)
+	}
+	if e := byName["aoai-westeurope"].Entra; e == nil || e.ClientSecret.Value() != "weu-secret-value" {
+		t.Fatal("entra secret not expanded")
+	}
+	if m := c.Pools[0].Members[3]; m.MaxTokens != 2048 {
+		t.Fatalf("member %+v", m)
+	}
+	if !c.Pools[0].Retry.On.Has(529) {
+		t.Fatal("529 (overloaded) not retried by default")
 	}
 }
 

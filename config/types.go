@@ -56,6 +56,10 @@ type Server struct {
 	// ShutdownGrace is how long in-flight requests and streams may run
 	// after SIGTERM before they are cut. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// TraceHeader lets a caller that sends X-Switchover-Trace get it back
+	// listing each attempt (backend, status, reason, latency). Default
+	// true; false never sends it.
+	TraceHeader *bool `yaml:"trace_header"`
 }
 
 // Key is one gateway key.
@@ -67,9 +71,20 @@ type Key struct {
 
 // Backend types.
 const (
-	TypeOpenAI = "openai"
-	TypeAzure  = "azure"
+	TypeOpenAI           = "openai"
+	TypeOpenAICompatible = "openai_compatible"
+	TypeAzure            = "azure"
+	TypeAnthropic        = "anthropic"
+	TypeGemini           = "gemini"
 )
+
+// defaultURLs are the API roots of the hosted providers, used when a
+// backend of that type gives no url.
+var defaultURLs = map[string]string{
+	TypeOpenAI:    "https://api.openai.com/v1",
+	TypeAnthropic: "https://api.anthropic.com",
+	TypeGemini:    "https://generativelanguage.googleapis.com",
+}
 
 // Timeouts are the per-backend time bounds.
 type Timeouts struct {
@@ -100,18 +115,31 @@ type BackendDefaults struct {
 type Backend struct {
 	// Name is unique; it appears in the x-switchover-backend header.
 	Name string `yaml:"name"`
-	// Type is "openai" (Bearer key, OpenAI paths; also any OpenAI-compatible
-	// server) or "azure" (api-key header, deployment in the path).
+	// Type is "openai" (OpenAI: Bearer key), "openai_compatible" (any
+	// server of the OpenAI API: vLLM, Ollama, LM Studio, llama.cpp; key
+	// optional), "azure" (api-key header or Entra ID token, deployment in
+	// the path), "anthropic" (Messages API) or "gemini" (Generative
+	// Language API).
 	Type string `yaml:"type"`
-	// URL is the API root: for openai the base URL the SDK would use
-	// (https://api.openai.com/v1), for azure the resource endpoint
-	// (https://NAME.openai.azure.com).
+	// URL is the API root: for openai and openai_compatible the base URL
+	// an SDK would use (https://api.openai.com/v1), for azure the resource
+	// endpoint (https://NAME.openai.azure.com), for anthropic
+	// https://api.anthropic.com, for gemini
+	// https://generativelanguage.googleapis.com. Defaults to those for
+	// openai, anthropic and gemini; required for the others.
 	URL string `yaml:"url"`
 	// APIKey is the backend's credential. Never logged or returned.
 	APIKey Secret `yaml:"api_key"`
-	// APIVersion is azure's api-version query value, or "v1" for the
-	// /openai/v1/ API. Default 2024-10-21.
+	// APIVersion is azure's api-version query value ("v1" for the
+	// /openai/v1/ API; default 2024-10-21) or gemini's path version
+	// (default v1beta).
 	APIVersion string `yaml:"api_version"`
+	// AnthropicVersion is the anthropic-version header. Default
+	// 2023-06-01.
+	AnthropicVersion string `yaml:"anthropic_version"`
+	// Entra authenticates an azure backend with Microsoft Entra ID tokens
+	// instead of api_key.
+	Entra *Entra `yaml:"entra"`
 	// Region is reported in the x-switchover-region header.
 	Region string `yaml:"region"`
 	// Headers are added to every request to this backend.
@@ -120,6 +148,30 @@ type Backend struct {
 	Breaker  Breaker `yaml:"breaker"`
 
 	line int
+}
+
+// Entra is a Microsoft Entra ID identity for azure backends. Give exactly
+// one of client_secret, federated_token_file and managed_identity. Every
+// backend with the same identity and scope shares one cached token,
+// refreshed before it expires.
+type Entra struct {
+	TenantID string `yaml:"tenant_id"`
+	// ClientID is the app registration, or with managed_identity a
+	// user-assigned identity (empty: the system-assigned one).
+	ClientID string `yaml:"client_id"`
+	// ClientSecret uses the client-credentials flow. Never logged.
+	ClientSecret Secret `yaml:"client_secret"`
+	// FederatedTokenFile uses workload identity federation: the file holds
+	// the federated token (AKS writes it).
+	FederatedTokenFile string `yaml:"federated_token_file"`
+	// ManagedIdentity uses the host's managed identity.
+	ManagedIdentity bool `yaml:"managed_identity"`
+	// Scope is the token audience. Default
+	// https://cognitiveservices.azure.com/.default.
+	Scope string `yaml:"scope"`
+	// AuthorityHost is the Entra endpoint for sovereign clouds. Default
+	// the public cloud.
+	AuthorityHost string `yaml:"authority_host"`
 }
 
 // Breaker configures a backend's circuit breaker. Unset fields come from
@@ -173,6 +225,9 @@ type Member struct {
 	// Model is the backend's model or deployment name for this pool.
 	// Default: the name the caller used.
 	Model string `yaml:"model"`
+	// MaxTokens is sent as max_tokens to a backend that requires one
+	// (anthropic) when a request sets none. Default 4096.
+	MaxTokens int `yaml:"max_tokens"`
 }
 
 // Retry configures a pool's retries.
@@ -181,7 +236,7 @@ type Retry struct {
 	// each backend is tried at most once. Default 3.
 	Attempts int `yaml:"attempts"`
 	// On lists the statuses retried on another backend. Default [429, 500,
-	// 502, 503, 504]. 400, 401, 403, 404, 413 and 422 are refused: they are
+	// 502, 503, 504, 529] (529 is Anthropic's "overloaded"). 400, 401, 403, 404, 413 and 422 are refused: they are
 	// the caller's own errors. Connection errors and timeouts always retry.
 	On StatusList `yaml:"on"`
 }

@@ -25,7 +25,7 @@ const (
 var DefaultBreakerStatuses = StatusList{{429, 429}, {500, 599}}
 
 // DefaultRetryOn are the statuses retried when a pool lists none.
-var DefaultRetryOn = StatusList{{429, 429}, {500, 500}, {502, 504}}
+var DefaultRetryOn = StatusList{{429, 429}, {500, 500}, {502, 504}, {529, 529}}
 
 // neverRetry are the caller's own errors, which another backend would
 // answer the same way (and bill again).
@@ -58,12 +58,25 @@ func (c *Config) applyDefaults() {
 	setDur(&s.ReadTimeout, 0, 60*time.Second)
 	setDur(&s.IdleTimeout, 0, 120*time.Second)
 	setDur(&s.ShutdownGrace, 0, 30*time.Second)
+	if s.TraceHeader == nil {
+		t := true
+		s.TraceHeader = &t
+	}
 
 	d := c.BackendDefaults
 	for i := range c.Backends {
 		b := &c.Backends[i]
 		if b.Type == TypeAzure && b.APIVersion == "" {
 			b.APIVersion = DefaultAzureAPIVersion
+		}
+		if b.Type == TypeGemini && b.APIVersion == "" {
+			b.APIVersion = "v1beta"
+		}
+		if b.Type == TypeAnthropic && b.AnthropicVersion == "" {
+			b.AnthropicVersion = "2023-06-01"
+		}
+		if b.URL == "" {
+			b.URL = defaultURLs[b.Type]
 		}
 		setDur(&b.ConnectTimeout, d.ConnectTimeout, DefaultConnectTimeout)
 		setDur(&b.FirstByteTimeout, d.FirstByteTimeout, DefaultFirstByteTimeout)
@@ -199,12 +212,35 @@ func (c *Config) validate() []Problem {
 			add(p+".name", "backend name %q is used twice", b.Name)
 		}
 		backends[b.Name] = true
+		const types = "openai, openai_compatible, azure, anthropic or gemini"
 		switch b.Type {
-		case TypeOpenAI, TypeAzure:
+		case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini:
 		case "":
-			add(p+".type", "missing type: use openai or azure")
+			add(p+".type", "missing type: use %s", types)
 		default:
-			add(p+".type", "unknown type %q: use openai or azure", b.Type)
+			add(p+".type", "unknown type %q: use %s", b.Type, types)
+		}
+		if e := b.Entra; e != nil {
+			n := 0
+			for _, set := range []bool{e.ClientSecret != "", e.FederatedTokenFile != "", e.ManagedIdentity} {
+				if set {
+					n++
+				}
+			}
+			switch {
+			case b.Type != TypeAzure:
+				add(p+".entra", "Entra ID tokens are for azure backends")
+			case n != 1:
+				add(p+".entra", "give exactly one of client_secret, federated_token_file and managed_identity")
+			case !e.ManagedIdentity && (e.TenantID == "" || e.ClientID == ""):
+				add(p+".entra", "tenant_id and client_id are needed with client_secret or federated_token_file")
+			}
+			if b.APIKey != "" {
+				add(p+".api_key", "give api_key or entra, not both")
+			}
+		}
+		if b.AnthropicVersion != "" && b.Type != TypeAnthropic {
+			add(p+".anthropic_version", "only for anthropic backends")
 		}
 		if u, err := url.Parse(b.URL); b.URL == "" {
 			add(p+".url", "missing url")
@@ -266,6 +302,9 @@ func (c *Config) validate() []Problem {
 			}
 			if m.Weight < 1 {
 				add(mp+".weight", "must be 1 or more")
+			}
+			if m.MaxTokens < 0 {
+				add(mp+".max_tokens", "must not be negative")
 			}
 		}
 		if pl.Retry.Attempts < 1 {

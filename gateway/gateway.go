@@ -13,11 +13,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
@@ -33,6 +35,9 @@ type Options struct {
 	// OnTransition, if set, also receives every breaker transition (after
 	// it is logged and counted), on the goroutine that caused it.
 	OnTransition func(breaker.Transition)
+	// Entra, if set, supplies Entra ID token sources (tests point it at a
+	// local token endpoint). Nil means a registry of its own.
+	Entra *entra.Registry
 	// Observer, if set, also receives every engine event.
 	Observer route.Observer
 }
@@ -47,19 +52,25 @@ type Gateway struct {
 	// Pools maps pool names to pools (aliases not included).
 	Pools map[string]*route.Pool
 
-	opts Options
+	opts  Options
+	entra *entra.Registry
+	types map[string]string // backend name -> type
 }
 
 // New builds a gateway from a validated configuration.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	g := &Gateway{Config: cfg, Metrics: metrics.New(), opts: opts, Backends: map[string]*route.Backend{}, Pools: map[string]*route.Pool{}}
+	g := &Gateway{Config: cfg, Metrics: metrics.New(), opts: opts, Backends: map[string]*route.Backend{}, Pools: map[string]*route.Pool{},
+		entra: opts.Entra, types: map[string]string{}}
+	if g.entra == nil {
+		g.entra = &entra.Registry{}
+	}
 	g.Logger = opts.Logger
 	if g.Logger == nil {
 		g.Logger = NewLogger(os.Stderr, cfg.Log.Format, cfg.Log.Level)
 	}
-	var obs route.Observer = g.Metrics
+	obs := multiObserver{g.Metrics, route.ObserverFunc(g.observeModel)}
 	if opts.Observer != nil {
-		obs = multiObserver{g.Metrics, opts.Observer}
+		obs = append(obs, opts.Observer)
 	}
 	for _, bc := range cfg.Backends {
 		b, err := g.newBackend(bc)
@@ -67,6 +78,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("backend %s: %w", bc.Name, err)
 		}
 		g.Backends[bc.Name] = b
+		g.types[bc.Name] = bc.Type
 		g.Metrics.AddBackend(bc.Name, bc.Region, bc.Type)
 	}
 	routes := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody)}
@@ -79,7 +91,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			Clock:    opts.Clock,
 		}
 		for _, mc := range pc.Members {
-			p.Members = append(p.Members, &route.Member{Backend: g.Backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model})
+			p.Members = append(p.Members, &route.Member{Backend: g.Backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens})
 		}
 		g.Pools[pc.Name] = p
 		routes.Pools[pc.Name] = p
@@ -95,6 +107,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Recorder:        g.Metrics,
 		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
+		TraceHeader:     *cfg.Server.TraceHeader,
 	}
 	g.Handler.Ready = g.Ready
 	g.Handler.Update(routes)
@@ -124,10 +137,26 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 		IdleTimeout:            bc.IdleTimeout.D(),
 	}
 	switch bc.Type {
-	case config.TypeOpenAI:
+	case config.TypeOpenAI, config.TypeOpenAICompatible:
 		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Header: hdr}
 	case config.TypeAzure:
-		b.Provider = &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
+		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
+		if e := bc.Entra; e != nil {
+			src, err := g.entra.Source(entra.Settings{
+				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
+				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
+				Scope: e.Scope, AuthorityHost: e.AuthorityHost,
+			})
+			if err != nil {
+				return nil, err
+			}
+			az.Token = src
+		}
+		b.Provider = az
+	case config.TypeAnthropic:
+		b.Provider = &route.Anthropic{BaseURL: u, APIKey: bc.APIKey.Value(), Version: bc.AnthropicVersion, Header: hdr}
+	case config.TypeGemini:
+		b.Provider = &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
 	default:
 		return nil, fmt.Errorf("unknown type %q", bc.Type)
 	}
@@ -163,6 +192,45 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	g.Metrics.Transition(t)
 	if g.opts.OnTransition != nil {
 		g.opts.OnTransition(t)
+	}
+}
+
+// observeModel logs a backend's model version when it first answers or
+// changes, and warns when members of one pool of the same provider type
+// answer with different versions (seed 001: pin the version on every
+// region, or the fallback answers differently from the primary).
+func (g *Gateway) observeModel(e route.Event) {
+	if e.Kind != route.EventModel {
+		return
+	}
+	g.Logger.Info("backend model", "backend", e.Backend.Name, "model", e.Model)
+	for _, p := range g.Pools {
+		in := false
+		versions := map[string][]string{} // type -> "backend=model"
+		for _, m := range p.Members {
+			in = in || m.Backend == e.Backend
+			if v := m.Backend.Model(); v != "" {
+				t := g.types[m.Backend.Name]
+				if t == config.TypeOpenAICompatible {
+					t = config.TypeOpenAI
+				}
+				versions[t] = append(versions[t], m.Backend.Name+"="+v)
+			}
+		}
+		if !in {
+			continue
+		}
+		for t, vs := range versions {
+			distinct := map[string]bool{}
+			for _, v := range vs {
+				distinct[v[strings.IndexByte(v, '=')+1:]] = true
+			}
+			if len(distinct) > 1 {
+				sort.Strings(vs)
+				g.Logger.Warn("pool members answer with different model versions; pin the version on every deployment",
+					"pool", p.Name, "type", t, "versions", strings.Join(vs, ", "))
+			}
+		}
 	}
 }
 

@@ -31,6 +31,7 @@ type Metrics struct {
 	breakerState       *prometheus.GaugeVec
 	breakerTransitions *prometheus.CounterVec
 	backendInfo        *prometheus.GaugeVec
+	backendModel       *prometheus.GaugeVec
 }
 
 var _ route.Observer = (*Metrics)(nil)
@@ -86,12 +87,16 @@ func New() *Metrics {
 			Name: "switchover_backend_info",
 			Help: "Configured backends: always 1, with the backend's region and type as labels.",
 		}, []string{"backend", "region", "type"}),
+		backendModel: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_backend_model_info",
+			Help: "The model version each backend last answered with (the response's model, or Gemini's modelVersion): 1 for the current one.",
+		}, []string{"backend", "model"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
-		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo,
+		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 	)
 	return m
 }
@@ -119,6 +124,9 @@ func (m *Metrics) Observe(e route.Event) {
 		m.failovers.WithLabelValues(e.Pool, e.From, e.To, string(e.Reason)).Inc()
 	case route.EventBodyError:
 		m.streamErrors.WithLabelValues(e.Backend.Name).Inc()
+	case route.EventModel:
+		m.backendModel.DeletePartialMatch(prometheus.Labels{"backend": e.Backend.Name})
+		m.backendModel.WithLabelValues(e.Backend.Name, e.Model).Set(1)
 	}
 }
 

@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // serveAPI answers one API call: read the body once (bounded), find the
 // pool, let the engine route it, and pass the response on.
-func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, op route.Operation, dep, keyName, id string) {
+func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, op route.Operation, format translate.Format, dep, keyName, id string) {
+	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
+		writeErrorAs(w, format, status, typ, code, msg)
+	}
 	start := time.Now()
 	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
 	defer func() { h.finish(lg, start) }()
@@ -48,6 +52,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		return
 	}
 	req, err := route.NewRequest(op, body, r.Header)
+	if err == nil {
+		req.Format = format
+	}
 	if err != nil {
 		lg.status = http.StatusBadRequest
 		writeError(w, lg.status, "invalid_request_error", "invalid_json", "switchover: "+err.Error())
@@ -78,6 +85,11 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 			lg.status, lg.err = 0, r.Context().Err()
 			return
 		}
+		if errors.Is(err, route.ErrBadBody) {
+			lg.status, lg.err = http.StatusBadRequest, err
+			writeError(w, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
+			return
+		}
 		lg.status = http.StatusBadGateway
 		lg.err = err
 		writeError(w, lg.status, "server_error", "bad_gateway", "switchover: "+err.Error())
@@ -95,6 +107,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		hdr[k] = vv
 	}
 	hdr.Set("X-Request-Id", id)
+	if h.TraceHeader && r.Header.Get(HeaderTrace) != "" {
+		hdr.Set(HeaderTrace, traceHeader(rep))
+	}
 	lg.status = resp.StatusCode
 	w.WriteHeader(resp.StatusCode)
 	lg.firstByte = time.Since(start)
@@ -112,12 +127,15 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	}
 	lg.err = err
 	var be *route.BodyError
+	if stream && errors.As(err, &be) && be.Reported {
+		return // the backend's own error event, translated, has ended the stream
+	}
 	if stream && errors.As(err, &be) {
 		// The stream broke after bytes reached the client: failover is no
 		// longer possible. End with an error the SDKs surface, and a clean
 		// end of the response, never a silent truncation.
 		msg := fmt.Sprintf("switchover: the stream from backend %s failed mid-way (%s); the response is incomplete", be.Backend, be.Reason)
-		w.Write(streamErrorEvent(msg, "upstream_stream_error"))
+		w.Write(streamErrorEvent(format, msg, "upstream_stream_error"))
 		http.NewResponseController(w).Flush()
 		return
 	}
@@ -247,6 +265,37 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		attrs = append(attrs, slog.String("error", l.err.Error()))
 	}
 	lg.LogAttrs(context.Background(), level, "request", attrs...)
+}
+
+// HeaderTrace is the opt-in per-attempt trace: a caller that sends it (any
+// value) gets it back listing each attempt's backend, status, reason and
+// latency, so it can see why a request took 1.8 s.
+const HeaderTrace = "X-Switchover-Trace"
+
+// traceHeader renders a report as the trace header:
+// "aoai-weu;status=429;reason=rate_limited;ms=605, aoai-sec;status=200;ms=1218".
+func traceHeader(rep *route.Report) string {
+	var b strings.Builder
+	for i, a := range rep.Attempts {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(a.Backend)
+		if a.Status != 0 {
+			b.WriteString(";status=" + strconv.Itoa(a.Status))
+		}
+		if a.Reason != "" {
+			b.WriteString(";reason=" + string(a.Reason))
+		}
+		b.WriteString(";ms=" + strconv.FormatInt(a.Duration.Milliseconds(), 10))
+	}
+	for _, s := range rep.Skipped {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s.Backend + ";skipped")
+	}
+	return b.String()
 }
 
 // describeAttempts renders attempts compactly:

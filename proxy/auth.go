@@ -20,7 +20,8 @@ func NewKey(name, secret string) Key {
 }
 
 // presentedKey returns the key a caller sent: "Authorization: Bearer KEY"
-// (OpenAI SDKs) or "api-key: KEY" (Azure OpenAI SDKs).
+// (OpenAI SDKs), "api-key: KEY" (Azure OpenAI SDKs) or "x-api-key: KEY"
+// (Anthropic SDKs).
 func presentedKey(r *http.Request) (string, bool) {
 	if v := r.Header.Get("Authorization"); v != "" {
 		scheme, key, ok := strings.Cut(v, " ")
@@ -29,6 +30,9 @@ func presentedKey(r *http.Request) (string, bool) {
 		}
 	}
 	if v := r.Header.Get("Api-Key"); v != "" {
+		return v, true
+	}
+	if v := r.Header.Get("X-Api-Key"); v != "" {
 		return v, true
 	}
 	return "", false

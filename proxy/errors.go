@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // apiError is the OpenAI error body: {"error":{"message","type","param","code"}}.
@@ -17,9 +19,18 @@ type apiError struct {
 // writeError answers with an OpenAI-style error. The message must never
 // contain a secret.
 func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
+	writeErrorAs(w, translate.OpenAI, status, typ, code, msg)
+}
+
+// writeErrorAs answers with an error in the client's format: OpenAI's, or
+// Anthropic's for /v1/messages.
+func writeErrorAs(w http.ResponseWriter, f translate.Format, status int, typ, code, msg string) {
 	body, _ := json.Marshal(struct {
 		Error apiError `json:"error"`
 	}{apiError{Message: msg, Type: typ, Code: code}})
+	if f == translate.Anthropic {
+		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -28,9 +39,14 @@ func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
 }
 
 // streamErrorEvent is the SSE event sent when a stream breaks after its
-// first bytes reached the client. OpenAI's SDKs turn a data event with an
-// "error" member into an error for the caller.
-func streamErrorEvent(msg, code string) []byte {
+// first bytes reached the client, in the client's format. OpenAI's SDKs
+// turn a data event with an "error" member into an error for the caller;
+// Anthropic's SDKs an "error" event.
+func streamErrorEvent(f translate.Format, msg, code string) []byte {
+	if f == translate.Anthropic {
+		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": msg}})
+		return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+	}
 	b, _ := json.Marshal(struct {
 		Error apiError `json:"error"`
 	}{apiError{Message: msg, Type: "server_error", Code: code}})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // Routes is what the handler serves: pools by model name, and the keys
@@ -53,6 +54,8 @@ type Handler struct {
 	// Ready reports readiness for GET /readyz. Nil means ready when every
 	// pool has a backend whose breaker lets calls through.
 	Ready func() error
+	// TraceHeader enables the opt-in X-Switchover-Trace response header.
+	TraceHeader bool
 	// BodyReadTimeout bounds reading a request body, so a slow client
 	// cannot hold a connection. It is set per request and cleared once the
 	// body is read: http.Server's ReadTimeout would instead cancel
@@ -115,21 +118,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
 		return
 	}
+	format := translate.OpenAI
+	if op == route.Messages {
+		format = translate.Anthropic
+	}
 	want := http.MethodPost
 	if kind == pathModels {
 		want = http.MethodGet
 	}
 	if r.Method != want {
 		w.Header().Set("Allow", want)
-		writeError(w, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
+		writeErrorAs(w, format, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
 		return
 	}
 	keyName := ""
 	if len(rt.Keys) > 0 {
 		name, ok := authenticate(rt.Keys, r)
 		if !ok {
-			writeError(w, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\" or \"api-key: KEY\"")
+			writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
+				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
 			return
 		}
 		keyName = name
@@ -138,7 +145,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveModels(w, rt, modelID)
 		return
 	}
-	h.serveAPI(w, r, rt, op, dep, keyName, id)
+	h.serveAPI(w, r, rt, op, format, dep, keyName, id)
 }
 
 type pathKind uint8
@@ -170,6 +177,9 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 		rest = strings.TrimSuffix(rest, "/")
 		if o := route.Operation(rest); isOp(o) {
 			return pathAPI, o, "", ""
+		}
+		if rest == "messages" && prefix == "/v1/" {
+			return pathAPI, route.Messages, "", ""
 		}
 		if rest == "models" {
 			return pathModels, "", "", ""

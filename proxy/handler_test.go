@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 func TestClassify(t *testing.T) {
@@ -33,6 +34,9 @@ func TestClassify(t *testing.T) {
 		{"/openai/deployments//chat/completions", pathUnknown, "", "", ""},
 		{"/openai/deployments/x/images", pathUnknown, "", "", ""},
 		{"/openai/other", pathUnknown, "", "", ""},
+		{"/v1/messages", pathAPI, route.Messages, "", ""},
+		{"/v1/messages/count_tokens", pathUnknown, "", "", ""},
+		{"/openai/v1/messages", pathUnknown, "", "", ""},
 		{"/", pathUnknown, "", "", ""},
 	}
 	for _, tc := range tests {
@@ -91,7 +95,7 @@ func TestCopyBodyTerminatesPartialEvent(t *testing.T) {
 }
 
 func TestStreamErrorEventIsOneEvent(t *testing.T) {
-	ev := string(streamErrorEvent(`quote " and newline`+"\n", "c"))
+	ev := string(streamErrorEvent(translate.OpenAI, `quote " and newline`+"\n", "c"))
 	if !strings.HasPrefix(ev, "data: {\"error\":") || !strings.HasSuffix(ev, "}\n\n") || strings.Count(ev, "\n") != 2 {
 		t.Fatalf("event %q", ev)
 	}

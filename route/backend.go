@@ -3,6 +3,7 @@ package route
 import (
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -44,6 +45,17 @@ type Backend struct {
 	// IdleTimeout bounds the gap between two reads of a response body, so a
 	// stream that stalls mid-way ends instead of hanging. Zero means none.
 	IdleTimeout time.Duration
+
+	model atomic.Pointer[string] // the model version it last answered with
+}
+
+// Model returns the model version the backend last answered with (the
+// response's "model", or Gemini's "modelVersion"), "" before any answer.
+func (b *Backend) Model() string {
+	if m := b.model.Load(); m != nil {
+		return *m
+	}
+	return ""
 }
 
 func (b *Backend) firstByteTimeout(stream bool) time.Duration {

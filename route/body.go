@@ -2,13 +2,19 @@ package route
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/translate"
 )
+
+// prefixSize is how much of a response is kept to find the model version
+// it names, which OpenAI, Azure and Anthropic put near the start.
+const prefixSize = 2 << 10
 
 // BodyError is returned by a response body that failed after its headers
 // were returned: a stream that broke, stalled or timed out mid-way.
@@ -16,6 +22,9 @@ type BodyError struct {
 	Backend string
 	Reason  Reason
 	Err     error
+	// Reported is true when the client has already been told in-band: the
+	// backend's own error event, translated, is in the stream.
+	Reported bool
 }
 
 func (e *BodyError) Error() string {
@@ -39,7 +48,12 @@ type body struct {
 	actx    context.Context // the attempt's
 	idle    time.Duration
 	onError func(error)
+	// onModel, if set, gets the first bytes of a body that ended cleanly,
+	// to read the model version the backend answered with.
+	onModel func(prefix []byte)
 	backend string
+
+	prefix []byte // up to prefixSize bytes from the start of the body
 
 	idleTimer *time.Timer // set by newBody when idle > 0
 	once      sync.Once
@@ -58,11 +72,17 @@ func (b *body) Read(p []byte) (int, error) {
 		b.idleTimer.Reset(b.idle)
 	}
 	n, err := b.r.Read(p)
+	if b.onModel != nil && len(b.prefix) < prefixSize && n > 0 {
+		b.prefix = append(b.prefix, p[:min(n, prefixSize-len(b.prefix))]...)
+	}
 	if err == nil {
 		return n, nil
 	}
 	if err == io.EOF {
 		b.finish(breaker.Outcome{Result: breaker.Success}, nil)
+		if b.onModel != nil {
+			b.onModel(b.prefix)
+		}
 		return n, err
 	}
 	reason := errReason(b.cctx, b.actx, err)
@@ -93,4 +113,32 @@ func (b *body) finish(o breaker.Outcome, err error) {
 			b.onError(err)
 		}
 	})
+}
+
+// translatedBody is a response body translated from the backend's format
+// to the client's. A stream that the backend ended with its own error
+// event, or cut short without finishing its answer, is the backend's
+// failure, although the connection ended cleanly.
+type translatedBody struct {
+	io.ReadCloser
+	raw *body
+}
+
+func (t *translatedBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if err == nil || err == io.EOF {
+		return n, err
+	}
+	var be *BodyError
+	if errors.As(err, &be) {
+		return n, err // the raw body failed and has told the breaker
+	}
+	var se *translate.StreamError
+	reported := errors.As(err, &se)
+	if !reported && !errors.Is(err, translate.ErrTruncated) {
+		return n, err
+	}
+	berr := &BodyError{Backend: t.raw.backend, Reason: ReasonStreamError, Err: err, Reported: reported}
+	t.raw.finish(breaker.Outcome{Result: breaker.Failure, Cause: "stream error"}, berr)
+	return n, berr
 }

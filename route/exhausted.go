@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // exhausted builds the response for a request that no backend answered:
@@ -17,7 +19,7 @@ import (
 // lists each attempt, and a Retry-After of the soonest time a backend will
 // take traffic again. lastHeader is the last failed response's header, if
 // any: its x-ratelimit-* headers are passed on.
-func (p *Pool) exhausted(rep *Report, lastHeader http.Header) *http.Response {
+func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.Response {
 	now := p.now()
 	status, code := http.StatusServiceUnavailable, "no_backend_available"
 	msg := fmt.Sprintf("switchover: no backend of pool %q is available", p.Name)
@@ -37,6 +39,9 @@ func (p *Pool) exhausted(rep *Report, lastHeader http.Header) *http.Response {
 			parts = append(parts, a.Backend+": "+a.describe())
 		}
 		msg = fmt.Sprintf("switchover: every attempt for pool %q failed (%s)", p.Name, strings.Join(parts, "; "))
+	}
+	if len(rep.Skipped) > 0 {
+		msg += "; " + skipped(rep)
 	}
 	wait := p.retryAfter(rep, now)
 
@@ -63,6 +68,9 @@ func (p *Pool) exhausted(rep *Report, lastHeader http.Header) *http.Response {
 		e.Error.Attempts = append(e.Error.Attempts, attempt{a.Backend, a.Region, a.Status, a.Reason, a.Message, a.Duration.Milliseconds()})
 	}
 	body, _ := json.Marshal(e)
+	if r.format() == translate.Anthropic {
+		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
+	}
 
 	h := http.Header{}
 	for k, vv := range lastHeader {
@@ -75,6 +83,41 @@ func (p *Pool) exhausted(rep *Report, lastHeader http.Header) *http.Response {
 	h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
 	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
 	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
+	return newResponse(status, h, body)
+}
+
+// unsupported is the answer when no member of the pool can honour the
+// request: 400, saying what each one lacks.
+func (p *Pool) unsupported(r *Request, rep *Report) *http.Response {
+	msg := fmt.Sprintf("switchover: no backend of pool %q can honour this request: %s", p.Name, skipped(rep))
+	var e struct {
+		Error struct {
+			Message string  `json:"message"`
+			Type    string  `json:"type"`
+			Param   *string `json:"param"`
+			Code    string  `json:"code"`
+		} `json:"error"`
+	}
+	e.Error.Message, e.Error.Type, e.Error.Code = msg, "invalid_request_error", "unsupported_by_backends"
+	body, _ := json.Marshal(e)
+	if r.format() == translate.Anthropic {
+		body = translate.ErrorToAnthropic(translate.OpenAI, http.StatusBadRequest, body)
+	}
+	h := http.Header{"Content-Type": {"application/json"}}
+	h.Set(HeaderAttempts, "0")
+	h.Set(HeaderFailover, "false")
+	return newResponse(http.StatusBadRequest, h, body)
+}
+
+func skipped(rep *Report) string {
+	parts := make([]string, len(rep.Skipped))
+	for i, s := range rep.Skipped {
+		parts[i] = s.Backend + ": " + s.Reason
+	}
+	return "skipped " + strings.Join(parts, "; ")
+}
+
+func newResponse(status int, h http.Header, body []byte) *http.Response {
 	return &http.Response{
 		Status:        fmt.Sprintf("%d %s", status, http.StatusText(status)),
 		StatusCode:    status,

@@ -15,6 +15,9 @@ const (
 	// EventBodyError: a response body failed after its headers were
 	// passed on (a stream that broke mid-way).
 	EventBodyError
+	// EventModel: a backend answered with a model version other than the
+	// one it answered with before (or its first).
+	EventModel
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -31,6 +34,8 @@ type Event struct {
 	Reason   Reason
 	// Err is set for EventBodyError.
 	Err error
+	// Model is set for EventModel.
+	Model string
 }
 
 // Observer receives engine events, for metrics and logs. Observe is called
@@ -39,6 +44,12 @@ type Event struct {
 type Observer interface {
 	Observe(Event)
 }
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// Observe implements Observer.
+func (f ObserverFunc) Observe(e Event) { f(e) }
 
 // Attempt is one upstream call made for a request.
 type Attempt struct {
@@ -76,4 +87,13 @@ type Report struct {
 	// FailoverFrom and FailoverReason say what was failed over from.
 	FailoverFrom   string
 	FailoverReason Reason
+	// Skipped lists members passed over because they cannot honour the
+	// request (a feature their provider lacks).
+	Skipped []Skip
+}
+
+// Skip is a member passed over for a request, and why.
+type Skip struct {
+	Backend string
+	Reason  string
 }

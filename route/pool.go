@@ -2,10 +2,12 @@ package route
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // Response headers the engine sets on every response it returns.
@@ -29,6 +31,9 @@ type Member struct {
 	// Model is the model or deployment name to ask this backend for. Empty
 	// means the name the client used.
 	Model string
+	// MaxTokens is the max_tokens sent to a backend that requires one
+	// (Anthropic) when the request sets none. Zero means 4096.
+	MaxTokens int
 }
 
 func (m *Member) priority() int { return max(m.Priority, 1) }
@@ -127,7 +132,18 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		if m == nil {
 			break
 		}
-		resp, a, err := p.try(ctx, r, m, done)
+		o, err := prepare(r, m)
+		if err != nil {
+			done(breaker.Outcome{Result: breaker.Ignore})
+			p.markTried(&tried, m.Backend)
+			var ue *translate.UnsupportedError
+			if errors.As(err, &ue) {
+				rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
+				continue
+			}
+			return nil, rep, err
+		}
+		resp, a, err := p.try(ctx, r, m, o, done)
 		rep.Attempts = append(rep.Attempts, a)
 		p.observe(Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 		if err != nil {
@@ -142,7 +158,10 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 			lastHeader = resp.Header
 		}
 	}
-	return p.exhausted(rep, lastHeader), rep, nil
+	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
+		return p.unsupported(r, rep), rep, nil
+	}
+	return p.exhausted(r, rep, lastHeader), rep, nil
 }
 
 // memberSet marks members by index.
@@ -262,4 +281,17 @@ func boolString(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// noteModel records the model version a backend answered with, and
+// reports a change.
+func (p *Pool) noteModel(b *Backend, model string) {
+	if model == "" {
+		return
+	}
+	if old := b.model.Load(); old != nil && *old == model {
+		return
+	}
+	b.model.Store(&model)
+	p.observe(Event{Kind: EventModel, Backend: b, Model: model})
 }

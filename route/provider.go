@@ -3,23 +3,56 @@ package route
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // Provider builds the upstream HTTP request of one attempt for a backend's
 // wire format and credentials.
 type Provider interface {
-	// NewRequest returns the request to send upstream for r, naming the
-	// backend's model or deployment model (never empty: the member's model,
-	// or the client's when the member renames nothing). Each call must
+	// Format is the wire format the backend speaks. The engine translates
+	// chat requests and responses between it and the client's format.
+	Format() translate.Format
+	// NewRequest returns the request to send upstream. Each call must
 	// return a request with its own body reader.
-	NewRequest(ctx context.Context, r *Request, model string) (*http.Request, error)
+	NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error)
 }
+
+// Outgoing is one attempt's request, already in the backend's format.
+type Outgoing struct {
+	// Op is the operation: ChatCompletions, Completions or Embeddings for
+	// OpenAI-format backends, Messages for Anthropic ones, ChatCompletions
+	// for Gemini ones.
+	Op Operation
+	// Body is the request body in the backend's format, with the model set
+	// where the format puts it in the body.
+	Body []byte
+	// Model is the backend's model or deployment name (never empty).
+	Model string
+	// Stream is true for a streaming request.
+	Stream bool
+	// Header holds the client's headers; providers forward the end-to-end
+	// ones and add their own credentials.
+	Header http.Header
+}
+
+// TokenSource supplies bearer tokens, such as Microsoft Entra ID tokens
+// for Azure OpenAI. Implementations cache and refresh tokens and must be
+// safe for concurrent use.
+type TokenSource interface {
+	Token(ctx context.Context) (string, error)
+}
+
+// ErrAuth wraps a failure to obtain a backend credential (a token).
+var ErrAuth = errors.New("switchover: backend credential unavailable")
 
 // OpenAI is a backend that speaks the OpenAI API with a Bearer key: OpenAI
 // itself or any OpenAI-compatible server. It is safe for concurrent use.
@@ -36,12 +69,15 @@ type OpenAI struct {
 
 var _ Provider = (*OpenAI)(nil)
 
+// Format implements Provider.
+func (p *OpenAI) Format() translate.Format { return translate.OpenAI }
+
 // NewRequest implements Provider.
-func (p *OpenAI) NewRequest(ctx context.Context, r *Request, model string) (*http.Request, error) {
+func (p *OpenAI) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
 	u := *p.BaseURL
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + string(r.Op)
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + string(o.Op)
 	u.RawPath = ""
-	req, err := newUpstream(ctx, &u, r, r.BodyFor(model), p.Header)
+	req, err := newUpstream(ctx, &u, o, p.Header)
 	if err != nil {
 		return nil, err
 	}
@@ -58,8 +94,11 @@ type Azure struct {
 	// Endpoint is the resource endpoint, such as
 	// https://aoai-weu-prod.openai.azure.com.
 	Endpoint *url.URL
-	// APIKey is sent in the api-key header.
+	// APIKey is sent in the api-key header when Token is nil.
 	APIKey string
+	// Token, if set, supplies Microsoft Entra ID tokens, sent as
+	// "Authorization: Bearer" instead of the api-key header.
+	Token TokenSource
 	// APIVersion is the api-version query value. "v1" selects the
 	// /openai/v1/ paths, which take no api-version.
 	APIVersion string
@@ -69,39 +108,134 @@ type Azure struct {
 
 var _ Provider = (*Azure)(nil)
 
+// Format implements Provider.
+func (p *Azure) Format() translate.Format { return translate.OpenAI }
+
+// ignoresBodyModel reports that the deployment in the path, not the
+// body's model, picks the model, so the body need not be rewritten.
+func (p *Azure) ignoresBodyModel() bool { return p.APIVersion != "v1" }
+
 // NewRequest implements Provider.
-func (p *Azure) NewRequest(ctx context.Context, r *Request, model string) (*http.Request, error) {
+func (p *Azure) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
 	u := *p.Endpoint
 	base := strings.TrimSuffix(u.Path, "/")
-	body := r.Body
 	if p.APIVersion == "v1" {
-		u.Path = base + "/openai/v1/" + string(r.Op)
+		u.Path = base + "/openai/v1/" + string(o.Op)
 		u.RawQuery = ""
-		body = r.BodyFor(model)
 	} else {
-		u.Path = base + "/openai/deployments/" + model + "/" + string(r.Op)
-		u.RawPath = base + "/openai/deployments/" + url.PathEscape(model) + "/" + string(r.Op)
+		u.Path = base + "/openai/deployments/" + o.Model + "/" + string(o.Op)
+		u.RawPath = base + "/openai/deployments/" + url.PathEscape(o.Model) + "/" + string(o.Op)
 		u.RawQuery = "api-version=" + url.QueryEscape(p.APIVersion)
 	}
-	req, err := newUpstream(ctx, &u, r, body, p.Header)
+	req, err := newUpstream(ctx, &u, o, p.Header)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case p.Token != nil:
+		tok, err := p.Token.Token(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrAuth, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	case p.APIKey != "":
+		req.Header.Set("Api-Key", p.APIKey)
+	}
+	return req, nil
+}
+
+// Anthropic is the Anthropic Messages API. It is safe for concurrent use.
+type Anthropic struct {
+	// BaseURL is the API root, such as https://api.anthropic.com; the
+	// gateway appends /v1/messages.
+	BaseURL *url.URL
+	// APIKey is sent in the x-api-key header.
+	APIKey string
+	// Version is the anthropic-version header. Default "2023-06-01".
+	Version string
+	// Header is added to every request (for example anthropic-beta).
+	Header http.Header
+}
+
+var _ Provider = (*Anthropic)(nil)
+
+// Format implements Provider.
+func (p *Anthropic) Format() translate.Format { return translate.Anthropic }
+
+// NewRequest implements Provider.
+func (p *Anthropic) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
+	u := *p.BaseURL
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/messages"
+	u.RawPath = ""
+	req, err := newUpstream(ctx, &u, o, p.Header)
+	if err != nil {
+		return nil, err
+	}
+	v := p.Version
+	if v == "" {
+		v = "2023-06-01"
+	}
+	req.Header.Set("Anthropic-Version", v)
+	if p.APIKey != "" {
+		req.Header.Set("X-Api-Key", p.APIKey)
+	}
+	return req, nil
+}
+
+// Gemini is Google's Generative Language API (generateContent and
+// streamGenerateContent). It is safe for concurrent use.
+type Gemini struct {
+	// BaseURL is the API root, such as
+	// https://generativelanguage.googleapis.com.
+	BaseURL *url.URL
+	// APIKey is sent in the x-goog-api-key header.
+	APIKey string
+	// APIVersion is the path version. Default "v1beta".
+	APIVersion string
+	// Header is added to every request.
+	Header http.Header
+}
+
+var _ Provider = (*Gemini)(nil)
+
+// Format implements Provider.
+func (p *Gemini) Format() translate.Format { return translate.Gemini }
+
+// NewRequest implements Provider.
+func (p *Gemini) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
+	u := *p.BaseURL
+	v := p.APIVersion
+	if v == "" {
+		v = "v1beta"
+	}
+	method := ":generateContent"
+	u.RawQuery = ""
+	if o.Stream {
+		method = ":streamGenerateContent"
+		u.RawQuery = "alt=sse"
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + v + "/models/" + o.Model + method
+	u.RawPath = ""
+	req, err := newUpstream(ctx, &u, o, p.Header)
 	if err != nil {
 		return nil, err
 	}
 	if p.APIKey != "" {
-		req.Header.Set("Api-Key", p.APIKey)
+		req.Header.Set("X-Goog-Api-Key", p.APIKey)
 	}
 	return req, nil
 }
 
 // newUpstream builds a POST with the client's forwardable headers, extra
 // headers and its own reader over body.
-func newUpstream(ctx context.Context, u *url.URL, r *Request, body []byte, extra http.Header) (*http.Request, error) {
+func newUpstream(ctx context.Context, u *url.URL, o *Outgoing, extra http.Header) (*http.Request, error) {
+	body := o.Body
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	copyForwardable(req.Header, r.Header)
+	copyForwardable(req.Header, o.Header)
 	for k, vv := range extra {
 		req.Header[k] = append([]string(nil), vv...)
 	}
@@ -129,7 +263,12 @@ var notForwarded = map[string]bool{
 	"Content-Length":      true,
 	"Authorization":       true,
 	"Api-Key":             true,
+	"X-Api-Key":           true,
+	"X-Goog-Api-Key":      true,
 	"Cookie":              true,
+	// The client's own protocol headers: each provider sets its own.
+	"Anthropic-Version": true,
+	"Accept-Encoding":   true,
 }
 
 func copyForwardable(dst, src http.Header) {

@@ -35,6 +35,15 @@ const (
 	// ReasonConnection: the connection failed after it was made (reset,
 	// closed before a response).
 	ReasonConnection Reason = "connection_error"
+	// ReasonAuth: no credential could be had for the backend (an Entra ID
+	// token request failed).
+	ReasonAuth Reason = "auth_error"
+	// ReasonInvalidResponse: a success whose body could not be read or
+	// translated.
+	ReasonInvalidResponse Reason = "invalid_response"
+	// ReasonStreamError: a translated stream ended with the backend's own
+	// error event, or before its answer was complete.
+	ReasonStreamError Reason = "stream_error"
 	// ReasonCanceled: the client went away. Never the backend's fault.
 	ReasonCanceled Reason = "client_canceled"
 	// ReasonUnavailable: the backend was skipped because its breaker was

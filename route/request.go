@@ -1,21 +1,30 @@
 package route
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // Operation is an OpenAI API operation that a pool can route, named by the
 // last segments of its path.
 type Operation string
 
-// The operations backends of the OpenAI wire format serve.
+// The operations the engine routes. Messages is Anthropic's chat
+// operation (POST /v1/messages); it and ChatCompletions are the chat
+// operations, which can be translated between providers.
 const (
 	ChatCompletions Operation = "chat/completions"
 	Completions     Operation = "completions"
 	Embeddings      Operation = "embeddings"
+	Messages        Operation = "messages"
 )
+
+// IsChat reports whether op is a chat operation.
+func (op Operation) IsChat() bool { return op == ChatCompletions || op == Messages }
 
 // OperationFromPath finds the operation a request path ends with, such as
 // /v1/chat/completions or /openai/deployments/x/embeddings.
@@ -45,9 +54,16 @@ type Request struct {
 	Model string
 	// Stream is the body's "stream" flag.
 	Stream bool
+	// Format is the wire format of Body and of the response the client
+	// expects: translate.OpenAI (the default, for the zero value too) or
+	// translate.Anthropic (POST /v1/messages).
+	Format translate.Format
 
 	modelSpan span   // where "model" sits in Body; empty when absent
 	bodyModel string // the model named in Body
+
+	canon        []byte // the body as an OpenAI chat request, once built
+	includeUsage bool   // canon asks for a usage chunk
 }
 
 // NewRequest reads the routing fields (model, stream) of a JSON body without
@@ -74,6 +90,39 @@ func (r *Request) BodyFor(model string) []byte {
 		return r.Body
 	}
 	return withModel(r.Body, r.modelSpan, model)
+}
+
+// format is r's format, OpenAI when unset.
+func (r *Request) format() translate.Format {
+	if r.Format == "" {
+		return translate.OpenAI
+	}
+	return r.Format
+}
+
+// canonical returns the body as an OpenAI chat completions request,
+// translating it once when the client spoke another format.
+func (r *Request) canonical() ([]byte, error) {
+	if r.canon != nil {
+		return r.canon, nil
+	}
+	body := r.Body
+	if r.format() == translate.Anthropic {
+		var err error
+		if body, err = translate.AnthropicRequestToOpenAI(r.Body); err != nil {
+			return nil, err
+		}
+	}
+	var opts struct {
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	if r.Stream {
+		json.Unmarshal(body, &opts)
+	}
+	r.canon, r.includeUsage = body, opts.StreamOptions.IncludeUsage
+	return body, nil
 }
 
 func (r *Request) String() string {

@@ -1,0 +1,154 @@
+// Package translate converts request, response, error and stream bodies
+// between the OpenAI Chat Completions wire format, which is the gateway's
+// canonical format, and the Anthropic Messages API and the Gemini API
+// (generateContent and streamGenerateContent?alt=sse of the Generative
+// Language API, v1beta).
+//
+// The package is pure: functions of bytes to bytes, no I/O besides the
+// io.Reader a stream is read from, no clock, no package-level state. Every
+// function is safe for concurrent use; a StreamConverter and the reader of
+// NewReader are not, being state machines for one stream.
+//
+// # Directions
+//
+// Requests go from the canonical format to a backend (OpenAIRequestToAnthropic,
+// OpenAIRequestToGemini), and from an Anthropic client to the canonical format
+// (AnthropicRequestToOpenAI). Responses, errors and streams go back the other
+// way; an Anthropic client served by a Gemini backend gets Gemini → OpenAI →
+// Anthropic through Chain.
+//
+// # What cannot be honoured
+//
+// A request converter never drops a feature the caller asked for: it returns
+// an *UnsupportedError, and the gateway tries another backend. Unknown
+// request members are refused the same way, so a parameter OpenAI adds later
+// is refused rather than ignored. Members that change nothing a backend could
+// do differently are ignored: model (Anthropic takes the one given, Gemini has
+// it in the URL), stream and stream_options (the converter's arguments decide
+// usage reporting), user (Anthropic metadata.user_id), metadata, store,
+// service_tier, prompt_cache_key and safety_identifier. Null counts as absent.
+//
+// Refused for both backends: logprobs, top_logprobs, a non-empty logit_bias,
+// audio output (audio, modalities other than text), input_audio parts, files
+// by file_id, legacy functions/function_call, tool types other than
+// function, tool_choice of type allowed_tools. Refused for Anthropic: n > 1,
+// a non-zero presence_penalty or frequency_penalty, seed, temperature above 1
+// (Anthropic's range is 0 to 1), response_format json_object or json_schema,
+// image types other than JPEG, PNG, GIF and WebP, files other than PDF.
+// Refused for Gemini: images by URL (only data: URLs), more than 5 stop
+// sequences, a seed beyond 32 bits, JSON Schema it cannot express (see
+// geminiSchema), and parallel_tool_calls: false when tools may be called,
+// because Gemini may answer with several calls at once and has no switch to
+// stop it. Gemini maps n (candidateCount), seed, presence_penalty and
+// frequency_penalty; some Gemini models answer 400 to the penalties.
+// Refused from Anthropic clients: top_k (OpenAI has none), extended thinking,
+// server tools, output_config, images in tool results, documents other than a
+// base64 PDF, and any other member not listed in anKnown.
+//
+// # Mapping decisions
+//
+// Messages. OpenAI system and developer messages, wherever they stand, become
+// Anthropic's top-level system (one text block per part, in order) or
+// Gemini's systemInstruction (one part each). Consecutive messages of the
+// same role are merged, since Anthropic requires user and assistant to
+// alternate and Gemini expects it; tool results are user turns for both, so
+// a tool result and the user text after it make one turn. Empty texts are
+// left out (Anthropic refuses empty text blocks). A message's name and an
+// image's detail have no equivalent and are ignored. A last assistant
+// message is sent as it is: Anthropic continues it (prefill), OpenAI and
+// Gemini answer after it.
+//
+// Tools. parameters are passed to Anthropic as input_schema unchanged; a
+// function without parameters gets {"type":"object","properties":{}}.
+// Gemini's parameters are converted to its Schema subset; an object schema
+// without properties is left out, Gemini refusing an empty OBJECT. strict is
+// ignored: the schema still reaches the model, but neither backend is asked
+// to guarantee it. tool_choice none/auto/required/function maps to Anthropic
+// none/auto/any/tool and Gemini NONE/AUTO/ANY/ANY with allowedFunctionNames;
+// without tools it is left out. parallel_tool_calls false becomes Anthropic's
+// disable_parallel_tool_use. Tool call arguments must be a JSON object ("" is
+// {}): Anthropic's input and Gemini's args are objects. Anthropic tool ids
+// allow only [a-zA-Z0-9_-]: other bytes become "_", the same way for the call
+// and its result. Gemini needs the function name of a tool result: it is
+// found from the id of the earlier call. A tool result is sent to Gemini as
+// the JSON object it is, or as {"output": text}.
+//
+// Gemini thought signatures. Gemini 3 refuses a history function call without
+// the thoughtSignature it was returned with, which an OpenAI client cannot
+// keep (and history may come from another model after a failover). A call
+// with extra_content.google.thought_signature (Google's own OpenAI
+// compatibility field) sends it back; otherwise the first call of each
+// assistant message carries the signature Gemini documents for calls it did
+// not make, "skip_thought_signature_validator". Responses do not carry
+// signatures out, so as not to put Gemini-only fields before clients and
+// other backends.
+//
+// JSON output. Gemini: json_object sets responseMimeType application/json;
+// json_schema also sets responseSchema, converted as geminiSchema describes,
+// with propertyOrdering in the declared order. Anthropic: refused (Anthropic's
+// newer output_config.format is model-dependent and not mapped).
+//
+// Limits. max_completion_tokens wins over max_tokens. Anthropic requires a
+// limit: AnthropicOptions.MaxTokens, or 4096. From Anthropic clients,
+// max_tokens becomes max_completion_tokens (newer OpenAI models refuse
+// max_tokens). top_p 1 is not sent to Anthropic, whose newer models refuse
+// temperature and top_p together; other values are.
+//
+// Stop sequences. A string or a list; empty strings are dropped. OpenAI does
+// not say which sequence matched, so "stop" becomes Anthropic end_turn with
+// a null stop_sequence.
+//
+// Finish reasons. Anthropic end_turn, stop_sequence and pause_turn are
+// "stop", max_tokens and model_context_window_exceeded "length", tool_use
+// "tool_calls", refusal "content_filter". Gemini STOP is "stop", or
+// "tool_calls" when the candidate called functions; MAX_TOKENS is "length";
+// SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII and the image
+// variants are "content_filter"; anything else (OTHER, LANGUAGE,
+// MALFORMED_FUNCTION_CALL, …) is "stop". A prompt Gemini blocked is one empty
+// choice ending in "content_filter". Back to Anthropic: length is max_tokens,
+// tool_calls (or stop with tool calls) tool_use, content_filter or a refusal
+// refusal, else end_turn.
+//
+// Usage. OpenAI prompt_tokens counts cached tokens where Anthropic
+// input_tokens does not: prompt_tokens = input_tokens +
+// cache_creation_input_tokens + cache_read_input_tokens, and cache reads are
+// prompt_tokens_details.cached_tokens; back to Anthropic, cached tokens are
+// cache_read_input_tokens and the rest input_tokens. Gemini
+// promptTokenCount is prompt_tokens, candidatesTokenCount plus
+// thoughtsTokenCount is completion_tokens (thoughts as reasoning_tokens), and
+// totalTokenCount total_tokens; cachedContentTokenCount is cached_tokens.
+//
+// Ids and times. Output is deterministic for golden tests: "created" is
+// always 0. Completion ids are "chatcmpl-" + the Anthropic message id, or +
+// Gemini's responseId ("chatcmpl-gemini" without one); Anthropic message ids
+// are the completion id with "chatcmpl-" replaced by "msg_" (or just removed
+// before "msg_"). Gemini calls get "call_" + a digest of the response id,
+// the candidate, the call's position and the call itself. Anthropic tool ids
+// pass through as OpenAI tool call ids, and back.
+//
+// Content left out of responses. Anthropic thinking blocks and Gemini
+// thought parts (the model's reasoning, which OpenAI's chat format has no
+// place for), Gemini inline data in answers and any block type not listed
+// here. From Anthropic clients, thinking blocks in earlier assistant turns
+// are left out of the history: another model cannot use them. A tool_result
+// with is_error becomes a tool message whose text starts with "Error: ".
+//
+// # Errors
+//
+// ErrorToOpenAI and ErrorToAnthropic never fail: a body that is not the
+// provider's error shape becomes an error of a type chosen by HTTP status,
+// keeping the body's text as message. ErrorCode, RetryDelay and ModelOf read
+// possibly truncated prefixes, token by token, so they can classify the
+// start of a body the gateway has not read to its end.
+//
+// # Streams
+//
+// NewReader parses server-sent events and converts each as soon as its blank
+// line arrives. A source error is returned after what was already
+// converted, without End; so is an error event inside the source stream,
+// converted to the output format and returned as a *StreamError. A source
+// that ends cleanly before its response is complete (no Anthropic
+// message_stop or stop_reason, no OpenAI finish_reason or [DONE], a Gemini
+// candidate without finishReason) ends with ErrTruncated, without End, so
+// that a cut-off answer is never closed as if whole.
+package translate
