@@ -88,7 +88,7 @@ func startProviders(t *testing.T, order []string, edit func(*sim.Deployment), ex
 	for _, d := range simProviders {
 		y.WriteString(backendYAML(d, eps[d.Name]))
 	}
-	y.WriteString("pools:\n  - name: chat-prod\n    aliases: [claude-sonnet-4-5]\n    retry: {attempts: 3}\n    members:\n")
+	y.WriteString("pools:\n  - name: chat-prod\n    aliases: [claude-sonnet-4-5]\n    retry: {attempts: 5}\n    members:\n")
 	for i, name := range order {
 		for _, d := range deps {
 			if d.Name == name {
@@ -592,5 +592,47 @@ func TestTranslatedStreamBreakingMidWay(t *testing.T) {
 	}
 	if v := metric(t, e.gw, "switchover_upstream_stream_errors_total", "backend", "claude"); v != 1 {
 		t.Fatalf("stream errors %v", v)
+	}
+}
+
+// TestOnePoolOfEveryProvider is the whole chain: Azure, OpenAI, Anthropic,
+// Gemini and a local OpenAI-compatible server in one pool; each of the
+// first four fails with its own kind of error, and the request is answered
+// by the last, plain, streamed and with a tool call.
+func TestOnePoolOfEveryProvider(t *testing.T) {
+	e := startProviders(t, []string{"aoai-weu", "openai", "claude", "gemini", "local"}, nil, "")
+	e.fault(t, "aoai-weu", "down")
+	e.fault(t, "openai", "error500")
+	e.fault(t, "claude", "overloaded")
+	e.fault(t, "gemini", "down")
+	c := e.openai()
+	var raw *http.Response
+	p := openai.ChatCompletionNewParams{Model: "chat-prod", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Weather in Oslo?")},
+		Tools: []openai.ChatCompletionToolUnionParam{weatherTool}}
+	resp, err := c.Chat.Completions.New(t.Context(), p, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get("X-Switchover-Backend") != "local" || raw.Header.Get("X-Switchover-Attempts") != "5" {
+		t.Fatalf("headers %v", raw.Header)
+	}
+	checkToolCall(t, resp.Choices[0].Message, resp.Choices[0].FinishReason)
+	for _, want := range []string{"aoai-weu=503 server_error", "openai=500 server_error", "claude=529 server_error", "gemini=503 server_error", "local=200"} {
+		if !strings.Contains(e.logs.String(), want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+	// Now Gemini recovers: the stream comes from it, translated.
+	e.fault(t, "gemini", "none")
+	stream := c.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{Model: "chat-prod", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}, option.WithResponseInto(&raw))
+	var acc openai.ChatCompletionAccumulator
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	if err := stream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get("X-Switchover-Backend") != "gemini" || acc.Choices[0].Message.Content == "" {
+		t.Fatalf("stream from %s: %q", raw.Header.Get("X-Switchover-Backend"), acc.Choices[0].Message.Content)
 	}
 }
