@@ -323,6 +323,22 @@ func (b *Breaker) Force(to State, until time.Time, cause string) {
 	b.emit(ev)
 }
 
+// Restore sets the breaker to a state taken from another breaker (a
+// configuration reload replacing a backend whose identity did not change),
+// without a transition event. An open state is restored with its Until;
+// anything else restores as closed (the count of failures starts over).
+func (b *Breaker) Restore(s Snapshot) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.gen++
+	b.fails, b.head, b.probing, b.noProbe = b.fails[:0], 0, false, false
+	if s.State == Open {
+		b.state, b.until = Open, s.Until
+		return
+	}
+	b.state, b.until = Closed, time.Time{}
+}
+
 func (b *Breaker) record(gen uint64, o Outcome) {
 	now := b.s.Clock.Now()
 	var ev *Transition

@@ -5,6 +5,7 @@ package config
 
 import (
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,99 @@ type Config struct {
 	BackendDefaults BackendDefaults `yaml:"backend_defaults"`
 	Backends        []Backend       `yaml:"backends"`
 	Pools           []Pool          `yaml:"pools"`
+	// Admin is the admin API. Off unless set.
+	Admin *Admin `yaml:"admin"`
+	// Reload configures reloading the file while running.
+	Reload Reload `yaml:"reload"`
+	// Notifications tell people when a pool's traffic moved.
+	Notifications Notifications `yaml:"notifications"`
+	// Tracing exports OpenTelemetry spans. Off unless an endpoint is set.
+	Tracing Tracing `yaml:"tracing"`
+}
+
+// Admin configures the admin API, on a listener of its own.
+type Admin struct {
+	// Listen is its address. Default 127.0.0.1:9090. A non-loopback
+	// address needs a key.
+	Listen string `yaml:"listen"`
+	// Key is sent as "Authorization: Bearer". Required unless Listen is
+	// loopback. Never logged.
+	Key Secret `yaml:"key"`
+}
+
+// Reload configures configuration reloads. SIGHUP always reloads.
+type Reload struct {
+	// Watch reloads when the file's content changes. Default true.
+	Watch *bool `yaml:"watch"`
+	// Interval is how often the file is checked. Default 5s.
+	Interval Duration `yaml:"interval"`
+}
+
+// Notifications configures notifications of active-backend changes.
+type Notifications struct {
+	// FlapWindow collapses A->B->A within it into one "flapping" message.
+	// Default 2m.
+	FlapWindow Duration `yaml:"flap_window"`
+	// Storm is the default failover-storm threshold of every pool.
+	Storm Storm `yaml:"storm"`
+	// Timeout bounds one delivery attempt. Default 5s.
+	Timeout Duration `yaml:"timeout"`
+	// Attempts bounds deliveries of one notification to one sink.
+	// Default 3.
+	Attempts int           `yaml:"attempts"`
+	Webhooks []WebhookSink `yaml:"webhooks"`
+	Slack    []URLSink     `yaml:"slack"`
+	Teams    []URLSink     `yaml:"teams"`
+	Exec     []ExecSink    `yaml:"exec"`
+}
+
+// Storm is a failover-storm threshold: more than Failovers failovers in a
+// pool within Window send one "storm" notification (seed 000 pages the
+// on-call at more than 50 in 5 minutes).
+type Storm struct {
+	// Failovers is the threshold. Default 50; 0 in a pool means the
+	// default.
+	Failovers int `yaml:"failovers"`
+	// Window is the sliding window. Default 5m.
+	Window Duration `yaml:"window"`
+}
+
+// WebhookSink posts notifications as JSON.
+type WebhookSink struct {
+	URL Secret `yaml:"url"`
+	// Secret signs each body (X-Switchover-Signature: sha256=HMAC of
+	// timestamp.body). Optional. Never logged.
+	Secret  Secret            `yaml:"secret"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+// URLSink is an incoming-webhook URL (Slack, Microsoft Teams). The URL
+// holds a token: it is never logged.
+type URLSink struct {
+	URL Secret `yaml:"url"`
+}
+
+// ExecSink runs a command per notification (argv, no shell).
+type ExecSink struct {
+	Command []string `yaml:"command"`
+	// Timeout kills the command. Default 10s.
+	Timeout Duration `yaml:"timeout"`
+}
+
+// Tracing configures OpenTelemetry tracing.
+type Tracing struct {
+	// Endpoint is the OTLP/HTTP traces endpoint, such as
+	// http://127.0.0.1:4318 (the /v1/traces path is added). Empty turns
+	// tracing off.
+	Endpoint string `yaml:"endpoint"`
+	// Headers are sent with every export (for example an API key).
+	Headers map[string]Secret `yaml:"headers"`
+	// SampleRatio is the share of new traces kept; a caller's sampled
+	// trace is always followed. Default 1.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	// ServiceName is the service.name resource attribute. Default
+	// switchover.
+	ServiceName string `yaml:"service_name"`
 }
 
 // Log configures the log.
@@ -109,6 +203,33 @@ type Timeouts struct {
 type BackendDefaults struct {
 	Timeouts `yaml:",inline"`
 	Breaker  Breaker `yaml:"breaker"`
+	Probe    *Probe  `yaml:"probe"`
+}
+
+// Probe is a backend's active health probe: a cheap call on a fixed
+// interval, so a dead fallback is known before it is needed (seed 004).
+type Probe struct {
+	// Interval between probes. Default 30s; at least 10s, so a probe
+	// costs at most 6 requests a minute.
+	Interval Duration `yaml:"interval"`
+	// Timeout of one probe. Default 10s; at most the interval.
+	Timeout Duration `yaml:"timeout"`
+	// Kind is "chat" (a one-token chat completion through the backend's
+	// own format: the real path, a few tokens of quota each) or "models"
+	// (list models: no quota, but it says less). Default chat.
+	Kind string `yaml:"kind"`
+	// Failures in a row that mark the backend unavailable (its breaker
+	// forced open) when MarkUnavailable. Default 2.
+	Failures int `yaml:"failures"`
+	// MarkUnavailable opens the breaker after Failures failed probes, so
+	// users never meet the dead backend. Default true.
+	MarkUnavailable *bool `yaml:"mark_unavailable"`
+	// EndTrip closes a breaker that traffic opened as soon as a probe
+	// passes, instead of waiting for the trip to end. Default false. (A
+	// breaker the probe itself opened always closes on a passing probe.)
+	EndTrip bool `yaml:"end_trip"`
+	// Disabled turns an inherited probe off for this backend.
+	Disabled bool `yaml:"disabled"`
 }
 
 // Backend is one upstream deployment.
@@ -146,8 +267,25 @@ type Backend struct {
 	Headers  map[string]string `yaml:"headers"`
 	Timeouts `yaml:",inline"`
 	Breaker  Breaker `yaml:"breaker"`
+	// Probe is the backend's health probe; default none (or
+	// backend_defaults.probe).
+	Probe *Probe `yaml:"probe"`
 
 	line int
+}
+
+// Equal reports whether b and o configure the same backend in every field.
+func (b Backend) Equal(o Backend) bool {
+	b.line, o.line = 0, 0
+	return reflect.DeepEqual(b, o)
+}
+
+// SameIdentity reports whether b and o are the same deployment with the
+// same credentials: its breaker state still says something about it, even
+// if timeouts or breaker settings changed.
+func (b Backend) SameIdentity(o Backend) bool {
+	return b.Name == o.Name && b.Type == o.Type && b.URL == o.URL && b.APIKey == o.APIKey &&
+		b.APIVersion == o.APIVersion && reflect.DeepEqual(b.Entra, o.Entra)
 }
 
 // Entra is a Microsoft Entra ID identity for azure backends. Give exactly
@@ -213,6 +351,8 @@ type Pool struct {
 	Aliases []string `yaml:"aliases"`
 	Members []Member `yaml:"members"`
 	Retry   Retry    `yaml:"retry"`
+	// Storm overrides notifications.storm for this pool.
+	Storm Storm `yaml:"storm"`
 }
 
 // Member places a backend in a pool.

@@ -63,6 +63,35 @@ func (c *Config) applyDefaults() {
 		s.TraceHeader = &t
 	}
 
+	if a := c.Admin; a != nil && a.Listen == "" {
+		a.Listen = "127.0.0.1:9090"
+	}
+	if c.Reload.Watch == nil {
+		t := true
+		c.Reload.Watch = &t
+	}
+	setDur(&c.Reload.Interval, 0, 5*time.Second)
+	n := &c.Notifications
+	setDur(&n.FlapWindow, 0, 2*time.Minute)
+	setDur(&n.Timeout, 0, 5*time.Second)
+	if n.Attempts == 0 {
+		n.Attempts = 3
+	}
+	if n.Storm.Failovers == 0 {
+		n.Storm.Failovers = 50
+	}
+	setDur(&n.Storm.Window, 0, 5*time.Minute)
+	for i := range n.Exec {
+		setDur(&n.Exec[i].Timeout, 0, 10*time.Second)
+	}
+	if c.Tracing.ServiceName == "" {
+		c.Tracing.ServiceName = "switchover"
+	}
+	if c.Tracing.SampleRatio == nil {
+		one := 1.0
+		c.Tracing.SampleRatio = &one
+	}
+
 	d := c.BackendDefaults
 	for i := range c.Backends {
 		b := &c.Backends[i]
@@ -114,6 +143,28 @@ func (c *Config) applyDefaults() {
 			br.FollowRetryAfter = &t
 		}
 		br.Disabled = br.Disabled || db.Disabled
+		if b.Probe == nil && d.Probe != nil {
+			pr := *d.Probe
+			b.Probe = &pr
+		}
+		if pr := b.Probe; pr != nil {
+			if pr.Disabled {
+				b.Probe = nil
+			} else {
+				setDur(&pr.Interval, 0, 30*time.Second)
+				setDur(&pr.Timeout, 0, min(10*time.Second, pr.Interval.D()))
+				if pr.Kind == "" {
+					pr.Kind = "chat"
+				}
+				if pr.Failures == 0 {
+					pr.Failures = 2
+				}
+				if pr.MarkUnavailable == nil {
+					t := true
+					pr.MarkUnavailable = &t
+				}
+			}
+		}
 	}
 	for i := range c.Pools {
 		p := &c.Pools[i]
@@ -131,6 +182,12 @@ func (c *Config) applyDefaults() {
 		}
 		if p.Retry.On == nil {
 			p.Retry.On = DefaultRetryOn
+		}
+		if p.Storm.Failovers == 0 {
+			p.Storm.Failovers = n.Storm.Failovers
+		}
+		if p.Storm.Window == 0 {
+			p.Storm.Window = n.Storm.Window
 		}
 	}
 }
@@ -259,9 +316,69 @@ func (c *Config) validate() []Problem {
 			}
 		}
 		ps = append(ps, b.Breaker.validate(p+".breaker")...)
+		if pr := b.Probe; pr != nil {
+			if pr.Interval < Duration(10*time.Second) {
+				add(p+".probe.interval", "must be at least 10s (a probe may cost quota)")
+			}
+			if pr.Timeout > pr.Interval {
+				add(p+".probe.timeout", "must not be longer than the interval")
+			}
+			if pr.Kind != "chat" && pr.Kind != "models" {
+				add(p+".probe.kind", "must be chat or models, not %q", pr.Kind)
+			}
+			if pr.Failures < 1 {
+				add(p+".probe.failures", "must be 1 or more")
+			}
+		}
 		if b.StreamFirstByteTimeout > b.Timeout || b.FirstByteTimeout > b.Timeout {
 			add(p+".timeout", "timeout (%s) is shorter than a first-byte timeout", b.Timeout)
 		}
+	}
+
+	if a := c.Admin; a != nil {
+		host, _, err := net.SplitHostPort(a.Listen)
+		switch {
+		case err != nil:
+			add("admin.listen", "%q is not host:port: %v", a.Listen, err)
+		case a.Listen == c.Listen:
+			add("admin.listen", "the admin API needs a listener of its own, not %s", c.Listen)
+		case a.Key == "" && !isLoopback(host):
+			add("admin.key", "the admin API on %s needs a key; without one it may only listen on loopback", a.Listen)
+		case a.Key != "" && len(a.Key) < 16:
+			add("admin.key", "key is shorter than 16 characters; use a long random value")
+		}
+	}
+	if c.Reload.Interval < Duration(time.Second) {
+		add("reload.interval", "must be at least 1s")
+	}
+	n := c.Notifications
+	if n.Attempts < 1 {
+		add("notifications.attempts", "must be 1 or more")
+	}
+	for i, w := range n.Webhooks {
+		if u, err := url.Parse(w.URL.Value()); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			add(fmt.Sprintf("notifications.webhooks[%d].url", i), "not an http(s) URL")
+		}
+	}
+	for kind, sinks := range map[string][]URLSink{"slack": n.Slack, "teams": n.Teams} {
+		for i, w := range sinks {
+			if u, err := url.Parse(w.URL.Value()); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+				add(fmt.Sprintf("notifications.%s[%d].url", kind, i), "not an http(s) URL")
+			}
+		}
+	}
+	for i, e := range n.Exec {
+		if len(e.Command) == 0 || e.Command[0] == "" {
+			add(fmt.Sprintf("notifications.exec[%d].command", i), "give the command as a list: [program, arg, …]")
+		}
+	}
+	if t := c.Tracing; t.Endpoint != "" {
+		if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("tracing.endpoint", "%q is not an http(s) URL", t.Endpoint)
+		}
+	}
+	if r := *c.Tracing.SampleRatio; r < 0 || r > 1 {
+		add("tracing.sample_ratio", "must be between 0 and 1")
 	}
 
 	models := map[string]string{}
@@ -306,6 +423,9 @@ func (c *Config) validate() []Problem {
 			if m.MaxTokens < 0 {
 				add(mp+".max_tokens", "must not be negative")
 			}
+		}
+		if pl.Storm.Failovers < 1 || pl.Storm.Window <= 0 {
+			add(p+".storm", "failovers and window must be positive")
 		}
 		if pl.Retry.Attempts < 1 {
 			add(p+".retry.attempts", "must be 1 or more (1 means no retry)")

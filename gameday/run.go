@@ -143,8 +143,9 @@ func runSetup(ctx context.Context, sc Scenario, st Setup) (RunResult, error) {
 	default:
 		// The routing engine inside the caller: the pool is the client's
 		// transport, and calls go straight to the regions.
+		defer g.Close(context.Background())
 		caller.URL = "http://client.invalid/v1/chat/completions"
-		caller.Client = &http.Client{Transport: g.Pools["chat-prod"]}
+		caller.Client = &http.Client{Transport: g.Pool("chat-prod")}
 	}
 
 	l := sc.Load

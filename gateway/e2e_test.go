@@ -193,7 +193,7 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("upstream request not cancelled after the client went away")
 	}
-	if s := h.gw.Backends["aoai-westeurope"].Breaker.Snapshot(); s.Failures != 0 {
+	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.Failures != 0 {
 		t.Fatal("client disconnect counted against the backend")
 	}
 }

@@ -1,6 +1,8 @@
 // Package gateway assembles a running switchover from a configuration: the
 // backends with their breakers and transports, the pools, the HTTP handler,
-// metrics and logs, and serves it with a graceful shutdown.
+// metrics, logs, notifications, health probes, tracing and the admin API;
+// it reloads the configuration without dropping requests, and serves with
+// a graceful shutdown.
 package gateway
 
 import (
@@ -11,16 +13,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/metrics"
+	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -40,27 +46,64 @@ type Options struct {
 	Entra *entra.Registry
 	// Observer, if set, also receives every engine event.
 	Observer route.Observer
+	// Sinks, if set, receive notifications in addition to those the
+	// configuration names (tests).
+	Sinks []notify.Sink
+	// Tracer, if set, is used instead of the configured exporter (tests
+	// use the SDK's in-memory exporter).
+	Tracer trace.TracerProvider
+	// Path is the configuration file, for Reload and the admin API's
+	// reload. Optional.
+	Path string
 }
 
-// Gateway is a built gateway. It is safe for concurrent use.
+// Gateway is a built gateway. Its configuration can be replaced while it
+// serves (Reload); Handler, Metrics and Logger stay the same. It is safe
+// for concurrent use.
 type Gateway struct {
-	Config   *config.Config
-	Handler  *proxy.Handler
-	Metrics  *metrics.Metrics
-	Logger   *slog.Logger
-	Backends map[string]*route.Backend
-	// Pools maps pool names to pools (aliases not included).
-	Pools map[string]*route.Pool
+	Handler *proxy.Handler
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
 
-	opts  Options
-	entra *entra.Registry
-	types map[string]string // backend name -> type
+	opts     Options
+	entra    *entra.Registry
+	observer route.Observer
+	tracer   *tracing
+	tracker  *notify.Tracker
+	notifier *notify.Dispatcher
+	events   *history
+
+	state atomic.Pointer[state]
+	// mu serialises changes of state: reloads and admin actions.
+	mu sync.Mutex
+	// overrides are operators' changes to members, kept across reloads
+	// until reset.
+	overrides map[memberKey]override
+	probes    map[string]*prober
+	// cancel stops the background work (probes, tracker).
+	bg     context.Context
+	cancel context.CancelFunc
 }
 
-// New builds a gateway from a validated configuration.
+// state is what one configuration built. It is immutable once published.
+type state struct {
+	cfg      *config.Config
+	backends map[string]*route.Backend
+	bcfg     map[string]config.Backend
+	pools    map[string]*route.Pool
+}
+
+type memberKey struct{ pool, backend string }
+
+// override is an operator's change to a member; 0 keeps the configured
+// value.
+type override struct{ priority, weight int }
+
+// New builds a gateway from a validated configuration. Close it when done
+// (Serve does on return).
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	g := &Gateway{Config: cfg, Metrics: metrics.New(), opts: opts, Backends: map[string]*route.Backend{}, Pools: map[string]*route.Pool{},
-		entra: opts.Entra, types: map[string]string{}}
+	g := &Gateway{Metrics: metrics.New(), opts: opts, entra: opts.Entra, overrides: map[memberKey]override{},
+		probes: map[string]*prober{}, events: newHistory(200)}
 	if g.entra == nil {
 		g.entra = &entra.Registry{}
 	}
@@ -68,114 +111,54 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.Logger == nil {
 		g.Logger = NewLogger(os.Stderr, cfg.Log.Format, cfg.Log.Level)
 	}
-	obs := multiObserver{g.Metrics, route.ObserverFunc(g.observeModel)}
+	g.bg, g.cancel = context.WithCancel(context.Background())
+	var err error
+	if g.tracer, err = newTracing(cfg.Tracing, opts.Tracer); err != nil {
+		return nil, err
+	}
+	g.startNotifications(cfg)
+	obs := multiObserver{g.Metrics, route.ObserverFunc(g.observe), g.tracer}
 	if opts.Observer != nil {
 		obs = append(obs, opts.Observer)
 	}
-	for _, bc := range cfg.Backends {
-		b, err := g.newBackend(bc)
-		if err != nil {
-			return nil, fmt.Errorf("backend %s: %w", bc.Name, err)
-		}
-		g.Backends[bc.Name] = b
-		g.types[bc.Name] = bc.Type
-		g.Metrics.AddBackend(bc.Name, bc.Region, bc.Type)
-	}
-	routes := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody)}
-	for _, pc := range cfg.Pools {
-		p := &route.Pool{
-			Name:     pc.Name,
-			Attempts: pc.Retry.Attempts,
-			RetryOn:  statusSet(pc.Retry.On),
-			Observer: obs,
-			Clock:    opts.Clock,
-		}
-		for _, mc := range pc.Members {
-			p.Members = append(p.Members, &route.Member{Backend: g.Backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens})
-		}
-		g.Pools[pc.Name] = p
-		routes.Pools[pc.Name] = p
-		for _, a := range pc.Aliases {
-			routes.Pools[a] = p
-		}
-	}
-	for _, k := range cfg.Keys {
-		routes.Keys = append(routes.Keys, proxy.NewKey(k.Name, k.Key.Value()))
-	}
+	g.observer = obs
 	g.Handler = &proxy.Handler{
 		Logger:          g.Logger,
 		Recorder:        g.Metrics,
 		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
 		TraceHeader:     *cfg.Server.TraceHeader,
+		Tracer:          g.tracer.tracer,
 	}
 	g.Handler.Ready = g.Ready
-	g.Handler.Update(routes)
+	st, err := g.build(cfg, nil)
+	if err != nil {
+		g.Close(context.Background())
+		return nil, err
+	}
+	g.publish(st, "configuration loaded")
 	return g, nil
 }
 
-func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
-	u, err := url.Parse(bc.URL)
-	if err != nil {
-		return nil, err
+// Config returns the configuration in force.
+func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
+
+// Backend returns the backend named name in the configuration in force,
+// or nil.
+func (g *Gateway) Backend(name string) *route.Backend { return g.state.Load().backends[name] }
+
+// Pool returns the pool named name (not an alias), or nil.
+func (g *Gateway) Pool(name string) *route.Pool { return g.state.Load().pools[name] }
+
+func (g *Gateway) now() time.Time {
+	if g.opts.Clock != nil {
+		return g.opts.Clock.Now()
 	}
-	var hdr http.Header
-	if len(bc.Headers) > 0 {
-		hdr = http.Header{}
-		for k, v := range bc.Headers {
-			hdr.Set(k, v)
-		}
-	}
-	b := &route.Backend{
-		Name:                   bc.Name,
-		Region:                 bc.Region,
-		Transport:              route.NewTransport(route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D()}),
-		Counts:                 statusSet(bc.Breaker.Statuses),
-		FirstByteTimeout:       bc.FirstByteTimeout.D(),
-		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),
-		Timeout:                bc.Timeout.D(),
-		IdleTimeout:            bc.IdleTimeout.D(),
-	}
-	switch bc.Type {
-	case config.TypeOpenAI, config.TypeOpenAICompatible:
-		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Header: hdr}
-	case config.TypeAzure:
-		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
-		if e := bc.Entra; e != nil {
-			src, err := g.entra.Source(entra.Settings{
-				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
-				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
-				Scope: e.Scope, AuthorityHost: e.AuthorityHost,
-			})
-			if err != nil {
-				return nil, err
-			}
-			az.Token = src
-		}
-		b.Provider = az
-	case config.TypeAnthropic:
-		b.Provider = &route.Anthropic{BaseURL: u, APIKey: bc.APIKey.Value(), Version: bc.AnthropicVersion, Header: hdr}
-	case config.TypeGemini:
-		b.Provider = &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
-	default:
-		return nil, fmt.Errorf("unknown type %q", bc.Type)
-	}
-	if !bc.Breaker.Disabled {
-		b.Breaker = breaker.New(bc.Name, breaker.Settings{
-			Failures:         bc.Breaker.Failures,
-			Window:           bc.Breaker.Window.D(),
-			Trip:             bc.Breaker.Trip.D(),
-			AcceptRetryAfter: *bc.Breaker.AcceptRetryAfter,
-			FollowRetryAfter: *bc.Breaker.FollowRetryAfter,
-			MaxRetryAfter:    bc.Breaker.MaxRetryAfter.D(),
-			Clock:            g.opts.Clock,
-			OnTransition:     g.onTransition,
-		})
-	}
-	return b, nil
+	return time.Now()
 }
 
-// onTransition logs, counts and forwards a breaker state change.
+// onTransition logs, counts and forwards a breaker state change, and tells
+// the notification tracker.
 func (g *Gateway) onTransition(t breaker.Transition) {
 	level := slog.LevelInfo
 	attrs := []slog.Attr{
@@ -190,8 +173,23 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	}
 	g.Logger.LogAttrs(context.Background(), level, "breaker", attrs...)
 	g.Metrics.Transition(t)
+	g.events.add(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause})
+	g.updateActive(t.Name, reasonOf(t))
 	if g.opts.OnTransition != nil {
 		g.opts.OnTransition(t)
+	}
+}
+
+// observe handles engine events the gateway itself cares about: failovers
+// (for the storm alert) and model versions.
+func (g *Gateway) observe(e route.Event) {
+	switch e.Kind {
+	case route.EventFailover:
+		if g.tracker != nil {
+			g.tracker.Failover(e.Pool, g.now())
+		}
+	case route.EventModel:
+		g.observeModel(e)
 	}
 }
 
@@ -200,17 +198,18 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 // answer with different versions (seed 001: pin the version on every
 // region, or the fallback answers differently from the primary).
 func (g *Gateway) observeModel(e route.Event) {
-	if e.Kind != route.EventModel {
+	g.Logger.Info("backend model", "backend", e.Backend.Name, "model", e.Model)
+	st := g.state.Load()
+	if st == nil {
 		return
 	}
-	g.Logger.Info("backend model", "backend", e.Backend.Name, "model", e.Model)
-	for _, p := range g.Pools {
+	for _, p := range st.pools {
 		in := false
 		versions := map[string][]string{} // type -> "backend=model"
 		for _, m := range p.Members {
 			in = in || m.Backend == e.Backend
 			if v := m.Backend.Model(); v != "" {
-				t := g.types[m.Backend.Name]
+				t := st.bcfg[m.Backend.Name].Type
 				if t == config.TypeOpenAICompatible {
 					t = config.TypeOpenAI
 				}
@@ -234,19 +233,13 @@ func (g *Gateway) observeModel(e route.Event) {
 	}
 }
 
-func statusSet(l config.StatusList) *route.StatusSet {
-	s := &route.StatusSet{}
-	for _, r := range l {
-		s.AddRange(r.Lo, r.Hi)
-	}
-	return s
-}
-
 type multiObserver []route.Observer
 
 func (m multiObserver) Observe(e route.Event) {
 	for _, o := range m {
-		o.Observe(e)
+		if o != nil {
+			o.Observe(e)
+		}
 	}
 }
 
@@ -271,7 +264,7 @@ func NewLogger(w io.Writer, format, level string) *slog.Logger {
 // There is no write timeout: a stream may legitimately run for minutes,
 // bounded by each backend's timeout.
 func (g *Gateway) Server() *http.Server {
-	s := g.Config.Server
+	s := g.Config().Server
 	return &http.Server{
 		Handler:           g.Handler,
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
@@ -281,38 +274,91 @@ func (g *Gateway) Server() *http.Server {
 	}
 }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
-// accepting, lets in-flight requests and streams finish within the
-// configured shutdown_grace, and then cuts what is left.
-func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+// Serve serves the API on ln (and the admin API on admin, if not nil)
+// until ctx ends, then shuts down gracefully: it stops accepting, lets
+// in-flight requests and streams finish within the configured
+// shutdown_grace, cuts what is left, and closes the gateway.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Listener) error {
 	srv := g.Server()
-	errc := make(chan error, 1)
+	servers := []*http.Server{srv}
+	errc := make(chan error, 1+len(admin))
 	go func() { errc <- srv.Serve(ln) }()
+	for _, a := range admin {
+		if a == nil {
+			continue
+		}
+		as := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		servers = append(servers, as)
+		go func() { errc <- as.Serve(a) }()
+	}
+	var serveErr error
 	select {
-	case err := <-errc:
-		return err
+	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
-	grace := g.Config.Server.ShutdownGrace.D()
+	grace := g.Config().Server.ShutdownGrace.D()
 	g.Logger.Info("shutting down", "grace", grace)
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err := srv.Shutdown(sctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		g.Logger.Warn("shutdown grace period over; closing remaining connections")
-		srv.Close()
+	for _, s := range servers {
+		if err := s.Shutdown(sctx); errors.Is(err, context.DeadlineExceeded) {
+			g.Logger.Warn("shutdown grace period over; closing remaining connections")
+			s.Close()
+		}
 	}
-	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		return serr
+	for range len(servers) - boolInt(serveErr != nil) {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) && serveErr == nil {
+			serveErr = err
+		}
 	}
-	return nil
+	g.Close(sctx)
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		return nil
+	}
+	return serveErr
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Close stops the gateway's background work (probes, notifications,
+// tracing), delivering queued notifications and spans until ctx ends.
+func (g *Gateway) Close(ctx context.Context) error {
+	g.cancel()
+	g.mu.Lock()
+	for name, p := range g.probes {
+		p.stop()
+		delete(g.probes, name)
+	}
+	g.mu.Unlock()
+	var errs []error
+	if g.notifier != nil {
+		errs = append(errs, g.notifier.Close(ctx))
+	}
+	errs = append(errs, g.tracer.shutdown(ctx))
+	return errors.Join(errs...)
 }
 
 // Ready reports whether every pool has a backend that would take a call.
 func (g *Gateway) Ready() error {
-	now := time.Now()
-	if g.opts.Clock != nil {
-		now = g.opts.Clock.Now()
+	return proxy.PoolsReady(g.state.Load().pools, g.now())
+}
+
+// Listen opens the listeners the configuration names: the API's, and the
+// admin API's when configured (nil otherwise).
+func Listen(cfg *config.Config) (api, admin net.Listener, err error) {
+	if api, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, nil, err
 	}
-	return proxy.PoolsReady(g.Pools, now)
+	if cfg.Admin != nil {
+		if admin, err = net.Listen("tcp", cfg.Admin.Listen); err != nil {
+			api.Close()
+			return nil, nil, fmt.Errorf("admin API: %w", err)
+		}
+	}
+	return api, admin, nil
 }

@@ -298,7 +298,7 @@ func TestGeminiRetryDelayInBodyBenchesForThatLong(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := e.gw.Backends["gemini"].Breaker.Snapshot()
+	s := e.gw.Backend("gemini").Breaker.Snapshot()
 	if s.State != breaker.Open {
 		t.Fatalf("gemini breaker %v after 5 refusals", s.State)
 	}
@@ -442,7 +442,7 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: g.Pools["chat-prod"]}
+	client := &http.Client{Transport: g.Pool("chat-prod")}
 	resp, err := client.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(`{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -451,7 +451,7 @@ pools:
 	if resp.StatusCode != 200 || resp.Header.Get("X-Switchover-Backend") != "ok" {
 		t.Fatalf("status %d from %s", resp.StatusCode, resp.Header.Get("X-Switchover-Backend"))
 	}
-	s := g.Backends["broke"].Breaker.Snapshot()
+	s := g.Backend("broke").Breaker.Snapshot()
 	if left := time.Until(s.Until); s.State != breaker.Open || left < 9*time.Minute {
 		t.Fatalf("after one insufficient_quota: %v for %v, want open for the 10m cap", s.State, left)
 	}
@@ -483,7 +483,7 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: g.Pools["chat"]}
+	client := &http.Client{Transport: g.Pool("chat")}
 	send := func(stream bool) {
 		body := `{"model":"chat","messages":[{"role":"user","content":"hi"}],"stream":` + fmt.Sprint(stream) + `}`
 		resp, err := client.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(body))
@@ -494,7 +494,7 @@ pools:
 		resp.Body.Close()
 	}
 	send(false)
-	if got := g.Backends["weu"].Model(); got != "gpt-4o-2024-08-06" {
+	if got := g.Backend("weu").Model(); got != "gpt-4o-2024-08-06" {
 		t.Fatalf("weu model %q", got)
 	}
 	if strings.Contains(logs.String(), "different model versions") {
@@ -502,7 +502,7 @@ pools:
 	}
 	s.SetFault("weu", sim.Fault{Mode: sim.FaultDown})
 	send(true) // streamed: the version is read from the first event
-	if got := g.Backends["sec"].Model(); got != "gpt-4o-2024-11-20" {
+	if got := g.Backend("sec").Model(); got != "gpt-4o-2024-11-20" {
 		t.Fatalf("sec model %q", got)
 	}
 	if !strings.Contains(logs.String(), `"versions":"sec=gpt-4o-2024-11-20, weu=gpt-4o-2024-08-06"`) {
@@ -553,7 +553,7 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{Transport: g.Pools["chat"]}
+	client := &http.Client{Transport: g.Pool("chat")}
 	for i := 0; i < 6; i++ {
 		resp, err := client.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {

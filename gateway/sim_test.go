@@ -140,7 +140,7 @@ func TestFailoverAcrossSimulatedRegionsAPIMStyle(t *testing.T) {
 func TestFailoverAcrossSimulatedRegionsFollowsRetryAfter(t *testing.T) {
 	clk, s, g, send := simGateway(t, "{failures: 3, window: 30s, trip: 30s}")
 	exhaustPrimary(t, s, send)
-	snap := g.Backends["uksouth"].Breaker.Snapshot()
+	snap := g.Backend("uksouth").Breaker.Snapshot()
 	if snap.State != breaker.Open || snap.Until.Sub(clk.Now()) != 10*time.Second {
 		t.Fatalf("uksouth breaker %+v, want open until its quota returns in 10s", snap)
 	}
@@ -153,7 +153,7 @@ func TestFailoverAcrossSimulatedRegionsFollowsRetryAfter(t *testing.T) {
 			t.Fatalf("after its Retry-After, request %d: %s failover=%s, want uksouth", i, b, f)
 		}
 	}
-	if st := g.Backends["uksouth"].Breaker.Snapshot(); st.State != breaker.Closed {
+	if st := g.Backend("uksouth").Breaker.Snapshot(); st.State != breaker.Closed {
 		t.Fatalf("breaker %v", st.State)
 	}
 	// 17 requests with 20 upstream calls: only the 3 refusals cost extra.

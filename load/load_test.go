@@ -294,10 +294,11 @@ func TestClientStrategyAgainstSimulator(t *testing.T) {
 		regions = append(regions, Region{Name: e.Name, URL: e.URL})
 	}
 	y, _ := Strategy{Kind: "sequential", Regions: regions}.Config("chat-prod")
-	pool, err := ClientPool("strategy", []byte(y), "chat-prod")
+	pool, closePool, err := ClientPool("strategy", []byte(y), "chat-prod")
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer closePool()
 	before, err := SimStats(t.Context(), s.ControlURL())
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,30 +106,26 @@ func (s Strategy) Config(model string) (string, error) {
 	return y.String(), nil
 }
 
-// ClientPool builds the pool named model from a switchover configuration,
-// to run inside the caller as a client-side strategy. The pool is an
-// http.RoundTripper.
-func ClientPool(name string, yaml []byte, model string) (*route.Pool, error) {
+// ClientPool builds the pool named model (or aliased so) from a
+// switchover configuration, to run inside the caller as a client-side
+// strategy. The pool is an http.RoundTripper. Call closeFn when done.
+func ClientPool(name string, yaml []byte, model string) (p *route.Pool, closeFn func(), err error) {
 	cfg, err := config.Parse(name, yaml, os.LookupEnv)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, ok := g.Pools[model]
-	if !ok {
-		for _, pc := range cfg.Pools {
-			for _, a := range pc.Aliases {
-				if a == model {
-					return g.Pools[pc.Name], nil
-				}
-			}
+	closeFn = func() { g.Close(context.Background()) }
+	for _, pc := range cfg.Pools {
+		if pc.Name == model || slices.Contains(pc.Aliases, model) {
+			return g.Pool(pc.Name), closeFn, nil
 		}
-		return nil, fmt.Errorf("load: %s has no pool %q", name, model)
 	}
-	return p, nil
+	closeFn()
+	return nil, nil, fmt.Errorf("load: %s has no pool %q", name, model)
 }
 
 // SimStats reads the simulator's counters from its control URL

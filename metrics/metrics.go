@@ -6,7 +6,9 @@ package metrics
 
 import (
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +34,14 @@ type Metrics struct {
 	breakerTransitions *prometheus.CounterVec
 	backendInfo        *prometheus.GaugeVec
 	backendModel       *prometheus.GaugeVec
+	backendDrained     *prometheus.GaugeVec
+	poolActive         *prometheus.GaugeVec
+	probeUp            *prometheus.GaugeVec
+	probes             *prometheus.CounterVec
+	probeDuration      *prometheus.HistogramVec
+	notifications      *prometheus.CounterVec
+	reloads            *prometheus.CounterVec
+	adminActions       *prometheus.CounterVec
 }
 
 var _ route.Observer = (*Metrics)(nil)
@@ -91,15 +101,113 @@ func New() *Metrics {
 			Name: "switchover_backend_model_info",
 			Help: "The model version each backend last answered with (the response's model, or Gemini's modelVersion): 1 for the current one.",
 		}, []string{"backend", "model"}),
+		backendDrained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_backend_drained",
+			Help: "1 while an operator has drained the backend (no new traffic), else 0.",
+		}, []string{"backend"}),
+		poolActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_pool_active_backend",
+			Help: "1 for each backend in the pool's active set (the usable members of its best usable tier), 0 for the other members.",
+		}, []string{"pool", "backend"}),
+		probeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_probe_up",
+			Help: "Result of the backend's last health probe: 1 passed, 0 failed.",
+		}, []string{"backend"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_probes_total",
+			Help: "Health probes by backend and result (ok, or the failure: a status class or first_byte_timeout, timeout, connect_error…).",
+		}, []string{"backend", "result"}),
+		probeDuration: hist("switchover_probe_duration_seconds", "Health probe latency, by backend.", "backend"),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_notifications_total",
+			Help: "Notification deliveries by sink, kind (failover, failback, change, flapping, storm, admin) and result (sent, failed, dropped).",
+		}, []string{"sink", "kind", "result"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_config_reloads_total",
+			Help: "Configuration reloads by result (ok, or invalid: the old configuration stays).",
+		}, []string{"result"}),
+		adminActions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_admin_actions_total",
+			Help: "Operator actions through the admin API, by action.",
+		}, []string{"action"}),
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
+		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 	)
 	return m
 }
+
+// Names returns the name of every metric family switchover defines (Go
+// and process collectors excluded), for checking dashboards and alert
+// rules against.
+func (m *Metrics) Names() []string {
+	ch := make(chan *prometheus.Desc, 64)
+	go func() {
+		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
+			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
+			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions} {
+			c.Describe(ch)
+		}
+		close(ch)
+	}()
+	var names []string
+	for d := range ch {
+		// A Desc prints as Desc{fqName: "name", ...}.
+		s := d.String()
+		if i := strings.Index(s, `fqName: "`); i >= 0 {
+			rest := s[i+len(`fqName: "`):]
+			names = append(names, rest[:strings.IndexByte(rest, '"')])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Drained records whether an operator drained a backend.
+func (m *Metrics) Drained(backend string, drained bool) {
+	v := 0.0
+	if drained {
+		v = 1
+	}
+	m.backendDrained.WithLabelValues(backend).Set(v)
+}
+
+// Active records a pool's active set among its members.
+func (m *Metrics) Active(pool string, members []string, active map[string]bool) {
+	for _, b := range members {
+		v := 0.0
+		if active[b] {
+			v = 1
+		}
+		m.poolActive.WithLabelValues(pool, b).Set(v)
+	}
+}
+
+// Probe records a health probe; result is "ok" or the failure.
+func (m *Metrics) Probe(backend, result string, d time.Duration) {
+	up := 0.0
+	if result == "ok" {
+		up = 1
+	}
+	m.probeUp.WithLabelValues(backend).Set(up)
+	m.probes.WithLabelValues(backend, result).Inc()
+	m.probeDuration.WithLabelValues(backend).Observe(d.Seconds())
+}
+
+// Notification records a notification delivery.
+func (m *Metrics) Notification(sink, kind, result string) {
+	m.notifications.WithLabelValues(sink, kind, result).Inc()
+}
+
+// Reload records a configuration reload; result is "ok" or "invalid".
+func (m *Metrics) Reload(result string) { m.reloads.WithLabelValues(result).Inc() }
+
+// Admin records an operator action.
+func (m *Metrics) Admin(action string) { m.adminActions.WithLabelValues(action).Inc() }
 
 // Handler serves the registry in the Prometheus exposition formats.
 func (m *Metrics) Handler() http.Handler {

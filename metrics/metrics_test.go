@@ -23,3 +23,21 @@ func TestRegistriesAreIndependent(t *testing.T) {
 		}
 	}
 }
+
+func TestNames(t *testing.T) {
+	names := New().Names()
+	want := map[string]bool{"switchover_requests_total": false, "switchover_failovers_total": false, "switchover_probe_up": false, "switchover_breaker_state": false}
+	for _, n := range names {
+		if _, ok := want[n]; ok {
+			want[n] = true
+		}
+	}
+	for n, seen := range want {
+		if !seen {
+			t.Errorf("Names lacks %s (got %v)", n, names)
+		}
+	}
+	if len(names) < 19 {
+		t.Errorf("%d names", len(names))
+	}
+}

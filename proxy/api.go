@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -25,6 +27,11 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	}
 	start := time.Now()
 	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	if h.Tracer != nil {
+		var span trace.Span
+		r, span = h.startSpan(r)
+		lg.span = span
+	}
 	defer func() { h.finish(lg, start) }()
 
 	rc := http.NewResponseController(w)
@@ -208,6 +215,7 @@ type logLine struct {
 	report                *route.Report
 	err                   error
 	clientGone            bool
+	span                  trace.Span
 }
 
 func (h *Handler) finish(l *logLine, start time.Time) {
@@ -215,6 +223,9 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 	backend := ""
 	if l.report != nil && l.report.Served != nil {
 		backend = l.report.Served.Backend.Name
+	}
+	if l.span != nil {
+		endSpan(l, backend)
 	}
 	status := l.status
 	if l.clientGone {

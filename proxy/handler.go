@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -56,6 +58,10 @@ type Handler struct {
 	Ready func() error
 	// TraceHeader enables the opt-in X-Switchover-Trace response header.
 	TraceHeader bool
+	// Tracer, if set, makes a span per API request, under the caller's
+	// trace (W3C traceparent) when it sent one; the span's context goes
+	// upstream. Nil means no spans.
+	Tracer trace.Tracer
 	// BodyReadTimeout bounds reading a request body, so a slow client
 	// cannot hold a connection. It is set per request and cleared once the
 	// body is read: http.Server's ReadTimeout would instead cancel
@@ -254,7 +260,7 @@ func PoolsReady(pools map[string]*route.Pool, now time.Time) error {
 		seen[p] = true
 		ok := false
 		for _, m := range p.Members {
-			if br := m.Backend.Breaker; br == nil || br.Snapshot().Ready(now) {
+			if m.Backend.Usable(now) {
 				ok = true
 				break
 			}

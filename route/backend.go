@@ -46,7 +46,25 @@ type Backend struct {
 	// stream that stalls mid-way ends instead of hanging. Zero means none.
 	IdleTimeout time.Duration
 
-	model atomic.Pointer[string] // the model version it last answered with
+	model   atomic.Pointer[string] // the model version it last answered with
+	drained atomic.Bool
+}
+
+// Drain stops new traffic to the backend (requests in flight finish);
+// Restore lets it take traffic again. Safe for concurrent use.
+func (b *Backend) Drain()   { b.drained.Store(true) }
+func (b *Backend) Restore() { b.drained.Store(false) }
+
+// Drained reports whether the backend is drained.
+func (b *Backend) Drained() bool { return b.drained.Load() }
+
+// Usable reports whether the backend would take a call at now: not
+// drained, and its breaker lets calls through.
+func (b *Backend) Usable(now time.Time) bool {
+	if b.Drained() {
+		return false
+	}
+	return b.Breaker == nil || b.Breaker.Snapshot().Ready(now)
 }
 
 // Model returns the model version the backend last answered with (the

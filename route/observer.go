@@ -1,6 +1,9 @@
 package route
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EventKind says what an Event reports.
 type EventKind uint8
@@ -23,7 +26,10 @@ const (
 // Event is one thing the engine observed. Fields not relevant to the Kind
 // are zero.
 type Event struct {
-	Kind    EventKind
+	Kind EventKind
+	// Ctx is the request's context for EventAttempt (tracing parents
+	// attempt spans on it); nil otherwise.
+	Ctx     context.Context
 	Pool    string
 	Backend *Backend
 	// Attempt is set for EventAttempt.

@@ -112,6 +112,12 @@ func (p *Pool) observe(e Event) {
 	}
 }
 
+// observeCtx is observe for events of a request, carrying its context.
+func (p *Pool) observeCtx(ctx context.Context, e Event) {
+	e.Ctx = ctx
+	p.observe(e)
+}
+
 // Do sends r to the pool's members until one answers in a way that is
 // passed on, or attempts or members run out. It returns the response to
 // give the client, with the X-Switchover-* headers set: the upstream's own,
@@ -145,7 +151,7 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		}
 		resp, a, err := p.try(ctx, r, m, o, done)
 		rep.Attempts = append(rep.Attempts, a)
-		p.observe(Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
+		p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 		if err != nil {
 			return nil, rep, err
 		}
@@ -206,10 +212,7 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 	var buf [8]*Member
 	cands := buf[:0]
 	for i, m := range p.Members {
-		if tried.has(i) {
-			continue
-		}
-		if br := m.Backend.Breaker; br != nil && !br.Snapshot().Ready(now) {
+		if tried.has(i) || !m.Backend.Usable(now) {
 			continue
 		}
 		cands = append(cands, m)

@@ -131,10 +131,11 @@ Flags:
 	}
 	target := caller.URL
 	if cfgYAML != nil {
-		pool, err := load.ClientPool(cfgName, cfgYAML, *model)
+		pool, closePool, err := load.ClientPool(cfgName, cfgYAML, *model)
 		if err != nil {
 			return configError{err}
 		}
+		defer closePool()
 		caller.Client = &http.Client{Transport: pool}
 		caller.URL = "http://client.invalid/v1/chat/completions"
 		target = "client-side pool " + pool.Name

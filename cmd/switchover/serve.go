@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
@@ -37,27 +40,52 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	g, err := gateway.New(cfg, gateway.Options{})
+	g, err := gateway.New(cfg, gateway.Options{Path: *path})
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, admin, err := gateway.Listen(cfg)
 	if err != nil {
+		g.Close(context.Background())
 		return err
 	}
-	announce(g, ln.Addr().String())
-	return g.Serve(ctx, ln)
+	announce(g, ln, admin)
+	// SIGHUP reloads the file; so does a change of its content when
+	// reload.watch is on. An invalid file keeps the configuration in force.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				g.Logger.Info("SIGHUP: reloading the configuration", "file", *path)
+				g.ReloadFile()
+			}
+		}
+	}()
+	if *cfg.Reload.Watch {
+		go g.Watch(ctx)
+	}
+	return g.Serve(ctx, ln, admin)
 }
 
 // announce logs what the gateway serves.
-func announce(g *gateway.Gateway, addr string) {
+func announce(g *gateway.Gateway, ln, admin net.Listener) {
 	lg := g.Logger
-	names := make([]string, 0, len(g.Pools))
-	for _, pc := range g.Config.Pools {
+	cfg := g.Config()
+	names := make([]string, 0, len(cfg.Pools))
+	for _, pc := range cfg.Pools {
 		names = append(names, pc.Name)
 	}
-	lg.Info("switchover listening", "addr", addr, "pools", names, "backends", len(g.Backends), "version", version)
-	if len(g.Config.Keys) == 0 {
+	addr := ln.Addr().String()
+	lg.Info("switchover listening", "addr", addr, "pools", names, "backends", len(cfg.Backends), "version", version)
+	if admin != nil {
+		lg.Info("admin API listening", "addr", admin.Addr().String())
+	}
+	if len(cfg.Keys) == 0 {
 		lg.Warn("no gateway keys are configured: serving without authentication", "addr", addr)
 	}
 }

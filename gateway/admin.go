@@ -1,0 +1,355 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// ErrNotFound is returned by admin actions naming an unknown pool, backend
+// or member.
+var ErrNotFound = errors.New("not found")
+
+// Status is what the admin API's GET /admin/status answers: every pool
+// with its members' state, and the recent events.
+type Status struct {
+	At     time.Time    `json:"at"`
+	Path   string       `json:"config_file,omitempty"`
+	Pools  []PoolStatus `json:"pools"`
+	Events []Event      `json:"events"`
+}
+
+// PoolStatus is one pool.
+type PoolStatus struct {
+	Name    string   `json:"name"`
+	Aliases []string `json:"aliases,omitempty"`
+	// Active is the active set: the usable members of the best tier with
+	// any usable member, and since when.
+	Active      []string       `json:"active"`
+	ActiveSince time.Time      `json:"active_since,omitzero"`
+	Members     []MemberStatus `json:"members"`
+}
+
+// MemberStatus is one member of a pool and its backend.
+type MemberStatus struct {
+	Backend string `json:"backend"`
+	Type    string `json:"type"`
+	Region  string `json:"region,omitempty"`
+	Model   string `json:"model,omitempty"`
+	// Priority and Weight are in force; Overridden is true when an
+	// operator changed them.
+	Priority     int    `json:"priority"`
+	Weight       int    `json:"weight"`
+	Overridden   bool   `json:"overridden,omitempty"`
+	Drained      bool   `json:"drained"`
+	Usable       bool   `json:"usable"`
+	ModelVersion string `json:"model_version,omitempty"`
+	Breaker      struct {
+		State    string    `json:"state"`
+		Until    time.Time `json:"until,omitzero"`
+		LeftMS   int64     `json:"left_ms,omitempty"`
+		Failures int       `json:"failures"`
+		Probing  bool      `json:"probing,omitempty"`
+	} `json:"breaker"`
+	Probe *ProbeStatus `json:"probe,omitempty"`
+}
+
+// Status returns the state of every pool and the recent events.
+func (g *Gateway) Status() Status {
+	st := g.state.Load()
+	now := g.now()
+	s := Status{At: now, Path: g.opts.Path, Events: g.events.list()}
+	g.mu.Lock()
+	probes := map[string]ProbeStatus{}
+	for name, p := range g.probes {
+		probes[name] = p.snapshot()
+	}
+	overrides := map[memberKey]bool{}
+	for k := range g.overrides {
+		overrides[k] = true
+	}
+	g.mu.Unlock()
+	for _, pc := range st.cfg.Pools {
+		ps := PoolStatus{Name: pc.Name, Aliases: pc.Aliases, Active: []string{}}
+		if g.tracker != nil {
+			if set, since := g.tracker.Active(pc.Name); set != nil {
+				ps.Active, ps.ActiveSince = set, since
+			}
+		}
+		for _, m := range st.pools[pc.Name].Members {
+			b := m.Backend
+			bc := st.bcfg[b.Name]
+			ms := MemberStatus{Backend: b.Name, Type: bc.Type, Region: b.Region, Model: m.Model,
+				Priority: max(m.Priority, 1), Weight: max(m.Weight, 1), Overridden: overrides[memberKey{pc.Name, b.Name}],
+				Drained: b.Drained(), Usable: b.Usable(now), ModelVersion: b.Model()}
+			ms.Breaker.State = "disabled"
+			if br := b.Breaker; br != nil {
+				snap := br.Snapshot()
+				ms.Breaker.State, ms.Breaker.Failures, ms.Breaker.Probing = snap.State.String(), snap.Failures, snap.Probing
+				if snap.State == breaker.Open {
+					ms.Breaker.Until = snap.Until
+					ms.Breaker.LeftMS = max(snap.Until.Sub(now).Milliseconds(), 0)
+				}
+			}
+			if p, ok := probes[b.Name]; ok {
+				ms.Probe = &p
+			}
+			ps.Members = append(ps.Members, ms)
+		}
+		s.Pools = append(s.Pools, ps)
+	}
+	return s
+}
+
+// admin records an operator action: log, metric, history, and a
+// notification, so that no change goes unnoticed.
+func (g *Gateway) admin(action, pool, backend, detail string) {
+	g.Logger.Warn("admin action", "action", action, "pool", pool, "backend", backend, "detail", detail)
+	g.Metrics.Admin(action)
+	g.events.add(Event{At: g.now(), Kind: "admin:" + action, Pool: pool, Backend: backend, Detail: detail})
+	if g.tracker != nil {
+		g.tracker.Send(notify.Notification{Kind: "admin", Pool: pool, Reason: "manual: " + detail, At: g.now(),
+			Text: fmt.Sprintf("switchover: an operator %s (%s).", detail, g.now().UTC().Format(time.RFC3339))})
+	}
+}
+
+// Drain stops new traffic to a backend in every pool; requests in flight
+// finish. It lasts until Restore, across reloads.
+func (g *Gateway) Drain(backend string) error {
+	g.mu.Lock()
+	b := g.state.Load().backends[backend]
+	if b == nil {
+		g.mu.Unlock()
+		return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+	}
+	b.Drain()
+	g.Metrics.Drained(backend, true)
+	g.mu.Unlock()
+	g.admin("drain", "", backend, "drained backend "+backend)
+	g.updateActive(backend, "manual: "+backend+" drained by an operator")
+	return nil
+}
+
+// Restore undoes Drain.
+func (g *Gateway) Restore(backend string) error {
+	g.mu.Lock()
+	b := g.state.Load().backends[backend]
+	if b == nil {
+		g.mu.Unlock()
+		return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+	}
+	b.Restore()
+	g.Metrics.Drained(backend, false)
+	g.mu.Unlock()
+	g.admin("restore", "", backend, "restored backend "+backend)
+	g.updateActive(backend, "manual: "+backend+" restored by an operator")
+	return nil
+}
+
+// ForceBreaker opens a backend's breaker for d (0: its trip) or closes it.
+func (g *Gateway) ForceBreaker(backend string, open bool, d time.Duration) error {
+	b := g.Backend(backend)
+	if b == nil {
+		return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+	}
+	if b.Breaker == nil {
+		return fmt.Errorf("backend %q has its breaker disabled", backend)
+	}
+	if open {
+		var until time.Time
+		if d > 0 {
+			until = g.now().Add(d)
+		}
+		g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open")
+		b.Breaker.Force(breaker.Open, until, "manual: forced open by an operator")
+		return nil
+	}
+	g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed")
+	b.Breaker.Force(breaker.Closed, time.Time{}, "manual: forced closed by an operator")
+	return nil
+}
+
+// SetMember changes a member's priority and weight (0 keeps the value in
+// force) while an incident lasts; the change survives reloads until
+// ResetMember.
+func (g *Gateway) SetMember(pool, backend string, priority, weight int) error {
+	if priority < 0 || weight < 0 {
+		return errors.New("priority and weight must be positive")
+	}
+	if err := g.changeMember(pool, backend, func(o *override, ok bool) bool {
+		if priority > 0 {
+			o.priority = priority
+		}
+		if weight > 0 {
+			o.weight = weight
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	g.admin("set_member", pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, pool, priority, weight))
+	return nil
+}
+
+// ResetMember drops an operator's change to a member: the configured
+// priority and weight apply again.
+func (g *Gateway) ResetMember(pool, backend string) error {
+	if err := g.changeMember(pool, backend, func(*override, bool) bool { return false }); err != nil {
+		return err
+	}
+	g.admin("reset_member", pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, pool))
+	return nil
+}
+
+// changeMember applies f to a member's override (keep reports whether it
+// stays) and publishes the rebuilt pool.
+func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed bool) (keep bool)) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.state.Load()
+	var pc *config.Pool
+	for i := range old.cfg.Pools {
+		if old.cfg.Pools[i].Name == pool {
+			pc = &old.cfg.Pools[i]
+		}
+	}
+	if pc == nil {
+		return fmt.Errorf("pool %q: %w", pool, ErrNotFound)
+	}
+	found := false
+	for _, m := range pc.Members {
+		found = found || m.Backend == backend
+	}
+	if !found {
+		return fmt.Errorf("pool %q has no member %q: %w", pool, backend, ErrNotFound)
+	}
+	k := memberKey{pool, backend}
+	o, existed := g.overrides[k]
+	if f(&o, existed) {
+		g.overrides[k] = o
+	} else {
+		delete(g.overrides, k)
+	}
+	st := &state{cfg: old.cfg, backends: old.backends, bcfg: old.bcfg, pools: map[string]*route.Pool{}}
+	for name, p := range old.pools {
+		st.pools[name] = p
+	}
+	st.pools[pool] = g.newPool(*pc, old.backends)
+	g.publish(st, "manual: "+backend+" in "+pool+" changed by an operator")
+	return nil
+}
+
+// AdminHandler serves the admin API.
+func (g *Gateway) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /admin/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.Status()) })
+	mux.HandleFunc("GET /admin/events", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.events.list()) })
+	mux.HandleFunc("POST /admin/backends/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
+		g.answer(w, g.Drain(r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /admin/backends/{name}/restore", func(w http.ResponseWriter, r *http.Request) {
+		g.answer(w, g.Restore(r.PathValue("name")))
+	})
+	mux.HandleFunc("POST /admin/backends/{name}/breaker", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			State string `json:"state"`
+			For   string `json:"for"`
+		}
+		if err := decode(r, &body); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiErr(err))
+			return
+		}
+		var d time.Duration
+		if body.For != "" {
+			var err error
+			if d, err = time.ParseDuration(body.For); err != nil || d < 0 {
+				writeJSON(w, http.StatusBadRequest, apiErr(fmt.Errorf("for: %q is not a duration such as 5m", body.For)))
+				return
+			}
+		}
+		switch body.State {
+		case "open", "closed":
+			g.answer(w, g.ForceBreaker(r.PathValue("name"), body.State == "open", d))
+		default:
+			writeJSON(w, http.StatusBadRequest, apiErr(fmt.Errorf("state must be open or closed, not %q", body.State)))
+		}
+	})
+	mux.HandleFunc("POST /admin/pools/{pool}/members/{backend}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Priority int `json:"priority"`
+			Weight   int `json:"weight"`
+		}
+		if err := decode(r, &body); err != nil {
+			writeJSON(w, http.StatusBadRequest, apiErr(err))
+			return
+		}
+		if body.Priority == 0 && body.Weight == 0 {
+			writeJSON(w, http.StatusBadRequest, apiErr(errors.New("give a priority or a weight (1 or more)")))
+			return
+		}
+		g.answer(w, g.SetMember(r.PathValue("pool"), r.PathValue("backend"), body.Priority, body.Weight))
+	})
+	mux.HandleFunc("POST /admin/pools/{pool}/members/{backend}/reset", func(w http.ResponseWriter, r *http.Request) {
+		g.answer(w, g.ResetMember(r.PathValue("pool"), r.PathValue("backend")))
+	})
+	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
+		g.admin("reload", "", "", "asked for a configuration reload")
+		if err := g.ReloadFile(); err != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, apiErr(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, g.Status())
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := g.Config().Admin; a != nil && a.Key != "" {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			x, y := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.Key.Value()))
+			if subtle.ConstantTimeCompare(x[:], y[:]) != 1 {
+				writeJSON(w, http.StatusUnauthorized, apiErr(errors.New("missing or wrong admin key (Authorization: Bearer KEY)")))
+				return
+			}
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// answer writes the status after a successful action, or its error.
+func (g *Gateway) answer(w http.ResponseWriter, err error) {
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, g.Status())
+	case errors.Is(err, ErrNotFound):
+		writeJSON(w, http.StatusNotFound, apiErr(err))
+	default:
+		writeJSON(w, http.StatusBadRequest, apiErr(err))
+	}
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("body: %v", err)
+	}
+	return nil
+}
+
+func apiErr(err error) map[string]string { return map[string]string{"error": err.Error()} }
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/proxy"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// build turns cfg into a state. Backends configured exactly as in old are
+// reused (breaker, connection pool, model version and all); a backend whose
+// identity (name, type, URL, credentials) is unchanged but whose settings
+// changed gets a new object carrying its breaker state and drain over.
+// Requires g.mu held, or no other user of g yet.
+func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
+	st := &state{cfg: cfg, backends: map[string]*route.Backend{}, bcfg: map[string]config.Backend{}, pools: map[string]*route.Pool{}}
+	for _, bc := range cfg.Backends {
+		st.bcfg[bc.Name] = bc
+		if old != nil {
+			if ob, ok := old.backends[bc.Name]; ok && old.bcfg[bc.Name].Equal(bc) {
+				st.backends[bc.Name] = ob
+				continue
+			}
+		}
+		b, err := g.newBackend(bc)
+		if err != nil {
+			return nil, fmt.Errorf("backend %s: %w", bc.Name, err)
+		}
+		if old != nil {
+			if ob, ok := old.backends[bc.Name]; ok && old.bcfg[bc.Name].SameIdentity(bc) {
+				if ob.Breaker != nil && b.Breaker != nil {
+					if nb, ok := b.Breaker.(*breaker.Breaker); ok {
+						nb.Restore(ob.Breaker.Snapshot())
+					}
+				}
+				if ob.Drained() {
+					b.Drain()
+				}
+			}
+		}
+		st.backends[bc.Name] = b
+	}
+	for _, pc := range cfg.Pools {
+		st.pools[pc.Name] = g.newPool(pc, st.backends)
+	}
+	return st, nil
+}
+
+// newPool builds a pool, with operators' overrides applied. Requires
+// g.mu held (or no other user of g yet).
+func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *route.Pool {
+	p := &route.Pool{
+		Name:     pc.Name,
+		Attempts: pc.Retry.Attempts,
+		RetryOn:  statusSet(pc.Retry.On),
+		Observer: g.observer,
+		Clock:    g.opts.Clock,
+	}
+	for _, mc := range pc.Members {
+		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens}
+		if o, ok := g.overrides[memberKey{pc.Name, mc.Backend}]; ok {
+			if o.priority > 0 {
+				m.Priority = o.priority
+			}
+			if o.weight > 0 {
+				m.Weight = o.weight
+			}
+		}
+		p.Members = append(p.Members, m)
+	}
+	return p
+}
+
+// publish makes st the state in force: the handler's routes, metrics,
+// probes and the notification tracker follow. Requires g.mu held (or no
+// other user of g yet).
+func (g *Gateway) publish(st *state, reason string) {
+	cfg := st.cfg
+	routes := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody)}
+	for _, pc := range cfg.Pools {
+		p := st.pools[pc.Name]
+		routes.Pools[pc.Name] = p
+		for _, a := range pc.Aliases {
+			routes.Pools[a] = p
+		}
+	}
+	for _, k := range cfg.Keys {
+		routes.Keys = append(routes.Keys, proxy.NewKey(k.Name, k.Key.Value()))
+	}
+	g.state.Store(st)
+	g.Handler.Update(routes)
+	for _, bc := range cfg.Backends {
+		g.Metrics.AddBackend(bc.Name, bc.Region, bc.Type)
+		g.Metrics.Drained(bc.Name, st.backends[bc.Name].Drained())
+	}
+	g.syncProbes(st)
+	for _, pc := range cfg.Pools {
+		g.updatePool(st, pc.Name, reason)
+	}
+}
+
+func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
+	u, err := url.Parse(bc.URL)
+	if err != nil {
+		return nil, err
+	}
+	var hdr http.Header
+	if len(bc.Headers) > 0 {
+		hdr = http.Header{}
+		for k, v := range bc.Headers {
+			hdr.Set(k, v)
+		}
+	}
+	b := &route.Backend{
+		Name:                   bc.Name,
+		Region:                 bc.Region,
+		Transport:              route.NewTransport(route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D()}),
+		Counts:                 statusSet(bc.Breaker.Statuses),
+		FirstByteTimeout:       bc.FirstByteTimeout.D(),
+		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),
+		Timeout:                bc.Timeout.D(),
+		IdleTimeout:            bc.IdleTimeout.D(),
+	}
+	switch bc.Type {
+	case config.TypeOpenAI, config.TypeOpenAICompatible:
+		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Header: hdr}
+	case config.TypeAzure:
+		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
+		if e := bc.Entra; e != nil {
+			src, err := g.entra.Source(entra.Settings{
+				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
+				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
+				Scope: e.Scope, AuthorityHost: e.AuthorityHost,
+			})
+			if err != nil {
+				return nil, err
+			}
+			az.Token = src
+		}
+		b.Provider = az
+	case config.TypeAnthropic:
+		b.Provider = &route.Anthropic{BaseURL: u, APIKey: bc.APIKey.Value(), Version: bc.AnthropicVersion, Header: hdr}
+	case config.TypeGemini:
+		b.Provider = &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
+	default:
+		return nil, fmt.Errorf("unknown type %q", bc.Type)
+	}
+	if !bc.Breaker.Disabled {
+		b.Breaker = breaker.New(bc.Name, breaker.Settings{
+			Failures:         bc.Breaker.Failures,
+			Window:           bc.Breaker.Window.D(),
+			Trip:             bc.Breaker.Trip.D(),
+			AcceptRetryAfter: *bc.Breaker.AcceptRetryAfter,
+			FollowRetryAfter: *bc.Breaker.FollowRetryAfter,
+			MaxRetryAfter:    bc.Breaker.MaxRetryAfter.D(),
+			Clock:            g.opts.Clock,
+			OnTransition:     g.onTransition,
+		})
+	}
+	return b, nil
+}
+
+func statusSet(l config.StatusList) *route.StatusSet {
+	s := &route.StatusSet{}
+	for _, r := range l {
+		s.AddRange(r.Lo, r.Hi)
+	}
+	return s
+}

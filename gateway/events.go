@@ -1,0 +1,119 @@
+package gateway
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/notify"
+)
+
+// Event is something an operator wants to see in the admin API's recent
+// history: a breaker transition, an operator action, a reload, a
+// notification.
+type Event struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"`
+	Pool    string    `json:"pool,omitempty"`
+	Backend string    `json:"backend,omitempty"`
+	Detail  string    `json:"detail"`
+}
+
+// history keeps the most recent events. It is safe for concurrent use.
+type history struct {
+	mu   sync.Mutex
+	evs  []Event
+	next int
+	full bool
+}
+
+func newHistory(n int) *history { return &history{evs: make([]Event, n)} }
+
+func (h *history) add(e Event) {
+	h.mu.Lock()
+	h.evs[h.next] = e
+	h.next = (h.next + 1) % len(h.evs)
+	h.full = h.full || h.next == 0
+	h.mu.Unlock()
+}
+
+// list returns the events, oldest first.
+func (h *history) list() []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.full {
+		return append([]Event(nil), h.evs[:h.next]...)
+	}
+	return append(append([]Event(nil), h.evs[h.next:]...), h.evs[:h.next]...)
+}
+
+// reasonOf says why a breaker transition changed what a pool can use, in
+// the words of seed 004's alerts: 429 quota, 5xx, timeout, …
+func reasonOf(t breaker.Transition) string {
+	c := t.Cause
+	var kind string
+	switch {
+	case t.To == breaker.Closed:
+		kind = "recovered"
+	case strings.Contains(c, "manual") || strings.Contains(c, "admin"):
+		kind = "manual"
+	case strings.Contains(c, "insufficient_quota"):
+		kind = "quota exhausted (insufficient_quota)"
+	case strings.Contains(c, "probe"):
+		kind = "health probe"
+	case strings.Contains(c, "429"):
+		kind = "429 quota"
+	case strings.Contains(c, "timeout"):
+		kind = "timeout"
+	case strings.Contains(c, "connect") || strings.Contains(c, "connection"):
+		kind = "connection errors"
+	case strings.Contains(c, "last 5") || strings.Contains(c, "failed: 5"):
+		kind = "5xx"
+	default:
+		kind = "breaker " + t.To.String()
+	}
+	return kind + " (" + t.Name + ": " + c + ")"
+}
+
+// updateActive tells the tracker about every pool that has backend as a
+// member.
+func (g *Gateway) updateActive(backend, reason string) {
+	st := g.state.Load()
+	if st == nil {
+		return
+	}
+	for _, p := range st.cfg.Pools {
+		for _, m := range p.Members {
+			if m.Backend == backend {
+				g.updatePool(st, p.Name, reason)
+				break
+			}
+		}
+	}
+}
+
+// updatePool gives the tracker the pool's member states and exports its
+// active set.
+func (g *Gateway) updatePool(st *state, pool, reason string) {
+	p := st.pools[pool]
+	if p == nil {
+		return
+	}
+	now := g.now()
+	members := make([]notify.Member, 0, len(p.Members))
+	names := make([]string, 0, len(p.Members))
+	for _, m := range p.Members {
+		members = append(members, notify.Member{Backend: m.Backend.Name, Priority: max(m.Priority, 1), Usable: m.Backend.Usable(now)})
+		names = append(names, m.Backend.Name)
+	}
+	active := map[string]bool{}
+	if g.tracker != nil {
+		g.tracker.Update(pool, members, reason, now)
+		set, _ := g.tracker.Active(pool)
+		for _, b := range set {
+			active[b] = true
+		}
+	}
+	g.Metrics.Active(pool, names, active)
+}

@@ -1,0 +1,97 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+)
+
+// Reload makes cfg, already validated, the configuration in force, without
+// dropping a request: requests in flight finish on the pools they started
+// on, new ones take the new pools. A backend configured exactly as before
+// is kept as it is (breaker, connections, model version); one whose
+// identity (name, type, URL, credentials) is unchanged keeps its breaker
+// state and drain. Operators' member overrides stay until reset. The
+// listen addresses, log settings and notification sinks need a restart to
+// change.
+func (g *Gateway) Reload(cfg *config.Config) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.state.Load()
+	st, err := g.build(cfg, old)
+	if err != nil {
+		g.Metrics.Reload("invalid")
+		g.Logger.Error("configuration reload failed; keeping the configuration in force", "error", err)
+		return err
+	}
+	if cfg.Listen != old.cfg.Listen || (cfg.Admin == nil) != (old.cfg.Admin == nil) ||
+		(cfg.Admin != nil && old.cfg.Admin != nil && cfg.Admin.Listen != old.cfg.Admin.Listen) {
+		g.Logger.Warn("listen addresses changed in the configuration; they take effect at the next restart")
+	}
+	for _, p := range old.cfg.Pools {
+		if _, ok := st.pools[p.Name]; !ok && g.tracker != nil {
+			g.tracker.Forget(p.Name)
+		}
+	}
+	g.publish(st, "configuration reloaded")
+	g.Metrics.Reload("ok")
+	g.events.add(Event{At: g.now(), Kind: "reload", Detail: "configuration reloaded"})
+	g.Logger.Info("configuration reloaded", "backends", len(cfg.Backends), "pools", len(cfg.Pools))
+	return nil
+}
+
+// ReloadFile reads Options.Path again and reloads it. An invalid file keeps
+// the configuration in force; the error lists its problems.
+func (g *Gateway) ReloadFile() error {
+	if g.opts.Path == "" {
+		return errors.New("no configuration file to reload (the gateway was not started from one)")
+	}
+	cfg, err := config.Load(g.opts.Path)
+	if err != nil {
+		g.Metrics.Reload("invalid")
+		g.Logger.Error("configuration reload failed; keeping the configuration in force", "file", g.opts.Path, "error", err)
+		g.events.add(Event{At: g.now(), Kind: "reload", Detail: "invalid configuration, not loaded: " + err.Error()})
+		return err
+	}
+	return g.Reload(cfg)
+}
+
+// Watch checks Options.Path every interval (reload.interval) and reloads
+// it when its content changes, until ctx ends. A file replaced by a
+// rename (as Kubernetes updates a ConfigMap) is followed too.
+func (g *Gateway) Watch(ctx context.Context) {
+	if g.opts.Path == "" {
+		return
+	}
+	sum := func() []byte {
+		b, err := os.ReadFile(g.opts.Path)
+		if err != nil {
+			return nil
+		}
+		h := sha256.Sum256(b)
+		return h[:]
+	}
+	last := sum()
+	interval := g.Config().Reload.Interval.D()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cur := sum()
+		if cur == nil || bytes.Equal(cur, last) {
+			continue
+		}
+		last = cur
+		g.Logger.Info("configuration file changed; reloading", "file", g.opts.Path)
+		g.ReloadFile()
+	}
+}

@@ -1,0 +1,54 @@
+package proxy
+
+import (
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// propagator carries W3C trace context (and baggage) in and out.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+
+// startSpan starts the request's span, under the caller's trace when its
+// headers carry one, and puts the span's context in the request's headers
+// so that upstream calls are its children.
+func (h *Handler) startSpan(r *http.Request) (*http.Request, trace.Span) {
+	ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := h.Tracer.Start(ctx, "switchover.request",
+		trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("http.request.method", r.Method),
+			attribute.String("url.path", r.URL.Path),
+		))
+	propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
+	return r.WithContext(ctx), span
+}
+
+func endSpan(l *logLine, backend string) {
+	s := l.span
+	s.SetAttributes(
+		attribute.String("switchover.request_id", l.id),
+		attribute.String("switchover.pool", l.pool),
+		attribute.String("switchover.model", l.model),
+		attribute.Bool("switchover.stream", l.stream),
+		attribute.Int("http.response.status_code", l.status),
+		attribute.String("switchover.backend", backend),
+	)
+	if l.report != nil {
+		s.SetAttributes(
+			attribute.Int("switchover.attempts", len(l.report.Attempts)),
+			attribute.Bool("switchover.failover", l.report.Failover),
+		)
+	}
+	if l.status >= 500 || (l.err != nil && !l.clientGone) {
+		msg := ""
+		if l.err != nil {
+			msg = l.err.Error()
+		}
+		s.SetStatus(codes.Error, msg)
+	}
+	s.End()
+}
