@@ -340,7 +340,7 @@ func (c *Config) validate() []Problem {
 		switch {
 		case err != nil:
 			add("admin.listen", "%q is not host:port: %v", a.Listen, err)
-		case a.Listen == c.Listen:
+		case a.Listen == c.Listen && !strings.HasSuffix(a.Listen, ":0"):
 			add("admin.listen", "the admin API needs a listener of its own, not %s", c.Listen)
 		case a.Key == "" && !isLoopback(host):
 			add("admin.key", "the admin API on %s needs a key; without one it may only listen on loopback", a.Listen)

@@ -80,6 +80,8 @@ type Gateway struct {
 	// until reset.
 	overrides map[memberKey]override
 	probes    map[string]*prober
+	// fileSum is the hash of the configuration file last loaded.
+	fileSum atomic.Pointer[[32]byte]
 	// cancel stops the background work (probes, tracker).
 	bg     context.Context
 	cancel context.CancelFunc
@@ -137,6 +139,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.publish(st, "configuration loaded")
+	if opts.Path != "" {
+		if data, err := os.ReadFile(opts.Path); err == nil {
+			g.fileSum.Store(sum(data))
+		}
+	}
 	return g, nil
 }
 

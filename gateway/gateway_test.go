@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -50,6 +49,8 @@ func (s *syncBuffer) String() string {
 type harness struct {
 	t     testing.TB
 	url   string
+	admin string // the admin API's base URL, when configured
+	path  string // the configuration file
 	gw    *gateway.Gateway
 	logs  *syncBuffer
 	clock *fakeclock.Clock
@@ -63,6 +64,13 @@ type harness struct {
 // priority 2, openai) and extra YAML appended to the weu backend, then
 // serves it.
 func start(t testing.TB, weu, sec []upstreamtest.Step, weuExtra string, mods ...func(string) string) *harness {
+	t.Helper()
+	return startWith(t, gateway.Options{}, weu, sec, weuExtra, mods...)
+}
+
+// startWith is start with options (sinks, a tracer…); Logger, Clock and
+// Path are set here.
+func startWith(t testing.TB, opts gateway.Options, weu, sec []upstreamtest.Step, weuExtra string, mods ...func(string) string) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: &syncBuffer{}, clock: fakeclock.New()}
 	h.weu = upstreamtest.New(t, weu...)
@@ -108,19 +116,24 @@ pools:
 	if err != nil {
 		t.Fatalf("config:\n%v", err)
 	}
-	h.gw, err = gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(h.logs, "json", cfg.Log.Level), Clock: h.clock})
+	opts.Logger, opts.Clock, opts.Path = gateway.NewLogger(h.logs, "json", cfg.Log.Level), h.clock, path
+	h.path = path
+	h.gw, err = gateway.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, admin, err := gateway.Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.url = "http://" + ln.Addr().String()
+	if admin != nil {
+		h.admin = "http://" + admin.Addr().String()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop = cancel
 	h.done = make(chan error, 1)
-	go func() { h.done <- h.gw.Serve(ctx, ln) }()
+	go func() { h.done <- h.gw.Serve(ctx, ln, admin) }()
 	t.Cleanup(func() {
 		cancel()
 		<-h.done

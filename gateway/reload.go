@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -51,7 +50,12 @@ func (g *Gateway) ReloadFile() error {
 	if g.opts.Path == "" {
 		return errors.New("no configuration file to reload (the gateway was not started from one)")
 	}
-	cfg, err := config.Load(g.opts.Path)
+	data, err := os.ReadFile(g.opts.Path)
+	var cfg *config.Config
+	if err == nil {
+		g.fileSum.Store(sum(data))
+		cfg, err = config.Parse(g.opts.Path, data, os.LookupEnv)
+	}
 	if err != nil {
 		g.Metrics.Reload("invalid")
 		g.Logger.Error("configuration reload failed; keeping the configuration in force", "file", g.opts.Path, "error", err)
@@ -61,22 +65,20 @@ func (g *Gateway) ReloadFile() error {
 	return g.Reload(cfg)
 }
 
+// sum is the hash that tells a changed configuration file.
+func sum(b []byte) *[sha256.Size]byte {
+	h := sha256.Sum256(b)
+	return &h
+}
+
 // Watch checks Options.Path every interval (reload.interval) and reloads
-// it when its content changes, until ctx ends. A file replaced by a
-// rename (as Kubernetes updates a ConfigMap) is followed too.
+// it when its content differs from the content last loaded, until ctx
+// ends. A file replaced by a rename (as Kubernetes updates a ConfigMap)
+// is followed too.
 func (g *Gateway) Watch(ctx context.Context) {
 	if g.opts.Path == "" {
 		return
 	}
-	sum := func() []byte {
-		b, err := os.ReadFile(g.opts.Path)
-		if err != nil {
-			return nil
-		}
-		h := sha256.Sum256(b)
-		return h[:]
-	}
-	last := sum()
 	interval := g.Config().Reload.Interval.D()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -86,11 +88,13 @@ func (g *Gateway) Watch(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		cur := sum()
-		if cur == nil || bytes.Equal(cur, last) {
+		data, err := os.ReadFile(g.opts.Path)
+		if err != nil {
 			continue
 		}
-		last = cur
+		if last := g.fileSum.Load(); last != nil && *last == *sum(data) {
+			continue
+		}
 		g.Logger.Info("configuration file changed; reloading", "file", g.opts.Path)
 		g.ReloadFile()
 	}

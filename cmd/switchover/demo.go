@@ -33,6 +33,7 @@ func demoConfig(listen string, eps []sim.Endpoint) string {
 	fmt.Fprintf(&b, `# The switchover demo: a pool over three simulated Azure OpenAI regions.
 listen: %s
 log: {format: text, level: info}
+admin: {listen: "127.0.0.1:0"}   # the admin API, for switchover status
 backend_defaults:
   first_byte_timeout: 5s
   stream_first_byte_timeout: 5s
@@ -82,19 +83,20 @@ func serveDemo(ctx context.Context, listen string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, admin, err := gateway.Listen(cfg)
 	if err != nil {
+		g.Close(context.Background())
 		var oe *net.OpError
 		if errors.As(err, &oe) {
 			return fmt.Errorf("%w (another process has the port? try: switchover serve -listen 127.0.0.1:8181)", err)
 		}
 		return err
 	}
-	printDemo(stdout, "http://"+ln.Addr().String(), s, yaml)
-	return g.Serve(ctx, ln)
+	printDemo(stdout, "http://"+ln.Addr().String(), "http://"+admin.Addr().String(), s, yaml)
+	return g.Serve(ctx, ln, admin)
 }
 
-func printDemo(w io.Writer, base string, s *sim.Sim, yaml string) {
+func printDemo(w io.Writer, base, admin string, s *sim.Sim, yaml string) {
 	fmt.Fprintf(w, "switchover demo: a gateway on %s in front of three simulated Azure OpenAI regions\n\n", base)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  region\tpriority\tsimulated at\tquota")
@@ -123,11 +125,15 @@ Take uksouth down, then bring it back (the breaker benches it, then one probe re
   curl -s -X POST %[2]s/_sim/deployments/uksouth/fault -d '{"mode":"blackhole"}'
   curl -s -X POST %[2]s/_sim/deployments/uksouth/fault -d '{"mode":"none"}'
 
+See the pools, breakers and events, and drain a region, from another terminal:
+  switchover status -admin %[5]s
+  switchover status -admin %[5]s drain aoai-uksouth
+
 Metrics: %[1]s/metrics   Simulator counters: %[3]s/stats
 Stop with Ctrl-C. The demo's configuration, to start your own from:
 
 %[4]s
-`, base, uk, s.ControlURL(), indent(yaml))
+`, base, uk, s.ControlURL(), indent(yaml), admin)
 }
 
 func indent(s string) string {

@@ -10,6 +10,7 @@
 //	switchover sim [-c sim.yaml | flags]    run simulated LLM regions
 //	switchover load [flags]                 drive load, report success and latency
 //	switchover gameday [flags]              rehearse outages, compare setups
+//	switchover status [action]              pools and breakers of a running gateway
 //	switchover version
 package main
 
@@ -77,6 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = loadCommand(ctx, args[1:], stdout, stderr)
 	case "gameday":
 		err = gamedayCommand(ctx, args[1:], stdout, stderr)
+	case "status":
+		err = statusCommand(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintln(stdout, "switchover", version)
 	case "help", "-h", "-help", "--help":
@@ -121,6 +124,9 @@ Usage:
                                           report success, latency, goodput, failovers
   switchover gameday [flags]              rehearse outages and quota shortages on
                                           simulated regions; compare setups; HTML report
+  switchover status [-admin URL] [action] the running gateway's pools, breakers and
+                                          events; drain, restore, open, close, set,
+                                          reset, reload
   switchover version                      print the version
 
 Run "switchover COMMAND -h" for a command's flags.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -203,4 +204,73 @@ func TestGamedayWritesReports(t *testing.T) {
 			t.Errorf("%s: %v, lacks %q", f.path, err, f.want)
 		}
 	}
+}
+
+// TestStatusCommand runs serve from a config file with an admin API, and
+// drives it with switchover status: the table, a drain, a reload.
+func TestStatusCommand(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		io.WriteString(w, `{"model":"gpt-4o-2024-08-06","choices":[{"message":{"content":"hi"}}]}`)
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "switchover.yaml")
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
+reload: {watch: false}
+backends:
+  - {name: weu, type: openai_compatible, url: %q, region: westeurope}
+  - {name: sec, type: openai_compatible, url: %q, region: swedencentral}
+pools:
+  - name: chat-prod
+    members: [{backend: weu, priority: 1}, {backend: sec, priority: 2}]
+`, up.URL, up.URL)
+	os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", cfgPath}, &out, &errOut) }()
+	defer func() { cancel(); <-done }()
+	re := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
+	var admin string
+	for deadline := time.Now().Add(10 * time.Second); admin == ""; {
+		if m := re.FindStringSubmatch(errOut.String()); m != nil {
+			admin = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no admin address in: %s", errOut.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	status := func(args ...string) (int, string, string) {
+		var o, e syncBuffer
+		code := run(t.Context(), append([]string{"status", "-admin", admin, "-key", "admin-key-0123456789"}, args...), &o, &e)
+		return code, o.String(), e.String()
+	}
+	code, o, e := status()
+	if code != exitOK || !strings.Contains(o, "pool chat-prod  active: weu") || !regexp.MustCompile(`weu\s+openai_compatible\s+westeurope\s+1\s+1\s+closed`).MatchString(o) {
+		t.Fatalf("status exit %d:\n%s\n%s", code, o, e)
+	}
+	code, o, _ = status("drain", "weu")
+	if code != exitOK || !strings.Contains(o, "closed, DRAINED") || !strings.Contains(o, "active: sec") || !strings.Contains(o, "admin:drain") {
+		t.Fatalf("drain exit %d:\n%s", code, o)
+	}
+	os.WriteFile(cfgPath, []byte(strings.Replace(cfg, "priority: 2", "priority: 3", 1)), 0o600)
+	code, o, _ = status("reload")
+	if code != exitOK || !regexp.MustCompile(`sec\s+openai_compatible\s+swedencentral\s+3`).MatchString(o) {
+		t.Fatalf("reload exit %d:\n%s", code, o)
+	}
+	if code, _, e := status("drain"); code != exitUsage || !strings.Contains(e, "drain needs 1 argument") {
+		t.Fatalf("bad action: %d %s", code, e)
+	}
+	if code, _, e := run2(t, "status", "-admin", admin, "-key", "wrong"); code != exitError || !strings.Contains(e, "401") {
+		t.Fatalf("wrong key: %d %s", code, e)
+	}
+}
+
+func run2(t *testing.T, args ...string) (int, string, string) {
+	var o, e syncBuffer
+	code := run(t.Context(), args, &o, &e)
+	return code, o.String(), e.String()
 }

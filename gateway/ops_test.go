@@ -1,0 +1,466 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
+	"github.com/switchover-gw/switchover/notify"
+)
+
+const adminKey = "admin-key-0123456789abcdef"
+
+// captureSink records notifications; block, if set, holds every Send.
+type captureSink struct {
+	mu    sync.Mutex
+	got   []notify.Notification
+	block chan struct{}
+}
+
+func (c *captureSink) Name() string { return "capture" }
+
+func (c *captureSink) Send(ctx context.Context, n notify.Notification) error {
+	if c.block != nil {
+		select {
+		case <-c.block:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	c.got = append(c.got, n)
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *captureSink) kinds() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var k []string
+	for _, n := range c.got {
+		k = append(k, string(n.Kind))
+	}
+	return k
+}
+
+// eventually waits for cond, for background work (delivery queues) that
+// the test cannot wait on directly. It bounds a wait; it asserts no timing.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func withAdmin(y string) string {
+	return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+"}\nkeys:", 1)
+}
+
+func (h *harness) adminDo(method, path, body string, key string) (int, map[string]any) {
+	h.t.Helper()
+	req, _ := http.NewRequest(method, h.admin+path, strings.NewReader(body))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+func TestAdminAPI(t *testing.T) {
+	sink := &captureSink{}
+	h := startWith(t, gateway.Options{Sinks: []notify.Sink{sink}}, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	backend := func() string {
+		resp, _ := h.post("/v1/chat/completions", chat)
+		return resp.Header.Get("X-Switchover-Backend")
+	}
+	if b := backend(); b != "aoai-westeurope" {
+		t.Fatalf("served by %s", b)
+	}
+
+	// The admin key is required, and compared properly.
+	for _, k := range []string{"", "wrong", adminKey[:10]} {
+		if code, _ := h.adminDo("GET", "/admin/status", "", k); code != 401 {
+			t.Fatalf("key %q: status %d", k, code)
+		}
+	}
+	code, st := h.adminDo("GET", "/admin/status", "", adminKey)
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	pools := st["pools"].([]any)
+	p0 := pools[0].(map[string]any)
+	if p0["name"] != "chat-prod" || fmt.Sprint(p0["active"]) != "[aoai-westeurope]" || len(p0["members"].([]any)) != 2 {
+		t.Fatalf("status %v", p0)
+	}
+
+	// Drain: no new traffic to it, at once; restore brings it back.
+	if code, _ := h.adminDo("POST", "/admin/backends/aoai-westeurope/drain", "", adminKey); code != 200 {
+		t.Fatalf("drain: %d", code)
+	}
+	calls := h.weu.Calls()
+	for i := 0; i < 5; i++ {
+		if b := backend(); b != "aoai-swedencentral" {
+			t.Fatalf("drained backend still served: %s", b)
+		}
+	}
+	if h.weu.Calls() != calls {
+		t.Fatal("drained backend was called")
+	}
+	h.adminDo("POST", "/admin/backends/aoai-westeurope/restore", "", adminKey)
+	if b := backend(); b != "aoai-westeurope" {
+		t.Fatalf("after restore served by %s", b)
+	}
+
+	// Force the breaker open, then closed.
+	if code, _ := h.adminDo("POST", "/admin/backends/aoai-westeurope/breaker", `{"state":"open","for":"10m"}`, adminKey); code != 200 {
+		t.Fatalf("force open: %d", code)
+	}
+	if b := backend(); b != "aoai-swedencentral" {
+		t.Fatalf("forced-open backend served: %s", b)
+	}
+	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.State != breaker.Open || s.Until.Sub(h.clock.Now()) != 10*time.Minute {
+		t.Fatalf("breaker %+v", s)
+	}
+	h.adminDo("POST", "/admin/backends/aoai-westeurope/breaker", `{"state":"closed"}`, adminKey)
+	if b := backend(); b != "aoai-westeurope" {
+		t.Fatalf("after forced close served by %s", b)
+	}
+
+	// Reprioritise the pool while the incident lasts; reset.
+	if code, _ := h.adminDo("POST", "/admin/pools/chat-prod/members/aoai-westeurope", `{"priority":3}`, adminKey); code != 200 {
+		t.Fatalf("set member: %d", code)
+	}
+	if b := backend(); b != "aoai-swedencentral" {
+		t.Fatalf("after demoting westeurope, served by %s", b)
+	}
+	h.adminDo("POST", "/admin/pools/chat-prod/members/aoai-westeurope/reset", "", adminKey)
+	if b := backend(); b != "aoai-westeurope" {
+		t.Fatalf("after reset, served by %s", b)
+	}
+
+	// Bad requests.
+	for _, c := range []struct {
+		method, path, body string
+		want               int
+	}{
+		{"POST", "/admin/backends/nope/drain", "", 404},
+		{"POST", "/admin/pools/chat-prod/members/nope", `{"priority":1}`, 404},
+		{"POST", "/admin/pools/chat-prod/members/aoai-westeurope", `{}`, 400},
+		{"POST", "/admin/backends/aoai-westeurope/breaker", `{"state":"ajar"}`, 400},
+		{"POST", "/admin/backends/aoai-westeurope/breaker", `{"state":"open","for":"soon"}`, 400},
+	} {
+		if code, _ := h.adminDo(c.method, c.path, c.body, adminKey); code != c.want {
+			t.Errorf("%s %s %s: %d, want %d", c.method, c.path, c.body, code, c.want)
+		}
+	}
+
+	// Every change was logged and notified.
+	for _, action := range []string{"drain", "restore", "breaker_open", "breaker_close", "set_member", "reset_member"} {
+		if !strings.Contains(h.logs.String(), `"action":"`+action+`"`) {
+			t.Errorf("no log line for %s", action)
+		}
+		if v := metric(t, h.gw, "switchover_admin_actions_total", "action", action); v != 1 {
+			t.Errorf("%s counted %v times", action, v)
+		}
+	}
+	eventually(t, "admin notifications", func() bool { return strings.Count(strings.Join(sink.kinds(), " "), "admin") == 6 })
+}
+
+// TestNotificationsOnceAndFailback: when the primary's breaker opens, one
+// failover notification is sent however many requests follow; one
+// failback when it comes back. Delivered to a webhook with a signature.
+func TestNotificationsOnceAndFailback(t *testing.T) {
+	type got struct {
+		body []byte
+		sig  string
+		ts   string
+	}
+	var mu sync.Mutex
+	var received []got
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		received = append(received, got{b, r.Header.Get("X-Switchover-Signature"), r.Header.Get("X-Switchover-Timestamp")})
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(received) }
+	withHook := func(y string) string {
+		return strings.Replace(y, "keys:", fmt.Sprintf("notifications:\n  webhooks: [{url: %q, secret: hook-secret}]\nkeys:", recv.URL), 1)
+	}
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "", withHook)
+	for i := 0; i < 20; i++ {
+		h.post("/v1/chat/completions", chat) // 2 failures open the breaker; then 18 go straight to sec
+	}
+	eventually(t, "the failover notification", func() bool { return count() >= 1 })
+	h.weu.SetScript(answer("weu"))
+	h.clock.Advance(3 * time.Minute) // the trip ends (and the 2m flap window): the next request probes and closes
+	h.post("/v1/chat/completions", chat)
+	eventually(t, "the failback notification", func() bool { return count() >= 2 })
+	time.Sleep(50 * time.Millisecond) // a third notification would have had time to arrive
+	if n := count(); n != 2 {
+		t.Fatalf("%d notifications for one failover and one failback", n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, want := range []string{"failover", "failback"} {
+		var n struct {
+			Kind, Pool, Reason, Text string
+			From, To                 []string
+		}
+		if err := json.Unmarshal(received[i].body, &n); err != nil {
+			t.Fatal(err)
+		}
+		if n.Kind != want || n.Pool != "chat-prod" {
+			t.Fatalf("notification %d: %+v", i, n)
+		}
+		mac := hmac.New(sha256.New, []byte("hook-secret"))
+		mac.Write([]byte(received[i].ts + "." + string(received[i].body)))
+		if received[i].sig != "sha256="+hex.EncodeToString(mac.Sum(nil)) {
+			t.Fatalf("signature %q does not verify", received[i].sig)
+		}
+		if want == "failover" && (fmt.Sprint(n.From) != "[aoai-westeurope]" || fmt.Sprint(n.To) != "[aoai-swedencentral]" ||
+			!strings.Contains(n.Reason, "5xx") || !strings.Contains(n.Text, "Check the quota and the model version of aoai-swedencentral")) {
+			t.Fatalf("failover notification %+v", n)
+		}
+	}
+}
+
+// TestSlowSinkNeverDelaysRequests: notifications queue; a sink that hangs
+// holds up nothing but itself.
+func TestSlowSinkNeverDelaysRequests(t *testing.T) {
+	sink := &captureSink{block: make(chan struct{})}
+	h := startWith(t, gateway.Options{Sinks: []notify.Sink{sink}}, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 10; i++ {
+			h.post("/v1/chat/completions", chat) // opens the breaker: a notification
+			h.adminDo("POST", "/admin/backends/aoai-swedencentral/drain", "", adminKey)
+			h.adminDo("POST", "/admin/backends/aoai-swedencentral/restore", "", adminKey)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("requests and admin actions held up by a hanging notification sink")
+	}
+	close(sink.block)
+	eventually(t, "delivery after the sink recovered", func() bool { return len(sink.kinds()) > 10 })
+}
+
+// TestReloadUnderLoadLosesNoRequest reloads the configuration many times
+// while requests flow: every request is answered.
+func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		answer("x")(w, r)
+	}
+	h := start(t, []upstreamtest.Step{slow}, []upstreamtest.Step{slow}, "")
+	orig, _ := os.ReadFile(h.path)
+	var failed, sent atomic.Int32
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","stream":true}`))
+				req.Header.Set("Authorization", "Bearer "+appKey)
+				resp, err := testClient.Do(req)
+				sent.Add(1)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	for i := 0; i < 20; i++ {
+		// Alternate between two configurations: weights, timeouts and a
+		// member's priority change; the backends' identities do not.
+		y := string(orig)
+		if i%2 == 0 {
+			y = strings.Replace(y, "priority: 2, weight: 100", "priority: 1, weight: 7", 1)
+			y = strings.Replace(y, "region: swedencentral", "region: swedencentral\n    timeout: 9m", 1)
+		}
+		os.WriteFile(h.path, []byte(y), 0o600)
+		if err := h.gw.ReloadFile(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if f := failed.Load(); f != 0 || sent.Load() < 50 {
+		t.Fatalf("%d of %d requests failed across 20 reloads", f, sent.Load())
+	}
+	if v := metric(t, h.gw, "switchover_config_reloads_total", "result", "ok"); v != 20 {
+		t.Fatalf("reloads counted %v", v)
+	}
+}
+
+func TestReloadKeepsBreakerStateAndRejectsInvalid(t *testing.T) {
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	h.post("/v1/chat/completions", chat)
+	h.post("/v1/chat/completions", chat) // 2 failures: open
+	weu := h.gw.Backend("aoai-westeurope")
+	before := weu.Breaker.Snapshot()
+	if before.State != breaker.Open {
+		t.Fatal("breaker not open")
+	}
+	orig, _ := os.ReadFile(h.path)
+
+	// The same backends: the very same objects stay.
+	if err := h.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	if h.gw.Backend("aoai-westeurope") != weu {
+		t.Fatal("an unchanged backend was rebuilt")
+	}
+	// A timeout changes, not the identity: a new backend, same breaker state.
+	os.WriteFile(h.path, []byte(strings.Replace(string(orig), "region: westeurope", "region: westeurope\n    timeout: 9m", 1)), 0o600)
+	if err := h.gw.ReloadFile(); err != nil {
+		t.Fatal(err)
+	}
+	after := h.gw.Backend("aoai-westeurope")
+	if after == weu || after.Timeout != 9*time.Minute {
+		t.Fatal("the changed backend was not rebuilt")
+	}
+	if s := after.Breaker.Snapshot(); s.State != breaker.Open || !s.Until.Equal(before.Until) {
+		t.Fatalf("breaker state lost across the reload: %+v, was %+v", s, before)
+	}
+	// An invalid file: the configuration in force stays, and says why.
+	os.WriteFile(h.path, []byte(strings.Replace(string(orig), "type: azure", "type: azure\n    tyop: x", 1)), 0o600)
+	if err := h.gw.ReloadFile(); err == nil || !strings.Contains(err.Error(), `unknown field "tyop"`) {
+		t.Fatalf("invalid reload: %v", err)
+	}
+	if h.gw.Backend("aoai-westeurope") != after {
+		t.Fatal("an invalid configuration replaced the one in force")
+	}
+	if resp, _ := h.post("/v1/chat/completions", chat); resp.StatusCode != 200 {
+		t.Fatal("serving stopped after an invalid reload")
+	}
+	if v := metric(t, h.gw, "switchover_config_reloads_total", "result", "invalid"); v != 1 {
+		t.Fatalf("invalid reloads %v", v)
+	}
+}
+
+func TestWatchReloadsChangedFile(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string { return strings.Replace(y, "keys:", "reload: {interval: 1s}\nkeys:", 1) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.gw.Watch(ctx)
+	orig, _ := os.ReadFile(h.path)
+	os.WriteFile(h.path, []byte(strings.Replace(string(orig), "priority: 1, weight: 100", "priority: 5, weight: 100", 1)), 0o600)
+	eventually(t, "the watched file to be reloaded", func() bool {
+		resp, _ := h.post("/v1/chat/completions", chat)
+		return resp.Header.Get("X-Switchover-Backend") == "aoai-swedencentral"
+	})
+}
+
+func TestTracingSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	h := startWith(t, gateway.Options{Tracer: tp}, []upstreamtest.Step{status(429)}, []upstreamtest.Step{answer("sec")}, "")
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	resp, _ := h.post("/v1/chat/completions", chat, "Traceparent", "00-"+callerTrace+"-00f067aa0ba902b7-01")
+	if resp.StatusCode != 200 {
+		t.Fatal(resp.Status)
+	}
+	spans := exp.GetSpans()
+	var req *tracetest.SpanStub
+	var attempts []tracetest.SpanStub
+	for i, s := range spans {
+		switch s.Name {
+		case "switchover.request":
+			req = &spans[i]
+		case "switchover.attempt":
+			attempts = append(attempts, s)
+		}
+	}
+	if req == nil || len(attempts) != 2 {
+		t.Fatalf("spans: %d request, %d attempts", len(spans)-len(attempts), len(attempts))
+	}
+	if req.SpanContext.TraceID().String() != callerTrace {
+		t.Fatalf("request span not in the caller's trace: %s", req.SpanContext.TraceID())
+	}
+	for _, a := range attempts {
+		if a.Parent.SpanID() != req.SpanContext.SpanID() || a.SpanContext.TraceID().String() != callerTrace {
+			t.Fatalf("attempt span not a child of the request span")
+		}
+	}
+	attr := func(s tracetest.SpanStub, key string) string {
+		for _, kv := range s.Attributes {
+			if string(kv.Key) == key {
+				return kv.Value.String()
+			}
+		}
+		return ""
+	}
+	if attr(attempts[0], "switchover.backend") != "aoai-westeurope" || attr(attempts[0], "http.response.status_code") != "429" ||
+		attr(attempts[0], "switchover.reason") != "rate_limited" || attr(attempts[1], "switchover.backend") != "aoai-swedencentral" {
+		t.Fatalf("attempt attributes %v / %v", attempts[0].Attributes, attempts[1].Attributes)
+	}
+	if attr(*req, "switchover.failover") != "true" || attr(*req, "switchover.attempts") != "2" {
+		t.Fatalf("request attributes %v", req.Attributes)
+	}
+	// The upstream got the trace context, under the gateway's span.
+	tp2 := h.sec.Header(0).Get("Traceparent")
+	if !strings.Contains(tp2, callerTrace) || !strings.Contains(tp2, req.SpanContext.SpanID().String()) {
+		t.Fatalf("upstream traceparent %q", tp2)
+	}
+}
+
+func TestTraceHeader(t *testing.T) {
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	resp, _ := h.post("/v1/chat/completions", chat)
+	if resp.Header.Get("X-Switchover-Trace") != "" {
+		t.Fatal("trace header sent without being asked for")
+	}
+	resp, _ = h.post("/v1/chat/completions", chat, "X-Switchover-Trace", "1")
+	got := resp.Header.Get("X-Switchover-Trace")
+	if !strings.HasPrefix(got, "aoai-westeurope;status=503;reason=server_error;ms=") || !strings.Contains(got, ", aoai-swedencentral;status=200;ms=") {
+		t.Fatalf("trace header %q", got)
+	}
+}

@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
+)
+
+// probeEnv is a gateway over two scripted upstreams, weu probed.
+func probeEnv(t *testing.T, probe string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
+	t.Helper()
+	w := upstreamtest.New(t, weu...)
+	sec := upstreamtest.New(t, upstreamtest.Answer("sec"))
+	y := fmt.Sprintf(`log: {level: error}
+backends:
+  - {name: weu, type: openai, url: %q, probe: %s, breaker: {failures: 1, trip: 60s}}
+  - {name: sec, type: openai, url: %q}
+pools:
+  - name: chat
+    members: [{backend: weu, priority: 1, model: gpt-4o}, {backend: sec, priority: 2}]
+`, w.URL+"/v1", probe, sec.URL+"/v1")
+	cfg, err := config.Parse("p.yaml", []byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	g.mu.Lock()
+	p := g.probes["weu"]
+	g.mu.Unlock()
+	// The first probe runs at start; wait for it, then drive the rest.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.snapshot().At.IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first probe never ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return g, w, p
+}
+
+func send(t *testing.T, g *Gateway) (backend, attempts string) {
+	t.Helper()
+	c := &http.Client{Transport: g.Pool("chat")}
+	resp, err := c.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(`{"model":"chat","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.Header.Get("X-Switchover-Backend"), resp.Header.Get("X-Switchover-Attempts")
+}
+
+// TestProbeMarksUnavailableBeforeUsersHitIt: two failed probes bench the
+// backend, so no user request pays for the failure; a passing probe
+// brings it back.
+func TestProbeMarksUnavailableBeforeUsersHitIt(t *testing.T) {
+	g, weu, p := probeEnv(t, "{interval: 10s, failures: 2}", upstreamtest.Status(503))
+	if s := p.snapshot(); s.Up || s.Failures != 1 || s.Result != "5xx" {
+		t.Fatalf("first probe %+v", s)
+	}
+	if st := g.Backend("weu").Breaker.Snapshot(); st.State != breaker.Closed {
+		t.Fatal("benched after one failed probe")
+	}
+	p.once(context.Background())
+	if st := g.Backend("weu").Breaker.Snapshot(); st.State != breaker.Open {
+		t.Fatalf("breaker %v after two failed probes", st.State)
+	}
+	calls := weu.Calls()
+	if b, a := send(t, g); b != "sec" || a != "1" {
+		t.Fatalf("served by %s after %s attempts: the user met the dead backend", b, a)
+	}
+	if weu.Calls() != calls {
+		t.Fatal("a user request went to the benched backend")
+	}
+	// The body of the chat probe asked the member's model for one token.
+	if body := weu.Body(0); !strings.Contains(body, `"model":"gpt-4o"`) || !strings.Contains(body, `"max_tokens":1`) {
+		t.Fatalf("probe body %s", body)
+	}
+
+	weu.SetScript(upstreamtest.Answer("weu"))
+	p.once(context.Background())
+	if st := g.Backend("weu").Breaker.Snapshot(); st.State != breaker.Closed {
+		t.Fatalf("breaker %v after a passing probe", st.State)
+	}
+	if b, _ := send(t, g); b != "weu" {
+		t.Fatalf("served by %s after recovery", b)
+	}
+	if s := g.Status(); s.Pools[0].Members[0].Probe == nil || !s.Pools[0].Members[0].Probe.Up {
+		t.Fatalf("status %+v", s.Pools[0].Members[0])
+	}
+}
+
+// TestProbeEndsTrip: with end_trip, a passing probe closes a breaker that
+// traffic opened, before its trip ends; without it, it does not.
+func TestProbeEndsTrip(t *testing.T) {
+	for _, endTrip := range []bool{true, false} {
+		t.Run(fmt.Sprint("end_trip=", endTrip), func(t *testing.T) {
+			g, weu, p := probeEnv(t, fmt.Sprintf("{interval: 10s, end_trip: %v}", endTrip), upstreamtest.Answer("weu"))
+			weu.SetScript(upstreamtest.Status(500))
+			send(t, g) // opens the breaker (1 failure)
+			if g.Backend("weu").Breaker.Snapshot().State != breaker.Open {
+				t.Fatal("not open")
+			}
+			weu.SetScript(upstreamtest.Answer("weu"))
+			p.once(context.Background())
+			want := breaker.Open
+			if endTrip {
+				want = breaker.Closed
+			}
+			if st := g.Backend("weu").Breaker.Snapshot().State; st != want {
+				t.Fatalf("breaker %v, want %v", st, want)
+			}
+		})
+	}
+}
+
+func TestModelsProbe(t *testing.T) {
+	g, weu, p := probeEnv(t, "{interval: 10s, kind: models}", upstreamtest.Answer("weu"))
+	if s := p.snapshot(); !s.Up || s.Kind != "models" {
+		t.Fatalf("probe %+v", s)
+	}
+	if path := weu.Path(0); path != "/v1/models" {
+		t.Fatalf("models probe went to %s", path)
+	}
+	_ = g
+}
