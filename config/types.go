@@ -44,7 +44,7 @@ type Config struct {
 
 // Admin configures the admin API, on a listener of its own.
 type Admin struct {
-	// Listen is its address. Default 127.0.0.1:9090. A non-loopback
+	// Listen is its address. Default 127.0.0.1:8081. A non-loopback
 	// address needs a key.
 	Listen string `yaml:"listen"`
 	// Key is sent as "Authorization: Bearer". Required unless Listen is

@@ -64,7 +64,7 @@ func (c *Config) applyDefaults() {
 	}
 
 	if a := c.Admin; a != nil && a.Listen == "" {
-		a.Listen = "127.0.0.1:9090"
+		a.Listen = "127.0.0.1:8081"
 	}
 	if c.Reload.Watch == nil {
 		t := true

@@ -92,8 +92,21 @@ func (g *Gateway) publish(st *state, reason string) {
 	for _, k := range cfg.Keys {
 		routes.Keys = append(routes.Keys, proxy.NewKey(k.Name, k.Key.Value()))
 	}
+	old := g.state.Load()
 	g.state.Store(st)
 	g.Handler.Update(routes)
+	if old != nil {
+		for name := range old.backends {
+			if _, ok := st.backends[name]; !ok {
+				g.Metrics.RemoveBackend(name)
+			}
+		}
+		for name := range old.pools {
+			if _, ok := st.pools[name]; !ok {
+				g.Metrics.RemovePool(name)
+			}
+		}
+	}
 	for _, bc := range cfg.Backends {
 		g.Metrics.AddBackend(bc.Name, bc.Region, bc.Type)
 		g.Metrics.Drained(bc.Name, st.backends[bc.Name].Drained())

@@ -131,6 +131,11 @@ func New() *Metrics {
 			Help: "Operator actions through the admin API, by action.",
 		}, []string{"action"}),
 	}
+	// Series that alerts read with increase() exist from the start, so
+	// their first event is seen.
+	for _, r := range []string{"ok", "invalid"} {
+		m.reloads.WithLabelValues(r)
+	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -178,6 +183,7 @@ func (m *Metrics) Drained(backend string, drained bool) {
 
 // Active records a pool's active set among its members.
 func (m *Metrics) Active(pool string, members []string, active map[string]bool) {
+	m.poolActive.DeletePartialMatch(prometheus.Labels{"pool": pool}) // members a reload removed
 	for _, b := range members {
 		v := 0.0
 		if active[b] {
@@ -217,8 +223,26 @@ func (m *Metrics) Handler() http.Handler {
 // AddBackend declares a backend, so that its breaker state and info are
 // exported before its first request.
 func (m *Metrics) AddBackend(name, region, typ string) {
+	m.backendInfo.DeletePartialMatch(prometheus.Labels{"backend": name})
 	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
+	if _, err := m.breakerState.GetMetricWithLabelValues(name, breaker.Closed.String()); err == nil {
+		return // keep the state of a backend declared before (a reload)
+	}
 	m.setBreakerState(name, breaker.Closed)
+}
+
+// RemoveBackend drops the series of a backend a reload removed, so that
+// dashboards and alerts do not see it forever.
+func (m *Metrics) RemoveBackend(name string) {
+	l := prometheus.Labels{"backend": name}
+	for _, v := range []*prometheus.GaugeVec{m.backendInfo, m.breakerState, m.backendDrained, m.backendModel, m.probeUp} {
+		v.DeletePartialMatch(l)
+	}
+}
+
+// RemovePool drops the series of a pool a reload removed.
+func (m *Metrics) RemovePool(name string) {
+	m.poolActive.DeletePartialMatch(prometheus.Labels{"pool": name})
 }
 
 // Observe implements route.Observer.

@@ -41,7 +41,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	addr := fs.String("admin", envOr("SWITCHOVER_ADMIN", "http://127.0.0.1:9090"), "admin API base URL (default $SWITCHOVER_ADMIN or http://127.0.0.1:9090)")
+	addr := fs.String("admin", envOr("SWITCHOVER_ADMIN", "http://127.0.0.1:8081"), "admin API base URL (default $SWITCHOVER_ADMIN or http://127.0.0.1:8081)")
 	key := fs.String("key", os.Getenv("SWITCHOVER_ADMIN_KEY"), "admin key (default $SWITCHOVER_ADMIN_KEY)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	events := fs.Int("events", 10, "recent events to print")

@@ -1,0 +1,10 @@
+// Package deploy holds what an operator loads next to the gateway:
+// Prometheus recording and alerting rules (prometheus/alerts.yml, with
+// promtool unit tests in prometheus/alerts_test.yml) and a Grafana
+// dashboard (grafana/switchover.json). See README.md.
+//
+// The package has no code. Its tests parse every PromQL expression in the
+// rules and the dashboard and check the metric and label names against the
+// metrics the gateway exports (metrics.New), so that a renamed metric or
+// label breaks the build instead of an alert that silently never fires.
+package deploy
