@@ -61,8 +61,21 @@ type RunResult struct {
 	Faults []FaultWindow `json:"faults,omitempty"`
 	// Outage is set for runs whose scenario takes the primary down.
 	Outage *OutageResult `json:"outage,omitempty"`
+	// Notifications are what the run's gateway (or client engine) would
+	// have told people: active-backend changes, relative to the run's
+	// start.
+	Notifications []Note `json:"notifications,omitempty"`
 	// Duration is how long the run took, waiting for the last answer.
 	Duration time.Duration `json:"duration_ns"`
+}
+
+// Note is a notification sent during a run.
+type Note struct {
+	At   time.Duration `json:"at_ns"`
+	Kind string        `json:"kind"`
+	From []string      `json:"from"`
+	To   []string      `json:"to"`
+	Text string        `json:"text"`
 }
 
 // Transition is a breaker state change, relative to the run's start.

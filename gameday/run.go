@@ -18,6 +18,7 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/load"
+	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -31,6 +32,9 @@ type Options struct {
 	Progress io.Writer
 	// Command is recorded in the report.
 	Command string
+	// Webhook, if set, also gets every run's notifications, as a gateway
+	// configured with notifications.webhooks would send them.
+	Webhook string
 }
 
 // Run runs the scenarios, each setup of each in turn, and returns the
@@ -63,7 +67,7 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 			if opts.Progress != nil {
 				fmt.Fprintf(opts.Progress, "%s / %s: running (%s)\n", sc.Name, st.Name, res.Load)
 			}
-			rr, err := runSetup(ctx, run, st)
+			rr, err := runSetup(ctx, run, st, opts.Webhook)
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s, setup %s: %w", sc.Name, st.Name, err)
 			}
@@ -103,8 +107,23 @@ func (t *transitions) add(tr breaker.Transition) {
 	t.mu.Unlock()
 }
 
+// notes records a run's notifications.
+type notes struct {
+	mu  sync.Mutex
+	got []notify.Notification
+}
+
+func (n *notes) Name() string { return "gameday" }
+
+func (n *notes) Send(_ context.Context, x notify.Notification) error {
+	n.mu.Lock()
+	n.got = append(n.got, x)
+	n.mu.Unlock()
+	return nil
+}
+
 // runSetup runs one setup of a scaled scenario.
-func runSetup(ctx context.Context, sc Scenario, st Setup) (RunResult, error) {
+func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunResult, error) {
 	rr := RunResult{Setup: st.Name, Description: st.Description, Mode: st.Mode}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := sim.Start(ctx, simConfig(sc), sim.WithLogger(quiet))
@@ -113,12 +132,13 @@ func runSetup(ctx context.Context, sc Scenario, st Setup) (RunResult, error) {
 	}
 	defer s.Close()
 
-	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments())), os.LookupEnv)
+	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), webhook)), os.LookupEnv)
 	if err != nil {
 		return rr, fmt.Errorf("setup config: %w", err)
 	}
 	trs := &transitions{}
-	g, err := gateway.New(cfg, gateway.Options{Logger: quiet, OnTransition: trs.add})
+	sink := &notes{}
+	g, err := gateway.New(cfg, gateway.Options{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}})
 	if err != nil {
 		return rr, err
 	}
@@ -183,7 +203,24 @@ func runSetup(ctx context.Context, sc Scenario, st Setup) (RunResult, error) {
 	if sc.Outage != "" {
 		rr.Outage = outage(sc.Outage, rr)
 	}
+	// Notifications are delivered in the background: give the queue a
+	// moment, then take what arrived.
+	g.Close(ctxWithTimeout(2 * time.Second))
+	sink.mu.Lock()
+	for _, n := range sink.got {
+		if n.Kind == notify.KindAdmin {
+			continue
+		}
+		rr.Notifications = append(rr.Notifications, Note{At: n.At.Sub(res.Began), Kind: string(n.Kind), From: n.From, To: n.To, Text: n.Text})
+	}
+	sink.mu.Unlock()
 	return rr, nil
+}
+
+func ctxWithTimeout(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	time.AfterFunc(d, cancel)
+	return ctx
 }
 
 // simConfig is the scenario's regions as simulated Azure deployments.
@@ -217,7 +254,7 @@ func simConfig(sc Scenario) sim.Config {
 // simulated region, named after it, and the pool chat-prod. Client setups
 // build their engine from the same configuration as gateway setups, so the
 // two differ only by the network hop.
-func poolYAML(st Setup, eps []sim.Endpoint) string {
+func poolYAML(st Setup, eps []sim.Endpoint, webhook string) string {
 	fb, sfb, to := st.FirstByteTimeout, st.StreamFirstByteTimeout, st.Timeout
 	if fb == 0 {
 		fb = Duration(30 * time.Second)
@@ -239,8 +276,14 @@ func poolYAML(st Setup, eps []sim.Endpoint) string {
 			max(b.Failures, 1), durOr(b.Window, 30*time.Second), durOr(b.Trip, 60*time.Second), statuses, b.FollowRetryAfter, max(durOr(b.Trip, 60*time.Second), 5*time.Minute))
 	}
 	var y strings.Builder
-	fmt.Fprintf(&y, "log: {level: error}\nbackend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\nbackends:\n",
-		fb.D(), sfb.D(), to.D(), breakerYAML)
+	// A short flap window, so that a failover and the failback seconds
+	// later (in compressed time) are told as such, not as flapping.
+	hook := ""
+	if webhook != "" {
+		hook = fmt.Sprintf(", webhooks: [{url: %q}]", webhook)
+	}
+	fmt.Fprintf(&y, "log: {level: error}\nnotifications: {flap_window: 1s%s}\nbackend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\nbackends:\n",
+		hook, fb.D(), sfb.D(), to.D(), breakerYAML)
 	for _, e := range eps {
 		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s}\n", e.Name, e.URL, e.Region)
 	}

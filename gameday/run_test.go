@@ -3,7 +3,11 @@ package gameday
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +109,15 @@ func TestEveryRegionShortStaysUnderTheCap(t *testing.T) {
 }
 
 func TestOutageDetectsFailoverAndFailback(t *testing.T) {
+	var hooks atomic.Int32
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n struct{ Kind string }
+		json.NewDecoder(r.Body).Decode(&n)
+		if n.Kind == "failover" || n.Kind == "failback" {
+			hooks.Add(1)
+		}
+	}))
+	defer recv.Close()
 	sc := Scenario{
 		Name: "outage", Compress: 1,
 		Regions: []Region{
@@ -121,7 +134,11 @@ func TestOutageDetectsFailoverAndFailback(t *testing.T) {
 			StreamFirstByteTimeout: d(300 * time.Millisecond),
 		}},
 	}
-	run := runOne(t, sc).Runs[0]
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{Webhook: recv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Scenarios[0].Runs[0]
 	o := run.Outage
 	if o == nil {
 		t.Fatal("no outage result")
@@ -140,6 +157,27 @@ func TestOutageDetectsFailoverAndFailback(t *testing.T) {
 	}
 	if len(run.Faults) != 1 || run.Faults[0].From < 900*time.Millisecond || run.Faults[0].From > 1100*time.Millisecond {
 		t.Errorf("fault window %+v", run.Faults)
+	}
+	// Told once when the primary went out, once when it came back.
+	var kinds []string
+	for _, n := range run.Notifications {
+		if n.Kind != "storm" {
+			kinds = append(kinds, n.Kind)
+		}
+	}
+	if strings.Join(kinds, ",") != "failover,failback" {
+		t.Errorf("notifications %v", kinds)
+	}
+	if f := run.Notifications[0]; fmt.Sprint(f.From, f.To) != "[westeurope] [swedencentral]" || f.At < run.Faults[0].From {
+		t.Errorf("failover notification %+v", f)
+	}
+	if n := hooks.Load(); n != 2 {
+		t.Errorf("the webhook got %d failover/failback notifications, want 2", n)
+	}
+	var text bytes.Buffer
+	WriteText(&text, rep)
+	if !strings.Contains(text.String(), "notifications sent:") || !strings.Contains(text.String(), "failback at") {
+		t.Errorf("text report:\n%s", text.String())
 	}
 }
 
@@ -178,7 +216,7 @@ func TestBuiltinScenariosAreValid(t *testing.T) {
 		names[sc.Name] = true
 		// Every setup's configuration is one switchover accepts.
 		for _, st := range sc.scaled(sc.Compress).Setups {
-			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil)), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
+			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil, "")), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
 				t.Errorf("%s / %s: %v", sc.Name, st.Name, err)
 			}
 		}

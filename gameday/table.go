@@ -77,8 +77,37 @@ func WriteText(w io.Writer, r *Report) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
+			writeNotes(w, sc)
+		}
 	}
 	return nil
+}
+
+// writeNotes lists what each run told people, for the outage scenario:
+// the notifications a webhook would have received.
+func writeNotes(w io.Writer, sc ScenarioResult) {
+	fmt.Fprintln(w, "   notifications sent:")
+	for _, run := range sc.Runs {
+		var parts []string
+		for _, n := range run.Notifications {
+			parts = append(parts, fmt.Sprintf("%s at %s (%s -> %s)", n.Kind, formatDuration(n.At), setText(n.From), setText(n.To)))
+		}
+		if len(parts) == 0 {
+			parts = []string{"none"}
+		}
+		if len(parts) > 4 {
+			parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
+		}
+		fmt.Fprintf(w, "     %s: %s\n", run.Setup, strings.Join(parts, ", "))
+	}
+}
+
+func setText(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, "+")
 }
 
 // WriteMarkdown prints the report as Markdown tables.
@@ -94,6 +123,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				cols[i] = strings.ReplaceAll(cols[i], "|", `\|`)
 			}
 			fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
+		}
+		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
+			fmt.Fprintln(w)
+			writeNotes(w, sc)
 		}
 	}
 	return nil

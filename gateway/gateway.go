@@ -82,6 +82,9 @@ type Gateway struct {
 	probes    map[string]*prober
 	// fileSum is the hash of the configuration file last loaded.
 	fileSum atomic.Pointer[[32]byte]
+
+	closeOnce sync.Once
+	closeErr  error
 	// cancel stops the background work (probes, tracker).
 	bg     context.Context
 	cancel context.CancelFunc
@@ -334,7 +337,13 @@ func boolInt(b bool) int {
 
 // Close stops the gateway's background work (probes, notifications,
 // tracing), delivering queued notifications and spans until ctx ends.
+// Later calls return the first call's result.
 func (g *Gateway) Close(ctx context.Context) error {
+	g.closeOnce.Do(func() { g.closeErr = g.close(ctx) })
+	return g.closeErr
+}
+
+func (g *Gateway) close(ctx context.Context) error {
 	g.cancel()
 	g.mu.Lock()
 	for name, p := range g.probes {

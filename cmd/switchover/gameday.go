@@ -43,6 +43,7 @@ Flags:
 	mdOut := fs.String("markdown", "", "write the tables as Markdown to this file")
 	list := fs.Bool("list", false, "list the scenarios and their setups, and exit")
 	quiet := fs.Bool("q", false, "no progress lines")
+	webhook := fs.String("webhook", "", "also send every run's notifications (failover, failback…) to this webhook URL")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ Flags:
 		}
 		return tw.Flush()
 	}
-	opts := gameday.Options{Realtime: *realtime, Only: names, Command: "switchover gameday " + strings.Join(args, " ")}
+	opts := gameday.Options{Realtime: *realtime, Only: names, Command: "switchover gameday " + strings.Join(args, " "), Webhook: *webhook}
 	if !*quiet {
 		opts.Progress = stderr
 	}
