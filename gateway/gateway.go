@@ -133,7 +133,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
 		TraceHeader:     *cfg.Server.TraceHeader,
-		Tracer:          g.tracer.tracer,
+	}
+	if g.tracer.enabled {
+		g.Handler.Tracer = g.tracer.tracer
 	}
 	g.Handler.Ready = g.Ready
 	st, err := g.build(cfg, nil)

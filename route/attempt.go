@@ -194,9 +194,12 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 		idle:    b.IdleTimeout,
 		cancel:  cancel,
 		onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
-		onModel: func(prefix []byte) { p.noteModel(b, translate.ModelOf(native, prefix)) },
 		backend: b.Name,
-	}).start()
+	})
+	if p.checkModel(b) {
+		wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(native, prefix)) }
+	}
+	wrapped.start()
 	resp.Body = wrapped
 	if native != client {
 		conv := streamConverter(native, client, o.Model, r.includeUsage)
@@ -270,7 +273,9 @@ func (p *Pool) translateWhole(r *Request, b *Backend, o *Outgoing, resp *http.Re
 		return resp, a, nil
 	}
 	done(breaker.Outcome{Result: breaker.Success})
-	p.noteModel(b, translate.ModelOf(native, raw))
+	if p.checkModel(b) {
+		p.noteModel(b, translate.ModelOf(native, raw))
+	}
 	setBody(resp, out, "application/json")
 	return resp, a, nil
 }

@@ -46,8 +46,9 @@ type Backend struct {
 	// stream that stalls mid-way ends instead of hanging. Zero means none.
 	IdleTimeout time.Duration
 
-	model   atomic.Pointer[string] // the model version it last answered with
-	drained atomic.Bool
+	model        atomic.Pointer[string] // the model version it last answered with
+	modelChecked atomic.Int64           // unix nanos of the last response read for it
+	drained      atomic.Bool
 }
 
 // Drain stops new traffic to the backend (requests in flight finish);

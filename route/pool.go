@@ -286,6 +286,22 @@ func boolString(b bool) string {
 	return "false"
 }
 
+// modelCheckEvery is how often a backend's responses are read for the
+// model version they name: versions change rarely, and reading every
+// response would cost every request.
+const modelCheckEvery = time.Second
+
+// checkModel reports whether this response of b should be read for its
+// model version: the first one, then at most one per modelCheckEvery.
+func (p *Pool) checkModel(b *Backend) bool {
+	now := time.Now().UnixNano()
+	last := b.modelChecked.Load()
+	if last != 0 && now-last < int64(modelCheckEvery) {
+		return false
+	}
+	return b.modelChecked.CompareAndSwap(last, now)
+}
+
 // noteModel records the model version a backend answered with, and
 // reports a change.
 func (p *Pool) noteModel(b *Backend, model string) {

@@ -13,6 +13,18 @@ import (
 // ("data: {…"): ModelOf reads as far as the bytes go and does not need valid
 // JSON. It returns "" when it finds no model.
 func ModelOf(from Format, prefix []byte) string {
+	// The common case, cheaply: the first non-empty "model" string by
+	// bytes. Inside JSON strings quotes are escaped, so a match is a key.
+	// OpenAI responses carry no object before their model in which a
+	// "model" key could hide (tool arguments are strings), and Anthropic
+	// puts model before content (message_start nests it, as wanted).
+	// Gemini's modelVersion comes last, after candidates whose function
+	// call args are objects, so Gemini takes the token walk below.
+	if from == OpenAI || from == Anthropic {
+		if m := searchString(prefix, "model"); m != "" {
+			return m
+		}
+	}
 	start := bytes.IndexAny(prefix, "{[")
 	if start < 0 {
 		return ""
