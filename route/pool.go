@@ -294,7 +294,7 @@ const modelCheckEvery = time.Second
 // checkModel reports whether this response of b should be read for its
 // model version: the first one, then at most one per modelCheckEvery.
 func (p *Pool) checkModel(b *Backend) bool {
-	now := time.Now().UnixNano()
+	now := p.now().UnixNano()
 	last := b.modelChecked.Load()
 	if last != 0 && now-last < int64(modelCheckEvery) {
 		return false
