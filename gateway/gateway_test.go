@@ -1,7 +1,8 @@
 package gateway_test
 
 import (
-	"bytes"
+	"github.com/switchover-gw/switchover/internal/syncbuf"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,23 +26,7 @@ const (
 	secSecret = "sec-backend-secret-1a2b3c"
 )
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // harness is a gateway built from a real config file, serving on loopback
 // in front of scripted upstreams.

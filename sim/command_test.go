@@ -1,7 +1,8 @@
 package sim
 
 import (
-	"bytes"
+	"github.com/switchover-gw/switchover/internal/syncbuf"
+
 	"context"
 	"errors"
 	"flag"
@@ -9,28 +10,11 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 // runCommand starts Command in the background and waits for it to print
 // its endpoints. The returned stop cancels it and returns its error.

@@ -1,7 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"github.com/switchover-gw/switchover/internal/syncbuf"
+
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,22 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = syncbuf.Buffer
 
 func TestExitCodes(t *testing.T) {
 	good := filepath.Join("..", "..", "examples", "switchover.yaml")
