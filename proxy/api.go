@@ -121,7 +121,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	w.WriteHeader(resp.StatusCode)
 	lg.firstByte = time.Since(start)
 
-	stream := isEventStream(resp.Header)
+	stream := route.IsEventStream(resp.Header)
 	n, err := copyBody(w, resp.Body, stream || resp.ContentLength < 0)
 	lg.bytes = n
 	if err == nil {
@@ -149,11 +149,6 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	// A plain body cut short: abort the response so the client sees the
 	// failure instead of a short body that looks whole.
 	panic(http.ErrAbortHandler)
-}
-
-func isEventStream(h http.Header) bool {
-	ct := h.Get("Content-Type")
-	return strings.HasPrefix(strings.TrimSpace(strings.ToLower(ct)), "text/event-stream")
 }
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

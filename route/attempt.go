@@ -140,7 +140,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	var rd io.Reader
 	if err == nil {
 		rd = resp.Body
-		if resp.StatusCode == http.StatusOK && isEventStream(resp.Header) {
+		if resp.StatusCode == http.StatusOK && IsEventStream(resp.Header) {
 			// A stream's first byte is the first event, not the headers:
 			// wait for it under the first-byte timeout, so a backend that
 			// sends headers and then nothing can still be failed over.
@@ -338,7 +338,8 @@ func streamConverter(native, client translate.Format, model string, includeUsage
 	return nil
 }
 
-func isEventStream(h http.Header) bool {
+// IsEventStream reports whether a response is a server-sent event stream.
+func IsEventStream(h http.Header) bool {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
 	return mt == "text/event-stream"
 }
