@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -219,5 +223,76 @@ func TestManagedIdentityAgainstLocalEndpoint(t *testing.T) {
 			t.Fatalf("token %q never refreshed (%d requests)", first, hits.Load())
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// fakeAAD is a local Entra ID token endpoint over TLS: the tenant's
+// OpenID configuration and its token endpoint for client credentials.
+func fakeAAD(t *testing.T, check func(form url.Values) error) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var tokens atomic.Int32
+	var srv *httptest.Server
+	srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/v2.0/.well-known/openid-configuration"):
+			tenant := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")[0]
+			json.NewEncoder(w).Encode(map[string]any{
+				"token_endpoint":         srv.URL + "/" + tenant + "/oauth2/v2.0/token",
+				"authorization_endpoint": srv.URL + "/" + tenant + "/oauth2/v2.0/authorize",
+				"issuer":                 srv.URL + "/" + tenant + "/v2.0",
+			})
+		case strings.HasSuffix(r.URL.Path, "/oauth2/v2.0/token"):
+			r.ParseForm()
+			if err := check(r.PostForm); err != nil {
+				w.WriteHeader(400)
+				json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client", "error_description": err.Error()})
+				return
+			}
+			n := tokens.Add(1)
+			json.NewEncoder(w).Encode(map[string]any{"token_type": "Bearer", "expires_in": 3600, "access_token": fmt.Sprintf("aad-token-%d", n)})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &tokens
+}
+
+// TestClientSecretAndFederatedAgainstLocalAAD exercises the two
+// app-registration flows through the Azure identity library against a
+// local token endpoint.
+func TestClientSecretAndFederatedAgainstLocalAAD(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "azure-identity-token")
+	os.WriteFile(tokenFile, []byte("federated-jwt-1\n"), 0o600)
+	srv, tokens := fakeAAD(t, func(f url.Values) error {
+		if f.Get("grant_type") != "client_credentials" || f.Get("client_id") != "app-1" || !strings.HasPrefix(f.Get("scope"), DefaultScope) {
+			return fmt.Errorf("unexpected form %v", f)
+		}
+		if f.Get("client_secret") == "s3cret" || f.Get("client_assertion") == "federated-jwt-1" {
+			return nil
+		}
+		return fmt.Errorf("bad credential")
+	})
+	reg := &Registry{Transport: srv.Client()}
+	for _, s := range []Settings{
+		{TenantID: "tenant-1", ClientID: "app-1", ClientSecret: "s3cret", AuthorityHost: srv.URL + "/"},
+		{TenantID: "tenant-1", ClientID: "app-1", FederatedTokenFile: tokenFile, AuthorityHost: srv.URL + "/"},
+	} {
+		src, err := reg.Source(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := src.Token(context.Background())
+		if err != nil || !strings.HasPrefix(tok, "aad-token-") {
+			t.Fatalf("token %q, %v", tok, err)
+		}
+	}
+	if n := tokens.Load(); n != 2 {
+		t.Fatalf("%d token requests, want one per identity", n)
+	}
+	// A wrong secret is an error, not a token.
+	bad, _ := reg.Source(Settings{TenantID: "tenant-1", ClientID: "app-1", ClientSecret: "wrong", AuthorityHost: srv.URL + "/"})
+	if _, err := bad.Token(context.Background()); err == nil {
+		t.Fatal("a wrong secret got a token")
 	}
 }

@@ -464,3 +464,31 @@ func TestTraceHeader(t *testing.T) {
 		t.Fatalf("trace header %q", got)
 	}
 }
+
+// TestOTLPExport: with tracing.endpoint set, spans are exported over
+// OTLP/HTTP to it.
+func TestOTLPExport(t *testing.T) {
+	var posts atomic.Int32
+	var ctype atomic.Value
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Method == "POST" && r.URL.Path == "/v1/traces" && len(b) > 0 {
+			posts.Add(1)
+			ctype.Store(r.Header.Get("Content-Type"))
+		}
+	}))
+	defer collector.Close()
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string { return strings.Replace(y, "keys:", "tracing: {endpoint: "+collector.URL+"}\nkeys:", 1) })
+	h.post("/v1/chat/completions", chat)
+	// Shutting down flushes the batch of spans.
+	h.stop()
+	err := <-h.done
+	h.done <- err
+	if posts.Load() == 0 {
+		t.Fatal("no spans exported to the OTLP endpoint")
+	}
+	if ct, _ := ctype.Load().(string); ct != "application/x-protobuf" {
+		t.Fatalf("export content type %q", ct)
+	}
+}
