@@ -479,7 +479,9 @@ func TestOTLPExport(t *testing.T) {
 	}))
 	defer collector.Close()
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
-		func(y string) string { return strings.Replace(y, "keys:", "tracing: {endpoint: "+collector.URL+"}\nkeys:", 1) })
+		func(y string) string {
+			return strings.Replace(y, "keys:", "tracing: {endpoint: "+collector.URL+"}\nkeys:", 1)
+		})
 	h.post("/v1/chat/completions", chat)
 	// Shutting down flushes the batch of spans.
 	h.stop()
