@@ -412,6 +412,8 @@ type (
 		Requests, Success, P50, P95, Goodput, Calls, Failovers, Failed string
 		Failures                                                       []string
 		Outage                                                         *htmlOutage
+		// Notes are the notifications the run sent, one line each.
+		Notes []string
 		// Plots.
 		RPS, Latency, Breakers   template.HTML
 		BucketWidth, ShownPoints string
@@ -527,6 +529,9 @@ func buildRun(sc *ScenarioResult, run *RunResult, id string, first bool, kinds [
 			Back:    formatDuration(o.Back),
 			Closed:  formatDuration(o.Closed),
 		}
+	}
+	for _, n := range run.Notifications {
+		h.Notes = append(h.Notes, fmt.Sprintf("%s at %s: %s", n.Kind, formatDuration(n.At), n.Text))
 	}
 	h.SummaryLine = fmt.Sprintf("%s · %s — %s success, p95 %s, %s failovers", run.Setup, run.Mode, h.Success, h.P95, h.Failovers)
 
@@ -987,6 +992,10 @@ footer{margin-top:40px;border-top:1px solid #ddd;color:#444}
 {{- end}}
 {{- with .Outage}}
 <p class="outage">Outage of <strong>{{.Primary}}</strong>: {{.Failed}} requests failed · moved to another region after: {{.Moved}} · breaker opened after: {{.Benched}} · answered again after the outage ended: {{.Back}} · breaker closed after the outage ended: {{.Closed}}</p>
+{{- end}}
+{{- if .Notes}}
+<p class="desc">Notifications sent (times from the start of the run):</p>
+<ul class="notes">{{range .Notes}}<li>{{.}}</li>{{end}}</ul>
 {{- end}}
 <figure>
 <h4>Requests per second by backend</h4>

@@ -74,6 +74,7 @@ func fixtureReport() *Report {
 	}
 	c := run("client", "client", cl)
 	c.Outage = &OutageResult{Primary: "uksouth", Failed: 150, Moved: -1, Benched: -1, Back: 20 * time.Millisecond, Closed: -1}
+	c.Notifications = []Note{{At: 3 * time.Second, Kind: "failover", From: []string{"uksouth"}, To: []string{"westeurope"}, Text: "Active backend changed <to> westeurope."}}
 	var regions []RegionInfo
 	for i, name := range fixtureRegions {
 		regions = append(regions, RegionInfo{Name: name, MedianLatency: time.Duration(150+50*i) * time.Millisecond, RPM: 6000, TPM: 600000})
@@ -365,6 +366,17 @@ func TestWriteHTML(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestWriteHTMLListsNotifications(t *testing.T) {
+	var b bytes.Buffer
+	if err := WriteHTML(&b, fixtureReport()); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, `<ul class="notes"><li>failover at 3.0 s: Active backend changed &lt;to&gt; westeurope.</li></ul>`) {
+		t.Fatalf("notifications not listed (or not escaped)")
+	}
 }
 
 func TestWriteHTMLEscapesData(t *testing.T) {
