@@ -356,13 +356,13 @@ func (c *Config) validate() []Problem {
 		add("notifications.attempts", "must be 1 or more")
 	}
 	for i, w := range n.Webhooks {
-		if u, err := url.Parse(w.URL.Value()); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		if !isHTTPURL(w.URL.Value()) {
 			add(fmt.Sprintf("notifications.webhooks[%d].url", i), "not an http(s) URL")
 		}
 	}
 	for kind, sinks := range map[string][]URLSink{"slack": n.Slack, "teams": n.Teams} {
 		for i, w := range sinks {
-			if u, err := url.Parse(w.URL.Value()); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+			if !isHTTPURL(w.URL.Value()) {
 				add(fmt.Sprintf("notifications.%s[%d].url", kind, i), "not an http(s) URL")
 			}
 		}
@@ -373,7 +373,7 @@ func (c *Config) validate() []Problem {
 		}
 	}
 	if t := c.Tracing; t.Endpoint != "" {
-		if u, err := url.Parse(t.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !isHTTPURL(t.Endpoint) {
 			add("tracing.endpoint", "%q is not an http(s) URL", t.Endpoint)
 		}
 	}
@@ -448,6 +448,12 @@ func (b Breaker) validate(p string) []Problem {
 		ps = append(ps, Problem{Path: p + ".max_retry_after", Msg: fmt.Sprintf("(%s) is shorter than trip (%s)", b.MaxRetryAfter, b.Trip)})
 	}
 	return ps
+}
+
+// isHTTPURL reports whether s is an absolute http or https URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 func isLoopback(host string) bool {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -48,7 +49,7 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 		Realtime: opts.Realtime,
 	}
 	for _, sc := range scenarios {
-		if len(opts.Only) > 0 && !contains(opts.Only, sc.Name) {
+		if len(opts.Only) > 0 && !slices.Contains(opts.Only, sc.Name) {
 			continue
 		}
 		if err := sc.validate(); err != nil {
@@ -84,15 +85,6 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 		rep.Scenarios = append(rep.Scenarios, res)
 	}
 	return rep, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // transitions records breaker changes as they happen.

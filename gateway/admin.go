@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +11,7 @@ import (
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -313,8 +312,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := g.Config().Admin; a != nil && a.Key != "" {
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			x, y := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(a.Key.Value()))
-			if subtle.ConstantTimeCompare(x[:], y[:]) != 1 {
+			if !proxy.NewKey("admin", a.Key.Value()).Match(got) {
 				writeJSON(w, http.StatusUnauthorized, apiErr(errors.New("missing or wrong admin key (Authorization: Bearer KEY)")))
 				return
 			}

@@ -19,6 +19,12 @@ func NewKey(name, secret string) Key {
 	return Key{Name: name, hash: sha256.Sum256([]byte(secret))}
 }
 
+// Match reports, in constant time, whether presented is the key.
+func (k Key) Match(presented string) bool {
+	h := sha256.Sum256([]byte(presented))
+	return subtle.ConstantTimeCompare(h[:], k.hash[:]) == 1
+}
+
 // presentedKey returns the key a caller sent: "Authorization: Bearer KEY"
 // (OpenAI SDKs), "api-key: KEY" (Azure OpenAI SDKs) or "x-api-key: KEY"
 // (Anthropic SDKs).
@@ -46,10 +52,9 @@ func authenticate(keys []Key, r *http.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	h := sha256.Sum256([]byte(k))
 	name, found := "", false
 	for _, key := range keys {
-		if subtle.ConstantTimeCompare(h[:], key.hash[:]) == 1 {
+		if key.Match(k) {
 			name, found = key.Name, true
 		}
 	}
