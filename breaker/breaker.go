@@ -12,6 +12,8 @@ package breaker
 
 import (
 	"fmt"
+
+	"github.com/switchover-gw/switchover/clock"
 	"sync"
 	"time"
 )
@@ -134,14 +136,9 @@ type Transition struct {
 	Cause string
 }
 
-// Clock tells the time. The zero Settings use the wall clock.
-type Clock interface {
-	Now() time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
+// Clock tells the time and arms timers (a trip ends on time without
+// traffic). The zero Settings use the wall clock.
+type Clock = clock.Clock
 
 // Settings configure a Breaker. The zero value is valid and gives the API
 // Management defaults used in seed 000: 5 failures in 30s open for 60s.
@@ -202,7 +199,7 @@ func (s Settings) withDefaults() Settings {
 		s.MaxRetryAfter = DefaultMaxRetryAfter
 	}
 	if s.Clock == nil {
-		s.Clock = wallClock{}
+		s.Clock = clock.Wall
 	}
 	return s
 }

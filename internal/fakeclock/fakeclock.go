@@ -1,18 +1,25 @@
 // Package fakeclock is a manually advanced clock for tests of time-based
-// decisions.
+// decisions. Its timers fire when Advance moves the clock past them.
 package fakeclock
 
 import (
+	"sort"
 	"sync"
 	"time"
+
+	"github.com/switchover-gw/switchover/clock"
 )
 
 // Clock is a clock that moves only when told to. It is safe for concurrent
 // use.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []*timer
+	seq    uint64
 }
+
+var _ clock.Clock = (*Clock)(nil)
 
 // New returns a clock set to a fixed, arbitrary instant.
 func New() *Clock {
@@ -26,9 +33,104 @@ func (c *Clock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock forward by d and runs, in the order of their
+// due times, the timers that fall due, each on the calling goroutine and
+// with the clock reading its due time. A timer armed by one of them that
+// also falls due within d runs too.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
-	c.now = c.now.Add(d)
+	end := c.now.Add(d)
+	for {
+		t := c.nextDueLocked(end)
+		if t == nil {
+			break
+		}
+		t.pending = false
+		if t.at.After(c.now) {
+			c.now = t.at
+		}
+		f := t.f
+		c.mu.Unlock()
+		f()
+		c.mu.Lock()
+	}
+	c.now = end
 	c.mu.Unlock()
+}
+
+// nextDueLocked removes and returns the earliest timer due by end. Requires
+// c.mu held.
+func (c *Clock) nextDueLocked(end time.Time) *timer {
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		if t.pending {
+			live = append(live, t)
+		}
+	}
+	c.timers = live
+	sort.SliceStable(c.timers, func(i, j int) bool {
+		if !c.timers[i].at.Equal(c.timers[j].at) {
+			return c.timers[i].at.Before(c.timers[j].at)
+		}
+		return c.timers[i].seq < c.timers[j].seq
+	})
+	if len(c.timers) == 0 || c.timers[0].at.After(end) {
+		return nil
+	}
+	t := c.timers[0]
+	c.timers = c.timers[1:]
+	return t
+}
+
+// Pending returns how many timers are armed and not yet due.
+func (c *Clock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if t.pending {
+			n++
+		}
+	}
+	return n
+}
+
+// AfterFunc implements clock.Clock. Unlike time.AfterFunc, f runs on the
+// goroutine that calls Advance.
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	t := &timer{c: c, at: c.now.Add(d), f: f, pending: true, seq: c.seq}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+type timer struct {
+	c       *Clock
+	at      time.Time
+	f       func()
+	pending bool
+	seq     uint64
+}
+
+func (t *timer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.pending
+	t.pending = false
+	return was
+}
+
+func (t *timer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.pending
+	t.c.seq++
+	t.at, t.seq = t.c.now.Add(d), t.c.seq
+	if !was {
+		t.pending = true
+		t.c.timers = append(t.c.timers, t)
+	}
+	return was
 }

@@ -1,0 +1,62 @@
+package fakeclock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestAdvanceFiresDueTimersInOrder(t *testing.T) {
+	c := New()
+	start := c.Now()
+	var got []time.Duration
+	c.AfterFunc(3*time.Second, func() { got = append(got, c.Now().Sub(start)) })
+	c.AfterFunc(1*time.Second, func() {
+		got = append(got, c.Now().Sub(start))
+		c.AfterFunc(time.Second, func() { got = append(got, c.Now().Sub(start)) })
+	})
+	stopped := c.AfterFunc(2500*time.Millisecond, func() { t.Error("stopped timer fired") })
+	if !stopped.Stop() {
+		t.Fatal("Stop of a pending timer = false")
+	}
+	c.Advance(5 * time.Second)
+	want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+	if len(got) != len(want) {
+		t.Fatalf("fired at %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("fired at %v, want %v", got, want)
+		}
+	}
+	if c.Now().Sub(start) != 5*time.Second {
+		t.Fatalf("now = %v after Advance(5s)", c.Now().Sub(start))
+	}
+}
+
+func TestResetMovesATimer(t *testing.T) {
+	c := New()
+	fired := 0
+	tm := c.AfterFunc(time.Second, func() { fired++ })
+	c.Advance(900 * time.Millisecond)
+	if !tm.Reset(time.Second) {
+		t.Fatal("Reset of a pending timer = false")
+	}
+	c.Advance(900 * time.Millisecond)
+	if fired != 0 {
+		t.Fatal("fired before its reset due time")
+	}
+	c.Advance(200 * time.Millisecond)
+	if fired != 1 {
+		t.Fatalf("fired %d times, want 1", fired)
+	}
+	if tm.Reset(time.Second) {
+		t.Fatal("Reset of a fired timer = true")
+	}
+	c.Advance(time.Second)
+	if fired != 2 {
+		t.Fatalf("fired %d times after re-arming, want 2", fired)
+	}
+	if c.Pending() != 0 {
+		t.Fatalf("Pending = %d", c.Pending())
+	}
+}
