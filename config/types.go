@@ -206,29 +206,44 @@ type BackendDefaults struct {
 	Probe    *Probe  `yaml:"probe"`
 }
 
-// Probe is a backend's active health probe: a cheap call on a fixed
-// interval, so a dead fallback is known before it is needed (seed 004).
+// Probe is a backend's active health probe. Every backend has one by
+// default, probing only while its breaker is open for a failure
+// (recovery_interval), so failback comes within seconds of recovery and
+// costs nothing while the backend is healthy; set interval to also probe a
+// healthy backend, so a dead fallback is known before it is needed
+// (seed 004).
 type Probe struct {
-	// Interval between probes. Default 30s; at least 10s, so a probe
-	// costs at most 6 requests a minute.
+	// Interval between probes of a healthy backend. Default 0: none. When
+	// set, at least 10s, so a probe costs at most 6 requests a minute.
 	Interval Duration `yaml:"interval"`
-	// Timeout of one probe. Default 10s; at most the interval.
+	// RecoveryInterval between probes of a backend whose breaker is open
+	// for a failure (5xx, timeouts, an unresponsive backend, a
+	// misconfiguration). A passing probe ends the trip. Not used while a
+	// backend is benched for quota (its Retry-After says when it returns)
+	// or forced open by an operator. Default 5s; at least 1s.
+	RecoveryInterval Duration `yaml:"recovery_interval"`
+	// Timeout of one probe. Default: the backend's learned check timeout
+	// (four times the 95th percentile of its recent answers to tiny calls,
+	// between 2s and 10s); when set, it caps that. At most the interval.
 	Timeout Duration `yaml:"timeout"`
 	// Kind is "chat" (a one-token chat completion through the backend's
 	// own format: the real path, a few tokens of quota each) or "models"
 	// (list models: no quota, but it says less). Default chat.
 	Kind string `yaml:"kind"`
-	// Failures in a row that mark the backend unavailable (its breaker
-	// forced open) when MarkUnavailable. Default 2.
+	// Failures in a row of interval probes that mark the backend
+	// unavailable (its breaker forced open) when MarkUnavailable.
+	// Default 2.
 	Failures int `yaml:"failures"`
-	// MarkUnavailable opens the breaker after Failures failed probes, so
-	// users never meet the dead backend. Default true.
+	// MarkUnavailable opens the breaker after Failures failed interval
+	// probes, so users never meet the dead backend. Default true.
 	MarkUnavailable *bool `yaml:"mark_unavailable"`
-	// EndTrip closes a breaker that traffic opened as soon as a probe
-	// passes, instead of waiting for the trip to end. Default false. (A
-	// breaker the probe itself opened always closes on a passing probe.)
-	EndTrip bool `yaml:"end_trip"`
-	// Disabled turns an inherited probe off for this backend.
+	// EndTrip closes a breaker that traffic opened as soon as an interval
+	// probe passes, instead of waiting for the trip to end. Default true.
+	// (A breaker the probe itself opened always closes on a passing
+	// probe; recovery probes always end the trip.)
+	EndTrip *bool `yaml:"end_trip"`
+	// Disabled turns the probe off for this backend (or, in
+	// backend_defaults, for every backend that does not set its own).
 	Disabled bool `yaml:"disabled"`
 }
 
@@ -267,8 +282,8 @@ type Backend struct {
 	Headers  map[string]string `yaml:"headers"`
 	Timeouts `yaml:",inline"`
 	Breaker  Breaker `yaml:"breaker"`
-	// Probe is the backend's health probe; default none (or
-	// backend_defaults.probe).
+	// Probe is the backend's health probe; default backend_defaults.probe,
+	// else recovery probes only (see Probe).
 	Probe *Probe `yaml:"probe"`
 
 	line int
@@ -376,9 +391,18 @@ type Retry struct {
 	// each backend is tried at most once. Default 3.
 	Attempts int `yaml:"attempts"`
 	// On lists the statuses retried on another backend. Default [429, 500,
-	// 502, 503, 504, 529] (529 is Anthropic's "overloaded"). 400, 401, 403, 404, 413 and 422 are refused: they are
-	// the caller's own errors. Connection errors and timeouts always retry.
+	// 502, 503, 504, 529] (529 is Anthropic's "overloaded"). 400, 413 and
+	// 422 are refused: they are the caller's own errors. 401, 403 and 404
+	// are always failed over (they say the backend's key or deployment is
+	// wrong: the caller's credentials never go upstream). Connection
+	// errors and timeouts always retry.
 	On StatusList `yaml:"on"`
+	// Budget bounds retries in time (Caddy's try_duration): no retry
+	// starts once the request has spent this long, and a retry's wait for
+	// its first byte ends with it. The first attempt always gets its full
+	// first-byte timeout; an answer already flowing is never cut.
+	// Default 90s.
+	Budget Duration `yaml:"budget"`
 }
 
 // Duration is a time.Duration written as "30s", "1m30s" or "250ms".

@@ -16,8 +16,10 @@ const (
 	DefaultConnectTimeout         = 5 * time.Second
 	DefaultFirstByteTimeout       = 120 * time.Second
 	DefaultStreamFirstByteTimeout = 30 * time.Second
-	DefaultTimeout                = 10 * time.Minute
-	DefaultIdleTimeout            = 2 * time.Minute
+	// DefaultRetryBudget is a pool's retry.budget.
+	DefaultRetryBudget = 90 * time.Second
+	DefaultTimeout     = 10 * time.Minute
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // DefaultBreakerStatuses are the statuses that count as failures when a
@@ -147,12 +149,18 @@ func (c *Config) applyDefaults() {
 			pr := *d.Probe
 			b.Probe = &pr
 		}
+		if b.Probe == nil {
+			b.Probe = &Probe{}
+		}
 		if pr := b.Probe; pr != nil {
 			if pr.Disabled {
 				b.Probe = nil
 			} else {
-				setDur(&pr.Interval, 0, 30*time.Second)
-				setDur(&pr.Timeout, 0, min(10*time.Second, pr.Interval.D()))
+				setDur(&pr.RecoveryInterval, 0, 5*time.Second)
+				if pr.EndTrip == nil {
+					t := true
+					pr.EndTrip = &t
+				}
 				if pr.Kind == "" {
 					pr.Kind = "chat"
 				}
@@ -183,6 +191,7 @@ func (c *Config) applyDefaults() {
 		if p.Retry.On == nil {
 			p.Retry.On = DefaultRetryOn
 		}
+		setDur(&p.Retry.Budget, 0, DefaultRetryBudget)
 		if p.Storm.Failovers == 0 {
 			p.Storm.Failovers = n.Storm.Failovers
 		}
@@ -317,11 +326,14 @@ func (c *Config) validate() []Problem {
 		}
 		ps = append(ps, b.Breaker.validate(p+".breaker")...)
 		if pr := b.Probe; pr != nil {
-			if pr.Interval < Duration(10*time.Second) {
-				add(p+".probe.interval", "must be at least 10s (a probe may cost quota)")
+			if pr.Interval != 0 && pr.Interval < Duration(10*time.Second) {
+				add(p+".probe.interval", "must be at least 10s (a probe may cost quota), or 0 for no probes while healthy")
 			}
-			if pr.Timeout > pr.Interval {
+			if pr.Interval != 0 && pr.Timeout > pr.Interval {
 				add(p+".probe.timeout", "must not be longer than the interval")
+			}
+			if pr.RecoveryInterval < Duration(time.Second) {
+				add(p+".probe.recovery_interval", "must be at least 1s")
 			}
 			if pr.Kind != "chat" && pr.Kind != "models" {
 				add(p+".probe.kind", "must be chat or models, not %q", pr.Kind)

@@ -170,9 +170,11 @@ func (g *Gateway) ForceBreaker(backend string, open bool, d time.Duration) error
 			until = g.now().Add(d)
 		}
 		g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open")
+		g.operatorHold.Store(backend, true)
 		b.Breaker.Force(breaker.Open, until, "manual: forced open by an operator")
 		return nil
 	}
+	g.operatorHold.Delete(backend)
 	g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed")
 	b.Breaker.Force(breaker.Closed, time.Time{}, "manual: forced closed by an operator")
 	return nil

@@ -58,8 +58,10 @@ func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *r
 		Name:     pc.Name,
 		Attempts: pc.Retry.Attempts,
 		RetryOn:  statusSet(pc.Retry.On),
-		Observer: g.observer,
-		Clock:    g.opts.Clock,
+		// How long retries may go on.
+		TryDuration: pc.Retry.Budget.D(),
+		Observer:    g.observer,
+		Clock:       g.opts.Clock,
 	}
 	for _, mc := range pc.Members {
 		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens}
@@ -138,6 +140,9 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),
 		Timeout:                bc.Timeout.D(),
 		IdleTimeout:            bc.IdleTimeout.D(),
+	}
+	if bc.Probe != nil {
+		b.HealthCheck = route.ProbeKind(bc.Probe.Kind)
 	}
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:

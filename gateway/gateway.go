@@ -80,6 +80,9 @@ type Gateway struct {
 	// until reset.
 	overrides map[memberKey]override
 	probes    map[string]*prober
+	// operatorHold holds the names of backends whose breaker an operator
+	// forced open: recovery probes leave those alone.
+	operatorHold sync.Map
 	// fileSum is the hash of the configuration file last loaded.
 	fileSum atomic.Pointer[[32]byte]
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -91,41 +92,91 @@ func (p *prober) stop() {
 	<-p.done
 }
 
+// run probes until ctx ends. It wakes every recovery_interval: while the
+// backend's breaker is open for a failure (not for quota, whose
+// Retry-After says when it returns, and not by an operator) it probes, and
+// a passing probe ends the trip, so failback waits neither for the trip
+// nor for a lucky request; while the backend is healthy it probes every
+// interval, when one is set. Waits run on the gateway's clock.
 func (p *prober) run(ctx context.Context) {
 	defer close(p.done)
-	t := time.NewTicker(p.cfg.Interval.D())
-	defer t.Stop()
-	for {
+	clk := clock.Or(p.g.opts.Clock)
+	if p.cfg.Interval > 0 {
 		p.once(ctx)
+	}
+	for {
+		wake := make(chan struct{})
+		t := clk.AfterFunc(p.cfg.RecoveryInterval.D(), func() { close(wake) })
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-t.C:
+		case <-wake:
 		}
+		p.tick(ctx)
 	}
 }
 
-// once probes and acts on the result: after Failures failed probes in a
-// row the breaker is forced open (when MarkUnavailable) until a probe
-// passes; a passing probe closes a breaker the probe opened, and with
-// EndTrip one that traffic opened.
-func (p *prober) once(ctx context.Context) {
-	pctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout.D())
+// tick decides whether this wake-up probes, and how.
+func (p *prober) tick(ctx context.Context) {
+	br := p.backend.Breaker
+	if br != nil {
+		s := br.Snapshot()
+		if s.State != breaker.Open {
+			p.g.operatorHold.Delete(p.backend.Name)
+		}
+		_, held := p.g.operatorHold.Load(p.backend.Name)
+		if s.State == breaker.Open && !s.Throttled && !held && !p.openedByProbe() {
+			p.recover(ctx)
+			return
+		}
+	}
+	if p.cfg.Interval > 0 && !p.g.now().Before(p.snapshot().At.Add(p.cfg.Interval.D())) {
+		p.once(ctx)
+	}
+}
+
+// recover probes a benched backend; a pass closes its breaker.
+func (p *prober) recover(ctx context.Context) {
+	err, ok := p.probe(ctx)
+	if !ok || err != nil {
+		return
+	}
+	g, b := p.g, p.backend
+	if s := b.Breaker.Snapshot(); s.State == breaker.Open && !s.Throttled {
+		g.Logger.Info("health probe passed: trip ended early", "backend", b.Name)
+		b.Breaker.Force(breaker.Closed, time.Time{}, "health probe passed: trip ended early")
+	}
+}
+
+// probe runs one probe, bounded by the smaller of the configured timeout
+// and the backend's learned check timeout, and records it. ok is false
+// when ctx ended (the prober stopped).
+func (p *prober) probe(ctx context.Context) (err error, ok bool) {
+	timeout := p.backend.CheckTimeout()
+	if p.cfg.Timeout > 0 {
+		timeout = min(timeout, p.cfg.Timeout.D())
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	t := clock.Or(p.g.opts.Clock).AfterFunc(timeout, cancel)
 	began := time.Now()
-	err := p.backend.Probe(pctx, route.ProbeKind(p.cfg.Kind), p.model)
+	err = p.backend.Probe(pctx, route.ProbeKind(p.cfg.Kind), p.model)
+	t.Stop()
 	cancel()
 	if ctx.Err() != nil {
-		return // stopped: not the backend's fault
+		return nil, false // stopped: not the backend's fault
 	}
 	latency := time.Since(began)
 	result := "ok"
 	var pe *route.ProbeError
 	if errors.As(err, &pe) {
 		result = pe.Result
+		if pctx.Err() != nil {
+			result = "timeout"
+		}
 	}
 	g, b := p.g, p.backend
 	g.Metrics.Probe(b.Name, result, latency)
-
 	p.mu.Lock()
 	s := &p.status
 	s.Kind, s.At, s.Up, s.Result, s.Latency = p.cfg.Kind, g.now(), err == nil, result, latency
@@ -136,14 +187,29 @@ func (p *prober) once(ctx context.Context) {
 	} else {
 		s.Failures = 0
 	}
-	failures, openedBy := s.Failures, p.openedBy
 	p.mu.Unlock()
+	return err, true
+}
+
+// once is a health probe of the interval: after Failures failed probes in
+// a row the breaker is forced open (when MarkUnavailable) until a probe
+// passes; a passing probe closes a breaker the probe opened, and with
+// EndTrip one that traffic opened.
+func (p *prober) once(ctx context.Context) {
+	err, ok := p.probe(ctx)
+	if !ok {
+		return
+	}
+	g, b := p.g, p.backend
+	snap := p.snapshot()
+	failures, result, openedBy := snap.Failures, snap.Result, p.openedByProbe()
 
 	br := b.Breaker
 	if br == nil {
 		return
 	}
-	state := br.Snapshot().State
+	st := br.Snapshot()
+	state := st.State
 	switch {
 	case err != nil && *p.cfg.MarkUnavailable && failures >= p.cfg.Failures && state != breaker.Open:
 		g.Logger.Warn("health probe failing: backend marked unavailable", "backend", b.Name, "failures", failures, "result", result)
@@ -152,13 +218,19 @@ func (p *prober) once(ctx context.Context) {
 	case err != nil && openedBy && state == breaker.Open:
 		// Still failing: keep it benched until the next probe.
 		br.Force(breaker.Open, g.now().Add(2*p.cfg.Interval.D()), "health probe still failing: "+result)
-	case err == nil && state != breaker.Closed && (openedBy || p.cfg.EndTrip):
+	case err == nil && state != breaker.Closed && !st.Throttled && (openedBy || *p.cfg.EndTrip):
 		g.Logger.Info("health probe passed: breaker closed", "backend", b.Name)
 		br.Force(breaker.Closed, time.Time{}, "health probe succeeded")
 		p.setOpenedBy(false)
 	case err == nil:
 		p.setOpenedBy(false)
 	}
+}
+
+func (p *prober) openedByProbe() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.openedBy
 }
 
 func (p *prober) setOpenedBy(v bool) {

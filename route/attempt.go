@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -89,153 +90,328 @@ func badBody(err error) error {
 	return fmt.Errorf("%w: %v", ErrBadBody, err)
 }
 
+// ClassStream is the breaker.Outcome Class of a streamed call; plain
+// calls have the empty class. A breaker that streams opened is closed only
+// by a stream that gets through.
+const ClassStream = "stream"
+
+// Bounds of a plain (non-streamed) answer that is read whole before any of
+// it reaches the client, so that a body cut short can still fail over:
+// maxBufferedBody for one passed on as it is, maxTranslatedBody for one
+// that must be translated. A larger answer passed on as it is goes out as
+// it arrives, past the point of failover.
+const maxBufferedBody = 4 << 20
+
+// maxRetryAfter bounds any Retry-After read from a backend.
+const maxRetryAfter = 24 * time.Hour
+
+// attemptTimers are an attempt's timers, on the pool's clock.
+type attemptTimers struct {
+	whole, firstByte, slow clock.Timer
+}
+
+func stop(t clock.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
 // try makes one attempt on member m with the prepared request o; m's
 // breaker has let it through with done. It returns the response to pass
 // on, in the client's format (its body wrapped so that the breaker learns
 // how the body ended), or for a retryable failure the response with its
 // body already closed (nil for transport errors). err is non-nil only when
-// the client went away or the request could not be built.
-func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done breaker.Done) (*http.Response, Attempt, error) {
+// the client went away or the request could not be built. deadline, if
+// not zero, is the request's budget: the attempt's first byte must come
+// before it.
+func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done breaker.Done, deadline time.Time) (*http.Response, Attempt, error) {
 	b := m.Backend
-	began := time.Now()
-	a := Attempt{Backend: b.Name, Region: b.Region, Priority: m.priority(), Start: p.now()}
+	clk := p.clock()
+	began := clk.Now()
+	a := Attempt{Backend: b.Name, Region: b.Region, Priority: m.priority(), Start: began}
+	class := ""
+	if r.Stream {
+		class = ClassStream
+	}
+	record := func(out breaker.Outcome) {
+		out.Class = class
+		done(out)
+	}
 
 	actx, cancel := context.WithCancelCause(ctx)
-	var timeout, firstByte *time.Timer
+	var tm attemptTimers
 	if b.Timeout > 0 {
-		timeout = time.AfterFunc(b.Timeout, func() { cancel(errAttemptTimeout) })
+		tm.whole = clk.AfterFunc(b.Timeout, func() { cancel(errAttemptTimeout) })
 	}
-	if d := b.firstByteTimeout(r.Stream); d > 0 {
-		firstByte = time.AfterFunc(d, func() { cancel(errFirstByteTimeout) })
+	limit := b.firstByteTimeout(r.Stream)
+	fb, fbCause := limit, errFirstByteTimeout
+	if !deadline.IsZero() {
+		if left := deadline.Sub(began); fb <= 0 || left < fb {
+			fb, fbCause = max(left, time.Millisecond), errBudget
+		}
+	}
+	if fb > 0 {
+		tm.firstByte = clk.AfterFunc(fb, func() { cancel(fbCause) })
+	}
+	unwait := b.check.wait(cancel)
+	slowAfter := b.lat.slowAfter(r.Stream, limit)
+	tm.slow = clk.AfterFunc(slowAfter, func() { p.slowCall(b, o.Model, slowAfter) })
+	// gotFirstByte ends the wait for the first byte; release ends the
+	// attempt.
+	gotFirstByte := func() time.Duration {
+		unwait()
+		stop(tm.slow)
+		stop(tm.firstByte)
+		return clk.Now().Sub(began)
 	}
 	release := func() {
-		if firstByte != nil {
-			firstByte.Stop()
-		}
-		if timeout != nil {
-			timeout.Stop()
-		}
+		gotFirstByte()
+		stop(tm.whole)
 		cancel(context.Canceled)
+	}
+	// failed ends an attempt that got no usable answer because of err.
+	failed := func(err error) (*http.Response, Attempt, error) {
+		a.Duration = clk.Now().Sub(began)
+		reason := errReason(ctx, actx, err)
+		cause := context.Cause(actx)
+		release()
+		switch {
+		case reason == ReasonCanceled:
+			record(breaker.Outcome{Result: breaker.Ignore})
+			a.Reason = ReasonCanceled
+			return nil, a, context.Cause(ctx)
+		case cause == errUnresponsive:
+			// The health check that found the backend unresponsive has
+			// opened its breaker already.
+			record(breaker.Outcome{Result: breaker.Ignore})
+			a.Reason, a.Retryable, a.Message = ReasonUnresponsive, true, "the backend stopped answering; a health check failed"
+			return nil, a, nil
+		case cause == errBudget:
+			// The request's budget ran out: say nothing of the backend.
+			record(breaker.Outcome{Result: breaker.Ignore})
+			a.Reason, a.Retryable, a.Message = ReasonTimeout, true, "the request's time budget ran out"
+			return nil, a, nil
+		}
+		a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
+		record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
+		return nil, a, nil
 	}
 
 	req, err := b.Provider.NewRequest(actx, o)
 	if err != nil {
-		release()
-		a.Duration = time.Since(began)
 		if errors.Is(err, ErrAuth) && ctx.Err() == nil {
 			// No token for this backend: another backend may still serve.
-			done(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
-			a.Reason, a.Retryable, a.Message = ReasonAuth, true, err.Error()
+			a.Duration = clk.Now().Sub(began)
+			release()
+			record(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
+			a.Reason, a.Retryable, a.Message = ReasonAuth, true, b.redact(err.Error())
 			return nil, a, nil
 		}
-		done(breaker.Outcome{Result: breaker.Ignore})
+		release()
+		record(breaker.Outcome{Result: breaker.Ignore})
 		if ctx.Err() != nil {
 			a.Reason = ReasonCanceled
 			return nil, a, context.Cause(ctx)
 		}
-		a.Reason, a.Message = ReasonConnect, err.Error()
+		a.Reason, a.Message = ReasonConnect, b.redact(err.Error())
 		return nil, a, fmt.Errorf("switchover: backend %s: building request: %w", b.Name, err)
 	}
 	resp, err := b.transport().RoundTrip(req)
-	var rd io.Reader
-	if err == nil {
-		rd = resp.Body
-		if resp.StatusCode == http.StatusOK && IsEventStream(resp.Header) {
-			// A stream's first byte is the first event, not the headers:
-			// wait for it under the first-byte timeout, so a backend that
-			// sends headers and then nothing can still be failed over.
-			br := bufio.NewReader(resp.Body)
-			if _, perr := br.Peek(1); perr != nil {
-				resp.Body.Close()
-				resp, err = nil, perr
-				if perr == io.EOF {
-					err = io.ErrUnexpectedEOF
-				}
-			}
-			rd = br
-		}
-	}
-	if firstByte != nil {
-		firstByte.Stop()
-	}
-	a.Duration = time.Since(began)
-
 	if err != nil {
-		reason := errReason(ctx, actx, err)
-		release()
-		if reason == ReasonCanceled {
-			done(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason = ReasonCanceled
-			return nil, a, context.Cause(ctx)
-		}
-		a.Reason, a.Retryable, a.Message = reason, true, err.Error()
-		done(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
-		return nil, a, nil
+		return failed(err)
 	}
-
 	a.Status = resp.StatusCode
 	native, client := b.Provider.Format(), r.format()
 	if resp.StatusCode >= 300 {
-		return p.failedStatus(r, b, resp, &a, native, client, done, release)
+		// The first-byte bound still runs while the error body is read: a
+		// 503 whose body never comes fails over like one that never came.
+		return p.failedStatus(r, b, resp, &a, native, client, record, gotFirstByte, release)
+	}
+	a.Reason = ReasonOK
+
+	if IsEventStream(resp.Header) {
+		// A stream's first byte is its first event, not the headers nor a
+		// keep-alive comment: wait for it under the first-byte timeout, so a
+		// backend that sends headers and then nothing can still be failed
+		// over.
+		br := bufio.NewReaderSize(resp.Body, 16<<10)
+		if perr := firstEvent(br); perr != nil {
+			resp.Body.Close()
+			if perr == io.EOF {
+				perr = io.ErrUnexpectedEOF
+			}
+			return failed(perr)
+		}
+		a.Duration = gotFirstByte()
+		b.lat.observe(true, a.Duration)
+		// The first event decides a half-open probe: a long stream does not
+		// hold the backend half-open for minutes.
+		record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		wrapped := &body{
+			rc:      resp.Body,
+			r:       br,
+			done:    record,
+			release: release,
+			cctx:    ctx,
+			actx:    actx,
+			idle:    b.IdleTimeout,
+			clock:   clk,
+			cancel:  cancel,
+			onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
+			backend: b.Name,
+		}
+		if native == client && o.Op.IsChat() || native == client && o.Op == Completions {
+			wrapped.end = &streamEnd{format: native}
+		}
+		if p.checkModel(b) {
+			wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(native, prefix)) }
+		}
+		resp.Body = wrapped
+		if native != client {
+			conv := streamConverter(native, client, o.Model, r.includeUsage)
+			resp.Body = &translatedBody{ReadCloser: translate.NewReader(wrapped, conv), raw: wrapped}
+			resp.Header.Del("Content-Length")
+			resp.ContentLength = -1
+			resp.Header.Set("Content-Type", "text/event-stream")
+		}
+		return resp, a, nil
 	}
 
-	// A success. Translate it when the client speaks another format.
-	a.Reason = ReasonOK
-	if native != client && !r.Stream {
-		return p.translateWhole(r, b, o, resp, a, native, client, done, release)
-	}
-	wrapped := (&body{
-		rc:      resp.Body,
-		r:       rd,
-		done:    done,
-		release: release,
-		cctx:    ctx,
-		actx:    actx,
-		idle:    b.IdleTimeout,
-		cancel:  cancel,
-		onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
-		backend: b.Name,
-	})
-	if p.checkModel(b) {
-		wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(native, prefix)) }
-	}
-	wrapped.start()
-	resp.Body = wrapped
+	// A plain answer: its headers are its first byte. Read it whole (each
+	// wait bounded by the idle timeout) before any of it reaches the
+	// client, so that an answer cut short fails over instead of reaching
+	// the client as an empty or short reply.
+	a.Duration = gotFirstByte()
+	bound := int64(maxBufferedBody)
 	if native != client {
-		conv := streamConverter(native, client, o.Model, r.includeUsage)
-		resp.Body = &translatedBody{ReadCloser: translate.NewReader(wrapped, conv), raw: wrapped}
-		resp.Header.Del("Content-Length")
-		resp.ContentLength = -1
-		resp.Header.Set("Content-Type", "text/event-stream")
+		bound = maxTranslatedBody
+	}
+	rd := &body{rc: resp.Body, r: resp.Body, release: func() {}, cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name}
+	raw, rerr := io.ReadAll(io.LimitReader(rd, bound+1))
+	if rerr == nil && resp.ContentLength >= 0 && int64(len(raw)) < resp.ContentLength {
+		rerr = io.ErrUnexpectedEOF
+	}
+	if rerr != nil {
+		resp.Body.Close()
+		var be *BodyError
+		if errors.As(rerr, &be) {
+			rerr = be.Err
+		}
+		_, fa, ferr := failed(rerr)
+		fa.Status = resp.StatusCode
+		if fa.Reason != ReasonCanceled {
+			fa.Message = "the answer was cut short before any of it reached the client: " + fa.Message
+		}
+		return nil, fa, ferr
+	}
+	b.lat.observe(false, a.Duration)
+	if int64(len(raw)) > bound {
+		if native != client {
+			resp.Body.Close()
+			release()
+			record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, fmt.Sprintf("the answer is over %d bytes, too large to translate", bound)
+			return resp, a, nil
+		}
+		// Too large to hold: pass it on as it arrives, past the point of
+		// failover; the breaker learns how it ended.
+		record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		resp.Body = &body{
+			rc: resp.Body, r: io.MultiReader(bytes.NewReader(raw), resp.Body), done: record, release: release,
+			cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name,
+			onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
+		}
+		return resp, a, nil
+	}
+	resp.Body.Close()
+	release()
+	out := raw
+	if native != client {
+		var cerr error
+		if out, cerr = convertResponse(native, client, raw, o.Model); cerr != nil {
+			record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, b.redact(cerr.Error())
+			return resp, a, nil
+		}
+	}
+	record(breaker.Outcome{Result: breaker.Success})
+	if p.checkModel(b) {
+		p.noteModel(b, translate.ModelOf(native, raw))
+	}
+	if native != client {
+		setBody(resp, out, "application/json")
+	} else {
+		resp.Body = io.NopCloser(bytes.NewReader(out))
+		resp.ContentLength = int64(len(out))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
 	}
 	return resp, a, nil
+}
+
+// misconfiguredHold is how long a backend that answers 401, 403 or 404 is
+// benched: a revoked key or a deleted deployment does not heal itself. The
+// breaker caps it at its MaxRetryAfter; health probes end it as soon as the
+// backend answers again.
+const misconfiguredHold = time.Hour
+
+// misconfigured reports whether an upstream status means the backend's own
+// configuration is broken. The caller's credentials never go upstream, and
+// the gateway chose the deployment, so a 401, 403 or 404 from a backend is
+// about that backend (its key, its deployment name), not the caller.
+func misconfigured(status int) bool {
+	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound
 }
 
 // failedStatus handles a non-2xx response: classify it by the backend's
 // own error (Retry-After in the body, codes that mean longer outages),
 // record it with the breaker, and either close it for a retry or pass it
 // on in the client's format.
-func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, a *Attempt, native, client translate.Format, done breaker.Done, release func()) (*http.Response, Attempt, error) {
+func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, a *Attempt, native, client translate.Format, record breaker.Done, gotFirstByte func() time.Duration, release func()) (*http.Response, Attempt, error) {
 	status := resp.StatusCode
 	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	a.Duration = gotFirstByte()
 	retry, counts := p.retries(status), b.counts(status)
 	a.RetryAfter = RetryAfter(resp.Header, a.Start)
 	if a.RetryAfter == 0 {
 		a.RetryAfter = translate.RetryDelay(native, errBody)
 	}
+	// An absurd Retry-After (retry-after-ms: 1e300) must not overflow the
+	// time arithmetic; the breaker and the client-facing header cap it
+	// further.
+	a.RetryAfter = min(a.RetryAfter, maxRetryAfter)
 	code := translate.ErrorCode(native, errBody)
+	switch {
+	case status == http.StatusTooManyRequests && r.neverFits(resp.Header) > 0:
+		// The request alone is over the backend's whole limit: no wait
+		// helps, and the backend is fine for everyone else. Another backend
+		// may have a larger limit.
+		record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason, a.Retryable, a.RetryAfter = ReasonTooLarge, true, 0
+		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.estimateTokens(), r.neverFits(resp.Header))
+		resp.Body.Close()
+		release()
+		return resp, *a, nil
+	case misconfigured(status):
+		record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
+		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
+		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: a, Reason: ReasonMisconfigured})
+		resp.Body.Close()
+		release()
+		return resp, *a, nil
+	}
 	o := breaker.Outcome{Result: breaker.Success}
 	if counts {
-		o = breaker.Outcome{Result: breaker.Failure, RetryAfter: a.RetryAfter, Cause: strconv.Itoa(status)}
+		o = breaker.Outcome{Result: breaker.Failure, RetryAfter: a.RetryAfter, Cause: strconv.Itoa(status),
+			Throttled: status == http.StatusTooManyRequests && a.RetryAfter > 0}
 		if code == "insufficient_quota" {
 			// The account is out of credit: no use asking again soon.
-			o.Hold, o.Cause = insufficientQuotaHold, "insufficient_quota"
+			o.Hold, o.Cause, o.Throttled = insufficientQuotaHold, "insufficient_quota", false
 		}
 	}
-	done(o)
+	record(o)
 	if retry || counts {
 		a.Reason = statusReason(status)
-		a.Message = errorMessage(errBody)
+		a.Message = b.redact(errorMessage(errBody))
 	}
 	if retry {
 		a.Retryable = true
@@ -245,39 +421,18 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, a *Atte
 	}
 	// Passed on to the client (its own error, or a counted status that is
 	// not retried).
-	if native == client {
-		resp.Body = (&body{rc: resp.Body, r: io.MultiReader(bytes.NewReader(errBody), resp.Body), release: release, cctx: context.Background(), actx: context.Background(), backend: b.Name}).start()
-		return resp, *a, nil
-	}
 	rest, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	release()
-	setBody(resp, convertError(native, client, status, append(errBody, rest...)), "application/json")
+	full := append(errBody, rest...)
+	if native == client {
+		resp.Body = io.NopCloser(bytes.NewReader(full))
+		resp.ContentLength = int64(len(full))
+		resp.Header.Set("Content-Length", strconv.Itoa(len(full)))
+		return resp, *a, nil
+	}
+	setBody(resp, convertError(native, client, status, full), "application/json")
 	return resp, *a, nil
-}
-
-// translateWhole reads a non-streaming success whole and translates it
-// into the client's format. A body that does not translate is the
-// backend's failure.
-func (p *Pool) translateWhole(r *Request, b *Backend, o *Outgoing, resp *http.Response, a Attempt, native, client translate.Format, done breaker.Done, release func()) (*http.Response, Attempt, error) {
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxTranslatedBody))
-	resp.Body.Close()
-	release()
-	var out []byte
-	if err == nil {
-		out, err = convertResponse(native, client, raw, o.Model)
-	}
-	if err != nil {
-		done(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
-		a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, err.Error()
-		return resp, a, nil
-	}
-	done(breaker.Outcome{Result: breaker.Success})
-	if p.checkModel(b) {
-		p.noteModel(b, translate.ModelOf(native, raw))
-	}
-	setBody(resp, out, "application/json")
-	return resp, a, nil
 }
 
 // setBody replaces a response's body with b.

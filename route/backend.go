@@ -3,6 +3,7 @@ package route
 import (
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,9 +47,44 @@ type Backend struct {
 	// stream that stalls mid-way ends instead of hanging. Zero means none.
 	IdleTimeout time.Duration
 
+	// HealthCheck is how the backend is checked when a call waits past its
+	// slow threshold (see Pool): a one-token chat call (ProbeChat, the
+	// default for "") or a list of models (ProbeModels). Any answer below
+	// 500 means the backend is alive.
+	HealthCheck ProbeKind
+
 	model        atomic.Pointer[string] // the model version it last answered with
 	modelChecked atomic.Int64           // unix nanos of the last response read for it
 	drained      atomic.Bool
+	lat          latency
+	check        checker
+}
+
+// SlowAfter is how long a call of the kind (streamed or plain) may wait
+// for its first byte before it counts as slow and the backend is checked:
+// three times the 95th percentile of the backend's recent times to first
+// byte, at least 3 s (plain) or 2 s (streams), 15 s or 5 s before eight
+// calls of that kind have answered, and never more than the first-byte
+// timeout.
+func (b *Backend) SlowAfter(stream bool) time.Duration {
+	return b.lat.slowAfter(stream, b.firstByteTimeout(stream))
+}
+
+// CheckTimeout bounds one health check or probe of the backend: four
+// times the 95th percentile of its recent passing checks (before there
+// are any, of its times to first byte), between 2 s and 10 s.
+func (b *Backend) CheckTimeout() time.Duration { return b.lat.checkTimeout() }
+
+// redact removes the backend's own credentials from text that came from
+// upstream or from a transport error, before it is relayed to a client,
+// a log or a trace: an upstream error may quote the key it was sent.
+func (b *Backend) redact(s string) string {
+	for _, secret := range credentials(b.Provider) {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, "[redacted]")
+		}
+	}
+	return s
 }
 
 // Drain stops new traffic to the backend (requests in flight finish);

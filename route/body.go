@@ -1,6 +1,8 @@
 package route
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -33,6 +36,12 @@ func (e *BodyError) Error() string {
 
 func (e *BodyError) Unwrap() error { return e.Err }
 
+// ErrStreamIncomplete is the error of a passed-through stream that ended
+// cleanly without the end its format requires: no "data: [DONE]" and no
+// finish_reason (OpenAI), no message_stop (Anthropic). A cut-off answer is
+// the backend's failure, never a clean 200.
+var ErrStreamIncomplete = errors.New("switchover: the stream ended before the response was complete")
+
 // body wraps an upstream response body. When the body ends it tells the
 // breaker how (EOF is a success, a read error a failure, the client going
 // away or closing early says nothing), and it ends the attempt's context
@@ -46,7 +55,14 @@ type body struct {
 	cancel  context.CancelCauseFunc
 	cctx    context.Context // the client's
 	actx    context.Context // the attempt's
-	idle    time.Duration
+	// idle bounds each wait for upstream data: the timer runs only while a
+	// Read waits on the backend, so a client that reads slowly is never
+	// mistaken for a backend that stalled. Zero means no bound.
+	idle  time.Duration
+	clock clock.Clock
+	// end, if set, watches a passed-through stream for the end its format
+	// requires; EOF before it is ErrStreamIncomplete.
+	end     *streamEnd
 	onError func(error)
 	// onModel, if set, gets the first bytes of a body that ended cleanly,
 	// to read the model version the backend answered with.
@@ -55,30 +71,37 @@ type body struct {
 
 	prefix []byte // up to prefixSize bytes from the start of the body
 
-	idleTimer *time.Timer // set by newBody when idle > 0
+	idleTimer clock.Timer
 	once      sync.Once
 }
 
-// start arms the idle timer, if any. Call before handing the body out.
-func (b *body) start() *body {
-	if b.idle > 0 {
-		b.idleTimer = time.AfterFunc(b.idle, func() { b.cancel(errIdleTimeout) })
-	}
-	return b
-}
-
 func (b *body) Read(p []byte) (int, error) {
-	if b.idleTimer != nil {
-		b.idleTimer.Reset(b.idle)
+	if b.idle > 0 {
+		if b.idleTimer == nil {
+			b.idleTimer = b.clock.AfterFunc(b.idle, func() { b.cancel(errIdleTimeout) })
+		} else {
+			b.idleTimer.Reset(b.idle)
+		}
 	}
 	n, err := b.r.Read(p)
+	if b.idleTimer != nil {
+		b.idleTimer.Stop()
+	}
 	if b.onModel != nil && len(b.prefix) < prefixSize && n > 0 {
 		b.prefix = append(b.prefix, p[:min(n, prefixSize-len(b.prefix))]...)
+	}
+	if b.end != nil && n > 0 {
+		b.end.scan(p[:n])
 	}
 	if err == nil {
 		return n, nil
 	}
 	if err == io.EOF {
+		if b.end != nil && !b.end.complete() {
+			berr := &BodyError{Backend: b.backend, Reason: ReasonStreamError, Err: ErrStreamIncomplete}
+			b.finish(breaker.Outcome{Result: breaker.Failure, Cause: "stream incomplete"}, berr)
+			return n, berr
+		}
 		b.finish(breaker.Outcome{Result: breaker.Success}, nil)
 		if b.onModel != nil {
 			b.onModel(b.prefix)
@@ -141,4 +164,117 @@ func (t *translatedBody) Read(p []byte) (int, error) {
 	berr := &BodyError{Backend: t.raw.backend, Reason: ReasonStreamError, Err: err, Reported: reported}
 	t.raw.finish(breaker.Outcome{Result: breaker.Failure, Cause: "stream error"}, berr)
 	return n, berr
+}
+
+// errNoEvent ends a stream whose preamble (comments, blank lines) is
+// longer than any backend sends before its first event.
+var errNoEvent = errors.New("switchover: no event in the first 64 KiB of the stream")
+
+// maxPreamble bounds the comments and blank lines skipped before a
+// stream's first event.
+const maxPreamble = 64 << 10
+
+// firstEvent reads a stream up to the start of its first event, dropping
+// the SSE comments (": keep-alive") and blank lines before it, so that a
+// backend that sends a keep-alive and then hangs is still within its
+// first-byte timeout. The event itself stays unread in br.
+func firstEvent(br *bufio.Reader) error {
+	skipped := 0
+	for {
+		c, err := br.Peek(1)
+		if err != nil {
+			return err
+		}
+		if c[0] != ':' && c[0] != '\n' && c[0] != '\r' {
+			return nil
+		}
+		for {
+			line, err := br.ReadSlice('\n')
+			skipped += len(line)
+			if skipped > maxPreamble {
+				return errNoEvent
+			}
+			if err == nil {
+				break
+			}
+			if err != bufio.ErrBufferFull {
+				return err
+			}
+		}
+	}
+}
+
+// streamEnd watches a passed-through stream, line by line, for the end
+// its format requires. Requires external locking (one reader).
+type streamEnd struct {
+	format translate.Format
+	line   []byte // the unfinished last line
+	long   bool   // the unfinished line is over maxLine: ignored
+	done   bool
+}
+
+// maxLine bounds the part of one line that streamEnd keeps.
+const maxLine = 64 << 10
+
+func (s *streamEnd) complete() bool { return s.done }
+
+func (s *streamEnd) scan(p []byte) {
+	for len(p) > 0 && !s.done {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			s.keep(p)
+			return
+		}
+		s.keep(p[:i])
+		if !s.long {
+			s.check(bytes.TrimRight(s.line, "\r"))
+		}
+		s.line, s.long = s.line[:0], false
+		p = p[i+1:]
+	}
+}
+
+func (s *streamEnd) keep(p []byte) {
+	if s.long || len(s.line)+len(p) > maxLine {
+		s.long = true
+		return
+	}
+	s.line = append(s.line, p...)
+}
+
+func (s *streamEnd) check(line []byte) {
+	switch s.format {
+	case translate.Anthropic:
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok && string(bytes.TrimSpace(v)) == "message_stop" {
+			s.done = true
+		}
+	default:
+		v, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			return
+		}
+		v = bytes.TrimSpace(v)
+		if string(v) == "[DONE]" || hasFinishReason(v) {
+			s.done = true
+		}
+	}
+}
+
+// hasFinishReason reports whether an OpenAI stream chunk sets a
+// finish_reason (a string, not null).
+func hasFinishReason(v []byte) bool {
+	const key = `"finish_reason"`
+	for {
+		i := bytes.Index(v, []byte(key))
+		if i < 0 {
+			return false
+		}
+		v = bytes.TrimLeft(v[i+len(key):], " \t")
+		if len(v) > 0 && v[0] == ':' {
+			rest := bytes.TrimLeft(v[1:], " \t")
+			if len(rest) > 0 && rest[0] == '"' {
+				return true
+			}
+		}
+	}
 }

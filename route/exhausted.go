@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -23,15 +24,28 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 	now := p.now()
 	status, code := http.StatusServiceUnavailable, "no_backend_available"
 	msg := fmt.Sprintf("switchover: no backend of pool %q is available", p.Name)
+	wait := p.retryAfter(rep, now)
+	h := http.Header{}
 	if n := len(rep.Attempts); n > 0 {
 		last := rep.Attempts[n-1]
 		code = "backends_exhausted"
 		switch {
-		case last.Status != 0:
+		case rep.all(ReasonTooLarge):
+			// No backend's whole limit fits the request: waiting will not
+			// help, and OpenAI's SDKs honour x-should-retry.
+			status, code = http.StatusTooManyRequests, "tokens_exceed_limit"
+			h.Set("X-Should-Retry", "false")
+		case last.Reason == ReasonMisconfigured:
+			// Not the caller's 401 or 404: the gateway's own backend is
+			// refusing its key or lacks the deployment.
+			status, code = http.StatusBadGateway, "backends_misconfigured"
+		case last.Status >= 400:
 			status = last.Status
-		case last.Reason == ReasonTimeout || last.Reason == ReasonFirstByteTimeout:
+		case last.Reason == ReasonTimeout || last.Reason == ReasonFirstByteTimeout || last.Reason == ReasonUnresponsive:
 			status = http.StatusGatewayTimeout
 		default:
+			// A connection error, or a 2xx that could not be read or
+			// translated: never relayed as a success.
 			status = http.StatusBadGateway
 		}
 		var parts []string
@@ -39,11 +53,25 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 			parts = append(parts, a.Backend+": "+a.describe())
 		}
 		msg = fmt.Sprintf("switchover: every attempt for pool %q failed (%s)", p.Name, strings.Join(parts, "; "))
+		if code == "tokens_exceed_limit" {
+			msg = fmt.Sprintf("switchover: the request needs about %d tokens, more than the whole per-minute token limit of every backend of pool %q (%s); reduce max_tokens or the prompt", r.estimateTokens(), p.Name, strings.Join(parts, "; "))
+		}
+		if rep.BudgetSpent {
+			msg += "; the request's time budget ran out"
+		}
+	} else if p.allDrained() {
+		status, code = http.StatusServiceUnavailable, "pool_out_of_service"
+		msg = fmt.Sprintf("switchover: pool %q has been taken out of service: an operator drained every backend", p.Name)
+		wait = 0
+	} else if p.allThrottled(now) {
+		// Every backend is benched because it is out of quota: the SDKs
+		// raise a RateLimitError and honour Retry-After.
+		status, code = http.StatusTooManyRequests, "backends_rate_limited"
+		msg = fmt.Sprintf("switchover: every backend of pool %q is out of quota", p.Name)
 	}
 	if len(rep.Skipped) > 0 {
 		msg += "; " + skipped(rep)
 	}
-	wait := p.retryAfter(rep, now)
 
 	type attempt struct {
 		Backend    string `json:"backend"`
@@ -72,15 +100,16 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
 	}
 
-	h := http.Header{}
 	for k, vv := range lastHeader {
 		if strings.HasPrefix(k, "X-Ratelimit-") {
 			h[k] = vv
 		}
 	}
 	h.Set("Content-Type", "application/json")
-	h.Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	if wait > 0 && code != "tokens_exceed_limit" {
+		h.Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+	}
 	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
 	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
 	return newResponse(status, h, body)
@@ -130,12 +159,21 @@ func newResponse(status int, h http.Header, body []byte) *http.Response {
 	}
 }
 
+// MaxClientRetryAfter caps the Retry-After the engine tells a client, as
+// the breaker caps a backend's (breaker.DefaultMaxRetryAfter): an upstream
+// "Retry-After: 86400" is not relayed as a day.
+const MaxClientRetryAfter = breaker.DefaultMaxRetryAfter
+
 // retryAfter is how long until the soonest member of the pool will take a
 // call: its breaker's reopening, or for a member tried in this request, the
-// Retry-After it sent if later. At least one second.
+// Retry-After it sent if later. Drained members are left out. At least one
+// second, at most MaxClientRetryAfter.
 func (p *Pool) retryAfter(rep *Report, now time.Time) time.Duration {
 	var soonest time.Time
 	for _, m := range p.Members {
+		if m.Backend.Drained() {
+			continue
+		}
 		t := now
 		if br := m.Backend.Breaker; br != nil {
 			t = br.Snapshot().ReadyAt(now)
@@ -151,7 +189,51 @@ func (p *Pool) retryAfter(rep *Report, now time.Time) time.Duration {
 			soonest = t
 		}
 	}
-	return max(soonest.Sub(now), time.Second)
+	if soonest.IsZero() {
+		return time.Second
+	}
+	return min(max(soonest.Sub(now), time.Second), MaxClientRetryAfter)
+}
+
+// allDrained reports whether an operator has drained every member.
+func (p *Pool) allDrained() bool {
+	for _, m := range p.Members {
+		if !m.Backend.Drained() {
+			return false
+		}
+	}
+	return len(p.Members) > 0
+}
+
+// allThrottled reports whether every member that is not drained is
+// benched because it refused for quota.
+func (p *Pool) allThrottled(now time.Time) bool {
+	n := 0
+	for _, m := range p.Members {
+		b := m.Backend
+		if b.Drained() {
+			continue
+		}
+		if b.Breaker == nil {
+			return false
+		}
+		s := b.Breaker.Snapshot()
+		if s.State != breaker.Open || !s.Throttled || !now.Before(s.Until) {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// all reports whether every attempt of the report failed for reason.
+func (rep *Report) all(reason Reason) bool {
+	for _, a := range rep.Attempts {
+		if a.Reason != reason {
+			return false
+		}
+	}
+	return len(rep.Attempts) > 0
 }
 
 func (a *Attempt) describe() string {

@@ -21,6 +21,15 @@ const (
 	// EventModel: a backend answered with a model version other than the
 	// one it answered with before (or its first).
 	EventModel
+	// EventMisconfigured: a backend answered 401, 403 or 404 (Attempt
+	// has the status and the backend's message, secrets redacted): its
+	// key or deployment is wrong. It has been benched and the request
+	// failed over.
+	EventMisconfigured
+	// EventUnresponsive: a call waited past the backend's slow threshold
+	// and a health check got no answer; the backend's breaker was opened
+	// and the attempts waiting on it failed over. Err says what was seen.
+	EventUnresponsive
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -32,13 +41,13 @@ type Event struct {
 	Ctx     context.Context
 	Pool    string
 	Backend *Backend
-	// Attempt is set for EventAttempt.
+	// Attempt is set for EventAttempt and EventMisconfigured.
 	Attempt *Attempt
 	// From, To and Reason describe an EventFailover: From is the backend
 	// that failed or was unavailable, To the one that answered.
 	From, To string
 	Reason   Reason
-	// Err is set for EventBodyError.
+	// Err is set for EventBodyError and EventUnresponsive.
 	Err error
 	// Model is set for EventModel.
 	Model string
@@ -96,6 +105,9 @@ type Report struct {
 	// Skipped lists members passed over because they cannot honour the
 	// request (a feature their provider lacks).
 	Skipped []Skip
+	// BudgetSpent is true when the pool's TryDuration ran out before an
+	// attempt could answer.
+	BudgetSpent bool
 }
 
 // Skip is a member passed over for a request, and why.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -55,9 +56,11 @@ type Pool struct {
 	// of two makes at most two attempts whatever this says. Default 3.
 	Attempts int
 	// RetryOn lists the statuses that are retried on another backend. Nil
-	// means 429, 500, 502, 503 and 504. 400, 401, 403, 404, 413 and 422 are
-	// never retried even if listed: they are the caller's own errors, and
-	// another backend would give the same answer and bill again.
+	// means 429, 500, 502, 503 and 504. 400, 413 and 422 are never retried
+	// even if listed: they are the caller's own errors, and another backend
+	// would give the same answer and bill again. 401, 403 and 404 are always
+	// retried: the caller's credentials never go upstream and the gateway
+	// chose the deployment, so they say the backend is misconfigured.
 	// Connection errors and timeouts are always retried.
 	RetryOn *StatusSet
 	// Selector picks each attempt's member. Nil means PriorityWeighted.
@@ -65,12 +68,20 @@ type Pool struct {
 	// Observer receives attempt, failover and stream-error events. Nil
 	// means none.
 	Observer Observer
-	// Clock is read for selection and Retry-After arithmetic. Nil means the
-	// wall clock. Breakers have their own.
-	Clock breaker.Clock
+	// Clock is read for selection and Retry-After arithmetic, and runs
+	// every attempt's timers (first byte, slow call, whole attempt, idle).
+	// Nil means the wall clock. Breakers have their own.
+	Clock clock.Clock
 	// MaxBodyBytes bounds the request body that RoundTrip reads. Default
 	// 32 MiB. (The gateway enforces its own limit before Do.)
 	MaxBodyBytes int64
+	// TryDuration bounds retries in time (Caddy's try_duration): no retry
+	// starts once the request has spent this long, and a retry's wait for
+	// its first byte ends with it. The first attempt always gets its full
+	// first-byte timeout, and an answer already flowing is never cut. Zero
+	// means no bound: attempts times the first-byte timeout in the worst
+	// case.
+	TryDuration time.Duration
 }
 
 // DefaultAttempts is the attempts bound of a Pool that sets none.
@@ -79,7 +90,7 @@ const DefaultAttempts = 3
 var defaultRetryOn = NewStatusSet(429, 500, 502, 503, 504)
 
 // neverRetry are the caller's own errors.
-var neverRetry = NewStatusSet(400, 401, 403, 404, 413, 422)
+var neverRetry = NewStatusSet(400, 413, 422)
 
 func (p *Pool) attempts() int {
 	if p.Attempts <= 0 {
@@ -98,12 +109,9 @@ func (p *Pool) retries(status int) bool {
 	return p.RetryOn.Has(status)
 }
 
-func (p *Pool) now() time.Time {
-	if p.Clock == nil {
-		return time.Now()
-	}
-	return p.Clock.Now()
-}
+func (p *Pool) now() time.Time { return p.clock().Now() }
+
+func (p *Pool) clock() clock.Clock { return clock.Or(p.Clock) }
 
 func (p *Pool) observe(e Event) {
 	if p.Observer != nil {
@@ -130,9 +138,17 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 	rep := &Report{Pool: p.Name}
 	var tried memberSet
 	var lastHeader http.Header
+	var deadline time.Time
+	if p.TryDuration > 0 {
+		deadline = p.now().Add(p.TryDuration)
+	}
 	for len(rep.Attempts) < p.attempts() {
 		if err := ctx.Err(); err != nil {
 			return nil, rep, err
+		}
+		if !deadline.IsZero() && len(rep.Attempts) > 0 && !p.now().Before(deadline) {
+			rep.BudgetSpent = true
+			break
 		}
 		m, done := p.next(r, &tried)
 		if m == nil {
@@ -149,7 +165,13 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 			}
 			return nil, rep, err
 		}
-		resp, a, err := p.try(ctx, r, m, o, done)
+		// The budget bounds retries: the first attempt always gets its
+		// full first-byte timeout.
+		var dl time.Time
+		if len(rep.Attempts) > 0 {
+			dl = deadline
+		}
+		resp, a, err := p.try(ctx, r, m, o, done, dl)
 		rep.Attempts = append(rep.Attempts, a)
 		p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 		if err != nil {
@@ -221,6 +243,9 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 	if sel == nil {
 		sel = PriorityWeighted{}
 	}
+	if len(cands) == 0 {
+		return p.early(now, tried)
+	}
 	for len(cands) > 0 {
 		i := sel.Select(r, cands)
 		if i < 0 || i >= len(cands) {
@@ -236,6 +261,37 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 		// Another request took the half-open probe between the snapshot
 		// and Allow: drop it and choose again.
 		cands = append(cands[:i], cands[i+1:]...)
+	}
+	return nil, nil
+}
+
+// early is the selection when no member can take the call: every one is
+// tried, drained or benched. A benched member whose backend's own
+// Retry-After has already passed is let through as its breaker's probe,
+// the one whose Retry-After ended first, so that a fixed trip never keeps
+// a pool refusing everything once a backend said it would take calls
+// again (Envoy's panic threshold: the bench must not empty the pool).
+func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
+	var best *Member
+	var bestAt time.Time
+	for i, m := range p.Members {
+		b := m.Backend
+		if tried.has(i) || b.Drained() || b.Breaker == nil {
+			continue
+		}
+		s := b.Breaker.Snapshot()
+		if s.State != breaker.Open || s.RetryAt.IsZero() || now.Before(s.RetryAt) {
+			continue
+		}
+		if best == nil || s.RetryAt.Before(bestAt) {
+			best, bestAt = m, s.RetryAt
+		}
+	}
+	if best == nil {
+		return nil, nil
+	}
+	if done, ok := best.Backend.Breaker.AllowEarly(); ok {
+		return best, done
 	}
 	return nil, nil
 }

@@ -2,11 +2,13 @@ package route
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // ProbeKind is what a health probe asks a backend.
@@ -56,18 +58,24 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 	if err != nil {
 		return &ProbeError{Result: string(ReasonAuth), Err: err}
 	}
+	began := time.Now()
 	resp, err := b.transport().RoundTrip(req)
 	if err != nil {
-		return &ProbeError{Result: string(errReason(ctx, pctx, err)), Err: err}
+		return &ProbeError{Result: string(errReason(ctx, pctx, err)), Err: errors.New(describeTransportError(errReason(ctx, pctx, err), err, b))}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if resp.StatusCode < 500 {
+		// Any answer tells how fast the backend answers a tiny call, which
+		// bounds the next check.
+		b.lat.observeCheck(time.Since(began))
+	}
 	if resp.StatusCode/100 != 2 {
 		class := fmt.Sprintf("%dxx", resp.StatusCode/100)
 		if resp.StatusCode == http.StatusTooManyRequests {
 			class = "429"
 		}
-		return &ProbeError{Result: class, Err: fmt.Errorf("%d: %s", resp.StatusCode, errorMessage(body))}
+		return &ProbeError{Result: class, Err: fmt.Errorf("%d: %s", resp.StatusCode, b.redact(errorMessage(body)))}
 	}
 	return nil
 }

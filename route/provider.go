@@ -316,3 +316,22 @@ func RemoveHopHeaders(h http.Header) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// credentials are the secrets a provider sends upstream, for redaction. A
+// Provider of another type may list its own with a Credentials() []string
+// method.
+func credentials(p Provider) []string {
+	switch p := p.(type) {
+	case *OpenAI:
+		return []string{p.APIKey}
+	case *Azure:
+		return []string{p.APIKey}
+	case *Anthropic:
+		return []string{p.APIKey}
+	case *Gemini:
+		return []string{p.APIKey}
+	case interface{ Credentials() []string }:
+		return p.Credentials()
+	}
+	return nil
+}

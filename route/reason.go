@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"syscall"
 )
 
@@ -44,6 +45,19 @@ const (
 	// ReasonStreamError: a translated stream ended with the backend's own
 	// error event, or before its answer was complete.
 	ReasonStreamError Reason = "stream_error"
+	// ReasonUnresponsive: the attempt was waiting for its first byte when a
+	// health check found the backend not answering at all; it was
+	// abandoned and failed over at once.
+	ReasonUnresponsive Reason = "unresponsive"
+	// ReasonMisconfigured: the backend answered 401, 403 or 404: its key
+	// was refused or its deployment does not exist. The caller's own
+	// credentials never go upstream, so this is the backend's
+	// configuration, not the caller's mistake: failed over, and the
+	// backend benched for long.
+	ReasonMisconfigured Reason = "backend_misconfigured"
+	// ReasonTooLarge: a 429 for a request that can never fit the backend's
+	// whole per-minute token limit. The backend is not benched for it.
+	ReasonTooLarge Reason = "request_exceeds_limit"
 	// ReasonCanceled: the client went away. Never the backend's fault.
 	ReasonCanceled Reason = "client_canceled"
 	// ReasonUnavailable: the backend was skipped because its breaker was
@@ -55,6 +69,7 @@ var (
 	errFirstByteTimeout = errors.New("switchover: no first byte within first_byte_timeout")
 	errAttemptTimeout   = errors.New("switchover: attempt timeout")
 	errIdleTimeout      = errors.New("switchover: stream idle timeout")
+	errBudget           = errors.New("switchover: the request's time budget ran out")
 )
 
 // statusReason names a status that failed an attempt.
@@ -79,8 +94,10 @@ func errReason(cctx, actx context.Context, err error) Reason {
 		return ReasonFirstByteTimeout
 	case errAttemptTimeout:
 		return ReasonTimeout
-	case errIdleTimeout:
+	case errIdleTimeout, errBudget:
 		return ReasonTimeout
+	case errUnresponsive:
+		return ReasonUnresponsive
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
@@ -101,4 +118,46 @@ func errReason(cctx, actx context.Context, err error) Reason {
 		return ReasonConnection
 	}
 	return ReasonConnection
+}
+
+// describeTransportError says what went wrong with an attempt that got no
+// answer, in words that name no address: a dial error's text carries the
+// backend's IP and port, which are the operator's business, not the
+// caller's.
+func describeTransportError(reason Reason, err error, b *Backend) string {
+	switch reason {
+	case ReasonFirstByteTimeout:
+		return "no first byte within the first-byte timeout"
+	case ReasonTimeout:
+		return "the attempt timed out"
+	case ReasonUnresponsive:
+		return "the backend stopped answering; a health check failed"
+	}
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &dns):
+		return "the backend's host name did not resolve"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset by the backend"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "the backend closed the connection before the answer was complete"
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "the connection timed out"
+	}
+	if reason == ReasonConnect {
+		return "the connection to the backend could not be made"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return "the connection to the backend failed"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return b.redact(err.Error())
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -127,4 +128,38 @@ func (r *Request) canonical() ([]byte, error) {
 
 func (r *Request) String() string {
 	return fmt.Sprintf("%s model=%q stream=%v bytes=%d", r.Op, r.Model, r.Stream, len(r.Body))
+}
+
+// estimateTokens is a rough upper estimate of the tokens a provider counts
+// against its per-minute limit for this request before running it: the
+// prompt at one token per four bytes of body, plus the most it may
+// generate (max_tokens, max_completion_tokens or max_output_tokens; 0 when
+// none is set). Read only on the rare paths that need it.
+func (r *Request) estimateTokens() int {
+	var f struct {
+		MaxTokens           int64 `json:"max_tokens"`
+		MaxCompletionTokens int64 `json:"max_completion_tokens"`
+		MaxOutputTokens     int64 `json:"max_output_tokens"`
+	}
+	json.Unmarshal(r.Body, &f)
+	out := max(f.MaxTokens, f.MaxCompletionTokens, f.MaxOutputTokens)
+	return int(min(int64(len(r.Body)/4)+max(out, 0), 1<<40))
+}
+
+// neverFits returns the backend's whole per-minute token limit when a 429
+// with headers h refused this request because the request alone is larger
+// than that limit (its estimate exceeds x-ratelimit-limit-tokens or
+// anthropic-ratelimit-input-tokens-limit), so no wait will help; else 0.
+func (r *Request) neverFits(h http.Header) int {
+	limit := 0
+	for _, k := range []string{"X-Ratelimit-Limit-Tokens", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Limit"} {
+		if v, err := strconv.Atoi(strings.TrimSpace(h.Get(k))); err == nil && v > 0 {
+			limit = v
+			break
+		}
+	}
+	if limit == 0 || r.estimateTokens() <= limit {
+		return 0
+	}
+	return limit
 }
