@@ -412,3 +412,550 @@ func TestHoldOpensAtOnce(t *testing.T) {
 		t.Fatalf("short hold: %+v", s)
 	}
 }
+
+// last returns the last transition recorded.
+func (r *recorder) last(t *testing.T) Transition {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.evs) == 0 {
+		t.Fatal("no transition")
+	}
+	return r.evs[len(r.evs)-1]
+}
+
+func (r *recorder) all() []Transition {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Transition(nil), r.evs...)
+}
+
+func wantStates(t *testing.T, rec *recorder, want ...string) {
+	t.Helper()
+	got := rec.states()
+	if len(got) != len(want) {
+		t.Fatalf("transitions = %v, want %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("transitions = %v, want %v", got, want)
+		}
+	}
+}
+
+func allow(t *testing.T, b *Breaker) Done {
+	t.Helper()
+	done, ok := b.Allow()
+	if !ok {
+		t.Fatalf("Allow refused: %+v", b.Snapshot())
+	}
+	return done
+}
+
+func TestTransitionsAreNumbered(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b, fail)                   // closed > open
+	clk.Advance(time.Minute)           // open > half_open, by the timer
+	call(t, b, fail)                   // half_open > open
+	b.Force(Open, time.Time{}, "op")   // open > open
+	b.Force(Closed, time.Time{}, "op") // open > closed
+	b.Force(Closed, time.Time{}, "op") // no change, no number
+	evs := rec.all()
+	if len(evs) != 5 {
+		t.Fatalf("transitions %v", rec.states())
+	}
+	for i, e := range evs {
+		if e.Seq != uint64(i+1) {
+			t.Fatalf("transition %d (%v>%v) has Seq %d, want %d", i, e.From, e.To, e.Seq, i+1)
+		}
+	}
+	if s := b.Snapshot(); s.Seq != 5 {
+		t.Fatalf("Snapshot.Seq = %d, want 5", s.Seq)
+	}
+
+	// A breaker restored from this one numbers on from above it.
+	nb, _, nrec := newTest(Settings{Failures: 1})
+	nb.Restore(b.Snapshot())
+	if s := nb.Snapshot(); s.Seq != 6 {
+		t.Fatalf("restored Seq = %d, want 6", s.Seq)
+	}
+	call(t, nb, fail)
+	if e := nrec.last(t); e.Seq != 7 {
+		t.Fatalf("first transition after Restore has Seq %d, want 7", e.Seq)
+	}
+}
+
+func TestTransitionSeqFollowsTheOrderOfStatesUnderConcurrency(t *testing.T) {
+	// Transitions may be delivered out of order, but ordered by Seq they
+	// are the breaker's history: each starts where the one before ended.
+	b, _, rec := newTest(Settings{})
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 50; j++ {
+				if (i+j)%2 == 0 {
+					b.Force(Open, time.Time{}, "op")
+				} else {
+					b.Force(Closed, time.Time{}, "op")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	evs := rec.all()
+	bySeq := map[uint64]Transition{}
+	for _, e := range evs {
+		if _, dup := bySeq[e.Seq]; dup {
+			t.Fatalf("Seq %d given twice", e.Seq)
+		}
+		bySeq[e.Seq] = e
+	}
+	prev := Closed
+	for s := uint64(1); s <= uint64(len(evs)); s++ {
+		e, ok := bySeq[s]
+		if !ok {
+			t.Fatalf("no transition with Seq %d among %d", s, len(evs))
+		}
+		if e.From != prev {
+			t.Fatalf("Seq %d goes from %v, but the one before ended in %v", s, e.From, prev)
+		}
+		prev = e.To
+	}
+	if got := b.Snapshot().State; got != prev {
+		t.Fatalf("state %v, last transition by Seq ends in %v", got, prev)
+	}
+}
+
+// TestIdleBreakerDoesNotStayOpenPastItsTrip is the regression test for
+// "open (0s left)" shown for 10+ minutes in an idle pool, and no failback
+// notification: the trip ended only when a call came.
+func TestIdleBreakerDoesNotStayOpenPastItsTrip(t *testing.T) {
+	tests := []struct {
+		name     string
+		settings Settings
+		open     func(b *Breaker, now time.Time)
+		trip     time.Duration
+		want     State
+		cause    string
+	}{
+		{"opened by count", Settings{Failures: 2, Trip: time.Minute},
+			func(b *Breaker, _ time.Time) {
+				for range 2 {
+					d, _ := b.Allow()
+					d(fail)
+				}
+			}, time.Minute, HalfOpen, "trip ended"},
+		{"forced open", Settings{},
+			func(b *Breaker, now time.Time) { b.Force(Open, now.Add(10*time.Minute), "manual") },
+			10 * time.Minute, HalfOpen, "trip ended"},
+		{"held open", Settings{Trip: time.Minute},
+			func(b *Breaker, _ time.Time) {
+				d, _ := b.Allow()
+				d(Outcome{Result: Failure, Hold: 2 * time.Minute})
+			}, 2 * time.Minute, HalfOpen, "trip ended"},
+		{"restored open", Settings{},
+			func(b *Breaker, now time.Time) {
+				b.Restore(Snapshot{State: Open, Until: now.Add(3 * time.Minute), Seq: 9})
+			},
+			3 * time.Minute, HalfOpen, "trip ended"},
+		{"followed Retry-After closes", Settings{FollowRetryAfter: true},
+			func(b *Breaker, _ time.Time) {
+				d, _ := b.Allow()
+				d(Outcome{Result: Failure, Throttled: true, RetryAfter: 20 * time.Second, Cause: "429"})
+			}, 20 * time.Second, Closed, "retry-after elapsed"},
+		{"restored followed Retry-After closes", Settings{FollowRetryAfter: true},
+			func(b *Breaker, now time.Time) {
+				b.Restore(Snapshot{State: Open, Until: now.Add(time.Minute), RetryAt: now.Add(time.Minute), Throttled: true})
+			}, time.Minute, Closed, "retry-after elapsed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clk, rec := newTest(tc.settings)
+			start := clk.Now()
+			tc.open(b, start)
+			if s := b.Snapshot(); s.State != Open {
+				t.Fatalf("not open: %+v", s)
+			}
+			clk.Advance(tc.trip - time.Millisecond)
+			if s := b.Snapshot(); s.State != Open {
+				t.Fatalf("trip ended early: %+v", s)
+			}
+			clk.Advance(10 * time.Minute) // no call at all
+			s := b.Snapshot()
+			if s.State != tc.want || s.Probing || !s.Until.IsZero() {
+				t.Fatalf("idle after the trip: %+v, want %v with no probe", s, tc.want)
+			}
+			e := rec.last(t)
+			if e.From != Open || e.To != tc.want || e.Cause != tc.cause || !e.At.Equal(start.Add(tc.trip)) {
+				t.Fatalf("transition %+v, want open>%v %q at the trip's end", e, tc.want, tc.cause)
+			}
+			if tc.want == HalfOpen {
+				if _, ok := b.Allow(); !ok {
+					t.Fatal("no probe let through after the trip")
+				}
+			}
+		})
+	}
+}
+
+func TestOtherTransitionsStopTheTripTimer(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b, fail)
+	b.Force(Closed, time.Time{}, "manual")
+	b.Force(Open, clk.Now().Add(5*time.Minute), "manual")
+	clk.Advance(time.Minute) // the first trip's end: nothing happens
+	if s := b.Snapshot(); s.State != Open {
+		t.Fatalf("the replaced trip's timer fired: %+v", s)
+	}
+	clk.Advance(4 * time.Minute)
+	wantStates(t, rec, "closed>open", "open>closed", "closed>open", "open>half_open")
+	// The lazy path in Allow and the timer do not both end a trip.
+	b2, clk2, rec2 := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b2, fail)
+	b2.Force(Open, clk2.Now(), "ends now") // due, not yet run
+	allow(t, b2)
+	clk2.Advance(time.Second)
+	wantStates(t, rec2, "closed>open", "open>open", "open>half_open")
+}
+
+func TestThrottledFailure(t *testing.T) {
+	tests := []struct {
+		name      string
+		settings  Settings
+		outcome   Outcome
+		wantOpen  bool
+		wantFor   time.Duration
+		wantState State // after wantFor
+	}{
+		{"followed: opens at once for its Retry-After", Settings{Failures: 5, Trip: time.Minute, FollowRetryAfter: true},
+			Outcome{Result: Failure, Throttled: true, RetryAfter: 20 * time.Second, Cause: "429"}, true, 20 * time.Second, Closed},
+		{"followed: longer than Trip", Settings{Failures: 5, Trip: time.Minute, FollowRetryAfter: true},
+			Outcome{Result: Failure, Throttled: true, RetryAfter: 3 * time.Minute, Cause: "429"}, true, 3 * time.Minute, Closed},
+		{"followed: capped", Settings{Failures: 5, FollowRetryAfter: true, MaxRetryAfter: 2 * time.Minute},
+			Outcome{Result: Failure, Throttled: true, RetryAfter: time.Hour, Cause: "429"}, true, 2 * time.Minute, Closed},
+		{"followed: no Retry-After is counted", Settings{Failures: 5, FollowRetryAfter: true},
+			Outcome{Result: Failure, Throttled: true, Cause: "429"}, false, 0, Closed},
+		{"not followed: counted (API Management)", Settings{Failures: 5, AcceptRetryAfter: true},
+			Outcome{Result: Failure, Throttled: true, RetryAfter: 20 * time.Second, Cause: "429"}, false, 0, Closed},
+		{"not throttled: counted", Settings{Failures: 5, FollowRetryAfter: true},
+			Outcome{Result: Failure, RetryAfter: 20 * time.Second, Cause: "503"}, false, 0, Closed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clk, rec := newTest(tc.settings)
+			call(t, b, tc.outcome)
+			s := b.Snapshot()
+			if !tc.wantOpen {
+				if s.State != Closed || s.Failures != 1 {
+					t.Fatalf("%+v, want closed with the failure counted", s)
+				}
+				return
+			}
+			until := clk.Now().Add(tc.wantFor)
+			if s.State != Open || !s.Until.Equal(until) || !s.RetryAt.Equal(until) || !s.Throttled {
+				t.Fatalf("%+v, want open and throttled until %v", s, until)
+			}
+			if c := rec.last(t).Cause; c != "throttled for "+tc.wantFor.String()+": 429" {
+				t.Fatalf("cause %q", c)
+			}
+			clk.Advance(tc.wantFor)
+			if s := b.Snapshot(); s.State != tc.wantState || s.Throttled {
+				t.Fatalf("after the Retry-After: %+v, want %v", s, tc.wantState)
+			}
+			// Closed without a probe: every caller goes.
+			allow(t, b)
+			allow(t, b)
+		})
+	}
+}
+
+// TestLongStreamProbeIsDecidedAtItsFirstByte is the regression test for a
+// multi-minute stream chosen as the probe keeping the backend half-open
+// while 5 of 5 requests went to the fallback.
+func TestLongStreamProbeIsDecidedAtItsFirstByte(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 2, Trip: time.Minute})
+	stream := Outcome{Class: "stream"}
+	for range 2 {
+		call(t, b, Outcome{Result: Failure, Class: "stream", Cause: "first_byte_timeout"})
+	}
+	clk.Advance(time.Minute)
+	probe := allow(t, b)
+	clk.Advance(800 * time.Millisecond)
+	first := stream
+	first.Partial = true
+	probe(first) // the stream's first event
+	if s := b.Snapshot(); s.State != Closed {
+		t.Fatalf("first byte of the probe did not close the breaker: %+v", s)
+	}
+	wantStates(t, rec, "closed>open", "open>half_open", "half_open>closed")
+	for i := range 5 {
+		if _, ok := b.Allow(); !ok {
+			t.Fatalf("request %d of 5 refused while the probe's stream runs", i+1)
+		}
+	}
+	probe(first) // later events change nothing
+	// Three minutes on, the stream breaks: a failure of the closed
+	// breaker, not a stale verdict.
+	clk.Advance(3 * time.Minute)
+	end := stream
+	end.Result, end.Cause = Failure, "stream error"
+	probe(end)
+	if s := b.Snapshot(); s.State != Closed || s.Failures != 1 {
+		t.Fatalf("the stream's failure at its end: %+v, want closed with 1 failure", s)
+	}
+	probe(end) // used up
+	if s := b.Snapshot(); s.Failures != 1 {
+		t.Fatalf("Done counted twice: %+v", s)
+	}
+}
+
+func TestPartialOutcomes(t *testing.T) {
+	part := func(r Result) Outcome { return Outcome{Result: r, Partial: true} }
+	tests := []struct {
+		name      string
+		halfOpen  bool // the call is the half-open probe, else a closed call
+		outcomes  []Outcome
+		wantState State
+		wantFails int
+		probing   bool
+	}{
+		{"probe: partial failure reopens", true, []Outcome{part(Failure)}, Open, 0, false},
+		{"probe: partial failure stands for the final", true, []Outcome{part(Failure), okOut}, Open, 0, false},
+		{"probe: only the first partial counts", true, []Outcome{part(Ignore), part(Success)}, HalfOpen, 0, true},
+		{"probe: partial ignore keeps the probe", true, []Outcome{part(Ignore)}, HalfOpen, 0, true},
+		{"probe: final after a partial ignore decides", true, []Outcome{part(Ignore), okOut}, Closed, 0, false},
+		{"probe: partial success then final success", true, []Outcome{part(Success), okOut}, Closed, 0, false},
+		{"closed: partial success does nothing", false, []Outcome{part(Success)}, Closed, 0, false},
+		{"closed: partial does not use up the Done", false, []Outcome{part(Success), fail}, Closed, 1, false},
+		{"closed: partial failure counts once", false, []Outcome{part(Failure), fail, part(Failure)}, Closed, 1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clk, _ := newTest(Settings{Failures: 3, Trip: time.Minute})
+			if tc.halfOpen {
+				b.Force(Open, clk.Now(), "test")
+				clk.Advance(0)
+			}
+			d := allow(t, b)
+			for _, o := range tc.outcomes {
+				d(o)
+			}
+			s := b.Snapshot()
+			if s.State != tc.wantState || s.Failures != tc.wantFails || s.Probing != tc.probing {
+				t.Fatalf("%+v, want %v with %d failures, probing %v", s, tc.wantState, tc.wantFails, tc.probing)
+			}
+		})
+	}
+}
+
+func TestProbeLease(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute, ProbeLease: 20 * time.Second})
+	call(t, b, fail)
+	clk.Advance(time.Minute)
+	stuck := allow(t, b)
+	clk.Advance(19 * time.Second)
+	if _, ok := b.Allow(); ok {
+		t.Fatal("a second probe before the lease ended")
+	}
+	clk.Advance(time.Second)
+	if s := b.Snapshot(); s.State != HalfOpen || s.Probing || !s.Ready(clk.Now()) {
+		t.Fatalf("after the lease: %+v, want half-open with no probe", s)
+	}
+	next := allow(t, b)
+	stuck(okOut) // lost its lease: stale
+	if s := b.Snapshot(); s.State != HalfOpen || !s.Probing {
+		t.Fatalf("the stuck probe's late success decided: %+v", s)
+	}
+	next(Outcome{Result: Success, Partial: true})
+	clk.Advance(time.Hour) // the decided probe's lease timer does nothing
+	wantStates(t, rec, "closed>open", "open>half_open", "half_open>closed")
+	if got := clk.Pending(); got != 0 {
+		t.Fatalf("%d timers left armed on a closed breaker", got)
+	}
+	if d := New("x", Settings{}).Settings().ProbeLease; d != 30*time.Second {
+		t.Fatalf("default ProbeLease %v", d)
+	}
+}
+
+// TestPlainSuccessMustNotCloseTheBreakerOfABackendWhoseStreamsAreStalling:
+// the breaker opened on stalling streams; a plain request that succeeds
+// says nothing about them.
+func TestPlainSuccessMustNotCloseTheBreakerOfABackendWhoseStreamsAreStalling(t *testing.T) {
+	stall := Outcome{Result: Failure, Class: "stream", Cause: "stream error"}
+	tests := []struct {
+		name      string
+		probes    []Outcome
+		wantState State
+	}{
+		{"plain success releases the probe", []Outcome{okOut}, HalfOpen},
+		{"plain partial success releases the probe", []Outcome{{Result: Success, Partial: true}}, HalfOpen},
+		{"stream success closes", []Outcome{okOut, {Result: Success, Class: "stream"}}, Closed},
+		{"stream first byte closes", []Outcome{okOut, {Result: Success, Class: "stream", Partial: true}}, Closed},
+		{"plain failure reopens", []Outcome{{Result: Failure, Cause: "503"}}, Open},
+		{"stream failure reopens", []Outcome{okOut, stall}, Open},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clk, _ := newTest(Settings{Failures: 3, Trip: time.Minute})
+			for range 3 {
+				call(t, b, stall)
+			}
+			clk.Advance(time.Minute)
+			for _, o := range tc.probes {
+				d := allow(t, b)
+				d(o)
+				if o.Class == "" && o.Result == Success {
+					if s := b.Snapshot(); s.State != HalfOpen || s.Probing {
+						t.Fatalf("after a plain success: %+v, want half-open with the probe released", s)
+					}
+					d(okOut) // a released probe has no say any more
+				}
+			}
+			if s := b.Snapshot(); s.State != tc.wantState {
+				t.Fatalf("state %v, want %v", s.State, tc.wantState)
+			}
+		})
+	}
+	// Opened by a plain failure, any success closes; a forced open too.
+	b, clk, _ := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b, fail)
+	clk.Advance(time.Minute)
+	call(t, b, Outcome{Result: Success, Class: "stream"})
+	if s := b.Snapshot(); s.State != Closed {
+		t.Fatalf("opened by a plain failure, a stream's success left it %v", s.State)
+	}
+}
+
+func TestRetryAtAndThrottledInSnapshot(t *testing.T) {
+	tests := []struct {
+		name      string
+		settings  Settings
+		outcome   Outcome
+		force     bool
+		retryAt   time.Duration // 0: none
+		until     time.Duration
+		throttled bool
+	}{
+		{"Retry-After shorter than Trip, not followed", Settings{Failures: 1, Trip: time.Minute},
+			Outcome{Result: Failure, RetryAfter: 10 * time.Second, Cause: "503"}, false, 10 * time.Second, time.Minute, false},
+		{"throttled, counted", Settings{Failures: 1, Trip: time.Minute, AcceptRetryAfter: true},
+			Outcome{Result: Failure, Throttled: true, RetryAfter: 10 * time.Second}, false, 10 * time.Second, time.Minute, true},
+		{"accepted and capped", Settings{Failures: 1, Trip: time.Minute, AcceptRetryAfter: true, MaxRetryAfter: 2 * time.Minute},
+			Outcome{Result: Failure, RetryAfter: time.Hour}, false, 2 * time.Minute, 2 * time.Minute, false},
+		{"no Retry-After", Settings{Failures: 1, Trip: time.Minute},
+			Outcome{Result: Failure}, false, 0, time.Minute, false},
+		{"held: no early try", Settings{Failures: 1, Trip: time.Minute, MaxRetryAfter: time.Hour},
+			Outcome{Result: Failure, Hold: time.Hour, RetryAfter: 10 * time.Second}, false, 0, time.Hour, false},
+		{"forced", Settings{Trip: time.Minute}, Outcome{}, true, 0, time.Minute, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, clk, _ := newTest(tc.settings)
+			now := clk.Now()
+			if tc.force {
+				b.Force(Open, time.Time{}, "manual")
+			} else {
+				call(t, b, tc.outcome)
+			}
+			s := b.Snapshot()
+			var want time.Time
+			if tc.retryAt > 0 {
+				want = now.Add(tc.retryAt)
+			}
+			if s.State != Open || !s.RetryAt.Equal(want) || !s.Until.Equal(now.Add(tc.until)) || s.Throttled != tc.throttled {
+				t.Fatalf("%+v, want RetryAt %v, Until +%v, Throttled %v", s, want, tc.until, tc.throttled)
+			}
+			clk.Advance(tc.until)
+			if s := b.Snapshot(); !s.RetryAt.IsZero() || s.Throttled {
+				t.Fatalf("not open any more, yet %+v", s)
+			}
+		})
+	}
+}
+
+func TestAllowEarly(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute})
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("AllowEarly on a closed breaker")
+	}
+	call(t, b, Outcome{Result: Failure, RetryAfter: 10 * time.Second, Cause: "429"})
+	clk.Advance(9 * time.Second)
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("AllowEarly before the backend's Retry-After")
+	}
+	clk.Advance(time.Second)
+	if _, ok := b.Allow(); ok {
+		t.Fatal("Allow let a call through before Until")
+	}
+	probe, ok := b.AllowEarly()
+	if !ok {
+		t.Fatal("AllowEarly refused once the Retry-After passed")
+	}
+	if s := b.Snapshot(); s.State != HalfOpen || !s.Probing {
+		t.Fatalf("after AllowEarly: %+v, want half-open probing", s)
+	}
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("a second early probe while the first is in flight")
+	}
+	if _, ok := b.Allow(); ok {
+		t.Fatal("Allow while the early probe is in flight")
+	}
+	probe(okOut)
+	wantStates(t, rec, "closed>open", "open>half_open", "half_open>closed")
+	if e := rec.all()[1]; e.Cause != "backend's retry-after elapsed, early probe" {
+		t.Fatalf("cause %q", e.Cause)
+	}
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("AllowEarly on the closed breaker")
+	}
+
+	// No Retry-After: no early try, however long it has been open.
+	b2, clk2, _ := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b2, fail)
+	clk2.Advance(59 * time.Second)
+	if _, ok := b2.AllowEarly(); ok {
+		t.Fatal("AllowEarly without a RetryAt")
+	}
+	// A failed early probe reopens for the full trip.
+	b3, clk3, _ := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b3, Outcome{Result: Failure, RetryAfter: time.Second})
+	clk3.Advance(time.Second)
+	d, ok := b3.AllowEarly()
+	if !ok {
+		t.Fatal("AllowEarly refused")
+	}
+	d(Outcome{Result: Failure})
+	if s := b3.Snapshot(); s.State != Open || !s.Until.Equal(clk3.Now().Add(time.Minute)) || !s.RetryAt.IsZero() {
+		t.Fatalf("after a failed early probe: %+v", s)
+	}
+}
+
+func TestRestoreCarriesTheOpenState(t *testing.T) {
+	old, clk, _ := newTest(Settings{Failures: 1, Trip: time.Minute, AcceptRetryAfter: true})
+	call(t, old, Outcome{Result: Failure, Throttled: true, RetryAfter: 10 * time.Second})
+	snap := old.Snapshot()
+	nb := New("b", Settings{Failures: 1, Trip: time.Minute, Clock: clk})
+	nb.Restore(snap)
+	s := nb.Snapshot()
+	if s.State != Open || !s.Until.Equal(snap.Until) || !s.RetryAt.Equal(snap.RetryAt) || !s.Throttled || s.Seq != snap.Seq+1 {
+		t.Fatalf("restored %+v from %+v", s, snap)
+	}
+}
+
+func TestRetireStopsTimersAndEvents(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute})
+	call(t, b, fail)
+	d := func() Done { clk.Advance(time.Minute); return allow(t, b) }()
+	b.Retire()
+	if got := clk.Pending(); got != 0 {
+		t.Fatalf("%d timers armed after Retire", got)
+	}
+	d(fail) // an outcome still in flight: recorded, not emitted
+	clk.Advance(time.Hour)
+	wantStates(t, rec, "closed>open", "open>half_open")
+	if s := b.Snapshot(); s.State != Open {
+		t.Fatalf("state %v", s.State)
+	}
+}
