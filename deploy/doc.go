@@ -7,4 +7,8 @@
 // rules and the dashboard and check the metric and label names against the
 // metrics the gateway exports (metrics.New), so that a renamed metric or
 // label breaks the build instead of an alert that silently never fires.
+// They also scrape the real exporter, fed with real breaker transitions,
+// and evaluate the alerting rules against those series with promtool
+// (when it is installed), so that an alert that would fire for healthy
+// backends fails too.
 package deploy

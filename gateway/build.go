@@ -15,24 +15,34 @@ import (
 // build turns cfg into a state. Backends configured exactly as in old are
 // reused (breaker, connection pool, model version and all); a backend whose
 // identity (name, type, URL, credentials) is unchanged but whose settings
-// changed gets a new object carrying its breaker state and drain over.
+// changed gets a new object carrying its breaker state and drain over. The
+// breakers a new state replaces are retired when it is published; on an
+// error, the breakers build made are retired at once.
 // Requires g.mu held, or no other user of g yet.
 func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
 	st := &state{cfg: cfg, backends: map[string]*route.Backend{}, bcfg: map[string]config.Backend{}, pools: map[string]*route.Pool{}}
 	for _, bc := range cfg.Backends {
 		st.bcfg[bc.Name] = bc
+		var ob *route.Backend
 		if old != nil {
-			if ob, ok := old.backends[bc.Name]; ok && old.bcfg[bc.Name].Equal(bc) {
+			ob = old.backends[bc.Name]
+			if ob != nil && old.bcfg[bc.Name].Equal(bc) {
 				st.backends[bc.Name] = ob
 				continue
 			}
 		}
 		b, err := g.newBackend(bc)
 		if err != nil {
+			for name, nb := range st.backends {
+				if old == nil || old.backends[name] != nb {
+					retire(nb)
+				}
+			}
 			return nil, fmt.Errorf("backend %s: %w", bc.Name, err)
 		}
-		if old != nil {
-			if ob, ok := old.backends[bc.Name]; ok && old.bcfg[bc.Name].SameIdentity(bc) {
+		if ob != nil {
+			st.retire = append(st.retire, ob)
+			if old.bcfg[bc.Name].SameIdentity(bc) {
 				if ob.Breaker != nil && b.Breaker != nil {
 					if nb, ok := b.Breaker.(*breaker.Breaker); ok {
 						nb.Restore(ob.Breaker.Snapshot())
@@ -41,6 +51,8 @@ func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
 				if ob.Drained() {
 					b.Drain()
 				}
+			} else {
+				st.renewed = append(st.renewed, bc.Name)
 			}
 		}
 		st.backends[bc.Name] = b
@@ -49,6 +61,14 @@ func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
 		st.pools[pc.Name] = g.newPool(pc, st.backends)
 	}
 	return st, nil
+}
+
+// retire stops the timers and transition events of b's breaker, for a
+// backend another has replaced (or that was never published).
+func retire(b *route.Backend) {
+	if br, ok := b.Breaker.(*breaker.Breaker); ok {
+		br.Retire()
+	}
 }
 
 // newPool builds a pool, with operators' overrides applied. Requires
@@ -95,12 +115,27 @@ func (g *Gateway) publish(st *state, reason string) {
 		routes.Keys = append(routes.Keys, proxy.NewKey(k.Name, k.Key.Value()))
 	}
 	old := g.state.Load()
+	// The replaced breakers go quiet first: their timers would go on
+	// ending trips and emitting transitions for backends that are no
+	// longer theirs. A backend whose identity changed starts afresh, in
+	// the metrics and in the order of its transitions.
+	for _, b := range st.retire {
+		retire(b)
+	}
+	st.retire = nil
+	for _, name := range st.renewed {
+		g.Metrics.RemoveBackend(name)
+		g.seqs.forget(name)
+	}
+	st.renewed = nil
 	g.state.Store(st)
 	g.Handler.Update(routes)
 	if old != nil {
 		for name := range old.backends {
 			if _, ok := st.backends[name]; !ok {
 				g.Metrics.RemoveBackend(name)
+				g.seqs.forget(name)
+				retire(old.backends[name])
 			}
 		}
 		for name := range old.pools {

@@ -60,7 +60,7 @@ func reasonOf(t breaker.Transition) string {
 		kind = "manual"
 	case strings.Contains(c, "insufficient_quota"):
 		kind = "quota exhausted (insufficient_quota)"
-	case strings.Contains(c, "probe"):
+	case strings.Contains(c, "health probe"):
 		kind = "health probe"
 	case strings.Contains(c, "429"):
 		kind = "429 quota"
@@ -116,4 +116,38 @@ func (g *Gateway) updatePool(st *state, pool, reason string) {
 		}
 	}
 	g.Metrics.Active(pool, names, active)
+}
+
+// transitionOrder keeps, per backend, the Seq of the last breaker
+// transition applied, to tell a late one. It is safe for concurrent use;
+// the zero value is ready.
+type transitionOrder struct {
+	mu   sync.Mutex
+	last map[string]uint64
+}
+
+// fresh reports whether t is newer than the last transition applied for its
+// backend, and if so records it. A Seq of 0 (not numbered) is always fresh.
+func (o *transitionOrder) fresh(t breaker.Transition) bool {
+	if t.Seq == 0 {
+		return true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t.Seq <= o.last[t.Name] {
+		return false
+	}
+	if o.last == nil {
+		o.last = map[string]uint64{}
+	}
+	o.last[t.Name] = t.Seq
+	return true
+}
+
+// forget drops what is known of backend, whose next breaker numbers its
+// transitions afresh.
+func (o *transitionOrder) forget(backend string) {
+	o.mu.Lock()
+	delete(o.last, backend)
+	o.mu.Unlock()
 }

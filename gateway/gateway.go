@@ -39,7 +39,9 @@ type Options struct {
 	// Clock drives breakers and selection. Nil means the wall clock.
 	Clock breaker.Clock
 	// OnTransition, if set, also receives every breaker transition (after
-	// it is logged and counted), on the goroutine that caused it.
+	// it is logged and counted), on the goroutine that caused it (a trip
+	// that ends without traffic: the clock's timer). Two may arrive out of
+	// order; Transition.Seq orders them per backend.
 	OnTransition func(breaker.Transition)
 	// Entra, if set, supplies Entra ID token sources (tests point it at a
 	// local token endpoint). Nil means a registry of its own.
@@ -72,6 +74,8 @@ type Gateway struct {
 	tracker  *notify.Tracker
 	notifier *notify.Dispatcher
 	events   *history
+	// seqs orders breaker transitions for the active sets.
+	seqs transitionOrder
 
 	state atomic.Pointer[state]
 	// mu serialises changes of state: reloads and admin actions.
@@ -99,6 +103,11 @@ type state struct {
 	backends map[string]*route.Backend
 	bcfg     map[string]config.Backend
 	pools    map[string]*route.Pool
+	// retire and renewed are build's notes for publish, cleared there:
+	// the backends st replaces, and the names of those among them whose
+	// identity changed (their new breaker starts afresh).
+	retire  []*route.Backend
+	renewed []string
 }
 
 type memberKey struct{ pool, backend string }
@@ -173,23 +182,35 @@ func (g *Gateway) now() time.Time {
 }
 
 // onTransition logs, counts and forwards a breaker state change, and tells
-// the notification tracker.
+// the notification tracker. Transitions may arrive out of order (breakers
+// emit them outside their lock): every one is logged, recorded in the
+// history and forwarded, since each happened, and the metrics order them
+// by Seq themselves; one older than the last applied for its backend does
+// not update the pools' active sets, so a stale cause never explains a
+// change.
 func (g *Gateway) onTransition(t breaker.Transition) {
+	fresh := g.seqs.fresh(t)
 	level := slog.LevelInfo
 	attrs := []slog.Attr{
 		slog.String("backend", t.Name),
 		slog.String("from", t.From.String()),
 		slog.String("to", t.To.String()),
 		slog.String("cause", t.Cause),
+		slog.Uint64("seq", t.Seq),
 	}
 	if t.To == breaker.Open {
 		level = slog.LevelWarn
 		attrs = append(attrs, slog.Time("until", t.Until), slog.Duration("for", t.Until.Sub(t.At)))
 	}
+	if !fresh {
+		attrs = append(attrs, slog.Bool("late", true))
+	}
 	g.Logger.LogAttrs(context.Background(), level, "breaker", attrs...)
 	g.Metrics.Transition(t)
 	g.events.add(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause})
-	g.updateActive(t.Name, reasonOf(t))
+	if fresh {
+		g.updateActive(t.Name, reasonOf(t))
+	}
 	if g.opts.OnTransition != nil {
 		g.opts.OnTransition(t)
 	}
@@ -354,6 +375,12 @@ func (g *Gateway) close(ctx context.Context) error {
 	for name, p := range g.probes {
 		p.stop()
 		delete(g.probes, name)
+	}
+	// No breaker timer may log, count or notify after Close.
+	if st := g.state.Load(); st != nil {
+		for _, b := range st.backends {
+			retire(b)
+		}
 	}
 	g.mu.Unlock()
 	var errs []error

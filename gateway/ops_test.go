@@ -197,6 +197,9 @@ func TestAdminAPI(t *testing.T) {
 // TestNotificationsOnceAndFailback: when the primary's breaker opens, one
 // failover notification is sent however many requests follow; one
 // failback when it comes back. Delivered to a webhook with a signature.
+// The failback comes when the trip ends, without a request: an idle pool
+// once showed the primary "open (0s left)" for minutes and never failed
+// back.
 func TestNotificationsOnceAndFailback(t *testing.T) {
 	type got struct {
 		body []byte
@@ -214,7 +217,9 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 	defer recv.Close()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(received) }
 	withHook := func(y string) string {
-		return strings.Replace(y, "keys:", fmt.Sprintf("notifications:\n  webhooks: [{url: %q, secret: hook-secret}]\nkeys:", recv.URL), 1)
+		// A flap window shorter than the trip, so that the failback is not
+		// a flap.
+		return strings.Replace(y, "keys:", fmt.Sprintf("notifications:\n  flap_window: 30s\n  webhooks: [{url: %q, secret: hook-secret}]\nkeys:", recv.URL), 1)
 	}
 	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "", withHook)
 	for i := 0; i < 20; i++ {
@@ -222,9 +227,18 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 	}
 	eventually(t, "the failover notification", func() bool { return count() >= 1 })
 	h.weu.SetScript(answer("weu"))
-	h.clock.Advance(3 * time.Minute) // the trip ends (and the 2m flap window): the next request probes and closes
-	h.post("/v1/chat/completions", chat)
+	h.clock.Advance(time.Minute) // the trip ends, with no request
+	if m := h.gw.Status().Pools[0].Members[0]; m.Breaker.State != "half_open" || !m.Usable || m.Breaker.LeftMS != 0 {
+		t.Fatalf("an idle primary after its trip: %+v, want half-open and usable", m)
+	}
+	if v := metric(t, h.gw, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "half_open"); v != 1 {
+		t.Fatalf("switchover_breaker_state{state=half_open} = %v after the trip", v)
+	}
 	eventually(t, "the failback notification", func() bool { return count() >= 2 })
+	h.post("/v1/chat/completions", chat) // the probe closes the breaker: no change of the active set
+	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.State != breaker.Closed {
+		t.Fatalf("the probe left the breaker %v", s.State)
+	}
 	time.Sleep(50 * time.Millisecond) // a third notification would have had time to arrive
 	if n := count(); n != 2 {
 		t.Fatalf("%d notifications for one failover and one failback", n)
@@ -492,5 +506,66 @@ func TestOTLPExport(t *testing.T) {
 	}
 	if ct, _ := ctype.Load().(string); ct != "application/x-protobuf" {
 		t.Fatalf("export content type %q", ct)
+	}
+}
+
+// TestReloadedBreakerEndsItsTripOnceAndInOrder: a reload that rebuilds an
+// open backend hands its breaker state to the new breaker and retires the
+// old one, whose timer would end the trip a second time; the new breaker's
+// transitions number on from the old one's, so the metrics do not take them
+// for stale. A backend whose identity changed starts afresh.
+func TestReloadedBreakerEndsItsTripOnceAndInOrder(t *testing.T) {
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	state := func(st string) float64 {
+		return metric(t, h.gw, "switchover_breaker_state", "backend", "aoai-westeurope", "state", st)
+	}
+	reload := func(from, to string) {
+		t.Helper()
+		orig, _ := os.ReadFile(h.path)
+		os.WriteFile(h.path, []byte(strings.Replace(string(orig), from, to, 1)), 0o600)
+		if err := h.gw.ReloadFile(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.post("/v1/chat/completions", chat)
+	h.post("/v1/chat/completions", chat) // 2 failures: open
+	h.clock.Advance(time.Minute)         // half-open
+	h.post("/v1/chat/completions", chat) // the probe fails: open again, the third transition
+	old := h.gw.Backend("aoai-westeurope")
+	reload("region: westeurope", "region: westeurope\n    timeout: 9m") // same identity
+	if h.gw.Backend("aoai-westeurope") == old {
+		t.Fatal("the changed backend was not rebuilt")
+	}
+	h.weu.SetScript(answer("weu"))
+	h.clock.Advance(time.Minute)
+	if v := metric(t, h.gw, "switchover_breaker_transitions_total", "backend", "aoai-westeurope", "from", "open", "to", "half_open"); v != 2 {
+		t.Fatalf("%v trips ended, want 2: the one before the reload, and the one across it once", v)
+	}
+	if state("half_open") != 1 {
+		t.Fatal("the new breaker's end of the trip was taken for stale")
+	}
+	if _, body := h.post("/v1/chat/completions", chat); !strings.Contains(body, "weu") {
+		t.Fatalf("the probe did not go to westeurope: %s", body)
+	}
+	if state("closed") != 1 {
+		t.Fatal("the new breaker's closing was taken for stale")
+	}
+
+	// Open again, then change the identity: a new breaker, closed, whose
+	// first transition counts.
+	h.weu.SetScript(status(503))
+	h.post("/v1/chat/completions", chat)
+	h.post("/v1/chat/completions", chat)
+	if state("open") != 1 {
+		t.Fatal("not open")
+	}
+	reload("region: westeurope", "region: westeurope\n    api_version: 2024-06-01")
+	if state("closed") != 1 {
+		t.Fatal("a backend with a new identity is not shown closed")
+	}
+	h.post("/v1/chat/completions", chat)
+	h.post("/v1/chat/completions", chat)
+	if state("open") != 1 {
+		t.Fatal("the new breaker's first opening was taken for stale")
 	}
 }

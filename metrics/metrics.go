@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,12 @@ type Metrics struct {
 	notifications      *prometheus.CounterVec
 	reloads            *prometheus.CounterVec
 	adminActions       *prometheus.CounterVec
+
+	// mu guards seqs and orders the updates of breakerState.
+	mu sync.Mutex
+	// seqs holds, for every backend declared or seen, the Seq of the
+	// last transition applied to its breaker state gauge.
+	seqs map[string]uint64
 }
 
 var _ route.Observer = (*Metrics)(nil)
@@ -63,6 +70,7 @@ func New() *Metrics {
 	}
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
+		seqs:     map[string]uint64{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_requests_total",
 			Help: "Requests answered by the gateway, by pool, the backend that answered (\"none\" when none did) and status class (2xx, 4xx, 429, 5xx, or canceled when the client went away).",
@@ -220,21 +228,31 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{Registry: m.Registry})
 }
 
-// AddBackend declares a backend, so that its breaker state and info are
-// exported before its first request.
+// AddBackend declares a backend, so that its info and breaker state are
+// exported before its first request: the state gauge reads closed from the
+// start (not 0 for every state, which the benched alert takes for a
+// backend that has not been closed). A backend declared before (a reload)
+// keeps its state.
 func (m *Metrics) AddBackend(name, region, typ string) {
 	m.backendInfo.DeletePartialMatch(prometheus.Labels{"backend": name})
 	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
-	if _, err := m.breakerState.GetMetricWithLabelValues(name, breaker.Closed.String()); err == nil {
-		return // keep the state of a backend declared before (a reload)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.seqs[name]; ok {
+		return
 	}
+	m.seqs[name] = 0
 	m.setBreakerState(name, breaker.Closed)
 }
 
 // RemoveBackend drops the series of a backend a reload removed, so that
-// dashboards and alerts do not see it forever.
+// dashboards and alerts do not see it forever. A backend added again later
+// starts closed, with a breaker numbering its transitions afresh.
 func (m *Metrics) RemoveBackend(name string) {
 	l := prometheus.Labels{"backend": name}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.seqs, name)
 	for _, v := range []*prometheus.GaugeVec{m.backendInfo, m.breakerState, m.backendDrained, m.backendModel, m.probeUp} {
 		v.DeletePartialMatch(l)
 	}
@@ -262,12 +280,27 @@ func (m *Metrics) Observe(e route.Event) {
 	}
 }
 
-// Transition records a breaker state change.
+// Transition records a breaker state change. Every transition is counted,
+// in whatever order it arrives (each is one change that happened); the
+// state gauge moves only for a transition newer (by Seq) than the last
+// it applied for that backend, since transitions are delivered outside the
+// breaker's lock and may arrive out of order. A Seq of 0 (a breaker that
+// does not number its transitions) is always applied.
 func (m *Metrics) Transition(t breaker.Transition) {
 	m.breakerTransitions.WithLabelValues(t.Name, t.From.String(), t.To.String()).Inc()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last, ok := m.seqs[t.Name]
+	if ok && t.Seq != 0 && t.Seq <= last {
+		return // stale: a newer state is already shown
+	}
+	if t.Seq != 0 || !ok {
+		m.seqs[t.Name] = t.Seq
+	}
 	m.setBreakerState(t.Name, t.To)
 }
 
+// setBreakerState sets the state gauge of backend to s. Requires m.mu held.
 func (m *Metrics) setBreakerState(backend string, s breaker.State) {
 	for _, st := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
 		v := 0.0

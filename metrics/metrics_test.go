@@ -1,6 +1,14 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+)
 
 func TestCodeClass(t *testing.T) {
 	for status, want := range map[int]string{0: "canceled", 200: "2xx", 201: "2xx", 400: "4xx", 429: "429", 500: "5xx", 503: "5xx", 999: "other"} {
@@ -40,4 +48,91 @@ func TestNames(t *testing.T) {
 	if len(names) < 19 {
 		t.Errorf("%d names", len(names))
 	}
+}
+
+func gauge(t *testing.T, m *Metrics, backend string) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, st := range []breaker.State{breaker.Closed, breaker.Open, breaker.HalfOpen} {
+		out[st.String()] = testutil.ToFloat64(m.breakerState.WithLabelValues(backend, st.String()))
+	}
+	return out
+}
+
+func wantGauge(t *testing.T, m *Metrics, backend string, want breaker.State) {
+	t.Helper()
+	g := gauge(t, m, backend)
+	for st, v := range g {
+		if (st == want.String()) != (v == 1) || (v != 0 && v != 1) {
+			t.Fatalf("switchover_breaker_state{backend=%q} = %v, want 1 for %s only", backend, g, want)
+		}
+	}
+}
+
+// TestBreakerStateGaugeNotStuckOnOpenWhenTransitionsArriveOutOfOrder is
+// the regression test for the gauge stuck on open while the breaker was
+// half-open: transitions are emitted outside the breaker's lock, so the
+// trip's end can reach the collector before the opening.
+func TestBreakerStateGaugeNotStuckOnOpenWhenTransitionsArriveOutOfOrder(t *testing.T) {
+	// Real transitions: closed > open, the trip ends (open > half_open).
+	clk := fakeclock.New()
+	var evs []breaker.Transition
+	b := breaker.New("weu", breaker.Settings{Failures: 1, Trip: time.Minute, Clock: clk,
+		OnTransition: func(tr breaker.Transition) { evs = append(evs, tr) }})
+	done, _ := b.Allow()
+	done(breaker.Outcome{Result: breaker.Failure, Cause: "503"})
+	clk.Advance(time.Minute)
+	if len(evs) != 2 || evs[1].To != breaker.HalfOpen {
+		t.Fatalf("transitions %+v", evs)
+	}
+	open, halfOpen := evs[0], evs[1]
+	tests := []struct {
+		name  string
+		order []breaker.Transition
+	}{
+		{"in order", []breaker.Transition{open, halfOpen}},
+		{"out of order", []breaker.Transition{halfOpen, open}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New()
+			m.AddBackend("weu", "westeurope", "azure")
+			for _, tr := range tc.order {
+				m.Transition(tr)
+			}
+			wantGauge(t, m, "weu", breaker.HalfOpen)
+			// Each transition is counted, whatever its order.
+			for _, tr := range tc.order {
+				if n := testutil.ToFloat64(m.breakerTransitions.WithLabelValues("weu", tr.From.String(), tr.To.String())); n != 1 {
+					t.Errorf("transitions{from=%s,to=%s} = %v, want 1", tr.From, tr.To, n)
+				}
+			}
+		})
+	}
+}
+
+// TestBreakerStateIsClosedFromRegistration is the regression test for the
+// benched alert firing for every healthy backend at start: the state gauge
+// read 0 for every state until a backend's first transition.
+func TestBreakerStateIsClosedFromRegistration(t *testing.T) {
+	m := New()
+	m.AddBackend("weu", "westeurope", "azure")
+	m.AddBackend("sec", "swedencentral", "azure")
+	wantGauge(t, m, "weu", breaker.Closed)
+	wantGauge(t, m, "sec", breaker.Closed)
+
+	m.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open, Seq: 4})
+	m.AddBackend("weu", "westeurope", "azure") // a reload keeps the state
+	wantGauge(t, m, "weu", breaker.Open)
+	m.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open, Seq: 3})
+	m.Transition(breaker.Transition{Name: "weu", From: breaker.Open, To: breaker.HalfOpen, Seq: 5})
+	wantGauge(t, m, "weu", breaker.HalfOpen)
+
+	// Removed and added again: closed, and a new breaker's first
+	// transition (Seq 1) applies.
+	m.RemoveBackend("weu")
+	m.AddBackend("weu", "westeurope", "azure")
+	wantGauge(t, m, "weu", breaker.Closed)
+	m.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open, Seq: 1})
+	wantGauge(t, m, "weu", breaker.Open)
 }

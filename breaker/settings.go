@@ -1,0 +1,91 @@
+package breaker
+
+import (
+	"time"
+
+	"github.com/switchover-gw/switchover/clock"
+)
+
+// Clock tells the time and arms timers (a trip ends on time without
+// traffic). The zero Settings use the wall clock.
+type Clock = clock.Clock
+
+// Settings configure a Breaker. The zero value is valid and gives the API
+// Management defaults used in seed 000: 5 failures in 30s open for 60s.
+type Settings struct {
+	// Failures is how many failures within Window open the breaker.
+	// Default 5. 1 opens on the first failure.
+	Failures int
+	// Window is the sliding window in which Failures are counted.
+	// Default 30s.
+	Window time.Duration
+	// Trip is how long the breaker stays open. Default 60s.
+	Trip time.Duration
+	// AcceptRetryAfter keeps the breaker open for the longer of Trip and the
+	// Retry-After of the failure that opened it. Default false.
+	AcceptRetryAfter bool
+	// FollowRetryAfter treats a Retry-After as the backend's own word on
+	// when it will take calls again: the failure that opens the breaker
+	// benches the backend for exactly its Retry-After (shorter or longer
+	// than Trip, capped by MaxRetryAfter), and when that time is up the
+	// breaker closes without a half-open probe. A Throttled failure with a
+	// Retry-After opens the breaker at once, whatever the count. A quota
+	// 429 then benches a backend until its quota returns, not for a fixed
+	// minute in which it would have had quota again, and the returned
+	// quota is used at once rather than one probe at a time. Failures
+	// without a Retry-After (5xx, timeouts) still trip for Trip and need a
+	// probe. Takes precedence over AcceptRetryAfter. Default false.
+	FollowRetryAfter bool
+	// MaxRetryAfter caps a Retry-After so that an absurd value (86400s)
+	// cannot bench a backend for a day, and caps a Hold. Default 5m.
+	MaxRetryAfter time.Duration
+	// ProbeLease is how long a half-open probe holds its slot: a probe
+	// whose verdict (a Partial or final outcome) has not come within
+	// ProbeLease loses it, another call may probe (timed on Clock), and
+	// the old call's later outcome is stale. It bounds how long one stuck
+	// call can keep a backend half-open. Default 30s. Set it above the
+	// slowest first byte a healthy backend gives, or a slow but good probe
+	// is overtaken by the next.
+	ProbeLease time.Duration
+	// Clock is read for every decision and arms the timers that end trips
+	// and probe leases. Nil means the wall clock. The breaker calls
+	// AfterFunc and Timer.Stop while holding its lock: they must not call
+	// back into the breaker synchronously (the wall clock and the test
+	// fake run the function later, on another call).
+	Clock Clock
+	// OnTransition, if set, is called after every state change, outside the
+	// breaker's lock, on the goroutine that caused the change (for a trip
+	// that ends without traffic, the clock's timer goroutine). It must not
+	// block for long. Two transitions may arrive out of order: see
+	// Transition.Seq.
+	OnTransition func(Transition)
+}
+
+// Defaults for the zero Settings.
+const (
+	DefaultFailures      = 5
+	DefaultWindow        = 30 * time.Second
+	DefaultTrip          = 60 * time.Second
+	DefaultMaxRetryAfter = 5 * time.Minute
+	DefaultProbeLease    = 30 * time.Second
+)
+
+func (s Settings) withDefaults() Settings {
+	if s.Failures <= 0 {
+		s.Failures = DefaultFailures
+	}
+	if s.Window <= 0 {
+		s.Window = DefaultWindow
+	}
+	if s.Trip <= 0 {
+		s.Trip = DefaultTrip
+	}
+	if s.MaxRetryAfter <= 0 {
+		s.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if s.ProbeLease <= 0 {
+		s.ProbeLease = DefaultProbeLease
+	}
+	s.Clock = clock.Or(s.Clock)
+	return s
+}

@@ -1,0 +1,184 @@
+package breaker
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the state of a breaker.
+type State uint8
+
+const (
+	// Closed lets every call through and counts failures.
+	Closed State = iota
+	// Open refuses calls until the trip ends.
+	Open
+	// HalfOpen lets one probe call through; its outcome decides the next state.
+	HalfOpen
+)
+
+func (s State) String() string {
+	switch s {
+	case Closed:
+		return "closed"
+	case Open:
+		return "open"
+	case HalfOpen:
+		return "half_open"
+	}
+	return fmt.Sprintf("State(%d)", uint8(s))
+}
+
+// Result says what happened to a call that Allow let through.
+type Result uint8
+
+const (
+	// Success means the backend answered (any status that does not count as
+	// a failure, including the caller's own 4xx errors).
+	Success Result = iota
+	// Failure means a classified failure: a counted status, a connection
+	// error or a timeout.
+	Failure
+	// Ignore means the outcome says nothing about the backend, for example
+	// the client went away. It releases a half-open probe without a verdict.
+	Ignore
+)
+
+func (r Result) String() string {
+	switch r {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Ignore:
+		return "ignore"
+	}
+	return fmt.Sprintf("Result(%d)", uint8(r))
+}
+
+// Outcome is what a call reports through Done.
+type Outcome struct {
+	Result Result
+	// RetryAfter is the backend's own Retry-After, zero when it sent none.
+	// For the failure that opens the breaker it sets Snapshot.RetryAt (when
+	// AllowEarly may let a probe through); it lengthens the trip with
+	// Settings.AcceptRetryAfter and sets it with Settings.FollowRetryAfter.
+	// Capped by Settings.MaxRetryAfter.
+	RetryAfter time.Duration
+	// Cause is a short description used in transition events, such as
+	// "429" or "timeout". Optional.
+	Cause string
+	// Hold, for a Failure, opens the breaker at once, whatever the count,
+	// for the longer of Trip and Hold (capped by MaxRetryAfter): for
+	// failures that will not clear in a minute, such as an exhausted
+	// billing quota. Zero means the failure is only counted. Hold takes
+	// precedence over Throttled, and a held breaker has no RetryAt: the
+	// backend has said asking again soon is no use.
+	Hold time.Duration
+	// Throttled, for a Failure, says the backend refused the call for
+	// quota (HTTP 429) and RetryAfter says when it will take calls again.
+	// With Settings.FollowRetryAfter and a RetryAfter above zero it opens
+	// the breaker at once, whatever the count, for exactly RetryAfter
+	// (capped by MaxRetryAfter), and when that ends the breaker closes
+	// without a probe; Snapshot.Throttled is then true. Without
+	// FollowRetryAfter, or without a RetryAfter, a Throttled failure is
+	// counted like any other (API Management's rule). Default false:
+	// failures that are not throttling (5xx, resets, timeouts) keep the
+	// Failures-within-Window rule.
+	Throttled bool
+	// Partial says the call has started answering (a plain response's
+	// headers, a stream's first event) but is not over. Done may be called
+	// with a Partial outcome any number of times before its final
+	// (non-Partial) call; only the first Partial counts, and Partial never
+	// uses up the Done. A Partial Success of the half-open probe decides
+	// the probe: the breaker closes at once, and the call's final outcome
+	// is then recorded against the closed breaker (a stream that fails at
+	// its end counts as a failure of the closed breaker). A Partial Failure
+	// stands for the final outcome: it is recorded as the call's failure
+	// and the later final call is ignored. A Partial Success or Ignore in
+	// the Closed state does nothing. Default false: the outcome is final.
+	Partial bool
+	// Class is the kind of call, set by the routing engine: "stream" for
+	// streamed calls, "" (the default) for plain ones. The breaker
+	// remembers the Class of the failure that opened it; while half-open,
+	// a Success of a probe of another Class (when that remembered Class is
+	// not "") does not close the breaker but releases the probe without a
+	// verdict, like Ignore, so that a probe of the right class decides: a
+	// plain request's success says nothing about stalling streams. A
+	// Failure of any Class reopens the breaker.
+	Class string
+}
+
+// Done records the outcome of a call that Allow let through. It must be
+// called exactly once with a final (non-Partial) outcome, and may be called
+// before that with Partial outcomes; calls after the final one are ignored.
+type Done func(Outcome)
+
+// Snapshot is a breaker's state at one instant.
+type Snapshot struct {
+	State State
+	// Until is when an open breaker will let a probe through. Zero unless
+	// State is Open.
+	Until time.Time
+	// RetryAt is, for an open breaker, when the backend's own Retry-After
+	// (that of the failure that opened it, Throttled or not, capped by
+	// MaxRetryAfter) ends; zero when that failure carried none, for a Hold
+	// or a Force, and unless State is Open. It may be before Until (a
+	// Retry-After shorter than Trip, not followed); from RetryAt on,
+	// AllowEarly lets a probe through.
+	RetryAt time.Time
+	// Throttled is true when the open state came from a Throttled failure.
+	// False unless State is Open.
+	Throttled bool
+	// Failures is the number of failures counted in the current window.
+	Failures int
+	// Probing is true while a half-open probe is in flight and holds its
+	// lease.
+	Probing bool
+	// Seq is the sequence number of the breaker's last transition (Force
+	// and Restore included), zero before the first. Restore carries it
+	// over, so that observers keep ordering the transitions of a breaker
+	// that replaced another.
+	Seq uint64
+}
+
+// Ready reports whether a call at now would be let through.
+func (s Snapshot) Ready(now time.Time) bool {
+	switch s.State {
+	case Closed:
+		return true
+	case Open:
+		return !now.Before(s.Until)
+	default:
+		return !s.Probing
+	}
+}
+
+// ReadyAt is the earliest time a call would be let through: now when Ready,
+// Until for an open breaker. A half-open breaker with its probe in flight
+// reports now, since the probe decides within one call.
+func (s Snapshot) ReadyAt(now time.Time) time.Time {
+	if s.State == Open && now.Before(s.Until) {
+		return s.Until
+	}
+	return now
+}
+
+// Transition is a change of state, delivered to Settings.OnTransition.
+type Transition struct {
+	Name string
+	From State
+	To   State
+	At   time.Time
+	// Until is when the breaker will let a probe through, for To == Open.
+	Until time.Time
+	// Cause describes the outcome that caused the change, such as
+	// "5 failures in 30s, last 429" or "probe succeeded".
+	Cause string
+	// Seq numbers the breaker's transitions: strictly increasing per
+	// breaker, assigned under its lock when the transition happens. Since
+	// transitions are delivered outside the lock, an observer may get them
+	// out of order; one that keeps the breaker's state must drop a
+	// transition whose Seq is not greater than the last it applied.
+	Seq uint64
+}
