@@ -63,8 +63,10 @@ type Pool struct {
 	// chose the deployment, so they say the backend is misconfigured.
 	// Connection errors and timeouts are always retried.
 	RetryOn *StatusSet
-	// Selector picks each attempt's member. Nil means PriorityWeighted.
+	// Selector picks each attempt's member. Nil means smooth weighted
+	// round-robin (SmoothWeighted) with state of the pool's own.
 	Selector Selector
+	smooth   SmoothWeighted // the nil Selector's state
 	// Observer receives attempt, failover and stream-error events. Nil
 	// means none.
 	Observer Observer
@@ -239,13 +241,10 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 		}
 		cands = append(cands, m)
 	}
-	sel := p.Selector
-	if sel == nil {
-		sel = PriorityWeighted{}
-	}
 	if len(cands) == 0 {
 		return p.early(now, tried)
 	}
+	sel := p.selector()
 	for len(cands) > 0 {
 		i := sel.Select(r, cands)
 		if i < 0 || i >= len(cands) {

@@ -164,7 +164,7 @@ func TestBodyIntactOnEveryAttempt(t *testing.T) {
 
 func TestRetryNeverLandsOnFailedBackend(t *testing.T) {
 	// Three equal members: whichever is chosen first fails; the retry must
-	// go to one of the other two, for every random choice.
+	// go to one of the other two, whichever the selector picks first.
 	var calls sync.Map
 	failing := func(name string) step {
 		return func(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,9 @@
 package route
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+	"sync"
+)
 
 // Selector picks the member to try next. Select is given the members that
 // may take the call now (not yet tried for this request, breaker ready),
@@ -10,9 +13,166 @@ type Selector interface {
 	Select(r *Request, candidates []*Member) int
 }
 
-// PriorityWeighted is the default Selector: among the candidates of the
-// best (lowest) priority tier, pick at random in proportion to weight. A
-// lower tier is chosen only when no member of a higher tier is a candidate.
+// bestTier returns the best (lowest) priority among c; ok is false when c
+// is empty.
+func bestTier(c []*Member) (best int, ok bool) {
+	if len(c) == 0 {
+		return 0, false
+	}
+	best = c[0].priority()
+	for _, m := range c[1:] {
+		best = min(best, m.priority())
+	}
+	return best, true
+}
+
+// selector returns the Selector of p's picks: p.Selector, or the pool's
+// own SmoothWeighted when it has none.
+func (p *Pool) selector() Selector {
+	if p.Selector != nil {
+		return p.Selector
+	}
+	return &p.smooth
+}
+
+// SmoothWeighted is the default Selector: among the candidates of the best
+// (lowest) priority tier it picks by smooth weighted round-robin, nginx's
+// algorithm. A lower tier is chosen only when no member of a higher tier
+// is a candidate. Each pick adds every candidate's weight to its current
+// weight, picks the largest (ties go to the earlier member in
+// configuration order) and takes the candidates' total weight off the
+// pick. Weights 5, 1, 1 give a a b a c a a, and again; 90, 5, 5 give
+// exactly 90, 5 and 5 of every 100 picks, each 5 spread 20 picks apart. A
+// pool of quota-bound regions thus sends each its share evenly over time,
+// where a random split sends one region more than its share in some
+// windows and gets it benched.
+//
+// The candidates change from call to call: a retry leaves out the members
+// already tried for the request, and a benched member is left out until
+// its breaker lets calls through again. SmoothWeighted keeps the current
+// weights of each distinct set of best-tier candidates (the *Member values
+// of the set, in order) apart, and only the set a pick is made from moves. So each set's picks follow the exact
+// sequence above as if the others were never used: a retry after the
+// first member failed does not change which member the next request gets
+// first, the first picks of a pool that retries keep exactly their
+// weights, and while the top member is benched the others keep to their
+// own exact sequence from the first pick (two equal fallbacks alternate).
+// When a member comes back, the set with it
+// resumes its sequence where it stopped, so the member gets no burst to
+// make up for the time it was away. (One set of current weights per member
+// for all sets, as nginx keeps, carries weight-sized values from a large
+// set into a small one, where they are worth many picks: with 90, 5, 5 a
+// fallback then takes up to ten picks in a row when the top member is
+// benched.) The cost is that each member's share of all picks is exact
+// per set, so over many sets it can be off by up to about one pick per set
+// in use; SmoothWeighted keeps at most 64 sets and drops the least recently
+// used. When Select's pick is not used (the engine found its half-open
+// probe taken and selects again), the member is counted as picked all the
+// same.
+//
+// The zero value is ready to use; a SmoothWeighted must not be copied after
+// first use. It is safe for concurrent use: picks are made under a mutex,
+// in one sequence whatever the interleaving. Each Pool without a Selector
+// has its own.
+type SmoothWeighted struct {
+	mu      sync.Mutex
+	ledgers []*ledger // one per candidate set, at most maxLedgers
+	uses    uint64    // picks made, to find the least recently used ledger
+}
+
+var _ Selector = (*SmoothWeighted)(nil)
+
+// maxLedgers bounds the candidate sets a SmoothWeighted keeps.
+const maxLedgers = 64
+
+// ledger is the smooth round-robin state of one candidate set.
+type ledger struct {
+	members []*Member // the set, in configuration order
+	current []int     // members' current weights
+	used    uint64    // SmoothWeighted.uses at its last pick
+}
+
+// Select implements Selector.
+func (s *SmoothWeighted) Select(_ *Request, c []*Member) int {
+	best, ok := bestTier(c)
+	if !ok {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.ledger(c, best)
+	total, pick := 0, 0
+	for j, m := range l.members {
+		w := m.weight()
+		l.current[j] += w
+		total += w
+		if l.current[j] > l.current[pick] {
+			pick = j
+		}
+	}
+	l.current[pick] -= total
+	s.uses++
+	l.used = s.uses
+	for i, m := range c {
+		if m == l.members[pick] {
+			return i
+		}
+	}
+	return -1 // unreachable: the ledger's members are c's best tier
+}
+
+// ledger returns the ledger of the members of tier best in c, creating it
+// (and evicting the least recently used one when full) if new. Requires
+// external locking.
+func (s *SmoothWeighted) ledger(c []*Member, best int) *ledger {
+	oldest := -1
+	for i, l := range s.ledgers {
+		if l.is(c, best) {
+			return l
+		}
+		if oldest < 0 || l.used < s.ledgers[oldest].used {
+			oldest = i
+		}
+	}
+	l := &ledger{}
+	for _, m := range c {
+		if m.priority() == best {
+			l.members = append(l.members, m)
+		}
+	}
+	l.current = make([]int, len(l.members))
+	if len(s.ledgers) < maxLedgers {
+		s.ledgers = append(s.ledgers, l)
+	} else {
+		s.ledgers[oldest] = l
+	}
+	return l
+}
+
+// is reports whether l is the ledger of the members of tier best in c.
+func (l *ledger) is(c []*Member, best int) bool {
+	j := 0
+	for _, m := range c {
+		if m.priority() != best {
+			continue
+		}
+		if j == len(l.members) || l.members[j] != m {
+			return false
+		}
+		j++
+	}
+	return j == len(l.members)
+}
+
+// PriorityWeighted is a stateless Selector: among the candidates of the
+// best (lowest) priority tier, it picks at random in proportion to weight.
+// A lower tier is chosen only when no member of a higher tier is a
+// candidate. The split holds only on average: over a short window a member
+// can get well above its share (two equal members sharing 20 picks each
+// get more than 12 of them about one time in eight), which is why the
+// default is SmoothWeighted. It suits a caller that wants
+// independent picks, such as many replicas that must not move in step. It
+// is safe for concurrent use when IntN is.
 type PriorityWeighted struct {
 	// IntN returns a uniform random number in [0, n). Nil means
 	// math/rand/v2.IntN. Tests inject a deterministic source; it must be
@@ -24,12 +184,9 @@ var _ Selector = PriorityWeighted{}
 
 // Select implements Selector.
 func (s PriorityWeighted) Select(_ *Request, c []*Member) int {
-	if len(c) == 0 {
+	best, ok := bestTier(c)
+	if !ok {
 		return -1
-	}
-	best := c[0].priority()
-	for _, m := range c[1:] {
-		best = min(best, m.priority())
 	}
 	total := 0
 	for _, m := range c {
