@@ -154,8 +154,12 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 		tm.firstByte = clk.AfterFunc(fb, func() { cancel(fbCause) })
 	}
 	unwait := b.check.wait(cancel)
-	slowAfter := b.lat.slowAfter(r.Stream, limit)
-	tm.slow = clk.AfterFunc(slowAfter, func() { p.slowCall(b, o.Model, slowAfter) })
+	// A call still waiting at its slow threshold gets the backend checked;
+	// when the threshold is not below the first-byte bound, that bound
+	// decides alone.
+	if slowAfter := b.lat.slowAfter(r.Stream, limit); limit <= 0 || slowAfter < limit {
+		tm.slow = clk.AfterFunc(slowAfter, func() { p.slowCall(b, o.Model, slowAfter) })
+	}
 	// gotFirstByte ends the wait for the first byte; release ends the
 	// attempt.
 	gotFirstByte := func() time.Duration {

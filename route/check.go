@@ -104,7 +104,11 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
 	go func() {
 		defer b.check.end()
 		timeout := b.lat.checkTimeout()
-		ctx, cancel := context.WithCancelCause(context.Background())
+		// The clock bounds the check; the wall-clock bound only makes sure
+		// no check outlives maxCheckTimeout whatever the clock does.
+		wctx, wcancel := context.WithTimeout(context.Background(), maxCheckTimeout)
+		defer wcancel()
+		ctx, cancel := context.WithCancelCause(wctx)
 		t := clk.AfterFunc(timeout, func() { cancel(errCheckTimeout) })
 		err := b.Probe(ctx, b.HealthCheck, model)
 		t.Stop()

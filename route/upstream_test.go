@@ -85,7 +85,13 @@ type memberSpec struct {
 
 func newEnv(t *testing.T, specs ...memberSpec) *env {
 	t.Helper()
-	e := &env{clock: fakeclock.New(), ups: map[string]*upstream{}, backends: map[string]*route.Backend{}, events: &eventLog{}}
+	return newEnvClock(t, fakeclock.New(), specs...)
+}
+
+// newEnvClock is newEnv on the given clock, for scripts that move it.
+func newEnvClock(t *testing.T, clk *fakeclock.Clock, specs ...memberSpec) *env {
+	t.Helper()
+	e := &env{clock: clk, ups: map[string]*upstream{}, backends: map[string]*route.Backend{}, events: &eventLog{}}
 	e.pool = &route.Pool{Name: "chat-prod", Clock: e.clock, Observer: e.events}
 	for _, s := range specs {
 		u := newUpstream(t, s.script...)
@@ -147,3 +153,37 @@ func readEvents(r io.Reader) ([]string, error) {
 }
 
 var fastTimeout = 200 * time.Millisecond
+
+// hangPast is a hang that moves the env's clock by d once the request has
+// arrived (the attempt's timers are armed by then), so a timeout of d or
+// less fires without waiting for real.
+func hangPast(c *fakeclock.Clock, d time.Duration) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c.Advance(d)
+		<-r.Context().Done()
+	}
+}
+
+// headersThenHangPast sends stream headers, then moves the clock by d.
+func headersThenHangPast(c *fakeclock.Clock, d time.Duration) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		c.Advance(d)
+		<-r.Context().Done()
+	}
+}
+
+// keepAliveThenHangPast sends stream headers and an SSE comment, then
+// moves the clock by d and sends nothing more.
+func keepAliveThenHangPast(c *fakeclock.Clock, d time.Duration) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, ": keep-alive\n\n")
+		w.(http.Flusher).Flush()
+		c.Advance(d)
+		<-r.Context().Done()
+	}
+}

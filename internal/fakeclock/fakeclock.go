@@ -3,6 +3,7 @@
 package fakeclock
 
 import (
+	"context"
 	"sort"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 // use.
 type Clock struct {
 	mu     sync.Mutex
+	armed  *sync.Cond // signalled when a timer is armed
 	now    time.Time
 	timers []*timer
 	seq    uint64
@@ -23,7 +25,9 @@ var _ clock.Clock = (*Clock)(nil)
 
 // New returns a clock set to a fixed, arbitrary instant.
 func New() *Clock {
-	return &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	c := &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	c.armed = sync.NewCond(&c.mu)
+	return c
 }
 
 // Now returns the clock's time.
@@ -86,6 +90,10 @@ func (c *Clock) nextDueLocked(end time.Time) *timer {
 func (c *Clock) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.pendingLocked()
+}
+
+func (c *Clock) pendingLocked() int {
 	n := 0
 	for _, t := range c.timers {
 		if t.pending {
@@ -93,6 +101,62 @@ func (c *Clock) Pending() int {
 		}
 	}
 	return n
+}
+
+// BlockUntilTimer waits until a timer is armed that falls due exactly d
+// from now (code under test is waiting on a timeout of d), or ctx ends,
+// and then returns its error.
+func (c *Clock) BlockUntilTimer(ctx context.Context, d time.Duration) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.armed.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		for _, t := range c.timers {
+			if t.pending && t.at.Equal(c.now.Add(d)) {
+				return nil
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.armed.Wait()
+	}
+}
+
+// BlockUntilContext is BlockUntil that gives up when ctx ends, and then
+// returns its error.
+func (c *Clock) BlockUntilContext(ctx context.Context, n int) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.armed.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.pendingLocked() < n {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.armed.Wait()
+	}
+	return nil
+}
+
+// BlockUntil waits until at least n timers are armed: code under test has
+// reached the point where it waits on the clock, so an Advance now acts on
+// its timers.
+func (c *Clock) BlockUntil(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.pendingLocked() < n {
+		c.armed.Wait()
+	}
 }
 
 // AfterFunc implements clock.Clock. Unlike time.AfterFunc, f runs on the
@@ -103,6 +167,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.seq++
 	t := &timer{c: c, at: c.now.Add(d), f: f, pending: true, seq: c.seq}
 	c.timers = append(c.timers, t)
+	c.armed.Broadcast()
 	return t
 }
 
@@ -132,5 +197,6 @@ func (t *timer) Reset(d time.Duration) bool {
 		t.pending = true
 		t.c.timers = append(t.c.timers, t)
 	}
+	t.c.armed.Broadcast()
 	return was
 }
