@@ -46,10 +46,24 @@ func switchoverBin() *Breaker {
 	return &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second), FollowRetryAfter: true}
 }
 
-// Builtin returns the built-in scenarios, in order. Their real-time
-// durations are the benchmark's (five-minute steady runs, 200-request
-// bursts) and seed 000's game day; each has the compression that makes the
-// whole set run in about three minutes.
+// outageMembers is the priority pool of outage-default-timeouts:
+// westeurope first, the other two only while it is out.
+func outageMembers() []Member {
+	return []Member{{Region: "westeurope", Priority: 1}, {Region: "uksouth", Priority: 2}, {Region: "swedencentral", Priority: 2}}
+}
+
+// misconfigured puts westeurope out of order with fault mode (a revoked
+// key, a deleted deployment) for a whole misconfigured-region run.
+func misconfigured(mode string) []Fault {
+	return []Fault{{Region: "westeurope", Mode: mode, From: 0, To: d(60 * time.Second)}}
+}
+
+// Builtin returns the built-in scenarios, in order. The first five take
+// their real-time durations from the benchmark (five-minute steady runs,
+// 200-request bursts) and seed 000's game day, each with the compression
+// that makes the five run in about three minutes. The last three measure
+// switchover as shipped (setups with Defaults) and so run in real time:
+// about ten minutes more.
 func Builtin() []Scenario {
 	const steady = 5 * time.Minute
 	return []Scenario{
@@ -170,6 +184,71 @@ func Builtin() []Scenario {
 					Description: "Retry on another region, and switchover's default breaker."},
 				{Name: "client: sequential", Mode: "client", Members: priorities(1, 2, 3), Attempts: 3,
 					Description: "The caller walks the regions in order after each refusal, remembering nothing."},
+			},
+		},
+		{
+			Name:  "outage-default-timeouts",
+			Title: "Outage with default timeouts",
+			Description: "westeurope (priority 1) stops answering for 60 s with requests in flight; uksouth and " +
+				"swedencentral are priority 2 with quota to spare. Non-streamed requests from callers that give up " +
+				"after 60 s, through switchover as a user who writes the README's short config gets it: the shipped " +
+				"timeouts and breaker (issue 9).",
+			Targets: "≤ 1% of the requests in flight during the outage fail; traffic leaves westeurope within 10 s " +
+				"(benched after); westeurope takes traffic again within 15 s of recovery (back after).",
+			Compress: 1,
+			Regions:  benchmarkRegions(1000, 1000000),
+			Load:     Load{Rate: 2, Duration: d(140 * time.Second), MaxTokens: 20, Timeout: d(60 * time.Second)},
+			Faults:   []Fault{{Region: "westeurope", Mode: "blackhole", From: d(30 * time.Second), To: d(90 * time.Second)}},
+			Outage:   "westeurope",
+			Setups: []Setup{
+				{Name: "gateway: switchover defaults", Mode: "gateway", Defaults: true, Members: outageMembers(),
+					Description: "No timeouts, breaker or retry in the configuration: switchover's shipped defaults."},
+				{Name: "gateway: APIM-style, 10 s timeout", Mode: "gateway", Members: outageMembers(), Attempts: 3,
+					Breaker: &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)}, FirstByteTimeout: d(10 * time.Second),
+					Description: "API Management's rule (5 failures in 30 s bench a region for 60 s, then one probe) with a 10 s forward timeout, retrying on priority 2."},
+			},
+		},
+		{
+			Name:  "misconfigured-region",
+			Title: "Misconfigured region",
+			Description: "westeurope's key has been revoked (401 to every call), or its deployment deleted (404), for " +
+				"the whole run; uksouth and swedencentral are healthy. An even split at 2 req/s. The 401 and 404 are " +
+				"the region's, not the caller's: another region would answer.",
+			Targets:  "every request answered by a healthy region, at close to 1 model call per request once westeurope is out.",
+			Compress: 1,
+			Regions:  benchmarkRegions(300, 300000),
+			Load:     Load{Rate: 2, Duration: d(60 * time.Second), MaxTokens: 16, Timeout: d(30 * time.Second)},
+			Setups: []Setup{
+				{Name: "gateway: switchover defaults, revoked key", Mode: "gateway", Defaults: true, Members: weights(1, 1, 1),
+					Faults:      misconfigured("unauthorized"),
+					Description: "switchover's shipped defaults; westeurope answers 401 to every call."},
+				{Name: "gateway: switchover defaults, deleted deployment", Mode: "gateway", Defaults: true, Members: weights(1, 1, 1),
+					Faults:      misconfigured("not_found"),
+					Description: "switchover's shipped defaults; westeurope answers 404 DeploymentNotFound to every call."},
+				{Name: "gateway: APIM-style sin bin, revoked key", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: sinBin(1),
+					Faults:      misconfigured("unauthorized"),
+					Description: "Retry on another region and a 60 s bench after one 429 or 5xx, as API Management is usually set up: a 401 is neither."},
+			},
+		},
+		{
+			Name:  "impossible-requests",
+			Title: "Impossible requests",
+			Description: "Another caller sends 5 requests in the first seconds whose max_tokens (1,000,000) is over every " +
+				"region's whole token limit (30,000 a minute): each region must refuse them with a 429, however long they " +
+				"wait. Meanwhile the main caller, with its own key, sends small requests at 0.5 req/s for a minute. Do " +
+				"the impossible requests bench the regions for everyone?",
+			Targets:  "the main key gets ≥ 29 of its 30 requests answered.",
+			Compress: 1,
+			Regions:  benchmarkRegions(60, 30000),
+			// Total makes it exactly 30: an arrival due as the minute ends
+			// could otherwise be a 31st.
+			Load:  Load{Rate: 0.5, Duration: d(60 * time.Second), Total: 30, MaxTokens: 16, Timeout: d(30 * time.Second)},
+			Noise: &Load{Rate: 2, Total: 5, MaxTokens: 1000000, Timeout: d(30 * time.Second)},
+			Setups: []Setup{
+				{Name: "gateway: switchover defaults", Mode: "gateway", Defaults: true, Members: weights(1, 1, 1),
+					Description: "switchover's shipped defaults: retry, and its breaker on every region."},
+				{Name: "gateway: APIM-style sin bin", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: sinBin(1),
+					Description: "Retry on another region; a region that refused once is out of the pool for 60 s, then one probe."},
 			},
 		},
 	}

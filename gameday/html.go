@@ -396,11 +396,11 @@ type (
 		Scenarios                 []htmlScenario
 	}
 	htmlScenario struct {
-		ID, Name, Title, Description, Load, Compress string
-		Regions                                      []htmlRegion
-		FailureKinds                                 []string
-		HasOutage                                    bool
-		Runs                                         []htmlRun
+		ID, Name, Title, Description, Load, Compress, Targets string
+		Regions                                               []htmlRegion
+		FailureKinds                                          []string
+		HasOutage                                             bool
+		Runs                                                  []htmlRun
 	}
 	htmlRegion struct {
 		Name, Median, RPM, TPM string
@@ -408,6 +408,8 @@ type (
 	}
 	htmlRun struct {
 		ID, Setup, Mode, Description, Open string
+		// Noise describes the noise load's requests, if any.
+		Noise string
 		// Table cells.
 		Requests, Success, P50, P95, Goodput, Calls, Failovers, Failed string
 		Failures                                                       []string
@@ -450,6 +452,7 @@ func buildScenario(sc *ScenarioResult, si int, col colours) htmlScenario {
 		Title:       sc.Title,
 		Description: sc.Description,
 		Load:        sc.Load,
+		Targets:     sc.Targets,
 	}
 	if h.Title == "" {
 		h.Title = sc.Name
@@ -523,12 +526,15 @@ func buildRun(sc *ScenarioResult, run *RunResult, id string, first bool, kinds [
 	if o := run.Outage; o != nil {
 		h.Outage = &htmlOutage{
 			Primary: o.Primary,
-			Failed:  formatCount(o.Failed),
+			Failed:  outageFailed(o),
 			Moved:   formatDuration(o.Moved),
 			Benched: formatDuration(o.Benched),
 			Back:    formatDuration(o.Back),
 			Closed:  formatDuration(o.Closed),
 		}
+	}
+	if run.Noise != nil {
+		h.Noise = noiseLine(run.Noise)
 	}
 	for _, n := range run.Notifications {
 		h.Notes = append(h.Notes, fmt.Sprintf("%s at %s: %s", n.Kind, formatDuration(n.At), n.Text))
@@ -962,6 +968,9 @@ footer{margin-top:40px;border-top:1px solid #ddd;color:#444}
 {{- if .Load}}
 <p><strong>Load:</strong> {{.Load}}</p>
 {{- end}}
+{{- if .Targets}}
+<p><strong>Targets:</strong> {{.Targets}}</p>
+{{- end}}
 {{- if .Regions}}
 <h3>Regions</h3>
 <div class="scroll"><table class="regions">
@@ -976,7 +985,7 @@ footer{margin-top:40px;border-top:1px solid #ddd;color:#444}
 <tr class="group"><th colspan="10"></th>{{if .FailureKinds}}<th colspan="{{len .FailureKinds}}">failures by kind</th>{{end}}{{if .HasOutage}}<th colspan="5">primary outage</th>{{end}}</tr>
 <tr><th class="l">setup</th><th class="l">mode</th><th>requests</th><th>success</th><th title="latency of all requests">p50</th><th title="latency of all requests">p95</th><th title="successful requests per second">goodput req/s</th><th title="model calls per request sent">upstream calls/req</th><th>failovers</th><th>failed</th>
 {{- range .FailureKinds}}<th>{{.}}</th>{{end}}
-{{- if .HasOutage}}<th title="requests failed from the outage's start to its end plus the longest timeout">failed in outage</th><th title="from the outage's start to the first answer from another region">moved after</th><th title="from the outage's start to the primary's breaker opening">benched after</th><th title="from the outage's end to the primary answering again">back after</th><th title="from the outage's end to the primary's breaker closing">closed after</th>{{end}}</tr>
+{{- if .HasOutage}}<th title="of the requests in flight at some moment of the outage (those in flight when it began included), how many failed">failed in outage</th><th title="from the outage's start to the first answer from another region">moved after</th><th title="from the outage's start to the primary's breaker opening">benched after</th><th title="from the outage's end to the primary answering again">back after</th><th title="from the outage's end to the primary's breaker closing">closed after</th>{{end}}</tr>
 {{- $outage := .HasOutage}}
 {{- range .Runs}}
 <tr class="run" id="row-{{.ID}}"><td class="l"><a href="#{{.ID}}">{{.Setup}}</a></td><td class="l">{{.Mode}}</td><td>{{.Requests}}</td><td class="success">{{.Success}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.Goodput}}</td><td>{{.Calls}}</td><td>{{.Failovers}}</td><td>{{.Failed}}</td>
@@ -990,8 +999,11 @@ footer{margin-top:40px;border-top:1px solid #ddd;color:#444}
 {{- if .Description}}
 <p class="desc">{{.Description}}</p>
 {{- end}}
+{{- if .Noise}}
+<p class="desc">Noise load (key noise, not in the table): {{.Noise}}</p>
+{{- end}}
 {{- with .Outage}}
-<p class="outage">Outage of <strong>{{.Primary}}</strong>: {{.Failed}} requests failed · moved to another region after: {{.Moved}} · breaker opened after: {{.Benched}} · answered again after the outage ended: {{.Back}} · breaker closed after the outage ended: {{.Closed}}</p>
+<p class="outage">Outage of <strong>{{.Primary}}</strong>: {{.Failed}} requests in flight during it failed · moved to another region after: {{.Moved}} · breaker opened after: {{.Benched}} · answered again after the outage ended: {{.Back}} · breaker closed after the outage ended: {{.Closed}}</p>
 {{- end}}
 {{- if .Notes}}
 <p class="desc">Notifications sent (times from the start of the run):</p>

@@ -73,7 +73,7 @@ func fixtureReport() *Report {
 		{At: 6500 * time.Millisecond, Backend: "uksouth", From: "half_open", To: "closed", Cause: "probe succeeded"},
 	}
 	c := run("client", "client", cl)
-	c.Outage = &OutageResult{Primary: "uksouth", Failed: 150, Moved: -1, Benched: -1, Back: 20 * time.Millisecond, Closed: -1}
+	c.Outage = &OutageResult{Primary: "uksouth", Requests: 300, Failed: 150, Moved: -1, Benched: -1, Back: 20 * time.Millisecond, Closed: -1}
 	c.Notifications = []Note{{At: 3 * time.Second, Kind: "failover", From: []string{"uksouth"}, To: []string{"westeurope"}, Text: "Active backend changed <to> westeurope."}}
 	var regions []RegionInfo
 	for i, name := range fixtureRegions {
@@ -234,7 +234,7 @@ func TestWriteHTML(t *testing.T) {
 		if !regexp.MustCompile(`<th>429</th><th>503</th><th>connection</th><th>timeout</th>`).MatchString(page) {
 			t.Errorf("failure kind headers missing or out of order")
 		}
-		for _, s := range []string{"<td>150</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
+		for _, s := range []string{"<td>150/300</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
 			if !strings.Contains(rows[1]+page, s) {
 				t.Errorf("outage cells lack %q", s)
 			}

@@ -24,6 +24,8 @@ type ScenarioResult struct {
 	Name        string `json:"name"`
 	Title       string `json:"title"`
 	Description string `json:"description"`
+	// Targets says what a good result looks like; printed, not checked.
+	Targets string `json:"targets,omitempty"`
 	// Compress is the time compression the scenario ran at: 1 is real
 	// time; 30 means 30 times faster (quotas, rates, breaker trips and
 	// fault times scaled; model latency and network timeouts not).
@@ -50,8 +52,14 @@ type RunResult struct {
 	// Mode is "gateway" (load through switchover over loopback HTTP) or
 	// "client" (the routing engine inside the caller, straight to the
 	// regions).
-	Mode    string       `json:"mode"`
+	Mode string `json:"mode"`
+	// Summary is the main load's (with a noise load, the victims').
 	Summary load.Summary `json:"summary"`
+	// Noise summarizes the scenario's noise load, if it has one; its
+	// Upstream.Calls are the model calls its answers' x-switchover-attempts
+	// headers count. The main Summary's Upstream then has the regions'
+	// counters less the noise's calls and answers.
+	Noise *load.Summary `json:"noise,omitempty"`
 	// Samples are every request, for plots (not in the JSON report).
 	Samples []load.Sample `json:"-"`
 	// Transitions are the breaker state changes during the run, relative
@@ -101,8 +109,11 @@ type FaultWindow struct {
 type OutageResult struct {
 	// Primary is the region that went down.
 	Primary string `json:"primary"`
-	// Failed counts requests that failed between the outage's start and
-	// its end plus the longest timeout.
+	// Requests counts requests in flight at some moment of the outage:
+	// sent before it ended and finished after it began (those in flight
+	// when it began included).
+	Requests int `json:"requests"`
+	// Failed counts those of Requests that failed.
 	Failed int `json:"failed"`
 	// Moved is how long after the outage began the first request was
 	// answered by another region; -1 if none was.

@@ -60,7 +60,7 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 			k = 1
 		}
 		run := sc.scaled(k)
-		res := ScenarioResult{Name: sc.Name, Title: sc.Title, Description: sc.Description, Compress: k, Load: run.describeLoad()}
+		res := ScenarioResult{Name: sc.Name, Title: sc.Title, Description: sc.Description, Targets: sc.Targets, Compress: k, Load: run.describeLoad()}
 		for _, r := range run.Regions {
 			res.Regions = append(res.Regions, RegionInfo{Name: r.Name, MedianLatency: r.Latency.D(), RPM: r.RPM, TPM: r.TPM})
 		}
@@ -118,13 +118,15 @@ func (n *notes) Send(_ context.Context, x notify.Notification) error {
 func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunResult, error) {
 	rr := RunResult{Setup: st.Name, Description: st.Description, Mode: st.Mode}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	s, err := sim.Start(ctx, simConfig(sc), sim.WithLogger(quiet))
+	faults := sc.faults(st)
+	s, err := sim.Start(ctx, simConfig(sc, faults), sim.WithLogger(quiet))
 	if err != nil {
 		return rr, fmt.Errorf("starting the simulated regions: %w", err)
 	}
 	defer s.Close()
 
-	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), webhook)), os.LookupEnv)
+	keys := runKeys(sc)
+	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), webhook, keys)), os.LookupEnv)
 	if err != nil {
 		return rr, fmt.Errorf("setup config: %w", err)
 	}
@@ -134,11 +136,8 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	if err != nil {
 		return rr, err
 	}
-	caller := &load.HTTPCaller{
-		Request:        load.Request{Model: "chat-prod", Prompt: sc.Load.Prompt, MaxTokens: sc.Load.MaxTokens, Stream: sc.Load.Stream},
-		Timeout:        sc.Load.Timeout.D(),
-		WaitRetryAfter: st.WaitRetryAfter,
-	}
+	var url string
+	var client *http.Client
 	switch st.Mode {
 	case "gateway":
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -149,19 +148,33 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 		done := make(chan error, 1)
 		go func() { done <- g.Serve(gctx, ln) }()
 		defer func() { stop(); <-done }()
-		caller.URL = "http://" + ln.Addr().String() + "/v1/chat/completions"
-		caller.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
-		defer caller.Client.CloseIdleConnections()
+		url = "http://" + ln.Addr().String() + "/v1/chat/completions"
+		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
+		defer client.CloseIdleConnections()
 	default:
 		// The routing engine inside the caller: the pool is the client's
-		// transport, and calls go straight to the regions.
+		// transport, and calls go straight to the regions. A noise load
+		// shares it, as another part of the same application would.
 		defer g.Close(context.Background())
-		caller.URL = "http://client.invalid/v1/chat/completions"
-		caller.Client = &http.Client{Transport: g.Pool("chat-prod")}
+		url = "http://client.invalid/v1/chat/completions"
+		client = &http.Client{Transport: g.Pool("chat-prod")}
 	}
+	caller := newCaller(sc.Load, url, client, keyOf(keys, mainKey))
+	caller.WaitRetryAfter = st.WaitRetryAfter
 
-	l := sc.Load
-	res, err := load.Run(ctx, load.Options{Rate: l.Rate, Concurrency: l.Concurrency, Duration: l.Duration.D(), Total: l.Total}, caller)
+	// The noise runs beside the main load, from the same moment.
+	var noise *load.Result
+	var noiseErr error
+	var wg sync.WaitGroup
+	if n := sc.Noise; n != nil {
+		nc := newCaller(*n, url, client, keyOf(keys, noiseKey))
+		wg.Go(func() { noise, noiseErr = load.Run(ctx, loadOptions(*n), nc) })
+	}
+	res, err := load.Run(ctx, loadOptions(sc.Load), caller)
+	wg.Wait()
+	if err == nil {
+		err = noiseErr
+	}
 	if err != nil {
 		return rr, err
 	}
@@ -176,6 +189,14 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 		up.Errors += st.Errors
 		up.Answered += st.Answered
 	}
+	if noise != nil {
+		rr.Noise = noiseResult(noise)
+		// The regions' counters are both loads'; the noise's share of the
+		// calls is what its answers' x-switchover-attempts say.
+		up.Calls = max(up.Calls-rr.Noise.Upstream.Calls, 0)
+		up.Answered = max(up.Answered-int64(noise.Summary.Succeeded), 0)
+		rr.Duration = max(rr.Duration, time.Since(noise.Began))
+	}
 	if res.Summary.Requests > 0 {
 		up.CallsPerRequest = float64(up.Calls) / float64(res.Summary.Requests)
 	}
@@ -189,7 +210,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	sort.SliceStable(rr.Transitions, func(i, j int) bool { return rr.Transitions[i].At < rr.Transitions[j].At })
 	// The schedule counts from the sim's start, a moment before the load's.
 	offset := res.Began.Sub(s.Started())
-	for _, f := range sc.Faults {
+	for _, f := range faults {
 		rr.Faults = append(rr.Faults, FaultWindow{Region: f.Region, Mode: f.Mode, From: f.From.D() - offset, To: f.To.D() - offset})
 	}
 	if sc.Outage != "" {
@@ -215,8 +236,70 @@ func ctxWithTimeout(d time.Duration) context.Context {
 	return ctx
 }
 
-// simConfig is the scenario's regions as simulated Azure deployments.
-func simConfig(sc Scenario) sim.Config {
+// The names of the gateway keys of a run with a noise load: the main
+// load's and the noise's.
+const (
+	mainKey  = "main"
+	noiseKey = "noise"
+)
+
+// gatewayKey is a caller's key in a run's gateway configuration.
+type gatewayKey struct{ Name, Key string }
+
+// runKeys are the gateway keys of a run of sc: main and noise when it has a
+// noise load, none (an open gateway on loopback) otherwise. Keys must be
+// at least 16 characters.
+func runKeys(sc Scenario) []gatewayKey {
+	if sc.Noise == nil {
+		return nil
+	}
+	return []gatewayKey{{mainKey, "gameday-main-caller-key"}, {noiseKey, "gameday-noise-caller-key"}}
+}
+
+// keyOf returns the key named name, or "" when there is none.
+func keyOf(keys []gatewayKey, name string) string {
+	for _, k := range keys {
+		if k.Name == name {
+			return k.Key
+		}
+	}
+	return ""
+}
+
+// newCaller is a caller sending l's requests to url with key.
+func newCaller(l Load, url string, client *http.Client, key string) *load.HTTPCaller {
+	return &load.HTTPCaller{
+		URL:     url,
+		Client:  client,
+		Key:     key,
+		Request: load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream},
+		Timeout: l.Timeout.D(),
+	}
+}
+
+func loadOptions(l Load) load.Options {
+	return load.Options{Rate: l.Rate, Concurrency: l.Concurrency, Duration: l.Duration.D(), Total: l.Total}
+}
+
+// noiseResult summarizes a noise load's run. Its model calls are read from
+// the x-switchover-attempts header of each answer (a request that ended
+// without one, such as a client timeout, counts none).
+func noiseResult(res *load.Result) *load.Summary {
+	sum := res.Summary
+	up := &load.Upstream{}
+	for _, x := range res.Samples {
+		up.Calls += int64(x.Attempts)
+	}
+	if sum.Requests > 0 {
+		up.CallsPerRequest = float64(up.Calls) / float64(sum.Requests)
+	}
+	sum.Upstream = up
+	return &sum
+}
+
+// simConfig is the scenario's regions as simulated Azure deployments, with
+// faults (the scenario's and the setup's) on their schedule.
+func simConfig(sc Scenario, faults []Fault) sim.Config {
 	seed := sc.Seed
 	if seed == 0 {
 		seed = 1
@@ -233,20 +316,68 @@ func simConfig(sc Scenario) sim.Config {
 			Quota:   sim.Quota{RPM: r.RPM, TPM: r.TPM},
 		})
 	}
-	for _, f := range sc.Faults {
+	for _, f := range faults {
 		cfg.Schedule = append(cfg.Schedule, sim.ScheduledFault{
 			Deployment: f.Region, From: f.From.D(), To: f.To.D(),
-			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate},
+			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate, After: f.After},
 		})
 	}
 	return cfg
 }
 
 // poolYAML is the switchover configuration of a setup: one backend per
-// simulated region, named after it, and the pool chat-prod. Client setups
-// build their engine from the same configuration as gateway setups, so the
-// two differ only by the network hop.
-func poolYAML(st Setup, eps []sim.Endpoint, webhook string) string {
+// simulated region, named after it, the pool chat-prod, and keys if any.
+// Client setups build their engine from the same configuration as gateway
+// setups, so the two differ only by the network hop. A Defaults setup gets
+// no timeouts, breaker, probe or notification settings, and no retry block
+// unless it sets Attempts: switchover's shipped defaults.
+func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey) string {
+	var y strings.Builder
+	y.WriteString("log: {level: error}\n")
+	hook := ""
+	if webhook != "" {
+		hook = fmt.Sprintf("webhooks: [{url: %q}]", webhook)
+	}
+	switch {
+	case st.Defaults && hook != "":
+		fmt.Fprintf(&y, "notifications: {%s}\n", hook)
+	case !st.Defaults:
+		// A short flap window, so that a failover and the failback seconds
+		// later (in compressed time) are told as such, not as flapping.
+		if hook != "" {
+			hook = ", " + hook
+		}
+		fmt.Fprintf(&y, "notifications: {flap_window: 1s%s}\n", hook)
+		writeBackendDefaults(&y, st)
+	}
+	if len(keys) > 0 {
+		y.WriteString("keys:\n")
+		for _, k := range keys {
+			fmt.Fprintf(&y, "  - {name: %s, key: %q}\n", k.Name, k.Key)
+		}
+	}
+	y.WriteString("backends:\n")
+	for _, e := range eps {
+		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s}\n", e.Name, e.URL, e.Region)
+	}
+	y.WriteString("pools:\n  - name: chat-prod\n")
+	switch {
+	case !st.Defaults:
+		fmt.Fprintf(&y, "    retry: {attempts: %d}\n", max(st.Attempts, 1))
+	case st.Attempts > 0:
+		fmt.Fprintf(&y, "    retry: {attempts: %d}\n", st.Attempts)
+	}
+	y.WriteString("    members:\n")
+	for _, m := range st.Members {
+		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1))
+	}
+	return y.String()
+}
+
+// writeBackendDefaults writes the backend_defaults block of a setup that is
+// not a Defaults one: its timeouts (first byte 30s, stream first byte 10s,
+// attempt 60s unless set) and its breaker, or none.
+func writeBackendDefaults(y *strings.Builder, st Setup) {
 	fb, sfb, to := st.FirstByteTimeout, st.StreamFirstByteTimeout, st.Timeout
 	if fb == 0 {
 		fb = Duration(30 * time.Second)
@@ -267,23 +398,8 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string) string {
 		breakerYAML = fmt.Sprintf("{failures: %d, window: %s, trip: %s, statuses: %s, follow_retry_after: %v, max_retry_after: %s}",
 			max(b.Failures, 1), durOr(b.Window, 30*time.Second), durOr(b.Trip, 60*time.Second), statuses, b.FollowRetryAfter, max(durOr(b.Trip, 60*time.Second), 5*time.Minute))
 	}
-	var y strings.Builder
-	// A short flap window, so that a failover and the failback seconds
-	// later (in compressed time) are told as such, not as flapping.
-	hook := ""
-	if webhook != "" {
-		hook = fmt.Sprintf(", webhooks: [{url: %q}]", webhook)
-	}
-	fmt.Fprintf(&y, "log: {level: error}\nnotifications: {flap_window: 1s%s}\nbackend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\nbackends:\n",
-		hook, fb.D(), sfb.D(), to.D(), breakerYAML)
-	for _, e := range eps {
-		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s}\n", e.Name, e.URL, e.Region)
-	}
-	fmt.Fprintf(&y, "pools:\n  - name: chat-prod\n    retry: {attempts: %d}\n    members:\n", max(st.Attempts, 1))
-	for _, m := range st.Members {
-		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1))
-	}
-	return y.String()
+	fmt.Fprintf(y, "backend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\n",
+		fb.D(), sfb.D(), to.D(), breakerYAML)
 }
 
 func durOr(d Duration, def time.Duration) time.Duration {
@@ -309,8 +425,11 @@ func outage(primary string, rr RunResult) *OutageResult {
 	samples := append([]load.Sample(nil), rr.Samples...)
 	sort.Slice(samples, func(i, j int) bool { return samples[i].End() < samples[j].End() })
 	for _, s := range samples {
-		if !s.OK && s.End() >= f.From && s.Start <= f.To {
-			o.Failed++
+		if s.End() >= f.From && s.Start <= f.To {
+			o.Requests++
+			if !s.OK {
+				o.Failed++
+			}
 		}
 		if s.OK && s.Backend != primary && s.End() >= f.From && o.Moved < 0 {
 			o.Moved = s.End() - f.From

@@ -9,12 +9,15 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/load"
+	"github.com/switchover-gw/switchover/sim"
 )
 
 // fastRegions are three regions with short latencies, so runs take
@@ -216,12 +219,13 @@ func TestBuiltinScenariosAreValid(t *testing.T) {
 		names[sc.Name] = true
 		// Every setup's configuration is one switchover accepts.
 		for _, st := range sc.scaled(sc.Compress).Setups {
-			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil, "")), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
+			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil, "", runKeys(sc))), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
 				t.Errorf("%s / %s: %v", sc.Name, st.Name, err)
 			}
 		}
 	}
-	for _, want := range []string{"nothing-wrong", "main-region-short", "every-region-short", "region-outage", "bursts"} {
+	for _, want := range []string{"nothing-wrong", "main-region-short", "every-region-short", "region-outage", "bursts",
+		"outage-default-timeouts", "misconfigured-region", "impossible-requests"} {
 		if !names[want] {
 			t.Errorf("missing built-in scenario %s", want)
 		}
@@ -295,5 +299,182 @@ func TestTextMarkdownJSON(t *testing.T) {
 	}
 	if back.Scenarios[0].Runs[0].Summary.Requests != 10 || back.Command != "switchover gameday -only tiny" {
 		t.Errorf("json round trip %+v", back.Scenarios[0].Runs[0].Summary)
+	}
+}
+
+func TestPoolYAMLDefaults(t *testing.T) {
+	eps := []sim.Endpoint{
+		{Name: "westeurope", Region: "westeurope", URL: "http://127.0.0.1:1"},
+		{Name: "uksouth", Region: "uksouth", URL: "http://127.0.0.1:2"},
+	}
+	members := []Member{{Region: "westeurope", Priority: 1}, {Region: "uksouth", Priority: 2}}
+	// What a user who writes the README's short config has: backends and a
+	// pool, nothing else.
+	short := `backends:
+  - {name: westeurope, type: azure, url: "http://127.0.0.1:1", region: westeurope}
+  - {name: uksouth, type: azure, url: "http://127.0.0.1:2", region: uksouth}
+pools:
+  - name: chat-prod
+    members:
+      - {backend: westeurope, priority: 1}
+      - {backend: uksouth, priority: 2}
+`
+	want, err := config.Parse("short", []byte(short), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name         string
+		setup        Setup
+		keys         []gatewayKey
+		wantAttempts int // 0: the shipped default, as in the short config
+	}{
+		{"defaults", Setup{Defaults: true, Members: members}, nil, 0},
+		{"defaults with attempts", Setup{Defaults: true, Members: members, Attempts: 2}, nil, 2},
+		{"defaults with a noise load", Setup{Defaults: true, Members: members}, runKeys(Scenario{Noise: &Load{}}), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			y := poolYAML(tc.setup, eps, "", tc.keys)
+			for _, absent := range []string{"timeout", "breaker", "probe", "backend_defaults", "flap_window"} {
+				if strings.Contains(y, absent) {
+					t.Errorf("a defaults setup's config has %s:\n%s", absent, y)
+				}
+			}
+			if got := strings.Contains(y, "retry"); got != (tc.wantAttempts > 0) {
+				t.Errorf("retry block %v, want %v:\n%s", got, tc.wantAttempts > 0, y)
+			}
+			cfg, err := config.Parse(tc.name, []byte(y), nil)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, y)
+			}
+			// Every backend setting is the shipped default, as in the short
+			// config, whatever those defaults are.
+			for i, b := range cfg.Backends {
+				w := want.Backends[i]
+				if b.FirstByteTimeout != w.FirstByteTimeout || b.StreamFirstByteTimeout != w.StreamFirstByteTimeout ||
+					b.Timeout != w.Timeout || !reflect.DeepEqual(b.Breaker, w.Breaker) || !reflect.DeepEqual(b.Probe, w.Probe) {
+					t.Errorf("backend %s differs from the short config's:\n got %+v\nwant %+v", b.Name, b, w)
+				}
+			}
+			attempts := want.Pools[0].Retry.Attempts
+			if tc.wantAttempts > 0 {
+				attempts = tc.wantAttempts
+			}
+			if got := cfg.Pools[0].Retry.Attempts; got != attempts {
+				t.Errorf("retry attempts %d, want %d", got, attempts)
+			}
+			var names []string
+			for _, k := range cfg.Keys {
+				names = append(names, k.Name)
+			}
+			wantNames := ""
+			if tc.keys != nil {
+				wantNames = "main,noise"
+			}
+			if strings.Join(names, ",") != wantNames {
+				t.Errorf("keys %v, want %q", names, wantNames)
+			}
+		})
+	}
+	// Setups that are not Defaults keep their timeouts and breaker, and get
+	// the keys too.
+	y := poolYAML(Setup{Members: members, Breaker: sinBin(1)}, eps, "", runKeys(Scenario{Noise: &Load{}}))
+	cfg, err := config.Parse("apim", []byte(y), nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	if cfg.Backends[0].FirstByteTimeout.D() != 30*time.Second || cfg.Backends[0].Breaker.Failures != 1 || len(cfg.Keys) != 2 || cfg.Pools[0].Retry.Attempts != 1 {
+		t.Errorf("config %+v", cfg)
+	}
+}
+
+func TestNoiseLoad(t *testing.T) {
+	// Small requests for the main load; the noise asks for more tokens
+	// than any region has in a slice (6000 a minute is 1000 per 10 s).
+	regions := []Region{
+		{Name: "uksouth", Latency: d(20 * time.Millisecond), TPM: 6000},
+		{Name: "westeurope", Latency: d(20 * time.Millisecond), TPM: 6000},
+	}
+	tests := []struct {
+		name      string
+		mode      string
+		noise     Load
+		wantNoise int // answered
+	}{
+		{"gateway, answerable noise", "gateway", Load{Concurrency: 1, Total: 4, MaxTokens: 5}, 4},
+		{"client, answerable noise", "client", Load{Concurrency: 1, Total: 4, MaxTokens: 5}, 4},
+		{"gateway, impossible noise", "gateway", Load{Concurrency: 1, Total: 3, MaxTokens: 100000}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			noise := tc.noise
+			sc := Scenario{
+				Name: "noise", Regions: regions,
+				Load:   Load{Concurrency: 2, Total: 10, MaxTokens: 5},
+				Noise:  &noise,
+				Setups: []Setup{{Name: "s", Mode: tc.mode, Defaults: true, Members: weights(1, 1)}},
+			}
+			res := runOne(t, sc)
+			run := res.Runs[0]
+			n := run.Noise
+			if n == nil {
+				t.Fatal("no noise summary")
+			}
+			// The main summary is the main load's alone.
+			if run.Summary.Requests != 10 || len(run.Samples) != 10 {
+				t.Errorf("main: %d requests, %d samples, want 10", run.Summary.Requests, len(run.Samples))
+			}
+			if n.Requests != tc.noise.Total || n.Succeeded != tc.wantNoise {
+				t.Errorf("noise: %d requests, %d answered; want %d and %d", n.Requests, n.Succeeded, tc.noise.Total, tc.wantNoise)
+			}
+			if tc.wantNoise == tc.noise.Total {
+				// One call each: the main load's share is the rest.
+				if n.Upstream.Calls != int64(tc.noise.Total) || run.Summary.Upstream.Calls != 10 {
+					t.Errorf("noise calls %d, main calls %d; want %d and 10", n.Upstream.Calls, run.Summary.Upstream.Calls, tc.noise.Total)
+				}
+			}
+			var text, md bytes.Buffer
+			rep := &Report{Scenarios: []ScenarioResult{res}}
+			WriteText(&text, rep)
+			WriteMarkdown(&md, rep)
+			line := fmt.Sprintf("s: %d requests, %d answered", tc.noise.Total, tc.wantNoise)
+			for name, out := range map[string]string{"text": text.String(), "markdown": md.String()} {
+				if !strings.Contains(out, "noise (key noise") || !strings.Contains(out, line) {
+					t.Errorf("%s report lacks the noise line %q:\n%s", name, line, out)
+				}
+			}
+		})
+	}
+}
+
+func TestOutageCountsRequestsInFlight(t *testing.T) {
+	sec := func(n float64) time.Duration { return time.Duration(n * float64(time.Second)) }
+	sample := func(start, end float64, ok bool, backend string) load.Sample {
+		return load.Sample{Start: sec(start), Latency: sec(end - start), OK: ok, Backend: backend}
+	}
+	rr := RunResult{
+		Faults: []FaultWindow{{Region: "westeurope", Mode: "blackhole", From: sec(30), To: sec(90)}},
+		Samples: []load.Sample{
+			sample(10, 11, true, "westeurope"),    // before the outage
+			sample(20, 29, false, "westeurope"),   // failed before it: not counted
+			sample(25, 85, false, ""),             // in flight when it began: counted
+			sample(29.5, 31, true, "uksouth"),     // in flight when it began, answered
+			sample(40, 41, false, ""),             // during it
+			sample(45, 46, true, "uksouth"),       // during it
+			sample(89, 95, false, ""),             // sent before it ended
+			sample(95, 96, true, "westeurope"),    // after it
+			sample(100, 101, false, "westeurope"), // after it: not counted
+		},
+	}
+	o := outage("westeurope", rr)
+	if o.Requests != 5 || o.Failed != 3 {
+		t.Errorf("requests %d, failed %d; want 5 and 3", o.Requests, o.Failed)
+	}
+	if o.Moved != sec(1) || o.Back != sec(6) {
+		t.Errorf("moved %v, back %v; want 1s and 6s", o.Moved, o.Back)
+	}
+	if got := row(RunResult{Outage: o}); got[len(got)-5] != "3/5" {
+		t.Errorf("failed in outage cell %q, want 3/5", got[len(got)-5])
 	}
 }

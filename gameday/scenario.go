@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -37,11 +38,20 @@ type Scenario struct {
 	Regions []Region `yaml:"regions"`
 	Load    Load     `yaml:"load"`
 	Faults  []Fault  `yaml:"faults"`
+	// Noise, if set, is a second load sent at the same time as Load by
+	// another caller with its own gateway key (Load uses key "main", Noise
+	// key "noise"). The report's summary and tables are Load's, the
+	// victims'; the noise gets a line of its own. Optional.
+	Noise *Load `yaml:"noise"`
 	// Outage names the region whose outage (its first fault) is read off
 	// each run: failed requests, time until traffic moved, time until it
 	// came back. Optional.
-	Outage string  `yaml:"outage"`
-	Setups []Setup `yaml:"setups"`
+	Outage string `yaml:"outage"`
+	// Targets says what a good result looks like (for example "≤ 1% of
+	// requests during the outage fail"). It is printed with the report,
+	// not checked. Optional.
+	Targets string  `yaml:"targets"`
+	Setups  []Setup `yaml:"setups"`
 }
 
 // Region is one simulated Azure OpenAI region.
@@ -82,9 +92,11 @@ type Fault struct {
 	From   Duration `yaml:"from"`
 	To     Duration `yaml:"to"`
 	// Factor is the slow-down of mode slow; Rate the failure fraction of
-	// mode error_rate.
+	// mode error_rate; After the events stall_stream, drop_stream and
+	// truncate_stream send first (the simulator's default 3 when 0).
 	Factor float64 `yaml:"factor"`
 	Rate   float64 `yaml:"rate"`
+	After  int     `yaml:"after"`
 }
 
 // Setup is one way of failing over, to compare with the others.
@@ -95,13 +107,27 @@ type Setup struct {
 	// or "client" (the routing engine runs inside the caller and calls
 	// the regions directly, as a client-side failover library would).
 	Mode string `yaml:"mode"`
+	// Defaults writes a gateway configuration with no timeouts, no
+	// breaker and no probe, so that switchover's shipped defaults apply
+	// exactly as they do for a user who writes the README's short config.
+	// Breaker and the timeouts must then be unset, and Attempts 0 means
+	// the shipped default (no retry block). The shipped breaker window and
+	// trip and the timeouts are not in the configuration, so Compress
+	// cannot scale them: a scenario with a defaults setup should run at
+	// Compress 1.
+	Defaults bool `yaml:"defaults"`
 	// Members place regions in the pool. Regions not listed get no
 	// traffic.
 	Members []Member `yaml:"members"`
-	// Attempts per request, the first included. Default 1 (no retry).
+	// Attempts per request, the first included. Default 1 (no retry); in
+	// a Defaults setup, 0 is switchover's shipped default.
 	Attempts int `yaml:"attempts"`
 	// Breaker is the sin bin on every member; none when absent.
 	Breaker *Breaker `yaml:"breaker"`
+	// Faults are in force in this setup's runs only, besides the
+	// scenario's (for example the same scenario with one region's key
+	// revoked, then with its deployment deleted). Optional.
+	Faults []Fault `yaml:"faults"`
 	// Timeouts of each attempt. Defaults: first byte 30s, stream first
 	// byte 10s, whole attempt 60s.
 	FirstByteTimeout       Duration `yaml:"first_byte_timeout"`
@@ -174,21 +200,11 @@ func (s *Scenario) validate() error {
 	if len(s.Regions) == 0 {
 		errs = append(errs, errors.New("no regions"))
 	}
-	l := s.Load
-	if (l.Rate > 0) == (l.Concurrency > 0) {
-		errs = append(errs, errors.New("load: set exactly one of rate or concurrency"))
+	errs = append(errs, s.Load.validate("load")...)
+	if s.Noise != nil {
+		errs = append(errs, s.Noise.validate("noise")...)
 	}
-	if l.Duration <= 0 && l.Total <= 0 {
-		errs = append(errs, errors.New("load: set a duration or a total"))
-	}
-	for _, f := range s.Faults {
-		if !regions[f.Region] {
-			errs = append(errs, fmt.Errorf("fault on unknown region %q", f.Region))
-		}
-		if f.To <= f.From {
-			errs = append(errs, fmt.Errorf("fault on %s: to must be after from", f.Region))
-		}
-	}
+	errs = append(errs, validateFaults("", s.Faults, regions)...)
 	if s.Outage != "" && !regions[s.Outage] {
 		errs = append(errs, fmt.Errorf("outage names unknown region %q", s.Outage))
 	}
@@ -207,8 +223,48 @@ func (s *Scenario) validate() error {
 				errs = append(errs, fmt.Errorf("setup %q: unknown region %q", st.Name, m.Region))
 			}
 		}
+		errs = append(errs, validateFaults(fmt.Sprintf("setup %q: ", st.Name), st.Faults, regions)...)
+		if st.Defaults && (st.Breaker != nil || st.FirstByteTimeout != 0 || st.StreamFirstByteTimeout != 0 || st.Timeout != 0) {
+			errs = append(errs, fmt.Errorf("setup %q: a defaults setup takes switchover's shipped breaker and timeouts; remove breaker and the timeouts", st.Name))
+		}
+		if st.Attempts < 0 {
+			errs = append(errs, fmt.Errorf("setup %q: attempts must not be negative", st.Name))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// validate checks a load; errors start with what (load or noise).
+func (l Load) validate(what string) []error {
+	var errs []error
+	if (l.Rate > 0) == (l.Concurrency > 0) {
+		errs = append(errs, fmt.Errorf("%s: set exactly one of rate or concurrency", what))
+	}
+	if l.Duration <= 0 && l.Total <= 0 {
+		errs = append(errs, fmt.Errorf("%s: set a duration or a total", what))
+	}
+	return errs
+}
+
+// validateFaults checks faults against the scenario's regions; errors start
+// with prefix.
+func validateFaults(prefix string, faults []Fault, regions map[string]bool) []error {
+	var errs []error
+	for _, f := range faults {
+		if !regions[f.Region] {
+			errs = append(errs, fmt.Errorf("%sfault on unknown region %q", prefix, f.Region))
+		}
+		if f.To <= f.From {
+			errs = append(errs, fmt.Errorf("%sfault on %s: to must be after from", prefix, f.Region))
+		}
+	}
+	return errs
+}
+
+// faults are the faults of a run of setup st: the scenario's, then the
+// setup's own.
+func (s Scenario) faults(st Setup) []Fault {
+	return append(slices.Clone(s.Faults), st.Faults...)
 }
 
 // scaled returns the scenario as it runs at compression k.
@@ -229,12 +285,12 @@ func (s Scenario) scaled(k float64) Scenario {
 		out.Regions[i].RPM = mul(out.Regions[i].RPM)
 		out.Regions[i].TPM = mul(out.Regions[i].TPM)
 	}
-	out.Load.Duration = div(s.Load.Duration)
-	out.Load.Rate = s.Load.Rate * k
-	out.Faults = append([]Fault(nil), s.Faults...)
-	for i := range out.Faults {
-		out.Faults[i].From, out.Faults[i].To = div(out.Faults[i].From), div(out.Faults[i].To)
+	out.Load = s.Load.scaled(k)
+	if s.Noise != nil {
+		n := s.Noise.scaled(k)
+		out.Noise = &n
 	}
+	out.Faults = scaledFaults(s.Faults, k)
 	out.Setups = append([]Setup(nil), s.Setups...)
 	for i := range out.Setups {
 		if b := out.Setups[i].Breaker; b != nil {
@@ -242,13 +298,45 @@ func (s Scenario) scaled(k float64) Scenario {
 			nb.Window, nb.Trip = div(b.Window), div(b.Trip)
 			out.Setups[i].Breaker = &nb
 		}
+		out.Setups[i].Faults = scaledFaults(s.Setups[i].Faults, k)
+	}
+	return out
+}
+
+// scaled returns the load at compression k: its duration divided, its
+// arrival rate multiplied.
+func (l Load) scaled(k float64) Load {
+	l.Duration = Duration(float64(l.Duration) / k)
+	l.Rate *= k
+	return l
+}
+
+// scaledFaults returns copies of faults with their times divided by k.
+func scaledFaults(faults []Fault, k float64) []Fault {
+	if faults == nil {
+		return nil
+	}
+	out := slices.Clone(faults)
+	for i := range out {
+		out[i].From, out[i].To = Duration(float64(out[i].From)/k), Duration(float64(out[i].To)/k)
 	}
 	return out
 }
 
 // describeLoad says what load a scaled scenario runs.
 func (s Scenario) describeLoad() string {
-	l := s.Load
+	what := s.Load.describe()
+	if s.Noise != nil {
+		what += "; noise: " + s.Noise.describe()
+		if s.Noise.MaxTokens > 0 {
+			what += fmt.Sprintf(", max_tokens %d", s.Noise.MaxTokens)
+		}
+	}
+	return what
+}
+
+// describe says what a scaled load sends.
+func (l Load) describe() string {
 	var what string
 	switch {
 	case l.Rate > 0:

@@ -41,9 +41,41 @@ func row(r RunResult) []string {
 		failures(s),
 	}
 	if o := r.Outage; o != nil {
-		cols = append(cols, fmt.Sprint(o.Failed), formatDuration(o.Moved), formatDuration(o.Benched), formatDuration(o.Back), formatDuration(o.Closed))
+		cols = append(cols, outageFailed(o), formatDuration(o.Moved), formatDuration(o.Benched), formatDuration(o.Back), formatDuration(o.Closed))
 	}
 	return cols
+}
+
+// outageFailed is "3/121": failed of the requests in flight during the
+// outage.
+func outageFailed(o *OutageResult) string {
+	return fmt.Sprintf("%d/%d", o.Failed, o.Requests)
+}
+
+// noiseLine describes a run's noise load: "5 requests, 0 answered, 429:5,
+// 15 model calls".
+func noiseLine(s *load.Summary) string {
+	line := fmt.Sprintf("%d requests, %d answered", s.Requests, s.Succeeded)
+	if f := failures(*s); f != "-" {
+		line += ", " + f
+	}
+	if s.Upstream != nil {
+		line += fmt.Sprintf(", %d model calls", s.Upstream.Calls)
+	}
+	return line
+}
+
+// writeNoise lists each run's noise load, for a scenario that has one.
+func writeNoise(w io.Writer, sc ScenarioResult) {
+	if len(sc.Runs) == 0 || sc.Runs[0].Noise == nil {
+		return
+	}
+	fmt.Fprintln(w, "   noise (key noise; not in the table above):")
+	for _, run := range sc.Runs {
+		if run.Noise != nil {
+			fmt.Fprintf(w, "     %s: %s\n", run.Setup, noiseLine(run.Noise))
+		}
+	}
 }
 
 func header(sc ScenarioResult) []string {
@@ -69,6 +101,9 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		fmt.Fprintf(w, "== %s: %s\n", sc.Title, sc.Load)
 		fmt.Fprintf(w, "   %s\n", scaleNote(sc))
+		if sc.Targets != "" {
+			fmt.Fprintf(w, "   targets: %s\n", sc.Targets)
+		}
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(header(sc), "\t"))
 		for _, run := range sc.Runs {
@@ -77,6 +112,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
+		writeNoise(w, sc)
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 			writeNotes(w, sc)
 		}
@@ -115,6 +151,9 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "# switchover game day\n\n%s, %s. `%s`\n", r.Started.Format(time.RFC3339), r.Machine, r.Command)
 	for _, sc := range r.Scenarios {
 		fmt.Fprintf(w, "\n## %s\n\n%s\n\nLoad: %s (%s).\n\n", sc.Title, sc.Description, sc.Load, scaleNote(sc))
+		if sc.Targets != "" {
+			fmt.Fprintf(w, "Targets: %s\n\n", sc.Targets)
+		}
 		h := header(sc)
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat(" --- |", len(h)))
 		for _, run := range sc.Runs {
@@ -123,6 +162,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 				cols[i] = strings.ReplaceAll(cols[i], "|", `\|`)
 			}
 			fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
+		}
+		if len(sc.Runs) > 0 && sc.Runs[0].Noise != nil {
+			fmt.Fprintln(w)
+			writeNoise(w, sc)
 		}
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 			fmt.Fprintln(w)

@@ -275,6 +275,7 @@ func (a *answer) anthropicEvents(plan timing) []sseEvent {
 	delta.Usage.OutputTokens = a.completionTokens()
 	add("message_delta", 0, delta)
 	add("message_stop", 0, typed{"message_stop"})
+	evs[len(evs)-2].final, evs[len(evs)-1].final = true, true
 	return evs
 }
 

@@ -110,6 +110,22 @@ func errUnauthorized(fl Flavour, given string) apiError {
 		"Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
 }
 
+// errForbidden answers the forbidden fault with the flavour's 403: azure's
+// firewall refusal, openai's unsupported region, anthropic's
+// permission_error, gemini's PERMISSION_DENIED.
+func errForbidden(fl Flavour) apiError {
+	switch fl {
+	case Anthropic:
+		return anthropicErr(http.StatusForbidden, "permission_error", "Your API key does not have permission to use the specified resource.")
+	case Gemini:
+		return googleErr(http.StatusForbidden, "PERMISSION_DENIED", "The caller does not have permission")
+	case OpenAI:
+		return openAIErr(http.StatusForbidden, "Country, region, or territory not supported",
+			strp("request_forbidden"), nil, strp("unsupported_country_region_territory"))
+	}
+	return azureErr(http.StatusForbidden, "403", "Access denied due to Virtual Network/Firewall rules.")
+}
+
 // maskKey shows only the ends of a key, as OpenAI does.
 func maskKey(k string) string {
 	if len(k) <= 8 {
@@ -230,7 +246,12 @@ func errContentFilter(fl Flavour) apiError {
 }
 
 // errRateLimited answers a request the quota refused. lim holds the
-// per-minute limits in force; apiVersion is the request's (azure).
+// per-minute limits in force; apiVersion is the request's (azure). A
+// request whose estimate alone is above the slice's token allowance (it
+// can never be admitted) gets openai's "Request too large" message; the
+// other flavours say what they say for any token refusal (azure's own
+// template, as the real service does), and every flavour's headers carry
+// the limit so a caller can tell.
 func errRateLimited(fl Flavour, op operation, apiVersion, model string, a admission, lim limits, slice time.Duration) apiError {
 	switch fl {
 	case Anthropic:
@@ -239,6 +260,11 @@ func errRateLimited(fl Flavour, op operation, apiVersion, model string, a admiss
 		return geminiRateLimited(model, a, lim)
 	}
 	if fl == OpenAI {
+		if a.neverFits() {
+			msg := fmt.Sprintf("Request too large for %s in organization org-switchover-sim on tokens per min (TPM): Limit %d, Requested %d. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.",
+				model, lim.tpm, a.cost)
+			return openAIErr(http.StatusTooManyRequests, msg, strp("tokens"), nil, strp("rate_limit_exceeded"))
+		}
 		what, typ, limit, used, asked := "requests per min (RPM)", "requests", lim.rpm, a.reqUsed, int64(1)
 		if a.limitedBy == limitTokens {
 			what, typ, limit, used, asked = "tokens per min (TPM)", "tokens", lim.tpm, a.tokUsed, a.cost
@@ -271,8 +297,12 @@ func setRetryHeaders(h http.Header, fl Flavour, d time.Duration) {
 }
 
 // setRateHeaders sets the flavour's rate-limit headers from the slice
-// state a at now: x-ratelimit-* (azure, openai) or anthropic-ratelimit-*;
-// gemini sends none. A limit that is unlimited gets no headers.
+// state a at now: x-ratelimit-limit-* (the per-minute limits) and
+// x-ratelimit-remaining-* (left in the slice) for azure and openai (older
+// Azure API versions sent only the remaining pair; newer ones send the
+// limits too, and a gateway needs them to tell a request that can never
+// fit), plus x-ratelimit-reset-* for openai; anthropic-ratelimit-* for anthropic; gemini sends none. A
+// limit that is unlimited gets no headers.
 func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits, now time.Time) {
 	switch fl {
 	case Gemini:
@@ -282,16 +312,16 @@ func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits, now time
 		return
 	}
 	if a.reqLimit > 0 {
+		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(lim.rpm))
 		h.Set("X-Ratelimit-Remaining-Requests", strconv.FormatInt(a.remainingRequests(), 10))
 		if fl == OpenAI {
-			h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(lim.rpm))
 			h.Set("X-Ratelimit-Reset-Requests", openAIDuration(a.untilNext))
 		}
 	}
 	if a.tokLimit > 0 {
+		h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(lim.tpm))
 		h.Set("X-Ratelimit-Remaining-Tokens", strconv.FormatInt(a.remainingTokens(), 10))
 		if fl == OpenAI {
-			h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(lim.tpm))
 			h.Set("X-Ratelimit-Reset-Tokens", openAIDuration(a.untilNext))
 		}
 	}

@@ -327,3 +327,42 @@ func TestRateHeadersOnRejectedRequests(t *testing.T) {
 		t.Errorf("401 with remaining %q/%q, want 10/100", resp.Header.Get("X-Ratelimit-Remaining-Requests"), resp.Header.Get("X-Ratelimit-Remaining-Tokens"))
 	}
 }
+
+func TestRequestThatNeverFits(t *testing.T) {
+	// 600 TPM is 100 tokens per 10 s slice; 1000 max_tokens (plus the
+	// prompt's) is over it in any slice, empty or not.
+	tests := []struct {
+		fl      Flavour
+		wantMsg string
+	}{
+		{Azure, `{"error":{"code":"429","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded token rate limit of your current OpenAI S0 pricing tier. Please retry after 7 seconds.`},
+		{OpenAI, `{"error":{"message":"Request too large for chat-prod in organization org-switchover-sim on tokens per min (TPM): Limit 600, Requested 1002. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.","type":"tokens","param":null,"code":"rate_limit_exceeded"}}`},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.fl), func(t *testing.T) {
+			clock := fakeclock.New()
+			s := startSim(t, one(tc.fl, func(d *Deployment) { d.Quota = Quota{RPM: 60, TPM: 600} }), WithClock(clock))
+			ep := s.Deployments()[0]
+			clock.Advance(3200 * time.Millisecond)
+			resp, b := chat(t, ep, "hello", 1000) // 2 + 1000 tokens
+			if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(b), tc.wantMsg) {
+				t.Fatalf("got %d %s\nwant 429 with %s", resp.StatusCode, b, tc.wantMsg)
+			}
+			// The headers tell a caller the estimate is over the whole limit.
+			want := map[string]string{
+				"X-Ratelimit-Limit-Tokens": "600", "X-Ratelimit-Remaining-Tokens": "100",
+				"X-Ratelimit-Limit-Requests": "60", "X-Ratelimit-Remaining-Requests": "10",
+				"Retry-After": "7",
+			}
+			for k, v := range want {
+				if got := resp.Header.Get(k); got != v {
+					t.Errorf("header %s = %q, want %q", k, got, v)
+				}
+			}
+			// A small request still fits: the refusal charged nothing.
+			if resp, b := chat(t, ep, "hello", 5); resp.StatusCode != 200 {
+				t.Errorf("small request after: %d %s", resp.StatusCode, b)
+			}
+		})
+	}
+}

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"strings"
+	"time"
 )
 
 // FaultMode names a way a deployment misbehaves.
@@ -40,7 +42,55 @@ const (
 	// FaultErrorRate fails a fraction Rate of requests with Status (500 or
 	// 503; 0 picks either with equal chance), drawn from the seeded source.
 	FaultErrorRate FaultMode = "error_rate"
+	// FaultUnauthorized answers at once as the flavour answers a revoked
+	// key: azure, openai and anthropic 401; gemini, which answers a bad
+	// key with 400 API_KEY_INVALID, that.
+	FaultUnauthorized FaultMode = "unauthorized"
+	// FaultForbidden answers 403 at once with the flavour's permission
+	// error.
+	FaultForbidden FaultMode = "forbidden"
+	// FaultNotFound answers 404 at once for the configured deployment or
+	// model, as for a deleted deployment: azure DeploymentNotFound, openai
+	// model_not_found, anthropic not_found_error, gemini NOT_FOUND.
+	FaultNotFound FaultMode = "not_found"
+	// FaultTruncateStream sends the first After events of a stream that
+	// carry no finish (no finish_reason, stop_reason or finishReason), then
+	// ends the response cleanly without the stream's end ([DONE],
+	// message_stop, gemini's last chunk). Non-streamed requests are
+	// answered normally.
+	FaultTruncateStream FaultMode = "truncate_stream"
+	// FaultShortBody answers a non-streamed request with headers promising
+	// the whole body (Content-Length) but sends only its first
+	// ShortBodyBytes bytes, then closes the connection. Streams are
+	// answered normally.
+	FaultShortBody FaultMode = "short_body"
+	// FaultKeepaliveHang answers a stream with 200 and SSE comments
+	// (": keep-alive"), one at once and then one a second on the sim's
+	// clock (when that clock has timers, as the system clock and
+	// fakeclock do; otherwise only the first), and never a data event,
+	// until the client gives up or the sim closes. Non-streamed requests
+	// are answered normally.
+	FaultKeepaliveHang FaultMode = "keepalive_hang"
+	// FaultSlowErrorBody answers 503 at once with its headers flushed
+	// (Content-Length promising the flavour's 503 body) but never sends
+	// the body, holding the connection until the client gives up or the
+	// sim closes.
+	FaultSlowErrorBody FaultMode = "slow_error_body"
 )
+
+// ShortBodyBytes is how much of the body short_body sends.
+const ShortBodyBytes = 50
+
+// KeepaliveInterval is the gap between keep-alive comments of
+// keepalive_hang, on the sim's clock.
+const KeepaliveInterval = time.Second
+
+// faultModes lists every mode, for validation messages.
+var faultModes = []FaultMode{
+	FaultNone, FaultDown, FaultOverloaded, FaultError500, FaultBlackhole, FaultReset, FaultSlow,
+	FaultStallStream, FaultDropStream, FaultQuota, FaultErrorRate, FaultUnauthorized, FaultForbidden,
+	FaultNotFound, FaultTruncateStream, FaultShortBody, FaultKeepaliveHang, FaultSlowErrorBody,
+}
 
 // Defaults for fault parameters.
 const (
@@ -64,8 +114,9 @@ type Fault struct {
 	// the deployment's own limit. At least one must be set.
 	RPM int `json:"rpm,omitempty" yaml:"rpm"`
 	TPM int `json:"tpm,omitempty" yaml:"tpm"`
-	// After is how many SSE events stall_stream and drop_stream send before
-	// they stall or drop. Default 3; must be >= 0 (0 means the default).
+	// After is how many SSE events stall_stream, drop_stream and
+	// truncate_stream send before they stall, drop or end. Default 3; must
+	// be >= 0 (0 means the default).
 	After int `json:"after,omitempty" yaml:"after"`
 }
 
@@ -81,7 +132,7 @@ func (f Fault) withDefaults() Fault {
 		if f.Factor == 0 {
 			f.Factor = DefaultSlowFactor
 		}
-	case FaultStallStream, FaultDropStream:
+	case FaultStallStream, FaultDropStream, FaultTruncateStream:
 		if f.After == 0 {
 			f.After = DefaultStreamAfter
 		}
@@ -97,12 +148,13 @@ func (f Fault) validate() error {
 		return &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)}
 	}
 	switch f.Mode {
-	case FaultNone, FaultDown, FaultOverloaded, FaultError500, FaultBlackhole, FaultReset:
+	case FaultNone, FaultDown, FaultOverloaded, FaultError500, FaultBlackhole, FaultReset,
+		FaultUnauthorized, FaultForbidden, FaultNotFound, FaultShortBody, FaultKeepaliveHang, FaultSlowErrorBody:
 	case FaultSlow:
 		if f.Factor <= 0 || f.Factor > 1000 {
 			return bad("factor", "must be in (0, 1000], got %g", f.Factor)
 		}
-	case FaultStallStream, FaultDropStream:
+	case FaultStallStream, FaultDropStream, FaultTruncateStream:
 		if f.After < 0 {
 			return bad("after", "must not be negative")
 		}
@@ -121,7 +173,11 @@ func (f Fault) validate() error {
 			return bad("status", "must be 500, 503 or 0 (either), got %d", f.Status)
 		}
 	default:
-		return bad("mode", "unknown mode %q (want none, down, overloaded, error500, blackhole, reset, slow, stall_stream, drop_stream, quota or error_rate)", f.Mode)
+		names := make([]string, len(faultModes))
+		for i, m := range faultModes {
+			names[i] = string(m)
+		}
+		return bad("mode", "unknown mode %q (want one of %s)", f.Mode, strings.Join(names, ", "))
 	}
 	return nil
 }

@@ -283,7 +283,7 @@ func (a *answer) geminiEvents(plan timing) []sseEvent {
 		c := base()
 		c.Candidates = []geminiCandidate{a.candidate([]any{a.functionCallPart()}, true)}
 		c.UsageMetadata = a.geminiUsage()
-		return []sseEvent{{delay: plan.firstToken, data: mustJSON(c)}}
+		return []sseEvent{{delay: plan.firstToken, data: mustJSON(c), final: true}}
 	}
 	var evs []sseEvent
 	for i, w := range a.words {
@@ -297,7 +297,7 @@ func (a *answer) geminiEvents(plan timing) []sseEvent {
 		if last {
 			c.UsageMetadata = a.geminiUsage()
 		}
-		evs = append(evs, sseEvent{delay: delay, data: mustJSON(c)})
+		evs = append(evs, sseEvent{delay: delay, data: mustJSON(c), final: last})
 	}
 	return evs
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -275,6 +276,17 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		c.tally.settle(outcomeError)
 		resetConn(w)
 		return outcomeError
+	case FaultUnauthorized:
+		d.writeError(w, errUnauthorized(fl, d.keyFrom(r)))
+		return outcomeError
+	case FaultForbidden:
+		d.writeError(w, errForbidden(fl))
+		return outcomeError
+	case FaultNotFound:
+		d.writeError(w, errDeploymentNotFound(fl, d.cfg.Deployment))
+		return outcomeError
+	case FaultSlowErrorBody:
+		writeHeadersOnly(w, r, errServer(fl, http.StatusServiceUnavailable, c.reqID))
 	}
 
 	if key := d.keyFrom(r); !d.authorized(key) {
@@ -347,6 +359,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 	if err := d.sim.waiter.Wait(r.Context(), plan.total); err != nil {
 		return outcomeAbandoned
 	}
+	if f.Mode == FaultShortBody {
+		writeShortBody(w, ans.body(), c.tally)
+	}
 	if err := writeJSON(w, http.StatusOK, ans.body()); err != nil {
 		return outcomeAbandoned
 	}
@@ -364,6 +379,35 @@ func resetConn(w http.ResponseWriter) {
 		_ = tcp.SetLinger(0)
 	}
 	_ = conn.Close()
+}
+
+// writeHeadersOnly sends e's status and headers, with a Content-Length
+// promising its JSON body, flushes them, and never sends the body: it holds
+// the connection until the client gives up or the sim closes, then aborts
+// (slow_error_body). The deferred settle in serve counts the error.
+func writeHeadersOnly(w http.ResponseWriter, r *http.Request, e apiError) {
+	b := mustJSON(e.body)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(e.status)
+	_ = http.NewResponseController(w).Flush()
+	<-r.Context().Done()
+	panic(http.ErrAbortHandler)
+}
+
+// writeShortBody answers 200 with a Content-Length for all of v but sends
+// only its first ShortBodyBytes bytes, then closes the connection
+// (short_body). The error is counted before the cut, so a client that sees
+// it finds it in the stats.
+func writeShortBody(w http.ResponseWriter, v any, t *tally) {
+	b := mustJSON(v)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b[:min(ShortBodyBytes, len(b)-1)])
+	_ = http.NewResponseController(w).Flush()
+	t.settle(outcomeError)
+	panic(http.ErrAbortHandler)
 }
 
 // writeError writes e as JSON.

@@ -4,11 +4,16 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"github.com/switchover-gw/switchover/clock"
 )
 
 // Clock tells the time. The simulator reads it for every quota, schedule and
 // timestamp decision; nothing in the decision logic calls time.Now itself.
-// Implementations must be safe for concurrent use.
+// A Clock that also has AfterFunc (a [clock.Clock], such as fakeclock)
+// paces the keep-alive comments of the keepalive_hang fault; without it
+// that fault sends only its first comment. Implementations must be safe
+// for concurrent use.
 type Clock interface {
 	Now() time.Time
 }
@@ -71,4 +76,10 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-var _ Clock = systemClock{}
+// AfterFunc runs f after d, for the timers of keepalive_hang.
+func (systemClock) AfterFunc(d time.Duration, f func()) clock.Timer { return time.AfterFunc(d, f) }
+
+var (
+	_ Clock      = systemClock{}
+	_ timerClock = systemClock{}
+)

@@ -40,6 +40,13 @@ func (a admission) remainingRequests() int64 { return remaining(a.reqLimit, a.re
 // remainingTokens is what is left in the slice, or -1 when unlimited.
 func (a admission) remainingTokens() int64 { return remaining(a.tokLimit, a.tokUsed) }
 
+// neverFits reports whether the token limit refused a request whose
+// estimate alone is above the slice's token allowance: no slice can ever
+// admit it.
+func (a admission) neverFits() bool {
+	return a.limitedBy == limitTokens && a.tokLimit > 0 && a.cost > a.tokLimit
+}
+
 func remaining(limit, used int64) int64 {
 	if limit == 0 {
 		return -1

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"time"
+
+	"github.com/switchover-gw/switchover/clock"
 )
 
 // sseEvent is one event of a stream and the wait before it.
@@ -11,6 +13,11 @@ type sseEvent struct {
 	name  string // the `event:` line (anthropic); "" for none
 	delay time.Duration
 	data  []byte
+	// final marks the events that finish the answer: those carrying a
+	// finish_reason, stop_reason or finishReason, the usage that follows
+	// them, and the end marker ([DONE], message_stop). truncate_stream
+	// sends none of them.
+	final bool
 }
 
 // sseFrame is the event on the wire: an optional `event:` line, the
@@ -182,6 +189,7 @@ func (a *answer) openAIEvents(plan timing) []sseEvent {
 		c.Choices = []any{textChoice{FinishReason: &finish, ContentFilterResults: a.choiceResults(a.filtered)}}
 	}
 	add(0, c)
+	final := len(evs) - 1
 	if a.includeUsage {
 		u := base()
 		u.Choices = []any{}
@@ -189,18 +197,41 @@ func (a *answer) openAIEvents(plan timing) []sseEvent {
 		add(0, u)
 	}
 	evs = append(evs, sseEvent{data: []byte("[DONE]")})
+	for i := final; i < len(evs); i++ {
+		evs[i].final = true
+	}
 	return evs
+}
+
+// unfinished returns at most n of events that do not finish the answer:
+// the stream truncate_stream sends.
+func unfinished(events []sseEvent, n int) []sseEvent {
+	var out []sseEvent
+	for _, ev := range events {
+		if len(out) == n {
+			break
+		}
+		if !ev.final {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // stream writes the answer as server-sent events. Headers go out with the
 // first event. Under stall_stream or drop_stream the first f.After events
 // are sent, then the stream stalls until the client or the sim gives up,
-// or the connection is cut.
+// or the connection is cut; under truncate_stream the first f.After events
+// that do not finish the answer are sent and the response ends cleanly;
+// under keepalive_hang only keep-alive comments are sent.
 func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, plan timing, f Fault, t *tally) outcome {
 	events := a.events(plan)
 	stop := -1
-	if f.Mode == FaultStallStream || f.Mode == FaultDropStream {
+	switch f.Mode {
+	case FaultStallStream, FaultDropStream:
 		stop = f.After
+	case FaultTruncateStream:
+		events = unfinished(events, f.After)
 	}
 	rc := http.NewResponseController(w)
 	started := false
@@ -217,6 +248,10 @@ func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, p
 		}
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
+	}
+	if f.Mode == FaultKeepaliveHang {
+		start()
+		d.keepAlive(w, r, rc)
 	}
 	for i, ev := range events {
 		if i == stop {
@@ -249,5 +284,59 @@ func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, p
 			return outcomeAbandoned
 		}
 	}
+	if f.Mode == FaultTruncateStream {
+		start() // a stream with no event to send still answers 200
+		return outcomeError
+	}
 	return outcomeOK
+}
+
+// keepAliveComment is the SSE comment keepalive_hang sends.
+var keepAliveComment = []byte(": keep-alive\n\n")
+
+// timerClock is a Clock that can also run a function later, as the system
+// clock and fakeclock can.
+type timerClock interface {
+	AfterFunc(d time.Duration, f func()) clock.Timer
+}
+
+// keepAlive sends keep-alive comments until the client gives up or the sim
+// closes, then aborts the response: one at once and one every
+// KeepaliveInterval on the sim's clock, if the clock has timers. The next
+// timer is armed before each comment is flushed, so a test that reads a
+// comment and then advances a fake clock always finds it armed.
+func (d *deployment) keepAlive(w http.ResponseWriter, r *http.Request, rc *http.ResponseController) {
+	tick := make(chan struct{}, 1)
+	tc, hasTimers := d.sim.clock.(timerClock)
+	var timer clock.Timer
+	arm := func() {
+		if !hasTimers {
+			return
+		}
+		timer = tc.AfterFunc(KeepaliveInterval, func() {
+			select {
+			case tick <- struct{}{}:
+			default:
+			}
+		})
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		arm()
+		if _, err := w.Write(keepAliveComment); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		if err := rc.Flush(); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		select {
+		case <-r.Context().Done():
+			panic(http.ErrAbortHandler) // do not end the chunked body cleanly
+		case <-tick:
+		}
+	}
 }

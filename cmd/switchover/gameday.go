@@ -22,13 +22,15 @@ func gamedayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 Rehearses regional outages and quota shortages on this machine: for each
 scenario, starts simulated regions, runs every setup (a gateway in process
 over loopback HTTP, or a client-side strategy) under the same load, and
-prints a table per scenario. The built-in scenarios are time-compressed to
-take about three minutes in all.
+prints a table per scenario. Five of the built-in scenarios are
+time-compressed to take about three minutes; three measure switchover as
+shipped in real time, about ten minutes more (-only picks scenarios).
 
 Examples:
   switchover gameday
   switchover gameday -html report.html -markdown report.md
   switchover gameday -only region-outage -realtime
+  switchover gameday -only outage-default-timeouts
   switchover gameday -f my-regions.yaml
 
 Flags:

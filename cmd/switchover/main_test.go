@@ -147,6 +147,9 @@ func TestLoadAndGamedayCommands(t *testing.T) {
 		{"load bad strategy", []string{"load", "-rate", "1", "-strategy", "random", "-region", "a=http://127.0.0.1:1"}, exitUsage, "", `unknown strategy "random"`},
 		{"load bad region flag", []string{"load", "-rate", "1", "-region", "nourl"}, exitUsage, "", "want NAME=URL"},
 		{"gameday list", []string{"gameday", "-list"}, exitOK, "main-region-short", ""},
+		{"gameday list shows the real-time scenarios", []string{"gameday", "-list"}, exitOK, "impossible-requests", ""},
+		{"gameday list shows the outage with default timeouts", []string{"gameday", "-list"}, exitOK, "outage-default-timeouts", ""},
+		{"gameday list shows defaults setups", []string{"gameday", "-list"}, exitOK, "gateway: switchover defaults, deleted deployment", ""},
 		{"gameday unknown scenario", []string{"gameday", "-only", "nope"}, exitUsage, "", `no scenario "nope"`},
 		{"gameday bad file", []string{"gameday", "-f", "/nonexistent.yaml"}, exitConfig, "", "no such file"},
 	}
