@@ -104,7 +104,11 @@ func (g *Gateway) updatePool(st *state, pool, reason string) {
 	members := make([]notify.Member, 0, len(p.Members))
 	names := make([]string, 0, len(p.Members))
 	for _, m := range p.Members {
-		members = append(members, notify.Member{Backend: m.Backend.Name, Priority: max(m.Priority, 1), Usable: m.Backend.Usable(now)})
+		// A half-open backend has not come back yet: its probe (a request
+		// or a recovery probe) decides, so a failed probe is not told as a
+		// failback and a failover again.
+		usable := m.Backend.Usable(now) && (m.Backend.Breaker == nil || m.Backend.Breaker.Snapshot().State != breaker.HalfOpen)
+		members = append(members, notify.Member{Backend: m.Backend.Name, Priority: max(m.Priority, 1), Usable: usable})
 		names = append(names, m.Backend.Name)
 	}
 	active := map[string]bool{}

@@ -87,6 +87,9 @@ type Gateway struct {
 	// operatorHold holds the names of backends whose breaker an operator
 	// forced open: recovery probes leave those alone.
 	operatorHold sync.Map
+	// misconfigured holds, per backend name, when its misconfiguration
+	// was last notified.
+	misconfigured sync.Map
 	// fileSum is the hash of the configuration file last loaded.
 	fileSum atomic.Pointer[[32]byte]
 
@@ -226,6 +229,35 @@ func (g *Gateway) observe(e route.Event) {
 		}
 	case route.EventModel:
 		g.observeModel(e)
+	case route.EventMisconfigured:
+		g.observeMisconfigured(e)
+	case route.EventUnresponsive:
+		g.Logger.Warn("backend unresponsive: benched, waiting calls failed over", "backend", e.Backend.Name, "pool", e.Pool, "detail", e.Err.Error())
+		g.events.add(Event{At: g.now(), Kind: "unresponsive", Pool: e.Pool, Backend: e.Backend.Name, Detail: e.Err.Error()})
+	}
+}
+
+// misconfiguredEvery is how often one backend's misconfiguration is told:
+// it stays benched, and every probe or early try meets it again.
+const misconfiguredEvery = 15 * time.Minute
+
+// observeMisconfigured logs a backend's 401, 403 or 404 and sends a
+// "backend misconfigured" notification, at most once per
+// misconfiguredEvery for each backend.
+func (g *Gateway) observeMisconfigured(e route.Event) {
+	a := e.Attempt
+	g.Logger.Error("backend misconfigured: benched, requests fail over", "backend", e.Backend.Name, "pool", e.Pool, "status", a.Status, "message", a.Message)
+	now := g.now()
+	if last, ok := g.misconfigured.Load(e.Backend.Name); ok && now.Sub(last.(time.Time)) < misconfiguredEvery {
+		return
+	}
+	g.misconfigured.Store(e.Backend.Name, now)
+	detail := fmt.Sprintf("backend %s answered %d: %s", e.Backend.Name, a.Status, a.Message)
+	g.events.add(Event{At: now, Kind: "misconfigured", Pool: e.Pool, Backend: e.Backend.Name, Detail: detail})
+	if g.tracker != nil {
+		g.tracker.Send(notify.Notification{Kind: notify.KindMisconfigured, Pool: e.Pool, Reason: detail, At: now,
+			Text: fmt.Sprintf("switchover: backend %s of pool %s is misconfigured: it answered %d (%s). Its key or deployment is wrong; it is benched and its requests go to the other members until it answers again (%s).",
+				e.Backend.Name, e.Pool, a.Status, a.Message, now.UTC().Format(time.RFC3339))})
 	}
 }
 

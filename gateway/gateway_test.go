@@ -238,7 +238,9 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 	if got := h.sec.Body(0); !strings.Contains(got, `"model":"gpt-4o"`) || strings.Contains(got, "chat-prod") {
 		t.Errorf("secondary body %s", got)
 	}
-	h.post("/v1/chat/completions", chat) // second 429: the breaker opens (2 in 30s)
+	// The 429's Retry-After benched the primary at once: the second
+	// request goes straight to tier 2, without a refused call.
+	h.post("/v1/chat/completions", chat)
 
 	g := h.gw
 	checks := []struct {
@@ -246,8 +248,9 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 		got    float64
 		wanted float64
 	}{
-		{"failovers", metric(t, g, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "rate_limited"), 2},
-		{"429 attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-westeurope", "result", "429"), 2},
+		{"failovers", metric(t, g, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "rate_limited"), 1},
+		{"failovers while benched", metric(t, g, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "breaker_open"), 1},
+		{"429 attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-westeurope", "result", "429"), 1},
 		{"2xx attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "result", "2xx"), 2},
 		{"requests", metric(t, g, "switchover_requests_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "code", "2xx"), 2},
 		{"breaker open", metric(t, g, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "open"), 1},
@@ -263,9 +266,9 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 	// The scrape endpoint serves them.
 	_, text := h.get("/metrics")
 	for _, want := range []string{
-		`switchover_failovers_total{from="aoai-westeurope",pool="chat-prod",reason="rate_limited",to="aoai-swedencentral"} 2`,
+		`switchover_failovers_total{from="aoai-westeurope",pool="chat-prod",reason="rate_limited",to="aoai-swedencentral"} 1`,
 		`switchover_request_duration_seconds_count{pool="chat-prod"} 2`,
-		`switchover_upstream_duration_seconds_bucket{backend="aoai-westeurope",le="+Inf"} 2`,
+		`switchover_upstream_duration_seconds_bucket{backend="aoai-westeurope",le="+Inf"} 1`,
 		`switchover_backend_info{backend="aoai-westeurope",region="westeurope",type="azure"} 1`,
 	} {
 		if !strings.Contains(text, want) {

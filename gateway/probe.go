@@ -26,6 +26,9 @@ type ProbeStatus struct {
 	Failures int `json:"failures"`
 }
 
+// errProbeTimeout ends a probe that took longer than its timeout.
+var errProbeTimeout = errors.New("switchover: probe timed out")
+
 // prober probes one backend on an interval until stopped.
 type prober struct {
 	g       *Gateway
@@ -126,7 +129,11 @@ func (p *prober) tick(ctx context.Context) {
 			p.g.operatorHold.Delete(p.backend.Name)
 		}
 		_, held := p.g.operatorHold.Load(p.backend.Name)
-		if s.State == breaker.Open && !s.Throttled && !held && !p.openedByProbe() {
+		benched := s.State == breaker.Open && !s.Throttled && !held && !p.openedByProbe()
+		// A trip that ended with no traffic leaves the breaker half-open:
+		// a probe decides it, so an idle pool fails back too.
+		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
+		if benched || idleHalfOpen {
 			p.recover(ctx)
 			return
 		}
@@ -143,7 +150,7 @@ func (p *prober) recover(ctx context.Context) {
 		return
 	}
 	g, b := p.g, p.backend
-	if s := b.Breaker.Snapshot(); s.State == breaker.Open && !s.Throttled {
+	if s := b.Breaker.Snapshot(); (s.State == breaker.Open && !s.Throttled) || (s.State == breaker.HalfOpen && !s.Probing) {
 		g.Logger.Info("health probe passed: trip ended early", "backend", b.Name)
 		b.Breaker.Force(breaker.Closed, time.Time{}, "health probe passed: trip ended early")
 	}
@@ -157,12 +164,13 @@ func (p *prober) probe(ctx context.Context) (err error, ok bool) {
 	if p.cfg.Timeout > 0 {
 		timeout = min(timeout, p.cfg.Timeout.D())
 	}
-	pctx, cancel := context.WithCancel(ctx)
-	t := clock.Or(p.g.opts.Clock).AfterFunc(timeout, cancel)
+	pctx, cancel := context.WithCancelCause(ctx)
+	t := clock.Or(p.g.opts.Clock).AfterFunc(timeout, func() { cancel(errProbeTimeout) })
 	began := time.Now()
 	err = p.backend.Probe(pctx, route.ProbeKind(p.cfg.Kind), p.model)
 	t.Stop()
-	cancel()
+	timedOut := context.Cause(pctx) == errProbeTimeout
+	cancel(context.Canceled)
 	if ctx.Err() != nil {
 		return nil, false // stopped: not the backend's fault
 	}
@@ -171,7 +179,7 @@ func (p *prober) probe(ctx context.Context) (err error, ok bool) {
 	var pe *route.ProbeError
 	if errors.As(err, &pe) {
 		result = pe.Result
-		if pctx.Err() != nil {
+		if timedOut {
 			result = "timeout"
 		}
 	}

@@ -396,8 +396,10 @@ func TestUnsupportedFeatureSkipsBackend(t *testing.T) {
 	}
 }
 
-// TestProviderErrorsReachClientInItsFormat: a provider's own error,
-// passed on, arrives in OpenAI's format with its message kept.
+// TestProviderErrorsReachClientInItsFormat: a provider's own error
+// arrives in OpenAI's format with its message kept. A 401 from the
+// backend is the gateway's misconfiguration, not the caller's: 502
+// backends_misconfigured, with the provider's message in the attempt.
 func TestProviderErrorsReachClientInItsFormat(t *testing.T) {
 	e := startProviders(t, []string{"claude"}, func(d *sim.Deployment) {
 		if d.Name == "claude" {
@@ -407,11 +409,11 @@ func TestProviderErrorsReachClientInItsFormat(t *testing.T) {
 	c := e.openai()
 	_, err := c.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "chat-prod", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 401 || apiErr.Message == "" {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || apiErr.Code != "backends_misconfigured" || apiErr.Message == "" {
 		t.Fatalf("err = %v", err)
 	}
-	if !strings.Contains(strings.ToLower(apiErr.Message), "key") {
-		t.Fatalf("provider's message lost: %q", apiErr.Message)
+	if raw := apiErr.RawJSON(); !strings.Contains(strings.ToLower(raw), "key") || !strings.Contains(raw, `"status":401`) {
+		t.Fatalf("provider's message lost: %s", raw)
 	}
 }
 

@@ -43,6 +43,8 @@ type Metrics struct {
 	notifications      *prometheus.CounterVec
 	reloads            *prometheus.CounterVec
 	adminActions       *prometheus.CounterVec
+	misconfigured      *prometheus.CounterVec
+	unresponsive       *prometheus.CounterVec
 
 	// mu guards seqs and orders the updates of breakerState.
 	mu sync.Mutex
@@ -138,6 +140,14 @@ func New() *Metrics {
 			Name: "switchover_admin_actions_total",
 			Help: "Operator actions through the admin API, by action.",
 		}, []string{"action"}),
+		misconfigured: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_backend_misconfigured_total",
+			Help: "Upstream answers that say a backend's own key or deployment is wrong (401, 403, 404), by backend and status; the backend is benched and its requests fail over.",
+		}, []string{"backend", "status"}),
+		unresponsive: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_backend_unresponsive_total",
+			Help: "Times a backend was found not answering (a call waited past its slow threshold and a health check got no answer) and was benched, its waiting calls failed over.",
+		}, []string{"backend"}),
 	}
 	// Series that alerts read with increase() exist from the start, so
 	// their first event is seen.
@@ -150,6 +160,7 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
+		m.misconfigured, m.unresponsive,
 	)
 	return m
 }
@@ -162,7 +173,8 @@ func (m *Metrics) Names() []string {
 	go func() {
 		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
-			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions} {
+			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
+			m.misconfigured, m.unresponsive} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -277,6 +289,10 @@ func (m *Metrics) Observe(e route.Event) {
 	case route.EventModel:
 		m.backendModel.DeletePartialMatch(prometheus.Labels{"backend": e.Backend.Name})
 		m.backendModel.WithLabelValues(e.Backend.Name, e.Model).Set(1)
+	case route.EventMisconfigured:
+		m.misconfigured.WithLabelValues(e.Backend.Name, strconv.Itoa(e.Attempt.Status)).Inc()
+	case route.EventUnresponsive:
+		m.unresponsive.WithLabelValues(e.Backend.Name).Inc()
 	}
 }
 

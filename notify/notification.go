@@ -26,6 +26,10 @@ const (
 	// KindAdmin: an operator action, sent by the gateway through
 	// [Tracker.Send].
 	KindAdmin Kind = "admin"
+	// KindMisconfigured: a backend answered 401, 403 or 404 (its key was
+	// refused, its deployment does not exist): it is benched and will not
+	// heal itself. Sent by the gateway through [Tracker.Send].
+	KindMisconfigured Kind = "misconfigured"
 )
 
 // Notification is one message about a pool. Once handed to a Dispatcher or

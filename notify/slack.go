@@ -76,6 +76,8 @@ func title(n Notification) string {
 		return "Failover storm"
 	case KindAdmin:
 		return "Operator action"
+	case KindMisconfigured:
+		return "Backend misconfigured"
 	default:
 		return "Notification " + string(n.Kind)
 	}
