@@ -85,6 +85,9 @@ func feed(m *metrics.Metrics) {
 	m.Observe(route.Event{Kind: route.EventFailover, Pool: "chat", Backend: backend, From: "sec", To: "weu", Reason: route.ReasonRateLimited})
 	m.Observe(route.Event{Kind: route.EventBodyError, Pool: "chat", Backend: backend, Err: errors.New("stream broke")})
 	m.Observe(route.Event{Kind: route.EventModel, Pool: "chat", Backend: backend, Model: "gpt-4o-2024-08-06"})
+	m.Observe(route.Event{Kind: route.EventMisconfigured, Pool: "chat", Backend: backend, Reason: route.ReasonMisconfigured,
+		Attempt: &route.Attempt{Backend: "weu", Status: 401, Reason: route.ReasonMisconfigured}})
+	m.Observe(route.Event{Kind: route.EventUnresponsive, Pool: "chat", Backend: backend, Reason: route.ReasonUnresponsive, Err: errors.New("check failed")})
 	m.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open})
 	m.Drained("weu", false)
 	m.Active("chat", []string{"weu"}, map[string]bool{"weu": true})
@@ -109,7 +112,8 @@ func labelValues() map[string]map[string][]string {
 	}
 	results := slices.Clone(codes)
 	for _, r := range []route.Reason{route.ReasonFirstByteTimeout, route.ReasonTimeout, route.ReasonConnect,
-		route.ReasonConnection, route.ReasonCanceled, route.ReasonAuth, route.ReasonInvalidResponse, route.ReasonStreamError} {
+		route.ReasonConnection, route.ReasonCanceled, route.ReasonAuth, route.ReasonInvalidResponse, route.ReasonStreamError,
+		route.ReasonUnresponsive} {
 		results = append(results, string(r))
 	}
 	return map[string]map[string][]string{
