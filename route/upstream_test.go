@@ -21,14 +21,13 @@ type step = upstreamtest.Step
 type upstream = upstreamtest.Upstream
 
 var (
-	newUpstream     = upstreamtest.New
-	answer          = upstreamtest.Answer
-	status          = upstreamtest.Status
-	raw             = upstreamtest.Raw
-	hang            = upstreamtest.Hang
-	reset           = upstreamtest.Reset
-	sse             = upstreamtest.SSE
-	headersThenHang = upstreamtest.HeadersThenHang
+	newUpstream = upstreamtest.New
+	answer      = upstreamtest.Answer
+	status      = upstreamtest.Status
+	raw         = upstreamtest.Raw
+	hang        = upstreamtest.Hang
+	reset       = upstreamtest.Reset
+	sse         = upstreamtest.SSE
 )
 
 // env is a pool over scripted upstreams with a fake clock.
