@@ -109,7 +109,7 @@ func (p *prober) run(ctx context.Context) {
 	}
 	for {
 		wake := make(chan struct{})
-		t := clk.AfterFunc(p.cfg.RecoveryInterval.D(), func() { close(wake) })
+		t := clk.AfterFunc(p.wait(), func() { close(wake) })
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -118,6 +118,22 @@ func (p *prober) run(ctx context.Context) {
 		}
 		p.tick(ctx)
 	}
+}
+
+// misconfiguredProbeEvery is how often a backend whose last probe was
+// refused with a 4xx (a revoked key, a deleted deployment) is probed
+// again: it will not heal itself within seconds, and each probe is an
+// upstream call.
+const misconfiguredProbeEvery = time.Minute
+
+// wait is how long until the next wake-up: recovery_interval, or
+// misconfiguredProbeEvery after a probe the backend refused with a 4xx.
+func (p *prober) wait() time.Duration {
+	d := p.cfg.RecoveryInterval.D()
+	if s := p.snapshot(); !s.Up && s.Result == "4xx" {
+		d = max(d, misconfiguredProbeEvery)
+	}
+	return d
 }
 
 // tick decides whether this wake-up probes, and how.

@@ -136,3 +136,104 @@ func TestModelsProbe(t *testing.T) {
 	}
 	_ = g
 }
+
+// recoveryEnv is a gateway with the shipped probe defaults (no probe
+// block): weu is benched on its first failure.
+func recoveryEnv(t *testing.T, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
+	t.Helper()
+	w := upstreamtest.New(t, weu...)
+	sec := upstreamtest.New(t, upstreamtest.Answer("sec"))
+	y := fmt.Sprintf(`log: {level: error}
+backends:
+  - {name: weu, type: openai, url: %q, breaker: {failures: 1, trip: 60s}}
+  - {name: sec, type: openai, url: %q}
+pools:
+  - name: chat
+    members: [{backend: weu, priority: 1, model: gpt-4o}, {backend: sec, priority: 2}]
+`, w.URL+"/v1", sec.URL+"/v1")
+	cfg, err := config.Parse("p.yaml", []byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	g.mu.Lock()
+	p := g.probes["weu"]
+	g.mu.Unlock()
+	if p == nil {
+		t.Fatal("no default probe for weu")
+	}
+	return g, w, p
+}
+
+// TestRecoveryProbeEndsTripWithDefaults: with no probe configured, a
+// healthy backend is never probed, and a benched one is probed and put
+// back as soon as it answers, without waiting for its 60 s trip (the bug:
+// failback waited for the trip and a lucky request).
+func TestRecoveryProbeEndsTripWithDefaults(t *testing.T) {
+	g, weu, p := recoveryEnv(t, upstreamtest.Answer("weu"))
+	p.tick(context.Background())
+	if weu.Calls() != 0 {
+		t.Fatal("a healthy backend was probed with the defaults")
+	}
+	weu.SetScript(upstreamtest.Status(500))
+	send(t, g) // opens the breaker (1 failure)
+	if g.Backend("weu").Breaker.Snapshot().State != breaker.Open {
+		t.Fatal("not open")
+	}
+	p.tick(context.Background()) // still failing: stays benched
+	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Open || weu.Calls() != 2 {
+		t.Fatalf("after a failed recovery probe: %v, %d calls", st, weu.Calls())
+	}
+	weu.SetScript(upstreamtest.Answer("weu"))
+	p.tick(context.Background())
+	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Closed {
+		t.Fatalf("breaker %v after a passing recovery probe, want closed", st)
+	}
+	if b, _ := send(t, g); b != "weu" {
+		t.Fatalf("served by %s after recovery", b)
+	}
+}
+
+// TestRecoveryProbeLeavesQuotaAndOperatorBenchesAlone: a backend benched
+// for a 429's Retry-After, or forced open by an operator, is not probed.
+func TestRecoveryProbeLeavesQuotaAndOperatorBenchesAlone(t *testing.T) {
+	g, weu, p := recoveryEnv(t, upstreamtest.Status(429, "Retry-After", "30"))
+	send(t, g)
+	if s := g.Backend("weu").Breaker.Snapshot(); s.State != breaker.Open || !s.Throttled {
+		t.Fatalf("snapshot %+v, want open for quota", s)
+	}
+	calls := weu.Calls()
+	p.tick(context.Background())
+	if weu.Calls() != calls {
+		t.Fatal("a backend benched for quota was probed")
+	}
+	if err := g.ForceBreaker("weu", true, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	weu.SetScript(upstreamtest.Answer("weu")) // counts calls afresh
+	p.tick(context.Background())
+	if weu.Calls() != 0 || g.Backend("weu").Breaker.Snapshot().State != breaker.Open {
+		t.Fatalf("a backend an operator forced open was probed or closed: %d calls, %+v", weu.Calls(), g.Backend("weu").Breaker.Snapshot())
+	}
+}
+
+// TestMisconfiguredBackendIsProbedOnceAMinute: a recovery probe refused
+// with a 4xx (a revoked key) waits a minute, not recovery_interval, before
+// the next (the bug: a revoked key cost an upstream call every 5 s).
+func TestMisconfiguredBackendIsProbedOnceAMinute(t *testing.T) {
+	g, _, p := recoveryEnv(t, upstreamtest.Status(401))
+	if b, _ := send(t, g); b != "sec" {
+		t.Fatalf("served by %s, want a failover from the misconfigured backend", b)
+	}
+	if w := p.wait(); w != 5*time.Second {
+		t.Fatalf("wait %v before any probe, want recovery_interval 5s", w)
+	}
+	p.tick(context.Background())
+	if w := p.wait(); w != time.Minute {
+		t.Fatalf("wait %v after a 401 probe, want 1m", w)
+	}
+}
