@@ -228,8 +228,16 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	native, client := b.Provider.Format(), r.format()
 	if resp.StatusCode >= 300 {
 		// The first-byte bound still runs while the error body is read: a
-		// 503 whose body never comes fails over like one that never came.
-		return p.failedStatus(r, b, resp, &a, native, client, record, gotFirstByte, release)
+		// 503 (or a 400) whose body never comes fails over like an answer
+		// that never came, and is never passed on empty.
+		errBody, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		if rerr != nil {
+			resp.Body.Close()
+			_, fa, ferr := failed(rerr)
+			fa.Status = resp.StatusCode
+			return nil, fa, ferr
+		}
+		return p.failedStatus(r, b, resp, errBody, &a, native, client, record, gotFirstByte, release)
 	}
 	a.Reason = ReasonOK
 
@@ -366,13 +374,13 @@ func misconfigured(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound
 }
 
-// failedStatus handles a non-2xx response: classify it by the backend's
+// failedStatus handles a non-2xx response whose error body (up to
+// maxErrorBody) has been read: classify it by the backend's
 // own error (Retry-After in the body, codes that mean longer outages),
 // record it with the breaker, and either close it for a retry or pass it
 // on in the client's format.
-func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, a *Attempt, native, client translate.Format, record breaker.Done, gotFirstByte func() time.Duration, release func()) (*http.Response, Attempt, error) {
+func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody []byte, a *Attempt, native, client translate.Format, record breaker.Done, gotFirstByte func() time.Duration, release func()) (*http.Response, Attempt, error) {
 	status := resp.StatusCode
-	errBody, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	a.Duration = gotFirstByte()
 	retry, counts := p.retries(status), b.counts(status)
 	a.RetryAfter = RetryAfter(resp.Header, a.Start)
@@ -424,11 +432,11 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, a *Atte
 		return resp, *a, nil
 	}
 	// Passed on to the client (its own error, or a counted status that is
-	// not retried).
-	rest, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	// not retried), as read: at most maxErrorBody, all of it read under
+	// the first-byte bound.
 	resp.Body.Close()
 	release()
-	full := append(errBody, rest...)
+	full := errBody
 	if native == client {
 		resp.Body = io.NopCloser(bytes.NewReader(full))
 		resp.ContentLength = int64(len(full))

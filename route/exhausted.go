@@ -176,7 +176,14 @@ func (p *Pool) retryAfter(rep *Report, now time.Time) time.Duration {
 		}
 		t := now
 		if br := m.Backend.Breaker; br != nil {
-			t = br.Snapshot().ReadyAt(now)
+			s := br.Snapshot()
+			t = s.ReadyAt(now)
+			// A benched backend whose own Retry-After ends before its trip
+			// is tried then, when no other member can take the call (see
+			// Pool.early).
+			if s.State == breaker.Open && !s.RetryAt.IsZero() && s.RetryAt.Before(t) {
+				t = later(s.RetryAt, now)
+			}
 		}
 		for _, a := range rep.Attempts {
 			if a.Backend == m.Backend.Name && a.RetryAfter > 0 {
@@ -241,4 +248,11 @@ func (a *Attempt) describe() string {
 		return strconv.Itoa(a.Status) + " " + string(a.Reason)
 	}
 	return string(a.Reason)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
