@@ -62,8 +62,10 @@ type Reload struct {
 
 // Notifications configures notifications of active-backend changes.
 type Notifications struct {
-	// FlapWindow collapses A->B->A within it into one "flapping" message.
-	// Default 2m.
+	// FlapWindow collapses changes back and forth within it
+	// (A->B->A->B: the second return within the window) into one
+	// "flapping" message; one round trip (an outage and its recovery) is
+	// a failover and a failback. Default 2m.
 	FlapWindow Duration `yaml:"flap_window"`
 	// Storm is the default failover-storm threshold of every pool.
 	Storm Storm `yaml:"storm"`

@@ -43,11 +43,12 @@
 //     to Update and its time, unless rule 4 or 5 applies.
 //  4. Flapping starts when a change returns to the set that was active
 //     before the current one, less than W after the current one became
-//     active (A→B→A with the second change within W of the first). Instead
-//     of the plain notification, one "flapping" notification is sent: it
-//     names the sets that alternate and counts the changes within the last
-//     W. So A→B→A yields "failover" then "flapping", not "failover" then
-//     "failback".
+//     active, and it is at least the third change within the last W
+//     (A→B→A→B). Instead of the plain notification, one "flapping"
+//     notification is sent: it names the sets that alternate and counts
+//     the changes within the last W. One round trip, an outage and its
+//     recovery (A→B→A), is a "failover" and a "failback", however short;
+//     A→B→A→B within W is "failover", "failback", "flapping".
 //  5. While flapping, changes are absorbed: a further "flapping"
 //     notification (with the changes counted within the last W) is sent
 //     only for a change at least W after the previous flapping

@@ -231,11 +231,14 @@ func (p *poolState) update(t *Tracker, pool string, active, primary set, reason 
 			p.flapNotified = at
 			t.post(p.flappingNotification(pool, from, active, reason, at, w))
 		}
-	case p.hasPrev && p.prev.equal(active) && at.Sub(p.since) < w:
+	case p.hasPrev && p.prev.equal(active) && at.Sub(p.since) < w && len(p.changes) >= 3:
+		// Back to the set before, a second time within the window
+		// (A -> B -> A -> B). One round trip, an outage and its recovery,
+		// is a failover and a failback, told as such.
 		p.flapping = true
-		p.flapSince = p.since
+		p.flapSince = p.changes[0]
 		p.flapNotified = at
-		p.flapChanges = 2
+		p.flapChanges = len(p.changes)
 		p.flapSets = []set{active, from}
 		t.post(p.flappingNotification(pool, from, active, reason, at, w))
 	default:

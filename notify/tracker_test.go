@@ -247,44 +247,51 @@ func TestTrackerFlapping(t *testing.T) {
 	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover}) {
 		t.Fatalf("a clean failover must be sent at once, got %v", got)
 	}
+	// One round trip within the window is an outage and its recovery: a
+	// failback (the bug: a one-minute outage was told as "flapping" and
+	// its failback never).
 	tr.Update("chat", stA, "probe succeeded", t0.Add(40*time.Second))
-	ns := rec.all()
-	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFlapping}) {
-		t.Fatalf("A→B→A within the window: kinds %v, want failover, flapping", got)
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFailback}) {
+		t.Fatalf("A→B→A within the window: kinds %v, want failover, failback", got)
 	}
-	f := ns[1]
-	if !slices.Equal(f.From, []string{"westeurope"}) || !slices.Equal(f.To, []string{"eastus"}) {
+	// Back to B within the window: the second return is flapping.
+	tr.Update("chat", stB, "429", t0.Add(60*time.Second))
+	ns := rec.all()
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFailback, KindFlapping}) {
+		t.Fatalf("A→B→A→B within the window: kinds %v, want failover, failback, flapping", got)
+	}
+	f := ns[2]
+	if !slices.Equal(f.From, []string{"eastus"}) || !slices.Equal(f.To, []string{"westeurope"}) {
 		t.Errorf("flapping %v → %v", f.From, f.To)
 	}
-	if f.Details[DetailChanges] != "2" || f.Details[DetailWindow] != "2m" || f.Details[DetailSets] != "eastus | westeurope" {
+	if f.Details[DetailChanges] != "3" || f.Details[DetailWindow] != "2m" || f.Details[DetailSets] != "westeurope | eastus" {
 		t.Errorf("flapping details %v", f.Details)
 	}
-	for _, want := range []string{"flapping", "between eastus and westeurope", "2 changes within 2m", "2026-11-30T12:00:40Z",
+	for _, want := range []string{"flapping", "between westeurope and eastus", "3 changes within 2m", "2026-11-30T12:01:00Z",
 		"Check the quota and the model version of westeurope."} {
 		if !strings.Contains(f.Text, want) {
 			t.Errorf("flapping text %q lacks %q", f.Text, want)
 		}
 	}
 
-	// B, A again within the window: absorbed.
-	tr.Update("chat", stB, "429", t0.Add(60*time.Second))
+	// A again within the window: absorbed.
 	last := t0.Add(70 * time.Second)
 	tr.Update("chat", stA, "probe succeeded", last)
-	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFlapping}) {
-		t.Fatalf("A→B→A→B→A within the window: kinds %v, want failover, flapping", got)
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFailback, KindFlapping}) {
+		t.Fatalf("A→B→A→B→A within the window: kinds %v, want failover, failback, flapping", got)
 	}
 
 	// Not yet stable for the window.
 	tr.Tick(last.Add(w - time.Second))
-	if n := len(rec.all()); n != 2 {
+	if n := len(rec.all()); n != 3 {
 		t.Fatalf("settled early: %v", rec.kinds())
 	}
 	tr.Tick(last.Add(w))
 	ns = rec.all()
-	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFlapping, KindFailback}) {
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFailback, KindFlapping, KindFailback}) {
 		t.Fatalf("after stable for the window: kinds %v", got)
 	}
-	s := ns[2]
+	s := ns[3]
 	if s.Details[DetailSettled] != "true" || s.Details[DetailChanges] != "4" || !s.At.Equal(last.Add(w)) ||
 		!slices.Equal(s.From, []string{"westeurope"}) || !slices.Equal(s.To, []string{"eastus"}) {
 		t.Errorf("settled notification %+v", s)
@@ -294,12 +301,12 @@ func TestTrackerFlapping(t *testing.T) {
 		t.Errorf("settled text %q", s.Text)
 	}
 	tr.Tick(last.Add(time.Hour))
-	if n := len(rec.all()); n != 3 {
+	if n := len(rec.all()); n != 4 {
 		t.Fatalf("settled twice: %v", rec.kinds())
 	}
 	// Calm again: a later failover is a plain one.
 	tr.Update("chat", stB, "5xx", last.Add(2*time.Hour))
-	if got := rec.kinds(); got[len(got)-1] != KindFailover || len(got) != 4 {
+	if got := rec.kinds(); got[len(got)-1] != KindFailover || len(got) != 5 {
 		t.Fatalf("kinds %v", got)
 	}
 }
@@ -311,12 +318,14 @@ func TestTrackerFlappingSettlesAwayFromPrimary(t *testing.T) {
 	tr.Update("chat", stB, "429", t0.Add(1*time.Second))
 	tr.Update("chat", stA, "probe", t0.Add(2*time.Second))
 	tr.Update("chat", stB, "429 again", t0.Add(3*time.Second))
-	tr.Tick(t0.Add(3*time.Second + w))
+	tr.Update("chat", stA, "probe", t0.Add(4*time.Second))
+	tr.Update("chat", stB, "429 again", t0.Add(5*time.Second))
+	tr.Tick(t0.Add(5*time.Second + w))
 	ns := rec.all()
-	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFlapping, KindFailover}) {
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFailback, KindFlapping, KindFailover}) {
 		t.Fatalf("kinds %v", got)
 	}
-	s := ns[2]
+	s := ns[3]
 	if !slices.Equal(s.From, []string{"eastus"}) || !slices.Equal(s.To, []string{"westeurope"}) ||
 		s.Details[DetailSettled] != "true" || s.Reason != "429 again" {
 		t.Errorf("settled %+v", s)
@@ -331,8 +340,9 @@ func TestTrackerFlappingBetweenFallbacksSettlesAsChange(t *testing.T) {
 	tr.Update("chat", stB, "", t0)
 	tr.Update("chat", stC, "timeout", t0.Add(time.Second))
 	tr.Update("chat", stB, "probe", t0.Add(2*time.Second))
+	tr.Update("chat", stC, "timeout", t0.Add(3*time.Second))
 	tr.Tick(t0.Add(time.Hour))
-	if got := rec.kinds(); !slices.Equal(got, []Kind{KindChange, KindFlapping, KindChange}) {
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindChange, KindChange, KindFlapping, KindChange}) {
 		t.Fatalf("kinds %v", got)
 	}
 }
@@ -352,8 +362,9 @@ func TestTrackerFlappingAtMostOncePerWindow(t *testing.T) {
 			flaps = append(flaps, n)
 		}
 	}
-	// Flapping starts at 100s, then at most one per 2m: 100, 250, 400, 550.
-	wantAt := []time.Duration{100, 250, 400, 550}
+	// 50s is a failover and 100s its failback; flapping starts at the
+	// second return, 150s, then at most one per 2m: 150, 300, 450, 600.
+	wantAt := []time.Duration{150, 300, 450, 600}
 	if len(flaps) != len(wantAt) {
 		t.Fatalf("%d flapping notifications (%v), want %d", len(flaps), rec.kinds(), len(wantAt))
 	}
@@ -362,11 +373,11 @@ func TestTrackerFlappingAtMostOncePerWindow(t *testing.T) {
 			t.Errorf("flapping %d at %v, want +%ds", i, f.At.Sub(t0), wantAt[i])
 		}
 	}
-	// Within (130s, 250s]: changes at 150, 200, 250.
+	// Within (180s, 300s]: changes at 200, 250, 300.
 	if flaps[1].Details[DetailChanges] != "3" {
 		t.Errorf("changes within the window = %s, want 3", flaps[1].Details[DetailChanges])
 	}
-	if got := rec.kinds(); got[0] != KindFailover || len(got) != 1+len(wantAt) {
+	if got := rec.kinds(); got[0] != KindFailover || got[1] != KindFailback || len(got) != 2+len(wantAt) {
 		t.Errorf("kinds %v", got)
 	}
 }
@@ -388,16 +399,18 @@ func TestTrackerSettledByUpdateWithoutTick(t *testing.T) {
 	tr.Update("chat", stA, "", t0)
 	tr.Update("chat", stB, "429", t0.Add(time.Second))
 	tr.Update("chat", stA, "probe", t0.Add(2*time.Second))
+	tr.Update("chat", stB, "429", t0.Add(3*time.Second))
+	tr.Update("chat", stA, "probe", t0.Add(4*time.Second))
 	tr.Update("chat", stC, "timeout", t0.Add(10*time.Minute))
 	ns := rec.all()
-	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFlapping, KindFailback, KindFailover}) {
+	if got := rec.kinds(); !slices.Equal(got, []Kind{KindFailover, KindFailback, KindFlapping, KindFailback, KindFailover}) {
 		t.Fatalf("kinds %v", got)
 	}
-	if !ns[2].At.Equal(t0.Add(2*time.Second+w)) || ns[2].Details[DetailSettled] != "true" {
-		t.Errorf("settled %+v", ns[2])
+	if !ns[3].At.Equal(t0.Add(4*time.Second+w)) || ns[3].Details[DetailSettled] != "true" {
+		t.Errorf("settled %+v", ns[3])
 	}
-	if !slices.Equal(ns[3].From, []string{"eastus"}) || !slices.Equal(ns[3].To, []string{"swedencentral"}) {
-		t.Errorf("failover %+v", ns[3])
+	if !slices.Equal(ns[4].From, []string{"eastus"}) || !slices.Equal(ns[4].To, []string{"swedencentral"}) {
+		t.Errorf("failover %+v", ns[4])
 	}
 }
 
@@ -409,8 +422,11 @@ func TestTrackerRunTicks(t *testing.T) {
 	tr.Update("chat", stA, "", start)
 	tr.Update("chat", stB, "429", start)
 	tr.Update("chat", stA, "probe", start.Add(time.Second))
-	<-rec.ch
-	<-rec.ch
+	tr.Update("chat", stB, "429", start.Add(2*time.Second))
+	tr.Update("chat", stA, "probe", start.Add(3*time.Second))
+	<-rec.ch // failover
+	<-rec.ch // failback
+	<-rec.ch // flapping
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { tr.Run(ctx, time.Millisecond); close(done) }()
