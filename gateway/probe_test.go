@@ -14,19 +14,37 @@ import (
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
-// probeEnv is a gateway over two scripted upstreams, weu probed.
+// probeEnv is a gateway over two scripted upstreams, weu probed with the
+// probe given in YAML; it returns once the first probe has run.
 func probeEnv(t *testing.T, probe string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
+	t.Helper()
+	g, w, p := probeGateway(t, ", probe: "+probe, weu...)
+	// The first probe runs at start; wait for it, then drive the rest.
+	deadline := time.Now().Add(10 * time.Second)
+	for p.snapshot().At.IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("the first probe never ran")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return g, w, p
+}
+
+// probeGateway is a gateway over two scripted upstreams; weu's backend
+// entry ends with extra (such as ", probe: {...}") and its breaker opens
+// on the first failure.
+func probeGateway(t *testing.T, extra string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
 	t.Helper()
 	w := upstreamtest.New(t, weu...)
 	sec := upstreamtest.New(t, upstreamtest.Answer("sec"))
 	y := fmt.Sprintf(`log: {level: error}
 backends:
-  - {name: weu, type: openai, url: %q, probe: %s, breaker: {failures: 1, trip: 60s}}
+  - {name: weu, type: openai, url: %q, breaker: {failures: 1, trip: 60s}%s}
   - {name: sec, type: openai, url: %q}
 pools:
   - name: chat
     members: [{backend: weu, priority: 1, model: gpt-4o}, {backend: sec, priority: 2}]
-`, w.URL+"/v1", probe, sec.URL+"/v1")
+`, w.URL+"/v1", extra, sec.URL+"/v1")
 	cfg, err := config.Parse("p.yaml", []byte(y), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,13 +57,8 @@ pools:
 	g.mu.Lock()
 	p := g.probes["weu"]
 	g.mu.Unlock()
-	// The first probe runs at start; wait for it, then drive the rest.
-	deadline := time.Now().Add(10 * time.Second)
-	for p.snapshot().At.IsZero() {
-		if time.Now().After(deadline) {
-			t.Fatal("the first probe never ran")
-		}
-		time.Sleep(time.Millisecond)
+	if p == nil {
+		t.Fatal("no probe for weu")
 	}
 	return g, w, p
 }
@@ -141,32 +154,7 @@ func TestModelsProbe(t *testing.T) {
 // block): weu is benched on its first failure.
 func recoveryEnv(t *testing.T, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
 	t.Helper()
-	w := upstreamtest.New(t, weu...)
-	sec := upstreamtest.New(t, upstreamtest.Answer("sec"))
-	y := fmt.Sprintf(`log: {level: error}
-backends:
-  - {name: weu, type: openai, url: %q, breaker: {failures: 1, trip: 60s}}
-  - {name: sec, type: openai, url: %q}
-pools:
-  - name: chat
-    members: [{backend: weu, priority: 1, model: gpt-4o}, {backend: sec, priority: 2}]
-`, w.URL+"/v1", sec.URL+"/v1")
-	cfg, err := config.Parse("p.yaml", []byte(y), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(cfg, Options{Logger: NewLogger(io.Discard, "text", "error")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close(context.Background()) })
-	g.mu.Lock()
-	p := g.probes["weu"]
-	g.mu.Unlock()
-	if p == nil {
-		t.Fatal("no default probe for weu")
-	}
-	return g, w, p
+	return probeGateway(t, "", weu...)
 }
 
 // TestRecoveryProbeEndsTripWithDefaults: with no probe configured, a

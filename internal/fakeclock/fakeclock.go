@@ -107,56 +107,47 @@ func (c *Clock) pendingLocked() int {
 // from now (code under test is waiting on a timeout of d), or ctx ends,
 // and then returns its error.
 func (c *Clock) BlockUntilTimer(ctx context.Context, d time.Duration) error {
-	stop := context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		c.armed.Broadcast()
-		c.mu.Unlock()
-	})
-	defer stop()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for {
+	return c.waitFor(ctx, func() bool {
 		for _, t := range c.timers {
 			if t.pending && t.at.Equal(c.now.Add(d)) {
-				return nil
+				return true
 			}
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c.armed.Wait()
-	}
+		return false
+	})
 }
 
 // BlockUntilContext is BlockUntil that gives up when ctx ends, and then
 // returns its error.
 func (c *Clock) BlockUntilContext(ctx context.Context, n int) error {
-	stop := context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		c.armed.Broadcast()
-		c.mu.Unlock()
-	})
-	defer stop()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for c.pendingLocked() < n {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		c.armed.Wait()
-	}
-	return nil
+	return c.waitFor(ctx, func() bool { return c.pendingLocked() >= n })
 }
 
 // BlockUntil waits until at least n timers are armed: code under test has
 // reached the point where it waits on the clock, so an Advance now acts on
 // its timers.
 func (c *Clock) BlockUntil(n int) {
+	c.waitFor(context.Background(), func() bool { return c.pendingLocked() >= n })
+}
+
+// waitFor waits, with c.mu held while ok runs, until ok reports true (it
+// is checked again whenever a timer is armed) or ctx ends.
+func (c *Clock) waitFor(ctx context.Context, ok func() bool) error {
+	stop := context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		c.armed.Broadcast()
+		c.mu.Unlock()
+	})
+	defer stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for c.pendingLocked() < n {
+	for !ok() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		c.armed.Wait()
 	}
+	return nil
 }
 
 // AfterFunc implements clock.Clock. Unlike time.AfterFunc, f runs on the
