@@ -478,3 +478,24 @@ func TestOutageCountsRequestsInFlight(t *testing.T) {
 		t.Errorf("failed in outage cell %q, want 3/5", got[len(got)-5])
 	}
 }
+
+// TestExampleScenarioFilesLoad: the game-day files in examples/, which the
+// README runs, stay valid as the schema changes.
+func TestExampleScenarioFilesLoad(t *testing.T) {
+	files, err := filepath.Glob("../examples/gameday-*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example game-day files (%v)", err)
+	}
+	for _, f := range files {
+		scs, err := LoadFile(f)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		for _, sc := range scs {
+			if len(sc.Setups) == 0 {
+				t.Errorf("%s: scenario %s has no setups", f, sc.Name)
+			}
+		}
+	}
+}
