@@ -182,6 +182,9 @@ func (b *Breaker) Snapshot() Snapshot {
 	if b.state == Open {
 		s.Until, s.RetryAt, s.Throttled = b.until, b.retryAt, b.throttled
 	}
+	if b.state != Closed {
+		s.Class = b.class
+	}
 	s.Failures = b.countLocked(now)
 	return s
 }

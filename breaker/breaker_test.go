@@ -959,3 +959,28 @@ func TestRetireStopsTimersAndEvents(t *testing.T) {
 		t.Fatalf("state %v", s.State)
 	}
 }
+
+// TestSnapshotNamesTheOpeningClass: the class of the failure that opened
+// the breaker is in its snapshot while open and half-open, so a recovery
+// probe can be of that class; a forced open has none.
+func TestSnapshotNamesTheOpeningClass(t *testing.T) {
+	clk := fakeclock.New()
+	b := New("weu", Settings{Failures: 1, Trip: time.Minute, Clock: clk})
+	done, _ := b.Allow()
+	done(Outcome{Result: Failure, Class: "stream"})
+	if s := b.Snapshot(); s.State != Open || s.Class != "stream" {
+		t.Fatalf("open: %+v", s)
+	}
+	clk.Advance(time.Minute)
+	if s := b.Snapshot(); s.State != HalfOpen || s.Class != "stream" {
+		t.Fatalf("half-open: %+v", s)
+	}
+	b.Force(Open, time.Time{}, "operator")
+	if s := b.Snapshot(); s.State != Open || s.Class != "" {
+		t.Fatalf("forced: %+v", s)
+	}
+	b.Force(Closed, time.Time{}, "operator")
+	if s := b.Snapshot(); s.Class != "" {
+		t.Fatalf("closed: %+v", s)
+	}
+}

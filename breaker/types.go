@@ -130,6 +130,11 @@ type Snapshot struct {
 	// Throttled is true when the open state came from a Throttled failure.
 	// False unless State is Open.
 	Throttled bool
+	// Class is the Class of the failure that opened the breaker, while it
+	// is Open or HalfOpen: a probe of that class decides (a recovery probe
+	// of a backend whose streams stalled should be a stream). Empty when
+	// Closed, for a Force or a Hold.
+	Class string
 	// Failures is the number of failures counted in the current window.
 	Failures int
 	// Probing is true while a half-open probe is in flight and holds its

@@ -159,9 +159,15 @@ func (p *prober) tick(ctx context.Context) {
 	}
 }
 
-// recover probes a benched backend; a pass closes its breaker.
+// recover probes a benched backend; a pass closes its breaker. A backend
+// whose streams failed is probed with a stream, so a plain answer does not
+// put back a backend whose streams still stall.
 func (p *prober) recover(ctx context.Context) {
-	err, ok := p.probe(ctx)
+	kind := route.ProbeKind(p.cfg.Kind)
+	if kind == route.ProbeChat && p.backend.Breaker.Snapshot().Class == route.ClassStream {
+		kind = route.ProbeStream
+	}
+	err, ok := p.probeKind(ctx, kind)
 	if !ok || err != nil {
 		return
 	}
@@ -176,6 +182,11 @@ func (p *prober) recover(ctx context.Context) {
 // and the backend's learned check timeout, and records it. ok is false
 // when ctx ended (the prober stopped).
 func (p *prober) probe(ctx context.Context) (err error, ok bool) {
+	return p.probeKind(ctx, route.ProbeKind(p.cfg.Kind))
+}
+
+// probeKind is probe with the kind given.
+func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind) (err error, ok bool) {
 	timeout := p.backend.CheckTimeout()
 	if p.cfg.Timeout > 0 {
 		timeout = min(timeout, p.cfg.Timeout.D())
@@ -183,7 +194,7 @@ func (p *prober) probe(ctx context.Context) (err error, ok bool) {
 	pctx, cancel := context.WithCancelCause(ctx)
 	t := clock.Or(p.g.opts.Clock).AfterFunc(timeout, func() { cancel(errProbeTimeout) })
 	began := time.Now()
-	err = p.backend.Probe(pctx, route.ProbeKind(p.cfg.Kind), p.model)
+	err = p.backend.Probe(pctx, kind, p.model)
 	t.Stop()
 	timedOut := context.Cause(pctx) == errProbeTimeout
 	cancel(context.Canceled)

@@ -225,3 +225,38 @@ func TestMisconfiguredBackendIsProbedOnceAMinute(t *testing.T) {
 		t.Fatalf("wait %v after a 401 probe, want 1m", w)
 	}
 }
+
+// TestRecoveryProbeOfAStallingStreamBackendIsAStream: a backend benched
+// because its streams broke is probed with a stream, so a plain answer
+// cannot put it back while its streams still fail (issue 9: a plain
+// request's success must not close the breaker of a backend whose streams
+// are stalling).
+func TestRecoveryProbeOfAStallingStreamBackendIsAStream(t *testing.T) {
+	headersThenEnd := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+	}
+	g, weu, p := recoveryEnv(t, headersThenEnd)
+	c := &http.Client{Transport: g.Pool("chat")}
+	resp, err := c.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(`{"model":"chat","stream":true,"messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if s := g.Backend("weu").Breaker.Snapshot(); s.State != breaker.Open || s.Class != "stream" {
+		t.Fatalf("snapshot %+v, want open by a stream", s)
+	}
+	p.tick(context.Background())
+	if weu.Calls() != 2 || !strings.Contains(weu.Body(1), `"stream":true`) {
+		t.Fatalf("%d calls, probe body %q: want a stream probe", weu.Calls(), weu.Body(min(1, weu.Calls()-1)))
+	}
+	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Open {
+		t.Fatalf("breaker %v after a stream probe got no event", st)
+	}
+	weu.SetScript(upstreamtest.SSE("weu", 2, -1))
+	p.tick(context.Background())
+	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Closed {
+		t.Fatalf("breaker %v after a stream probe got its first event", st)
+	}
+}

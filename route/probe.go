@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -22,10 +23,17 @@ const (
 	// ProbeModels lists the backend's models: no quota, but it says only
 	// that the service answers, not that the deployment does.
 	ProbeModels ProbeKind = "models"
+	// ProbeStream is ProbeChat streamed: it passes once the first event
+	// arrives, so it can tell a backend whose streams stall (headers, then
+	// nothing) from one that answers.
+	ProbeStream ProbeKind = "stream"
 )
 
 // probeBody is the chat probe: as small as a request can be.
 const probeBody = `{"model":"","max_tokens":1,"messages":[{"role":"user","content":"ping"}]}`
+
+// probeStreamBody is the stream probe.
+const probeStreamBody = `{"model":"","max_tokens":1,"stream":true,"messages":[{"role":"user","content":"ping"}]}`
 
 // ProbeError is a failed probe: the result names it as a metric label
 // would (a status class, or a failure reason).
@@ -49,7 +57,11 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 	case ProbeModels:
 		req, err = modelsRequest(pctx, b.Provider)
 	default:
-		r, _ := NewRequest(ChatCompletions, []byte(probeBody), nil)
+		body := probeBody
+		if kind == ProbeStream {
+			body = probeStreamBody
+		}
+		r, _ := NewRequest(ChatCompletions, []byte(body), nil)
 		var o *Outgoing
 		if o, err = prepare(r, &Member{Backend: b, Model: model, MaxTokens: 1}); err == nil {
 			req, err = b.Provider.NewRequest(pctx, o)
@@ -64,6 +76,17 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 		return &ProbeError{Result: string(errReason(ctx, pctx, err)), Err: errors.New(describeTransportError(errReason(ctx, pctx, err), err, b))}
 	}
 	defer resp.Body.Close()
+	if kind == ProbeStream && resp.StatusCode/100 == 2 {
+		if !IsEventStream(resp.Header) {
+			return &ProbeError{Result: string(ReasonInvalidResponse), Err: errors.New("the stream probe got no event stream")}
+		}
+		if err := firstEvent(bufio.NewReader(resp.Body)); err != nil {
+			reason := errReason(ctx, pctx, err)
+			return &ProbeError{Result: string(reason), Err: errors.New("the stream sent no event: " + describeTransportError(reason, err, b))}
+		}
+		b.lat.observeCheck(time.Since(began))
+		return nil
+	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	if resp.StatusCode < 500 {
 		// Any answer tells how fast the backend answers a tiny call, which
