@@ -216,10 +216,15 @@ func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind) (err error
 	s := &p.status
 	s.Kind, s.At, s.Up, s.Result, s.Latency = p.cfg.Kind, g.now(), err == nil, result, latency
 	s.Error = ""
-	if err != nil {
+	switch {
+	case result == "429":
+		// Up, but out of quota: its Retry-After, not the probe, says when
+		// it takes calls again. Not a failure in a row.
+		s.Up, s.Error = true, err.Error()
+	case err != nil:
 		s.Error = err.Error()
 		s.Failures++
-	} else {
+	default:
 		s.Failures = 0
 	}
 	p.mu.Unlock()
@@ -238,6 +243,10 @@ func (p *prober) once(ctx context.Context) {
 	g, b := p.g, p.backend
 	snap := p.snapshot()
 	failures, result, openedBy := snap.Failures, snap.Result, p.openedByProbe()
+	if result == "429" {
+		// Throttled: neither down nor a reason to close a bench early.
+		return
+	}
 
 	br := b.Breaker
 	if br == nil {

@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +260,79 @@ func TestRecoveryProbeOfAStallingStreamBackendIsAStream(t *testing.T) {
 	p.tick(context.Background())
 	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Closed {
 		t.Fatalf("breaker %v after a stream probe got its first event", st)
+	}
+}
+
+// TestProbeOfReasoningDeploymentIsUp: a deployment that refuses the chat
+// probe's max_tokens with a 400 (o-series, gpt-5) answered, so it is up
+// and never benched by its probes (the bug: two probes forced a healthy
+// backend open).
+func TestProbeOfReasoningDeploymentIsUp(t *testing.T) {
+	refuse := upstreamtest.Raw(400, `{"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}}`)
+	g, _, p := probeEnv(t, "{interval: 10s, failures: 2}", refuse)
+	p.once(context.Background())
+	if s := p.snapshot(); !s.Up || s.Failures != 0 {
+		t.Fatalf("probe %+v, want up", s)
+	}
+	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Closed {
+		t.Fatalf("breaker %v after probes answered 400", st)
+	}
+}
+
+// TestThrottledProbesDoNotBench: probes answered 429 say the backend is up
+// and out of quota; they do not count as failures in a row (the bug: two
+// 429 probes benched a backend past its Retry-After).
+func TestThrottledProbesDoNotBench(t *testing.T) {
+	g, _, p := probeEnv(t, "{interval: 10s, failures: 2}", upstreamtest.Status(429, "Retry-After", "1"))
+	p.once(context.Background())
+	p.once(context.Background())
+	if s := p.snapshot(); !s.Up || s.Failures != 0 || s.Result != "429" {
+		t.Fatalf("probe %+v, want up and throttled", s)
+	}
+	if st := g.Backend("weu").Breaker.Snapshot().State; st != breaker.Closed {
+		t.Fatalf("breaker %v after 429 probes", st)
+	}
+}
+
+// TestProbeTimeoutIsLabelledTimeout: a probe that gets no answer in its
+// timeout is a "timeout", not "client_canceled" (the bug), and the timeout
+// runs on the gateway's clock.
+func TestProbeTimeoutIsLabelledTimeout(t *testing.T) {
+	clk := fakeclock.New()
+	arrived := make(chan struct{}, 1)
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}
+	w := upstreamtest.New(t, hang)
+	y := fmt.Sprintf(`log: {level: error}
+backends:
+  - {name: weu, type: openai, url: %q, probe: {interval: 10s, timeout: 3s}}
+pools:
+  - name: chat
+    members: [{backend: weu}]
+`, w.URL+"/v1")
+	cfg, err := config.Parse("p.yaml", []byte(y), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Clock: clk, Logger: NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	g.mu.Lock()
+	p := g.probes["weu"]
+	g.mu.Unlock()
+	// The first probe, at start, hangs until the clock moves past its 3 s.
+	<-arrived
+	clk.BlockUntilTimer(t.Context(), 3*time.Second)
+	clk.Advance(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a timing assertion
+	for p.snapshot().At.IsZero() && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if s := p.snapshot(); s.Up || s.Result != "timeout" {
+		t.Fatalf("probe %+v, want a timeout", s)
 	}
 }

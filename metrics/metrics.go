@@ -216,8 +216,8 @@ func (m *Metrics) Active(pool string, members []string, active map[string]bool) 
 // Probe records a health probe; result is "ok" or the failure.
 func (m *Metrics) Probe(backend, result string, d time.Duration) {
 	up := 0.0
-	if result == "ok" {
-		up = 1
+	if result == "ok" || result == "429" {
+		up = 1 // a 429 is an answer: the backend is up, out of quota
 	}
 	m.probeUp.WithLabelValues(backend).Set(up)
 	m.probes.WithLabelValues(backend, result).Inc()

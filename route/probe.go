@@ -47,7 +47,10 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 
 // Probe checks the backend once, bypassing its breaker: kind says how;
 // model is the model or deployment to ask for. It returns nil when the
-// backend answered 2xx, or a *ProbeError.
+// backend answered 2xx, or 400 or 422 (it refused the probe's own body,
+// as reasoning deployments refuse max_tokens: it is up), or a *ProbeError
+// whose Result is the status class ("429", "4xx", "5xx") or the reason
+// there was no answer.
 func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error {
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(context.Canceled)
@@ -92,6 +95,12 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 		// Any answer tells how fast the backend answers a tiny call, which
 		// bounds the next check.
 		b.lat.observeCheck(time.Since(began))
+	}
+	if resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusUnprocessableEntity {
+		// The backend refused the probe's own body (reasoning deployments
+		// reject max_tokens, some models a one-token answer): it answered,
+		// so it is up.
+		return nil
 	}
 	if resp.StatusCode/100 != 2 {
 		class := fmt.Sprintf("%dxx", resp.StatusCode/100)
