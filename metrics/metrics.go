@@ -45,6 +45,7 @@ type Metrics struct {
 	adminActions       *prometheus.CounterVec
 	misconfigured      *prometheus.CounterVec
 	unresponsive       *prometheus.CounterVec
+	abandoned          *prometheus.CounterVec
 
 	// mu guards seqs and orders the updates of breakerState.
 	mu sync.Mutex
@@ -148,6 +149,10 @@ func New() *Metrics {
 			Name: "switchover_backend_unresponsive_total",
 			Help: "Times a backend was found not answering (a call waited past its slow threshold and a health check got no answer) and was benched, its waiting calls failed over.",
 		}, []string{"backend"}),
+		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_upstream_abandoned_total",
+			Help: "Upstream calls given up after the request was sent, to fail over (first-byte or attempt timeout, retry budget, unresponsive backend), by backend and reason. The backend may still complete and bill them.",
+		}, []string{"backend", "reason"}),
 	}
 	// Series that alerts read with increase() exist from the start, so
 	// their first event is seen.
@@ -160,7 +165,7 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-		m.misconfigured, m.unresponsive,
+		m.misconfigured, m.unresponsive, m.abandoned,
 	)
 	return m
 }
@@ -174,7 +179,7 @@ func (m *Metrics) Names() []string {
 		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-			m.misconfigured, m.unresponsive} {
+			m.misconfigured, m.unresponsive, m.abandoned} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -282,6 +287,9 @@ func (m *Metrics) Observe(e route.Event) {
 		a := e.Attempt
 		m.attempts.WithLabelValues(e.Pool, a.Backend, attemptResult(a)).Inc()
 		m.upstreamDuration.WithLabelValues(a.Backend).Observe(a.Duration.Seconds())
+		if a.Abandoned {
+			m.abandoned.WithLabelValues(a.Backend, string(a.Reason)).Inc()
+		}
 	case route.EventFailover:
 		m.failovers.WithLabelValues(e.Pool, e.From, e.To, string(e.Reason)).Inc()
 	case route.EventBodyError:

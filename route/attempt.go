@@ -188,15 +188,16 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			// The health check that found the backend unresponsive has
 			// opened its breaker already.
 			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason, a.Retryable, a.Message = ReasonUnresponsive, true, "the backend stopped answering; a health check failed"
+			a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonUnresponsive, true, "the backend stopped answering; a health check failed", true
 			return nil, a, nil
 		case cause == errBudget:
 			// The request's budget ran out: say nothing of the backend.
 			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason, a.Retryable, a.Message = ReasonTimeout, true, "the request's time budget ran out"
+			a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonTimeout, true, "the request's time budget ran out", true
 			return nil, a, nil
 		}
 		a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
+		a.Abandoned = reason == ReasonFirstByteTimeout || reason == ReasonTimeout
 		record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
 		return nil, a, nil
 	}

@@ -84,6 +84,11 @@ type Attempt struct {
 	Message string
 	// RetryAfter is the wait the backend asked for, if any.
 	RetryAfter time.Duration
+	// Abandoned is true when the request had been sent and the attempt
+	// was given up before an answer (a first-byte or attempt timeout, the
+	// budget, an unresponsive backend) to move on: the backend may still
+	// complete it and bill it, though nobody reads the answer.
+	Abandoned bool
 	// Start is when the attempt began; Duration runs until its headers or
 	// its error.
 	Start    time.Time
