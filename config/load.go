@@ -98,6 +98,10 @@ func Parse(file string, data []byte, env Env) (*Config, error) {
 	if len(l.problems) > 0 {
 		return nil, l.sorted()
 	}
+	for _, w := range cfg.warn() {
+		w.File, w.Line = file, l.lineOf(w.Path)
+		cfg.warnings = append(cfg.warnings, w)
+	}
 	return cfg, nil
 }
 

@@ -274,3 +274,33 @@ func TestEmptyFile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestAliasSentAsDeploymentWarns: an alias of a pool with an Azure member
+// that sets no model is sent as a deployment name nobody configured;
+// Load warns, with the alias's line (the bug: check said such a file was
+// valid and every request by the alias got 404 DeploymentNotFound).
+func TestAliasSentAsDeploymentWarns(t *testing.T) {
+	const y = `backends:
+  - {name: weu, type: azure, url: "https://weu.openai.azure.com", api_key: k}
+  - {name: oai, type: openai, api_key: k}
+pools:
+  - name: chat-prod
+    aliases:
+      - gpt-4o-mini
+    members:
+      - {backend: weu}
+      - {backend: oai, model: gpt-4o-mini}
+  - name: pinned
+    aliases: [other]
+    members:
+      - {backend: weu, model: chat-prod}
+`
+	cfg, err := Parse("w.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := cfg.Warnings()
+	if len(ws) != 1 || ws[0].Line != 7 || !strings.Contains(ws[0].Msg, `deployment "gpt-4o-mini"`) || !strings.Contains(ws[0].Msg, "weu") {
+		t.Fatalf("warnings %v, want one for the alias on line 7", ws)
+	}
+}

@@ -40,6 +40,8 @@ type Config struct {
 	Notifications Notifications `yaml:"notifications"`
 	// Tracing exports OpenTelemetry spans. Off unless an endpoint is set.
 	Tracing Tracing `yaml:"tracing"`
+
+	warnings Problems
 }
 
 // Admin configures the admin API, on a listener of its own.

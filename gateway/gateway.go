@@ -131,6 +131,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if g.Logger == nil {
 		g.Logger = NewLogger(os.Stderr, cfg.Log.Format, cfg.Log.Level)
 	}
+	g.logWarnings(cfg)
 	g.bg, g.cancel = context.WithCancel(context.Background())
 	var err error
 	if g.tracer, err = newTracing(cfg.Tracing, opts.Tracer); err != nil {
@@ -234,6 +235,13 @@ func (g *Gateway) observe(e route.Event) {
 	case route.EventUnresponsive:
 		g.Logger.Warn("backend unresponsive: benched, waiting calls failed over", "backend", e.Backend.Name, "pool", e.Pool, "detail", e.Err.Error())
 		g.events.add(Event{At: g.now(), Kind: "unresponsive", Pool: e.Pool, Backend: e.Backend.Name, Detail: e.Err.Error()})
+	}
+}
+
+// logWarnings logs the configuration's warnings (see config.Warnings).
+func (g *Gateway) logWarnings(cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		g.Logger.Warn("configuration warning", "problem", w.String())
 	}
 }
 

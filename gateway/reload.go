@@ -41,6 +41,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	g.Metrics.Reload("ok")
 	g.events.add(Event{At: g.now(), Kind: "reload", Detail: "configuration reloaded"})
 	g.Logger.Info("configuration reloaded", "backends", len(cfg.Backends), "pools", len(cfg.Pools))
+	g.logWarnings(cfg)
 	return nil
 }
 

@@ -108,6 +108,9 @@ func check(args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	fmt.Fprintf(stdout, "%s: ok (%d backends, %d pools, %d keys)\n", *path, len(cfg.Backends), len(cfg.Pools), len(cfg.Keys))
 	return nil
 }
