@@ -75,15 +75,19 @@ func Parse(file string, data []byte, env Env) (*Config, error) {
 	if doc.Kind == yaml.DocumentNode && len(doc.Content) > 0 {
 		doc = doc.Content[0]
 	}
+	// Every stage runs, whatever the one before found, so that one run
+	// reports every problem: unknown fields and variables, values that do
+	// not decode, and the cross-checks of what did. A value that failed
+	// to decode is left at its zero, so a later complaint on the same line
+	// would only repeat the first one; it is left out.
 	l.expand(doc)
 	l.walk(doc, reflect.TypeOf(*cfg), "")
-	if len(l.problems) == 0 {
-		if err := doc.Decode(cfg); err != nil {
-			l.decodeErr(err)
-		}
+	if err := doc.Decode(cfg); err != nil {
+		l.decodeErr(err)
 	}
-	if len(l.problems) > 0 {
-		return nil, l.sorted()
+	reported := map[int]bool{}
+	for _, p := range l.problems {
+		reported[p.Line] = true
 	}
 	for i := range cfg.Backends {
 		cfg.Backends[i].line = l.lines[fmt.Sprintf("backends[%d]", i)]
@@ -93,6 +97,9 @@ func Parse(file string, data []byte, env Env) (*Config, error) {
 	for _, p := range append(zeros, cfg.validate()...) {
 		p.File = file
 		p.Line = l.lineOf(p.Path)
+		if p.Line > 0 && reported[p.Line] {
+			continue
+		}
 		l.problems = append(l.problems, p)
 	}
 	if len(l.problems) > 0 {

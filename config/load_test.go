@@ -304,3 +304,37 @@ pools:
 		t.Fatalf("warnings %v, want one for the alias on line 7", ws)
 	}
 }
+
+// TestEveryProblemInOnePass: unknown fields and variables, values that do
+// not decode and cross-references are all reported by one run (the bug:
+// one file took three runs of check, one stage at a time).
+func TestEveryProblemInOnePass(t *testing.T) {
+	const y = `listen: 127.0.0.1:8080
+bogus_field: 1
+backends:
+  - name: weu
+    type: azure
+    url: "https://weu.openai.azure.com"
+    api_key: ${NOT_SET_ANYWHERE}
+    first_byte_timeout: 30
+    breaker: {statuses: [429, "900-999"]}
+pools:
+  - name: chat-prod
+    members:
+      - {backend: nowhere}
+`
+	_, err := Parse("all.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("err = %v", err)
+	}
+	lines := map[int]bool{}
+	for _, p := range ps {
+		lines[p.Line] = true
+	}
+	for _, want := range []int{2, 7, 8, 9, 13} {
+		if !lines[want] {
+			t.Errorf("no problem on line %d in one run:\n%v", want, err)
+		}
+	}
+}
