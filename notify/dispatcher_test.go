@@ -306,15 +306,17 @@ func TestDispatcherQueueOverflowDropsOldest(t *testing.T) {
 }
 
 func TestDispatcherCloseDrainsAndStops(t *testing.T) {
-	before := dispatcherGoroutines()
+	// Dispatchers of earlier tests may still be returning: wait for them
+	// rather than take a count that is still moving (the bug: on a busy
+	// machine the count right after start was off by their exits).
+	waitGoroutines(t, 0)
+	before := 0
 	g := newGateSink("gate")
 	other := newGateSink("other")
 	close(other.release)
 	obs := newObserved()
 	d := NewDispatcher(DispatcherSettings{Observer: obs}, g, other)
-	if n := dispatcherGoroutines(); n != before+3 {
-		t.Fatalf("%d dispatcher goroutines, want %d", n, before+3)
-	}
+	waitGoroutines(t, before+3)
 	for i := 1; i <= 3; i++ {
 		d.Enqueue(note(i))
 	}
