@@ -226,11 +226,8 @@ func TestSlowRequestBodyTimesOut(t *testing.T) {
 			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 200ms", 1)
 		})
 	pr, pw := io.Pipe()
-	go func() {
-		pw.Write([]byte(`{"model":"chat-prod",`))
-		time.Sleep(time.Second) // the rest never comes in time
-		pw.Close()
-	}()
+	t.Cleanup(func() { pw.Close() }) // the rest never comes
+	go pw.Write([]byte(`{"model":"chat-prod",`))
 	req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", pr)
 	req.Header.Set("Authorization", "Bearer "+appKey)
 	resp, err := http.DefaultClient.Do(req)
