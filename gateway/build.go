@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"reflect"
 	"net/http"
 	"net/url"
 
@@ -41,9 +42,18 @@ func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
 			return nil, fmt.Errorf("backend %s: %w", bc.Name, err)
 		}
 		if ob != nil {
-			st.retire = append(st.retire, ob)
-			if old.bcfg[bc.Name].SameIdentity(bc) {
-				if ob.Breaker != nil && b.Breaker != nil {
+			same := old.bcfg[bc.Name].SameIdentity(bc)
+			if same && ob.Breaker != nil && b.Breaker != nil && reflect.DeepEqual(old.bcfg[bc.Name].Breaker, bc.Breaker) {
+				// Only settings outside the breaker changed (a timeout, a
+				// header): keep the breaker itself, with its failure count,
+				// its half-open probe and its timers.
+				retire(b)
+				b.Breaker = ob.Breaker
+			} else {
+				st.retire = append(st.retire, ob)
+			}
+			if same {
+				if ob.Breaker != nil && b.Breaker != nil && b.Breaker != ob.Breaker {
 					if nb, ok := b.Breaker.(*breaker.Breaker); ok {
 						nb.Restore(ob.Breaker.Snapshot())
 					}

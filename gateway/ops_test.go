@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/switchover-gw/switchover/config"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -571,5 +573,78 @@ func TestReloadedBreakerEndsItsTripOnceAndInOrder(t *testing.T) {
 	h.post("/v1/chat/completions", chat)
 	if state("open") != 1 {
 		t.Fatal("the new breaker's first opening was taken for stale")
+	}
+}
+
+// TestReloadKeepsFailureCountAndHalfOpenProbe: a reload that changes only
+// a setting outside the breaker (here a timeout) keeps the breaker itself:
+// its failures in the window and a half-open state (the bug: an
+// idle_timeout change reset the failures to 0 and turned a half-open
+// backend closed).
+func TestReloadKeepsFailureCountAndHalfOpenProbe(t *testing.T) {
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	reload := func(from, to string) {
+		t.Helper()
+		orig, _ := os.ReadFile(h.path)
+		os.WriteFile(h.path, []byte(strings.Replace(string(orig), from, to, 1)), 0o600)
+		if err := h.gw.ReloadFile(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.post("/v1/chat/completions", chat) // one failure of the two that open it
+	br := h.gw.Backend("aoai-westeurope").Breaker
+	if s := br.Snapshot(); s.Failures != 1 {
+		t.Fatalf("failures %d before the reload", s.Failures)
+	}
+	reload("region: westeurope", "region: westeurope\n    idle_timeout: 90s")
+	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.Failures != 1 || s.State != breaker.Closed {
+		t.Fatalf("after an idle_timeout reload: %+v, want the one failure kept", s)
+	}
+	h.post("/v1/chat/completions", chat) // the second failure: open
+	h.clock.Advance(time.Minute)         // the trip ends: half-open
+	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.State != breaker.HalfOpen {
+		t.Fatalf("breaker %v, want half-open", s.State)
+	}
+	reload("idle_timeout: 90s", "idle_timeout: 80s")
+	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.State != breaker.HalfOpen {
+		t.Fatalf("after a reload a half-open backend is %v, want still half-open", s.State)
+	}
+}
+
+// TestReloadNamesSettingsItDoesNotApply: a reload that changes a setting
+// only a restart applies logs which one (the bug: server timeouts,
+// trace_header, tracing, reload.interval, notification timing and storm
+// settings were silently ignored).
+func TestReloadNamesSettingsItDoesNotApply(t *testing.T) {
+	base := `listen: 127.0.0.1:8080
+backends: [{name: weu, type: openai, url: "http://127.0.0.1:1/v1"}]
+pools: [{name: chat, members: [{backend: weu}]}]
+`
+	parse := func(y string) *config.Config {
+		t.Helper()
+		c, err := config.Parse("r.yaml", []byte(y), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	old := parse(base)
+	tests := []struct {
+		name, add string
+		want      []string
+	}{
+		{"nothing", "", nil},
+		{"a server timeout and trace_header", "server: {read_timeout: 30s, trace_header: false}\n", []string{"server.read_timeout", "server.trace_header"}},
+		{"tracing and reload interval", "tracing: {endpoint: \"http://127.0.0.1:4318\"}\nreload: {interval: 9s}\n", []string{"tracing", "reload.interval"}},
+		{"notification timing", "notifications: {flap_window: 1m}\n", []string{"notifications"}},
+		{"max_body applies", "server: {max_body: 1MiB}\n", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := gateway.RestartOnly(old, parse(base+tc.add))
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("restart-only changes %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

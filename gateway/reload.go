@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
@@ -28,9 +30,8 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		g.Logger.Error("configuration reload failed; keeping the configuration in force", "error", err)
 		return err
 	}
-	if cfg.Listen != old.cfg.Listen || (cfg.Admin == nil) != (old.cfg.Admin == nil) ||
-		(cfg.Admin != nil && old.cfg.Admin != nil && cfg.Admin.Listen != old.cfg.Admin.Listen) {
-		g.Logger.Warn("listen addresses changed in the configuration; they take effect at the next restart")
+	for _, name := range restartOnly(old.cfg, cfg) {
+		g.Logger.Warn("a setting changed that a reload does not apply; it takes effect at the next restart", "setting", name)
 	}
 	for _, p := range old.cfg.Pools {
 		if _, ok := st.pools[p.Name]; !ok && g.tracker != nil {
@@ -99,4 +100,40 @@ func (g *Gateway) Watch(ctx context.Context) {
 		g.Logger.Info("configuration file changed; reloading", "file", g.opts.Path)
 		g.ReloadFile()
 	}
+}
+
+// restartOnly names the settings that differ between old and cfg and that
+// a reload does not apply: the listeners, the HTTP server's timeouts and
+// limits, logging, tracing, the reload interval and notifications. The
+// rest (backends, pools, keys, max_body) take effect at once.
+func restartOnly(old, cfg *config.Config) []string {
+	var names []string
+	changed := func(name string, a, b any) {
+		if !reflect.DeepEqual(a, b) {
+			names = append(names, name)
+		}
+	}
+	changed("listen", old.Listen, cfg.Listen)
+	changed("admin", old.Admin, cfg.Admin)
+	was, now := old.Server, cfg.Server
+	was.MaxBody, now.MaxBody = 0, 0 // applied on reload
+	st := reflect.TypeOf(was)
+	ov, nv := reflect.ValueOf(was), reflect.ValueOf(now)
+	for i := range st.NumField() {
+		changed("server."+strings.Split(st.Field(i).Tag.Get("yaml"), ",")[0], ov.Field(i).Interface(), nv.Field(i).Interface())
+	}
+	changed("log", old.Log, cfg.Log)
+	changed("tracing", old.Tracing, cfg.Tracing)
+	changed("reload.interval", old.Reload.Interval, cfg.Reload.Interval)
+	changed("notifications", old.Notifications, cfg.Notifications)
+	storms := map[string]config.Storm{}
+	for _, p := range old.Pools {
+		storms[p.Name] = p.Storm
+	}
+	for _, p := range cfg.Pools {
+		if was, ok := storms[p.Name]; ok {
+			changed("pools."+p.Name+".storm", was, p.Storm)
+		}
+	}
+	return names
 }

@@ -1,0 +1,4 @@
+package gateway
+
+// RestartOnly exposes restartOnly to the external tests.
+var RestartOnly = restartOnly
