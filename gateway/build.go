@@ -2,9 +2,9 @@ package gateway
 
 import (
 	"fmt"
-	"reflect"
 	"net/http"
 	"net/url"
+	"reflect"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
