@@ -11,7 +11,7 @@ import (
 type Clock = clock.Clock
 
 // Settings configure a Breaker. The zero value is valid and gives the API
-// Management defaults used in seed 000: 5 failures in 30s open for 60s.
+// Management defaults of the Azure OpenAI multi-region game day: 5 failures in 30s open for 60s.
 type Settings struct {
 	// Failures is how many failures within Window open the breaker.
 	// Default 5. 1 opens on the first failure.

@@ -83,7 +83,7 @@ type Notifications struct {
 }
 
 // Storm is a failover-storm threshold: more than Failovers failovers in a
-// pool within Window send one "storm" notification (seed 000 pages the
+// pool within Window send one "storm" notification (the Azure OpenAI game day behind API Management pages the
 // on-call at more than 50 in 5 minutes).
 type Storm struct {
 	// Failovers is the threshold. Default 50; 0 in a pool means the
@@ -215,7 +215,7 @@ type BackendDefaults struct {
 // (recovery_interval), so failback comes within seconds of recovery and
 // costs nothing while the backend is healthy; set interval to also probe a
 // healthy backend, so a dead fallback is known before it is needed
-// (seed 004).
+// (as the article on notifying active-region changes recommends).
 type Probe struct {
 	// Interval between probes of a healthy backend. Default 0: none. When
 	// set, at least 10s, so a probe costs at most 6 requests a minute.

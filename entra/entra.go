@@ -1,5 +1,5 @@
 // Package entra supplies Microsoft Entra ID bearer tokens for Azure OpenAI
-// backends, as seed 001 recommends over keys: one token audience and one
+// backends, as the guide to client-side failover between Azure OpenAI resources recommends over keys: one token audience and one
 // code path for every region. Credentials come from the Azure identity
 // library (client secret, federated workload identity token file, managed
 // identity); this package adds what a gateway needs on top: one cached

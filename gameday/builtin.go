@@ -60,7 +60,7 @@ func misconfigured(mode string) []Fault {
 
 // Builtin returns the built-in scenarios, in order. The first five take
 // their real-time durations from the benchmark (five-minute steady runs,
-// 200-request bursts) and seed 000's game day, each with the compression
+// 200-request bursts) and the Azure OpenAI multi-region game day (API Management backend pools and circuit breakers), each with the compression
 // that makes the five run in about three minutes. The last three measure
 // switchover as shipped (setups with Defaults) and so run in real time:
 // about ten minutes more.
@@ -138,7 +138,7 @@ func Builtin() []Scenario {
 			Name:  "region-outage",
 			Title: "Region outage",
 			Description: "westeurope (priority 1) stops answering with requests in flight, then recovers; " +
-				"swedencentral is priority 2. Seed 000's game day lost 21 requests to a 120 s forward timeout and was " +
+				"swedencentral is priority 2. The Azure OpenAI multi-region game day behind API Management lost 21 requests to a 120 s forward timeout and was " +
 				"back on the primary 6 s after its circuit closed.",
 			Compress: 10,
 			Regions: []Region{
@@ -158,7 +158,7 @@ func Builtin() []Scenario {
 					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
 					Breaker:                &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
 					StreamFirstByteTimeout: d(15 * time.Second), Timeout: d(15 * time.Second),
-					Description: "The same rule with only a 15 s attempt timeout (seed 000 had 120 s), as without a first-byte timeout."},
+					Description: "The same rule with only a 15 s attempt timeout (the API Management game day had 120 s), as without a first-byte timeout."},
 				{Name: "client: sequential, cool-down", Mode: "client", Attempts: 2,
 					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
 					Breaker:                &Breaker{Failures: 1, Window: d(30 * time.Second), Trip: d(60 * time.Second)},

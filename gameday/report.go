@@ -104,7 +104,7 @@ type FaultWindow struct {
 	To     time.Duration `json:"to_ns"`
 }
 
-// OutageResult reads a primary-region outage off a run, as seed 000's game
+// OutageResult reads a primary-region outage off a run, as the Azure OpenAI multi-region game day (API Management backend pools and circuit breakers) did in its
 // day was read off its trace.
 type OutageResult struct {
 	// Primary is the region that went down.

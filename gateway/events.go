@@ -49,7 +49,7 @@ func (h *history) list() []Event {
 }
 
 // reasonOf says why a breaker transition changed what a pool can use, in
-// the words of seed 004's alerts: 429 quota, 5xx, timeout, …
+// the words of the published active-region notifications: 429 quota, 5xx, timeout, …
 func reasonOf(t breaker.Transition) string {
 	c := t.Cause
 	var kind string

@@ -271,7 +271,7 @@ func (g *Gateway) observeMisconfigured(e route.Event) {
 
 // observeModel logs a backend's model version when it first answers or
 // changes, and warns when members of one pool of the same provider type
-// answer with different versions (seed 001: pin the version on every
+// answer with different versions (the guide to client-side failover between Azure OpenAI resources: pin the version on every
 // region, or the fallback answers differently from the primary).
 func (g *Gateway) observeModel(e route.Event) {
 	g.Logger.Info("backend model", "backend", e.Backend.Name, "model", e.Model)

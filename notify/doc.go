@@ -64,7 +64,7 @@
 //  7. A change after a stable period of W or more is a plain change again
 //     (rule 3): a slow A→B, wait, →A gives "failover" then "failback".
 //
-// Failover storm (seed 000: more than 50 failovers in 5 minutes pages the
+// Failover storm (the Azure OpenAI game day behind API Management: more than 50 failovers in 5 minutes pages the
 // on-call): when the number of [Tracker.Failover] calls for a pool within
 // StormWindow (default 5m) exceeds StormThreshold (default 50), one "storm"
 // notification is sent. No further storm notification is sent for that
