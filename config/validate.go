@@ -225,6 +225,21 @@ func (c *Config) explicitZeros(set func(string) bool) []Problem {
 	return ps
 }
 
+// Validate runs the semantic checks Load runs on a configuration changed
+// after loading (serve -listen overrides listen), so that a change made on
+// the command line meets the same rules as the file; file names it in the
+// problems, which carry no line. It returns Problems, or nil.
+func (c *Config) Validate(file string) error {
+	ps := c.validate()
+	if len(ps) == 0 {
+		return nil
+	}
+	for i := range ps {
+		ps[i].File = file
+	}
+	return Problems(ps)
+}
+
 // validate reports every semantic problem, by path.
 func (c *Config) validate() []Problem {
 	var ps []Problem

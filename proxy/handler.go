@@ -122,6 +122,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kind, op, dep, modelID := classify(r.URL.Path)
 	if kind == pathUnknown {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
+		h.logRefused(r, id, http.StatusNotFound)
 		return
 	}
 	format := translate.OpenAI
@@ -135,6 +136,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != want {
 		w.Header().Set("Allow", want)
 		writeErrorAs(w, format, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
+		h.logRefused(r, id, http.StatusMethodNotAllowed)
 		return
 	}
 	keyName := ""
@@ -143,6 +145,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
+			h.logRefused(r, id, http.StatusUnauthorized)
 			return
 		}
 		keyName = name
@@ -152,6 +155,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveAPI(w, r, rt, op, format, dep, keyName, id)
+}
+
+// logRefused logs a request refused before it reached a pool (unknown
+// path, wrong method, wrong key) as the request log's usual line, so that
+// a client calling the wrong URL shows up in the log.
+func (h *Handler) logRefused(r *http.Request, id string, status int) {
+	h.finish(&logLine{id: id, method: r.Method, path: truncate(r.URL.Path, 200), status: status}, time.Now())
 }
 
 type pathKind uint8
