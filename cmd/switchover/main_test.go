@@ -216,6 +216,7 @@ func TestStatusCommand(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "switchover.yaml")
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+server: {drain_delay: 0s}
 admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
 reload: {watch: false}
 backends:
