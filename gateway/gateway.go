@@ -94,9 +94,8 @@ type Gateway struct {
 	// fileSum is the hash of the configuration file last loaded.
 	fileSum atomic.Pointer[[32]byte]
 
-	// serving is set once Serve has its listeners; draining once a
-	// shutdown has begun. Either keeps /readyz failing.
-	serving, draining atomic.Bool
+	// draining is set once a shutdown has begun: /readyz fails from then.
+	draining atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -366,7 +365,6 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 	srv := g.Server()
 	servers := []*http.Server{srv}
 	errc := make(chan error, 1+len(admin))
-	g.serving.Store(true)
 	go func() { errc <- srv.Serve(ln) }()
 	for _, a := range admin {
 		if a == nil {
@@ -484,8 +482,8 @@ func (g *Gateway) close(ctx context.Context) error {
 }
 
 // Ready reports whether this replica can take traffic, for GET /readyz:
-// its configuration is loaded (New succeeded), Serve has its listeners,
-// and it is not draining for a shutdown. It says nothing about pools: a
+// its configuration is loaded (New succeeded) and it is not draining for
+// a shutdown; that /readyz is answered at all shows its listener is up. It says nothing about pools: a
 // pool with no usable member is benched on every replica alike, and a
 // readiness failure for it would take every replica out of the load
 // balancer at once (PoolHealth reports that).
@@ -493,8 +491,6 @@ func (g *Gateway) Ready() error {
 	switch {
 	case g.draining.Load():
 		return errors.New("draining: the gateway is shutting down")
-	case !g.serving.Load():
-		return errors.New("not serving yet")
 	case g.state.Load() == nil:
 		return errors.New("no configuration loaded")
 	}

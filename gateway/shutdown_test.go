@@ -150,3 +150,49 @@ func TestStreamCutAtEndOfGraceGetsShutdownEvent(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestWaitingAtEndOfGraceGets503: a request whose backend has not
+// answered when shutdown_grace ends gets 503 shutting_down, not a cut
+// connection.
+func TestRequestWaitingAtEndOfGraceGets503(t *testing.T) {
+	waiting := make(chan struct{})
+	hang := func(w http.ResponseWriter, r *http.Request) {
+		close(waiting)
+		<-r.Context().Done()
+	}
+	h := start(t, []upstreamtest.Step{hang}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string { return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 7s", 1) })
+	type result struct {
+		status int
+		body   string
+	}
+	got := make(chan result, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", strings.NewReader(chat))
+		req.Header.Set("Authorization", "Bearer "+appKey)
+		resp, err := testClient.Do(req)
+		if err != nil {
+			got <- result{body: err.Error()}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- result{resp.StatusCode, string(b)}
+	}()
+	<-waiting
+	h.stop() // SIGTERM
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.clock.BlockUntilTimer(ctx, 7*time.Second); err != nil {
+		t.Fatal("Serve is not waiting out the grace period")
+	}
+	h.clock.Advance(7 * time.Second)
+	r := <-got
+	if r.status != 503 || !strings.Contains(r.body, `"code":"shutting_down"`) {
+		t.Fatalf("answer %d %s", r.status, r.body)
+	}
+	if err := <-h.done; err != nil {
+		t.Fatal(err)
+	}
+	h.done <- nil // for the cleanup
+}
