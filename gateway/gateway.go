@@ -395,8 +395,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 	t := clk.AfterFunc(grace, cancel)
 	defer t.Stop()
 	halted := false
-	for _, s := range servers {
-		if err := s.Shutdown(sctx); err != nil && sctx.Err() != nil {
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil && sctx.Err() != nil {
 			if !halted {
 				g.Logger.Warn("shutdown grace period over: ending the requests and streams still open")
 				g.Handler.Halt()
@@ -406,8 +406,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 			// their last event, then cut what is left.
 			hctx, hcancel := context.WithCancel(context.Background())
 			ht := clk.AfterFunc(haltWait, hcancel)
-			if s.Shutdown(hctx) != nil {
-				s.Close()
+			if hs.Shutdown(hctx) != nil {
+				hs.Close()
 			}
 			ht.Stop()
 			hcancel()
