@@ -149,6 +149,12 @@ func TestBadFiles(t *testing.T) {
 			`entra.bad.yaml:14: backends[2].anthropic_version: only for anthropic backends`,
 			`entra.bad.yaml:17: pools[0].members[2].max_tokens: must not be negative`,
 		}},
+		{"admin.bad.yaml", []string{
+			`admin.bad.yaml:2: admin.key: the admin API needs a key`,
+		}},
+		{"admin-open.bad.yaml", []string{
+			`admin-open.bad.yaml:2: admin.key: the admin API on 0.0.0.0:8081 needs a key; without one it may only listen on loopback`,
+		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
 		}},
@@ -336,5 +342,27 @@ pools:
 		if !lines[want] {
 			t.Errorf("no problem on line %d in one run:\n%v", want, err)
 		}
+	}
+}
+
+func TestDrainDelay(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       time.Duration
+	}{
+		{"default", "", DefaultDrainDelay},
+		{"set", "server: {drain_delay: 12s}\n", 12 * time.Second},
+		{"zero disables", "server: {drain_delay: 0s}\n", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.yaml", []byte(tc.yaml+"backends: [{name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}]\npools: [{name: p, members: [{backend: a}]}]\n"), goodEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Server.DrainDelay.D(); got != tc.want {
+				t.Fatalf("drain_delay %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

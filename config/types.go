@@ -49,9 +49,19 @@ type Admin struct {
 	// Listen is its address. Default 127.0.0.1:8081. A non-loopback
 	// address needs a key.
 	Listen string `yaml:"listen"`
-	// Key is sent as "Authorization: Bearer". Required unless Listen is
-	// loopback. Never logged.
+	// Key is sent as "Authorization: Bearer". Required unless AllowNoKey
+	// is set (on loopback only). Never logged.
 	Key Secret `yaml:"key"`
+	// AllowNoKey serves the admin API without a key. Default false; only
+	// allowed when Listen is loopback. Risk: every local process and user
+	// can drain backends and force breakers. Host and Origin checks still
+	// keep web pages (cross-site requests, DNS rebinding) out.
+	AllowNoKey bool `yaml:"allow_no_key"`
+	// AllowedHosts are extra names the admin API answers to in the Host
+	// header (a DNS name or a proxy's name for it, with or without port).
+	// The listen host, localhost, 127.0.0.1 and [::1] are always allowed;
+	// any other Host gets 421, which defeats DNS rebinding. Default none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // Reload configures configuration reloads. SIGHUP always reloads.
@@ -151,8 +161,19 @@ type Server struct {
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes idle keep-alive connections. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while
+	// the gateway still accepts and serves requests, so that a load
+	// balancer or Kubernetes takes the replica out before its listener
+	// closes. Default 5s; 0 disables (the listener closes at once). Set it
+	// to at least the time your load balancer needs to notice a failing
+	// readiness check (Kubernetes: periodSeconds × failureThreshold, or
+	// the endpoint update delay), and keep terminationGracePeriodSeconds
+	// above drain_delay + shutdown_grace.
+	DrainDelay *Duration `yaml:"drain_delay"`
 	// ShutdownGrace is how long in-flight requests and streams may run
-	// after SIGTERM before they are cut. Default 30s.
+	// once the listener has closed (after DrainDelay) before they are
+	// ended: a stream still open then gets an SSE error event saying the
+	// gateway is shutting down. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
 	// TraceHeader lets a caller that sends X-Switchover-Trace get it back
 	// listing each attempt (backend, status, reason, latency). Default

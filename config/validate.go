@@ -20,6 +20,8 @@ const (
 	DefaultRetryBudget = 90 * time.Second
 	DefaultTimeout     = 10 * time.Minute
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultDrainDelay is server.drain_delay.
+	DefaultDrainDelay = 5 * time.Second
 )
 
 // DefaultBreakerStatuses are the statuses that count as failures when a
@@ -60,6 +62,10 @@ func (c *Config) applyDefaults() {
 	setDur(&s.ReadTimeout, 0, 60*time.Second)
 	setDur(&s.IdleTimeout, 0, 120*time.Second)
 	setDur(&s.ShutdownGrace, 0, 30*time.Second)
+	if s.DrainDelay == nil {
+		d := Duration(DefaultDrainDelay)
+		s.DrainDelay = &d
+	}
 	if s.TraceHeader == nil {
 		t := true
 		s.TraceHeader = &t
@@ -225,6 +231,21 @@ func (c *Config) explicitZeros(set func(string) bool) []Problem {
 	return ps
 }
 
+// Validate runs the semantic checks Load runs on a configuration changed
+// after loading (serve -listen overrides listen), so that a change made on
+// the command line meets the same rules as the file; file names it in the
+// problems, which carry no line. It returns Problems, or nil.
+func (c *Config) Validate(file string) error {
+	ps := c.validate()
+	if len(ps) == 0 {
+		return nil
+	}
+	for i := range ps {
+		ps[i].File = file
+	}
+	return Problems(ps)
+}
+
 // validate reports every semantic problem, by path.
 func (c *Config) validate() []Problem {
 	var ps []Problem
@@ -356,6 +377,10 @@ func (c *Config) validate() []Problem {
 			add("admin.listen", "the admin API needs a listener of its own, not %s", c.Listen)
 		case a.Key == "" && !isLoopback(host):
 			add("admin.key", "the admin API on %s needs a key; without one it may only listen on loopback", a.Listen)
+		case a.Key == "" && !a.AllowNoKey:
+			add("admin.key", "the admin API needs a key (any local process or user could drain backends); set one, or allow_no_key: true to serve it on loopback without one")
+		case a.Key != "" && a.AllowNoKey:
+			add("admin.allow_no_key", "a key is set, so allow_no_key has no effect; remove one of them")
 		case a.Key != "" && len(a.Key) < 16:
 			add("admin.key", "key is shorter than 16 characters; use a long random value")
 		}

@@ -333,7 +333,8 @@ func simConfig(sc Scenario, faults []Fault) sim.Config {
 // unless it sets Attempts: switchover's shipped defaults.
 func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey) string {
 	var y strings.Builder
-	y.WriteString("log: {level: error}\n")
+	// The run's gateway has no load balancer to wait for: it stops at once.
+	y.WriteString("log: {level: error}\nserver: {drain_delay: 0s}\n")
 	hook := ""
 	if webhook != "" {
 		hook = fmt.Sprintf("webhooks: [{url: %q}]", webhook)

@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -311,16 +314,126 @@ func (g *Gateway) AdminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, g.Status())
 	})
+	return g.guardAdmin(mux)
+}
+
+// adminServer is the admin API's http.Server, with the API's header, read
+// and idle timeouts: a slow client holds no admin connection either.
+func (g *Gateway) adminServer() *http.Server {
+	s := g.Config().Server
+	return &http.Server{
+		Handler:           g.AdminHandler(),
+		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
+		ReadTimeout:       s.ReadTimeout.D(),
+		IdleTimeout:       s.IdleTimeout.D(),
+		MaxHeaderBytes:    1 << 20,
+	}
+}
+
+// guardAdmin refuses what a web page in an operator's browser could send,
+// then checks the key:
+//   - a Host the admin API is not known by: 403 (DNS rebinding, where a
+//     page's own name resolves to 127.0.0.1 and it reads /admin/status);
+//   - an Origin other than the admin API's own: 403 (cross-site requests);
+//   - a POST whose Content-Type is not application/json: 415 (a form or
+//     a text/plain fetch, which a browser sends cross-site without asking);
+//   - a missing or wrong key: 401, unless admin.allow_no_key is set.
+func (g *Gateway) guardAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a := g.Config().Admin; a != nil && a.Key != "" {
+		a := g.Config().Admin
+		if a == nil {
+			a = &config.Admin{} // served without configuration: a key is needed and none exists
+		}
+		if !adminHostAllowed(a, r) {
+			writeJSON(w, http.StatusForbidden, apiErr(fmt.Errorf("host %q is not a name of this admin API (add it to admin.allowed_hosts)", truncate(r.Host, 100))))
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {
+			writeJSON(w, http.StatusForbidden, apiErr(fmt.Errorf("cross-origin request from %q refused", truncate(o, 100))))
+			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				writeJSON(w, http.StatusUnsupportedMediaType, apiErr(errors.New("send POST requests with Content-Type: application/json")))
+				return
+			}
+		}
+		switch {
+		case a.Key != "":
 			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 			if !proxy.NewKey("admin", a.Key.Value()).Match(got) {
 				writeJSON(w, http.StatusUnauthorized, apiErr(errors.New("missing or wrong admin key (Authorization: Bearer KEY)")))
 				return
 			}
+		case !a.AllowNoKey:
+			writeJSON(w, http.StatusUnauthorized, apiErr(errors.New("the admin API has no key configured (admin.key)")))
+			return
 		}
-		mux.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
 	})
+}
+
+// adminHostAllowed reports whether r's Host names the admin API: its
+// listen host, localhost, 127.0.0.1, [::1], an entry of allowed_hosts
+// (with or without its port), or the IP address the connection arrived
+// at (an IP literal cannot be rebound).
+func adminHostAllowed(a *config.Admin, r *http.Request) bool {
+	host := hostOnly(r.Host)
+	if host == "" {
+		return false
+	}
+	switch host {
+	case "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	if h, _, err := net.SplitHostPort(a.Listen); err == nil && h != "" && strings.EqualFold(h, host) {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
+			return true
+		}
+	}
+	for _, allowed := range a.AllowedHosts {
+		if _, _, err := net.SplitHostPort(allowed); err == nil {
+			if strings.EqualFold(allowed, r.Host) { // host:port: exactly
+				return true
+			}
+		} else if strings.EqualFold(strings.Trim(allowed, "[]"), host) {
+			return true
+		}
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			if ta, ok := la.(*net.TCPAddr); ok && ta.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hostOnly is the host of a host[:port], without brackets, in lower case.
+func hostOnly(hostport string) string {
+	h, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h = hostport
+	}
+	return strings.ToLower(strings.Trim(h, "[]"))
+}
+
+// sameOrigin reports whether origin (scheme://host[:port]) is the admin
+// API itself, as the request's Host names it.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // answer writes the status after a successful action, or its error.

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/metrics"
@@ -93,6 +94,9 @@ type Gateway struct {
 	// fileSum is the hash of the configuration file last loaded.
 	fileSum atomic.Pointer[[32]byte]
 
+	// draining is set once a shutdown has begun: /readyz fails from then.
+	draining atomic.Bool
+
 	closeOnce sync.Once
 	closeErr  error
 	// cancel stops the background work (probes, tracker).
@@ -154,6 +158,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.Handler.Tracer = g.tracer.tracer
 	}
 	g.Handler.Ready = g.Ready
+	g.Handler.PoolHealth = g.PoolHealth
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		g.Close(context.Background())
@@ -351,9 +356,19 @@ func (g *Gateway) Server() *http.Server {
 }
 
 // Serve serves the API on ln (and the admin API on admin, if not nil)
-// until ctx ends, then shuts down gracefully: it stops accepting, lets
-// in-flight requests and streams finish within the configured
-// shutdown_grace, cuts what is left, and closes the gateway.
+// until ctx ends, then shuts down gracefully:
+//
+//  1. For server.drain_delay, /readyz answers 503 while every request is
+//     still served (keep-alive connections are closed after their
+//     current request), so that load balancers and Kubernetes take the
+//     replica out before it stops accepting.
+//  2. The listeners close; requests and streams in flight may finish
+//     within server.shutdown_grace.
+//  3. What is left is halted (proxy.Handler.Halt): a stream ends with an
+//     SSE error event saying the gateway is shutting down; then the
+//     remaining connections are closed and the gateway is closed.
+//
+// The waits run on Options.Clock.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Listener) error {
 	srv := g.Server()
 	servers := []*http.Server{srv}
@@ -363,7 +378,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		if a == nil {
 			continue
 		}
-		as := &http.Server{Handler: g.AdminHandler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: srv.ErrorLog}
+		as := g.adminServer()
+		as.ErrorLog = srv.ErrorLog
 		servers = append(servers, as)
 		go func() { errc <- as.Serve(a) }()
 	}
@@ -372,14 +388,37 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 	case serveErr = <-errc:
 	case <-ctx.Done():
 	}
-	grace := g.Config().Server.ShutdownGrace.D()
-	g.Logger.Info("shutting down", "grace", grace)
-	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	clk := clock.Or(g.opts.Clock)
+	s := g.Config().Server
+	g.draining.Store(true)
+	if d := drainDelay(s); d > 0 && serveErr == nil {
+		g.Logger.Info("draining: /readyz fails while requests are still served", "drain_delay", d)
+		srv.SetKeepAlivesEnabled(false)
+		wait(clk, d)
+	}
+	grace := s.ShutdownGrace.D()
+	g.Logger.Info("shutting down: no new connections; waiting for requests in flight", "grace", grace)
+	sctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, s := range servers {
-		if err := s.Shutdown(sctx); errors.Is(err, context.DeadlineExceeded) {
-			g.Logger.Warn("shutdown grace period over; closing remaining connections")
-			s.Close()
+	t := clk.AfterFunc(grace, cancel)
+	defer t.Stop()
+	halted := false
+	for _, hs := range servers {
+		if err := hs.Shutdown(sctx); err != nil && sctx.Err() != nil {
+			if !halted {
+				g.Logger.Warn("shutdown grace period over: ending the requests and streams still open")
+				g.Handler.Halt()
+				halted = true
+			}
+			// Halted handlers end at once; give them a moment to write
+			// their last event, then cut what is left.
+			hctx, hcancel := context.WithCancel(context.Background())
+			ht := clk.AfterFunc(haltWait, hcancel)
+			if hs.Shutdown(hctx) != nil {
+				hs.Close()
+			}
+			ht.Stop()
+			hcancel()
 		}
 	}
 	for range len(servers) - boolInt(serveErr != nil) {
@@ -392,6 +431,25 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		return nil
 	}
 	return serveErr
+}
+
+// drainDelay is s.DrainDelay; a configuration built without Load (nil)
+// gets the default.
+func drainDelay(s config.Server) time.Duration {
+	if s.DrainDelay == nil {
+		return config.DefaultDrainDelay
+	}
+	return s.DrainDelay.D()
+}
+
+// haltWait is how long halted requests get to write their last event.
+const haltWait = 2 * time.Second
+
+// wait blocks for d on clk.
+func wait(clk clock.Clock, d time.Duration) {
+	done := make(chan struct{})
+	clk.AfterFunc(d, func() { close(done) })
+	<-done
 }
 
 func boolInt(b bool) int {
@@ -431,8 +489,25 @@ func (g *Gateway) close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Ready reports whether every pool has a backend that would take a call.
+// Ready reports whether this replica can take traffic, for GET /readyz:
+// its configuration is loaded (New succeeded) and it is not draining for
+// a shutdown; that /readyz is answered at all shows its listener is up. It says nothing about pools: a
+// pool with no usable member is benched on every replica alike, and a
+// readiness failure for it would take every replica out of the load
+// balancer at once (PoolHealth reports that).
 func (g *Gateway) Ready() error {
+	switch {
+	case g.draining.Load():
+		return errors.New("draining: the gateway is shutting down")
+	case g.state.Load() == nil:
+		return errors.New("no configuration loaded")
+	}
+	return nil
+}
+
+// PoolHealth reports whether every pool has a member that would take a
+// call, for GET /healthz/pools; its error names the pools that have none.
+func (g *Gateway) PoolHealth() error {
 	return proxy.PoolsReady(g.state.Load().pools, g.now())
 }
 

@@ -62,7 +62,7 @@ func startWith(t testing.TB, opts gateway.Options, weu, sec []upstreamtest.Step,
 	yaml := fmt.Sprintf(`
 listen: 127.0.0.1:0
 log: {format: json, level: debug}
-server: {max_body: 64KiB, shutdown_grace: 5s}
+server: {max_body: 64KiB, shutdown_grace: 5s, drain_delay: 0s}
 keys:
   - name: app-team
     key: ${TEST_APP_KEY}
@@ -120,7 +120,16 @@ pools:
 	go func() { h.done <- h.gw.Serve(ctx, ln, admin) }()
 	t.Cleanup(func() {
 		cancel()
+		// The grace period runs on the fake clock: should a test leave a
+		// request in flight, end the grace once Serve waits on it.
+		wctx, stop := context.WithCancel(context.Background())
+		go func() {
+			for h.clock.BlockUntilTimer(wctx, 5*time.Second) == nil {
+				h.clock.Advance(5 * time.Second)
+			}
+		}()
 		<-h.done
+		stop()
 		h.checkNoSecrets()
 	})
 	return h
@@ -427,20 +436,30 @@ func TestAPIShapes(t *testing.T) {
 	}
 }
 
-func TestReadyzWhenPoolHasNoUsableBackend(t *testing.T) {
+// TestReadyzStaysUpWhenAPoolHasNoUsableMember is the regression test for
+// /readyz failing when a pool was benched: the same on every replica, so it
+// took them all out of the Service at once. Pool health has its own
+// endpoint.
+func TestReadyzStaysUpWhenAPoolHasNoUsableMember(t *testing.T) {
 	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{status(503)}, "",
 		func(y string) string {
 			return strings.Replace(y, "    region: swedencentral", "    region: swedencentral\n    breaker: {failures: 1}", 1)
 		})
+	if resp, body := h.get("/healthz/pools"); resp.StatusCode != 200 || body != "ok\n" {
+		t.Fatalf("pools health before: %d %q", resp.StatusCode, body)
+	}
 	h.post("/v1/chat/completions", chat) // weu: 1 of 2 failures; sec opens
 	h.post("/v1/chat/completions", chat) // weu opens
-	resp, body := h.get("/readyz")
-	if resp.StatusCode != 503 || !strings.Contains(body, "chat-prod") {
-		t.Fatalf("readyz %d %s", resp.StatusCode, body)
+	if resp, body := h.get("/readyz"); resp.StatusCode != 200 || body != "ready\n" {
+		t.Fatalf("readyz with a benched pool %d %q", resp.StatusCode, body)
+	}
+	resp, body := h.get("/healthz/pools")
+	if resp.StatusCode != 503 || !strings.Contains(body, "no usable backend in pool chat-prod") {
+		t.Fatalf("pools health %d %q", resp.StatusCode, body)
 	}
 	h.clock.Advance(time.Minute)
-	if resp, _ := h.get("/readyz"); resp.StatusCode != 200 {
-		t.Fatalf("readyz after trip %d", resp.StatusCode)
+	if resp, _ := h.get("/healthz/pools"); resp.StatusCode != 200 {
+		t.Fatalf("pools health after trip %d", resp.StatusCode)
 	}
 }
 

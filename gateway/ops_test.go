@@ -86,6 +86,9 @@ func (h *harness) adminDo(method, path, body string, key string) (int, map[strin
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := testClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)

@@ -84,7 +84,7 @@ func startProviders(t *testing.T, order []string, edit func(*sim.Deployment), ex
 		eps[e.Name] = e
 	}
 	var y strings.Builder
-	y.WriteString("log: {format: json, level: info}\nbackends:\n")
+	y.WriteString("log: {format: json, level: info}\nserver: {drain_delay: 0s}\nbackends:\n")
 	for _, d := range simProviders {
 		y.WriteString(backendYAML(d, eps[d.Name]))
 	}

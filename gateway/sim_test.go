@@ -42,7 +42,7 @@ func simGateway(t *testing.T, breaker string) (*fakeclock.Clock, *sim.Sim, *gate
 	}
 	t.Cleanup(func() { s.Close() })
 	var yaml strings.Builder
-	yaml.WriteString("log: {level: warn}\nbackends:\n")
+	yaml.WriteString("log: {level: warn}\nserver: {drain_delay: 0s}\nbackends:\n")
 	prio := map[string]int{"uksouth": 1, "swedencentral": 2, "westeurope": 2}
 	members := ""
 	for _, e := range s.Deployments() {

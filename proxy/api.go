@@ -85,11 +85,22 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	}
 	lg.pool = pool.Name
 
-	resp, rep, err := pool.Do(r.Context(), req)
+	// ctx ends when the client goes away or the gateway halts at the end
+	// of a shutdown's grace period (Halt).
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	defer context.AfterFunc(h.haltContext(), func() { cancel(ErrShuttingDown) })()
+	resp, rep, err := pool.Do(ctx, req)
 	lg.report = rep
 	if err != nil {
 		if r.Context().Err() != nil {
 			lg.status, lg.err = 0, r.Context().Err()
+			return
+		}
+		if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+			lg.status, lg.err = http.StatusServiceUnavailable, ErrShuttingDown
+			w.Header().Set("Connection", "close")
+			writeError(w, lg.status, "server_error", "shutting_down", "switchover: the gateway is shutting down; send the request again")
 			return
 		}
 		if errors.Is(err, route.ErrBadBody) {
@@ -130,6 +141,15 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	if r.Context().Err() != nil {
 		lg.err = r.Context().Err()
 		lg.clientGone = true
+		return
+	}
+	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		lg.err = ErrShuttingDown
+		if !stream {
+			panic(http.ErrAbortHandler)
+		}
+		w.Write(streamErrorEvent(format, "switchover: the gateway is shutting down; the response is incomplete", "shutting_down"))
+		http.NewResponseController(w).Flush()
 		return
 	}
 	lg.err = err

@@ -5,6 +5,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,9 +55,17 @@ type Handler struct {
 	Recorder Recorder
 	// Metrics serves GET /metrics. Nil means 404.
 	Metrics http.Handler
-	// Ready reports readiness for GET /readyz. Nil means ready when every
-	// pool has a backend whose breaker lets calls through.
+	// Ready reports readiness for GET /readyz: whether this replica can
+	// serve (a configuration is loaded, it is listening, it is not
+	// draining). Nil means ready once Update has given it routes. Pool
+	// health is not readiness: a benched pool is the same on every replica,
+	// and failing /readyz for it would take them all out of a load
+	// balancer at once; it is GET /healthz/pools.
 	Ready func() error
+	// PoolHealth reports for GET /healthz/pools whether every pool has a
+	// member that would take a call. Nil means PoolsReady on the routes at
+	// the wall clock's time.
+	PoolHealth func() error
 	// TraceHeader enables the opt-in X-Switchover-Trace response header.
 	TraceHeader bool
 	// Tracer, if set, makes a span per API request, under the caller's
@@ -69,6 +79,28 @@ type Handler struct {
 	BodyReadTimeout time.Duration
 
 	routes atomic.Pointer[Routes]
+
+	haltOnce sync.Once
+	halt     context.Context
+	haltFn   context.CancelCauseFunc
+}
+
+// ErrShuttingDown is the cause of the requests Halt ends.
+var ErrShuttingDown = errors.New("the gateway is shutting down")
+
+// Halt ends the API requests in flight, for a shutdown whose grace period
+// is over: their upstream calls are cancelled; a stream already under way
+// ends with an SSE error event, in the client's format, saying the gateway
+// is shutting down; a request not yet answered gets 503 shutting_down; a
+// plain response already begun is aborted. Each is logged with the error
+// ErrShuttingDown, not as a client that went away. Requests that arrive
+// later are ended the same way. Safe to call more than once.
+func (h *Handler) Halt() { h.haltContext(); h.haltFn(ErrShuttingDown) }
+
+// haltContext returns the context Halt cancels.
+func (h *Handler) haltContext() context.Context {
+	h.haltOnce.Do(func() { h.halt, h.haltFn = context.WithCancelCause(context.Background()) })
+	return h.halt
 }
 
 // Update replaces the routes. Requests in flight finish on the old ones.
@@ -102,7 +134,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok\n")
 		return
 	case "/readyz":
-		h.serveReady(w)
+		h.serveCheck(w, h.ready, "not ready", "ready")
+		return
+	case "/healthz/pools":
+		h.serveCheck(w, h.poolHealth, "unhealthy", "ok")
 		return
 	case "/metrics":
 		if h.Metrics != nil {
@@ -122,6 +157,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	kind, op, dep, modelID := classify(r.URL.Path)
 	if kind == pathUnknown {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
+		h.logRefused(r, id, http.StatusNotFound)
 		return
 	}
 	format := translate.OpenAI
@@ -135,6 +171,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != want {
 		w.Header().Set("Allow", want)
 		writeErrorAs(w, format, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
+		h.logRefused(r, id, http.StatusMethodNotAllowed)
 		return
 	}
 	keyName := ""
@@ -143,6 +180,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
+			h.logRefused(r, id, http.StatusUnauthorized)
 			return
 		}
 		keyName = name
@@ -152,6 +190,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.serveAPI(w, r, rt, op, format, dep, keyName, id)
+}
+
+// logRefused logs a request refused before it reached a pool (unknown
+// path, wrong method, wrong key) as the request log's usual line, so that
+// a client calling the wrong URL shows up in the log.
+func (h *Handler) logRefused(r *http.Request, id string, status int) {
+	h.finish(&logLine{id: id, method: r.Method, path: truncate(r.URL.Path, 200), status: status}, time.Now())
 }
 
 type pathKind uint8
@@ -230,22 +275,38 @@ func serveModels(w http.ResponseWriter, rt *Routes, id string) {
 	json.NewEncoder(w).Encode(list)
 }
 
-func (h *Handler) serveReady(w http.ResponseWriter) {
-	var err error
+func (h *Handler) ready() error {
 	if h.Ready != nil {
-		err = h.Ready()
-	} else if rt := h.routes.Load(); rt == nil {
-		err = errors.New("no configuration loaded")
-	} else {
-		err = PoolsReady(rt.Pools, time.Now())
+		return h.Ready()
 	}
+	if h.routes.Load() == nil {
+		return errors.New("no configuration loaded")
+	}
+	return nil
+}
+
+func (h *Handler) poolHealth() error {
+	if h.PoolHealth != nil {
+		return h.PoolHealth()
+	}
+	rt := h.routes.Load()
+	if rt == nil {
+		return errors.New("no configuration loaded")
+	}
+	return PoolsReady(rt.Pools, time.Now())
+}
+
+// serveCheck answers a health check: 200 and ok, or 503 and bad with the
+// reason.
+func (h *Handler) serveCheck(w http.ResponseWriter, check func() error, bad, ok string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if err != nil {
+	w.Header().Set("Cache-Control", "no-store")
+	if err := check(); err != nil {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "not ready: %v\n", err)
+		fmt.Fprintf(w, "%s: %v\n", bad, err)
 		return
 	}
-	io.WriteString(w, "ready\n")
+	io.WriteString(w, ok+"\n")
 }
 
 // PoolsReady returns an error naming the pools none of whose backends

@@ -33,7 +33,12 @@ func demoConfig(listen string, eps []sim.Endpoint) string {
 	fmt.Fprintf(&b, `# The switchover demo: a pool over three simulated Azure OpenAI regions.
 listen: %s
 log: {format: text, level: info}
-admin: {listen: "127.0.0.1:0"}   # the admin API, for switchover status
+# No load balancer in front of the demo: Ctrl-C stops it at once. Behind
+# one, keep the default drain_delay (5s) so it takes the replica out first.
+server: {drain_delay: 0s}
+# The admin API, for switchover status. Without a key, for the demo only:
+# on loopback, any local process may use it. Give yours a key instead.
+admin: {listen: "127.0.0.1:0", allow_no_key: true}
 backend_defaults:
   first_byte_timeout: 5s
   stream_first_byte_timeout: 5s

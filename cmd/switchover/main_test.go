@@ -25,6 +25,11 @@ func TestExitCodes(t *testing.T) {
 	good := filepath.Join("..", "..", "examples", "switchover.yaml")
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("backends:\n  - name: a\n    typo: 1\n"), 0o600)
+	oneKey := filepath.Join(t.TempDir(), "one-key.yaml")
+	os.WriteFile(oneKey, []byte(`keys: [{name: app, key: app-key-0123456789abcdef}]
+backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
+pools: [{name: p, members: [{backend: a}]}]
+`), 0o600)
 	tests := []struct {
 		name   string
 		args   []string
@@ -35,7 +40,13 @@ func TestExitCodes(t *testing.T) {
 		{"no command", nil, exitUsage, "", "Usage:"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{"version", []string{"version"}, exitOK, "switchover dev", ""},
-		{"check good", []string{"check", "-c", good}, exitOK, "ok (3 backends, 1 pools, 0 keys)", ""},
+		{"check good", []string{"check", "-c", good}, exitOK, "ok (3 backends, 1 pool, 0 keys)", ""},
+		// Regression: check printed "1 keys".
+		{"check counts one key", []string{"check", "-c", oneKey}, exitOK, "ok (1 backend, 1 pool, 1 key)", ""},
+		// Regression: -listen skipped the rule check applies to listen in a
+		// file (no keys: loopback only).
+		{"serve -listen beyond loopback without keys", []string{"serve", "-c", good, "-listen", "0.0.0.0:0"}, exitConfig, "", "listen: no keys are configured, so the gateway only listens on loopback"},
+		{"serve -listen not host:port", []string{"serve", "-c", good, "-listen", "8080"}, exitConfig, "", `listen: "8080" is not host:port`},
 		{"check bad", []string{"check", "-c", bad}, exitConfig, "", `bad.yaml:3: backends[0]: unknown field "typo"`},
 		{"check missing file", []string{"check", "-c", "/nonexistent.yaml"}, exitError, "", "no such file"},
 		{"check without -c", []string{"check"}, exitUsage, "", "check needs -c FILE"},
@@ -205,6 +216,7 @@ func TestStatusCommand(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "switchover.yaml")
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+server: {drain_delay: 0s}
 admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
 reload: {watch: false}
 backends:
@@ -240,6 +252,12 @@ pools:
 	if code != exitOK || !strings.Contains(o, "pool chat-prod  active: weu") || !regexp.MustCompile(`weu\s+openai_compatible\s+westeurope\s+1\s+1\s+closed`).MatchString(o) {
 		t.Fatalf("status exit %d:\n%s\n%s", code, o, e)
 	}
+	// Regression: a breaker event's line did not name its backend.
+	code, o, _ = status("open", "sec")
+	if code != exitOK || !regexp.MustCompile(`breaker\s+sec\s+closed -> open: manual`).MatchString(o) {
+		t.Fatalf("open exit %d:\n%s", code, o)
+	}
+	status("close", "sec")
 	code, o, _ = status("drain", "weu")
 	if code != exitOK || !strings.Contains(o, "closed, DRAINED") || !strings.Contains(o, "active: sec") || !strings.Contains(o, "admin:drain") {
 		t.Fatalf("drain exit %d:\n%s", code, o)

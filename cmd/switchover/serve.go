@@ -38,7 +38,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *listen != "" {
+		// The flag meets the rules the file's listen does (no keys: loopback
+		// only), so serve never binds what check would refuse.
 		cfg.Listen = *listen
+		if err := cfg.Validate(*path + " with -listen " + *listen); err != nil {
+			var ps config.Problems
+			errors.As(err, &ps)
+			return configError{fmt.Errorf("%w\n%d problem(s)", err, len(ps))}
+		}
 	}
 	g, err := gateway.New(cfg, gateway.Options{Path: *path, Logger: gateway.NewLogger(stderr, cfg.Log.Format, cfg.Log.Level)})
 	if err != nil {
@@ -111,6 +118,14 @@ func check(args []string, stdout, stderr io.Writer) error {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
-	fmt.Fprintf(stdout, "%s: ok (%d backends, %d pools, %d keys)\n", *path, len(cfg.Backends), len(cfg.Pools), len(cfg.Keys))
+	fmt.Fprintf(stdout, "%s: ok (%s, %s, %s)\n", *path, count(len(cfg.Backends), "backend"), count(len(cfg.Pools), "pool"), count(len(cfg.Keys), "key"))
 	return nil
+}
+
+// count renders n things: "1 key", "2 keys", "0 keys".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

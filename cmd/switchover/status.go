@@ -63,7 +63,9 @@ Flags:
 	if *key != "" {
 		req.Header.Set("Authorization", "Bearer "+*key)
 	}
-	if body != nil {
+	if method == http.MethodPost {
+		// The admin API takes only JSON on POST, so that no web page can
+		// post to it (a cross-site form cannot send this type).
 		req.Header.Set("Content-Type", "application/json")
 	}
 	c := &http.Client{Timeout: 30 * time.Second}
@@ -202,9 +204,24 @@ func printStatus(w io.Writer, st gateway.Status, events int) {
 	if n := len(st.Events); n > 0 && events > 0 {
 		fmt.Fprintln(w, "\nrecent events:")
 		for _, e := range st.Events[max(0, n-events):] {
-			fmt.Fprintf(w, "  %s  %-22s %s\n", e.At.UTC().Format("15:04:05"), e.Kind, e.Detail)
+			fmt.Fprintf(w, "  %s  %-22s %-20s %s\n", e.At.UTC().Format("15:04:05"), e.Kind, eventSubject(e), e.Detail)
 		}
 	}
+}
+
+// eventSubject is what an event is about: its pool and backend, either,
+// or "-". A breaker event's detail ("closed -> open: 3 failures in 30s")
+// does not name its backend, so the line must.
+func eventSubject(e gateway.Event) string {
+	switch {
+	case e.Pool != "" && e.Backend != "":
+		return e.Pool + "/" + e.Backend
+	case e.Backend != "":
+		return e.Backend
+	case e.Pool != "":
+		return e.Pool
+	}
+	return "-"
 }
 
 func envOr(k, def string) string {
