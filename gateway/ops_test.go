@@ -202,9 +202,11 @@ func TestAdminAPI(t *testing.T) {
 // TestNotificationsOnceAndFailback: when the primary's breaker opens, one
 // failover notification is sent however many requests follow; one
 // failback when it comes back. Delivered to a webhook with a signature.
-// The failback comes when the trip ends, without a request: an idle pool
-// once showed the primary "open (0s left)" for minutes and never failed
-// back.
+// The trip ends on time without a request: an idle pool once showed the
+// primary "open (0s left)" for minutes. Half-open is not back yet: the
+// failback is told when the probe passes. (Recovery probes are off here,
+// so that the request is that probe; TestIdlePoolFailsBackThroughARecoveryProbe
+// covers them.)
 func TestNotificationsOnceAndFailback(t *testing.T) {
 	type got struct {
 		body []byte
@@ -226,7 +228,7 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 		// a flap.
 		return strings.Replace(y, "keys:", fmt.Sprintf("notifications:\n  flap_window: 30s\n  webhooks: [{url: %q, secret: hook-secret}]\nkeys:", recv.URL), 1)
 	}
-	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "", withHook)
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, noRecoveryProbes, withHook)
 	for i := 0; i < 20; i++ {
 		h.post("/v1/chat/completions", chat) // 2 failures open the breaker; then 18 go straight to sec
 	}
@@ -239,11 +241,11 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 	if v := metric(t, h.gw, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "half_open"); v != 1 {
 		t.Fatalf("switchover_breaker_state{state=half_open} = %v after the trip", v)
 	}
-	eventually(t, "the failback notification", func() bool { return count() >= 2 })
-	h.post("/v1/chat/completions", chat) // the probe closes the breaker: no change of the active set
+	h.post("/v1/chat/completions", chat) // the probe closes the breaker: the primary is back
 	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.State != breaker.Closed {
 		t.Fatalf("the probe left the breaker %v", s.State)
 	}
+	eventually(t, "the failback notification", func() bool { return count() >= 2 })
 	// Close drains the notification queue: a third notification, had one
 	// been sent, has been delivered by the time it returns.
 	if err := h.gw.Close(context.Background()); err != nil {
@@ -363,7 +365,7 @@ func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
 }
 
 func TestReloadKeepsBreakerStateAndRejectsInvalid(t *testing.T) {
-	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, noRecoveryProbes)
 	h.post("/v1/chat/completions", chat)
 	h.post("/v1/chat/completions", chat) // 2 failures: open
 	weu := h.gw.Backend("aoai-westeurope")
@@ -524,7 +526,7 @@ func TestOTLPExport(t *testing.T) {
 // transitions number on from the old one's, so the metrics do not take them
 // for stale. A backend whose identity changed starts afresh.
 func TestReloadedBreakerEndsItsTripOnceAndInOrder(t *testing.T) {
-	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, noRecoveryProbes)
 	state := func(st string) float64 {
 		return metric(t, h.gw, "switchover_breaker_state", "backend", "aoai-westeurope", "state", st)
 	}
@@ -585,7 +587,7 @@ func TestReloadedBreakerEndsItsTripOnceAndInOrder(t *testing.T) {
 // idle_timeout change reset the failures to 0 and turned a half-open
 // backend closed).
 func TestReloadKeepsFailureCountAndHalfOpenProbe(t *testing.T) {
-	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, noRecoveryProbes)
 	reload := func(from, to string) {
 		t.Helper()
 		orig, _ := os.ReadFile(h.path)
@@ -649,5 +651,49 @@ pools: [{name: chat, members: [{backend: weu}]}]
 				t.Fatalf("restart-only changes %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// noRecoveryProbes turns aoai-westeurope's recovery probes off, for tests
+// of breaker semantics that move the fake clock past a trip: a probe would
+// close the breaker behind the test's back.
+const noRecoveryProbes = "    probe: {disabled: true}"
+
+// TestIdlePoolFailsBackThroughARecoveryProbe: with the shipped probe
+// defaults, a primary whose trip ended while no request came is put back
+// by a recovery probe, and the failback is told, without any request.
+func TestIdlePoolFailsBackThroughARecoveryProbe(t *testing.T) {
+	var mu sync.Mutex
+	var kinds []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n struct{ Kind string }
+		json.NewDecoder(r.Body).Decode(&n)
+		mu.Lock()
+		kinds = append(kinds, n.Kind)
+		mu.Unlock()
+	}))
+	defer recv.Close()
+	withHook := func(y string) string {
+		return strings.Replace(y, "keys:", fmt.Sprintf("notifications:\n  webhooks: [{url: %q}]\nkeys:", recv.URL), 1)
+	}
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "", withHook)
+	h.post("/v1/chat/completions", chat)
+	h.post("/v1/chat/completions", chat) // 2 failures: open
+	h.weu.SetScript(answer("weu"))
+	calls := h.sec.Calls()
+	h.clock.Advance(time.Minute) // recovery probes run; no request is sent
+	eventually(t, "the primary closed by a recovery probe", func() bool {
+		return h.gw.Backend("aoai-westeurope").Breaker.Snapshot().State == breaker.Closed
+	})
+	if err := h.gw.Close(context.Background()); err != nil { // drains the notifications
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(kinds, ",") != "failover,failback" {
+		t.Fatalf("notifications %v, want failover, failback", kinds)
+	}
+	if h.sec.Calls() != calls {
+		t.Fatal("a request was needed for the failback")
 	}
 }
