@@ -149,6 +149,11 @@ func TestBadFiles(t *testing.T) {
 			`entra.bad.yaml:14: backends[2].anthropic_version: only for anthropic backends`,
 			`entra.bad.yaml:17: pools[0].members[2].max_tokens: must not be negative`,
 		}},
+		{"account.bad.yaml", []string{
+			`account.bad.yaml:6: backends[0].organization: only for openai and openai_compatible backends`,
+			`account.bad.yaml:9: backends[1].project: only for openai and openai_compatible backends`,
+			`account.bad.yaml:12: backends[2].organization: " org-1" is not a header value`,
+		}},
 		{"size-overflow.bad.yaml", []string{
 			`size-overflow.bad.yaml:3: "9000000000GiB" is too large a size (at most 1TiB)`,
 		}},
@@ -195,6 +200,9 @@ func TestProviderDefaults(t *testing.T) {
 		byName["gemini"].URL != "https://generativelanguage.googleapis.com" || byName["gemini"].APIVersion != "v1beta" ||
 		byName["claude"].AnthropicVersion != "2023-06-01" {
 		t.Fatalf("provider defaults: %+v", byName)
+	}
+	if o := byName["openai"]; o.Organization != "org-switchover" || o.Project != "proj_gateway" {
+		t.Fatalf("openai account: %q, %q", o.Organization, o.Project)
 	}
 	if e := byName["aoai-westeurope"].Entra; e == nil || e.ClientSecret.Value() != "weu-secret-value" {
 		t.Fatal("entra secret not expanded")

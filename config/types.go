@@ -276,6 +276,12 @@ type Backend struct {
 	// AnthropicVersion is the anthropic-version header. Default
 	// 2023-06-01.
 	AnthropicVersion string `yaml:"anthropic_version"`
+	// Organization and Project are sent to an openai or openai-compatible
+	// backend as OpenAI-Organization and OpenAI-Project: which of the key's
+	// organizations and projects is billed. Optional; OpenAI then uses the
+	// key's default. Callers can never set these headers themselves.
+	Organization string `yaml:"organization"`
+	Project      string `yaml:"project"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`
@@ -303,7 +309,8 @@ func (b Backend) Equal(o Backend) bool {
 // if timeouts or breaker settings changed.
 func (b Backend) SameIdentity(o Backend) bool {
 	return b.Name == o.Name && b.Type == o.Type && b.URL == o.URL && b.APIKey == o.APIKey &&
-		b.APIVersion == o.APIVersion && reflect.DeepEqual(b.Entra, o.Entra)
+		b.APIVersion == o.APIVersion && b.Organization == o.Organization && b.Project == o.Project &&
+		reflect.DeepEqual(b.Entra, o.Entra)
 }
 
 // Entra is a Microsoft Entra ID identity for azure backends. Give exactly

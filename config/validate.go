@@ -314,6 +314,18 @@ func (c *Config) validate() []Problem {
 		if b.AnthropicVersion != "" && b.Type != TypeAnthropic {
 			add(p+".anthropic_version", "only for anthropic backends")
 		}
+		openai := b.Type == TypeOpenAI || b.Type == TypeOpenAICompatible
+		if b.Organization != "" && !openai {
+			add(p+".organization", "only for openai and openai_compatible backends")
+		}
+		if b.Project != "" && !openai {
+			add(p+".project", "only for openai and openai_compatible backends")
+		}
+		for _, f := range []struct{ name, v string }{{"organization", b.Organization}, {"project", b.Project}} {
+			if strings.ContainsAny(f.v, "\r\n") || strings.TrimSpace(f.v) != f.v {
+				add(p+"."+f.name, "%q is not a header value", f.v)
+			}
+		}
 		if u, err := url.Parse(b.URL); b.URL == "" {
 			add(p+".url", "missing url")
 		} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

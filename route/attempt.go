@@ -40,8 +40,8 @@ func prepare(r *Request, m *Member) (*Outgoing, error) {
 	if model == "" {
 		model = r.Model
 	}
-	o := &Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: r.Header}
 	target, from := prov.Format(), r.format()
+	o := &Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
 	if target == from {
 		if ib, ok := prov.(interface{ ignoresBodyModel() bool }); ok && ib.ignoresBodyModel() {
 			o.Body = r.Body
