@@ -218,7 +218,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			return nil, a, context.Cause(ctx)
 		}
 		a.Reason, a.Message = ReasonConnect, b.redact(err.Error())
-		return nil, a, fmt.Errorf("switchover: backend %s: building request: %w", b.Name, err)
+		return nil, a, &redactedError{msg: fmt.Sprintf("switchover: backend %s: building request: %s", b.Name, a.Message), err: err}
 	}
 	resp, err := b.transport().RoundTrip(req)
 	if err != nil {
@@ -436,7 +436,11 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	// the first-byte bound.
 	resp.Body.Close()
 	release()
+	// The backend's own error body may quote the credential it was sent.
 	full := errBody
+	if red := b.redact(string(errBody)); red != string(errBody) {
+		full = []byte(red)
+	}
 	if native == client {
 		resp.Body = io.NopCloser(bytes.NewReader(full))
 		resp.ContentLength = int64(len(full))

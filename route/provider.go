@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -119,6 +120,8 @@ type Azure struct {
 	APIVersion string
 	// Header is added to every request. Optional.
 	Header http.Header
+
+	lastToken atomic.Pointer[string] // the last token sent, for redaction
 }
 
 var _ Provider = (*Azure)(nil)
@@ -151,6 +154,9 @@ func (p *Azure) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, err
 		tok, err := p.Token.Token(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrAuth, err)
+		}
+		if last := p.lastToken.Load(); last == nil || *last != tok {
+			p.lastToken.Store(&tok)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	case p.APIKey != "":
@@ -291,7 +297,8 @@ func RemoveHopHeaders(h http.Header) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// credentials are the secrets a provider sends upstream, for redaction. A
+// credentials are the secrets a provider sends upstream, for redaction:
+// its keys, and for Azure with Entra ID the last token it sent. A
 // Provider of another type may list its own with a Credentials() []string
 // method.
 func credentials(p Provider) []string {
@@ -299,6 +306,9 @@ func credentials(p Provider) []string {
 	case *OpenAI:
 		return []string{p.APIKey}
 	case *Azure:
+		if tok := p.lastToken.Load(); tok != nil {
+			return []string{p.APIKey, *tok}
+		}
 		return []string{p.APIKey}
 	case *Anthropic:
 		return []string{p.APIKey}
