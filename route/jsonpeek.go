@@ -159,6 +159,11 @@ func skipValue(b []byte, i int) (int, error) {
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
+			j := bytes.IndexAny(b[i:], `"{}[]`)
+			if j < 0 {
+				break
+			}
+			i += j
 			switch b[i] {
 			case '"':
 				end, err := skipString(b, i)

@@ -3,6 +3,7 @@ package route
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -169,4 +170,18 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// BenchmarkPeek reads a 1 MiB chat body whose model and stream come
+// first: peek now scans the rest too, for duplicates.
+func BenchmarkPeek(b *testing.B) {
+	msg := `{"role":"user","content":"` + strings.Repeat(`lorem ipsum \"quoted\" `, 40) + `"},`
+	body := []byte(`{"model":"chat-prod","stream":true,"messages":[` + strings.Repeat(msg, 1<<20/len(msg)) + `{"role":"user","content":"hi"}]}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, err := peek(body); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
