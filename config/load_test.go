@@ -149,6 +149,17 @@ func TestBadFiles(t *testing.T) {
 			`entra.bad.yaml:14: backends[2].anthropic_version: only for anthropic backends`,
 			`entra.bad.yaml:17: pools[0].members[2].max_tokens: must not be negative`,
 		}},
+		{"account.bad.yaml", []string{
+			`account.bad.yaml:6: backends[0].organization: only for openai and openai_compatible backends`,
+			`account.bad.yaml:9: backends[1].project: only for openai and openai_compatible backends`,
+			`account.bad.yaml:12: backends[2].organization: " org-1" is not a header value`,
+		}},
+		{"size-overflow.bad.yaml", []string{
+			`size-overflow.bad.yaml:3: "9000000000GiB" is too large a size (at most 1TiB)`,
+		}},
+		{"size-absurd.bad.yaml", []string{
+			`size-absurd.bad.yaml:4: server.max_body: 2147483648 bytes is over 1GiB`,
+		}},
 		{"admin.bad.yaml", []string{
 			`admin.bad.yaml:2: admin.key: the admin API needs a key`,
 		}},
@@ -366,3 +377,44 @@ func TestDrainDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestParseSizeOverflow: "max_body: 9000000000GiB" overflowed int64 to a
+// negative count, which the defaults then replaced with 32MiB.
+func TestParseSizeOverflow(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want int64
+		err  error // nil: no error; errSizeTooLarge; errAny: any other
+	}{
+		{"bytes", "1048576", 1 << 20, nil},
+		{"KiB", "512KiB", 512 << 10, nil},
+		{"MiB with space", "32 MiB", 32 << 20, nil},
+		{"GB", "1GB", 1e9, nil},
+		{"the largest", "1024GiB", MaxSize, nil},
+		{"just over the largest", "1099511627777", 0, errSizeTooLarge},
+		{"multiplied past int64", "9000000000GiB", 0, errSizeTooLarge},
+		{"multiplied past the bound", "1025GiB", 0, errSizeTooLarge},
+		{"past int64 before the unit", "99999999999999999999KiB", 0, errSizeTooLarge},
+		{"negative", "-1MiB", 0, errAny},
+		{"plus sign", "+1MiB", 0, errAny},
+		{"unit alone", "MiB", 0, errAny},
+		{"words", "lots", 0, errAny},
+		{"fraction", "1.5GiB", 0, errAny},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseSize(tc.in)
+			switch {
+			case tc.err == nil && (err != nil || got != tc.want):
+				t.Fatalf("parseSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+			case tc.err == errSizeTooLarge && !errors.Is(err, errSizeTooLarge):
+				t.Fatalf("parseSize(%q) = %d, %v; want too large", tc.in, got, err)
+			case tc.err == errAny && (err == nil || errors.Is(err, errSizeTooLarge)):
+				t.Fatalf("parseSize(%q) = %d, %v; want not a size", tc.in, got, err)
+			}
+		})
+	}
+}
+
+var errAny = errors.New("any error")

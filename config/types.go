@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -298,6 +299,12 @@ type Backend struct {
 	// AnthropicVersion is the anthropic-version header. Default
 	// 2023-06-01.
 	AnthropicVersion string `yaml:"anthropic_version"`
+	// Organization and Project are sent to an openai or openai-compatible
+	// backend as OpenAI-Organization and OpenAI-Project: which of the key's
+	// organizations and projects is billed. Optional; OpenAI then uses the
+	// key's default. Callers can never set these headers themselves.
+	Organization string `yaml:"organization"`
+	Project      string `yaml:"project"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`
@@ -325,7 +332,8 @@ func (b Backend) Equal(o Backend) bool {
 // if timeouts or breaker settings changed.
 func (b Backend) SameIdentity(o Backend) bool {
 	return b.Name == o.Name && b.Type == o.Type && b.URL == o.URL && b.APIKey == o.APIKey &&
-		b.APIVersion == o.APIVersion && reflect.DeepEqual(b.Entra, o.Entra)
+		b.APIVersion == o.APIVersion && b.Organization == o.Organization && b.Project == o.Project &&
+		reflect.DeepEqual(b.Entra, o.Entra)
 }
 
 // Entra is a Microsoft Entra ID identity for azure backends. Give exactly
@@ -454,13 +462,28 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
 
-// Size is a byte count written as 1048576, "512KiB", "32MiB" or "1GB".
+// Size is a byte count written as 1048576, "512KiB", "32MiB" or "1GB",
+// at most MaxSize.
 type Size int64
+
+// MaxSize bounds every size in the configuration: larger values are
+// refused as mistakes, never wrapped around or replaced by a default.
+const MaxSize = 1 << 40 // 1TiB
+
+// errSizeTooLarge is parseSize's error for a value over MaxSize,
+// including one that would overflow int64.
+var errSizeTooLarge = errors.New("size too large")
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeErr(n.Line, "%q is not a size (use 1048576, 512KiB, 32MiB)", n.Value)
+	}
 	v, err := parseSize(n.Value)
-	if err != nil || n.Kind != yaml.ScalarNode {
+	switch {
+	case errors.Is(err, errSizeTooLarge):
+		return typeErr(n.Line, "%q is too large a size (at most 1TiB)", n.Value)
+	case err != nil:
 		return typeErr(n.Line, "%q is not a size (use 1048576, 512KiB, 32MiB)", n.Value)
 	}
 	*s = Size(v)
@@ -480,9 +503,18 @@ func parseSize(s string) (int64, error) {
 			break
 		}
 	}
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, fmt.Errorf("bad size") // no sign, no empty number
+	}
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, errSizeTooLarge
+	}
+	if err != nil {
 		return 0, fmt.Errorf("bad size")
+	}
+	if v > MaxSize/mult {
+		return 0, errSizeTooLarge
 	}
 	return v * mult, nil
 }

@@ -10,9 +10,12 @@ import (
 
 // Built-in defaults.
 const (
-	DefaultListen                 = "127.0.0.1:8080"
-	DefaultAzureAPIVersion        = "2024-10-21"
-	DefaultMaxBody                = 32 << 20
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultAzureAPIVersion = "2024-10-21"
+	DefaultMaxBody         = 32 << 20
+	// MaxMaxBody bounds server.max_body: each body is held in memory
+	// while it is routed, so a larger bound is a mistake, not a limit.
+	MaxMaxBody                    = 1 << 30
 	DefaultConnectTimeout         = 5 * time.Second
 	DefaultFirstByteTimeout       = 120 * time.Second
 	DefaultStreamFirstByteTimeout = 30 * time.Second
@@ -253,6 +256,9 @@ func (c *Config) validate() []Problem {
 		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
 
+	if c.Server.MaxBody > MaxMaxBody {
+		add("server.max_body", "%d bytes is over 1GiB; each request body is held in memory while it is routed", c.Server.MaxBody)
+	}
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		add("listen", "%q is not host:port: %v", c.Listen, err)
@@ -328,6 +334,18 @@ func (c *Config) validate() []Problem {
 		}
 		if b.AnthropicVersion != "" && b.Type != TypeAnthropic {
 			add(p+".anthropic_version", "only for anthropic backends")
+		}
+		openai := b.Type == TypeOpenAI || b.Type == TypeOpenAICompatible
+		if b.Organization != "" && !openai {
+			add(p+".organization", "only for openai and openai_compatible backends")
+		}
+		if b.Project != "" && !openai {
+			add(p+".project", "only for openai and openai_compatible backends")
+		}
+		for _, f := range []struct{ name, v string }{{"organization", b.Organization}, {"project", b.Project}} {
+			if strings.ContainsAny(f.v, "\r\n") || strings.TrimSpace(f.v) != f.v {
+				add(p+"."+f.name, "%q is not a header value", f.v)
+			}
 		}
 		if u, err := url.Parse(b.URL); b.URL == "" {
 			add(p+".url", "missing url")

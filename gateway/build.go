@@ -191,7 +191,7 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 	}
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:
-		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Header: hdr}
+		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Organization: bc.Organization, Project: bc.Project, Header: hdr}
 	case config.TypeAzure:
 		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
 		if e := bc.Entra; e != nil {

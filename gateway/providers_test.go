@@ -557,7 +557,7 @@ pools:
 	}
 	client := &http.Client{Transport: g.Pool("chat")}
 	for i := 0; i < 6; i++ {
-		resp, err := client.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+		resp, err := client.Post("http://x/v1/chat/completions", "application/json", strings.NewReader(`{"model":"chat","messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)
 		}

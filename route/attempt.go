@@ -40,8 +40,8 @@ func prepare(r *Request, m *Member) (*Outgoing, error) {
 	if model == "" {
 		model = r.Model
 	}
-	o := &Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: r.Header}
 	target, from := prov.Format(), r.format()
+	o := &Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
 	if target == from {
 		if ib, ok := prov.(interface{ ignoresBodyModel() bool }); ok && ib.ignoresBodyModel() {
 			o.Body = r.Body
@@ -219,7 +219,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			return nil, a, context.Cause(ctx)
 		}
 		a.Reason, a.Message = ReasonConnect, b.redact(err.Error())
-		return nil, a, fmt.Errorf("switchover: backend %s: building request: %w", b.Name, err)
+		return nil, a, &redactedError{msg: fmt.Sprintf("switchover: backend %s: building request: %s", b.Name, a.Message), err: err}
 	}
 	resp, err := b.transport().RoundTrip(req)
 	if err != nil {
@@ -437,7 +437,11 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	// the first-byte bound.
 	resp.Body.Close()
 	release()
+	// The backend's own error body may quote the credential it was sent.
 	full := errBody
+	if red := b.redact(string(errBody)); red != string(errBody) {
+		full = []byte(red)
+	}
 	if native == client {
 		resp.Body = io.NopCloser(bytes.NewReader(full))
 		resp.ContentLength = int64(len(full))

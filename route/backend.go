@@ -3,6 +3,7 @@ package route
 import (
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -77,15 +78,55 @@ func (b *Backend) CheckTimeout() time.Duration { return b.lat.checkTimeout() }
 
 // redact removes the backend's own credentials from text that came from
 // upstream or from a transport error, before it is relayed to a client,
-// a log or a trace: an upstream error may quote the key it was sent.
+// a log or a trace: an upstream error may quote the key it was sent. It
+// removes the provider's keys and the bearer tokens it sent last (see
+// credentials), and, since a token source may have rotated its token
+// since, anything shaped like a bearer token or a JWT.
 func (b *Backend) redact(s string) string {
 	for _, secret := range credentials(b.Provider) {
 		if len(secret) >= 4 {
 			s = strings.ReplaceAll(s, secret, "[redacted]")
 		}
 	}
-	return s
+	return redactTokens(s)
 }
+
+// bearerToken and jwt match credentials by their shape: "Bearer <token>"
+// in any case, and the three base64url parts of a JSON Web Token (Entra
+// ID access tokens are JWTs). They are never modified.
+var (
+	bearerToken = regexp.MustCompile(`(?i)\bbearer(\s+|%20|\+)[A-Za-z0-9\-._~+/]{8,}=*`)
+	jwt         = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)
+)
+
+func redactTokens(s string) string {
+	if !strings.Contains(s, "eyJ") && !containsBearer(s) {
+		return s // the common case, without a regexp
+	}
+	s = bearerToken.ReplaceAllString(s, "Bearer [redacted]")
+	return jwt.ReplaceAllString(s, "[redacted]")
+}
+
+// containsBearer reports whether s contains "bearer" in any case, without
+// allocating.
+func containsBearer(s string) bool {
+	for i := 0; i+6 <= len(s); i++ {
+		if s[i]|0x20 == 'b' && strings.EqualFold(s[i:i+6], "bearer") {
+			return true
+		}
+	}
+	return false
+}
+
+// redactedError is an error whose text has had a backend's credentials
+// removed; errors.Is and errors.As still see the original.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // Drain stops new traffic to the backend (requests in flight finish);
 // Restore lets it take traffic again. Safe for concurrent use.

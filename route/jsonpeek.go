@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 )
 
 // ErrBadBody is returned for a request body that is not a JSON object.
@@ -19,6 +21,14 @@ func (s span) ok() bool { return s.end > s.start }
 // without decoding the rest of it: routing needs only these two, and the
 // body is passed upstream as it came. It returns the span of the model value
 // (empty when absent), the model string, and the stream flag.
+//
+// peek reads every top-level key, so that it agrees with the decoder
+// upstream: a body whose "model" or "stream" appears twice is rejected, as
+// is one with a key that names them in another case ("Model", "ſtream"),
+// compared after decoding escapes. JSON decoders keep the last of
+// duplicate keys, and Go's matches struct fields case-insensitively, so the
+// upstream would read a model other than the one the gateway routed and
+// rewrote.
 func peek(body []byte) (model string, ms span, stream bool, err error) {
 	i := skipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
@@ -26,7 +36,7 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 	}
 	i++
 	seenModel, seenStream := false, false
-	for {
+	for first := true; ; first = false {
 		i = skipSpace(body, i)
 		if i >= len(body) {
 			return "", span{}, false, ErrBadBody
@@ -34,7 +44,10 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 		if body[i] == '}' {
 			return model, ms, stream, nil
 		}
-		if body[i] == ',' {
+		if !first {
+			if body[i] != ',' {
+				return "", span{}, false, ErrBadBody
+			}
 			i = skipSpace(body, i+1)
 		}
 		if i >= len(body) || body[i] != '"' {
@@ -44,7 +57,10 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 		if err != nil {
 			return "", span{}, false, err
 		}
-		key := body[i+1 : kEnd-1]
+		key, err := unquote(body[i:kEnd])
+		if err != nil {
+			return "", span{}, false, err
+		}
 		i = skipSpace(body, kEnd)
 		if i >= len(body) || body[i] != ':' {
 			return "", span{}, false, ErrBadBody
@@ -54,8 +70,11 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 		if err != nil {
 			return "", span{}, false, err
 		}
-		switch string(key) {
-		case "model":
+		switch {
+		case key == "model":
+			if seenModel {
+				return "", span{}, false, fmt.Errorf("%w: \"model\" appears more than once", ErrBadBody)
+			}
 			seenModel = true
 			if body[vStart] != '"' {
 				return "", span{}, false, fmt.Errorf("%w: \"model\" must be a string", ErrBadBody)
@@ -65,7 +84,10 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 			if err != nil {
 				return "", span{}, false, err
 			}
-		case "stream":
+		case key == "stream":
+			if seenStream {
+				return "", span{}, false, fmt.Errorf("%w: \"stream\" appears more than once", ErrBadBody)
+			}
 			seenStream = true
 			switch string(body[vStart:vEnd]) {
 			case "true":
@@ -75,21 +97,17 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 			default:
 				return "", span{}, false, fmt.Errorf("%w: \"stream\" must be a boolean", ErrBadBody)
 			}
+		case strings.EqualFold(key, "model"), strings.EqualFold(key, "stream"):
+			return "", span{}, false, fmt.Errorf("%w: the key %q is ambiguous; write it in lower case", ErrBadBody, key)
 		}
 		i = vEnd
-		if seenModel && seenStream {
-			// Both found: the rest is the backend's to read.
-			return model, ms, stream, nil
-		}
-		i = skipSpace(body, i)
-		if i < len(body) && body[i] != ',' && body[i] != '}' {
-			return "", span{}, false, ErrBadBody
-		}
 	}
 }
 
+// unquote decodes the JSON string raw (quotes included) as encoding/json
+// does: escapes decoded, invalid UTF-8 replaced.
 func unquote(raw []byte) (string, error) {
-	if bytes.IndexByte(raw, '\\') < 0 {
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), nil
 	}
 	var s string
@@ -141,6 +159,11 @@ func skipValue(b []byte, i int) (int, error) {
 	case '{', '[':
 		depth := 0
 		for i < len(b) {
+			j := bytes.IndexAny(b[i:], `"{}[]`)
+			if j < 0 {
+				break
+			}
+			i += j
 			switch b[i] {
 			case '"':
 				end, err := skipString(b, i)

@@ -1,9 +1,9 @@
 package route
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +34,16 @@ func TestPeek(t *testing.T) {
 		{"stream not a bool", `{"stream":"yes"}`, "", false, true},
 		{"missing colon", `{"model" "m"}`, "", false, true},
 		{"missing comma", `{"a":1 "model":"m"}`, "", false, true},
+		{"leading comma", `{,"model":"m"}`, "", false, true},
+		{"duplicate model", `{"model":"chat-prod","stream":false,"model":"o1-pro"}`, "", false, true},
+		{"duplicate model escaped", `{"model":"chat-prod","mod\u0065l":"o1-pro"}`, "", false, true},
+		{"duplicate model after stream", `{"stream":true,"model":"a","x":{},"model":"a"}`, "", false, true},
+		{"duplicate stream", `{"model":"m","stream":false,"stream":true}`, "", false, true},
+		{"duplicate stream escaped", `{"\u0073tream":true,"model":"m","stream":false}`, "", false, true},
+		{"model in another case", `{"model":"m","Model":"o1-pro"}`, "", false, true},
+		{"stream with a long s", `{"model":"m","\u017ftream":true}`, "", false, true},
+		{"escaped model key", `{"mod\u0065l":"m"}`, "m", false, false},
+		{"nested duplicates ignored", `{"model":"m","tools":[{"model":"a","model":"b"}]}`, "m", false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,48 +89,64 @@ func TestBodyFor(t *testing.T) {
 	}
 }
 
-// FuzzPeek checks the scanner against encoding/json: for every valid JSON
-// object, peek finds the same model and stream, and BodyFor produces valid
-// JSON with the model replaced.
+// FuzzPeek checks the scanner against encoding/json's own reading of the
+// same bytes, duplicate keys included: into a map (the last duplicate
+// wins, keys compared exactly) and into a struct (keys matched
+// case-insensitively, as a Go upstream reads them). Whenever peek accepts
+// a valid JSON object, it must find the model and stream both readings
+// find, and BodyFor must produce valid JSON whose model every reading sees
+// as replaced. It may reject instead (duplicates, ambiguous keys), but
+// never disagree.
 func FuzzPeek(f *testing.F) {
-	for _, s := range []string{`{"model":"a","stream":true}`, `{"x":[{"model":"b"}],"model":"c"}`, `{"model":"\u00e9\"q"}`, `{}`, `{"stream":false,"messages":[{"content":"}{]["}]}`} {
+	for _, s := range []string{
+		`{"model":"a","stream":true}`, `{"x":[{"model":"b"}],"model":"c"}`, `{"model":"\u00e9\"q"}`, `{}`,
+		`{"stream":false,"messages":[{"content":"}{]["}]}`,
+		`{"model":"chat-prod","stream":false,"model":"o1-pro"}`, `{"model":"a","mod\u0065l":"b"}`,
+		`{"model":"a","MODEL":"b"}`, `{"stream":false,"\u017ftream":true}`, "{\"model\":\"\xff\"}",
+	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		model, _, stream, err := peek(b)
 		var obj map[string]json.RawMessage
-		if json.Unmarshal(b, &obj) != nil {
+		if json.Unmarshal(b, &obj) != nil || obj == nil {
 			return // invalid JSON: peek may accept or reject, but must not panic
 		}
-		var wantModel string
-		var wantStream *bool
-		modelOK := true
-		if raw, ok := obj["model"]; ok {
-			modelOK = json.Unmarshal(raw, &wantModel) == nil
-		}
-		if raw, ok := obj["stream"]; ok && string(raw) != "null" {
-			var s bool
-			if json.Unmarshal(raw, &s) != nil {
-				modelOK = false
-			}
-			wantStream = &s
-		}
-		if !modelOK {
-			if err == nil {
-				t.Fatalf("peek accepted %q", b)
+		if err != nil {
+			if !errors.Is(err, ErrBadBody) {
+				t.Fatalf("peek(%q) = %v, not ErrBadBody", b, err)
 			}
 			return
 		}
-		if hasDuplicateKeys(b) {
-			return // encoding/json keeps the last; peek may stop at the first
+		var wantModel string
+		var wantStream bool
+		if raw, ok := obj["model"]; ok {
+			if json.Unmarshal(raw, &wantModel) != nil {
+				t.Fatalf("peek accepted %q whose model encoding/json reads as %s", b, raw)
+			}
 		}
+		if raw, ok := obj["stream"]; ok && string(raw) != "null" {
+			if json.Unmarshal(raw, &wantStream) != nil {
+				t.Fatalf("peek accepted %q whose stream encoding/json reads as %s", b, raw)
+			}
+		}
+		if model != wantModel || stream != wantStream {
+			t.Fatalf("peek(%q) = %q, %v; encoding/json reads %q, %v", b, model, stream, wantModel, wantStream)
+		}
+		var st struct {
+			Model  *string `json:"model"`
+			Stream *bool   `json:"stream"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			t.Fatalf("peek accepted %q that a struct cannot hold: %v", b, err)
+		}
+		if got := deref(st.Model); got != model || (st.Stream != nil && *st.Stream) != stream {
+			t.Fatalf("peek(%q) = %q, %v; a struct reads %q, %v", b, model, stream, got, st.Stream)
+		}
+		r, err := NewRequest(ChatCompletions, b, nil)
 		if err != nil {
-			t.Fatalf("peek(%q) = %v", b, err)
+			t.Fatalf("NewRequest(%q) = %v after peek accepted it", b, err)
 		}
-		if model != wantModel || (wantStream != nil && stream != *wantStream) {
-			t.Fatalf("peek(%q) = %q, %v; want %q, %v", b, model, stream, wantModel, wantStream)
-		}
-		r, _ := NewRequest(ChatCompletions, b, nil)
 		out := r.BodyFor("renamed")
 		var obj2 map[string]json.RawMessage
 		if err := json.Unmarshal(out, &obj2); err != nil {
@@ -129,32 +155,33 @@ func FuzzPeek(f *testing.F) {
 		if string(obj2["model"]) != `"renamed"` {
 			t.Fatalf("BodyFor(%q) = %q", b, out)
 		}
+		st.Model = nil
+		if json.Unmarshal(out, &st) != nil || deref(st.Model) != "renamed" {
+			t.Fatalf("BodyFor(%q) = %q: a struct reads model %q", b, out, deref(st.Model))
+		}
+		if m, _, _, err := peek(out); err != nil || m != "renamed" {
+			t.Fatalf("peek(BodyFor(%q)) = %q, %v", b, m, err)
+		}
 	})
 }
 
-func hasDuplicateKeys(b []byte) bool {
-	dec := json.NewDecoder(bytesReader(b))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return false
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		ks, _ := k.(string)
-		if seen[ks] {
-			return true
-		}
-		seen[ks] = true
-		var v json.RawMessage
-		if dec.Decode(&v) != nil {
-			return false
-		}
-	}
-	return false
+	return *s
 }
 
-func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
+// BenchmarkPeek reads a 1 MiB chat body whose model and stream come
+// first: peek now scans the rest too, for duplicates.
+func BenchmarkPeek(b *testing.B) {
+	msg := `{"role":"user","content":"` + strings.Repeat(`lorem ipsum \"quoted\" `, 40) + `"},`
+	body := []byte(`{"model":"chat-prod","stream":true,"messages":[` + strings.Repeat(msg, 1<<20/len(msg)) + `{"role":"user","content":"hi"}]}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, err := peek(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

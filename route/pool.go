@@ -185,7 +185,7 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 			return resp, rep, nil
 		}
 		if resp != nil {
-			lastHeader = resp.Header
+			lastHeader = m.Backend.relayHeader(resp.Header)
 		}
 	}
 	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
@@ -311,6 +311,7 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
 	}
+	resp.Header = m.Backend.relayHeader(resp.Header)
 	h := resp.Header
 	h.Set(HeaderBackend, m.Backend.Name)
 	if m.Backend.Region != "" {

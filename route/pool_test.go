@@ -167,7 +167,7 @@ func TestRetryNeverLandsOnFailedBackend(t *testing.T) {
 	var calls sync.Map
 	failing := func(name string) step {
 		return func(w http.ResponseWriter, r *http.Request) {
-			id := r.Header.Get("X-Test-Id")
+			id := r.Header.Get("X-Request-Id")
 			if _, seen := calls.LoadOrStore(id, name); seen {
 				answer(name)(w, r)
 				return
@@ -181,7 +181,7 @@ func TestRetryNeverLandsOnFailedBackend(t *testing.T) {
 		memberSpec{name: "c", priority: 1, script: []step{failing("c")}, settings: breaker.Settings{Failures: 1000}},
 	)
 	for i := 0; i < 60; i++ {
-		r, _ := route.NewRequest(route.ChatCompletions, []byte(chatBody), http.Header{"X-Test-Id": {string(rune('A' + i))}})
+		r, _ := route.NewRequest(route.ChatCompletions, []byte(chatBody), http.Header{"X-Request-Id": {string(rune('A' + i))}})
 		resp, rep, err := e.pool.Do(t.Context(), r)
 		if err != nil {
 			t.Fatal(err)

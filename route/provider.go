@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -39,8 +40,9 @@ type Outgoing struct {
 	Model string
 	// Stream is true for a streaming request.
 	Stream bool
-	// Header holds the client's headers; providers forward the end-to-end
-	// ones and add their own credentials.
+	// Header holds the caller's headers that may go upstream (see
+	// forwardHeaders in headers.go); providers send them and add their own
+	// headers and credentials.
 	Header http.Header
 }
 
@@ -62,8 +64,11 @@ type OpenAI struct {
 	BaseURL *url.URL
 	// APIKey is sent as "Authorization: Bearer". Empty sends no key.
 	APIKey string
-	// Header is added to every request (for example OpenAI-Organization).
-	// Optional.
+	// Organization and Project, if set, are sent as OpenAI-Organization
+	// and OpenAI-Project: which of the key's organizations and projects the
+	// call is billed to. Optional; a caller can never set them.
+	Organization, Project string
+	// Header is added to every request. Optional.
 	Header http.Header
 }
 
@@ -81,10 +86,21 @@ func (p *OpenAI) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, er
 	if err != nil {
 		return nil, err
 	}
+	p.setAccount(req.Header)
 	if p.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+p.APIKey)
 	}
 	return req, nil
+}
+
+// setAccount sets the organization and project headers.
+func (p *OpenAI) setAccount(h http.Header) {
+	if p.Organization != "" {
+		h.Set("OpenAI-Organization", p.Organization)
+	}
+	if p.Project != "" {
+		h.Set("OpenAI-Project", p.Project)
+	}
 }
 
 // Azure is an Azure OpenAI resource, called with the deployment in the path
@@ -104,6 +120,8 @@ type Azure struct {
 	APIVersion string
 	// Header is added to every request. Optional.
 	Header http.Header
+
+	lastToken atomic.Pointer[string] // the last token sent, for redaction
 }
 
 var _ Provider = (*Azure)(nil)
@@ -136,6 +154,9 @@ func (p *Azure) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, err
 		tok, err := p.Token.Token(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrAuth, err)
+		}
+		if last := p.lastToken.Load(); last == nil || *last != tok {
+			p.lastToken.Store(&tok)
 		}
 		req.Header.Set("Authorization", "Bearer "+tok)
 	case p.APIKey != "":
@@ -226,8 +247,10 @@ func (p *Gemini) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, er
 	return req, nil
 }
 
-// newUpstream builds a POST with the client's forwardable headers, extra
-// headers and its own reader over body.
+// newUpstream builds a POST with the caller's forwarded headers (o.Header,
+// see forwardHeaders), the backend's extra headers and its own reader over
+// body. An extra header replaces the caller's of the same name, except
+// Anthropic-Beta, whose values add up: the backend's first.
 func newUpstream(ctx context.Context, u *url.URL, o *Outgoing, extra http.Header) (*http.Request, error) {
 	body := o.Body
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
@@ -235,63 +258,20 @@ func newUpstream(ctx context.Context, u *url.URL, o *Outgoing, extra http.Header
 		return nil, err
 	}
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	copyForwardable(req.Header, o.Header)
-	for k, vv := range extra {
+	for k, vv := range o.Header {
 		req.Header[k] = append([]string(nil), vv...)
 	}
-	if req.Header.Get("Content-Type") == "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.ContentLength = int64(len(body))
-	return req, nil
-}
-
-// notForwarded are request headers that never go upstream: hop-by-hop
-// headers (RFC 9110 section 7.6.1), the caller's credentials for the
-// gateway, and headers the transport sets itself.
-var notForwarded = map[string]bool{
-	"Connection":          true,
-	"Proxy-Connection":    true,
-	"Keep-Alive":          true,
-	"Proxy-Authenticate":  true,
-	"Proxy-Authorization": true,
-	"Te":                  true,
-	"Trailer":             true,
-	"Transfer-Encoding":   true,
-	"Upgrade":             true,
-	"Host":                true,
-	"Content-Length":      true,
-	"Authorization":       true,
-	"Api-Key":             true,
-	"X-Api-Key":           true,
-	"X-Goog-Api-Key":      true,
-	"Cookie":              true,
-	// The client's own protocol headers: each provider sets its own.
-	"Anthropic-Version": true,
-	"Accept-Encoding":   true,
-}
-
-func copyForwardable(dst, src http.Header) {
-	var connTokens []string
-	for _, v := range src["Connection"] {
-		for _, tok := range strings.Split(v, ",") {
-			if tok = strings.TrimSpace(tok); tok != "" {
-				connTokens = append(connTokens, textproto.CanonicalMIMEHeaderKey(tok))
-			}
-		}
-	}
-outer:
-	for k, vv := range src {
-		if notForwarded[k] || strings.HasPrefix(k, "X-Switchover-") {
+	for k, vv := range extra {
+		k = textproto.CanonicalMIMEHeaderKey(k)
+		if k == "Anthropic-Beta" {
+			req.Header[k] = append(append([]string(nil), vv...), req.Header[k]...)
 			continue
 		}
-		for _, t := range connTokens {
-			if k == t {
-				continue outer
-			}
-		}
-		dst[k] = vv
+		req.Header[k] = append([]string(nil), vv...)
 	}
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = int64(len(body))
+	return req, nil
 }
 
 // hopHeaders are response headers a proxy must not pass on.
@@ -317,7 +297,8 @@ func RemoveHopHeaders(h http.Header) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// credentials are the secrets a provider sends upstream, for redaction. A
+// credentials are the secrets a provider sends upstream, for redaction:
+// its keys, and for Azure with Entra ID the last token it sent. A
 // Provider of another type may list its own with a Credentials() []string
 // method.
 func credentials(p Provider) []string {
@@ -325,6 +306,9 @@ func credentials(p Provider) []string {
 	case *OpenAI:
 		return []string{p.APIKey}
 	case *Azure:
+		if tok := p.lastToken.Load(); tok != nil {
+			return []string{p.APIKey, *tok}
+		}
 		return []string{p.APIKey}
 	case *Anthropic:
 		return []string{p.APIKey}

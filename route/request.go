@@ -46,9 +46,9 @@ type Request struct {
 	Op Operation
 	// Body is the JSON request body as the client sent it.
 	Body []byte
-	// Header holds the client's headers. End-to-end headers are forwarded
-	// upstream; credentials (Authorization, api-key), hop-by-hop headers and
-	// Host never are.
+	// Header holds the client's headers. Only a short allowlist of them is
+	// forwarded upstream (see forwardHeaders in headers.go): never the
+	// caller's credentials, cookies, addresses or account headers.
 	Header http.Header
 	// Model is the model the client asked for: the body's "model", or the
 	// deployment named in an Azure-style path.

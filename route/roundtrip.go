@@ -25,9 +25,9 @@ var _ http.RoundTripper = (*Pool)(nil)
 // an http.Client, such as the one an OpenAI SDK uses. The request's URL
 // host is ignored: the pool's backends decide where it goes. Its path
 // selects the operation (…/chat/completions, …/completions,
-// …/embeddings, including Azure /openai/deployments/{name}/… paths). The
-// caller's Authorization and api-key headers are replaced by each backend's
-// own credentials.
+// …/embeddings, including Azure /openai/deployments/{name}/… paths). Of
+// the caller's headers only a short allowlist goes upstream (see
+// forwardHeaders); each backend sends its own credentials.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 	op, ok := OperationFromPath(req.URL.Path)
 	if !ok || req.Method != http.MethodPost {

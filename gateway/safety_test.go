@@ -1,0 +1,309 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
+)
+
+// withAnthropic adds an anthropic backend at url (key ${TEST_SEC_KEY})
+// and a pool claude-prod of it alone.
+func withAnthropic(url string) func(string) string {
+	return func(y string) string {
+		return strings.Replace(y, "pools:\n", `  - name: claude
+    type: anthropic
+    url: `+url+`
+    api_key: ${TEST_SEC_KEY}
+pools:
+  - name: claude-prod
+    members:
+      - {backend: claude, model: claude-pinned}
+`, 1)
+	}
+}
+
+// TestDuplicateModelKeyRejected: a body whose second "model" (however
+// spelled) would override the pool's pinned model upstream is refused
+// with 400 in the caller's format, and no backend is called.
+func TestDuplicateModelKeyRejected(t *testing.T) {
+	claude := upstreamtest.New(t, answer("claude"))
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAnthropic(claude.URL))
+	tests := []struct {
+		name, path, body, wantType string
+	}{
+		{"second model", "/v1/chat/completions", `{"model":"chat-prod","stream":false,"model":"o1-pro","messages":[]}`, "invalid_request_error"},
+		{"escaped second model", "/v1/chat/completions", `{"model":"chat-prod","mod\u0065l":"o1-pro","messages":[]}`, "invalid_request_error"},
+		{"model in capitals", "/v1/chat/completions", `{"model":"chat-prod","MODEL":"o1-pro","messages":[]}`, "invalid_request_error"},
+		{"second stream", "/v1/chat/completions", `{"model":"chat-prod","stream":false,"stream":true,"messages":[]}`, "invalid_request_error"},
+		{"anthropic second model", "/v1/messages", `{"model":"claude-prod","max_tokens":5,"messages":[],"model":"claude-opus"}`, "invalid_request_error"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := h.post(tc.path, tc.body)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			var e struct {
+				Type  string `json:"type"`
+				Error struct {
+					Type string `json:"type"`
+				} `json:"error"`
+			}
+			if err := json.Unmarshal([]byte(body), &e); err != nil || e.Error.Type != tc.wantType {
+				t.Fatalf("error body %s", body)
+			}
+			if strings.HasPrefix(tc.path, "/v1/messages") && e.Type != "error" {
+				t.Fatalf("not an Anthropic error: %s", body)
+			}
+		})
+	}
+	if n := h.weu.Calls() + h.sec.Calls() + claude.Calls(); n != 0 {
+		t.Fatalf("%d upstream calls for rejected bodies", n)
+	}
+}
+
+// withAccount sets the openai backend's organization and project.
+func withAccount(y string) string {
+	return strings.Replace(y, "    region: swedencentral\n", "    region: swedencentral\n    organization: org-operator\n    project: proj-operator\n", 1)
+}
+
+// TestCallerHeadersNotForwarded: the caller's cookies, addresses, account
+// headers, SDK telemetry and any number of headers of its own reach no
+// upstream; the operator's organization and project do, and the request
+// id and trace context still go through.
+func TestCallerHeadersNotForwarded(t *testing.T) {
+	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "", withAccount)
+	req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/chat/completions", strings.NewReader(chat))
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	req.Header.Set("Content-Type", "application/json; charset=evil")
+	req.Header.Set("X-Request-Id", "caller-id-9")
+	sent := map[string]string{
+		"Cookie":              "session=caller",
+		"X-Forwarded-For":     "203.0.113.7",
+		"Forwarded":           "for=203.0.113.7",
+		"Openai-Organization": "org-caller",
+		"Openai-Project":      "proj-caller",
+		"Openai-Beta":         "assistants=v2",
+		"Api-Key":             "caller-azure-key",
+		"X-Api-Key":           "caller-anthropic-key",
+		"X-Stainless-Os":      "Linux",
+		"User-Agent":          "caller-agent/1.0",
+		"Idempotency-Key":     "caller-idem",
+		"Anthropic-Beta":      "caller-beta",
+		"Baggage":             "user=alice",
+	}
+	for k, v := range sent {
+		req.Header.Set(k, v)
+	}
+	for i := range 10000 {
+		req.Header.Set(fmt.Sprintf("X-Junk-%05d", i), "x")
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "hello from sec") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	for name, u := range map[string]*upstreamtest.Upstream{"azure": h.weu, "openai": h.sec} {
+		uh := u.Header(0)
+		for k, v := range sent {
+			if got := uh.Values(k); len(got) > 0 && slices.Contains(got, v) {
+				t.Errorf("%s upstream received the caller's %s: %q", name, k, got)
+			}
+		}
+		for k := range uh {
+			if strings.HasPrefix(k, "X-Junk-") {
+				t.Fatalf("%s upstream received the caller's %s (and %d headers in all)", name, k, len(uh))
+			}
+		}
+		if len(uh) > 12 {
+			t.Errorf("%s upstream received %d headers: %v", name, len(uh), uh)
+		}
+		if uh.Get("X-Request-Id") != "caller-id-9" || uh.Get("Content-Type") != "application/json" {
+			t.Errorf("%s upstream headers %v", name, uh)
+		}
+	}
+	if uh := h.weu.Header(0); uh.Get("Openai-Organization") != "" || uh.Get("Api-Key") != weuSecret {
+		t.Errorf("azure upstream headers %v", uh)
+	}
+	if uh := h.sec.Header(0); uh.Get("Openai-Organization") != "org-operator" || uh.Get("Openai-Project") != "proj-operator" ||
+		uh.Get("Authorization") != "Bearer "+secSecret {
+		t.Errorf("openai upstream headers %v", uh)
+	}
+}
+
+// TestUpstreamResponseHeadersFiltered: an upstream's Set-Cookie and the
+// headers that name the operator's account never reach the caller, on an
+// answer, on an error passed through, or when every attempt failed; rate
+// limits, request ids and processing times do.
+func TestUpstreamResponseHeadersFiltered(t *testing.T) {
+	leaky := func(code int) upstreamtest.Step {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Set-Cookie", "__cf_bm=operator-session; Path=/")
+			w.Header().Set("Openai-Organization", "org-operator")
+			w.Header().Set("Openai-Project", "proj-operator")
+			w.Header().Set("Location", "http://10.0.0.7/internal")
+			w.Header().Set("X-Request-Id", "upstream-id-3")
+			w.Header().Set("Openai-Processing-Ms", "321")
+			w.Header().Set("X-Ratelimit-Limit-Tokens", "30000")
+			if code == 200 {
+				answer("sec")(w, r)
+				return
+			}
+			status(code)(w, r)
+		}
+	}
+	tests := []struct {
+		name       string
+		weu, sec   upstreamtest.Step
+		wantStatus int
+		wantKept   []string
+	}{
+		{"answer", status(503), leaky(200), 200, []string{"X-Request-Id", "Openai-Processing-Ms", "X-Ratelimit-Limit-Tokens", "X-Upstream-Request-Id"}},
+		{"error passed through", leaky(400), answer("sec"), 400, []string{"Openai-Processing-Ms", "X-Ratelimit-Limit-Tokens", "X-Upstream-Request-Id"}},
+		{"every attempt failed", leaky(503), leaky(503), 503, []string{"X-Ratelimit-Limit-Tokens"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := start(t, []upstreamtest.Step{tc.weu}, []upstreamtest.Step{tc.sec}, "")
+			resp, body := h.post("/v1/chat/completions", chat)
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			for _, k := range []string{"Set-Cookie", "Openai-Organization", "Openai-Project", "Location"} {
+				if v := resp.Header.Values(k); len(v) > 0 {
+					t.Errorf("the client received %s: %q", k, v)
+				}
+			}
+			for _, k := range tc.wantKept {
+				if resp.Header.Get(k) == "" {
+					t.Errorf("the client did not receive %s: %v", k, resp.Header)
+				}
+			}
+		})
+	}
+}
+
+// TestAnthropicBetaReachesAnthropicBackend: anthropic-beta is the one
+// caller header an Anthropic backend gets, after the backend's own betas;
+// the caller's anthropic-version and keys are replaced by the backend's.
+func TestAnthropicBetaReachesAnthropicBackend(t *testing.T) {
+	claude := upstreamtest.New(t, answer("claude"))
+	withBeta := func(y string) string {
+		return strings.Replace(y, "    type: anthropic\n", "    type: anthropic\n    headers: {anthropic-beta: operator-beta}\n", 1)
+	}
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAnthropic(claude.URL), withBeta)
+	resp, body := h.post("/v1/messages", `{"model":"claude-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		"Anthropic-Beta", "prompt-caching-2024-07-31", "Anthropic-Version", "1999-01-01", "X-Api-Key", "caller-key")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	uh := claude.Header(0)
+	if got := uh.Values("Anthropic-Beta"); !slices.Equal(got, []string{"operator-beta", "prompt-caching-2024-07-31"}) {
+		t.Errorf("anthropic-beta upstream %q", got)
+	}
+	if uh.Get("Anthropic-Version") != "2023-06-01" || uh.Get("X-Api-Key") != secSecret {
+		t.Errorf("upstream headers %v", uh)
+	}
+	// Not to an OpenAI-format backend.
+	h.post("/v1/chat/completions", chat, "Anthropic-Beta", "prompt-caching-2024-07-31")
+	if got := h.weu.Header(0).Get("Anthropic-Beta"); got != "" {
+		t.Errorf("azure upstream received anthropic-beta %q", got)
+	}
+}
+
+// echoCredential answers code with the credential it received quoted in
+// its error message, in headers that are relayed (request id, rate
+// limits) and in one that is not.
+func echoCredential(code int) upstreamtest.Step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		cred := r.Header.Get("Authorization") + r.Header.Get("Api-Key") + r.Header.Get("X-Api-Key")
+		raw := strings.TrimPrefix(cred, "Bearer ")
+		w.Header().Set("X-Request-Id", raw)
+		w.Header().Set("X-Ratelimit-Echo", "key="+raw)
+		w.Header().Set("X-Debug-Credential", cred)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		msg, _ := json.Marshal(fmt.Sprintf("Incorrect request: you sent %s (token %s)", cred, raw))
+		fmt.Fprintf(w, `{"error":{"message":%s,"type":"invalid_request_error","code":"echo"}}`, msg)
+	}
+}
+
+// TestBackendCredentialsNeverRelayed: an upstream that echoes the key or
+// the Entra ID token it was sent, in its error message and its headers,
+// does not get it to the client, the log or the trace, whether its error
+// is passed through or retried until every attempt has failed.
+func TestBackendCredentialsNeverRelayed(t *testing.T) {
+	const token = "opaque-entra-token-0123456789"
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{
+			"access_token": token, "expires_on": fmt.Sprint(time.Now().Add(time.Hour).Unix()),
+			"resource": "https://cognitiveservices.azure.com", "token_type": "Bearer",
+		})
+	}))
+	defer idp.Close()
+	t.Setenv("IDENTITY_ENDPOINT", idp.URL)
+	t.Setenv("IDENTITY_HEADER", "h")
+	useEntra := func(y string) string {
+		return strings.Replace(y, "    api_key: ${TEST_WEU_KEY}\n", "    entra: {managed_identity: true}\n", 1)
+	}
+	tests := []struct {
+		name       string
+		entra      bool
+		weu, sec   upstreamtest.Step
+		wantStatus int
+	}{
+		{"openai key in a passed-through 400", false, status(503), echoCredential(400), 400},
+		{"azure and openai keys in retried 500s", false, echoCredential(500), echoCredential(500), 500},
+		{"entra token in a passed-through 400", true, echoCredential(400), answer("sec"), 400},
+		{"entra token in retried 500s", true, echoCredential(500), echoCredential(500), 500},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+			var mods []func(string) string
+			if tc.entra {
+				mods = append(mods, useEntra)
+			}
+			h := startWith(t, gateway.Options{Tracer: tp}, []upstreamtest.Step{tc.weu}, []upstreamtest.Step{tc.sec}, "", mods...)
+			resp, body := h.post("/v1/chat/completions", chat)
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			if !strings.Contains(body, "[redacted]") {
+				t.Errorf("the echo was not relayed at all: %s", body)
+			}
+			var seen strings.Builder
+			seen.WriteString(body)
+			resp.Header.Write(&seen)
+			seen.WriteString(h.logs.String())
+			for _, s := range exp.GetSpans() {
+				fmt.Fprintf(&seen, "%s %v %v\n", s.Status.Description, s.Attributes, s.Events)
+			}
+			for _, secret := range []string{weuSecret, secSecret, token} {
+				if strings.Contains(seen.String(), secret) {
+					t.Errorf("%q reached the client, the log or a span:\n%s", secret, seen.String())
+				}
+			}
+			if resp.Header.Get("X-Debug-Credential") != "" {
+				t.Errorf("an unlisted upstream header was relayed")
+			}
+		})
+	}
+}

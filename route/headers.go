@@ -1,0 +1,121 @@
+package route
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// The header lists, both ways, in one place. A caller of the gateway is not
+// the operator: whatever a caller sends reaches the upstream next to the
+// operator's credential, and whatever the upstream answers reaches a
+// caller who does not own the account. So both directions are allowlists,
+// and a header not named here is dropped. docs/providers.md has the same
+// tables; keep them in step.
+
+// forwardedRequest reports whether a caller's request header (in canonical
+// form) goes upstream to a backend speaking format.
+//
+//   - X-Request-Id: the gateway's request id (the caller's when it is sane,
+//     else a new one; proxy sets it), so both sides can find one call.
+//   - Traceparent, Tracestate: W3C trace context, the gateway's own span
+//     when tracing is on. Baggage is not forwarded: it is the caller's
+//     free-form data.
+//   - Anthropic-Beta, to Anthropic backends only: the documented way to opt
+//     in to a feature (it changes what the request may contain, not who
+//     pays for it). Values from the backend's configured headers come
+//     first.
+//
+// Not forwarded, on purpose: Content-Type, Accept and Accept-Encoding
+// (each provider sets its own: the body is always JSON, and compression
+// is the transport's), User-Agent and the SDKs' X-Stainless-* telemetry
+// (the caller's platform is not the upstream's business), Idempotency-Key
+// and OpenAI-Beta (not part of the routed operations; a key reused across
+// backends and accounts would mean something else to each), OpenAI-
+// Organization and OpenAI-Project (they pick whose account is billed:
+// the operator sets them per backend), Anthropic-Version (set per backend),
+// every credential (Authorization, Api-Key, X-Api-Key, X-Goog-Api-Key),
+// Cookie, X-Forwarded-* and Forwarded (the caller's address), and the
+// hop-by-hop headers.
+func forwardedRequest(format translate.Format, key string) bool {
+	switch key {
+	case "X-Request-Id", "Traceparent", "Tracestate":
+		return true
+	case "Anthropic-Beta":
+		return format == translate.Anthropic
+	}
+	return false
+}
+
+// maxForwardedValues bounds the values of one forwarded header, and
+// maxForwardedBytes their total size: a caller cannot make the gateway
+// send the upstream a header block it would refuse.
+const (
+	maxForwardedValues = 16
+	maxForwardedBytes  = 8 << 10
+)
+
+// forwardHeaders returns the caller's headers that go upstream to a
+// backend speaking format (see forwardedRequest), values copied.
+func forwardHeaders(format translate.Format, src http.Header) http.Header {
+	dst := http.Header{}
+	size := 0
+	for k, vv := range src {
+		if !forwardedRequest(format, k) {
+			continue
+		}
+		for _, v := range vv[:min(len(vv), maxForwardedValues)] {
+			if size += len(k) + len(v); size > maxForwardedBytes {
+				return dst
+			}
+			dst[k] = append(dst[k], v)
+		}
+	}
+	return dst
+}
+
+// relayedResponse reports whether an upstream response header (in
+// canonical form) is passed on to the caller:
+//
+//   - the body's framing: Content-Type, Content-Length, Content-Encoding;
+//   - rate limits and back-off: X-Ratelimit-*, Anthropic-Ratelimit-*,
+//     Retry-After, Retry-After-Ms, X-Should-Retry (the SDKs honour them);
+//   - request ids, for support tickets: X-Request-Id (the proxy passes it
+//     on as X-Upstream-Request-Id), Request-Id (Anthropic), Apim-Request-Id
+//     and X-Ms-Request-Id (Azure);
+//   - what served it: Openai-Processing-Ms, Openai-Model, Openai-Version.
+//
+// Everything else is dropped: Set-Cookie (a session with the operator's
+// account), headers that name the operator's account (Openai-Organization,
+// Openai-Project, Anthropic-Organization-Id), and any header the upstream
+// might echo a credential in. The values of relayed headers are redacted
+// too (see Backend.relayHeader).
+func relayedResponse(key string) bool {
+	switch key {
+	case "Content-Type", "Content-Length", "Content-Encoding",
+		"Retry-After", "Retry-After-Ms", "X-Should-Retry",
+		"X-Request-Id", "Request-Id", "Apim-Request-Id", "X-Ms-Request-Id",
+		"Openai-Processing-Ms", "Openai-Model", "Openai-Version":
+		return true
+	}
+	return strings.HasPrefix(key, "X-Ratelimit-") || strings.HasPrefix(key, "Anthropic-Ratelimit-")
+}
+
+// relayHeader returns the headers of upstream response h that may reach
+// a caller (see relayedResponse), with the backend's credentials redacted
+// from their values.
+func (b *Backend) relayHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, vv := range h {
+		if !relayedResponse(k) {
+			continue
+		}
+		c := make([]string, len(vv))
+		for i, v := range vv {
+			c[i] = b.redact(v)
+		}
+		out[k] = c
+	}
+	return out
+}

@@ -1,0 +1,96 @@
+package route
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/switchover-gw/switchover/translate"
+)
+
+func TestForwardHeaders(t *testing.T) {
+	tests := []struct {
+		name   string
+		format translate.Format
+		key    string
+		want   bool
+	}{
+		{"request id", translate.OpenAI, "X-Request-Id", true},
+		{"traceparent", translate.Gemini, "Traceparent", true},
+		{"anthropic-beta to anthropic", translate.Anthropic, "Anthropic-Beta", true},
+		{"anthropic-beta to openai", translate.OpenAI, "Anthropic-Beta", false},
+		{"anthropic-version", translate.Anthropic, "Anthropic-Version", false},
+		{"organization", translate.OpenAI, "Openai-Organization", false},
+		{"project", translate.OpenAI, "Openai-Project", false},
+		{"cookie", translate.OpenAI, "Cookie", false},
+		{"forwarded for", translate.OpenAI, "X-Forwarded-For", false},
+		{"authorization", translate.OpenAI, "Authorization", false},
+		{"sdk telemetry", translate.OpenAI, "X-Stainless-Os", false},
+		{"baggage", translate.OpenAI, "Baggage", false},
+		{"junk", translate.Anthropic, "X-Junk", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := forwardHeaders(tc.format, http.Header{tc.key: {"v"}})
+			if (len(got[tc.key]) > 0) != tc.want {
+				t.Fatalf("forwardHeaders(%s, %s) = %v, want forwarded %v", tc.format, tc.key, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestForwardHeadersBounded(t *testing.T) {
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = "prompt-caching"
+	}
+	got := forwardHeaders(translate.Anthropic, http.Header{"Anthropic-Beta": many, "Traceparent": {strings.Repeat("x", 100<<10)}})
+	if n := len(got["Anthropic-Beta"]); n > maxForwardedValues {
+		t.Errorf("%d anthropic-beta values forwarded", n)
+	}
+	size := 0
+	for k, vv := range got {
+		for _, v := range vv {
+			size += len(k) + len(v)
+		}
+	}
+	if size > maxForwardedBytes {
+		t.Errorf("%d bytes of headers forwarded", size)
+	}
+}
+
+func TestRelayHeader(t *testing.T) {
+	b := &Backend{Name: "b", Provider: &OpenAI{APIKey: "sk-secret-key-1234"}}
+	in := http.Header{
+		"Set-Cookie":                     {"s=1"},
+		"Openai-Organization":            {"org-operator"},
+		"Location":                       {"http://10.0.0.1/"},
+		"X-Debug-Key":                    {"sk-secret-key-1234"},
+		"X-Ratelimit-Remaining-Requests": {"59"},
+		"Retry-After":                    {"3"},
+		"X-Request-Id":                   {"id sk-secret-key-1234"},
+		"Openai-Processing-Ms":           {"12"},
+		"Content-Type":                   {"application/json"},
+	}
+	got := b.relayHeader(in)
+	tests := []struct {
+		name, key, want string
+	}{
+		{"set-cookie dropped", "Set-Cookie", ""},
+		{"organization dropped", "Openai-Organization", ""},
+		{"location dropped", "Location", ""},
+		{"unknown dropped", "X-Debug-Key", ""},
+		{"rate limit kept", "X-Ratelimit-Remaining-Requests", "59"},
+		{"retry-after kept", "Retry-After", "3"},
+		{"request id kept, key redacted", "X-Request-Id", "id [redacted]"},
+		{"processing time kept", "Openai-Processing-Ms", "12"},
+		{"content type kept", "Content-Type", "application/json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if v := got.Get(tc.key); v != tc.want {
+				t.Fatalf("%s = %q, want %q", tc.key, v, tc.want)
+			}
+		})
+	}
+}
