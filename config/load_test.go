@@ -149,6 +149,11 @@ func TestBadFiles(t *testing.T) {
 			`entra.bad.yaml:14: backends[2].anthropic_version: only for anthropic backends`,
 			`entra.bad.yaml:17: pools[0].members[2].max_tokens: must not be negative`,
 		}},
+		{"server-limits.bad.yaml", []string{
+			`server-limits.bad.yaml:4: server.max_body_memory: 33554432 is under max_body (67108864)`,
+			`server-limits.bad.yaml:5: server.max_connections: must not be negative`,
+			`server-limits.bad.yaml:6: server.max_concurrent_requests: must not be negative`,
+		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
 		}},
@@ -272,5 +277,29 @@ func TestEmptyFile(t *testing.T) {
 	_, err := Parse("empty.yaml", []byte("# nothing\n"), goodEnv)
 	if err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestServerLimits(t *testing.T) {
+	tests := []struct {
+		file                string
+		bodyMemory          Size
+		conns, simultaneous int
+	}{
+		{"seed000.good.yaml", DefaultMaxBodyMemory, DefaultMaxConnections, DefaultMaxConcurrentRequests},
+		{"full.good.yaml", 64 << 20, 500, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, err := parseFile(t, tt.file, goodEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := c.Server
+			if s.MaxBodyMemory != tt.bodyMemory || s.MaxConnections != tt.conns || s.MaxConcurrentRequests != tt.simultaneous {
+				t.Errorf("max_body_memory %d, max_connections %d, max_concurrent_requests %d; want %d, %d, %d",
+					s.MaxBodyMemory, s.MaxConnections, s.MaxConcurrentRequests, tt.bodyMemory, tt.conns, tt.simultaneous)
+			}
+		})
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/net/netutil"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
@@ -143,11 +144,13 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.observer = obs
 	g.Handler = &proxy.Handler{
-		Logger:          g.Logger,
-		Recorder:        g.Metrics,
-		Metrics:         g.Metrics.Handler(),
-		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
-		TraceHeader:     *cfg.Server.TraceHeader,
+		Logger:                g.Logger,
+		Recorder:              g.Metrics,
+		Metrics:               g.Metrics.Handler(),
+		BodyReadTimeout:       cfg.Server.ReadTimeout.D(),
+		TraceHeader:           *cfg.Server.TraceHeader,
+		MaxBodyMemory:         int64(cfg.Server.MaxBodyMemory),
+		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
 	}
 	if g.tracer.enabled {
 		g.Handler.Tracer = g.tracer.tracer
@@ -338,7 +341,10 @@ func (g *Gateway) Server() *http.Server {
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.IdleTimeout.D(),
 		MaxHeaderBytes:    1 << 20,
-		ErrorLog:          slog.NewLogLogger(g.Logger.Handler(), slog.LevelDebug),
+		// The server logs what goes wrong outside any handler (accept
+		// errors such as "too many open files", a handler's panic with
+		// its stack): errors, never hidden below the default level.
+		ErrorLog: slog.NewLogLogger(g.Logger.Handler(), slog.LevelError),
 	}
 }
 
@@ -348,6 +354,11 @@ func (g *Gateway) Server() *http.Server {
 // shutdown_grace, cuts what is left, and closes the gateway.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Listener) error {
 	srv := g.Server()
+	if n := g.Config().Server.MaxConnections; n > 0 {
+		// Past the limit a connection waits in the kernel's backlog
+		// instead of taking a file descriptor.
+		ln = netutil.LimitListener(ln, n)
+	}
 	servers := []*http.Server{srv}
 	errc := make(chan error, 1+len(admin))
 	go func() { errc <- srv.Serve(ln) }()

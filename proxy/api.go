@@ -34,11 +34,29 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	}
 	defer func() { h.finish(lg, start) }()
 
+	if r.ContentLength > rt.MaxBody {
+		// Refused before a byte of it is read; the connection is not
+		// worth draining.
+		lg.status = http.StatusRequestEntityTooLarge
+		w.Header().Set("Connection", "close")
+		writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
+		return
+	}
+	res, ok := h.bodyMemory().open(r.ContentLength)
+	// The reservation is held until the response ends: the engine keeps
+	// the body for retries, and the transport until the answer is read.
+	defer res.close()
+	if !ok {
+		lg.status = http.StatusServiceUnavailable
+		writeBusy(w, format, codeBodyMemoryFull, "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly")
+		return
+	}
+
 	rc := http.NewResponseController(w)
 	if h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(start.Add(h.BodyReadTimeout))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rt.MaxBody))
+	body, err := io.ReadAll(res.reader(http.MaxBytesReader(w, r.Body, rt.MaxBody)))
 	if h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(time.Time{})
 	}
@@ -46,6 +64,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		var tooBig *http.MaxBytesError
 		var ne net.Error
 		switch {
+		case errors.Is(err, errBodyMemoryFull):
+			lg.status = http.StatusServiceUnavailable
+			writeBusy(w, format, codeBodyMemoryFull, "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly")
 		case errors.As(err, &tooBig):
 			lg.status = http.StatusRequestEntityTooLarge
 			writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
