@@ -34,7 +34,7 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // limitedGateway serves h over loopback with one pool, chat-prod, whose
 // one backend is upstream.
-func limitedGateway(t *testing.T, h *Handler, upstream http.Handler) string {
+func limitedGateway(t testing.TB, h *Handler, upstream http.Handler) string {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
