@@ -95,6 +95,7 @@ func feed(m *metrics.Metrics) {
 	m.Notification("slack", "failover", notify.Sent.String())
 	m.Reload("ok")
 	m.Admin("drain")
+	m.LogLineDropped()
 }
 
 // labelValues is every value the gateway's code gives some labels, taken

@@ -3,9 +3,12 @@ package gateway_test
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
@@ -47,4 +50,38 @@ func benchPost(b *testing.B, url, auth string) {
 			}
 		}
 	})
+}
+
+// BenchmarkGatewayChatLog is BenchmarkGatewayChat with the request log
+// written to a file, as it is to stderr in production: at warn (no line
+// per request), at info through the gateway's own buffered asynchronous
+// writer, and at info with one unbuffered write per line (as before). Compare
+// the ns/op; nothing is asserted.
+func BenchmarkGatewayChatLog(b *testing.B) {
+	tests := []struct {
+		name, level string
+		buffered    bool
+	}{
+		{"warn", "warn", true},
+		{"info-buffered", "info", true},
+		{"info-unbuffered", "info", false},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			opts := gateway.Options{LogOutput: f}
+			if !tt.buffered {
+				opts.Logger = gateway.NewLogger(f, "text", tt.level)
+			}
+			h := startWith(b, opts, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+				func(y string) string {
+					return strings.Replace(strings.Replace(y, "level: debug", "level: "+tt.level, 1), "format: json", "format: text", 1)
+				})
+			benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
+		})
+	}
 }

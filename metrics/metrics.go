@@ -45,6 +45,7 @@ type Metrics struct {
 	adminActions       *prometheus.CounterVec
 	misconfigured      *prometheus.CounterVec
 	unresponsive       *prometheus.CounterVec
+	logDropped         prometheus.Counter
 
 	// mu guards seqs and orders the updates of breakerState.
 	mu sync.Mutex
@@ -148,6 +149,10 @@ func New() *Metrics {
 			Name: "switchover_backend_unresponsive_total",
 			Help: "Times a backend was found not answering (a call waited past its slow threshold and a health check got no answer) and was benched, its waiting calls failed over.",
 		}, []string{"backend"}),
+		logDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchover_log_lines_dropped_total",
+			Help: "Log lines dropped because the log's buffer was full: its output (stderr, or what reads it) was not keeping up.",
+		}),
 	}
 	// Series that alerts read with increase() exist from the start, so
 	// their first event is seen.
@@ -160,7 +165,7 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-		m.misconfigured, m.unresponsive,
+		m.misconfigured, m.unresponsive, m.logDropped,
 	)
 	return m
 }
@@ -174,7 +179,7 @@ func (m *Metrics) Names() []string {
 		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-			m.misconfigured, m.unresponsive} {
+			m.misconfigured, m.unresponsive, m.logDropped} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -231,6 +236,10 @@ func (m *Metrics) Notification(sink, kind, result string) {
 
 // Reload records a configuration reload; result is "ok" or "invalid".
 func (m *Metrics) Reload(result string) { m.reloads.WithLabelValues(result).Inc() }
+
+// LogLineDropped counts a log line dropped because the log's buffer was
+// full.
+func (m *Metrics) LogLineDropped() { m.logDropped.Inc() }
 
 // Admin records an operator action.
 func (m *Metrics) Admin(action string) { m.adminActions.WithLabelValues(action).Inc() }

@@ -40,7 +40,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
-	g, err := gateway.New(cfg, gateway.Options{Path: *path, Logger: gateway.NewLogger(stderr, cfg.Log.Format, cfg.Log.Level)})
+	g, err := gateway.New(cfg, gateway.Options{Path: *path, LogOutput: stderr})
 	if err != nil {
 		return err
 	}
