@@ -164,13 +164,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.observer = obs
 	g.Handler = &proxy.Handler{
-		Logger:                g.Logger,
-		Recorder:              g.Metrics,
-		Metrics:               g.Metrics.Handler(),
-		BodyReadTimeout:       cfg.Server.ReadTimeout.D(),
-		TraceHeader:           *cfg.Server.TraceHeader,
-		MaxBodyMemory:         int64(cfg.Server.MaxBodyMemory),
-		MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
+		Logger:          g.Logger,
+		Recorder:        g.Metrics,
+		Metrics:         g.Metrics.Handler(),
+		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
+		TraceHeader:     *cfg.Server.TraceHeader,
 	}
 	if g.tracer.enabled {
 		g.Handler.Tracer = g.tracer.tracer

@@ -16,8 +16,8 @@ import (
 // is kept as it is (breaker, connections, model version); one whose
 // identity (name, type, URL, credentials) is unchanged keeps its breaker
 // state and drain. Operators' member overrides stay until reset. The
-// listen addresses, log settings and notification sinks need a restart to
-// change.
+// listen addresses, log settings, notification sinks and
+// server.max_connections need a restart to change.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -31,6 +31,9 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	if cfg.Listen != old.cfg.Listen || (cfg.Admin == nil) != (old.cfg.Admin == nil) ||
 		(cfg.Admin != nil && old.cfg.Admin != nil && cfg.Admin.Listen != old.cfg.Admin.Listen) {
 		g.Logger.Warn("listen addresses changed in the configuration; they take effect at the next restart")
+	}
+	if cfg.Server.MaxConnections != old.cfg.Server.MaxConnections {
+		g.Logger.Warn("server.max_connections changed in the configuration; it takes effect at the next restart")
 	}
 	for _, p := range old.cfg.Pools {
 		if _, ok := st.pools[p.Name]; !ok && g.tracker != nil {

@@ -42,12 +42,13 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
 		return
 	}
-	res, ok := h.bodyMemory().open(r.ContentLength)
+	res, ok := h.bodies.open(r.ContentLength, rt.MaxBodyMemory)
 	// The reservation is held until the response ends: the engine keeps
 	// the body for retries, and the transport until the answer is read.
 	defer res.close()
 	if !ok {
 		lg.status = http.StatusServiceUnavailable
+		w.Header().Set("Connection", "close") // not worth draining either
 		writeBusy(w, format, codeBodyMemoryFull, "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly")
 		return
 	}
@@ -56,7 +57,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	if h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(start.Add(h.BodyReadTimeout))
 	}
-	body, err := io.ReadAll(res.reader(http.MaxBytesReader(w, r.Body, rt.MaxBody)))
+	body, err := readBody(res.reader(http.MaxBytesReader(w, r.Body, rt.MaxBody)), r.ContentLength)
 	if h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(time.Time{})
 	}
@@ -174,6 +175,21 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	// A plain body cut short: abort the response so the client sees the
 	// failure instead of a short body that looks whole.
 	panic(http.ErrAbortHandler)
+}
+
+// readBody reads a request body of declared length n (-1: unknown). A
+// declared length is read into a slice of exactly that size, so the
+// memory a body takes is the length it reserved; io.ReadAll's doubling
+// would take up to twice as much.
+func readBody(r io.Reader, n int64) ([]byte, error) {
+	if n < 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }
 
 // Copy buffers. A stream holds its buffer for as long as it is open,

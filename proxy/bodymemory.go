@@ -6,14 +6,15 @@ import (
 	"sync/atomic"
 )
 
-// bodyMemory bounds the bytes held by request bodies in flight across all
-// requests. A body reserves its declared Content-Length before it is read,
-// or, sent chunked, grows its reservation in steps as it is read; when the
-// total would go over the limit the request is refused instead of read.
-// A nil *bodyMemory never refuses. It is safe for concurrent use.
+// bodyMemory counts the bytes held by request bodies in flight across all
+// requests, against a limit given with each reservation (the routes' in
+// force, so a reload changes it). A body reserves its declared
+// Content-Length before it is read, or, sent chunked, grows its
+// reservation in steps as it is read; when the total would go over the
+// limit the request is refused instead of read. The zero value is ready
+// to use. It is safe for concurrent use.
 type bodyMemory struct {
-	limit int64
-	used  atomic.Int64
+	used atomic.Int64
 }
 
 // errBodyMemoryFull is returned by a reservation's reader when the body
@@ -23,21 +24,12 @@ var errBodyMemoryFull = errors.New("switchover: the gateway's memory for request
 // chunkedStep is how much a chunked body's reservation grows at a time.
 const chunkedStep = 64 << 10
 
-func newBodyMemory(limit int64) *bodyMemory {
-	if limit <= 0 {
-		return nil
-	}
-	return &bodyMemory{limit: limit}
-}
-
-// reserve takes n bytes of the budget and reports whether it could.
-func (m *bodyMemory) reserve(n int64) bool {
-	if m == nil || n <= 0 {
-		return true
-	}
+// reserve takes n bytes of the budget if the total stays within limit,
+// and reports whether it did.
+func (m *bodyMemory) reserve(n, limit int64) bool {
 	for {
 		used := m.used.Load()
-		if used+n > m.limit {
+		if used+n > limit {
 			return false
 		}
 		if m.used.CompareAndSwap(used, used+n) {
@@ -46,33 +38,28 @@ func (m *bodyMemory) reserve(n int64) bool {
 	}
 }
 
-func (m *bodyMemory) release(n int64) {
-	if m != nil && n > 0 {
-		m.used.Add(-n)
-	}
-}
-
-// InUse is the number of bytes reserved now.
-func (m *bodyMemory) inUse() int64 {
-	if m == nil {
-		return 0
-	}
-	return m.used.Load()
-}
+// inUse is the number of bytes reserved now.
+func (m *bodyMemory) inUse() int64 { return m.used.Load() }
 
 // reservation is one body's share of the budget. Not safe for concurrent
 // use: it belongs to one request.
 type reservation struct {
-	m    *bodyMemory
-	held int64
+	m     *bodyMemory // nil: no limit, nothing counted
+	limit int64
+	held  int64
 }
 
 // open reserves declared bytes (a Content-Length, or -1 for a body of
-// unknown length, which reserves nothing yet) and reports whether it could.
-func (m *bodyMemory) open(declared int64) (*reservation, bool) {
-	r := &reservation{m: m}
+// unknown length, which reserves nothing yet) within limit, and reports
+// whether it could. A limit of zero or less means none: nothing is
+// counted and nothing refused.
+func (m *bodyMemory) open(declared, limit int64) (*reservation, bool) {
+	if limit <= 0 {
+		return &reservation{}, true
+	}
+	r := &reservation{m: m, limit: limit}
 	if declared > 0 {
-		if !m.reserve(declared) {
+		if !m.reserve(declared, limit) {
 			return r, false
 		}
 		r.held = declared
@@ -91,7 +78,9 @@ func (r *reservation) reader(src io.Reader) io.Reader {
 
 // close gives the reservation back. Later calls do nothing.
 func (r *reservation) close() {
-	r.m.release(r.held)
+	if r.m != nil && r.held > 0 {
+		r.m.used.Add(-r.held)
+	}
 	r.held = 0
 }
 
@@ -106,7 +95,7 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 	rr.read += int64(n)
 	if over := rr.read - rr.r.held; over > 0 {
 		grow := (over + chunkedStep - 1) / chunkedStep * chunkedStep
-		if !rr.r.m.reserve(grow) {
+		if !rr.r.m.reserve(grow, rr.r.limit) {
 			return n, errBodyMemoryFull
 		}
 		rr.r.held += grow

@@ -9,7 +9,8 @@ import (
 )
 
 func TestBodyMemoryReserve(t *testing.T) {
-	m := newBodyMemory(100)
+	var m bodyMemory
+	const limit = 100
 	tests := []struct {
 		name     string
 		declared int64
@@ -23,13 +24,18 @@ func TestBodyMemoryReserve(t *testing.T) {
 	}
 	var held []*reservation
 	for _, tt := range tests {
-		r, ok := m.open(tt.declared)
+		r, ok := m.open(tt.declared, limit)
 		if ok != tt.ok {
 			t.Fatalf("%s: open(%d) = %v, want %v (in use %d)", tt.name, tt.declared, ok, tt.ok, m.inUse())
 		}
 		if ok {
 			held = append(held, r)
 		}
+	}
+	if r, ok := m.open(1<<40, 0); !ok || m.inUse() != limit {
+		t.Fatalf("with no limit: open = %v, in use %d; want true and nothing more counted", ok, m.inUse())
+	} else {
+		r.close()
 	}
 	for _, r := range held {
 		r.close()
@@ -41,8 +47,9 @@ func TestBodyMemoryReserve(t *testing.T) {
 }
 
 func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
-	m := newBodyMemory(2 * chunkedStep)
-	r, _ := m.open(-1)
+	var m bodyMemory
+	const limit = 2 * chunkedStep
+	r, _ := m.open(-1, limit)
 	n, err := io.Copy(io.Discard, r.reader(strings.NewReader(strings.Repeat("x", chunkedStep+1))))
 	if err != nil || n != chunkedStep+1 {
 		t.Fatalf("read %d, %v", n, err)
@@ -50,7 +57,7 @@ func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
 	if got := m.inUse(); got != 2*chunkedStep {
 		t.Fatalf("in use %d, want %d", got, 2*chunkedStep)
 	}
-	other, _ := m.open(-1)
+	other, _ := m.open(-1, limit)
 	if _, err := io.Copy(io.Discard, other.reader(strings.NewReader("y"))); err != errBodyMemoryFull {
 		t.Fatalf("a body past the budget read with %v, want errBodyMemoryFull", err)
 	}
@@ -65,7 +72,7 @@ func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
 // limit) before the 413; 60 such uploads at once held 3 GB.
 func TestDeclaredLengthOverMaxBodyRefusedUnread(t *testing.T) {
 	up := newGate()
-	u := limitedGateway(t, &Handler{}, up)
+	u, _ := limitedGateway(t, &Handler{}, up)
 	// The body is declared at 2 MiB but never sent: only a refusal
 	// before reading can answer.
 	pr, pw := io.Pipe()
@@ -84,11 +91,11 @@ func TestDeclaredLengthOverMaxBodyRefusedUnread(t *testing.T) {
 
 func TestBodyMemoryFullThroughHandler(t *testing.T) {
 	up := newGate()
-	h := &Handler{MaxBodyMemory: int64(len(chatBody)) + 10}
-	u := limitedGateway(t, h, up)
+	h := &Handler{}
+	u, ended := limitedGateway(t, h, up, func(rt *Routes) { rt.MaxBodyMemory = int64(len(chatBody)) + 10 })
 	done := make(chan int)
 	go func() {
-		resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false)
+		resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions?held", chatBody, false)
 		done <- resp.StatusCode
 	}()
 	<-up.arrived // the first body is held while its request is in flight
@@ -120,6 +127,7 @@ func TestBodyMemoryFullThroughHandler(t *testing.T) {
 	if got := <-done; got != http.StatusOK {
 		t.Fatalf("the request in flight got %d", got)
 	}
+	waitEnded(t, ended, "held")
 	if h.bodies.inUse() != 0 {
 		t.Fatalf("body memory in use after every request ended: %d", h.bodies.inUse())
 	}

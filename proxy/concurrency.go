@@ -2,31 +2,26 @@ package proxy
 
 import "sync/atomic"
 
-// concurrency bounds the requests served at once. A request that finds
-// it full is refused at once rather than queued: a queue would hold its
-// connection and, soon, its body. A nil *concurrency never refuses. It is
-// safe for concurrent use.
+// concurrency counts the requests served at once, against a limit given
+// with each request (the routes' in force, so a reload changes it). A
+// request that finds it full is refused at once rather than queued: a
+// queue would hold its connection and, soon, its body. The zero value is
+// ready to use. It is safe for concurrent use.
 type concurrency struct {
-	limit int64
-	n     atomic.Int64
+	n atomic.Int64
 }
 
-func newConcurrency(limit int) *concurrency {
-	if limit <= 0 {
-		return nil
-	}
-	return &concurrency{limit: int64(limit)}
-}
-
-// acquire takes a slot and reports whether one was free; release it when
+// acquire takes a slot if fewer than limit are taken (a limit of zero or
+// less means none) and reports whether it did; release a slot taken when
 // the request ends.
-func (c *concurrency) acquire() bool {
-	if c == nil {
+func (c *concurrency) acquire(limit int) bool {
+	if limit <= 0 {
+		c.n.Add(1)
 		return true
 	}
 	for {
 		n := c.n.Load()
-		if n >= c.limit {
+		if n >= int64(limit) {
 			return false
 		}
 		if c.n.CompareAndSwap(n, n+1) {
@@ -35,8 +30,4 @@ func (c *concurrency) acquire() bool {
 	}
 }
 
-func (c *concurrency) release() {
-	if c != nil {
-		c.n.Add(-1)
-	}
-}
+func (c *concurrency) release() { c.n.Add(-1) }

@@ -2,56 +2,47 @@ package proxy
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 )
 
-func TestNilLimitsNeverRefuse(t *testing.T) {
-	var m *bodyMemory
-	r, ok := m.open(1 << 40)
-	if !ok || r.reader(strings.NewReader("x")) == nil {
-		t.Fatal("a nil budget refused")
-	}
-	r.close()
-	var c *concurrency
-	if !c.acquire() {
-		t.Fatal("a nil concurrency limit refused")
-	}
-	c.release()
-}
-
 func TestConcurrencyAcquire(t *testing.T) {
-	c := newConcurrency(2)
+	var c concurrency
 	steps := []struct {
 		name    string
+		limit   int
 		acquire bool // else release
 		ok      bool
 	}{
-		{"first", true, true},
-		{"second", true, true},
-		{"third is refused", true, false},
-		{"one ends", false, true},
-		{"then one more fits", true, true},
-		{"and the next is refused", true, false},
+		{"first", 2, true, true},
+		{"second", 2, true, true},
+		{"third is refused", 2, true, false},
+		{"one ends", 2, false, true},
+		{"then one more fits", 2, true, true},
+		{"and the next is refused", 2, true, false},
+		{"a higher limit (a reload) lets it in", 3, true, true},
+		{"no limit never refuses", 0, true, true},
 	}
 	for _, s := range steps {
 		if !s.acquire {
 			c.release()
 			continue
 		}
-		if got := c.acquire(); got != s.ok {
+		if got := c.acquire(s.limit); got != s.ok {
 			t.Fatalf("%s: acquire = %v, want %v", s.name, got, s.ok)
 		}
+	}
+	if got := c.n.Load(); got != 4 {
+		t.Fatalf("%d slots taken, want 4", got)
 	}
 }
 
 func TestMaxConcurrentRequestsThroughHandler(t *testing.T) {
 	up := newGate()
-	h := &Handler{MaxConcurrentRequests: 1, Metrics: http.NotFoundHandler()}
-	u := limitedGateway(t, h, up)
+	h := &Handler{Metrics: http.NotFoundHandler()}
+	u, ended := limitedGateway(t, h, up, func(rt *Routes) { rt.MaxConcurrentRequests = 1 })
 	done := make(chan int)
 	go func() {
-		resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false)
+		resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions?held", chatBody, false)
 		done <- resp.StatusCode
 	}()
 	<-up.arrived
@@ -82,6 +73,7 @@ func TestMaxConcurrentRequestsThroughHandler(t *testing.T) {
 	if got := <-done; got != http.StatusOK {
 		t.Fatalf("the request in flight got %d", got)
 	}
+	waitEnded(t, ended, "held")
 	if resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the slot freed, status %d", resp.StatusCode)
 	}

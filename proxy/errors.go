@@ -46,10 +46,9 @@ const (
 
 // writeBusy answers 503 with Retry-After: 1 in the client's format, for a
 // request refused because the gateway is at a limit, without reading its
-// body (the connection is closed rather than drained).
+// body.
 func writeBusy(w http.ResponseWriter, f translate.Format, code, msg string) {
 	w.Header().Set("Retry-After", "1")
-	w.Header().Set("Connection", "close")
 	writeErrorAs(w, f, http.StatusServiceUnavailable, "server_error", code, msg)
 }
 

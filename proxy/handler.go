@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +36,19 @@ type Routes struct {
 	Keys []Key
 	// MaxBody bounds a request body; larger gets 413. Default 32 MiB.
 	MaxBody int64
+	// MaxBodyMemory bounds the bytes held by request bodies in flight
+	// across all requests: a request whose body would take the total
+	// over it gets 503 request_body_memory_full with Retry-After: 1
+	// before (or, chunked, while) its body is read. Each body holds its
+	// share until its response ends; the count carries across Update.
+	// Keep it at least MaxBody, or the largest bodies are never read.
+	// Zero means no bound.
+	MaxBodyMemory int64
+	// MaxConcurrentRequests bounds the requests served at once (health,
+	// readiness and metrics excepted): past it a request gets 503
+	// too_many_concurrent_requests with Retry-After: 1 at once, its body
+	// unread. Zero means no bound.
+	MaxConcurrentRequests int
 }
 
 // Recorder receives one call per answered request, for metrics.
@@ -69,36 +81,9 @@ type Handler struct {
 	// long-running streams when it expires. Zero means none.
 	BodyReadTimeout time.Duration
 
-	// MaxBodyMemory bounds the bytes held by request bodies in flight
-	// across all requests, in bytes: a request whose body would take the
-	// total over it gets 503 request_body_memory_full with Retry-After: 1
-	// before (or, chunked, while) its body is read. Each body holds its
-	// share until its response ends. Read once, at the first request.
-	// Zero means no bound.
-	MaxBodyMemory int64
-	// MaxConcurrentRequests bounds the requests served at once (health,
-	// readiness and metrics excepted): past it a request gets 503
-	// too_many_concurrent_requests with Retry-After: 1 at once, its body
-	// unread. Read once, at the first request. Zero means no bound.
-	MaxConcurrentRequests int
-
-	routes    atomic.Pointer[Routes]
-	limitOnce sync.Once
-	bodies    *bodyMemory
-	inflight  *concurrency
-}
-
-// bodyMemory returns the handler's body budget (nil: none).
-func (h *Handler) bodyMemory() *bodyMemory {
-	h.initLimits()
-	return h.bodies
-}
-
-func (h *Handler) initLimits() {
-	h.limitOnce.Do(func() {
-		h.bodies = newBodyMemory(h.MaxBodyMemory)
-		h.inflight = newConcurrency(h.MaxConcurrentRequests)
-	})
+	routes   atomic.Pointer[Routes]
+	bodies   bodyMemory
+	inflight concurrency
 }
 
 // Update replaces the routes. Requests in flight finish on the old ones.
@@ -158,8 +143,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == route.Messages {
 		format = translate.Anthropic
 	}
-	h.initLimits()
-	if !h.inflight.acquire() {
+	if !h.inflight.acquire(rt.MaxConcurrentRequests) {
 		writeBusy(w, format, codeTooManyRequests, "switchover: the gateway is serving as many requests as it may at once (server.max_concurrent_requests); retry shortly")
 		return
 	}

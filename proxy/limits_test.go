@@ -33,8 +33,11 @@ func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // limitedGateway serves h over loopback with one pool, chat-prod, whose
-// one backend is upstream.
-func limitedGateway(t testing.TB, h *Handler, upstream http.Handler) string {
+// one backend is upstream, and routes adjusted by limits. ended receives
+// the raw query of each request whose handler has returned (a client can
+// have its whole answer a moment before that), so a test can name a
+// request "?held" and wait for its end.
+func limitedGateway(t testing.TB, h *Handler, upstream http.Handler, limits ...func(*Routes)) (u string, ended <-chan string) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
@@ -43,10 +46,37 @@ func limitedGateway(t testing.TB, h *Handler, upstream http.Handler) string {
 		Breaker: breaker.New("up", breaker.Settings{Failures: 100, Trip: time.Minute})}
 	pool := &route.Pool{Name: "chat-prod", Members: []*route.Member{{Backend: b, Priority: 1}}}
 	h.Logger = discardLogger()
-	h.Update(&Routes{Pools: map[string]*route.Pool{"chat-prod": pool}, MaxBody: 1 << 20})
-	srv := httptest.NewServer(h)
+	rt := &Routes{Pools: map[string]*route.Pool{"chat-prod": pool}, MaxBody: 1 << 20}
+	for _, l := range limits {
+		l(rt)
+	}
+	h.Update(rt)
+	end := make(chan string, 64)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		select {
+		case end <- r.URL.RawQuery:
+		default:
+		}
+	}))
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, end
+}
+
+// waitEnded waits until the handler of the request with raw query q has
+// returned.
+func waitEnded(t *testing.T, ended <-chan string, q string) {
+	t.Helper()
+	for {
+		select {
+		case got := <-ended:
+			if got == q {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the handler of ?%s never returned", q)
+		}
+	}
 }
 
 const chatBody = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
