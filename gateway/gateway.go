@@ -166,6 +166,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.Handler = &proxy.Handler{
 		Logger:          g.Logger,
 		Recorder:        g.Metrics,
+		Refusals:        g.Metrics,
 		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
 		TraceHeader:     *cfg.Server.TraceHeader,
@@ -321,6 +322,8 @@ func (g *Gateway) observeModel(e route.Event) {
 		}
 	}
 }
+
+var _ proxy.Refusals = (*metrics.Metrics)(nil)
 
 type multiObserver []route.Observer
 

@@ -49,7 +49,8 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	if !ok {
 		lg.status = http.StatusServiceUnavailable
 		w.Header().Set("Connection", "close") // not worth draining either
-		writeBusy(w, format, codeBodyMemoryFull, "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly")
+		h.refused(codeBodyMemoryFull)
+		writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
 		return
 	}
 
@@ -67,7 +68,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		switch {
 		case errors.Is(err, errBodyMemoryFull):
 			lg.status = http.StatusServiceUnavailable
-			writeBusy(w, format, codeBodyMemoryFull, "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly")
+			w.Header().Set("Connection", "close") // the rest is unread
+			h.refused(codeBodyMemoryFull)
+			writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
 		case errors.As(err, &tooBig):
 			lg.status = http.StatusRequestEntityTooLarge
 			writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
@@ -176,6 +179,8 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	// failure instead of a short body that looks whole.
 	panic(http.ErrAbortHandler)
 }
+
+const msgBodyMemoryFull = "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly"
 
 // readBody reads a request body of declared length n (-1: unknown). A
 // declared length is read into a slice of exactly that size, so the

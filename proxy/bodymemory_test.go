@@ -3,6 +3,7 @@ package proxy
 import (
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,8 @@ func TestDeclaredLengthOverMaxBodyRefusedUnread(t *testing.T) {
 
 func TestBodyMemoryFullThroughHandler(t *testing.T) {
 	up := newGate()
-	h := &Handler{}
+	rec := &refusals{}
+	h := &Handler{Refusals: rec}
 	u, ended := limitedGateway(t, h, up, func(rt *Routes) { rt.MaxBodyMemory = int64(len(chatBody)) + 10 })
 	done := make(chan int)
 	go func() {
@@ -128,6 +130,9 @@ func TestBodyMemoryFullThroughHandler(t *testing.T) {
 		t.Fatalf("the request in flight got %d", got)
 	}
 	waitEnded(t, ended, "held")
+	if got, want := rec.all(), []string{codeBodyMemoryFull, codeBodyMemoryFull, codeBodyMemoryFull}; !slices.Equal(got, want) {
+		t.Errorf("refusals recorded %q, want %q", got, want)
+	}
 	if h.bodies.inUse() != 0 {
 		t.Fatalf("body memory in use after every request ended: %d", h.bodies.inUse())
 	}

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net/http"
+	"slices"
 	"testing"
 )
 
@@ -38,7 +39,8 @@ func TestConcurrencyAcquire(t *testing.T) {
 
 func TestMaxConcurrentRequestsThroughHandler(t *testing.T) {
 	up := newGate()
-	h := &Handler{Metrics: http.NotFoundHandler()}
+	rec := &refusals{}
+	h := &Handler{Metrics: http.NotFoundHandler(), Refusals: rec}
 	u, ended := limitedGateway(t, h, up, func(rt *Routes) { rt.MaxConcurrentRequests = 1 })
 	done := make(chan int)
 	go func() {
@@ -74,6 +76,9 @@ func TestMaxConcurrentRequestsThroughHandler(t *testing.T) {
 		t.Fatalf("the request in flight got %d", got)
 	}
 	waitEnded(t, ended, "held")
+	if got, want := rec.all(), []string{codeTooManyRequests, codeTooManyRequests}; !slices.Equal(got, want) {
+		t.Errorf("refusals recorded %q, want %q", got, want)
+	}
 	if resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the slot freed, status %d", resp.StatusCode)
 	}

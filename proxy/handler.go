@@ -56,6 +56,14 @@ type Recorder interface {
 	Request(pool, backend string, status int, total, firstByte time.Duration)
 }
 
+// Refusals receives one call per request refused at one of the gateway's
+// own limits, before its body was read (or, chunked, while it was), with
+// the error code it was answered: request_body_memory_full or
+// too_many_concurrent_requests.
+type Refusals interface {
+	Refused(code string)
+}
+
 // Handler serves the gateway API. Set Routes with Update before serving.
 // It is safe for concurrent use; Update may be called while serving.
 type Handler struct {
@@ -64,6 +72,8 @@ type Handler struct {
 	Logger *slog.Logger
 	// Recorder gets request metrics. Nil means none.
 	Recorder Recorder
+	// Refusals counts requests refused at a limit. Nil means none.
+	Refusals Refusals
 	// Metrics serves GET /metrics. Nil means 404.
 	Metrics http.Handler
 	// Ready reports readiness for GET /readyz. Nil means ready when every
@@ -100,6 +110,12 @@ func (h *Handler) Update(r *Routes) {
 		sort.Strings(r.Models)
 	}
 	h.routes.Store(r)
+}
+
+func (h *Handler) refused(code string) {
+	if h.Refusals != nil {
+		h.Refusals.Refused(code)
+	}
 }
 
 func (h *Handler) logger() *slog.Logger {
@@ -144,6 +160,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		format = translate.Anthropic
 	}
 	if !h.inflight.acquire(rt.MaxConcurrentRequests) {
+		h.refused(codeTooManyRequests)
 		writeBusy(w, format, codeTooManyRequests, "switchover: the gateway is serving as many requests as it may at once (server.max_concurrent_requests); retry shortly")
 		return
 	}

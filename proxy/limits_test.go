@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,6 +80,26 @@ func waitEnded(t *testing.T, ended <-chan string, q string) {
 		}
 	}
 }
+
+// refusals records the codes of refused requests.
+type refusals struct {
+	mu    sync.Mutex
+	codes []string
+}
+
+func (r *refusals) Refused(code string) {
+	r.mu.Lock()
+	r.codes = append(r.codes, code)
+	r.mu.Unlock()
+}
+
+func (r *refusals) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.codes)
+}
+
+var _ Refusals = (*refusals)(nil)
 
 const chatBody = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
 
