@@ -53,29 +53,29 @@ func benchPost(b *testing.B, url, auth string) {
 }
 
 // BenchmarkGatewayChatLog is BenchmarkGatewayChat with the request log
-// written to a file, as it is to stderr in production: at warn (no line
-// per request), at info through the gateway's own buffered asynchronous
-// writer, and at info with one unbuffered write per line (as before). Compare
-// the ns/op; nothing is asserted.
+// written as in production: to a file, or to a pipe drained by another
+// goroutine (stderr read by journald or a container runtime). At warn
+// there is no line per request; at info the line goes through the
+// gateway's own buffered asynchronous writer, or, unbuffered, is one
+// write per line as before. Compare the ns/op; nothing is asserted.
 func BenchmarkGatewayChatLog(b *testing.B) {
 	tests := []struct {
-		name, level string
-		buffered    bool
+		name, level, output string
+		buffered            bool
 	}{
-		{"warn", "warn", true},
-		{"info-buffered", "info", true},
-		{"info-unbuffered", "info", false},
+		{"warn/file", "warn", "file", true},
+		{"info-buffered/file", "info", "file", true},
+		{"info-unbuffered/file", "info", "file", false},
+		{"warn/pipe", "warn", "pipe", true},
+		{"info-buffered/pipe", "info", "pipe", true},
+		{"info-unbuffered/pipe", "info", "pipe", false},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
-			f, err := os.Create(filepath.Join(b.TempDir(), "log"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer f.Close()
-			opts := gateway.Options{LogOutput: f}
+			out := logOutput(b, tt.output)
+			opts := gateway.Options{LogOutput: out}
 			if !tt.buffered {
-				opts.Logger = gateway.NewLogger(f, "text", tt.level)
+				opts.Logger = gateway.NewLogger(out, "text", tt.level)
 			}
 			h := startWith(b, opts, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 				func(y string) string {
@@ -84,4 +84,32 @@ func BenchmarkGatewayChatLog(b *testing.B) {
 			benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
 		})
 	}
+}
+
+// logOutput is a file in a temporary directory, or the write end of a
+// pipe whose read end a goroutine drains; closed when b ends.
+func logOutput(b *testing.B, kind string) *os.File {
+	if kind == "file" {
+		f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return f
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, r)
+		close(drained)
+	}()
+	b.Cleanup(func() {
+		w.Close()
+		<-drained
+		r.Close()
+	})
+	return w
 }
