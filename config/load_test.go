@@ -166,6 +166,11 @@ func TestBadFiles(t *testing.T) {
 		{"admin-open.bad.yaml", []string{
 			`admin-open.bad.yaml:2: admin.key: the admin API on 0.0.0.0:8081 needs a key; without one it may only listen on loopback`,
 		}},
+		{"server-limits.bad.yaml", []string{
+			`server-limits.bad.yaml:4: server.max_body_memory: 33554432 is under max_body (67108864)`,
+			`server-limits.bad.yaml:5: server.max_connections: must not be negative`,
+			`server-limits.bad.yaml:6: server.max_concurrent_requests: must not be negative`,
+		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
 		}},
@@ -373,6 +378,30 @@ func TestDrainDelay(t *testing.T) {
 			}
 			if got := c.Server.DrainDelay.D(); got != tc.want {
 				t.Fatalf("drain_delay %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestServerLimits(t *testing.T) {
+	tests := []struct {
+		file                string
+		bodyMemory          Size
+		conns, simultaneous int
+	}{
+		{"seed000.good.yaml", DefaultMaxBodyMemory, DefaultMaxConnections, DefaultMaxConcurrentRequests},
+		{"full.good.yaml", 64 << 20, 500, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			c, err := parseFile(t, tt.file, goodEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := c.Server
+			if s.MaxBodyMemory != tt.bodyMemory || s.MaxConnections != tt.conns || s.MaxConcurrentRequests != tt.simultaneous {
+				t.Errorf("max_body_memory %d, max_connections %d, max_concurrent_requests %d; want %d, %d, %d",
+					s.MaxBodyMemory, s.MaxConnections, s.MaxConcurrentRequests, tt.bodyMemory, tt.conns, tt.simultaneous)
 			}
 		})
 	}

@@ -155,6 +155,24 @@ type Log struct {
 type Server struct {
 	// MaxBody bounds a request body; larger gets 413. Default 32MiB.
 	MaxBody Size `yaml:"max_body"`
+	// MaxBodyMemory bounds the bytes held by request bodies in flight
+	// across all requests: a body reserves its Content-Length (or, sent
+	// chunked, grows its share as it is read) until its response ends,
+	// and a request that would go over gets 503 request_body_memory_full
+	// with Retry-After: 1, its body unread. Default 256MiB (or max_body
+	// if larger); at least max_body.
+	MaxBodyMemory Size `yaml:"max_body_memory"`
+	// MaxConnections bounds the client connections open at once: past it
+	// a new connection waits in the kernel's backlog until one closes.
+	// Default 10000; keep it under the process's file descriptor limit
+	// (ulimit -n), less what backend connections need. Read at start: a
+	// reload does not change it.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConcurrentRequests bounds the requests served at once: past it a
+	// request gets 503 too_many_concurrent_requests with Retry-After: 1 at
+	// once, its body unread. /healthz, /readyz and /metrics are exempt.
+	// Default 2048.
+	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
 	// ReadHeaderTimeout bounds reading request headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// ReadTimeout bounds reading a whole request, body included, so a slow

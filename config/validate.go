@@ -16,6 +16,9 @@ const (
 	// MaxMaxBody bounds server.max_body: each body is held in memory
 	// while it is routed, so a larger bound is a mistake, not a limit.
 	MaxMaxBody                    = 1 << 30
+	DefaultMaxBodyMemory          = 256 << 20
+	DefaultMaxConnections         = 10000
+	DefaultMaxConcurrentRequests  = 2048
 	DefaultConnectTimeout         = 5 * time.Second
 	DefaultFirstByteTimeout       = 120 * time.Second
 	DefaultStreamFirstByteTimeout = 30 * time.Second
@@ -60,6 +63,15 @@ func (c *Config) applyDefaults() {
 	s := &c.Server
 	if s.MaxBody == 0 {
 		s.MaxBody = DefaultMaxBody
+	}
+	if s.MaxBodyMemory == 0 {
+		s.MaxBodyMemory = max(DefaultMaxBodyMemory, s.MaxBody)
+	}
+	if s.MaxConnections == 0 {
+		s.MaxConnections = DefaultMaxConnections
+	}
+	if s.MaxConcurrentRequests == 0 {
+		s.MaxConcurrentRequests = DefaultMaxConcurrentRequests
 	}
 	setDur(&s.ReadHeaderTimeout, 0, 10*time.Second)
 	setDur(&s.ReadTimeout, 0, 60*time.Second)
@@ -274,6 +286,18 @@ func (c *Config) validate() []Problem {
 	case "debug", "info", "warn", "error":
 	default:
 		add("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+	}
+
+	if s := c.Server; s.MaxBody < 0 {
+		add("server.max_body", "must not be negative")
+	} else if s.MaxBodyMemory < s.MaxBody {
+		add("server.max_body_memory", "%d is under max_body (%d): a body of max_body could never be read", s.MaxBodyMemory, s.MaxBody)
+	}
+	if c.Server.MaxConnections < 0 {
+		add("server.max_connections", "must not be negative")
+	}
+	if c.Server.MaxConcurrentRequests < 0 {
+		add("server.max_concurrent_requests", "must not be negative")
 	}
 
 	keyNames := map[string]bool{}

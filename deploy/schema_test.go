@@ -97,6 +97,8 @@ func feed(m *metrics.Metrics) {
 	m.Notification("slack", "failover", notify.Sent.String())
 	m.Reload("ok")
 	m.Admin("drain")
+	m.LogLineDropped()
+	m.Refused("too_many_concurrent_requests")
 }
 
 // labelValues is every value the gateway's code gives some labels, taken
@@ -125,7 +127,8 @@ func labelValues() map[string]map[string][]string {
 		"switchover_breaker_transitions_total": {"from": states, "to": states},
 		"switchover_notifications_total":       {"result": {notify.Sent.String(), notify.Failed.String(), notify.Dropped.String()}},
 		// gateway.Reload records "ok" or "invalid" (the metric's help says so).
-		"switchover_config_reloads_total": {"result": {"ok", "invalid"}},
+		"switchover_config_reloads_total":   {"result": {"ok", "invalid"}},
+		"switchover_requests_refused_total": {"code": metrics.RefusalCodes()},
 	}
 }
 

@@ -3,9 +3,12 @@ package gateway_test
 import (
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
@@ -47,4 +50,66 @@ func benchPost(b *testing.B, url, auth string) {
 			}
 		}
 	})
+}
+
+// BenchmarkGatewayChatLog is BenchmarkGatewayChat with the request log
+// written as in production: to a file, or to a pipe drained by another
+// goroutine (stderr read by journald or a container runtime). At warn
+// there is no line per request; at info the line goes through the
+// gateway's own buffered asynchronous writer, or, unbuffered, is one
+// write per line as before. Compare the ns/op; nothing is asserted.
+func BenchmarkGatewayChatLog(b *testing.B) {
+	tests := []struct {
+		name, level, output string
+		buffered            bool
+	}{
+		{"warn/file", "warn", "file", true},
+		{"info-buffered/file", "info", "file", true},
+		{"info-unbuffered/file", "info", "file", false},
+		{"warn/pipe", "warn", "pipe", true},
+		{"info-buffered/pipe", "info", "pipe", true},
+		{"info-unbuffered/pipe", "info", "pipe", false},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			out := logOutput(b, tt.output)
+			opts := gateway.Options{LogOutput: out}
+			if !tt.buffered {
+				opts.Logger = gateway.NewLogger(out, "text", tt.level)
+			}
+			h := startWith(b, opts, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+				func(y string) string {
+					return strings.Replace(strings.Replace(y, "level: debug", "level: "+tt.level, 1), "format: json", "format: text", 1)
+				})
+			benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
+		})
+	}
+}
+
+// logOutput is a file in a temporary directory, or the write end of a
+// pipe whose read end a goroutine drains; closed when b ends.
+func logOutput(b *testing.B, kind string) *os.File {
+	if kind == "file" {
+		f, err := os.Create(filepath.Join(b.TempDir(), "log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		return f
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, r)
+		close(drained)
+	}()
+	b.Cleanup(func() {
+		w.Close()
+		<-drained
+		r.Close()
+	})
+	return w
 }

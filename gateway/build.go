@@ -113,7 +113,8 @@ func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *r
 // other user of g yet).
 func (g *Gateway) publish(st *state, reason string) {
 	cfg := st.cfg
-	routes := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody)}
+	routes := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
+		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests}
 	for _, pc := range cfg.Pools {
 		p := st.pools[pc.Name]
 		routes.Pools[pc.Name] = p

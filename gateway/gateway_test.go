@@ -52,8 +52,8 @@ func start(t testing.TB, weu, sec []upstreamtest.Step, weuExtra string, mods ...
 	return startWith(t, gateway.Options{}, weu, sec, weuExtra, mods...)
 }
 
-// startWith is start with options (sinks, a tracer…); Logger, Clock and
-// Path are set here.
+// startWith is start with options (sinks, a tracer…); Clock and Path are
+// set here, and Logger (on h.logs) unless opts has a Logger or LogOutput.
 func startWith(t testing.TB, opts gateway.Options, weu, sec []upstreamtest.Step, weuExtra string, mods ...func(string) string) *harness {
 	t.Helper()
 	h := &harness{t: t, logs: &syncBuffer{}, clock: fakeclock.New()}
@@ -100,7 +100,10 @@ pools:
 	if err != nil {
 		t.Fatalf("config:\n%v", err)
 	}
-	opts.Logger, opts.Clock, opts.Path = gateway.NewLogger(h.logs, "json", cfg.Log.Level), h.clock, path
+	if opts.Logger == nil && opts.LogOutput == nil {
+		opts.Logger = gateway.NewLogger(h.logs, "json", cfg.Log.Level)
+	}
+	opts.Clock, opts.Path = h.clock, path
 	h.path = path
 	h.gw, err = gateway.New(cfg, opts)
 	if err != nil {

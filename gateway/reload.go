@@ -18,8 +18,8 @@ import (
 // is kept as it is (breaker, connections, model version); one whose
 // identity (name, type, URL, credentials) is unchanged keeps its breaker
 // state and drain. Operators' member overrides stay until reset. The
-// listen addresses, log settings and notification sinks need a restart to
-// change.
+// listen addresses, log settings, notification sinks and
+// server.max_connections need a restart to change.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -105,7 +105,8 @@ func (g *Gateway) Watch(ctx context.Context) {
 // restartOnly names the settings that differ between old and cfg and that
 // a reload does not apply: the listeners, the HTTP server's timeouts and
 // limits, logging, tracing, the reload interval and notifications. The
-// rest (backends, pools, keys, max_body) take effect at once.
+// rest (backends, pools, keys, max_body, max_body_memory,
+// max_concurrent_requests) take effect at once.
 func restartOnly(old, cfg *config.Config) []string {
 	var names []string
 	changed := func(name string, a, b any) {
@@ -116,7 +117,10 @@ func restartOnly(old, cfg *config.Config) []string {
 	changed("listen", old.Listen, cfg.Listen)
 	changed("admin", old.Admin, cfg.Admin)
 	was, now := old.Server, cfg.Server
-	was.MaxBody, now.MaxBody = 0, 0 // applied on reload
+	// Applied on reload: they are the handler's, not the HTTP server's.
+	was.MaxBody, now.MaxBody = 0, 0
+	was.MaxBodyMemory, now.MaxBodyMemory = 0, 0
+	was.MaxConcurrentRequests, now.MaxConcurrentRequests = 0, 0
 	st := reflect.TypeOf(was)
 	ov, nv := reflect.ValueOf(was), reflect.ValueOf(now)
 	for i := range st.NumField() {

@@ -46,6 +46,8 @@ type Metrics struct {
 	misconfigured      *prometheus.CounterVec
 	unresponsive       *prometheus.CounterVec
 	abandoned          *prometheus.CounterVec
+	logDropped         prometheus.Counter
+	refused            *prometheus.CounterVec
 
 	// mu guards seqs and orders the updates of breakerState.
 	mu sync.Mutex
@@ -153,11 +155,22 @@ func New() *Metrics {
 			Name: "switchover_upstream_abandoned_total",
 			Help: "Upstream calls given up after the request was sent, to fail over (first-byte or attempt timeout, retry budget, unresponsive backend), by backend and reason. The backend may still complete and bill them.",
 		}, []string{"backend", "reason"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_requests_refused_total",
+			Help: "Requests refused with 503 at one of the gateway's own limits, their body unread, by code: request_body_memory_full (server.max_body_memory) or too_many_concurrent_requests (server.max_concurrent_requests).",
+		}, []string{"code"}),
+		logDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchover_log_lines_dropped_total",
+			Help: "Log lines dropped because the log's buffer was full: its output (stderr, or what reads it) was not keeping up.",
+		}),
 	}
 	// Series that alerts read with increase() exist from the start, so
 	// their first event is seen.
 	for _, r := range []string{"ok", "invalid"} {
 		m.reloads.WithLabelValues(r)
+	}
+	for _, c := range RefusalCodes() {
+		m.refused.WithLabelValues(c)
 	}
 	m.Registry.MustRegister(
 		collectors.NewGoCollector(),
@@ -165,7 +178,7 @@ func New() *Metrics {
 		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-		m.misconfigured, m.unresponsive, m.abandoned,
+		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
 	)
 	return m
 }
@@ -179,7 +192,7 @@ func (m *Metrics) Names() []string {
 		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-			m.misconfigured, m.unresponsive, m.abandoned} {
+			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -236,6 +249,20 @@ func (m *Metrics) Notification(sink, kind, result string) {
 
 // Reload records a configuration reload; result is "ok" or "invalid".
 func (m *Metrics) Reload(result string) { m.reloads.WithLabelValues(result).Inc() }
+
+// RefusalCodes are the codes of switchover_requests_refused_total: the
+// error codes of the gateway's 503s at its own limits.
+func RefusalCodes() []string {
+	return []string{"request_body_memory_full", "too_many_concurrent_requests"}
+}
+
+// Refused counts a request refused at one of the gateway's limits, by
+// the error code it was answered.
+func (m *Metrics) Refused(code string) { m.refused.WithLabelValues(code).Inc() }
+
+// LogLineDropped counts a log line dropped because the log's buffer was
+// full.
+func (m *Metrics) LogLineDropped() { m.logDropped.Inc() }
 
 // Admin records an operator action.
 func (m *Metrics) Admin(action string) { m.adminActions.WithLabelValues(action).Inc() }

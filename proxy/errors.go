@@ -38,6 +38,20 @@ func writeErrorAs(w http.ResponseWriter, f translate.Format, status int, typ, co
 	w.Write(body)
 }
 
+// Codes of the 503 answered when the gateway is at one of its limits.
+const (
+	codeBodyMemoryFull  = "request_body_memory_full"
+	codeTooManyRequests = "too_many_concurrent_requests"
+)
+
+// writeBusy answers 503 with Retry-After: 1 in the client's format, for a
+// request refused because the gateway is at a limit, without reading its
+// body.
+func writeBusy(w http.ResponseWriter, f translate.Format, code, msg string) {
+	w.Header().Set("Retry-After", "1")
+	writeErrorAs(w, f, http.StatusServiceUnavailable, "server_error", code, msg)
+}
+
 // streamErrorEvent is the SSE event sent when a stream breaks after its
 // first bytes reached the client, in the client's format. OpenAI's SDKs
 // turn a data event with an "error" member into an error for the caller;

@@ -38,11 +38,32 @@ type Routes struct {
 	Keys []Key
 	// MaxBody bounds a request body; larger gets 413. Default 32 MiB.
 	MaxBody int64
+	// MaxBodyMemory bounds the bytes held by request bodies in flight
+	// across all requests: a request whose body would take the total
+	// over it gets 503 request_body_memory_full with Retry-After: 1
+	// before (or, chunked, while) its body is read. Each body holds its
+	// share until its response ends; the count carries across Update.
+	// Keep it at least MaxBody, or the largest bodies are never read.
+	// Zero means no bound.
+	MaxBodyMemory int64
+	// MaxConcurrentRequests bounds the requests served at once (health,
+	// readiness and metrics excepted): past it a request gets 503
+	// too_many_concurrent_requests with Retry-After: 1 at once, its body
+	// unread. Zero means no bound.
+	MaxConcurrentRequests int
 }
 
 // Recorder receives one call per answered request, for metrics.
 type Recorder interface {
 	Request(pool, backend string, status int, total, firstByte time.Duration)
+}
+
+// Refusals receives one call per request refused at one of the gateway's
+// own limits, before its body was read (or, chunked, while it was), with
+// the error code it was answered: request_body_memory_full or
+// too_many_concurrent_requests.
+type Refusals interface {
+	Refused(code string)
 }
 
 // Handler serves the gateway API. Set Routes with Update before serving.
@@ -53,6 +74,8 @@ type Handler struct {
 	Logger *slog.Logger
 	// Recorder gets request metrics. Nil means none.
 	Recorder Recorder
+	// Refusals counts requests refused at a limit. Nil means none.
+	Refusals Refusals
 	// Metrics serves GET /metrics. Nil means 404.
 	Metrics http.Handler
 	// Ready reports readiness for GET /readyz: whether this replica can
@@ -78,7 +101,9 @@ type Handler struct {
 	// long-running streams when it expires. Zero means none.
 	BodyReadTimeout time.Duration
 
-	routes atomic.Pointer[Routes]
+	routes   atomic.Pointer[Routes]
+	bodies   bodyMemory
+	inflight concurrency
 
 	haltOnce sync.Once
 	halt     context.Context
@@ -117,6 +142,12 @@ func (h *Handler) Update(r *Routes) {
 		sort.Strings(r.Models)
 	}
 	h.routes.Store(r)
+}
+
+func (h *Handler) refused(code string) {
+	if h.Refusals != nil {
+		h.Refusals.Refused(code)
+	}
 }
 
 func (h *Handler) logger() *slog.Logger {
@@ -164,6 +195,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if op == route.Messages {
 		format = translate.Anthropic
 	}
+	if !h.inflight.acquire(rt.MaxConcurrentRequests) {
+		h.refused(codeTooManyRequests)
+		writeBusy(w, format, codeTooManyRequests, "switchover: the gateway is serving as many requests as it may at once (server.max_concurrent_requests); retry shortly")
+		return
+	}
+	defer h.inflight.release()
 	want := http.MethodPost
 	if kind == pathModels {
 		want = http.MethodGet

@@ -84,7 +84,7 @@ func TestCopyBodyTerminatesPartialEvent(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			_, err := copyBody(w, &chunkReader{chunks: tc.chunks, err: tc.err}, true)
+			_, err := copyBody(w, &chunkReader{chunks: tc.chunks, err: tc.err}, true, &streamBufs)
 			if (tc.err == io.EOF) != (err == nil) {
 				t.Fatalf("err = %v", err)
 			}

@@ -23,7 +23,7 @@ import (
 // must be read whole to be translated.
 const (
 	maxErrorBody      = 64 << 10
-	maxTranslatedBody = 64 << 20
+	maxTranslatedBody = 8 << 20
 )
 
 // insufficientQuotaHold is how long a backend that says its billing quota

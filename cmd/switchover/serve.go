@@ -47,7 +47,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return configError{fmt.Errorf("%w\n%d problem(s)", err, len(ps))}
 		}
 	}
-	g, err := gateway.New(cfg, gateway.Options{Path: *path, Logger: gateway.NewLogger(stderr, cfg.Log.Format, cfg.Log.Level)})
+	g, err := gateway.New(cfg, gateway.Options{Path: *path, LogOutput: stderr})
 	if err != nil {
 		return err
 	}

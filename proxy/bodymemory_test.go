@@ -1,0 +1,142 @@
+package proxy
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBodyMemoryReserve(t *testing.T) {
+	var m bodyMemory
+	const limit = 100
+	tests := []struct {
+		name     string
+		declared int64
+		ok       bool
+	}{
+		{"fits", 60, true},
+		{"over what is left", 41, false},
+		{"exactly what is left", 40, true},
+		{"unknown length reserves nothing yet", -1, true},
+		{"full", 1, false},
+	}
+	var held []*reservation
+	for _, tt := range tests {
+		r, ok := m.open(tt.declared, limit)
+		if ok != tt.ok {
+			t.Fatalf("%s: open(%d) = %v, want %v (in use %d)", tt.name, tt.declared, ok, tt.ok, m.inUse())
+		}
+		if ok {
+			held = append(held, r)
+		}
+	}
+	if r, ok := m.open(1<<40, 0); !ok || m.inUse() != limit {
+		t.Fatalf("with no limit: open = %v, in use %d; want true and nothing more counted", ok, m.inUse())
+	} else {
+		r.close()
+	}
+	for _, r := range held {
+		r.close()
+		r.close() // a second close gives nothing back twice
+	}
+	if m.inUse() != 0 {
+		t.Fatalf("in use after every close: %d", m.inUse())
+	}
+}
+
+func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
+	var m bodyMemory
+	const limit = 2 * chunkedStep
+	r, _ := m.open(-1, limit)
+	n, err := io.Copy(io.Discard, r.reader(strings.NewReader(strings.Repeat("x", chunkedStep+1))))
+	if err != nil || n != chunkedStep+1 {
+		t.Fatalf("read %d, %v", n, err)
+	}
+	if got := m.inUse(); got != 2*chunkedStep {
+		t.Fatalf("in use %d, want %d", got, 2*chunkedStep)
+	}
+	other, _ := m.open(-1, limit)
+	if _, err := io.Copy(io.Discard, other.reader(strings.NewReader("y"))); err != errBodyMemoryFull {
+		t.Fatalf("a body past the budget read with %v, want errBodyMemoryFull", err)
+	}
+	r.close()
+	other.close()
+	if m.inUse() != 0 {
+		t.Fatalf("in use after close: %d", m.inUse())
+	}
+}
+
+// Regression: a declared Content-Length over max_body was read (up to the
+// limit) before the 413; 60 such uploads at once held 3 GB.
+func TestDeclaredLengthOverMaxBodyRefusedUnread(t *testing.T) {
+	up := newGate()
+	u, _ := limitedGateway(t, &Handler{}, up)
+	// The body is declared at 2 MiB but never sent: only a refusal
+	// before reading can answer.
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	req, _ := http.NewRequest(http.MethodPost, u+"/v1/chat/completions", pr)
+	req.ContentLength = 2 << 20
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req) // a read would wait for ever
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+}
+
+func TestBodyMemoryFullThroughHandler(t *testing.T) {
+	up := newGate()
+	rec := &refusals{}
+	h := &Handler{Refusals: rec}
+	u, ended := limitedGateway(t, h, up, func(rt *Routes) { rt.MaxBodyMemory = int64(len(chatBody)) + 10 })
+	done := make(chan int)
+	go func() {
+		resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions?held", chatBody, false)
+		done <- resp.StatusCode
+	}()
+	<-up.arrived // the first body is held while its request is in flight
+
+	tests := []struct {
+		name, path, body string
+		chunked          bool
+		wantType         string
+	}{
+		{"declared length, OpenAI format", "/v1/chat/completions", chatBody, false, "server_error"},
+		{"chunked, refused while read", "/v1/chat/completions", chatBody, true, "server_error"},
+		{"Anthropic format on /v1/messages", "/v1/messages", chatBody, false, "overloaded_error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, eb := send(t, &http.Client{}, http.MethodPost, u+tt.path, tt.body, tt.chunked)
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" {
+				t.Fatalf("status %d, Retry-After %q; want 503 and 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+			if eb.Error.Type != tt.wantType {
+				t.Errorf("error type %q, want %q", eb.Error.Type, tt.wantType)
+			}
+			if tt.wantType == "server_error" && eb.Error.Code != codeBodyMemoryFull {
+				t.Errorf("code %q, want %q", eb.Error.Code, codeBodyMemoryFull)
+			}
+		})
+	}
+	close(up.release)
+	if got := <-done; got != http.StatusOK {
+		t.Fatalf("the request in flight got %d", got)
+	}
+	waitEnded(t, ended, "held")
+	if got, want := rec.all(), []string{codeBodyMemoryFull, codeBodyMemoryFull, codeBodyMemoryFull}; !slices.Equal(got, want) {
+		t.Errorf("refusals recorded %q, want %q", got, want)
+	}
+	if h.bodies.inUse() != 0 {
+		t.Fatalf("body memory in use after every request ended: %d", h.bodies.inUse())
+	}
+	if resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after the budget freed, status %d", resp.StatusCode)
+	}
+}
