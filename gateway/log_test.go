@@ -42,7 +42,7 @@ func TestRequestLogBufferedAndWrittenOutAtShutdown(t *testing.T) {
 	}
 	h.done <- nil // for the cleanup
 	logs := out.String()
-	for _, want := range []string{`"msg":"request"`, `"status":200`, `"msg":"shutting down"`} {
+	for _, want := range []string{`"msg":"request"`, `"status":200`, `"msg":"shutting down: no new connections`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the log written out at shutdown has no %s:\n%s", want, logs)
 		}
