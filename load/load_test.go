@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
@@ -67,74 +68,119 @@ type funcCaller func(ctx context.Context, start time.Duration) Sample
 
 func (f funcCaller) Call(ctx context.Context, start time.Duration) Sample { return f(ctx, start) }
 
+// The open- and closed-model tests run in a synctest bubble: the load
+// generator's arrival timers, the run's deadline and the callers' waits
+// are on virtual time, which advances only when every goroutine in the
+// bubble is blocked. The schedule is then exact and takes no real time,
+// however busy the machine.
+
 func TestOpenModelKeepsArrivingWhenTheTargetIsSlow(t *testing.T) {
-	// A target that takes 2s answers nothing during a 500ms run at 40/s:
-	// an open model still sends all 20 arrivals, all in flight together.
-	var inFlight, peak atomic.Int64
-	release := make(chan struct{})
-	slow := funcCaller(func(ctx context.Context, start time.Duration) Sample {
-		n := inFlight.Add(1)
-		for {
-			p := peak.Load()
-			if n <= p || peak.CompareAndSwap(p, n) {
-				break
+	synctest.Test(t, func(t *testing.T) {
+		// A target that answers nothing before 600ms, during a 490ms run
+		// at 40/s: an open model still sends all 20 arrivals (0, 25ms,
+		// ..., 475ms), all in flight together. The duration is off the
+		// 25ms grid so no arrival ties with the deadline.
+		var inFlight, peak atomic.Int64
+		release := make(chan struct{})
+		slow := funcCaller(func(ctx context.Context, start time.Duration) Sample {
+			n := inFlight.Add(1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			<-release
+			inFlight.Add(-1)
+			return Sample{Start: start, OK: true, Status: 200}
+		})
+		time.AfterFunc(600*time.Millisecond, func() { close(release) })
+		began := time.Now()
+		res, err := Run(t.Context(), Options{Rate: 40, Duration: 490 * time.Millisecond}, slow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := res.Summary.Requests; n != 20 {
+			t.Fatalf("%d requests sent, want 20", n)
+		}
+		if p := peak.Load(); p != 20 {
+			t.Fatalf("peak in flight %d of 20: arrivals waited for answers", p)
+		}
+		if res.Summary.Dropped != 0 {
+			t.Fatalf("%d dropped", res.Summary.Dropped)
+		}
+		starts := make(map[time.Duration]bool)
+		for _, s := range res.Samples {
+			starts[s.Start] = true
+		}
+		for i := range 20 {
+			if at := time.Duration(i) * 25 * time.Millisecond; !starts[at] {
+				t.Errorf("no arrival at %v; arrivals %v", at, starts)
 			}
 		}
-		<-release
-		inFlight.Add(-1)
-		return Sample{Start: start, OK: true, Status: 200}
+		// Run waits for the requests in flight, which the target holds
+		// until 600ms.
+		if d := time.Since(began); d != 600*time.Millisecond {
+			t.Fatalf("run took %v, want 600ms", d)
+		}
 	})
-	go func() {
-		time.Sleep(600 * time.Millisecond)
-		close(release)
-	}()
-	res, err := Run(t.Context(), Options{Rate: 40, Duration: 500 * time.Millisecond}, slow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Arrivals at 0, 25ms, ..., 475ms: 20, give or take one at the edge.
-	if n := res.Summary.Requests; n < 19 || n > 21 {
-		t.Fatalf("%d requests sent, want 20", n)
-	}
-	if p := peak.Load(); p < int64(res.Summary.Requests) {
-		t.Fatalf("peak in flight %d of %d: arrivals waited for answers", p, res.Summary.Requests)
-	}
 }
 
 func TestOpenModelDropsBeyondMaxInFlight(t *testing.T) {
-	release := make(chan struct{})
-	hang := funcCaller(func(ctx context.Context, start time.Duration) Sample { <-release; return Sample{Start: start} })
-	go func() { time.Sleep(400 * time.Millisecond); close(release) }()
-	res, err := Run(t.Context(), Options{Rate: 100, Duration: 300 * time.Millisecond, MaxInFlight: 5}, hang)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.Requests != 5 || res.Summary.Dropped < 20 {
-		t.Fatalf("sent %d, dropped %d", res.Summary.Requests, res.Summary.Dropped)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		// 100/s for 295ms is 30 arrivals (0, 10ms, ..., 290ms); the
+		// first 5 are held until 400ms, so the other 25 are dropped.
+		release := make(chan struct{})
+		hang := funcCaller(func(ctx context.Context, start time.Duration) Sample { <-release; return Sample{Start: start} })
+		time.AfterFunc(400*time.Millisecond, func() { close(release) })
+		res, err := Run(t.Context(), Options{Rate: 100, Duration: 295 * time.Millisecond, MaxInFlight: 5}, hang)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Requests != 5 || res.Summary.Dropped != 25 {
+			t.Fatalf("sent %d, dropped %d; want 5 and 25", res.Summary.Requests, res.Summary.Dropped)
+		}
+		starts := make(map[time.Duration]bool)
+		for _, s := range res.Samples {
+			starts[s.Start] = true
+		}
+		for i := range 5 {
+			if at := time.Duration(i) * 10 * time.Millisecond; !starts[at] {
+				t.Errorf("no arrival at %v; arrivals %v", at, starts)
+			}
+		}
+	})
 }
 
 func TestClosedModelTotal(t *testing.T) {
-	var mu sync.Mutex
-	concurrent, peak := 0, 0
-	c := funcCaller(func(ctx context.Context, start time.Duration) Sample {
-		mu.Lock()
-		concurrent++
-		peak = max(peak, concurrent)
-		mu.Unlock()
-		time.Sleep(time.Millisecond)
-		mu.Lock()
-		concurrent--
-		mu.Unlock()
-		return Sample{Start: start, OK: true}
+	synctest.Test(t, func(t *testing.T) {
+		// 50 requests from 4 callers, each taking 1ms of virtual time: 13
+		// rounds (12 full, one of 2), with all 4 callers busy together.
+		var mu sync.Mutex
+		concurrent, peak := 0, 0
+		c := funcCaller(func(ctx context.Context, start time.Duration) Sample {
+			mu.Lock()
+			concurrent++
+			peak = max(peak, concurrent)
+			mu.Unlock()
+			<-time.After(time.Millisecond) // the call's latency, virtual
+			mu.Lock()
+			concurrent--
+			mu.Unlock()
+			return Sample{Start: start, OK: true}
+		})
+		began := time.Now()
+		res, err := Run(t.Context(), Options{Concurrency: 4, Total: 50}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Summary.Requests != 50 || peak != 4 {
+			t.Fatalf("requests %d, peak concurrency %d; want 50 and 4", res.Summary.Requests, peak)
+		}
+		if d := time.Since(began); d != 13*time.Millisecond {
+			t.Fatalf("run took %v, want 13ms", d)
+		}
 	})
-	res, err := Run(t.Context(), Options{Concurrency: 4, Total: 50}, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Summary.Requests != 50 || peak > 4 {
-		t.Fatalf("requests %d, peak concurrency %d", res.Summary.Requests, peak)
-	}
 }
 
 func TestRunOptionsValidated(t *testing.T) {
