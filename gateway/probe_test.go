@@ -6,7 +6,6 @@ import (
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"io"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,24 +16,31 @@ import (
 )
 
 // probeEnv is a gateway over two scripted upstreams, weu probed with the
-// probe given in YAML; it returns once the first probe has run.
+// probe given in YAML (a flow mapping, "{...}"); it returns once the first
+// probe has run.
 func probeEnv(t *testing.T, probe string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
 	t.Helper()
+	// A recovery_interval unlike the 5 s probe timeout tells the prober's
+	// wait apart from the probe's own timer on the clock.
+	const recovery = 7 * time.Second
+	probe = strings.Replace(probe, "{", fmt.Sprintf("{recovery_interval: %s, ", recovery), 1)
 	g, w, p := probeGateway(t, ", probe: "+probe, weu...)
-	// The first probe runs at start; wait for it, then drive the rest.
-	deadline := time.Now().Add(10 * time.Second)
-	for p.snapshot().At.IsZero() {
-		if time.Now().After(deadline) {
-			t.Fatal("the first probe never ran")
-		}
-		time.Sleep(time.Millisecond)
+	// The first probe runs at start; once it is recorded the prober arms
+	// its recovery wait on the gateway's clock. Wait for that timer, then
+	// drive the rest. (A probe refused with a 4xx waits a minute instead;
+	// no test here starts with one.)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	if err := g.opts.Clock.(*fakeclock.Clock).BlockUntilTimer(ctx, recovery); err != nil || p.snapshot().At.IsZero() {
+		t.Fatal("the first probe never ran")
 	}
 	return g, w, p
 }
 
-// probeGateway is a gateway over two scripted upstreams; weu's backend
-// entry ends with extra (such as ", probe: {...}") and its breaker opens
-// on the first failure.
+// probeGateway is a gateway over two scripted upstreams, on a fake clock
+// that nothing advances (so the prober's own loop never probes again
+// behind a test's back); weu's backend entry ends with extra (such as
+// ", probe: {...}") and its breaker opens on the first failure.
 func probeGateway(t *testing.T, extra string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
 	t.Helper()
 	w := upstreamtest.New(t, weu...)
@@ -51,7 +57,7 @@ pools:
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := New(cfg, Options{Logger: NewLogger(io.Discard, "text", "error")})
+	g, err := New(cfg, Options{Clock: fakeclock.New(), Logger: NewLogger(io.Discard, "text", "error")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,10 +334,10 @@ pools:
 	<-arrived
 	clk.BlockUntilTimer(t.Context(), 3*time.Second)
 	clk.Advance(3 * time.Second)
-	deadline := time.Now().Add(10 * time.Second) // a guard against a hang, not a timing assertion
-	for p.snapshot().At.IsZero() && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
+	// Once the probe is recorded, the prober arms its 5 s recovery wait.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	clk.BlockUntilTimer(ctx, 5*time.Second)
 	if s := p.snapshot(); s.Up || s.Result != "timeout" {
 		t.Fatalf("probe %+v, want a timeout", s)
 	}
