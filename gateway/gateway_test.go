@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,6 +44,22 @@ type harness struct {
 	sec   *upstreamtest.Upstream
 	stop  context.CancelFunc
 	done  chan error
+	// closed is closed once the API listener has been closed (shutdown
+	// began refusing new connections).
+	closed chan struct{}
+}
+
+// closeSignal is a listener that closes a channel once it is closed.
+type closeSignal struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeSignal) Close() error {
+	err := l.Listener.Close()
+	l.once.Do(func() { close(l.closed) })
+	return err
 }
 
 // start writes a config with two backends (weu: priority 1, azure; sec:
@@ -114,6 +132,8 @@ pools:
 		t.Fatal(err)
 	}
 	h.url = "http://" + ln.Addr().String()
+	h.closed = make(chan struct{})
+	ln = &closeSignal{Listener: ln, closed: h.closed}
 	if admin != nil {
 		h.admin = "http://" + admin.Addr().String()
 	}
