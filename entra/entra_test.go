@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -51,39 +52,39 @@ func (f *fakeCred) GetToken(ctx context.Context, o policy.TokenRequestOptions) (
 }
 
 func TestSourceCachesAndRefreshesBeforeExpiry(t *testing.T) {
-	clk := fakeclock.New()
-	cred := &fakeCred{clk: clk, ttl: time.Hour, got: make(chan struct{}, 10)}
-	s := NewSource(cred, "", 5*time.Minute, clk)
-	ctx := context.Background()
-	for i := 0; i < 3; i++ {
-		if tok, err := s.Token(ctx); err != nil || tok != "tok-1" {
-			t.Fatalf("token %q, %v", tok, err)
+	// In a bubble (the credential is in memory), synctest.Wait tells when
+	// the background refresh has finished.
+	synctest.Test(t, func(t *testing.T) {
+		clk := fakeclock.New()
+		cred := &fakeCred{clk: clk, ttl: time.Hour, got: make(chan struct{}, 10)}
+		s := NewSource(cred, "", 5*time.Minute, clk)
+		ctx := context.Background()
+		for i := 0; i < 3; i++ {
+			if tok, err := s.Token(ctx); err != nil || tok != "tok-1" {
+				t.Fatalf("token %q, %v", tok, err)
+			}
 		}
-	}
-	if n := cred.calls.Load(); n != 1 {
-		t.Fatalf("%d token requests for 3 calls, want 1", n)
-	}
-	// 56 minutes on: 4 minutes left, inside refreshBefore. The old token
-	// is still served, and a refresh starts in the background.
-	clk.Advance(56 * time.Minute)
-	if tok, _ := s.Token(ctx); tok != "tok-1" {
-		t.Fatalf("near expiry got %q, want the cached token while refreshing", tok)
-	}
-	<-cred.got
-	<-cred.got
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if tok, _ := s.Token(ctx); tok == "tok-2" {
-			break
+		if n := cred.calls.Load(); n != 1 {
+			t.Fatalf("%d token requests for 3 calls, want 1", n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the background refresh never landed")
+		// 56 minutes on: 4 minutes left, inside refreshBefore. The old token
+		// is still served, and a refresh starts in the background.
+		clk.Advance(56 * time.Minute)
+		if tok, _ := s.Token(ctx); tok != "tok-1" {
+			t.Fatalf("near expiry got %q, want the cached token while refreshing", tok)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	if n := cred.calls.Load(); n != 2 {
-		t.Fatalf("%d token requests, want 2", n)
-	}
+		<-cred.got
+		<-cred.got
+		// The refresh goroutine has its token; once it has stored it and
+		// exited, every goroutine in the bubble is blocked.
+		synctest.Wait()
+		if tok, _ := s.Token(ctx); tok != "tok-2" {
+			t.Fatalf("after the background refresh got %q, want tok-2", tok)
+		}
+		if n := cred.calls.Load(); n != 2 {
+			t.Fatalf("%d token requests, want 2", n)
+		}
+	})
 }
 
 func TestSourceFetchesOnceForConcurrentCallers(t *testing.T) {
