@@ -23,19 +23,22 @@ func runCommand(t *testing.T, args ...string) (out string, stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- Command(ctx, args, stdout, stderr) }()
-	var err error
-	eventually(t, "the endpoints to be printed", func() bool {
-		select {
-		case err = <-done:
-			return true
-		default:
-			return strings.Contains(stdout.String(), "control: ")
-		}
-	})
-	if err != nil {
+	// The wait for the endpoints ends early if Command returns.
+	wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second) // a guard against a hang, not a timing assertion
+	defer wcancel()
+	go func() {
+		err := Command(ctx, args, stdout, stderr)
+		wcancel()
+		done <- err
+	}()
+	if stdout.WaitFor(wctx, func(s string) bool { return strings.Contains(s, "control: ") }) != nil {
 		cancel()
-		t.Fatalf("Command %v: %v\nstderr: %s", args, err, stderr.String())
+		select {
+		case err := <-done:
+			t.Fatalf("Command %v: %v\nstdout: %s\nstderr: %s", args, err, stdout.String(), stderr.String())
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Command %v printed no endpoints and did not return\nstderr: %s", args, stderr.String())
+		}
 	}
 	stopped := false
 	stop = func() error {

@@ -84,18 +84,15 @@ func TestDemo(t *testing.T) {
 	base := regexp.MustCompile(`a gateway on (http://127\.0\.0\.1:\d+)`)
 	control := regexp.MustCompile(`curl -s -X POST (http://127\.0\.0\.1:\d+)/_sim/deployments/uksouth/fault`)
 	var gw, ctl string
-	for deadline := time.Now().Add(10 * time.Second); gw == "" || ctl == ""; {
-		if m := base.FindStringSubmatch(out.String()); m != nil {
-			gw = m[1]
-		}
-		if m := control.FindStringSubmatch(out.String()); m != nil {
-			ctl = m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("demo did not start: %s %s", out.String(), errOut.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
+	defer wcancel()
+	if err := out.WaitFor(wctx, func(s string) bool {
+		return base.MatchString(s) && control.MatchString(s)
+	}); err != nil {
+		t.Fatalf("demo did not start: %s %s", out.String(), errOut.String())
 	}
+	gw = base.FindStringSubmatch(out.String())[1]
+	ctl = control.FindStringSubmatch(out.String())[1]
 	for _, want := range []string{"uksouth", "swedencentral", "westeurope", "base URL " + gw + "/v1", `model "chat-prod"`, "listen: 127.0.0.1:0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("demo output lacks %q", want)
@@ -233,16 +230,12 @@ pools:
 	go func() { done <- run(ctx, []string{"serve", "-c", cfgPath}, &out, &errOut) }()
 	defer func() { cancel(); <-done }()
 	re := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
-	var admin string
-	for deadline := time.Now().Add(10 * time.Second); admin == ""; {
-		if m := re.FindStringSubmatch(errOut.String()); m != nil {
-			admin = m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no admin address in: %s", errOut.String())
-		}
-		time.Sleep(10 * time.Millisecond)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
+	defer wcancel()
+	if err := errOut.WaitFor(wctx, re.MatchString); err != nil {
+		t.Fatalf("no admin address in: %s", errOut.String())
 	}
+	admin := re.FindStringSubmatch(errOut.String())[1]
 	status := func(args ...string) (int, string, string) {
 		var o, e syncBuffer
 		code := run(t.Context(), append([]string{"status", "-admin", admin, "-key", "admin-key-0123456789"}, args...), &o, &e)
