@@ -35,6 +35,9 @@ type captureSink struct {
 	mu    sync.Mutex
 	got   []notify.Notification
 	block chan struct{}
+	// changed is closed by the next notification recorded; nil while
+	// nobody waits.
+	changed chan struct{}
 }
 
 func (c *captureSink) Name() string { return "capture" }
@@ -49,6 +52,10 @@ func (c *captureSink) Send(ctx context.Context, n notify.Notification) error {
 	}
 	c.mu.Lock()
 	c.got = append(c.got, n)
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -56,6 +63,11 @@ func (c *captureSink) Send(ctx context.Context, n notify.Notification) error {
 func (c *captureSink) kinds() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.kindsLocked()
+}
+
+// kindsLocked requires c.mu held.
+func (c *captureSink) kindsLocked() []string {
 	var k []string
 	for _, n := range c.got {
 		k = append(k, string(n.Kind))
@@ -63,16 +75,40 @@ func (c *captureSink) kinds() []string {
 	return k
 }
 
-// eventually waits for cond, for background work (delivery queues) that
-// the test cannot wait on directly. It bounds a wait; it asserts no timing.
-func eventually(t *testing.T, what string, cond func() bool) {
+// waitKinds waits until ok holds of the kinds delivered so far, checking
+// again after every delivery (the queue delivers in the background).
+func (c *captureSink) waitKinds(t *testing.T, what string, ok func(kinds []string) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	guard := time.After(10 * time.Second) // a guard against a hang, not a timing assertion
+	for {
+		c.mu.Lock()
+		if ok(c.kindsLocked()) {
+			c.mu.Unlock()
+			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		if c.changed == nil {
+			c.changed = make(chan struct{})
+		}
+		changed := c.changed
+		c.mu.Unlock()
+		select {
+		case <-changed:
+		case <-guard:
+			t.Fatalf("timed out waiting for %s; delivered %v", what, c.kinds())
+		}
+	}
+}
+
+// receive waits for the next value on ch, sent by a test's webhook
+// receiver as a delivery arrives.
+func receive[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second): // a guard against a hang, not a timing assertion
+		t.Fatalf("timed out waiting for %s", what)
+		panic("unreachable")
 	}
 }
 
@@ -196,7 +232,7 @@ func TestAdminAPI(t *testing.T) {
 			t.Errorf("%s counted %v times", action, v)
 		}
 	}
-	eventually(t, "admin notifications", func() bool { return strings.Count(strings.Join(sink.kinds(), " "), "admin") == 6 })
+	sink.waitKinds(t, "admin notifications", func(k []string) bool { return strings.Count(strings.Join(k, " "), "admin") == 6 })
 }
 
 // TestNotificationsOnceAndFailback: when the primary's breaker opens, one
@@ -215,11 +251,13 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var received []got
+	arrived := make(chan struct{}, 100) // one per delivery
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		received = append(received, got{b, r.Header.Get("X-Switchover-Signature"), r.Header.Get("X-Switchover-Timestamp")})
 		mu.Unlock()
+		arrived <- struct{}{}
 	}))
 	defer recv.Close()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(received) }
@@ -232,7 +270,7 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		h.post("/v1/chat/completions", chat) // 2 failures open the breaker; then 18 go straight to sec
 	}
-	eventually(t, "the failover notification", func() bool { return count() >= 1 })
+	receive(t, "the failover notification", arrived)
 	h.weu.SetScript(answer("weu"))
 	h.clock.Advance(time.Minute) // the trip ends, with no request
 	if m := h.gw.Status().Pools[0].Members[0]; m.Breaker.State != "half_open" || !m.Usable || m.Breaker.LeftMS != 0 {
@@ -245,7 +283,7 @@ func TestNotificationsOnceAndFailback(t *testing.T) {
 	if s := h.gw.Backend("aoai-westeurope").Breaker.Snapshot(); s.State != breaker.Closed {
 		t.Fatalf("the probe left the breaker %v", s.State)
 	}
-	eventually(t, "the failback notification", func() bool { return count() >= 2 })
+	receive(t, "the failback notification", arrived)
 	// Close drains the notification queue: a third notification, had one
 	// been sent, has been delivered by the time it returns.
 	if err := h.gw.Close(context.Background()); err != nil {
@@ -299,7 +337,7 @@ func TestSlowSinkNeverDelaysRequests(t *testing.T) {
 		t.Fatal("requests and admin actions held up by a hanging notification sink")
 	}
 	close(sink.block)
-	eventually(t, "delivery after the sink recovered", func() bool { return len(sink.kinds()) > 10 })
+	sink.waitKinds(t, "delivery after the sink recovered", func(k []string) bool { return len(k) > 10 })
 }
 
 // TestReloadUnderLoadLosesNoRequest reloads the configuration many times
@@ -417,11 +455,19 @@ func TestWatchReloadsChangedFile(t *testing.T) {
 	defer cancel()
 	go h.gw.Watch(ctx)
 	orig, _ := os.ReadFile(h.path)
+	const reloaded = `"msg":"configuration reloaded"`
+	before := strings.Count(h.logs.String(), reloaded)
 	os.WriteFile(h.path, []byte(strings.Replace(string(orig), "priority: 1, weight: 100", "priority: 5, weight: 100", 1)), 0o600)
-	eventually(t, "the watched file to be reloaded", func() bool {
-		resp, _ := h.post("/v1/chat/completions", chat)
-		return resp.Header.Get("X-Switchover-Backend") == "aoai-swedencentral"
-	})
+	// Watch checks the file on a wall-clock ticker (1s); the reload logs
+	// once the new configuration is in force.
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
+	defer wcancel()
+	if err := h.logs.WaitFor(wctx, func(s string) bool { return strings.Count(s, reloaded) > before }); err != nil {
+		t.Fatal("the watched file was not reloaded")
+	}
+	if resp, _ := h.post("/v1/chat/completions", chat); resp.Header.Get("X-Switchover-Backend") != "aoai-swedencentral" {
+		t.Fatalf("served by %s after the reload, want aoai-swedencentral", resp.Header.Get("X-Switchover-Backend"))
+	}
 }
 
 func TestTracingSpans(t *testing.T) {
@@ -666,12 +712,14 @@ const noRecoveryProbes = "    probe: {disabled: true}"
 func TestIdlePoolFailsBackThroughARecoveryProbe(t *testing.T) {
 	var mu sync.Mutex
 	var kinds []string
+	arrived := make(chan string, 100) // each delivery's kind
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n struct{ Kind string }
 		json.NewDecoder(r.Body).Decode(&n)
 		mu.Lock()
 		kinds = append(kinds, n.Kind)
 		mu.Unlock()
+		arrived <- n.Kind
 	}))
 	defer recv.Close()
 	withHook := func(y string) string {
@@ -683,9 +731,12 @@ func TestIdlePoolFailsBackThroughARecoveryProbe(t *testing.T) {
 	h.weu.SetScript(answer("weu"))
 	calls := h.sec.Calls()
 	h.clock.Advance(time.Minute) // recovery probes run; no request is sent
-	eventually(t, "the primary closed by a recovery probe", func() bool {
-		return h.gw.Backend("aoai-westeurope").Breaker.Snapshot().State == breaker.Closed
-	})
+	// The failback is told once the probe has closed the breaker.
+	for receive(t, "the failback after a recovery probe", arrived) != "failback" {
+	}
+	if st := h.gw.Backend("aoai-westeurope").Breaker.Snapshot().State; st != breaker.Closed {
+		t.Fatalf("breaker %v after the failback notification, want closed", st)
+	}
 	if err := h.gw.Close(context.Background()); err != nil { // drains the notifications
 		t.Fatal(err)
 	}
