@@ -340,13 +340,64 @@ func TestSlowSinkNeverDelaysRequests(t *testing.T) {
 	sink.waitKinds(t, "delivery after the sink recovered", func(k []string) bool { return len(k) > 10 })
 }
 
-// TestReloadUnderLoadLosesNoRequest reloads the configuration many times
-// while requests flow: every request is answered.
-func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
-	slow := func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(20 * time.Millisecond)
-		answer("x")(w, r)
+// reloadGate holds upstream requests until the next reload: each reload
+// happens with requests in flight, and requests flow between reloads.
+// It is safe for concurrent use.
+type reloadGate struct {
+	mu     sync.Mutex
+	open   chan struct{} // closed after the next reload
+	held   int           // requests arrived since the last reload
+	enough chan struct{} // closed when held reaches want
+	want   int
+}
+
+func newReloadGate(want int) *reloadGate {
+	return &reloadGate{open: make(chan struct{}), enough: make(chan struct{}), want: want}
+}
+
+// hold is an upstream step: it waits for the next reload, then answers.
+func (g *reloadGate) hold(w http.ResponseWriter, r *http.Request) {
+	g.mu.Lock()
+	open := g.open
+	g.held++
+	if g.held == g.want {
+		close(g.enough)
 	}
+	g.mu.Unlock()
+	select {
+	case <-open:
+	case <-r.Context().Done():
+		return
+	}
+	answer("x")(w, r)
+}
+
+// waitHeld waits until want requests are held.
+func (g *reloadGate) waitHeld(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	enough := g.enough
+	g.mu.Unlock()
+	receive(t, "requests held at the upstream", enough)
+}
+
+// release lets the held requests go; last leaves the gate open for good.
+func (g *reloadGate) release(last bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	close(g.open)
+	if last {
+		return // open stays closed: later requests pass
+	}
+	g.open, g.enough, g.held = make(chan struct{}), make(chan struct{}), 0
+}
+
+// TestReloadUnderLoadLosesNoRequest reloads the configuration many times
+// while requests flow: every request is answered. Each reload happens
+// with at least 3 requests held in flight at the upstreams.
+func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
+	gate := newReloadGate(3)
+	slow := gate.hold
 	h := start(t, []upstreamtest.Step{slow}, []upstreamtest.Step{slow}, "")
 	orig, _ := os.ReadFile(h.path)
 	var failed, sent atomic.Int32
@@ -387,14 +438,16 @@ func TestReloadUnderLoadLosesNoRequest(t *testing.T) {
 			y = strings.Replace(y, "region: swedencentral", "region: swedencentral\n    timeout: 9m", 1)
 		}
 		os.WriteFile(h.path, []byte(y), 0o600)
+		gate.waitHeld(t)
 		if err := h.gw.ReloadFile(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		gate.release(i == 19)
 	}
 	close(stop)
 	wg.Wait()
-	if f := failed.Load(); f != 0 || sent.Load() < 50 {
+	// At least 3 requests held across each of the 20 reloads.
+	if f := failed.Load(); f != 0 || sent.Load() < 60 {
 		t.Fatalf("%d of %d requests failed across 20 reloads", f, sent.Load())
 	}
 	if v := metric(t, h.gw, "switchover_config_reloads_total", "result", "ok"); v != 20 {
