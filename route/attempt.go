@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -510,10 +511,41 @@ func streamConverter(native, client translate.Format, model string, includeUsage
 	return nil
 }
 
-// IsEventStream reports whether a response is a server-sent event stream.
+// IsEventStream reports whether a response is a server-sent event stream:
+// whether mime.ParseMediaType finds the media type text/event-stream in
+// its Content-Type. It runs on every response, so the media type is
+// compared in place first; only a text/event-stream with parameters,
+// which ParseMediaType may still reject, is parsed.
 func IsEventStream(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	v := h.Get("Content-Type")
+	base, _, params := strings.Cut(v, ";")
+	if !asciiLowerIs(strings.TrimSpace(base), "text/event-stream") {
+		return false
+	}
+	if !params {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(v)
 	return mt == "text/event-stream"
+}
+
+// asciiLowerIs reports whether strings.ToLower(s) == lower, for lower in
+// lower-case ASCII, without building the lowered string. (No non-ASCII
+// rune lowers to an ASCII letter other than k, so s must be ASCII too.)
+func asciiLowerIs(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // errorMessage returns an error body's message (error.message, or

@@ -106,16 +106,46 @@ func relayedResponse(key string) bool {
 // a caller (see relayedResponse), with the backend's credentials redacted
 // from their values.
 func (b *Backend) relayHeader(h http.Header) http.Header {
-	out := make(http.Header, len(h))
+	return b.relayHeaderRoom(h, 0).h
+}
+
+// relayHeaderRoom is relayHeader with room for n single-valued headers
+// that the caller adds with set. Every value, the added ones included,
+// lives in one backing array: one allocation instead of one per header.
+func (b *Backend) relayHeaderRoom(h http.Header, n int) headerBuf {
+	keys, vals := n, n
+	for k, vv := range h {
+		if relayedResponse(k) {
+			keys++
+			vals += len(vv)
+		}
+	}
+	out := headerBuf{h: make(http.Header, keys), vals: make([]string, 0, vals)}
 	for k, vv := range h {
 		if !relayedResponse(k) {
 			continue
 		}
-		c := make([]string, len(vv))
-		for i, v := range vv {
-			c[i] = b.redact(v)
+		i := len(out.vals)
+		for _, v := range vv {
+			out.vals = append(out.vals, b.redact(v))
 		}
-		out[k] = c
+		out.h[k] = out.vals[i:len(out.vals):len(out.vals)]
 	}
 	return out
+}
+
+// headerBuf is a header under construction whose values share one
+// backing array. Each header's slice is capped at its length, so a later
+// Add copies instead of writing over its neighbour.
+type headerBuf struct {
+	h    http.Header
+	vals []string
+}
+
+// set sets key k (in canonical form) to the single value v, in the
+// backing array while it has room.
+func (hb *headerBuf) set(k, v string) {
+	hb.vals = append(hb.vals, v)
+	n := len(hb.vals)
+	hb.h[k] = hb.vals[n-1 : n : n]
 }

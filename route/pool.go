@@ -311,16 +311,16 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
 	}
-	resp.Header = m.Backend.relayHeader(resp.Header)
-	h := resp.Header
-	h.Set(HeaderBackend, m.Backend.Name)
+	hb := m.Backend.relayHeaderRoom(resp.Header, 4)
+	hb.set(HeaderBackend, m.Backend.Name)
 	if m.Backend.Region != "" {
-		h.Set(HeaderRegion, m.Backend.Region)
+		hb.set(HeaderRegion, m.Backend.Region)
 	} else {
-		h.Del(HeaderRegion)
+		hb.h.Del(HeaderRegion)
 	}
-	h.Set(HeaderFailover, boolString(rep.Failover))
-	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
+	hb.set(HeaderFailover, boolString(rep.Failover))
+	hb.set(HeaderAttempts, itoa(len(rep.Attempts)))
+	resp.Header = hb.h
 }
 
 // topMember is the first member, in configuration order, of the pool's

@@ -297,25 +297,27 @@ func RemoveHopHeaders(h http.Header) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// credentials are the secrets a provider sends upstream, for redaction:
-// its keys, and for Azure with Entra ID the last token it sent. A
-// Provider of another type may list its own with a Credentials() []string
-// method.
-func credentials(p Provider) []string {
+// appendCredentials appends to dst the secrets a provider sends upstream,
+// for redaction: its keys, and for Azure with Entra ID the last token it
+// sent. A Provider of another type may list its own with a Credentials()
+// []string method. Redaction runs on every relayed header, so the common
+// providers append into the caller's (stack) buffer without allocating.
+func appendCredentials(dst []string, p Provider) []string {
 	switch p := p.(type) {
 	case *OpenAI:
-		return []string{p.APIKey}
+		return append(dst, p.APIKey)
 	case *Azure:
+		dst = append(dst, p.APIKey)
 		if tok := p.lastToken.Load(); tok != nil {
-			return []string{p.APIKey, *tok}
+			dst = append(dst, *tok)
 		}
-		return []string{p.APIKey}
+		return dst
 	case *Anthropic:
-		return []string{p.APIKey}
+		return append(dst, p.APIKey)
 	case *Gemini:
-		return []string{p.APIKey}
+		return append(dst, p.APIKey)
 	case interface{ Credentials() []string }:
-		return p.Credentials()
+		return append(dst, p.Credentials()...)
 	}
-	return nil
+	return dst
 }
