@@ -355,9 +355,9 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	if native != client {
 		setBody(resp, out, "application/json")
 	} else {
-		resp.Body = io.NopCloser(bytes.NewReader(out))
+		resp.Body = newBytesBody(out)
 		resp.ContentLength = int64(len(out))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+		setContentLength(resp.Header, len(out))
 	}
 	return resp, a, nil
 }
@@ -451,6 +451,17 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	}
 	setBody(resp, convertError(native, client, status, full), "application/json")
 	return resp, *a, nil
+}
+
+// setContentLength sets h's Content-Length to n, leaving it be when it
+// says n already in that form (the usual case: the upstream's own).
+func setContentLength(h http.Header, n int) {
+	var buf [20]byte
+	num := strconv.AppendInt(buf[:0], int64(n), 10)
+	if cl := h["Content-Length"]; len(cl) == 1 && cl[0] == string(num) {
+		return
+	}
+	h.Set("Content-Length", string(num))
 }
 
 // setBody replaces a response's body with b.

@@ -149,3 +149,12 @@ func (hb *headerBuf) set(k, v string) {
 	n := len(hb.vals)
 	hb.h[k] = hb.vals[n-1 : n : n]
 }
+
+// setAll sets key k to the values vv followed by more, in the backing
+// array while it has room.
+func (hb *headerBuf) setAll(k string, vv []string, more ...string) {
+	i := len(hb.vals)
+	hb.vals = append(append(hb.vals, vv...), more...)
+	n := len(hb.vals)
+	hb.h[k] = hb.vals[i:n:n]
+}
