@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -117,6 +118,89 @@ func stop(t clock.Timer) {
 	}
 }
 
+// attempt is the state of one try, allocated once per attempt: its
+// methods are what were closures over try's locals (recording the
+// outcome, ending the wait for the first byte, releasing the attempt, the
+// timers' callbacks), and it holds the attempt's waiter and the reader of
+// a plain answer, which would otherwise be allocations of their own.
+type attempt struct {
+	p      *Pool
+	b      *Backend
+	clk    clock.Clock
+	began  time.Time
+	class  string       // the outcome's class: ClassStream or ""
+	done   breaker.Done // the breaker's, for record
+	cancel context.CancelCauseFunc
+	// fbCause is the first-byte timer's cancel cause; model and
+	// slowAfter are the slow-call timer's check.
+	fbCause   error
+	model     string
+	slowAfter time.Duration
+	tm        attemptTimers
+	w         waiter      // registered with the backend's checker until the first byte
+	unwaited  atomic.Bool // w is unregistered
+	rd        body        // the reader of a plain answer
+}
+
+// record tells the breaker the attempt's outcome.
+func (at *attempt) record(out breaker.Outcome) {
+	out.Class = at.class
+	at.done(out)
+}
+
+// gotFirstByte ends the wait for the first byte, and returns the time
+// since the attempt began.
+func (at *attempt) gotFirstByte() time.Duration {
+	if at.unwaited.CompareAndSwap(false, true) {
+		at.b.check.unwait(&at.w)
+	}
+	stop(at.tm.slow)
+	stop(at.tm.firstByte)
+	return at.clk.Now().Sub(at.began)
+}
+
+// release ends the attempt.
+func (at *attempt) release() {
+	at.gotFirstByte()
+	stop(at.tm.whole)
+	at.cancel(context.Canceled)
+}
+
+func (at *attempt) wholeTimeout()     { at.cancel(errAttemptTimeout) }
+func (at *attempt) firstByteTimeout() { at.cancel(at.fbCause) }
+func (at *attempt) slow()             { at.p.slowCall(at.b, at.model, at.slowAfter) }
+
+// failed ends an attempt that got no usable answer because of err; a is
+// its report so far. ctx is the request's, actx the attempt's.
+func (at *attempt) failed(ctx, actx context.Context, a *Attempt, err error) (*http.Response, Attempt, error) {
+	b := at.b
+	a.Duration = at.clk.Now().Sub(at.began)
+	reason := errReason(ctx, actx, err)
+	cause := context.Cause(actx)
+	at.release()
+	switch {
+	case reason == ReasonCanceled:
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason = ReasonCanceled
+		return nil, *a, context.Cause(ctx)
+	case cause == errUnresponsive:
+		// The health check that found the backend unresponsive has
+		// opened its breaker already.
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonUnresponsive, true, "the backend stopped answering; a health check failed", true
+		return nil, *a, nil
+	case cause == errBudget:
+		// The request's budget ran out: say nothing of the backend.
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonTimeout, true, "the request's time budget ran out", true
+		return nil, *a, nil
+	}
+	a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
+	a.Abandoned = reason == ReasonFirstByteTimeout || reason == ReasonTimeout
+	at.record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
+	return nil, *a, nil
+}
+
 // try makes one attempt on member m with the prepared request o; m's
 // breaker has let it through with done. It returns the response to pass
 // on, in the client's format (its body wrapped so that the breaker learns
@@ -130,19 +214,15 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	clk := p.clock()
 	began := clk.Now()
 	a := Attempt{Backend: b.Name, Region: b.Region, Priority: m.priority(), Start: began}
-	class := ""
+	at := &attempt{p: p, b: b, clk: clk, began: began, done: done, model: o.Model}
 	if r.Stream {
-		class = ClassStream
-	}
-	record := func(out breaker.Outcome) {
-		out.Class = class
-		done(out)
+		at.class = ClassStream
 	}
 
 	actx, cancel := context.WithCancelCause(ctx)
-	var tm attemptTimers
+	at.cancel = cancel
 	if b.Timeout > 0 {
-		tm.whole = clk.AfterFunc(b.Timeout, func() { cancel(errAttemptTimeout) })
+		at.tm.whole = clk.AfterFunc(b.Timeout, at.wholeTimeout)
 	}
 	limit := b.firstByteTimeout(r.Stream)
 	fb, fbCause := limit, errFirstByteTimeout
@@ -152,69 +232,32 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 		}
 	}
 	if fb > 0 {
-		tm.firstByte = clk.AfterFunc(fb, func() { cancel(fbCause) })
+		at.fbCause = fbCause
+		at.tm.firstByte = clk.AfterFunc(fb, at.firstByteTimeout)
 	}
-	unwait := b.check.wait(cancel)
+	at.w.cancel = cancel
+	b.check.wait(&at.w)
 	// A call still waiting at its slow threshold gets the backend checked;
 	// when the threshold is not below the first-byte bound, that bound
 	// decides alone.
 	if slowAfter := b.lat.slowAfter(r.Stream, limit); limit <= 0 || slowAfter < limit {
-		tm.slow = clk.AfterFunc(slowAfter, func() { p.slowCall(b, o.Model, slowAfter) })
+		at.slowAfter = slowAfter
+		at.tm.slow = clk.AfterFunc(slowAfter, at.slow)
 	}
-	// gotFirstByte ends the wait for the first byte; release ends the
-	// attempt.
-	gotFirstByte := func() time.Duration {
-		unwait()
-		stop(tm.slow)
-		stop(tm.firstByte)
-		return clk.Now().Sub(began)
-	}
-	release := func() {
-		gotFirstByte()
-		stop(tm.whole)
-		cancel(context.Canceled)
-	}
-	// failed ends an attempt that got no usable answer because of err.
-	failed := func(err error) (*http.Response, Attempt, error) {
-		a.Duration = clk.Now().Sub(began)
-		reason := errReason(ctx, actx, err)
-		cause := context.Cause(actx)
-		release()
-		switch {
-		case reason == ReasonCanceled:
-			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason = ReasonCanceled
-			return nil, a, context.Cause(ctx)
-		case cause == errUnresponsive:
-			// The health check that found the backend unresponsive has
-			// opened its breaker already.
-			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonUnresponsive, true, "the backend stopped answering; a health check failed", true
-			return nil, a, nil
-		case cause == errBudget:
-			// The request's budget ran out: say nothing of the backend.
-			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonTimeout, true, "the request's time budget ran out", true
-			return nil, a, nil
-		}
-		a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
-		a.Abandoned = reason == ReasonFirstByteTimeout || reason == ReasonTimeout
-		record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
-		return nil, a, nil
-	}
+	failed := func(err error) (*http.Response, Attempt, error) { return at.failed(ctx, actx, &a, err) }
 
 	req, err := b.Provider.NewRequest(actx, o)
 	if err != nil {
 		if errors.Is(err, ErrAuth) && ctx.Err() == nil {
 			// No token for this backend: another backend may still serve.
 			a.Duration = clk.Now().Sub(began)
-			release()
-			record(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
+			at.release()
+			at.record(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
 			a.Reason, a.Retryable, a.Message = ReasonAuth, true, b.redact(err.Error())
 			return nil, a, nil
 		}
-		release()
-		record(breaker.Outcome{Result: breaker.Ignore})
+		at.release()
+		at.record(breaker.Outcome{Result: breaker.Ignore})
 		if ctx.Err() != nil {
 			a.Reason = ReasonCanceled
 			return nil, a, context.Cause(ctx)
@@ -239,7 +282,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			fa.Status = resp.StatusCode
 			return nil, fa, ferr
 		}
-		return p.failedStatus(r, b, resp, errBody, &a, native, client, record, gotFirstByte, release)
+		return p.failedStatus(r, b, resp, errBody, &a, native, client, at)
 	}
 	a.Reason = ReasonOK
 
@@ -256,16 +299,16 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			}
 			return failed(perr)
 		}
-		a.Duration = gotFirstByte()
+		a.Duration = at.gotFirstByte()
 		b.lat.observe(true, a.Duration)
 		// The first event decides a half-open probe: a long stream does not
 		// hold the backend half-open for minutes.
-		record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
 		wrapped := &body{
 			rc:      resp.Body,
 			r:       br,
-			done:    record,
-			release: release,
+			done:    at.record,
+			release: at.release,
 			cctx:    ctx,
 			actx:    actx,
 			idle:    b.IdleTimeout,
@@ -295,13 +338,13 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	// wait bounded by the idle timeout) before any of it reaches the
 	// client, so that an answer cut short fails over instead of reaching
 	// the client as an empty or short reply.
-	a.Duration = gotFirstByte()
+	a.Duration = at.gotFirstByte()
 	bound := int64(maxBufferedBody)
 	if native != client {
 		bound = maxTranslatedBody
 	}
-	rd := &body{rc: resp.Body, r: resp.Body, release: func() {}, cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name}
-	raw, rerr := io.ReadAll(io.LimitReader(rd, bound+1))
+	at.rd = body{rc: resp.Body, r: resp.Body, release: func() {}, cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name}
+	raw, rerr := readLimited(&at.rd, bound+1, resp.ContentLength)
 	if rerr == nil && resp.ContentLength >= 0 && int64(len(raw)) < resp.ContentLength {
 		rerr = io.ErrUnexpectedEOF
 	}
@@ -322,33 +365,33 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	if int64(len(raw)) > bound {
 		if native != client {
 			resp.Body.Close()
-			release()
-			record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			at.release()
+			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, fmt.Sprintf("the answer is over %d bytes, too large to translate", bound)
 			return resp, a, nil
 		}
 		// Too large to hold: pass it on as it arrives, past the point of
 		// failover; the breaker learns how it ended.
-		record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
 		resp.Body = &body{
-			rc: resp.Body, r: io.MultiReader(bytes.NewReader(raw), resp.Body), done: record, release: release,
+			rc: resp.Body, r: io.MultiReader(bytes.NewReader(raw), resp.Body), done: at.record, release: at.release,
 			cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name,
 			onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
 		}
 		return resp, a, nil
 	}
 	resp.Body.Close()
-	release()
+	at.release()
 	out := raw
 	if native != client {
 		var cerr error
 		if out, cerr = convertResponse(native, client, raw, o.Model); cerr != nil {
-			record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, b.redact(cerr.Error())
 			return resp, a, nil
 		}
 	}
-	record(breaker.Outcome{Result: breaker.Success})
+	at.record(breaker.Outcome{Result: breaker.Success})
 	if p.checkModel(b) {
 		p.noteModel(b, translate.ModelOf(native, raw))
 	}
@@ -381,9 +424,9 @@ func misconfigured(status int) bool {
 // own error (Retry-After in the body, codes that mean longer outages),
 // record it with the breaker, and either close it for a retry or pass it
 // on in the client's format.
-func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody []byte, a *Attempt, native, client translate.Format, record breaker.Done, gotFirstByte func() time.Duration, release func()) (*http.Response, Attempt, error) {
+func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody []byte, a *Attempt, native, client translate.Format, at *attempt) (*http.Response, Attempt, error) {
 	status := resp.StatusCode
-	a.Duration = gotFirstByte()
+	a.Duration = at.gotFirstByte()
 	retry, counts := p.retries(status), b.counts(status)
 	a.RetryAfter = RetryAfter(resp.Header, a.Start)
 	if a.RetryAfter == 0 {
@@ -399,18 +442,18 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 		// The request alone is over the backend's whole limit: no wait
 		// helps, and the backend is fine for everyone else. Another backend
 		// may have a larger limit.
-		record(breaker.Outcome{Result: breaker.Ignore})
+		at.record(breaker.Outcome{Result: breaker.Ignore})
 		a.Reason, a.Retryable, a.RetryAfter = ReasonTooLarge, true, 0
 		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.estimateTokens(), r.neverFits(resp.Header))
 		resp.Body.Close()
-		release()
+		at.release()
 		return resp, *a, nil
 	case misconfigured(status):
-		record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
+		at.record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
 		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
 		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: a, Reason: ReasonMisconfigured})
 		resp.Body.Close()
-		release()
+		at.release()
 		return resp, *a, nil
 	}
 	o := breaker.Outcome{Result: breaker.Success}
@@ -422,7 +465,7 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 			o.Hold, o.Cause, o.Throttled = insufficientQuotaHold, "insufficient_quota", false
 		}
 	}
-	record(o)
+	at.record(o)
 	if retry || counts {
 		a.Reason = statusReason(status)
 		a.Message = b.redact(errorMessage(errBody))
@@ -430,14 +473,14 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	if retry {
 		a.Retryable = true
 		resp.Body.Close()
-		release()
+		at.release()
 		return resp, *a, nil
 	}
 	// Passed on to the client (its own error, or a counted status that is
 	// not retried), as read: at most maxErrorBody, all of it read under
 	// the first-byte bound.
 	resp.Body.Close()
-	release()
+	at.release()
 	// The backend's own error body may quote the credential it was sent.
 	full := errBody
 	if red := b.redact(string(errBody)); red != string(errBody) {
@@ -451,6 +494,32 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	}
 	setBody(resp, convertError(native, client, status, full), "application/json")
 	return resp, *a, nil
+}
+
+// readLimited reads r to its end, or to limit bytes, as
+// io.ReadAll(io.LimitReader(r, limit)) does; size, if not negative, is
+// the length the body declared, so that a body of that length takes one
+// allocation of its size instead of ReadAll's growing buffer.
+func readLimited(r io.Reader, limit, size int64) ([]byte, error) {
+	lr := io.LimitedReader{R: r, N: limit}
+	n := int64(512)
+	if size >= 0 && size < limit {
+		n = size + 1 // room to read the EOF without growing
+	}
+	b := make([]byte, 0, min(n, limit))
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
 }
 
 // setContentLength sets h's Content-Length to n, leaving it be when it
