@@ -59,18 +59,34 @@ const (
 // forwardHeaders returns the caller's headers that go upstream to a
 // backend speaking format (see forwardedRequest), values copied.
 func forwardHeaders(format translate.Format, src http.Header) http.Header {
-	dst := http.Header{}
+	keys, n := 0, 0
+	for k, vv := range src {
+		if forwardedRequest(format, k) {
+			keys++
+			n += min(len(vv), maxForwardedValues)
+		}
+	}
+	dst := make(http.Header, keys)
+	if keys == 0 {
+		return dst
+	}
+	vals := make([]string, 0, n) // every value, in one backing array
 	size := 0
 	for k, vv := range src {
 		if !forwardedRequest(format, k) {
 			continue
 		}
+		i := len(vals)
 		for _, v := range vv[:min(len(vv), maxForwardedValues)] {
 			if size += len(k) + len(v); size > maxForwardedBytes {
+				if len(vals) > i {
+					dst[k] = vals[i:len(vals):len(vals)]
+				}
 				return dst
 			}
-			dst[k] = append(dst[k], v)
+			vals = append(vals, v)
 		}
+		dst[k] = vals[i:len(vals):len(vals)]
 	}
 	return dst
 }

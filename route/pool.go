@@ -174,6 +174,9 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 			dl = deadline
 		}
 		resp, a, err := p.try(ctx, r, m, o, done, dl)
+		if rep.Attempts == nil {
+			rep.Attempts = rep.first[:0] // still nil when no attempt is made
+		}
 		rep.Attempts = append(rep.Attempts, a)
 		p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 		if err != nil {
