@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -247,9 +248,8 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 	if len(cands) == 0 {
 		return p.early(now, tried)
 	}
-	sel := p.selector()
 	for len(cands) > 0 {
-		i := sel.Select(r, cands)
+		i := p.pick(r, cands)
 		if i < 0 || i >= len(cands) {
 			return nil, nil
 		}
@@ -265,6 +265,21 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 		cands = append(cands[:i], cands[i+1:]...)
 	}
 	return nil, nil
+}
+
+// pick asks the pool's selector for the index in cands of the member to
+// try. The default selector is called on its own type, which keeps no
+// reference to cands, so that next's candidates stay on its stack; a
+// Selector of the caller's gets a copy of them, copied back afterwards so
+// that an order it leaves them in counts as it did before.
+func (p *Pool) pick(r *Request, cands []*Member) int {
+	if p.Selector == nil {
+		return p.smooth.Select(r, cands)
+	}
+	c := slices.Clone(cands)
+	i := p.selector().Select(r, c)
+	copy(cands, c)
+	return i
 }
 
 // early is the selection when no member can take the call: every one is
