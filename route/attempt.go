@@ -451,7 +451,8 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	case misconfigured(status):
 		at.record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
 		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
-		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: a, Reason: ReasonMisconfigured})
+		seen := *a // a copy, so that a itself can stay on try's stack
+		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: &seen, Reason: ReasonMisconfigured})
 		resp.Body.Close()
 		at.release()
 		return resp, *a, nil
