@@ -137,9 +137,14 @@ type attempt struct {
 	model     string
 	slowAfter time.Duration
 	tm        attemptTimers
-	w         waiter      // registered with the backend's checker until the first byte
-	unwaited  atomic.Bool // w is unregistered
-	rd        body        // the reader of a plain answer
+	// The timers' deadlines, and which of them are still to be acted on
+	// (the due* bits): all three timers call timeUp, one func value
+	// instead of one each.
+	wholeAt, firstByteAt, slowAt time.Time
+	armed                        atomic.Uint32
+	w                            waiter      // registered with the backend's checker until the first byte
+	unwaited                     atomic.Bool // w is unregistered
+	rd                           body        // the reader of a plain answer
 }
 
 // record tells the breaker the attempt's outcome.
@@ -154,6 +159,7 @@ func (at *attempt) gotFirstByte() time.Duration {
 	if at.unwaited.CompareAndSwap(false, true) {
 		at.b.check.unwait(&at.w)
 	}
+	at.armed.And(^uint32(dueSlow | dueFirstByte))
 	stop(at.tm.slow)
 	stop(at.tm.firstByte)
 	return at.clk.Now().Sub(at.began)
@@ -162,13 +168,65 @@ func (at *attempt) gotFirstByte() time.Duration {
 // release ends the attempt.
 func (at *attempt) release() {
 	at.gotFirstByte()
+	at.armed.And(^uint32(dueWhole))
 	stop(at.tm.whole)
 	at.cancel(context.Canceled)
 }
 
-func (at *attempt) wholeTimeout()     { at.cancel(errAttemptTimeout) }
-func (at *attempt) firstByteTimeout() { at.cancel(at.fbCause) }
-func (at *attempt) slow()             { at.p.slowCall(at.b, at.model, at.slowAfter) }
+// The deadlines of an attempt's timers, as bits of attempt.armed.
+const (
+	dueWhole uint32 = 1 << iota
+	dueFirstByte
+	dueSlow
+)
+
+// arm starts the timer of deadline bit, d from the attempt's start.
+func (at *attempt) arm(bit uint32, d time.Duration, timeUp func()) clock.Timer {
+	due := at.began.Add(d)
+	switch bit {
+	case dueWhole:
+		at.wholeAt = due
+	case dueFirstByte:
+		at.firstByteAt = due
+	case dueSlow:
+		at.slowAt = due
+	}
+	at.armed.Or(bit)
+	return at.clk.AfterFunc(d, timeUp)
+}
+
+// timeUp is every timer's callback: it acts on each armed deadline that
+// has come, as the clock says (a Clock runs a timer only once its time
+// has passed), in the order the timers were armed: the whole attempt's
+// bound, the first byte's, the slow call's check. A deadline disarmed by
+// the first byte or the end of the attempt is not acted on, as a stopped
+// timer would not have been.
+func (at *attempt) timeUp() {
+	now := at.clk.Now()
+	if at.claim(dueWhole, at.wholeAt, now) {
+		at.cancel(errAttemptTimeout)
+	}
+	if at.claim(dueFirstByte, at.firstByteAt, now) {
+		at.cancel(at.fbCause)
+	}
+	if at.claim(dueSlow, at.slowAt, now) {
+		at.p.slowCall(at.b, at.model, at.slowAfter)
+	}
+}
+
+// claim disarms deadline bit if it is armed and due at now, and reports
+// whether it did.
+func (at *attempt) claim(bit uint32, due, now time.Time) bool {
+	for {
+		armed := at.armed.Load()
+		if armed&bit == 0 || now.Before(due) {
+			return false
+		}
+		if at.armed.CompareAndSwap(armed, armed&^bit) {
+			return true
+		}
+	}
+}
 
 // failed ends an attempt that got no usable answer because of err; a is
 // its report so far. ctx is the request's, actx the attempt's.
@@ -221,8 +279,9 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 
 	actx, cancel := context.WithCancelCause(ctx)
 	at.cancel = cancel
+	timeUp := at.timeUp
 	if b.Timeout > 0 {
-		at.tm.whole = clk.AfterFunc(b.Timeout, at.wholeTimeout)
+		at.tm.whole = at.arm(dueWhole, b.Timeout, timeUp)
 	}
 	limit := b.firstByteTimeout(r.Stream)
 	fb, fbCause := limit, errFirstByteTimeout
@@ -233,7 +292,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	}
 	if fb > 0 {
 		at.fbCause = fbCause
-		at.tm.firstByte = clk.AfterFunc(fb, at.firstByteTimeout)
+		at.tm.firstByte = at.arm(dueFirstByte, fb, timeUp)
 	}
 	at.w.cancel = cancel
 	b.check.wait(&at.w)
@@ -242,7 +301,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	// decides alone.
 	if slowAfter := b.lat.slowAfter(r.Stream, limit); limit <= 0 || slowAfter < limit {
 		at.slowAfter = slowAfter
-		at.tm.slow = clk.AfterFunc(slowAfter, at.slow)
+		at.tm.slow = at.arm(dueSlow, slowAfter, timeUp)
 	}
 	failed := func(err error) (*http.Response, Attempt, error) { return at.failed(ctx, actx, &a, err) }
 
