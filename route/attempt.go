@@ -37,27 +37,37 @@ const insufficientQuotaHold = time.Hour
 // backend's format with the backend's model. A *translate.UnsupportedError
 // means the backend cannot honour the request and is skipped.
 func prepare(r *Request, m *Member) (*Outgoing, error) {
+	o := new(Outgoing)
+	if err := prepareInto(r, m, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// prepareInto is prepare into o, which the caller allocated (the pool's
+// attempt holds it).
+func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	prov := m.Backend.Provider
 	model := m.Model
 	if model == "" {
 		model = r.Model
 	}
 	target, from := prov.Format(), r.format()
-	o := &Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
+	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
 	if target == from {
 		if ib, ok := prov.(interface{ ignoresBodyModel() bool }); ok && ib.ignoresBodyModel() {
 			o.Body = r.Body
 		} else {
 			o.Body = r.BodyFor(model)
 		}
-		return o, nil
+		return nil
 	}
 	if !r.Op.IsChat() {
-		return nil, &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
+		return &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
 	}
 	canon, err := r.canonical()
 	if err != nil {
-		return nil, badBody(err)
+		return badBody(err)
 	}
 	switch target {
 	case translate.OpenAI:
@@ -77,9 +87,9 @@ func prepare(r *Request, m *Member) (*Outgoing, error) {
 		err = fmt.Errorf("switchover: backend %s: unknown format %q", m.Backend.Name, target)
 	}
 	if err != nil {
-		return nil, badBody(err)
+		return badBody(err)
 	}
-	return o, nil
+	return nil
 }
 
 // badBody marks a translation failure other than an unsupported feature
@@ -124,6 +134,7 @@ func stop(t clock.Timer) {
 // timers' callbacks), and it holds the attempt's waiter and the reader of
 // a plain answer, which would otherwise be allocations of their own.
 type attempt struct {
+	o      Outgoing // the request, prepared for the backend
 	p      *Pool
 	b      *Backend
 	clk    clock.Clock
@@ -259,7 +270,7 @@ func (at *attempt) failed(ctx, actx context.Context, a *Attempt, err error) (*ht
 	return nil, *a, nil
 }
 
-// try makes one attempt on member m with the prepared request o; m's
+// try makes one attempt on member m with the request prepared in at.o; m's
 // breaker has let it through with done. It returns the response to pass
 // on, in the client's format (its body wrapped so that the breaker learns
 // how the body ended), or for a retryable failure the response with its
@@ -267,12 +278,13 @@ func (at *attempt) failed(ctx, actx context.Context, a *Attempt, err error) (*ht
 // the client went away or the request could not be built. deadline, if
 // not zero, is the request's budget: the attempt's first byte must come
 // before it.
-func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done breaker.Done, deadline time.Time) (*http.Response, Attempt, error) {
+func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, deadline time.Time) (*http.Response, Attempt, error) {
 	b := m.Backend
 	clk := p.clock()
 	began := clk.Now()
 	a := Attempt{Backend: b.Name, Region: b.Region, Priority: m.priority(), Start: began}
-	at := &attempt{p: p, b: b, clk: clk, began: began, done: done, model: o.Model}
+	o := &at.o
+	at.p, at.b, at.clk, at.began, at.done, at.model = p, b, clk, began, done, o.Model
 	if r.Stream {
 		at.class = ClassStream
 	}

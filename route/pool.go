@@ -157,8 +157,8 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		if m == nil {
 			break
 		}
-		o, err := prepare(r, m)
-		if err != nil {
+		at := new(attempt) // one allocation for the attempt's state and request
+		if err := prepareInto(r, m, &at.o); err != nil {
 			done(breaker.Outcome{Result: breaker.Ignore})
 			p.markTried(&tried, m.Backend)
 			var ue *translate.UnsupportedError
@@ -174,7 +174,7 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		if len(rep.Attempts) > 0 {
 			dl = deadline
 		}
-		resp, a, err := p.try(ctx, r, m, o, done, dl)
+		resp, a, err := p.try(ctx, r, m, at, done, dl)
 		if rep.Attempts == nil {
 			rep.Attempts = rep.first[:0] // still nil when no attempt is made
 		}
