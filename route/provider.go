@@ -306,12 +306,15 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 	}
 	hb.set("Content-Type", "application/json")
 
-	u := new(url.URL)
-	*u = *t.url
+	// The URL and the body reader, in one allocation.
+	reqOwn := &struct {
+		u    url.URL
+		body bytesBody
+	}{u: *t.url}
 	body := o.Body
 	req := &http.Request{
 		Method:        http.MethodPost,
-		URL:           u,
+		URL:           &reqOwn.u,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
@@ -323,7 +326,8 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 		req.Body = http.NoBody
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	} else {
-		req.Body = newBytesBody(body)
+		reqOwn.body.Reset(body)
+		req.Body = &reqOwn.body
 		req.GetBody = func() (io.ReadCloser, error) { return newBytesBody(body), nil }
 	}
 	return req.WithContext(ctx), hb
