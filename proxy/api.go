@@ -114,7 +114,8 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	// of a shutdown's grace period (Halt).
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
-	defer context.AfterFunc(h.haltContext(), func() { cancel(ErrShuttingDown) })()
+	h.halting.add(lg, cancel)
+	defer h.halting.remove(lg)
 	resp, rep, err := pool.Do(ctx, req)
 	lg.report = rep
 	if err != nil {
@@ -149,7 +150,9 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		}
 		hdr[k] = vv
 	}
-	hdr.Set("X-Request-Id", id)
+	if v := hdr["X-Request-Id"]; len(v) != 1 || v[0] != id {
+		hdr.Set("X-Request-Id", id) // ServeHTTP has set it already
+	}
 	if h.TraceHeader && r.Header.Get(HeaderTrace) != "" {
 		hdr.Set(HeaderTrace, traceHeader(rep))
 	}

@@ -47,6 +47,7 @@ type reservation struct {
 	m     *bodyMemory // nil: no limit, nothing counted
 	limit int64
 	held  int64
+	rr    reservingReader // reader's, allocated with the reservation
 }
 
 // open reserves declared bytes (a Content-Length, or -1 for a body of
@@ -68,12 +69,14 @@ func (m *bodyMemory) open(declared, limit int64) (*reservation, bool) {
 }
 
 // reader returns src with the reservation grown as src is read past what
-// is held; a read that cannot grow it fails with errBodyMemoryFull.
+// is held; a read that cannot grow it fails with errBodyMemoryFull. It is
+// called once per reservation.
 func (r *reservation) reader(src io.Reader) io.Reader {
 	if r.m == nil {
 		return src
 	}
-	return &reservingReader{r: r, src: src}
+	r.rr = reservingReader{r: r, src: src}
+	return &r.rr
 }
 
 // close gives the reservation back. Later calls do nothing.

@@ -11,6 +11,8 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -35,27 +37,37 @@ const insufficientQuotaHold = time.Hour
 // backend's format with the backend's model. A *translate.UnsupportedError
 // means the backend cannot honour the request and is skipped.
 func prepare(r *Request, m *Member) (*Outgoing, error) {
+	o := new(Outgoing)
+	if err := prepareInto(r, m, o); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// prepareInto is prepare into o, which the caller allocated (the pool's
+// attempt holds it).
+func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	prov := m.Backend.Provider
 	model := m.Model
 	if model == "" {
 		model = r.Model
 	}
 	target, from := prov.Format(), r.format()
-	o := &Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
+	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
 	if target == from {
 		if ib, ok := prov.(interface{ ignoresBodyModel() bool }); ok && ib.ignoresBodyModel() {
 			o.Body = r.Body
 		} else {
 			o.Body = r.BodyFor(model)
 		}
-		return o, nil
+		return nil
 	}
 	if !r.Op.IsChat() {
-		return nil, &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
+		return &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
 	}
 	canon, err := r.canonical()
 	if err != nil {
-		return nil, badBody(err)
+		return badBody(err)
 	}
 	switch target {
 	case translate.OpenAI:
@@ -75,9 +87,9 @@ func prepare(r *Request, m *Member) (*Outgoing, error) {
 		err = fmt.Errorf("switchover: backend %s: unknown format %q", m.Backend.Name, target)
 	}
 	if err != nil {
-		return nil, badBody(err)
+		return badBody(err)
 	}
-	return o, nil
+	return nil
 }
 
 // badBody marks a translation failure other than an unsupported feature
@@ -116,7 +128,149 @@ func stop(t clock.Timer) {
 	}
 }
 
-// try makes one attempt on member m with the prepared request o; m's
+// attempt is the state of one try, allocated once per attempt: its
+// methods are what were closures over try's locals (recording the
+// outcome, ending the wait for the first byte, releasing the attempt, the
+// timers' callbacks), and it holds the attempt's waiter and the reader of
+// a plain answer, which would otherwise be allocations of their own.
+type attempt struct {
+	o      Outgoing // the request, prepared for the backend
+	p      *Pool
+	b      *Backend
+	clk    clock.Clock
+	began  time.Time
+	class  string       // the outcome's class: ClassStream or ""
+	done   breaker.Done // the breaker's, for record
+	cancel context.CancelCauseFunc
+	// fbCause is the first-byte timer's cancel cause; model and
+	// slowAfter are the slow-call timer's check.
+	fbCause   error
+	model     string
+	slowAfter time.Duration
+	tm        attemptTimers
+	// The timers' deadlines, and which of them are still to be acted on
+	// (the due* bits): all three timers call timeUp, one func value
+	// instead of one each.
+	wholeAt, firstByteAt, slowAt time.Time
+	armed                        atomic.Uint32
+	w                            waiter      // registered with the backend's checker until the first byte
+	unwaited                     atomic.Bool // w is unregistered
+	rd                           body        // the reader of a plain answer
+}
+
+// record tells the breaker the attempt's outcome.
+func (at *attempt) record(out breaker.Outcome) {
+	out.Class = at.class
+	at.done(out)
+}
+
+// gotFirstByte ends the wait for the first byte, and returns the time
+// since the attempt began.
+func (at *attempt) gotFirstByte() time.Duration {
+	if at.unwaited.CompareAndSwap(false, true) {
+		at.b.check.unwait(&at.w)
+	}
+	at.armed.And(^uint32(dueSlow | dueFirstByte))
+	stop(at.tm.slow)
+	stop(at.tm.firstByte)
+	return at.clk.Now().Sub(at.began)
+}
+
+// release ends the attempt.
+func (at *attempt) release() {
+	at.gotFirstByte()
+	at.armed.And(^uint32(dueWhole))
+	stop(at.tm.whole)
+	at.cancel(context.Canceled)
+}
+
+// The deadlines of an attempt's timers, as bits of attempt.armed.
+const (
+	dueWhole uint32 = 1 << iota
+	dueFirstByte
+	dueSlow
+)
+
+// arm starts the timer of deadline bit, d from the attempt's start.
+func (at *attempt) arm(bit uint32, d time.Duration, timeUp func()) clock.Timer {
+	due := at.began.Add(d)
+	switch bit {
+	case dueWhole:
+		at.wholeAt = due
+	case dueFirstByte:
+		at.firstByteAt = due
+	case dueSlow:
+		at.slowAt = due
+	}
+	at.armed.Or(bit)
+	return at.clk.AfterFunc(d, timeUp)
+}
+
+// timeUp is every timer's callback: it acts on each armed deadline that
+// has come, as the clock says (a Clock runs a timer only once its time
+// has passed), in the order the timers were armed: the whole attempt's
+// bound, the first byte's, the slow call's check. A deadline disarmed by
+// the first byte or the end of the attempt is not acted on, as a stopped
+// timer would not have been.
+func (at *attempt) timeUp() {
+	now := at.clk.Now()
+	if at.claim(dueWhole, at.wholeAt, now) {
+		at.cancel(errAttemptTimeout)
+	}
+	if at.claim(dueFirstByte, at.firstByteAt, now) {
+		at.cancel(at.fbCause)
+	}
+	if at.claim(dueSlow, at.slowAt, now) {
+		at.p.slowCall(at.b, at.model, at.slowAfter)
+	}
+}
+
+// claim disarms deadline bit if it is armed and due at now, and reports
+// whether it did.
+func (at *attempt) claim(bit uint32, due, now time.Time) bool {
+	for {
+		armed := at.armed.Load()
+		if armed&bit == 0 || now.Before(due) {
+			return false
+		}
+		if at.armed.CompareAndSwap(armed, armed&^bit) {
+			return true
+		}
+	}
+}
+
+// failed ends an attempt that got no usable answer because of err; a is
+// its report so far. ctx is the request's, actx the attempt's.
+func (at *attempt) failed(ctx, actx context.Context, a *Attempt, err error) (*http.Response, Attempt, error) {
+	b := at.b
+	a.Duration = at.clk.Now().Sub(at.began)
+	reason := errReason(ctx, actx, err)
+	cause := context.Cause(actx)
+	at.release()
+	switch {
+	case reason == ReasonCanceled:
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason = ReasonCanceled
+		return nil, *a, context.Cause(ctx)
+	case cause == errUnresponsive:
+		// The health check that found the backend unresponsive has
+		// opened its breaker already.
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonUnresponsive, true, "the backend stopped answering; a health check failed", true
+		return nil, *a, nil
+	case cause == errBudget:
+		// The request's budget ran out: say nothing of the backend.
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonTimeout, true, "the request's time budget ran out", true
+		return nil, *a, nil
+	}
+	a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
+	a.Abandoned = reason == ReasonFirstByteTimeout || reason == ReasonTimeout
+	at.record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
+	return nil, *a, nil
+}
+
+// try makes one attempt on member m with the request prepared in at.o; m's
 // breaker has let it through with done. It returns the response to pass
 // on, in the client's format (its body wrapped so that the breaker learns
 // how the body ended), or for a retryable failure the response with its
@@ -124,24 +278,22 @@ func stop(t clock.Timer) {
 // the client went away or the request could not be built. deadline, if
 // not zero, is the request's budget: the attempt's first byte must come
 // before it.
-func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done breaker.Done, deadline time.Time) (*http.Response, Attempt, error) {
+func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, deadline time.Time) (*http.Response, Attempt, error) {
 	b := m.Backend
 	clk := p.clock()
 	began := clk.Now()
 	a := Attempt{Backend: b.Name, Region: b.Region, Priority: m.priority(), Start: began}
-	class := ""
+	o := &at.o
+	at.p, at.b, at.clk, at.began, at.done, at.model = p, b, clk, began, done, o.Model
 	if r.Stream {
-		class = ClassStream
-	}
-	record := func(out breaker.Outcome) {
-		out.Class = class
-		done(out)
+		at.class = ClassStream
 	}
 
 	actx, cancel := context.WithCancelCause(ctx)
-	var tm attemptTimers
+	at.cancel = cancel
+	timeUp := at.timeUp
 	if b.Timeout > 0 {
-		tm.whole = clk.AfterFunc(b.Timeout, func() { cancel(errAttemptTimeout) })
+		at.tm.whole = at.arm(dueWhole, b.Timeout, timeUp)
 	}
 	limit := b.firstByteTimeout(r.Stream)
 	fb, fbCause := limit, errFirstByteTimeout
@@ -151,69 +303,32 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 		}
 	}
 	if fb > 0 {
-		tm.firstByte = clk.AfterFunc(fb, func() { cancel(fbCause) })
+		at.fbCause = fbCause
+		at.tm.firstByte = at.arm(dueFirstByte, fb, timeUp)
 	}
-	unwait := b.check.wait(cancel)
+	at.w.cancel = cancel
+	b.check.wait(&at.w)
 	// A call still waiting at its slow threshold gets the backend checked;
 	// when the threshold is not below the first-byte bound, that bound
 	// decides alone.
 	if slowAfter := b.lat.slowAfter(r.Stream, limit); limit <= 0 || slowAfter < limit {
-		tm.slow = clk.AfterFunc(slowAfter, func() { p.slowCall(b, o.Model, slowAfter) })
+		at.slowAfter = slowAfter
+		at.tm.slow = at.arm(dueSlow, slowAfter, timeUp)
 	}
-	// gotFirstByte ends the wait for the first byte; release ends the
-	// attempt.
-	gotFirstByte := func() time.Duration {
-		unwait()
-		stop(tm.slow)
-		stop(tm.firstByte)
-		return clk.Now().Sub(began)
-	}
-	release := func() {
-		gotFirstByte()
-		stop(tm.whole)
-		cancel(context.Canceled)
-	}
-	// failed ends an attempt that got no usable answer because of err.
-	failed := func(err error) (*http.Response, Attempt, error) {
-		a.Duration = clk.Now().Sub(began)
-		reason := errReason(ctx, actx, err)
-		cause := context.Cause(actx)
-		release()
-		switch {
-		case reason == ReasonCanceled:
-			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason = ReasonCanceled
-			return nil, a, context.Cause(ctx)
-		case cause == errUnresponsive:
-			// The health check that found the backend unresponsive has
-			// opened its breaker already.
-			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonUnresponsive, true, "the backend stopped answering; a health check failed", true
-			return nil, a, nil
-		case cause == errBudget:
-			// The request's budget ran out: say nothing of the backend.
-			record(breaker.Outcome{Result: breaker.Ignore})
-			a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonTimeout, true, "the request's time budget ran out", true
-			return nil, a, nil
-		}
-		a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
-		a.Abandoned = reason == ReasonFirstByteTimeout || reason == ReasonTimeout
-		record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
-		return nil, a, nil
-	}
+	failed := func(err error) (*http.Response, Attempt, error) { return at.failed(ctx, actx, &a, err) }
 
 	req, err := b.Provider.NewRequest(actx, o)
 	if err != nil {
 		if errors.Is(err, ErrAuth) && ctx.Err() == nil {
 			// No token for this backend: another backend may still serve.
 			a.Duration = clk.Now().Sub(began)
-			release()
-			record(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
+			at.release()
+			at.record(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
 			a.Reason, a.Retryable, a.Message = ReasonAuth, true, b.redact(err.Error())
 			return nil, a, nil
 		}
-		release()
-		record(breaker.Outcome{Result: breaker.Ignore})
+		at.release()
+		at.record(breaker.Outcome{Result: breaker.Ignore})
 		if ctx.Err() != nil {
 			a.Reason = ReasonCanceled
 			return nil, a, context.Cause(ctx)
@@ -238,7 +353,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			fa.Status = resp.StatusCode
 			return nil, fa, ferr
 		}
-		return p.failedStatus(r, b, resp, errBody, &a, native, client, record, gotFirstByte, release)
+		return p.failedStatus(r, b, resp, errBody, &a, native, client, at)
 	}
 	a.Reason = ReasonOK
 
@@ -255,16 +370,16 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 			}
 			return failed(perr)
 		}
-		a.Duration = gotFirstByte()
+		a.Duration = at.gotFirstByte()
 		b.lat.observe(true, a.Duration)
 		// The first event decides a half-open probe: a long stream does not
 		// hold the backend half-open for minutes.
-		record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
 		wrapped := &body{
 			rc:      resp.Body,
 			r:       br,
-			done:    record,
-			release: release,
+			done:    at.record,
+			release: at.release,
 			cctx:    ctx,
 			actx:    actx,
 			idle:    b.IdleTimeout,
@@ -294,13 +409,13 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	// wait bounded by the idle timeout) before any of it reaches the
 	// client, so that an answer cut short fails over instead of reaching
 	// the client as an empty or short reply.
-	a.Duration = gotFirstByte()
+	a.Duration = at.gotFirstByte()
 	bound := int64(maxBufferedBody)
 	if native != client {
 		bound = maxTranslatedBody
 	}
-	rd := &body{rc: resp.Body, r: resp.Body, release: func() {}, cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name}
-	raw, rerr := io.ReadAll(io.LimitReader(rd, bound+1))
+	at.rd = body{rc: resp.Body, r: resp.Body, release: func() {}, cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name}
+	raw, rerr := readLimited(&at.rd, bound+1, resp.ContentLength)
 	if rerr == nil && resp.ContentLength >= 0 && int64(len(raw)) < resp.ContentLength {
 		rerr = io.ErrUnexpectedEOF
 	}
@@ -321,42 +436,42 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, o *Outgoing, done
 	if int64(len(raw)) > bound {
 		if native != client {
 			resp.Body.Close()
-			release()
-			record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			at.release()
+			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, fmt.Sprintf("the answer is over %d bytes, too large to translate", bound)
 			return resp, a, nil
 		}
 		// Too large to hold: pass it on as it arrives, past the point of
 		// failover; the breaker learns how it ended.
-		record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
 		resp.Body = &body{
-			rc: resp.Body, r: io.MultiReader(bytes.NewReader(raw), resp.Body), done: record, release: release,
+			rc: resp.Body, r: io.MultiReader(bytes.NewReader(raw), resp.Body), done: at.record, release: at.release,
 			cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name,
 			onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
 		}
 		return resp, a, nil
 	}
 	resp.Body.Close()
-	release()
+	at.release()
 	out := raw
 	if native != client {
 		var cerr error
 		if out, cerr = convertResponse(native, client, raw, o.Model); cerr != nil {
-			record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, b.redact(cerr.Error())
 			return resp, a, nil
 		}
 	}
-	record(breaker.Outcome{Result: breaker.Success})
+	at.record(breaker.Outcome{Result: breaker.Success})
 	if p.checkModel(b) {
 		p.noteModel(b, translate.ModelOf(native, raw))
 	}
 	if native != client {
 		setBody(resp, out, "application/json")
 	} else {
-		resp.Body = io.NopCloser(bytes.NewReader(out))
+		resp.Body = newBytesBody(out)
 		resp.ContentLength = int64(len(out))
-		resp.Header.Set("Content-Length", strconv.Itoa(len(out)))
+		setContentLength(resp.Header, len(out))
 	}
 	return resp, a, nil
 }
@@ -380,9 +495,9 @@ func misconfigured(status int) bool {
 // own error (Retry-After in the body, codes that mean longer outages),
 // record it with the breaker, and either close it for a retry or pass it
 // on in the client's format.
-func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody []byte, a *Attempt, native, client translate.Format, record breaker.Done, gotFirstByte func() time.Duration, release func()) (*http.Response, Attempt, error) {
+func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody []byte, a *Attempt, native, client translate.Format, at *attempt) (*http.Response, Attempt, error) {
 	status := resp.StatusCode
-	a.Duration = gotFirstByte()
+	a.Duration = at.gotFirstByte()
 	retry, counts := p.retries(status), b.counts(status)
 	a.RetryAfter = RetryAfter(resp.Header, a.Start)
 	if a.RetryAfter == 0 {
@@ -398,18 +513,19 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 		// The request alone is over the backend's whole limit: no wait
 		// helps, and the backend is fine for everyone else. Another backend
 		// may have a larger limit.
-		record(breaker.Outcome{Result: breaker.Ignore})
+		at.record(breaker.Outcome{Result: breaker.Ignore})
 		a.Reason, a.Retryable, a.RetryAfter = ReasonTooLarge, true, 0
 		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.estimateTokens(), r.neverFits(resp.Header))
 		resp.Body.Close()
-		release()
+		at.release()
 		return resp, *a, nil
 	case misconfigured(status):
-		record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
+		at.record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
 		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
-		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: a, Reason: ReasonMisconfigured})
+		seen := *a // a copy, so that a itself can stay on try's stack
+		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: &seen, Reason: ReasonMisconfigured})
 		resp.Body.Close()
-		release()
+		at.release()
 		return resp, *a, nil
 	}
 	o := breaker.Outcome{Result: breaker.Success}
@@ -421,7 +537,7 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 			o.Hold, o.Cause, o.Throttled = insufficientQuotaHold, "insufficient_quota", false
 		}
 	}
-	record(o)
+	at.record(o)
 	if retry || counts {
 		a.Reason = statusReason(status)
 		a.Message = b.redact(errorMessage(errBody))
@@ -429,14 +545,14 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	if retry {
 		a.Retryable = true
 		resp.Body.Close()
-		release()
+		at.release()
 		return resp, *a, nil
 	}
 	// Passed on to the client (its own error, or a counted status that is
 	// not retried), as read: at most maxErrorBody, all of it read under
 	// the first-byte bound.
 	resp.Body.Close()
-	release()
+	at.release()
 	// The backend's own error body may quote the credential it was sent.
 	full := errBody
 	if red := b.redact(string(errBody)); red != string(errBody) {
@@ -450,6 +566,43 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	}
 	setBody(resp, convertError(native, client, status, full), "application/json")
 	return resp, *a, nil
+}
+
+// readLimited reads r to its end, or to limit bytes, as
+// io.ReadAll(io.LimitReader(r, limit)) does; size, if not negative, is
+// the length the body declared, so that a body of that length takes one
+// allocation of its size instead of ReadAll's growing buffer.
+func readLimited(r io.Reader, limit, size int64) ([]byte, error) {
+	lr := io.LimitedReader{R: r, N: limit}
+	n := int64(512)
+	if size >= 0 && size < limit {
+		n = size + 1 // room to read the EOF without growing
+	}
+	b := make([]byte, 0, min(n, limit))
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		k, err := lr.Read(b[len(b):cap(b)])
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// setContentLength sets h's Content-Length to n, leaving it be when it
+// says n already in that form (the usual case: the upstream's own).
+func setContentLength(h http.Header, n int) {
+	var buf [20]byte
+	num := strconv.AppendInt(buf[:0], int64(n), 10)
+	if cl := h["Content-Length"]; len(cl) == 1 && cl[0] == string(num) {
+		return
+	}
+	h.Set("Content-Length", string(num))
 }
 
 // setBody replaces a response's body with b.
@@ -510,10 +663,41 @@ func streamConverter(native, client translate.Format, model string, includeUsage
 	return nil
 }
 
-// IsEventStream reports whether a response is a server-sent event stream.
+// IsEventStream reports whether a response is a server-sent event stream:
+// whether mime.ParseMediaType finds the media type text/event-stream in
+// its Content-Type. It runs on every response, so the media type is
+// compared in place first; only a text/event-stream with parameters,
+// which ParseMediaType may still reject, is parsed.
 func IsEventStream(h http.Header) bool {
-	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	v := h.Get("Content-Type")
+	base, _, params := strings.Cut(v, ";")
+	if !asciiLowerIs(strings.TrimSpace(base), "text/event-stream") {
+		return false
+	}
+	if !params {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(v)
 	return mt == "text/event-stream"
+}
+
+// asciiLowerIs reports whether strings.ToLower(s) == lower, for lower in
+// lower-case ASCII, without building the lowered string. (No non-ASCII
+// rune lowers to an ASCII letter other than k, so s must be ASCII too.)
+func asciiLowerIs(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // errorMessage returns an error body's message (error.message, or

@@ -83,7 +83,8 @@ func (b *Backend) CheckTimeout() time.Duration { return b.lat.checkTimeout() }
 // credentials), and, since a token source may have rotated its token
 // since, anything shaped like a bearer token or a JWT.
 func (b *Backend) redact(s string) string {
-	for _, secret := range credentials(b.Provider) {
+	var buf [2]string
+	for _, secret := range appendCredentials(buf[:0], b.Provider) {
 		if len(secret) >= 4 {
 			s = strings.ReplaceAll(s, secret, "[redacted]")
 		}

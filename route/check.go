@@ -35,24 +35,21 @@ type checker struct {
 
 type waiter struct{ cancel context.CancelCauseFunc }
 
-// wait registers an attempt waiting for its first byte; the returned
-// function unregisters it.
-func (c *checker) wait(cancel context.CancelCauseFunc) (unregister func()) {
-	w := &waiter{cancel: cancel}
+// wait registers an attempt waiting for its first byte, until unwait.
+func (c *checker) wait(w *waiter) {
 	c.mu.Lock()
 	if c.waiting == nil {
 		c.waiting = map[*waiter]struct{}{}
 	}
 	c.waiting[w] = struct{}{}
 	c.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			c.mu.Lock()
-			delete(c.waiting, w)
-			c.mu.Unlock()
-		})
-	}
+}
+
+// unwait unregisters an attempt registered by wait.
+func (c *checker) unwait(w *waiter) {
+	c.mu.Lock()
+	delete(c.waiting, w)
+	c.mu.Unlock()
 }
 
 // abortWaiting cancels every attempt waiting for a first byte, and

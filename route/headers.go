@@ -59,18 +59,34 @@ const (
 // forwardHeaders returns the caller's headers that go upstream to a
 // backend speaking format (see forwardedRequest), values copied.
 func forwardHeaders(format translate.Format, src http.Header) http.Header {
-	dst := http.Header{}
+	keys, n := 0, 0
+	for k, vv := range src {
+		if forwardedRequest(format, k) {
+			keys++
+			n += min(len(vv), maxForwardedValues)
+		}
+	}
+	dst := make(http.Header, keys)
+	if keys == 0 {
+		return dst
+	}
+	vals := make([]string, 0, n) // every value, in one backing array
 	size := 0
 	for k, vv := range src {
 		if !forwardedRequest(format, k) {
 			continue
 		}
+		i := len(vals)
 		for _, v := range vv[:min(len(vv), maxForwardedValues)] {
 			if size += len(k) + len(v); size > maxForwardedBytes {
+				if len(vals) > i {
+					dst[k] = vals[i:len(vals):len(vals)]
+				}
 				return dst
 			}
-			dst[k] = append(dst[k], v)
+			vals = append(vals, v)
 		}
+		dst[k] = vals[i:len(vals):len(vals)]
 	}
 	return dst
 }
@@ -106,16 +122,55 @@ func relayedResponse(key string) bool {
 // a caller (see relayedResponse), with the backend's credentials redacted
 // from their values.
 func (b *Backend) relayHeader(h http.Header) http.Header {
-	out := make(http.Header, len(h))
+	return b.relayHeaderRoom(h, 0).h
+}
+
+// relayHeaderRoom is relayHeader with room for n single-valued headers
+// that the caller adds with set. Every value, the added ones included,
+// lives in one backing array: one allocation instead of one per header.
+func (b *Backend) relayHeaderRoom(h http.Header, n int) headerBuf {
+	keys, vals := n, n
+	for k, vv := range h {
+		if relayedResponse(k) {
+			keys++
+			vals += len(vv)
+		}
+	}
+	out := headerBuf{h: make(http.Header, keys), vals: make([]string, 0, vals)}
 	for k, vv := range h {
 		if !relayedResponse(k) {
 			continue
 		}
-		c := make([]string, len(vv))
-		for i, v := range vv {
-			c[i] = b.redact(v)
+		i := len(out.vals)
+		for _, v := range vv {
+			out.vals = append(out.vals, b.redact(v))
 		}
-		out[k] = c
+		out.h[k] = out.vals[i:len(out.vals):len(out.vals)]
 	}
 	return out
+}
+
+// headerBuf is a header under construction whose values share one
+// backing array. Each header's slice is capped at its length, so a later
+// Add copies instead of writing over its neighbour.
+type headerBuf struct {
+	h    http.Header
+	vals []string
+}
+
+// set sets key k (in canonical form) to the single value v, in the
+// backing array while it has room.
+func (hb *headerBuf) set(k, v string) {
+	hb.vals = append(hb.vals, v)
+	n := len(hb.vals)
+	hb.h[k] = hb.vals[n-1 : n : n]
+}
+
+// setAll sets key k to the values vv followed by more, in the backing
+// array while it has room.
+func (hb *headerBuf) setAll(k string, vv []string, more ...string) {
+	i := len(hb.vals)
+	hb.vals = append(append(hb.vals, vv...), more...)
+	n := len(hb.vals)
+	hb.h[k] = hb.vals[i:n:n]
 }

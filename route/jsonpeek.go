@@ -57,7 +57,7 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 		if err != nil {
 			return "", span{}, false, err
 		}
-		key, err := unquote(body[i:kEnd])
+		key, err := peekKey(body[i:kEnd])
 		if err != nil {
 			return "", span{}, false, err
 		}
@@ -102,6 +102,29 @@ func peek(body []byte) (model string, ms span, stream bool, err error) {
 		}
 		i = vEnd
 	}
+}
+
+// maxFoldKey is the longest key, in bytes, that strings.EqualFold can
+// find equal to "model" or "stream": six runes of at most three bytes.
+const maxFoldKey = 18
+
+// peekKey is unquote for an object key that peek only compares with
+// "model" and "stream": a key without escapes that is neither, nor equal
+// to either but for case, is returned as "" without building the string.
+func peekKey(raw []byte) (string, error) {
+	if bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+		return unquote(raw)
+	}
+	inner := raw[1 : len(raw)-1]
+	switch {
+	case string(inner) == "model":
+		return "model", nil
+	case string(inner) == "stream":
+		return "stream", nil
+	case len(inner) <= maxFoldKey && (strings.EqualFold(string(inner), "model") || strings.EqualFold(string(inner), "stream")):
+		return string(inner), nil
+	}
+	return "", nil
 }
 
 // unquote decodes the JSON string raw (quotes included) as encoding/json

@@ -113,6 +113,8 @@ type Report struct {
 	// BudgetSpent is true when the pool's TryDuration ran out before an
 	// attempt could answer.
 	BudgetSpent bool
+
+	first [1]Attempt // Attempts' first backing array: most requests make one
 }
 
 // Skip is a member passed over for a request, and why.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -156,8 +157,8 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		if m == nil {
 			break
 		}
-		o, err := prepare(r, m)
-		if err != nil {
+		at := new(attempt) // one allocation for the attempt's state and request
+		if err := prepareInto(r, m, &at.o); err != nil {
 			done(breaker.Outcome{Result: breaker.Ignore})
 			p.markTried(&tried, m.Backend)
 			var ue *translate.UnsupportedError
@@ -173,7 +174,10 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		if len(rep.Attempts) > 0 {
 			dl = deadline
 		}
-		resp, a, err := p.try(ctx, r, m, o, done, dl)
+		resp, a, err := p.try(ctx, r, m, at, done, dl)
+		if rep.Attempts == nil {
+			rep.Attempts = rep.first[:0] // still nil when no attempt is made
+		}
 		rep.Attempts = append(rep.Attempts, a)
 		p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 		if err != nil {
@@ -244,9 +248,8 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 	if len(cands) == 0 {
 		return p.early(now, tried)
 	}
-	sel := p.selector()
 	for len(cands) > 0 {
-		i := sel.Select(r, cands)
+		i := p.pick(r, cands)
 		if i < 0 || i >= len(cands) {
 			return nil, nil
 		}
@@ -262,6 +265,21 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 		cands = append(cands[:i], cands[i+1:]...)
 	}
 	return nil, nil
+}
+
+// pick asks the pool's selector for the index in cands of the member to
+// try. The default selector is called on its own type, which keeps no
+// reference to cands, so that next's candidates stay on its stack; a
+// Selector of the caller's gets a copy of them, copied back afterwards so
+// that an order it leaves them in counts as it did before.
+func (p *Pool) pick(r *Request, cands []*Member) int {
+	if p.Selector == nil {
+		return p.smooth.Select(r, cands)
+	}
+	c := slices.Clone(cands)
+	i := p.selector().Select(r, c)
+	copy(cands, c)
+	return i
 }
 
 // early is the selection when no member can take the call: every one is
@@ -311,16 +329,16 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
 	}
-	resp.Header = m.Backend.relayHeader(resp.Header)
-	h := resp.Header
-	h.Set(HeaderBackend, m.Backend.Name)
+	hb := m.Backend.relayHeaderRoom(resp.Header, 4)
+	hb.set(HeaderBackend, m.Backend.Name)
 	if m.Backend.Region != "" {
-		h.Set(HeaderRegion, m.Backend.Region)
+		hb.set(HeaderRegion, m.Backend.Region)
 	} else {
-		h.Del(HeaderRegion)
+		hb.h.Del(HeaderRegion)
 	}
-	h.Set(HeaderFailover, boolString(rep.Failover))
-	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
+	hb.set(HeaderFailover, boolString(rep.Failover))
+	hb.set(HeaderAttempts, itoa(len(rep.Attempts)))
+	resp.Header = hb.h
 }
 
 // topMember is the first member, in configuration order, of the pool's

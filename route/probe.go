@@ -120,7 +120,7 @@ func modelsRequest(ctx context.Context, p Provider) (*http.Request, error) {
 	case *OpenAI:
 		u = *p.BaseURL
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/models"
-		p.setAccount(h)
+		p.setAccount(&headerBuf{h: h})
 		if p.APIKey != "" {
 			h.Set("Authorization", "Bearer "+p.APIKey)
 		}

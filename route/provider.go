@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -70,6 +72,8 @@ type OpenAI struct {
 	Organization, Project string
 	// Header is added to every request. Optional.
 	Header http.Header
+
+	targets targets // the request URL of each operation, built once
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -79,27 +83,30 @@ func (p *OpenAI) Format() translate.Format { return translate.OpenAI }
 
 // NewRequest implements Provider.
 func (p *OpenAI) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
-	u := *p.BaseURL
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + string(o.Op)
-	u.RawPath = ""
-	req, err := newUpstream(ctx, &u, o, p.Header)
+	t, err := p.targets.get(p.BaseURL, "", p.APIKey, targetKey{op: o.Op}, func() *url.URL {
+		u := *p.BaseURL
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/" + string(o.Op)
+		u.RawPath = ""
+		return &u
+	})
 	if err != nil {
 		return nil, err
 	}
-	p.setAccount(req.Header)
+	req, hb := newUpstream(ctx, t, o, p.Header, 3)
+	p.setAccount(&hb)
 	if p.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+p.APIKey)
+		hb.set("Authorization", t.bearer(p.APIKey))
 	}
 	return req, nil
 }
 
 // setAccount sets the organization and project headers.
-func (p *OpenAI) setAccount(h http.Header) {
+func (p *OpenAI) setAccount(hb *headerBuf) {
 	if p.Organization != "" {
-		h.Set("OpenAI-Organization", p.Organization)
+		hb.set("Openai-Organization", p.Organization)
 	}
 	if p.Project != "" {
-		h.Set("OpenAI-Project", p.Project)
+		hb.set("Openai-Project", p.Project)
 	}
 }
 
@@ -122,6 +129,7 @@ type Azure struct {
 	Header http.Header
 
 	lastToken atomic.Pointer[string] // the last token sent, for redaction
+	targets   targets                // the request URL of each operation and deployment, built once
 }
 
 var _ Provider = (*Azure)(nil)
@@ -135,20 +143,27 @@ func (p *Azure) ignoresBodyModel() bool { return p.APIVersion != "v1" }
 
 // NewRequest implements Provider.
 func (p *Azure) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
-	u := *p.Endpoint
-	base := strings.TrimSuffix(u.Path, "/")
-	if p.APIVersion == "v1" {
-		u.Path = base + "/openai/v1/" + string(o.Op)
-		u.RawQuery = ""
-	} else {
-		u.Path = base + "/openai/deployments/" + o.Model + "/" + string(o.Op)
-		u.RawPath = base + "/openai/deployments/" + url.PathEscape(o.Model) + "/" + string(o.Op)
-		u.RawQuery = "api-version=" + url.QueryEscape(p.APIVersion)
+	key := targetKey{op: o.Op}
+	if p.APIVersion != "v1" {
+		key.model = o.Model // the deployment is in the path
 	}
-	req, err := newUpstream(ctx, &u, o, p.Header)
+	t, err := p.targets.get(p.Endpoint, p.APIVersion, "", key, func() *url.URL {
+		u := *p.Endpoint
+		base := strings.TrimSuffix(u.Path, "/")
+		if p.APIVersion == "v1" {
+			u.Path = base + "/openai/v1/" + string(o.Op)
+			u.RawQuery = ""
+		} else {
+			u.Path = base + "/openai/deployments/" + o.Model + "/" + string(o.Op)
+			u.RawPath = base + "/openai/deployments/" + url.PathEscape(o.Model) + "/" + string(o.Op)
+			u.RawQuery = "api-version=" + url.QueryEscape(p.APIVersion)
+		}
+		return &u
+	})
 	if err != nil {
 		return nil, err
 	}
+	req, hb := newUpstream(ctx, t, o, p.Header, 1)
 	switch {
 	case p.Token != nil:
 		tok, err := p.Token.Token(ctx)
@@ -158,9 +173,9 @@ func (p *Azure) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, err
 		if last := p.lastToken.Load(); last == nil || *last != tok {
 			p.lastToken.Store(&tok)
 		}
-		req.Header.Set("Authorization", "Bearer "+tok)
+		hb.set("Authorization", "Bearer "+tok)
 	case p.APIKey != "":
-		req.Header.Set("Api-Key", p.APIKey)
+		hb.set("Api-Key", p.APIKey)
 	}
 	return req, nil
 }
@@ -176,6 +191,8 @@ type Anthropic struct {
 	Version string
 	// Header is added to every request (for example anthropic-beta).
 	Header http.Header
+
+	targets targets // the request URL, built once
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -185,20 +202,23 @@ func (p *Anthropic) Format() translate.Format { return translate.Anthropic }
 
 // NewRequest implements Provider.
 func (p *Anthropic) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
-	u := *p.BaseURL
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/messages"
-	u.RawPath = ""
-	req, err := newUpstream(ctx, &u, o, p.Header)
+	t, err := p.targets.get(p.BaseURL, "", "", targetKey{op: Messages}, func() *url.URL {
+		u := *p.BaseURL
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/messages"
+		u.RawPath = ""
+		return &u
+	})
 	if err != nil {
 		return nil, err
 	}
+	req, hb := newUpstream(ctx, t, o, p.Header, 2)
 	v := p.Version
 	if v == "" {
 		v = "2023-06-01"
 	}
-	req.Header.Set("Anthropic-Version", v)
+	hb.set("Anthropic-Version", v)
 	if p.APIKey != "" {
-		req.Header.Set("X-Api-Key", p.APIKey)
+		hb.set("X-Api-Key", p.APIKey)
 	}
 	return req, nil
 }
@@ -215,6 +235,8 @@ type Gemini struct {
 	APIVersion string
 	// Header is added to every request.
 	Header http.Header
+
+	targets targets // the request URL of each model and method, built once
 }
 
 var _ Provider = (*Gemini)(nil)
@@ -224,54 +246,194 @@ func (p *Gemini) Format() translate.Format { return translate.Gemini }
 
 // NewRequest implements Provider.
 func (p *Gemini) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
-	u := *p.BaseURL
 	v := p.APIVersion
 	if v == "" {
 		v = "v1beta"
 	}
 	method := ":generateContent"
-	u.RawQuery = ""
 	if o.Stream {
 		method = ":streamGenerateContent"
-		u.RawQuery = "alt=sse"
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + v + "/models/" + o.Model + method
-	u.RawPath = ""
-	req, err := newUpstream(ctx, &u, o, p.Header)
+	t, err := p.targets.get(p.BaseURL, v, "", targetKey{op: Operation(method), model: o.Model}, func() *url.URL {
+		u := *p.BaseURL
+		u.RawQuery = ""
+		if o.Stream {
+			u.RawQuery = "alt=sse"
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/" + v + "/models/" + o.Model + method
+		u.RawPath = ""
+		return &u
+	})
 	if err != nil {
 		return nil, err
 	}
+	req, hb := newUpstream(ctx, t, o, p.Header, 1)
 	if p.APIKey != "" {
-		req.Header.Set("X-Goog-Api-Key", p.APIKey)
+		hb.set("X-Goog-Api-Key", p.APIKey)
 	}
 	return req, nil
 }
 
-// newUpstream builds a POST with the caller's forwarded headers (o.Header,
-// see forwardHeaders), the backend's extra headers and its own reader over
-// body. An extra header replaces the caller's of the same name, except
-// Anthropic-Beta, whose values add up: the backend's first.
-func newUpstream(ctx context.Context, u *url.URL, o *Outgoing, extra http.Header) (*http.Request, error) {
-	body := o.Body
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+// newUpstream builds a POST to t with the caller's forwarded headers
+// (o.Header, see forwardHeaders), the backend's extra headers, a
+// Content-Type and its own reader over o.Body. An extra header replaces
+// the caller's of the same name, except Anthropic-Beta, whose values add
+// up: the backend's first. The provider sets up to own more headers of
+// its own through the returned headerBuf, whose values share one backing
+// array with the rest.
+//
+// It builds what http.NewRequestWithContext would from t's URL string,
+// without printing and parsing that URL again on every attempt.
+func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header, own int) (*http.Request, headerBuf) {
+	keys, vals := len(o.Header)+len(extra)+1+own, 1+own
+	for _, vv := range o.Header {
+		vals += len(vv)
 	}
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	for _, vv := range extra {
+		vals += len(vv)
+	}
+	hb := headerBuf{h: make(http.Header, keys), vals: make([]string, 0, vals)}
 	for k, vv := range o.Header {
-		req.Header[k] = append([]string(nil), vv...)
+		hb.setAll(k, vv)
 	}
 	for k, vv := range extra {
 		k = textproto.CanonicalMIMEHeaderKey(k)
 		if k == "Anthropic-Beta" {
-			req.Header[k] = append(append([]string(nil), vv...), req.Header[k]...)
+			hb.setAll(k, vv, hb.h[k]...)
 			continue
 		}
-		req.Header[k] = append([]string(nil), vv...)
+		hb.setAll(k, vv)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.ContentLength = int64(len(body))
-	return req, nil
+	hb.set("Content-Type", "application/json")
+
+	// The URL and the body reader, in one allocation.
+	reqOwn := &struct {
+		u    url.URL
+		body bytesBody
+	}{u: *t.url}
+	body := o.Body
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           &reqOwn.u,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        hb.h,
+		Host:          t.host,
+		ContentLength: int64(len(body)),
+	}
+	if len(body) == 0 {
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	} else {
+		reqOwn.body.Reset(body)
+		req.Body = &reqOwn.body
+		req.GetBody = func() (io.ReadCloser, error) { return newBytesBody(body), nil }
+	}
+	return req.WithContext(ctx), hb
+}
+
+// bytesBody is a request body over a byte slice: bytes.Reader with a
+// Close, one allocation where io.NopCloser(bytes.NewReader(b)) takes two.
+type bytesBody struct{ bytes.Reader }
+
+func newBytesBody(b []byte) *bytesBody {
+	r := new(bytesBody)
+	r.Reset(b)
+	return r
+}
+
+// Close implements io.Closer; it does nothing.
+func (*bytesBody) Close() error { return nil }
+
+// target is a request URL as http.NewRequest parses it: the URL and the
+// request's Host. A provider builds it once per operation (see targets).
+type target struct {
+	url  *url.URL
+	host string
+
+	apiKey, bearerKey string // the key bearerKey was built from, and "Bearer "+apiKey
+}
+
+// newTarget parses u's string form as http.NewRequest would: the URL an
+// attempt sends is exactly the one it sent when it built the string
+// itself.
+// apiKey, if set, is the key whose bearer header it keeps.
+func newTarget(u *url.URL, apiKey string) (*target, error) {
+	req, err := http.NewRequest(http.MethodPost, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{url: req.URL, host: req.Host}
+	if apiKey != "" {
+		t.apiKey, t.bearerKey = apiKey, "Bearer "+apiKey
+	}
+	return t, nil
+}
+
+// bearer returns "Bearer "+key, built once for the key the target was
+// first asked for.
+func (t *target) bearer(key string) string {
+	if t.bearerKey != "" && t.apiKey == key {
+		return t.bearerKey
+	}
+	return "Bearer " + key
+}
+
+// targetKey names a cached target: the operation, and for an Azure
+// deployment path the deployment.
+type targetKey struct {
+	op    Operation
+	model string
+}
+
+// maxTargets bounds a provider's cached targets; past it, targets are
+// built per request as before.
+const maxTargets = 64
+
+// targets caches a provider's request URLs, so that an attempt neither
+// builds nor parses its URL. The cache belongs to one base URL (by
+// pointer) and API version: a provider given a new base URL or version
+// starts a new cache. It is safe for concurrent use; lookups take no lock.
+type targets struct {
+	mu sync.Mutex
+	m  atomic.Pointer[targetMap]
+}
+
+type targetMap struct {
+	base    *url.URL
+	version string
+	m       map[targetKey]*target
+}
+
+// get returns the target for key under base and version, building its
+// URL with build the first time, and keeping the bearer header of apiKey.
+func (c *targets) get(base *url.URL, version, apiKey string, key targetKey, build func() *url.URL) (*target, error) {
+	if tm := c.m.Load(); tm != nil && tm.base == base && tm.version == version {
+		if t, ok := tm.m[key]; ok {
+			return t, nil
+		}
+	}
+	t, err := newTarget(build(), apiKey)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := c.m.Load()
+	if old != nil && (old.base != base || old.version != version) {
+		old = nil
+	}
+	if old != nil && len(old.m) >= maxTargets {
+		return t, nil
+	}
+	next := &targetMap{base: base, version: version, m: make(map[targetKey]*target, 1)}
+	if old != nil {
+		maps.Copy(next.m, old.m)
+	}
+	next.m[key] = t
+	c.m.Store(next)
+	return t, nil
 }
 
 // hopHeaders are response headers a proxy must not pass on.
@@ -297,25 +459,27 @@ func RemoveHopHeaders(h http.Header) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-// credentials are the secrets a provider sends upstream, for redaction:
-// its keys, and for Azure with Entra ID the last token it sent. A
-// Provider of another type may list its own with a Credentials() []string
-// method.
-func credentials(p Provider) []string {
+// appendCredentials appends to dst the secrets a provider sends upstream,
+// for redaction: its keys, and for Azure with Entra ID the last token it
+// sent. A Provider of another type may list its own with a Credentials()
+// []string method. Redaction runs on every relayed header, so the common
+// providers append into the caller's (stack) buffer without allocating.
+func appendCredentials(dst []string, p Provider) []string {
 	switch p := p.(type) {
 	case *OpenAI:
-		return []string{p.APIKey}
+		return append(dst, p.APIKey)
 	case *Azure:
+		dst = append(dst, p.APIKey)
 		if tok := p.lastToken.Load(); tok != nil {
-			return []string{p.APIKey, *tok}
+			dst = append(dst, *tok)
 		}
-		return []string{p.APIKey}
+		return dst
 	case *Anthropic:
-		return []string{p.APIKey}
+		return append(dst, p.APIKey)
 	case *Gemini:
-		return []string{p.APIKey}
+		return append(dst, p.APIKey)
 	case interface{ Credentials() []string }:
-		return p.Credentials()
+		return append(dst, p.Credentials()...)
 	}
-	return nil
+	return dst
 }
