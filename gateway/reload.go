@@ -30,7 +30,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		g.Logger.Error("configuration reload failed; keeping the configuration in force", "error", err)
 		return err
 	}
-	for _, name := range restartOnly(old.cfg, cfg) {
+	for _, name := range RestartOnly(old.cfg, cfg) {
 		g.Logger.Warn("a setting changed that a reload does not apply; it takes effect at the next restart", "setting", name)
 	}
 	for _, p := range old.cfg.Pools {
@@ -102,12 +102,12 @@ func (g *Gateway) Watch(ctx context.Context) {
 	}
 }
 
-// restartOnly names the settings that differ between old and cfg and that
-// a reload does not apply: the listeners, the HTTP server's timeouts and
+// RestartOnly names the settings that differ between old and cfg and that
+// a reload does not apply (`switchover check -against` prints them): the listeners, the HTTP server's timeouts and
 // limits, logging, tracing, the reload interval and notifications. The
 // rest (backends, pools, keys, max_body, max_body_memory,
 // max_concurrent_requests) take effect at once.
-func restartOnly(old, cfg *config.Config) []string {
+func RestartOnly(old, cfg *config.Config) []string {
 	var names []string
 	changed := func(name string, a, b any) {
 		if !reflect.DeepEqual(a, b) {

@@ -30,6 +30,12 @@ func TestExitCodes(t *testing.T) {
 backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
 pools: [{name: p, members: [{backend: a}]}]
 `), 0o600)
+	slower := filepath.Join(t.TempDir(), "slower.yaml")
+	os.WriteFile(slower, []byte(`server: {read_timeout: 90s}
+keys: [{name: app, key: app-key-0123456789abcdef}]
+backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
+pools: [{name: p, members: [{backend: a}]}]
+`), 0o600)
 	tests := []struct {
 		name   string
 		args   []string
@@ -37,6 +43,9 @@ pools: [{name: p, members: [{backend: a}]}]
 		stdout string
 		stderr string
 	}{
+		// Regression: a reload silently ignored server timeouts; check
+		// names them against the configuration in force.
+		{"check against the running config", []string{"check", "-c", slower, "-against", oneKey}, exitOK, "restart needed: server.read_timeout changed; a reload does not apply it", ""},
 		{"no command", nil, exitUsage, "", "Usage:"},
 		{"unknown command", []string{"frobnicate"}, exitUsage, "", `unknown command "frobnicate"`},
 		{"version", []string{"version"}, exitOK, "switchover dev", ""},

@@ -101,6 +101,7 @@ func check(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("c", "", "config file to validate (required)")
+	against := fs.String("against", "", "the configuration in force: also list the changes a reload to -c would not apply")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -117,6 +118,15 @@ func check(args []string, stdout, stderr io.Writer) error {
 	}
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	if *against != "" {
+		running, err := config.Load(*against)
+		if err != nil {
+			return fmt.Errorf("-against %s: %w", *against, err)
+		}
+		for _, name := range gateway.RestartOnly(running, cfg) {
+			fmt.Fprintf(stdout, "restart needed: %s changed; a reload does not apply it\n", name)
+		}
 	}
 	fmt.Fprintf(stdout, "%s: ok (%s, %s, %s)\n", *path, count(len(cfg.Backends), "backend"), count(len(cfg.Pools), "pool"), count(len(cfg.Keys), "key"))
 	return nil

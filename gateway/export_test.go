@@ -1,4 +1,0 @@
-package gateway
-
-// RestartOnly exposes restartOnly to the external tests.
-var RestartOnly = restartOnly
