@@ -47,15 +47,7 @@ func TestDrainFailsReadinessWhileServing(t *testing.T) {
 	default:
 	}
 	h.clock.Advance(10 * time.Second)
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.done <- nil // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after the drain delay")
-	}
+	serveReturned(t, h, "the drain delay")
 	if _, err := testClient.Get(h.url + "/healthz"); err == nil {
 		t.Fatal("still accepting after the drain delay")
 	}
@@ -129,15 +121,7 @@ func TestStreamCutAtEndOfGraceGetsShutdownEvent(t *testing.T) {
 					t.Fatalf("last event lacks %s:\n%s\nall: %q\nlogs: %s", w, last, events, h.logs.String())
 				}
 			}
-			select {
-			case err := <-h.done:
-				if err != nil {
-					t.Fatal(err)
-				}
-				h.done <- nil // for the cleanup
-			case <-time.After(10 * time.Second):
-				t.Fatal("Serve did not return after the grace period")
-			}
+			serveReturned(t, h, "the grace period")
 			var line map[string]any
 			for _, l := range strings.Split(h.logs.String(), "\n") {
 				if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, tc.path) {
@@ -191,8 +175,22 @@ func TestRequestWaitingAtEndOfGraceGets503(t *testing.T) {
 	if r.status != 503 || !strings.Contains(r.body, `"code":"shutting_down"`) {
 		t.Fatalf("answer %d %s", r.status, r.body)
 	}
-	if err := <-h.done; err != nil {
-		t.Fatal(err)
+	serveReturned(t, h, "the grace period")
+}
+
+// serveReturned waits for the harness's Serve to return without error
+// once what (the drain delay, the grace period) is over, and puts the
+// result back for the cleanup. The 10 s bound guards against a hang; it
+// is no timing assertion.
+func serveReturned(t *testing.T, h *harness, what string) {
+	t.Helper()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.done <- nil
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Serve did not return after %s", what)
 	}
-	h.done <- nil // for the cleanup
 }

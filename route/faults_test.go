@@ -941,33 +941,3 @@ func TestWholePoolBenchedRetryAfterIsWhenTheEarlyProbeGoes(t *testing.T) {
 		t.Fatalf("Retry-After %q, want 3 (short's own Retry-After ends at +5s)", got)
 	}
 }
-
-// TestAbandonedAttemptsAreMarked: an attempt given up after its request
-// was sent (the first-byte timeout moved the request on) is marked
-// Abandoned, since the backend may still complete and bill it; one that
-// never reached the backend (refused) or that answered is not.
-func TestAbandonedAttemptsAreMarked(t *testing.T) {
-	clk := fakeclock.New()
-	tests := []struct {
-		name string
-		fail step
-		tune func(*route.Backend)
-		want bool
-	}{
-		{"first-byte timeout", hangPast(clk, fastTimeout), func(b *route.Backend) { b.FirstByteTimeout = fastTimeout }, true},
-		{"503", status(503), nil, false},
-		{"reset", reset, nil, false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnvClock(t, clk,
-				memberSpec{name: "weu", priority: 1, script: []step{tc.fail}, tune: tc.tune},
-				memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
-			)
-			_, rep, _ := e.do(t, chatBody)
-			if len(rep.Attempts) != 2 || rep.Attempts[0].Abandoned != tc.want || rep.Attempts[1].Abandoned {
-				t.Fatalf("attempts %+v, want the first abandoned=%v", rep.Attempts, tc.want)
-			}
-		})
-	}
-}

@@ -47,15 +47,18 @@ func TestRetryOnFailureGoesToAnotherBackend(t *testing.T) {
 		fail       step
 		wantReason route.Reason
 		tune       func(*route.Backend)
+		// abandoned: the request was sent and given up before an answer,
+		// so the backend may still bill it (Attempt.Abandoned).
+		abandoned bool
 	}{
-		{"429", status(429, "Retry-After", "12"), route.ReasonRateLimited, nil},
-		{"500", status(500), route.ReasonServerError, nil},
-		{"502", status(502), route.ReasonServerError, nil},
-		{"503", status(503), route.ReasonServerError, nil},
-		{"504", status(504), route.ReasonServerError, nil},
-		{"reset", reset, route.ReasonConnection, nil},
-		{"hang past first byte timeout", hangPast(clk, fastTimeout), route.ReasonFirstByteTimeout, func(b *route.Backend) { b.FirstByteTimeout = fastTimeout }},
-		{"hang past attempt timeout", hangPast(clk, fastTimeout), route.ReasonTimeout, func(b *route.Backend) { b.Timeout = fastTimeout }},
+		{"429", status(429, "Retry-After", "12"), route.ReasonRateLimited, nil, false},
+		{"500", status(500), route.ReasonServerError, nil, false},
+		{"502", status(502), route.ReasonServerError, nil, false},
+		{"503", status(503), route.ReasonServerError, nil, false},
+		{"504", status(504), route.ReasonServerError, nil, false},
+		{"reset", reset, route.ReasonConnection, nil, false},
+		{"hang past first byte timeout", hangPast(clk, fastTimeout), route.ReasonFirstByteTimeout, func(b *route.Backend) { b.FirstByteTimeout = fastTimeout }, true},
+		{"hang past attempt timeout", hangPast(clk, fastTimeout), route.ReasonTimeout, func(b *route.Backend) { b.Timeout = fastTimeout }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +77,9 @@ func TestRetryOnFailureGoesToAnotherBackend(t *testing.T) {
 			}
 			if len(rep.Attempts) != 2 || rep.Attempts[0].Reason != tc.wantReason || rep.FailoverReason != tc.wantReason || rep.FailoverFrom != "weu" {
 				t.Fatalf("report %+v", rep)
+			}
+			if rep.Attempts[0].Abandoned != tc.abandoned || rep.Attempts[1].Abandoned {
+				t.Fatalf("abandoned %v, %v; want %v for the first, false for the answer", rep.Attempts[0].Abandoned, rep.Attempts[1].Abandoned, tc.abandoned)
 			}
 			fo := e.events.kinds(route.EventFailover)
 			if len(fo) != 1 || fo[0].From != "weu" || fo[0].To != "sec" || fo[0].Reason != tc.wantReason {
