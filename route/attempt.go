@@ -1,7 +1,6 @@
 package route
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -362,8 +361,8 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		// keep-alive comment: wait for it under the first-byte timeout, so a
 		// backend that sends headers and then nothing can still be failed
 		// over.
-		br := bufio.NewReaderSize(resp.Body, 16<<10)
-		if perr := firstEvent(br); perr != nil {
+		rest, perr := readToFirstEvent(resp.Body)
+		if perr != nil {
 			resp.Body.Close()
 			if perr == io.EOF {
 				perr = io.ErrUnexpectedEOF
@@ -377,7 +376,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
 		wrapped := &body{
 			rc:      resp.Body,
-			r:       br,
+			r:       rest,
 			done:    at.record,
 			release: at.release,
 			cctx:    ctx,

@@ -204,6 +204,51 @@ func firstEvent(br *bufio.Reader) error {
 	}
 }
 
+// firstEventReaders are the buffers firstEvent reads a stream's start
+// through, firstEventBuffer bytes each: firstEvent only needs to peek
+// past comments, which it reads line by line whatever their length. A
+// stream is open for minutes: holding a 16 KiB buffer for all of it was
+// the largest part of an open stream's memory.
+const firstEventBuffer = 1 << 10
+
+var firstEventReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, firstEventBuffer) }}
+
+// readToFirstEvent reads src up to the start of its first event (see
+// firstEvent) through a pooled buffer, and returns a reader of the rest of
+// the stream: the bytes already read past that point, kept in a slice of
+// their own size, then src.
+func readToFirstEvent(src io.Reader) (io.Reader, error) {
+	br := firstEventReaders.Get().(*bufio.Reader)
+	br.Reset(src)
+	defer func() {
+		br.Reset(nil)
+		firstEventReaders.Put(br)
+	}()
+	if err := firstEvent(br); err != nil {
+		return nil, err
+	}
+	buffered, _ := br.Peek(br.Buffered())
+	return &pendingReader{pending: bytes.Clone(buffered), r: src}, nil
+}
+
+// pendingReader reads pending, then r.
+type pendingReader struct {
+	pending []byte
+	r       io.Reader
+}
+
+func (p *pendingReader) Read(b []byte) (int, error) {
+	if len(p.pending) > 0 {
+		n := copy(b, p.pending)
+		p.pending = p.pending[n:]
+		if len(p.pending) == 0 {
+			p.pending = nil // let the slice go
+		}
+		return n, nil
+	}
+	return p.r.Read(b)
+}
+
 // streamEnd watches a passed-through stream, line by line, for the end
 // its format requires. Requires external locking (one reader).
 type streamEnd struct {
