@@ -107,7 +107,8 @@ type Gateway struct {
 	draining atomic.Bool
 	// logOut is the log's buffered writer when the gateway made its own
 	// logger; Close writes out what it holds.
-	logOut *asynclog.Writer
+	logOut     *asynclog.Writer
+	requestLog *proxy.RequestLog // nil when Options.Logger was given
 
 	closeOnce sync.Once
 	closeErr  error
@@ -151,6 +152,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		}
 		g.logOut = asynclog.New(out, asynclog.Options{OnDrop: g.Metrics.LogLineDropped})
 		g.Logger = NewLogger(g.logOut, cfg.Log.Format, cfg.Log.Level)
+		// The request line, a line per request, is written by a formatter
+		// of its own, in the same format (see proxy.RequestLog).
+		g.requestLog = proxy.NewRequestLog(g.logOut, cfg.Log.Format, logLevel(cfg.Log.Level))
 	}
 	g.logWarnings(cfg)
 	g.bg, g.cancel = context.WithCancel(context.Background())
@@ -169,6 +173,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.observer = obs
 	g.Handler = &proxy.Handler{
 		Logger:          g.Logger,
+		RequestLog:      g.requestLog,
 		Recorder:        g.Metrics,
 		Refusals:        g.Metrics,
 		Metrics:         g.Metrics.Handler(),
@@ -350,15 +355,21 @@ func (m multiObserver) Observe(e route.Event) {
 // NewLogger returns a slog logger writing to w in format "text" or "json"
 // at level "debug", "info", "warn" or "error".
 func NewLogger(w io.Writer, format, level string) *slog.Logger {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
-		lv = slog.LevelInfo
-	}
-	o := &slog.HandlerOptions{Level: lv}
+	o := &slog.HandlerOptions{Level: logLevel(level)}
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, o))
 	}
 	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// logLevel is the slog level named "debug", "info", "warn" or "error";
+// info for anything else.
+func logLevel(level string) slog.Level {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+		return slog.LevelInfo
+	}
+	return lv
 }
 
 // Server returns the http.Server for the gateway, with timeouts that resist

@@ -306,48 +306,89 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 	if h.Recorder != nil && l.pool != "" {
 		h.Recorder.Request(l.pool, backend, status, total, l.firstByte)
 	}
-	lg := h.logger()
+	h.writeLine(l, time.Now(), backend, total)
+}
+
+// writeLine writes l's log line, stamped now.
+func (h *Handler) writeLine(l *logLine, now time.Time, backend string, total time.Duration) {
 	level := slog.LevelInfo
 	if l.err != nil && !l.clientGone && l.status != 0 {
 		level = slog.LevelWarn
-	}
-	if !lg.Enabled(context.Background(), level) {
-		return
 	}
 	logStatus := l.status
 	if l.status == 0 || l.clientGone {
 		logStatus = 499 // the client closed the request
 	}
-	attrs := []slog.Attr{
-		slog.String("request_id", l.id),
-		slog.String("method", l.method),
-		slog.String("path", l.path),
-		slog.Int("status", logStatus),
+	if rl := h.RequestLog; rl != nil {
+		if !rl.enabled(level) {
+			return
+		}
+		ln := rl.begin(now, level, "request")
+		l.fields(&ln, backend, logStatus, total)
+		rl.end(ln)
+		return
 	}
+	lg := h.logger()
+	if !lg.Enabled(context.Background(), level) {
+		return
+	}
+	// Sized for every attribute at once, and handed to the handler as a
+	// record without a caller's PC: the line has no source.
+	a := attrLine(make([]slog.Attr, 0, 16))
+	l.fields(&a, backend, logStatus, total)
+	rec := slog.NewRecord(now, level, "request", 0)
+	rec.AddAttrs(a...)
+	lg.Handler().Handle(context.Background(), rec)
+}
+
+// fieldWriter takes a log line's fields in order: a RequestLog's line, or
+// slog attributes.
+type fieldWriter interface {
+	str(k, v string)
+	int(k string, v int64)
+	bool(k string, v bool)
+}
+
+var (
+	_ fieldWriter = (*line)(nil)
+	_ fieldWriter = (*attrLine)(nil)
+)
+
+// attrLine collects a line's fields as slog attributes.
+type attrLine []slog.Attr
+
+func (a *attrLine) str(k, v string)       { *a = append(*a, slog.String(k, v)) }
+func (a *attrLine) int(k string, v int64) { *a = append(*a, slog.Int64(k, v)) }
+func (a *attrLine) bool(k string, v bool) { *a = append(*a, slog.Bool(k, v)) }
+
+// fields writes the request log line's fields, in their order.
+func (l *logLine) fields(f fieldWriter, backend string, status int, total time.Duration) {
+	f.str("request_id", l.id)
+	f.str("method", l.method)
+	f.str("path", l.path)
+	f.int("status", int64(status))
 	if l.key != "" {
-		attrs = append(attrs, slog.String("key", l.key))
+		f.str("key", l.key)
 	}
 	if l.model != "" {
-		attrs = append(attrs, slog.String("model", l.model))
+		f.str("model", l.model)
 	}
 	if l.pool != "" {
-		attrs = append(attrs, slog.String("pool", l.pool), slog.Bool("stream", l.stream))
+		f.str("pool", l.pool)
+		f.bool("stream", l.stream)
 	}
 	if l.report != nil {
-		attrs = append(attrs,
-			slog.String("backend", backend),
-			slog.Bool("failover", l.report.Failover),
-			slog.Int("attempts", len(l.report.Attempts)),
-			slog.String("tried", describeAttempts(l.report.Attempts)))
+		f.str("backend", backend)
+		f.bool("failover", l.report.Failover)
+		f.int("attempts", int64(len(l.report.Attempts)))
+		f.str("tried", describeAttempts(l.report.Attempts))
 	}
-	attrs = append(attrs,
-		slog.Int64("duration_ms", total.Milliseconds()),
-		slog.Int64("first_byte_ms", l.firstByte.Milliseconds()),
-		slog.Int64("bytes", l.bytes))
+	f.int("duration_ms", total.Milliseconds())
+	f.int("first_byte_ms", l.firstByte.Milliseconds())
+	f.int("bytes", l.bytes)
 	if l.err != nil {
-		attrs = append(attrs, slog.String("error", l.err.Error()))
+		f.str("error", l.err.Error())
 	}
-	lg.LogAttrs(context.Background(), level, "request", attrs...)
 }
 
 // HeaderTrace is the opt-in per-attempt trace: a caller that sends it (any

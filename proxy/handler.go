@@ -72,6 +72,10 @@ type Handler struct {
 	// Logger gets one line per request and breaker events. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// RequestLog, if set, writes the one line per request instead of
+	// Logger, in the same format for a fraction of the cost. Nil means
+	// the line goes through Logger.
+	RequestLog *RequestLog
 	// Recorder gets request metrics. Nil means none.
 	Recorder Recorder
 	// Refusals counts requests refused at a limit. Nil means none.
