@@ -35,7 +35,13 @@ func TestUnsupported(t *testing.T) {
 		{"anthropic json_schema", toAnthropic, `{` + hi + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}}`, Anthropic, "json_schema response_format"},
 		{"anthropic audio", toAnthropic, `{` + hi + `,"modalities":["text","audio"],"audio":{"voice":"alloy","format":"wav"}}`, Anthropic, "audio output"},
 		{"anthropic modalities", toAnthropic, `{` + hi + `,"modalities":["text","audio"]}`, Anthropic, "audio output"},
-		{"anthropic unknown parameter", toAnthropic, `{` + hi + `,"reasoning_effort":"low","web_search_options":{}}`, Anthropic, `parameter "reasoning_effort"`},
+		{"anthropic unknown parameter", toAnthropic, `{` + hi + `,"reasoning_effort":"low","web_search_options":{}}`, Anthropic, `parameter "web_search_options"`},
+		{"anthropic unknown reasoning_effort", toAnthropic, `{` + hi + `,"reasoning_effort":"max"}`, Anthropic, `reasoning_effort "max"`},
+		{"anthropic thinking with temperature", toAnthropic, `{` + hi + `,"reasoning_effort":"low","temperature":0.5}`, Anthropic, "temperature other than 1 with reasoning_effort"},
+		{"anthropic thinking with top_k", toAnthropic, `{` + hi + `,"reasoning_effort":"medium","top_k":40}`, Anthropic, "top_k with reasoning_effort"},
+		{"anthropic thinking with top_p", toAnthropic, `{` + hi + `,"reasoning_effort":"high","top_p":0.9}`, Anthropic, "top_p below 0.95 with reasoning_effort"},
+		{"anthropic thinking with tool_choice required", toAnthropic, `{` + hi + `,` + tools + `,"tool_choice":"required","reasoning_effort":"low"}`, Anthropic, "forced tool use (tool_choice required) with reasoning_effort"},
+		{"anthropic thinking with a forced function", toAnthropic, `{` + hi + `,` + tools + `,"tool_choice":{"type":"function","function":{"name":"f"}},"reasoning_effort":"low"}`, Anthropic, "forced tool use (tool_choice function) with reasoning_effort"},
 		{"anthropic input audio", toAnthropic, `{"messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"AA==","format":"wav"}}]}]}`, Anthropic, `user content of type "input_audio"`},
 		{"anthropic bmp", toAnthropic, `{"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/bmp;base64,Qk0="}}]}]}`, Anthropic, `image type "image/bmp"`},
 		{"anthropic file_id", toAnthropic, `{"messages":[{"role":"user","content":[{"type":"file","file":{"file_id":"file-abc"}}]}]}`, Anthropic, "file content by file_id"},
@@ -57,12 +63,18 @@ func TestUnsupported(t *testing.T) {
 		{"gemini type list", toGemini, `{` + hi + `,"response_format":{"type":"json_schema","json_schema":{"name":"t","schema":{"type":["string","integer"]}}}}`, Gemini, "several types"},
 		{"gemini boolean schema", toGemini, `{` + hi + `,"response_format":{"type":"json_schema","json_schema":{"name":"t","schema":{"type":"object","properties":{"x":true}}}}}`, Gemini, "not an object"},
 		{"gemini big seed", toGemini, `{` + hi + `,"seed":4294967296}`, Gemini, "a seed beyond 32 bits"},
+		{"gemini reasoning_effort", toGemini, `{` + hi + `,"reasoning_effort":"low","top_k":3}`, Gemini, `parameter "reasoning_effort"`},
+		{"for openai top_k", forOpenAI(OpenAIOptions{Reasoning: true}), `{` + hi + `,"top_k":5,"reasoning_effort":"low"}`, OpenAI, "top_k"},
+		{"for openai reasoning_effort", forOpenAI(OpenAIOptions{TopK: true}), `{` + hi + `,"top_k":5,"reasoning_effort":"low"}`, OpenAI, "reasoning_effort"},
 		{"gemini unknown parameter", toGemini, `{` + hi + `,"prediction":{"type":"content","content":"x"}}`, Gemini, `parameter "prediction"`},
-		{"inbound top_k", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"top_k":5}`, OpenAI, "top_k"},
-		{"inbound thinking", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"thinking":{"type":"enabled","budget_tokens":1024}}`, OpenAI, "extended thinking"},
+		{"inbound thinking between tools", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"thinking":{"type":"between_tools"}}`, OpenAI, `thinking of type "between_tools"`},
+		{"inbound unknown effort", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"output_config":{"effort":"ultra"}}`, OpenAI, `output_config.effort "ultra"`},
+		{"inbound compaction", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"context_management":{"edits":[{"type":"clear_tool_uses_20250919"},{"type":"compact_20260112"}]}}`, OpenAI, `context_management edit "compact_20260112"`},
 		{"inbound server tool", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, OpenAI, `server tool "web_search_20250305"`},
-		{"inbound output_config", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"output_config":{"format":{"type":"json_schema","schema":{}}}}`, OpenAI, `parameter "output_config"`},
-		{"inbound image in tool_result", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AA=="}}]}]}]}`, OpenAI, `tool_result content of type "image"`},
+		{"inbound output_config", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"output_config":{"effort":"low","format":{"type":"json_schema","schema":{}}}}`, OpenAI, "output_config.format"},
+		{"inbound search result in tool_result", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"search_result","source":"s","title":"t","content":[]}]}]}]}`, OpenAI, `tool_result content of type "search_result"`},
+		{"inbound document by url in tool_result", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"}}]}]}]}`, OpenAI, "a document other than a base64 PDF"},
+		{"inbound image file in tool_result", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image","source":{"type":"file","file_id":"file_1"}}]}]}]}`, OpenAI, `image source of type "file"`},
 		{"inbound document by url", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"document","source":{"type":"url","url":"https://example.com/a.pdf"}}]}]}`, OpenAI, "a document other than a base64 PDF"},
 		{"inbound file image", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"file_1"}}]}]}`, OpenAI, `image source of type "file"`},
 	} {
@@ -98,6 +110,11 @@ func TestSupportedNeighbours(t *testing.T) {
 		{"gemini parallel_tool_calls without tools", toGemini, `{` + hi + `,"parallel_tool_calls":false}`},
 		{"gemini parallel_tool_calls with tool_choice none", toGemini, `{` + hi + `,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","parallel_tool_calls":false}`},
 		{"inbound thinking disabled", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"thinking":{"type":"disabled"}}`},
+		{"inbound clearing edits", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"},{"type":"clear_tool_uses_20250919"}]}}`},
+		{"inbound empty context_management", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"context_management":{}}`},
+		{"anthropic no thinking keeps temperature", toAnthropic, `{` + hi + `,"reasoning_effort":"minimal","temperature":0.2,"top_k":3,"top_p":0.5}`},
+		{"anthropic thinking with temperature 1 and top_p 0.95", toAnthropic, `{` + hi + `,"reasoning_effort":"low","temperature":1,"top_p":0.95,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"auto"}`},
+		{"anthropic thinking with tool_choice required but no tools", toAnthropic, `{` + hi + `,"reasoning_effort":"low","tool_choice":"required"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := tc.conv([]byte(tc.body)); err != nil {
@@ -136,6 +153,10 @@ func TestMalformedRequests(t *testing.T) {
 			}
 		})
 	}
+}
+
+func forOpenAI(opt OpenAIOptions) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) { return ForOpenAI(b, opt) }
 }
 
 func TestAnthropicIDs(t *testing.T) {
