@@ -45,7 +45,7 @@ type anBlock struct {
 	ToolUseID string          `json:"tool_use_id,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"` // tool_result: a string or blocks
 	IsError   bool            `json:"is_error,omitempty"`
-	Title     string          `json:"title,omitempty"` // document
+	Title     string          `json:"title,omitempty"`     // document
 	Thinking  *string         `json:"thinking,omitempty"`  // thinking
 	Signature *string         `json:"signature,omitempty"` // thinking: written as "" when there is none
 }

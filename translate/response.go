@@ -92,7 +92,7 @@ type oaReasoningChoice struct {
 // (OpenRouter, newer vLLM; read only, when it is a string).
 type oaReasoningMessage struct {
 	oaRespMessage
-	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
 	Reasoning        json.RawMessage `json:"reasoning,omitempty"`
 }
 

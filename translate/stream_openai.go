@@ -89,7 +89,7 @@ type oaStreamChoice struct {
 
 type oaStreamDelta struct {
 	oaDelta
-	ReasoningContent *string        `json:"reasoning_content"`
+	ReasoningContent *string         `json:"reasoning_content"`
 	Reasoning        json.RawMessage `json:"reasoning"`
 }
 
