@@ -128,6 +128,9 @@ func (s *anthropicToOpenAI) Event(ev Event) ([]byte, error) {
 			if u.CacheReadInputTokens != nil {
 				s.usage.CacheReadInputTokens = *u.CacheReadInputTokens
 			}
+			if u.OutputTokensDetails != nil {
+				s.usage.OutputTokensDetails = u.OutputTokensDetails
+			}
 		}
 		if d.StopReason == nil {
 			return nil, nil

@@ -28,6 +28,10 @@ var streamGoldens = []struct {
 	{name: "stream_chain_gemini_to_anthropic", conv: func() StreamConverter {
 		return Chain(NewGeminiToOpenAIStream("gemini-flash-latest", true), NewOpenAIToAnthropicStream())
 	}},
+	{name: "anth_stream_reasoning_to_anthropic", conv: func() StreamConverter {
+		return NewOpenAIToAnthropicStreamWith(AnthropicStreamOptions{InputTokens: 150})
+	}},
+	{name: "anth_stream_thinking_to_openai", conv: func() StreamConverter { return NewAnthropicToOpenAIStream(true) }},
 	{name: "stream_anthropic_error", conv: func() StreamConverter { return NewAnthropicToOpenAIStream(true) }, wantCode: "overloaded_error"},
 }
 
