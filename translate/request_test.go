@@ -182,3 +182,149 @@ func TestImageURLAsString(t *testing.T) {
 	}
 	assertJSON(t, out, `{"contents":[{"role":"user","parts":[{"inlineData":{"mimeType":"image/webp","data":"UklGRg=="}}]}]}`)
 }
+
+// TestInboundEffort checks the mapping of Anthropic thinking and
+// output_config.effort to reasoning_effort, at the band edges.
+func TestInboundEffort(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra string
+		want  string // reasoning_effort, "" for none
+	}{
+		{"no thinking", ``, ""},
+		{"disabled", `,"thinking":{"type":"disabled"}`, ""},
+		{"disabled wins over effort", `,"thinking":{"type":"disabled"},"output_config":{"effort":"low"}`, ""},
+		{"minimum budget", `,"thinking":{"type":"enabled","budget_tokens":1024}`, "low"},
+		{"below 4096", `,"thinking":{"type":"enabled","budget_tokens":4095}`, "low"},
+		{"4096", `,"thinking":{"type":"enabled","budget_tokens":4096}`, "medium"},
+		{"below 16384", `,"thinking":{"type":"enabled","budget_tokens":16383}`, "medium"},
+		{"16384", `,"thinking":{"type":"enabled","budget_tokens":16384,"display":"omitted"}`, "high"},
+		{"adaptive", `,"thinking":{"type":"adaptive"}`, "high"},
+		{"adaptive with effort", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"low"}`, "low"},
+		{"effort over budget", `,"thinking":{"type":"enabled","budget_tokens":30000},"output_config":{"effort":"medium"}`, "medium"},
+		{"effort alone", `,"output_config":{"effort":"medium"}`, "medium"},
+		{"max effort", `,"output_config":{"effort":"max"}`, "high"},
+		{"xhigh effort", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"xhigh"}`, "high"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := AnthropicRequestToOpenAI([]byte(`{"model":"m","max_tokens":5,` + hi + tc.extra + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
+			if tc.want != "" {
+				want = `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"` + tc.want + `"}`
+			}
+			assertJSON(t, out, want)
+		})
+	}
+	if _, err := AnthropicRequestToOpenAI([]byte(`{"model":"m","max_tokens":5,` + hi + `,"thinking":{"type":"enabled"}}`)); err == nil || errors.As(err, new(*UnsupportedError)) {
+		t.Errorf("thinking enabled without budget_tokens: err = %v, want a malformed-body error", err)
+	}
+}
+
+// TestAnthropicThinking checks reasoning_effort to thinking, and max_tokens
+// raised above the budget.
+func TestAnthropicThinking(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		extra     string
+		wantMax   int
+		wantThink string // "" for no thinking member
+	}{
+		{"none", `,"reasoning_effort":"none"`, 4096, ""},
+		{"minimal", `,"reasoning_effort":"minimal","max_tokens":100`, 100, ""},
+		{"low fits the default", `,"reasoning_effort":"low"`, 4096, `{"type":"enabled","budget_tokens":2048}`},
+		{"medium raises the default", `,"reasoning_effort":"medium"`, 8192 + 4096, `{"type":"enabled","budget_tokens":8192}`},
+		{"high raises the client's limit", `,"reasoning_effort":"high","max_completion_tokens":1000,"max_tokens":5`, 16384 + 1000, `{"type":"enabled","budget_tokens":16384}`},
+		{"xhigh", `,"reasoning_effort":"xhigh","max_tokens":40000`, 40000, `{"type":"enabled","budget_tokens":32768}`},
+		{"equal to the budget is raised", `,"reasoning_effort":"low","max_tokens":2048`, 4096, `{"type":"enabled","budget_tokens":2048}`},
+		{"option default", `,"reasoning_effort":"low","max_tokens":null`, 4096, `{"type":"enabled","budget_tokens":2048}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := toAnthropic([]byte(`{` + hi + tc.extra + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"model":"claude-sonnet-4-5","max_tokens":` + itoa(tc.wantMax) + `,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]`
+			if tc.wantThink != "" {
+				want += `,"thinking":` + tc.wantThink
+			}
+			assertJSON(t, out, want+`}`)
+		})
+	}
+}
+
+// TestTopK checks top_k to Anthropic and Gemini, and the values that mean
+// none.
+func TestTopK(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		conv func([]byte) ([]byte, error)
+		body string
+		want string
+	}{
+		{"anthropic", toAnthropic, `{` + hi + `,"top_k":40}`, `{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"top_k":40}`},
+		{"anthropic zero is none", toAnthropic, `{` + hi + `,"top_k":0}`, `{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`},
+		{"anthropic null", toAnthropic, `{` + hi + `,"top_k":null}`, `{"model":"claude-sonnet-4-5","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`},
+		{"gemini", toGemini, `{` + hi + `,"top_k":3,"temperature":0.5}`, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"temperature":0.5,"topK":3}}`},
+		{"gemini alone", toGemini, `{` + hi + `,"top_k":7}`, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"generationConfig":{"topK":7}}`},
+		{"gemini -1 is none", toGemini, `{` + hi + `,"top_k":-1}`, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`},
+		{"inbound", AnthropicRequestToOpenAI, `{"model":"m","max_tokens":5,` + hi + `,"top_k":5}`, `{"model":"m","max_completion_tokens":5,"messages":[{"role":"user","content":"hi"}],"top_k":5}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := tc.conv([]byte(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertJSON(t, out, tc.want)
+		})
+	}
+	if _, err := toAnthropic([]byte(`{` + hi + `,"top_k":"many"}`)); err == nil || errors.As(err, new(*UnsupportedError)) {
+		t.Errorf("top_k string: err = %v, want a malformed-body error", err)
+	}
+}
+
+// TestInboundDropsCacheControl checks that cache_control on system, message,
+// tool and tool_result blocks leaves no trace in the canonical body.
+func TestInboundDropsCacheControl(t *testing.T) {
+	cc := `"cache_control":{"type":"ephemeral","ttl":"5m"}`
+	out, err := AnthropicRequestToOpenAI([]byte(`{"model":"m","max_tokens":5,` + cc + `,
+		"system":[{"type":"text","text":"s",` + cc + `}],
+		"tools":[{"name":"f","input_schema":{"type":"object"},` + cc + `}],
+		"messages":[{"role":"user","content":[{"type":"text","text":"go",` + cc + `}]},
+			{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"f","input":{},` + cc + `}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"ok",` + cc + `}],` + cc + `}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertJSON(t, out, `{"model":"m","max_completion_tokens":5,"messages":[
+		{"role":"system","content":"s"},
+		{"role":"user","content":"go"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"tool","content":"ok","tool_call_id":"t1"}],
+		"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}`)
+}
+
+// TestInboundToolResultMediaOrder checks where tool_result media go when
+// the turn has no text of its own, and when a text stands between tool
+// results.
+func TestInboundToolResultMediaOrder(t *testing.T) {
+	img := `{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}`
+	for _, tc := range []struct {
+		name, content, want string
+	}{
+		{"media only", `[{"type":"tool_result","tool_use_id":"a","content":[` + img + `]}]`,
+			`[{"role":"tool","content":"","tool_call_id":"a"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]`},
+		{"text between results", `[{"type":"tool_result","tool_use_id":"a","content":[` + img + `]},{"type":"text","text":"x"},{"type":"tool_result","tool_use_id":"b","content":"ok"}]`,
+			`[{"role":"tool","content":"","tool_call_id":"a"},{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a.png"}},{"type":"text","text":"x"}]},{"role":"tool","content":"ok","tool_call_id":"b"}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := AnthropicRequestToOpenAI([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":` + tc.content + `}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertJSON(t, out, `{"model":"m","max_completion_tokens":5,"messages":`+tc.want+`}`)
+		})
+	}
+}
