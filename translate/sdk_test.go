@@ -147,7 +147,7 @@ func TestSDKAccumulatesOpenAIStream(t *testing.T) {
 // writes a tool_result's text as a block, so there every member we wrote
 // must still be there, and the messages the same in number and roles.
 func TestSDKReadsRequests(t *testing.T) {
-	for _, name := range []string{"req_openai_to_anthropic_system", "req_openai_to_anthropic_tools", "req_openai_to_anthropic_images"} {
+	for _, name := range []string{"req_openai_to_anthropic_system", "req_openai_to_anthropic_tools", "req_openai_to_anthropic_images", "anth_req_reasoning_to_anthropic"} {
 		t.Run(name, func(t *testing.T) {
 			ours := readFile(t, name+".out.json")
 			var p anthropic.MessageNewParams
