@@ -98,8 +98,9 @@ type anInRequest struct {
 }
 
 // anKnown are the Anthropic request members AnthropicRequestToOpenAI
-// translates or checks; service_tier and cache_control (automatic prompt
-// caching) are hints it may ignore. Any other member is refused.
+// translates or checks; service_tier, cache_control (automatic prompt
+// caching) and context_management's clearing edits are hints it may ignore.
+// Any other member is refused.
 var anKnown = []string{
 	"model", "messages", "system", "max_tokens", "metadata", "stop_sequences",
 	"stream", "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking",
@@ -110,8 +111,11 @@ var anKnown = []string{
 // (/v1/messages) to the canonical OpenAI chat completions request. It keeps
 // "model" and "stream"; a streaming request also asks for the usage chunk
 // (stream_options.include_usage), which the Anthropic stream needs for its
-// final usage. A feature the canonical format cannot carry is an
-// *UnsupportedError with Target OpenAI.
+// final usage. Extended thinking becomes reasoning_effort and top_k stays
+// top_k, two members beyond standard chat that ForOpenAI checks against the
+// backend; cache_control and clearing context_management edits are dropped
+// (see the package documentation). A feature the canonical format cannot
+// carry is an *UnsupportedError with Target OpenAI.
 func AnthropicRequestToOpenAI(body []byte) ([]byte, error) {
 	members, err := decodeObject(body)
 	if err != nil {
