@@ -25,7 +25,9 @@ var anthropicImageTypes = []string{"image/jpeg", "image/png", "image/gif", "imag
 
 // OpenAIRequestToAnthropic converts an OpenAI chat completions request to an
 // Anthropic Messages request for model. See the package documentation for the
-// mapping; a feature Anthropic cannot honour is an *UnsupportedError.
+// mapping; a feature Anthropic cannot honour is an *UnsupportedError. Beyond
+// standard chat it reads top_k (sent as top_k) and reasoning_effort (sent as
+// thinking, see anthropicThinking).
 func OpenAIRequestToAnthropic(body []byte, model string, opt AnthropicOptions) ([]byte, error) {
 	body, ext := takeMembers(body, "top_k", "reasoning_effort")
 	r, err := parseOpenAIRequest(body, Anthropic)

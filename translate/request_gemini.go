@@ -23,7 +23,9 @@ const geminiForeignSignature = "skip_thought_signature_validator"
 // Gemini generateContent request body. The model and streaming are chosen by
 // the URL (models/{model}:generateContent or
 // :streamGenerateContent?alt=sse), so "model" and "stream" leave no trace
-// in the body. A feature Gemini cannot honour is an *UnsupportedError.
+// in the body. A feature Gemini cannot honour is an *UnsupportedError. Beyond
+// standard chat it reads top_k, sent as generationConfig.topK;
+// reasoning_effort is refused as an unknown parameter.
 func OpenAIRequestToGemini(body []byte, opt GeminiOptions) ([]byte, error) {
 	body, ext := takeMembers(body, "top_k")
 	r, err := parseOpenAIRequest(body, Gemini)
