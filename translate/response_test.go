@@ -95,3 +95,31 @@ func TestInboundEmptySystem(t *testing.T) {
 	}
 	assertJSON(t, got, `{"model":"m","max_completion_tokens":10,"messages":[{"role":"user","content":"hi"}]}`)
 }
+
+// TestReasoningInResponses checks the reasoning members each way: a string
+// reasoning (OpenRouter) reads like reasoning_content, an object reasoning is
+// not text, and redacted thinking alone gives no reasoning_content.
+func TestReasoningInResponses(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+		conv           func([]byte) ([]byte, error)
+	}{
+		{"string reasoning", `{"id":"chatcmpl-3","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok","reasoning":"hm"},"finish_reason":"stop"}]}`,
+			`{"id":"msg_3","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":""},{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
+			OpenAIResponseToAnthropic},
+		{"object reasoning", `{"id":"chatcmpl-4","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok","reasoning":{"summary":[]}},"finish_reason":"stop"}]}`,
+			`{"id":"msg_4","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
+			OpenAIResponseToAnthropic},
+		{"redacted thinking only", `{"id":"msg_5","type":"message","role":"assistant","model":"c","content":[{"type":"redacted_thinking","data":"xx"},{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`,
+			`{"id":"chatcmpl-msg_5","object":"chat.completion","created":0,"model":"c","choices":[{"index":0,"message":{"role":"assistant","content":"ok","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+			AnthropicResponseToOpenAI},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.conv([]byte(tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertJSON(t, got, tc.want)
+		})
+	}
+}
