@@ -13,9 +13,12 @@
 //
 // Requests go from the canonical format to a backend (OpenAIRequestToAnthropic,
 // OpenAIRequestToGemini), and from an Anthropic client to the canonical format
-// (AnthropicRequestToOpenAI). Responses, errors and streams go back the other
-// way; an Anthropic client served by a Gemini backend gets Gemini → OpenAI →
-// Anthropic through Chain.
+// (AnthropicRequestToOpenAI). A canonical body bound for an OpenAI-format
+// backend goes through ForOpenAI last. Responses, errors and streams go back
+// the other way; an Anthropic client served by a Gemini backend gets Gemini →
+// OpenAI → Anthropic through Chain. EstimateAnthropicTokens and
+// EstimateOpenAITokens estimate input tokens where no backend counts them
+// (count_tokens, message_start).
 //
 // # What cannot be honoured
 //
@@ -41,9 +44,66 @@
 // because Gemini may answer with several calls at once and has no switch to
 // stop it. Gemini maps n (candidateCount), seed, presence_penalty and
 // frequency_penalty; some Gemini models answer 400 to the penalties.
-// Refused from Anthropic clients: top_k (OpenAI has none), extended thinking,
-// server tools, output_config, images in tool results, documents other than a
-// base64 PDF, and any other member not listed in anKnown.
+// Refused for Anthropic with reasoning_effort (Anthropic forbids them with
+// thinking): a temperature other than 1, top_k, a top_p below 0.95, and
+// forced tool use (tool_choice required or a function); and a
+// reasoning_effort it does not know. Gemini refuses reasoning_effort as an
+// unknown parameter. Refused from Anthropic clients: server tools,
+// output_config.format, an unknown output_config.effort, thinking types
+// other than enabled, adaptive and disabled, context_management edits other
+// than clearing ones (compact_*), documents other than a base64 PDF, and any
+// other member not listed in anKnown.
+//
+// # Extensions of the canonical format
+//
+// The canonical body may carry three members beyond standard Chat
+// Completions. top_k (from an Anthropic client's top_k) goes to Anthropic as
+// top_k and to Gemini as generationConfig.topK; a top_k below 1 means none.
+// reasoning_effort is OpenAI's own for reasoning models. reasoning_content
+// (DeepSeek's and vLLM's member) carries the model's reasoning in a response
+// message or stream delta; a string "reasoning" (OpenRouter, newer vLLM) is
+// read the same. ForOpenAI(canon, OpenAIOptions) refuses top_k and
+// reasoning_effort for a backend that does not declare them (a
+// reasoning_effort of "none" is removed instead) and removes
+// reasoning_content from assistant history.
+//
+// # Thinking and reasoning
+//
+// From Anthropic clients: thinking "enabled" maps budget_tokens to
+// reasoning_effort: below 4096 "low", below 16384 "medium", else "high";
+// "adaptive" is "high" (Anthropic's default effort); output_config.effort,
+// when given, wins (xhigh and max become "high"); "disabled" or no thinking
+// is no reasoning_effort, whatever the effort. thinking.display is not
+// honoured. Thinking and redacted_thinking blocks in assistant history are
+// dropped: only Anthropic can read them (redacted ones are encrypted, and
+// signatures are Anthropic's), and a chat backend takes no reasoning back.
+//
+// To Anthropic: reasoning_effort low, medium, high and xhigh become thinking
+// {type: enabled, budget_tokens: 2048, 8192, 16384, 32768}, each inside its
+// band above so a round trip keeps the effort; "none" and "minimal" are no
+// thinking. Anthropic wants budget_tokens below max_tokens, which counts
+// thinking and answer together: a max_tokens not above the budget is raised
+// by the budget (the answer keeps the room it was given; the total may pass
+// the client's limit or the model's output maximum). reasoning_content in
+// assistant history is not sent (Anthropic takes back only thinking blocks
+// with its own signature).
+//
+// Responses: Anthropic thinking text becomes reasoning_content of the chat
+// message, or of each delta (thinking_delta); signatures and
+// redacted_thinking are left out. Chat reasoning becomes a thinking block
+// before the text, whose signature is "" (the Messages API always has the
+// member, and only Anthropic can make a real one); streams send no
+// signature_delta. Such a block sent back to Anthropic itself would be
+// refused there for its signature.
+//
+// # Anthropic client members dropped knowingly
+//
+// cache_control, at the top level and on system, message, tool and
+// tool_result blocks: it asks Anthropic to cache a prefix, which an
+// OpenAI-format backend does on its own or not at all. context_management
+// clearing edits (clear_tool_uses_*, clear_thinking_*): they only ask
+// Anthropic to trim the context it builds while the client keeps the whole
+// history; a chat backend gets the whole history. service_tier.
 //
 // # Mapping decisions
 //
@@ -109,11 +169,23 @@
 // tool_calls (or stop with tool calls) tool_use, content_filter or a refusal
 // refusal, else end_turn.
 //
+// Translated Messages carry every member the Messages API documents:
+// stop_sequence, stop_details, container and diagnostics are null (no
+// matched sequence is known, no refusal category, no code-execution
+// container, no cache diagnostics), in responses, message_start and
+// message_delta.
+//
 // Usage. OpenAI prompt_tokens counts cached tokens where Anthropic
 // input_tokens does not: prompt_tokens = input_tokens +
 // cache_creation_input_tokens + cache_read_input_tokens, and cache reads are
 // prompt_tokens_details.cached_tokens; back to Anthropic, cached tokens are
-// cache_read_input_tokens and the rest input_tokens. Gemini
+// cache_read_input_tokens and the rest input_tokens, and
+// cache_creation_input_tokens is 0 (OpenAI-format backends have no separate
+// cache write). Translated Anthropic usage also carries cache_creation
+// (zeros), output_tokens_details.thinking_tokens (from
+// completion_tokens_details.reasoning_tokens, and back), server_tool_use
+// (zeros), service_tier ("priority" when the chat response says priority,
+// else "standard"), speed "standard" and inference_geo null. Gemini
 // promptTokenCount is prompt_tokens, candidatesTokenCount plus
 // thoughtsTokenCount is completion_tokens (thoughts as reasoning_tokens), and
 // totalTokenCount total_tokens; cachedContentTokenCount is cached_tokens.
@@ -126,12 +198,13 @@
 // the candidate, the call's position and the call itself. Anthropic tool ids
 // pass through as OpenAI tool call ids, and back.
 //
-// Content left out of responses. Anthropic thinking blocks and Gemini
-// thought parts (the model's reasoning, which OpenAI's chat format has no
-// place for), Gemini inline data in answers and any block type not listed
-// here. From Anthropic clients, thinking blocks in earlier assistant turns
-// are left out of the history: another model cannot use them. A tool_result
-// with is_error becomes a tool message whose text starts with "Error: ".
+// Content left out of responses. Anthropic signatures and redacted_thinking
+// blocks, Gemini thought parts, Gemini inline data in answers and any block
+// type not listed here. A tool_result with is_error becomes a tool message
+// whose text starts with "Error: ". A chat tool message holds text only: the
+// images and documents of a tool_result go, in order, into a user message
+// after the run of tool messages (OpenAI wants every tool message right
+// after the assistant's tool calls), ahead of the turn's own user blocks.
 //
 // # Errors
 //
@@ -142,6 +215,10 @@
 // start of a body the gateway has not read to its end.
 //
 // # Streams
+//
+// An OpenAI stream reports usage only at its end: NewOpenAIToAnthropicStreamWith
+// takes the engine's estimate of the input tokens for message_start, and the
+// final message_delta carries the real counts when the source sends them.
 //
 // NewReader parses server-sent events and converts each as soon as its blank
 // line arrives. A source error is returned after what was already

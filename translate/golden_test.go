@@ -41,6 +41,13 @@ var jsonGoldens = []struct {
 	{"resp_gemini_to_openai_candidates", func(b []byte) ([]byte, error) { return GeminiResponseToOpenAI(b, "unused") }},
 	{"resp_openai_to_anthropic_text", OpenAIResponseToAnthropic},
 	{"resp_openai_to_anthropic_tools", OpenAIResponseToAnthropic},
+	{"anth_req_thinking_to_openai", AnthropicRequestToOpenAI},
+	{"anth_req_tool_result_image", AnthropicRequestToOpenAI},
+	{"anth_req_reasoning_to_anthropic", func(b []byte) ([]byte, error) {
+		return OpenAIRequestToAnthropic(b, "claude-sonnet-4-5", AnthropicOptions{})
+	}},
+	{"anth_resp_thinking_to_openai", AnthropicResponseToOpenAI},
+	{"anth_resp_reasoning_to_anthropic", OpenAIResponseToAnthropic},
 }
 
 func TestGoldenJSON(t *testing.T) {

@@ -25,9 +25,16 @@ var anthropicImageTypes = []string{"image/jpeg", "image/png", "image/gif", "imag
 
 // OpenAIRequestToAnthropic converts an OpenAI chat completions request to an
 // Anthropic Messages request for model. See the package documentation for the
-// mapping; a feature Anthropic cannot honour is an *UnsupportedError.
+// mapping; a feature Anthropic cannot honour is an *UnsupportedError. Beyond
+// standard chat it reads top_k (sent as top_k) and reasoning_effort (sent as
+// thinking, see anthropicThinking).
 func OpenAIRequestToAnthropic(body []byte, model string, opt AnthropicOptions) ([]byte, error) {
+	body, ext := takeMembers(body, "top_k", "reasoning_effort")
 	r, err := parseOpenAIRequest(body, Anthropic)
+	if err != nil {
+		return nil, err
+	}
+	topK, err := topKOf(ext)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +54,7 @@ func OpenAIRequestToAnthropic(body []byte, model string, opt AnthropicOptions) (
 		return nil, unsupported(Anthropic, "%s response_format", rf.Type)
 	}
 
-	out := anRequest{Model: model, Temperature: r.Temperature, TopP: r.TopP, Stream: r.Stream}
+	out := anRequest{Model: model, Temperature: r.Temperature, TopP: r.TopP, TopK: topK, Stream: r.Stream}
 	// top_p 1 samples from every token, as no top_p does; newer Claude
 	// models refuse temperature and top_p together, so a top_p that
 	// changes nothing is left out.
@@ -61,6 +68,9 @@ func OpenAIRequestToAnthropic(body []byte, model string, opt AnthropicOptions) (
 		out.MaxTokens = opt.MaxTokens
 	default:
 		out.MaxTokens = defaultAnthropicMaxTokens
+	}
+	if err := anthropicThinking(ext, r, &out); err != nil {
+		return nil, err
 	}
 	if out.StopSequences, err = r.stops(); err != nil {
 		return nil, err
@@ -137,6 +147,49 @@ func OpenAIRequestToAnthropic(body []byte, model string, opt AnthropicOptions) (
 		out.Messages = append(out.Messages, anMessage{Role: t.role, Content: mustMarshal(t.blocks)})
 	}
 	return marshal(out)
+}
+
+// anthropicThinking maps reasoning_effort to thinking (see budgetOfEffort;
+// "none" and "minimal" ask for none). Anthropic wants budget_tokens below
+// max_tokens, which counts thinking and answer together: when max_tokens is
+// not above the budget, it is raised to budget + max_tokens, so the answer
+// keeps the room the request gave it (the total may then pass the client's
+// limit, and a model's output maximum: Anthropic answers 400 then). With
+// thinking Anthropic refuses a temperature other than 1, top_k, a top_p
+// below 0.95 and forced tool use (tool_choice any or tool): those are
+// *UnsupportedError. Reasoning content in assistant history
+// (reasoning_content) is not sent back: Anthropic takes back only thinking
+// blocks with its own signature.
+func anthropicThinking(ext map[string]json.RawMessage, r *oaRequest, out *anRequest) error {
+	raw, ok := ext["reasoning_effort"]
+	if !ok {
+		return nil
+	}
+	var effort string
+	if err := json.Unmarshal(raw, &effort); err != nil {
+		return errBadBody("openai request: reasoning_effort", err)
+	}
+	budget, known := budgetOfEffort(effort)
+	switch {
+	case !known:
+		return unsupported(Anthropic, "reasoning_effort %q", effort)
+	case budget == 0:
+		return nil
+	case out.Temperature != nil && *out.Temperature != 1:
+		return unsupported(Anthropic, "temperature other than 1 with reasoning_effort")
+	case out.TopK != nil:
+		return unsupported(Anthropic, "top_k with reasoning_effort")
+	case out.TopP != nil && *out.TopP < 0.95:
+		return unsupported(Anthropic, "top_p below 0.95 with reasoning_effort")
+	}
+	if tc, _ := r.toolChoice(Anthropic); len(r.Tools) > 0 && (tc.mode == "required" || tc.mode == "function") {
+		return unsupported(Anthropic, "forced tool use (tool_choice %s) with reasoning_effort", tc.mode)
+	}
+	if out.MaxTokens <= budget {
+		out.MaxTokens += budget
+	}
+	out.Thinking = mustMarshal(anThinking{Type: "enabled", BudgetTokens: budget})
+	return nil
 }
 
 // anTurn is one Anthropic message while it is being built.

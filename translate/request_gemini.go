@@ -23,9 +23,16 @@ const geminiForeignSignature = "skip_thought_signature_validator"
 // Gemini generateContent request body. The model and streaming are chosen by
 // the URL (models/{model}:generateContent or
 // :streamGenerateContent?alt=sse), so "model" and "stream" leave no trace
-// in the body. A feature Gemini cannot honour is an *UnsupportedError.
+// in the body. A feature Gemini cannot honour is an *UnsupportedError. Beyond
+// standard chat it reads top_k, sent as generationConfig.topK;
+// reasoning_effort is refused as an unknown parameter.
 func OpenAIRequestToGemini(body []byte, opt GeminiOptions) ([]byte, error) {
+	body, ext := takeMembers(body, "top_k")
 	r, err := parseOpenAIRequest(body, Gemini)
+	if err != nil {
+		return nil, err
+	}
+	topK, err := topKOf(ext)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +122,23 @@ func OpenAIRequestToGemini(body []byte, opt GeminiOptions) ([]byte, error) {
 	if len(out.Contents) == 0 {
 		return nil, errBadBody("openai request", errors.New("no user or assistant messages"))
 	}
+	if topK != nil {
+		return marshal(gmRequestTopK{gmRequest: out, GenerationConfig: &gmGenerationConfigTopK{gmGenerationConfig: gc, TopK: topK}})
+	}
 	return marshal(out)
+}
+
+// gmRequestTopK is a gmRequest whose generationConfig also has topK (the
+// canonical body's non-standard top_k). The outer GenerationConfig shadows
+// the embedded one when encoded.
+type gmRequestTopK struct {
+	gmRequest
+	GenerationConfig *gmGenerationConfigTopK `json:"generationConfig"`
+}
+
+type gmGenerationConfigTopK struct {
+	gmGenerationConfig
+	TopK *int `json:"topK"`
 }
 
 // appendContent adds parts as a role turn, merging with the previous turn of

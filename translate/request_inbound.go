@@ -22,6 +22,8 @@ type oaOutRequest struct {
 	ToolChoice          any              `json:"tool_choice,omitempty"`
 	ParallelToolCalls   *bool            `json:"parallel_tool_calls,omitempty"`
 	User                string           `json:"user,omitempty"`
+	TopK                *int             `json:"top_k,omitempty"`            // non-standard, see ForOpenAI
+	ReasoningEffort     string           `json:"reasoning_effort,omitempty"` // see ForOpenAI
 }
 
 type oaStreamOptions struct {
@@ -81,25 +83,39 @@ type anInRequest struct {
 	Tools         []anTool        `json:"tools"`
 	ToolChoice    *anToolChoice   `json:"tool_choice"`
 	Thinking      *struct {
-		Type string `json:"type"`
+		Type         string `json:"type"`
+		BudgetTokens *int   `json:"budget_tokens"`
 	} `json:"thinking"`
+	OutputConfig *struct {
+		Effort string          `json:"effort"`
+		Format json.RawMessage `json:"format"`
+	} `json:"output_config"`
+	ContextManagement *struct {
+		Edits []struct {
+			Type string `json:"type"`
+		} `json:"edits"`
+	} `json:"context_management"`
 }
 
 // anKnown are the Anthropic request members AnthropicRequestToOpenAI
-// translates or checks; service_tier and cache_control (automatic prompt
-// caching) are hints it may ignore. Any other member is refused.
+// translates or checks; service_tier, cache_control (automatic prompt
+// caching) and context_management's clearing edits are hints it may ignore.
+// Any other member is refused.
 var anKnown = []string{
 	"model", "messages", "system", "max_tokens", "metadata", "stop_sequences",
 	"stream", "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking",
-	"service_tier", "cache_control",
+	"output_config", "context_management", "service_tier", "cache_control",
 }
 
 // AnthropicRequestToOpenAI converts an inbound Anthropic Messages request
 // (/v1/messages) to the canonical OpenAI chat completions request. It keeps
 // "model" and "stream"; a streaming request also asks for the usage chunk
 // (stream_options.include_usage), which the Anthropic stream needs for its
-// final usage. A feature the canonical format cannot carry is an
-// *UnsupportedError with Target OpenAI.
+// final usage. Extended thinking becomes reasoning_effort and top_k stays
+// top_k, two members beyond standard chat that ForOpenAI checks against the
+// backend; cache_control and clearing context_management edits are dropped
+// (see the package documentation). A feature the canonical format cannot
+// carry is an *UnsupportedError with Target OpenAI.
 func AnthropicRequestToOpenAI(body []byte) ([]byte, error) {
 	members, err := decodeObject(body)
 	if err != nil {
@@ -119,11 +135,12 @@ func AnthropicRequestToOpenAI(body []byte) ([]byte, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, errBadBody("anthropic request", err)
 	}
-	if r.TopK != nil {
-		return nil, unsupported(OpenAI, "top_k")
+	effort, err := inboundEffort(&r)
+	if err != nil {
+		return nil, err
 	}
-	if r.Thinking != nil && r.Thinking.Type != "disabled" {
-		return nil, unsupported(OpenAI, "extended thinking")
+	if err := inboundContextManagement(&r); err != nil {
+		return nil, err
 	}
 	if len(r.Messages) == 0 {
 		return nil, errBadBody("anthropic request", errors.New("messages is empty"))
@@ -136,6 +153,8 @@ func AnthropicRequestToOpenAI(body []byte) ([]byte, error) {
 		TopP:                r.TopP,
 		Stop:                r.StopSequences,
 		Stream:              r.Stream,
+		TopK:                r.TopK,
+		ReasoningEffort:     effort,
 	}
 	if r.Stream {
 		out.StreamOptions = &oaStreamOptions{IncludeUsage: true}
@@ -175,6 +194,73 @@ func AnthropicRequestToOpenAI(body []byte) ([]byte, error) {
 		out.Messages = append(out.Messages, msgs...)
 	}
 	return marshal(out)
+}
+
+// inboundEffort maps thinking and output_config.effort to reasoning_effort
+// ("" for none). output_config.effort, when given, is the effort (xhigh and
+// max, which OpenAI-format backends lack or name differently, become
+// "high"), unless thinking is disabled. Otherwise thinking "enabled" maps
+// its budget_tokens as effortOfBudget documents, "adaptive" is "high"
+// (Anthropic's default effort), "disabled" or none is no reasoning_effort.
+// Other thinking types (e.g. "between_tools") and output_config.format
+// (structured output, not mapped) are *UnsupportedError. thinking.display
+// is not honoured: the backend's reasoning is shown when it returns any.
+func inboundEffort(r *anInRequest) (string, error) {
+	if oc := r.OutputConfig; oc != nil && !isNull(oc.Format) {
+		return "", unsupported(OpenAI, "output_config.format")
+	}
+	effort := ""
+	if oc := r.OutputConfig; oc != nil {
+		switch oc.Effort {
+		case "":
+		case "low", "medium", "high":
+			effort = oc.Effort
+		case "xhigh", "max":
+			effort = "high"
+		default:
+			return "", unsupported(OpenAI, "output_config.effort %q", oc.Effort)
+		}
+	}
+	th := r.Thinking
+	if th == nil {
+		return effort, nil
+	}
+	switch th.Type {
+	case "disabled":
+		return "", nil
+	case "enabled":
+		if th.BudgetTokens == nil {
+			return "", errBadBody("anthropic request", errors.New("thinking enabled without budget_tokens"))
+		}
+		if effort == "" {
+			effort = effortOfBudget(*th.BudgetTokens)
+		}
+	case "adaptive":
+		if effort == "" {
+			effort = "high"
+		}
+	default:
+		return "", unsupported(OpenAI, "thinking of type %q", th.Type)
+	}
+	return effort, nil
+}
+
+// inboundContextManagement checks context_management. Its clearing edits
+// (clear_tool_uses_*, clear_thinking_*) only ask Anthropic to trim old tool
+// results and thinking from the context it builds; the client keeps the
+// whole history. A chat backend gets the whole history instead: they are
+// dropped knowingly. Any other edit (compact_*, which returns compaction
+// blocks the client must send back) is an *UnsupportedError.
+func inboundContextManagement(r *anInRequest) error {
+	if r.ContextManagement == nil {
+		return nil
+	}
+	for _, e := range r.ContextManagement.Edits {
+		if !strings.HasPrefix(e.Type, "clear_tool_uses_") && !strings.HasPrefix(e.Type, "clear_thinking_") {
+			return unsupported(OpenAI, "context_management edit %q", e.Type)
+		}
+	}
+	return nil
 }
 
 // inMessage adds the message position to a malformed-body error; an
@@ -232,11 +318,19 @@ func contentOf(parts []oaOutPart) any {
 // inboundUser turns a user turn into OpenAI messages: each tool_result
 // becomes a "tool" message, and the other blocks a user message, keeping
 // their order.
+//
+// A chat tool message holds text only, so the images and documents of a
+// tool_result go, in order, into a user message right after the run of tool
+// messages it belongs to (OpenAI wants every tool message straight after
+// the assistant's tool calls), ahead of the turn's own user blocks.
 func inboundUser(blocks []anBlock) ([]oaOutMessage, error) {
 	var out []oaOutMessage
 	var parts []oaOutPart
+	var pending []oaOutPart // media from tool results, not yet placed
 	flush := func() {
 		if len(parts) > 0 {
+			parts = append(pending, parts...)
+			pending = nil
 			out = append(out, oaOutMessage{Role: "user", Content: contentOf(parts)})
 			parts = nil
 		}
@@ -247,34 +341,42 @@ func inboundUser(blocks []anBlock) ([]oaOutMessage, error) {
 			if b.Text != nil {
 				parts = append(parts, oaOutPart{Type: "text", Text: b.Text})
 			}
-		case "image":
-			p, err := inboundImage(b)
+		case "image", "document":
+			p, err := inboundMedia(b)
 			if err != nil {
 				return nil, err
 			}
 			parts = append(parts, p)
-		case "document":
-			if b.Source == nil || b.Source.Type != "base64" || b.Source.MediaType != "application/pdf" {
-				return nil, unsupported(OpenAI, "a document other than a base64 PDF")
-			}
-			name := b.Title
-			if name == "" {
-				name = "document.pdf"
-			}
-			parts = append(parts, oaOutPart{Type: "file", File: &oaOutFile{Filename: name, FileData: "data:application/pdf;base64," + b.Source.Data}})
 		case "tool_result":
 			flush()
-			m, err := inboundToolResult(b)
+			m, media, err := inboundToolResult(b)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, m)
+			pending = append(pending, media...)
 		default:
 			return nil, unsupported(OpenAI, "user content block of type %q", b.Type)
 		}
 	}
+	parts, pending = append(pending, parts...), nil
 	flush()
 	return out, nil
+}
+
+// inboundMedia maps an image, or a document (a base64 PDF only).
+func inboundMedia(b anBlock) (oaOutPart, error) {
+	if b.Type == "image" {
+		return inboundImage(b)
+	}
+	if b.Source == nil || b.Source.Type != "base64" || b.Source.MediaType != "application/pdf" {
+		return oaOutPart{}, unsupported(OpenAI, "a document other than a base64 PDF")
+	}
+	name := b.Title
+	if name == "" {
+		name = "document.pdf"
+	}
+	return oaOutPart{Type: "file", File: &oaOutFile{Filename: name, FileData: "data:application/pdf;base64," + b.Source.Data}}, nil
 }
 
 func inboundImage(b anBlock) (oaOutPart, error) {
@@ -290,21 +392,32 @@ func inboundImage(b anBlock) (oaOutPart, error) {
 	return oaOutPart{}, unsupported(OpenAI, "image source of type %q", b.Source.Type)
 }
 
-// inboundToolResult maps a tool_result to a tool message. OpenAI tool
-// messages hold text only, and have no error flag: is_error is written into
-// the text as an "Error: " prefix so the model still learns the call failed.
-func inboundToolResult(b anBlock) (oaOutMessage, error) {
+// inboundToolResult maps a tool_result to a tool message and the media
+// (image and document parts) it held, which the caller places in a user
+// message. OpenAI tool messages hold text only, and have no error flag:
+// is_error is written into the text as an "Error: " prefix so the model
+// still learns the call failed.
+func inboundToolResult(b anBlock) (oaOutMessage, []oaOutPart, error) {
 	var texts []string
+	var media []oaOutPart
 	if !isNull(b.Content) {
 		blocks, err := anthropicBlocks(b.Content)
 		if err != nil {
-			return oaOutMessage{}, err
+			return oaOutMessage{}, nil, err
 		}
 		for _, c := range blocks {
-			if c.Type != "text" || c.Text == nil {
-				return oaOutMessage{}, unsupported(OpenAI, "tool_result content of type %q", c.Type)
+			switch {
+			case c.Type == "text" && c.Text != nil:
+				texts = append(texts, *c.Text)
+			case c.Type == "image" || c.Type == "document":
+				p, err := inboundMedia(c)
+				if err != nil {
+					return oaOutMessage{}, nil, err
+				}
+				media = append(media, p)
+			default:
+				return oaOutMessage{}, nil, unsupported(OpenAI, "tool_result content of type %q", c.Type)
 			}
-			texts = append(texts, *c.Text)
 		}
 	}
 	text := strings.Join(texts, "\n")
@@ -314,7 +427,7 @@ func inboundToolResult(b anBlock) (oaOutMessage, error) {
 			text = "Error"
 		}
 	}
-	return oaOutMessage{Role: "tool", Content: text, ToolCallID: b.ToolUseID}, nil
+	return oaOutMessage{Role: "tool", Content: text, ToolCallID: b.ToolUseID}, media, nil
 }
 
 // inboundAssistant maps an assistant turn: text blocks become the content,

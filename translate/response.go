@@ -17,8 +17,10 @@ import (
 // AnthropicResponseToOpenAI converts an Anthropic Messages response to an
 // OpenAI chat.completion. The id is "chatcmpl-" followed by the message id.
 // Text blocks are joined into the content, tool_use blocks become tool_calls
-// with the same ids; thinking blocks are left out (OpenAI has no place for
-// them).
+// with the same ids; the text of thinking blocks is joined into the
+// message's non-standard reasoning_content (the member DeepSeek and vLLM
+// use), which OpenAI's own clients ignore. Signatures and redacted_thinking
+// blocks are left out: only Anthropic can read them.
 func AnthropicResponseToOpenAI(body []byte) ([]byte, error) {
 	var r anResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -27,13 +29,17 @@ func AnthropicResponseToOpenAI(body []byte) ([]byte, error) {
 	if r.Type != "message" {
 		return nil, errBadBody("anthropic response", fmt.Errorf("type %q is not a message", r.Type))
 	}
-	var text strings.Builder
-	msg := oaRespMessage{Role: "assistant"}
+	var text, thinking strings.Builder
+	msg := oaReasoningMessage{oaRespMessage: oaRespMessage{Role: "assistant"}}
 	for _, b := range r.Content {
 		switch b.Type {
 		case "text":
 			if b.Text != nil {
 				text.WriteString(*b.Text)
+			}
+		case "thinking":
+			if b.Thinking != nil {
+				thinking.WriteString(*b.Thinking)
 			}
 		case "tool_use":
 			var tc oaToolCall
@@ -49,18 +55,66 @@ func AnthropicResponseToOpenAI(body []byte) ([]byte, error) {
 	if text.Len() > 0 || len(msg.ToolCalls) == 0 {
 		msg.Content = strPtr(text.String())
 	}
+	if thinking.Len() > 0 {
+		msg.ReasoningContent = strPtr(thinking.String())
+	}
 	finish := "stop"
 	if r.StopReason != nil {
 		finish = anStopToOpenAI(*r.StopReason)
 	}
-	out := oaCompletion{
-		ID:      "chatcmpl-" + r.ID,
-		Object:  "chat.completion",
-		Model:   r.Model,
-		Choices: []oaChoice{{Message: msg, Logprobs: jsonNull, FinishReason: &finish}},
-		Usage:   r.Usage.toOpenAI(),
+	out := oaReasoningCompletion{
+		oaCompletion: oaCompletion{
+			ID:     "chatcmpl-" + r.ID,
+			Object: "chat.completion",
+			Model:  r.Model,
+			Usage:  r.Usage.toOpenAI(),
+		},
+		Choices: []oaReasoningChoice{{oaChoice: oaChoice{Logprobs: jsonNull, FinishReason: &finish}, Message: msg}},
 	}
 	return marshal(out)
+}
+
+// oaReasoningCompletion is a chat.completion whose messages may carry
+// reasoning, and its service_tier. Its Choices shadow the embedded ones.
+type oaReasoningCompletion struct {
+	oaCompletion
+	ServiceTier string              `json:"service_tier,omitempty"`
+	Choices     []oaReasoningChoice `json:"choices"`
+}
+
+type oaReasoningChoice struct {
+	oaChoice
+	Message oaReasoningMessage `json:"message"`
+}
+
+// oaReasoningMessage is a response message with the non-standard
+// reasoning_content (DeepSeek, vLLM; written by this package) or reasoning
+// (OpenRouter, newer vLLM; read only, when it is a string).
+type oaReasoningMessage struct {
+	oaRespMessage
+	ReasoningContent *string         `json:"reasoning_content,omitempty"`
+	Reasoning        json.RawMessage `json:"reasoning,omitempty"`
+}
+
+// reasoningText is the reasoning of a message or delta: reasoning_content,
+// else a string reasoning, else "".
+func reasoningText(content *string, reasoning json.RawMessage) string {
+	if content != nil {
+		return *content
+	}
+	var s string
+	if json.Unmarshal(reasoning, &s) == nil {
+		return s
+	}
+	return ""
+}
+
+// thinkingBlock is a thinking block for reasoning a non-Anthropic backend
+// returned. It has no signature, which only Anthropic can make: signature is
+// "", present because the Messages API always has it on a thinking block.
+func thinkingBlock(text string) anBlock {
+	empty := ""
+	return anBlock{Type: "thinking", Thinking: &text, Signature: &empty}
 }
 
 // GeminiResponseToOpenAI converts a Gemini generateContent response to an
@@ -153,8 +207,12 @@ func geminiToolCall(fc *gmFunctionCall, responseID string, candidate, n int) oaT
 // cannot ask for more). The id is the completion id with "chatcmpl-" replaced
 // by "msg_" (or removed when what follows already starts with "msg_").
 // Tool call arguments must be a JSON object, as Anthropic's tool_use input is.
+// Reasoning the backend returned (reasoning_content, or a string reasoning)
+// becomes a first thinking block, with an empty signature (see
+// thinkingBlock). Usage is as anUsageFromOpenAI describes; stop_sequence,
+// stop_details, container and diagnostics are null.
 func OpenAIResponseToAnthropic(body []byte) ([]byte, error) {
-	var r oaCompletion
+	var r oaReasoningCompletion
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, errBadBody("openai response", err)
 	}
@@ -163,6 +221,9 @@ func OpenAIResponseToAnthropic(body []byte) ([]byte, error) {
 	}
 	c := r.Choices[0]
 	var content []anBlock
+	if t := reasoningText(c.Message.ReasoningContent, c.Message.Reasoning); t != "" {
+		content = append(content, thinkingBlock(t))
+	}
 	if c.Message.Content != nil && *c.Message.Content != "" {
 		content = append(content, textBlock(*c.Message.Content))
 	}
@@ -198,7 +259,7 @@ func OpenAIResponseToAnthropic(body []byte) ([]byte, error) {
 		Model:      r.Model,
 		Content:    content,
 		StopReason: &stop,
-		Usage:      anUsageFromOpenAI(r.Usage),
+		Usage:      anUsageFromOpenAI(r.Usage, r.ServiceTier),
 	}
 	return marshal(out)
 }

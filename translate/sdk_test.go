@@ -147,7 +147,7 @@ func TestSDKAccumulatesOpenAIStream(t *testing.T) {
 // writes a tool_result's text as a block, so there every member we wrote
 // must still be there, and the messages the same in number and roles.
 func TestSDKReadsRequests(t *testing.T) {
-	for _, name := range []string{"req_openai_to_anthropic_system", "req_openai_to_anthropic_tools", "req_openai_to_anthropic_images"} {
+	for _, name := range []string{"req_openai_to_anthropic_system", "req_openai_to_anthropic_tools", "req_openai_to_anthropic_images", "anth_req_reasoning_to_anthropic"} {
 		t.Run(name, func(t *testing.T) {
 			ours := readFile(t, name+".out.json")
 			var p anthropic.MessageNewParams
@@ -216,5 +216,127 @@ func TestSDKReadsResponses(t *testing.T) {
 	}
 	if len(cc.Choices) != 1 || len(cc.Choices[0].Message.ToolCalls) != 3 || cc.Choices[0].FinishReason != "tool_calls" {
 		t.Errorf("completion %+v", cc)
+	}
+}
+
+// TestSDKReadsThinkingAndUsage decodes translated Messages and streams with
+// anthropic-sdk-go: the thinking block with its empty signature, the whole
+// usage, the stop reason and the null members.
+func TestSDKReadsThinkingAndUsage(t *testing.T) {
+	stream := func(name string, opt AnthropicStreamOptions) anthropic.Message {
+		t.Helper()
+		var msg anthropic.Message
+		for _, ev := range events(t, convertStream(t, name, NewOpenAIToAnthropicStreamWith(opt))) {
+			var e anthropic.MessageStreamEventUnion
+			if err := json.Unmarshal(ev.Data, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.Type == "message_start" && e.Message.Usage.InputTokens != int64(opt.InputTokens) {
+				t.Errorf("message_start input_tokens %d, want the estimate %d", e.Message.Usage.InputTokens, opt.InputTokens)
+			}
+			if err := msg.Accumulate(e); err != nil {
+				t.Fatalf("Accumulate(%s): %v", ev.Data, err)
+			}
+		}
+		return msg
+	}
+	decode := func(name string) anthropic.Message {
+		t.Helper()
+		var msg anthropic.Message
+		if err := json.Unmarshal(readFile(t, name), &msg); err != nil {
+			t.Fatal(err)
+		}
+		return msg
+	}
+	type usage struct{ in, out, cacheRead, cacheWrite, thinking int64 }
+	for _, tc := range []struct {
+		name     string
+		msg      anthropic.Message
+		thinking string
+		text     string
+		stop     anthropic.StopReason
+		usage    usage
+		tier     anthropic.UsageServiceTier
+	}{
+		{name: "response", msg: decode("anth_resp_reasoning_to_anthropic.out.json"), thinking: "2+2 is 4.", text: "4",
+			stop: anthropic.StopReasonEndTurn, usage: usage{176, 30, 1024, 0, 25}, tier: anthropic.UsageServiceTierPriority},
+		{name: "stream", msg: stream("anth_stream_reasoning_to_anthropic.in.sse", AnthropicStreamOptions{InputTokens: 150}), thinking: "The user greets me.", text: "Hello!",
+			stop: anthropic.StopReasonEndTurn, usage: usage{12, 12, 128, 0, 8}, tier: anthropic.UsageServiceTierStandard},
+		{name: "stream usage replaces the estimate", msg: stream("stream_openai_to_anthropic_tools.in.sse", AnthropicStreamOptions{InputTokens: 77}), text: "Let me look.",
+			stop: anthropic.StopReasonToolUse, usage: usage{82, 17, 0, 0, 0}, tier: anthropic.UsageServiceTierStandard},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.msg
+			var thinking, text strings.Builder
+			for i, b := range m.Content {
+				switch b.Type {
+				case "thinking":
+					if i != 0 {
+						t.Errorf("thinking block at %d, want it first", i)
+					}
+					th := b.AsThinking()
+					thinking.WriteString(th.Thinking)
+					if !th.JSON.Signature.Valid() || th.Signature != "" {
+						t.Errorf("signature %q (present %v), want an empty string", th.Signature, th.JSON.Signature.Valid())
+					}
+				case "text":
+					text.WriteString(b.AsText().Text)
+				}
+			}
+			if thinking.String() != tc.thinking || text.String() != tc.text {
+				t.Errorf("thinking %q text %q", thinking.String(), text.String())
+			}
+			u := m.Usage
+			got := usage{u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens, u.OutputTokensDetails.ThinkingTokens}
+			if m.StopReason != tc.stop || got != tc.usage {
+				t.Errorf("stop %q usage %+v, want %q %+v", m.StopReason, got, tc.stop, tc.usage)
+			}
+			if u.ServiceTier != tc.tier || !u.JSON.CacheCreation.Valid() || !u.JSON.ServerToolUse.Valid() || u.ServerToolUse.WebSearchRequests != 0 {
+				t.Errorf("usage %s", u.RawJSON())
+			}
+			if m.StopSequence != "" || m.StopDetails.Type != "" || m.Container.ID != "" {
+				t.Errorf("stop_sequence %q stop_details %q container %q, want nulls", m.StopSequence, m.StopDetails.Type, m.Container.ID)
+			}
+		})
+	}
+}
+
+// TestSDKReadsReasoning checks that the OpenAI SDK still reads a completion
+// and chunks carrying reasoning_content, and keeps the member for a client
+// that looks for it.
+func TestSDKReadsReasoning(t *testing.T) {
+	var cc openai.ChatCompletion
+	if err := json.Unmarshal(readFile(t, "anth_resp_thinking_to_openai.out.json"), &cc); err != nil {
+		t.Fatal(err)
+	}
+	m := cc.Choices[0].Message
+	if m.Content != "4" || m.JSON.ExtraFields["reasoning_content"].Raw() != `"The user wants 2+2. That is 4."` || cc.Usage.CompletionTokensDetails.ReasoningTokens != 50 {
+		t.Errorf("message %s usage %s", m.RawJSON(), cc.Usage.RawJSON())
+	}
+	var acc openai.ChatCompletionAccumulator
+	var reasoning strings.Builder
+	for _, ev := range events(t, convertStream(t, "anth_stream_thinking_to_openai.in.sse", NewAnthropicToOpenAIStream(true))) {
+		if string(ev.Data) == "[DONE]" {
+			continue
+		}
+		var c openai.ChatCompletionChunk
+		if err := json.Unmarshal(ev.Data, &c); err != nil {
+			t.Fatal(err)
+		}
+		if !acc.AddChunk(c) {
+			t.Fatalf("the accumulator refused %s", ev.Data)
+		}
+		if len(c.Choices) > 0 {
+			var s string
+			if f, ok := c.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
+				if err := json.Unmarshal([]byte(f.Raw()), &s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reasoning.WriteString(s)
+		}
+	}
+	if reasoning.String() != "Two plus two is four." || acc.Choices[0].Message.Content != "4" || acc.Usage.CompletionTokensDetails.ReasoningTokens != 35 {
+		t.Errorf("reasoning %q content %q usage %+v", reasoning.String(), acc.Choices[0].Message.Content, acc.Usage)
 	}
 }

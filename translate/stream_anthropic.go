@@ -10,10 +10,13 @@ import (
 // deltas become content, a tool_use block becomes a tool call whose first
 // delta holds its index, id and name, followed by the input_json_delta
 // fragments as arguments; message_delta's stop_reason becomes the
-// finish_reason. With includeUsage a last chunk with empty choices and the
-// usage follows, before the closing "data: [DONE]" that End writes. Ping,
-// thinking and unknown events produce nothing; an error event becomes an
-// OpenAI error chunk and a *StreamError.
+// finish_reason. Thinking text (thinking_delta, or a thinking block that
+// starts with text) becomes the delta's non-standard reasoning_content, as
+// in AnthropicResponseToOpenAI; signatures and redacted_thinking are left
+// out. With includeUsage a last chunk with empty choices and the usage
+// follows, before the closing "data: [DONE]" that End writes. Ping and
+// unknown events produce nothing; an error event becomes an OpenAI error
+// chunk and a *StreamError.
 //
 // The returned converter is not safe for concurrent use.
 func NewAnthropicToOpenAIStream(includeUsage bool) StreamConverter {
@@ -60,6 +63,10 @@ func (s *anthropicToOpenAI) Event(ev Event) ([]byte, error) {
 			if t := e.ContentBlock.Text; t != nil && *t != "" {
 				out = append(out, s.delta(oaDelta{Content: t})...)
 			}
+		case "thinking":
+			if t := e.ContentBlock.Thinking; t != nil && *t != "" {
+				out = append(out, s.reasoning(*t)...)
+			}
 		case "tool_use":
 			k := s.tools
 			s.tools++
@@ -87,6 +94,11 @@ func (s *anthropicToOpenAI) Event(ev Event) ([]byte, error) {
 				return nil, nil
 			}
 			return append(s.start(), s.delta(oaDelta{Content: &d.Text})...), nil
+		case "thinking_delta":
+			if d.Thinking == "" {
+				return nil, nil
+			}
+			return append(s.start(), s.reasoning(d.Thinking)...), nil
 		case "input_json_delta":
 			k, ok := s.toolIndex[*e.Index]
 			if !ok || d.PartialJSON == "" {
@@ -97,7 +109,7 @@ func (s *anthropicToOpenAI) Event(ev Event) ([]byte, error) {
 			tc.Function.Arguments = d.PartialJSON
 			return s.delta(oaDelta{ToolCalls: []oaToolCall{tc}}), nil
 		}
-		return nil, nil // thinking, signature and citation deltas
+		return nil, nil // signature and citation deltas
 	case "message_delta":
 		var d anMessageDelta
 		if len(e.Delta) > 0 {
@@ -115,6 +127,9 @@ func (s *anthropicToOpenAI) Event(ev Event) ([]byte, error) {
 			}
 			if u.CacheReadInputTokens != nil {
 				s.usage.CacheReadInputTokens = *u.CacheReadInputTokens
+			}
+			if u.OutputTokensDetails != nil {
+				s.usage.OutputTokensDetails = u.OutputTokensDetails
 			}
 		}
 		if d.StopReason == nil {
@@ -144,6 +159,27 @@ func (s *anthropicToOpenAI) start() []byte {
 
 func (s *anthropicToOpenAI) delta(d oaDelta) []byte {
 	return s.w.event([]oaChunkChoice{{Delta: d}}, nil)
+}
+
+// reasoning writes a chunk whose delta is {"reasoning_content": text}.
+func (s *anthropicToOpenAI) reasoning(text string) []byte {
+	type delta struct {
+		ReasoningContent string `json:"reasoning_content"`
+	}
+	type choice struct {
+		Index        int             `json:"index"`
+		Delta        delta           `json:"delta"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+		FinishReason *string         `json:"finish_reason"`
+	}
+	c := struct {
+		oaChunk
+		Choices []choice `json:"choices"`
+	}{
+		oaChunk: oaChunk{ID: s.w.id, Object: "chat.completion.chunk", Model: s.w.model},
+		Choices: []choice{{Delta: delta{ReasoningContent: text}, Logprobs: jsonNull}},
+	}
+	return sseData(mustMarshal(c))
 }
 
 func (s *anthropicToOpenAI) usageChunk() []byte {

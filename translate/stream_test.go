@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -28,6 +29,10 @@ var streamGoldens = []struct {
 	{name: "stream_chain_gemini_to_anthropic", conv: func() StreamConverter {
 		return Chain(NewGeminiToOpenAIStream("gemini-flash-latest", true), NewOpenAIToAnthropicStream())
 	}},
+	{name: "anth_stream_reasoning_to_anthropic", conv: func() StreamConverter {
+		return NewOpenAIToAnthropicStreamWith(AnthropicStreamOptions{InputTokens: 150})
+	}},
+	{name: "anth_stream_thinking_to_openai", conv: func() StreamConverter { return NewAnthropicToOpenAIStream(true) }},
 	{name: "stream_anthropic_error", conv: func() StreamConverter { return NewAnthropicToOpenAIStream(true) }, wantCode: "overloaded_error"},
 }
 
@@ -145,5 +150,77 @@ func TestOpenAIToAnthropicToolsEndedWithStop(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `"stop_reason":"tool_use"`) || !strings.HasSuffix(string(out), "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n") {
 		t.Errorf("got:\n%s", out)
+	}
+}
+
+// TestOpenAIToAnthropicInputEstimate checks that message_start reports the
+// engine's estimate, and that without usage from the source message_delta
+// leaves it standing (no input_tokens), while with usage it carries the
+// real count.
+func TestOpenAIToAnthropicInputEstimate(t *testing.T) {
+	const text = `data: {"id":"chatcmpl-e","model":"m","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}` + "\n\n"
+	const usage = `data: {"id":"chatcmpl-e","model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":1,"total_tokens":10}}` + "\n\n"
+	for _, tc := range []struct {
+		name      string
+		in        string
+		estimate  int
+		wantStart string
+		wantDelta string
+	}{
+		{"no usage", text + "data: [DONE]\n\n", 321, `"usage":{"input_tokens":321,"output_tokens":0,`, `"usage":{"output_tokens":0}}`},
+		{"usage", text + usage + "data: [DONE]\n\n", 321, `"usage":{"input_tokens":321,"output_tokens":0,`, `"usage":{"input_tokens":9,"output_tokens":1,`},
+		{"negative estimate", text + "data: [DONE]\n\n", -5, `"usage":{"input_tokens":0,"output_tokens":0,`, `"usage":{"output_tokens":0}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := drain(NewReader(io.NopCloser(strings.NewReader(tc.in)), NewOpenAIToAnthropicStreamWith(AnthropicStreamOptions{InputTokens: tc.estimate})), 64)
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			var start, delta string
+			for _, ev := range events(t, out) {
+				switch ev.Name {
+				case "message_start":
+					start = string(ev.Data)
+				case "message_delta":
+					delta = string(ev.Data)
+				}
+			}
+			if !strings.Contains(start, tc.wantStart) || !strings.Contains(delta, tc.wantDelta) {
+				t.Errorf("message_start %s\nmessage_delta %s", start, delta)
+			}
+		})
+	}
+}
+
+// TestOpenAIToAnthropicReasoningBlocks checks the block sequence when
+// reasoning, text and a tool call interleave: each run is its own block, in
+// order, and reasoning after text opens a new thinking block.
+func TestOpenAIToAnthropicReasoningBlocks(t *testing.T) {
+	chunk := func(delta string) string {
+		return `data: {"id":"chatcmpl-b","model":"m","choices":[{"index":0,"delta":` + delta + `}]}` + "\n\n"
+	}
+	in := chunk(`{"reasoning":"plan"}`) + chunk(`{"content":"A"}`) + chunk(`{"reasoning_content":"more"}`) +
+		chunk(`{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`) +
+		`data: {"id":"chatcmpl-b","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n"
+	out, err := drain(NewReader(io.NopCloser(strings.NewReader(in)), NewOpenAIToAnthropicStream()), 64)
+	if err != io.EOF {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, ev := range events(t, out) {
+		if ev.Name == "content_block_start" {
+			var e struct {
+				ContentBlock struct {
+					Type string `json:"type"`
+				} `json:"content_block"`
+			}
+			if err := json.Unmarshal(ev.Data, &e); err != nil {
+				t.Fatal(err)
+			}
+			kinds = append(kinds, e.ContentBlock.Type)
+		}
+	}
+	if got := strings.Join(kinds, " "); got != "thinking text thinking tool_use" {
+		t.Errorf("blocks %q", got)
 	}
 }
