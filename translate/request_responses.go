@@ -311,7 +311,7 @@ func chatPart(p rsInPart, role string) (rsChatPart, error) {
 		return rsChatPart{Type: "text", Text: p.Text}, nil
 	case "refusal":
 		if role != "assistant" {
-			return rsChatPart{}, unsupported(OpenAI, "refusal content in a %s message", role)
+			return rsChatPart{}, unsupported(OpenAI, "refusal in %s content", role)
 		}
 		if p.Refusal == nil {
 			return rsChatPart{}, errBadBody("responses request", errors.New("refusal part without refusal"))
@@ -319,7 +319,7 @@ func chatPart(p rsInPart, role string) (rsChatPart, error) {
 		return rsChatPart{Type: "refusal", Refusal: p.Refusal}, nil
 	case "input_image":
 		if role != "user" {
-			return rsChatPart{}, unsupported(OpenAI, "an image in a %s message", role)
+			return rsChatPart{}, unsupported(OpenAI, "input_image in %s content", role)
 		}
 		if p.FileID != nil && *p.FileID != "" {
 			return rsChatPart{}, unsupported(OpenAI, "input_image by file_id")
@@ -338,7 +338,7 @@ func chatPart(p rsInPart, role string) (rsChatPart, error) {
 		return rsChatPart{Type: "image_url", ImageURL: img}, nil
 	case "input_file":
 		if role != "user" {
-			return rsChatPart{}, unsupported(OpenAI, "a file in a %s message", role)
+			return rsChatPart{}, unsupported(OpenAI, "input_file in %s content", role)
 		}
 		switch {
 		case p.FileID != nil && *p.FileID != "":
