@@ -2,6 +2,7 @@ package translate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -196,7 +197,6 @@ func (s *openAIToResponses) streamErr(data []byte) ([]byte, error) {
 	var b struct {
 		Error struct {
 			Message string          `json:"message"`
-			Type    string          `json:"type"`
 			Param   *string         `json:"param"`
 			Code    json.RawMessage `json:"code"`
 		} `json:"error"`
@@ -279,6 +279,9 @@ func (s *openAIToResponses) textDelta(d string, refusal bool) {
 			ContentIndex: intp(n), Part: it.parts[n].snapshot()})
 		n++
 	}
+	if d == "" {
+		return // an empty message opened at the finish
+	}
 	p := it.parts[n-1]
 	p.text.WriteString(d)
 	if refusal {
@@ -302,6 +305,11 @@ func (s *openAIToResponses) toolDelta(tc oaToolCall) error {
 	} else if s.items[pos].closed {
 		return errBadBody("openai stream", fmt.Errorf("tool call %d resumed after it was closed", k))
 	}
+	if it := s.items[pos]; it.callID == "" || it.name == "" {
+		// some servers send the id or name after the first delta
+		it.callID = cmp.Or(it.callID, tc.ID)
+		it.name = cmp.Or(it.name, tc.Function.Name)
+	}
 	if tc.Function.Arguments != "" {
 		it := s.items[pos]
 		it.args.WriteString(tc.Function.Arguments)
@@ -322,8 +330,12 @@ func (s *openAIToResponses) closeAll() {
 }
 
 // closeItems closes every item at the finish_reason; when the answer is
-// incomplete the last item is too.
+// incomplete the last item is too. An answer with no item at all gets an
+// empty message, as OpenAIResponseToResponses writes one.
 func (s *openAIToResponses) closeItems() {
+	if len(s.items) == 0 {
+		s.textDelta("", false)
+	}
 	if status, _ := finishStatus(s.finish); status == "incomplete" && len(s.items) > 0 {
 		if last := s.items[len(s.items)-1]; !last.closed && last.kind != "reasoning" {
 			last.status = "incomplete"

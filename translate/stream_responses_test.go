@@ -269,6 +269,13 @@ func TestResponsesStreamContent(t *testing.T) {
 			wantStatus: "completed",
 		},
 		{
+			name: "call id and name after the first delta",
+			in: chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}`, "", "") +
+				chunk(`{"tool_calls":[{"index":0,"id":"c9","type":"function","function":{"name":"h","arguments":"}"}}]}`, `"tool_calls"`, ""),
+			wantTypes:  "function_call",
+			wantStatus: "completed",
+		},
+		{
 			name:       "reasoning, text, reasoning again",
 			in:         chunk(`{"reasoning_content":"a"}`, "", "") + chunk(`{"content":"b"}`, "", "") + chunk(`{"reasoning":"c"}`, "", "") + chunk(`{"content":"d"}`, `"stop"`, ""),
 			wantText:   "bd",
@@ -300,7 +307,7 @@ func TestResponsesStreamContent(t *testing.T) {
 			for _, item := range final.Output {
 				types = append(types, item.Type)
 				if item.Type == "function_call" {
-					if fc := item.AsFunctionCall(); args[fc.ID] != fc.Arguments || !json.Valid([]byte(fc.Arguments)) {
+					if fc := item.AsFunctionCall(); args[fc.ID] != fc.Arguments || !json.Valid([]byte(fc.Arguments)) || fc.CallID == "" || fc.Name == "" {
 						t.Errorf("call %s: deltas %q, final %q", fc.CallID, args[fc.ID], fc.Arguments)
 					}
 				}
@@ -364,4 +371,35 @@ func FuzzResponsesStream(f *testing.F) {
 		out, _ := io.ReadAll(NewReader(io.NopCloser(&pieceReader{b: in, n: 11}), NewOpenAIToResponsesStream(nil)))
 		checkSSE(t, out)
 	})
+}
+
+// TestResponsesStreamEmptyAnswer checks that an answer without content or
+// calls still has its (empty) message, as the non-streamed response does.
+func TestResponsesStreamEmptyAnswer(t *testing.T) {
+	in := chunk(`{"role":"assistant","content":""}`, "", "") + chunk(`{}`, `"stop"`, "") + usageChunk
+	out, err := io.ReadAll(NewReader(io.NopCloser(strings.NewReader(in)), NewOpenAIToResponsesStream(nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, final := sdkStream(t, out)
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	want := "response.created response.in_progress response.output_item.added response.content_part.added " +
+		"response.output_text.done response.content_part.done response.output_item.done response.completed"
+	if strings.Join(types, " ") != want {
+		t.Errorf("events %q\nwant   %q", types, want)
+	}
+	if final == nil || len(final.Output) != 1 || final.Output[0].Type != "message" || final.OutputText() != "" {
+		t.Errorf("final output %s", final.JSON.Output.Raw())
+	}
+	plain, err := OpenAIResponseToResponses(chatAnswer(`{"role":"assistant","content":""}`, `"stop"`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r responses.Response
+	if err := json.Unmarshal(plain, &r); err != nil || len(r.Output) != 1 || r.Output[0].Type != "message" {
+		t.Errorf("the plain response: %s (%v)", plain, err)
+	}
 }
