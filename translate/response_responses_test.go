@@ -245,3 +245,18 @@ func checkSDKResponse(t *testing.T, r *responses.Response, w sdkWant) {
 		t.Errorf("usage %v, want %v", got, w.usage)
 	}
 }
+
+// FuzzOpenAIResponseToResponses checks that the response converter never
+// panics and that what it returns is JSON, with and without a request.
+func FuzzOpenAIResponseToResponses(f *testing.F) {
+	addSeeds(f, ".json")
+	f.Add(chatAnswer(`{"role":"assistant","content":null,"reasoning_content":"r","tool_calls":[{"id":"c","function":{"name":"f","arguments":"{"}}]}`, `"length"`))
+	req := readFile(f, "responses_req_tools.in.json")
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, r := range [][]byte{nil, req, in} {
+			if out, err := OpenAIResponseToResponses(in, r); err == nil && !json.Valid(out) {
+				t.Fatalf("output is not JSON: %s", out)
+			}
+		}
+	})
+}

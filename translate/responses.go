@@ -111,7 +111,8 @@ import (
 // index, several at once if the source interleaves them),
 // response.function_call_arguments.delta and .done. An item is closed when
 // an item of another kind begins (tool calls stay open while other calls
-// stream) and at the finish_reason. The stream ends with
+// stream) and at the finish_reason; an answer with no item at all gets
+// one empty message, as in the plain response. The stream ends with
 // response.completed, or response.incomplete, carrying the whole response
 // with usage, once the finish chunk and the usage chunk are both in (in
 // either order, or in one chunk), at "[DONE]", or at End when the usage
