@@ -65,9 +65,13 @@ func outputItems(id string, m *rsChatMessage, status string) []any {
 		})
 	}
 	for _, tc := range m.ToolCalls {
+		args := tc.Function.Arguments
+		if args == "" {
+			args = "{}" // Responses clients parse arguments as JSON
+		}
 		items = append(items, &rsFunctionCallItem{
 			ID: itemID("fc_", id, len(items)), Type: "function_call", Status: "completed",
-			Arguments: tc.Function.Arguments, CallID: tc.ID, Name: tc.Function.Name,
+			Arguments: args, CallID: tc.ID, Name: tc.Function.Name,
 		})
 	}
 	if status == "incomplete" && len(items) > 0 {

@@ -51,6 +51,11 @@ func TestOpenAIResponseToResponses(t *testing.T) {
 			wantOutput: `[{"id":"rs_` + shortHash("resp_t1", "rs_", "0") + `","type":"reasoning","summary":[{"type":"summary_text","text":"hmm"}]}]`,
 		},
 		{
+			name: "empty arguments are an empty object", body: chatAnswer(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":""}}]}`, `"tool_calls"`),
+			wantStatus: "completed",
+			wantOutput: `[{"id":"fc_` + shortHash("resp_t1", "fc_", "0") + `","type":"function_call","status":"completed","arguments":"{}","call_id":"c1","name":"f"}]`,
+		},
+		{
 			name: "tool calls cut off: the last call is incomplete", body: chatAnswer(`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"g","arguments":"{\"a\":"}}]}`, `"length"`),
 			wantStatus: "incomplete", wantReason: "max_output_tokens",
 			wantOutput: `[{"id":"fc_` + shortHash("resp_t1", "fc_", "0") + `","type":"function_call","status":"completed","arguments":"{}","call_id":"c1","name":"f"},` +

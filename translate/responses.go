@@ -84,7 +84,8 @@ import (
 // text as one summary_text, a message item (output_text with empty
 // annotations and logprobs, then a refusal part for a refusal) when there
 // is text or a refusal or nothing else, and a function_call item per tool
-// call (call_id is the chat tool call id). status is "completed", or
+// call (call_id is the chat tool call id; empty arguments are "{}", which
+// Responses clients parse, in streams too). status is "completed", or
 // "incomplete" with incomplete_details.reason "max_output_tokens" for
 // finish_reason length and "content_filter" for content_filter; then the
 // last output item is "incomplete" too. The SDK-side output_text

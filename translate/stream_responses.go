@@ -377,6 +377,12 @@ func (s *openAIToResponses) closeItem(pos int) {
 			s.closePart(pos, n)
 		}
 	case "function_call":
+		if it.args.Len() == 0 {
+			// a call without arguments: Responses clients parse them as JSON
+			it.args.WriteString("{}")
+			d := "{}"
+			s.emit(rsEvent{Type: "response.function_call_arguments.delta", ItemID: it.id, OutputIndex: intp(pos), Delta: &d})
+		}
 		args := it.args.String()
 		s.emit(rsEvent{Type: "response.function_call_arguments.done", ItemID: it.id, OutputIndex: intp(pos), Arguments: &args})
 	}
