@@ -112,3 +112,74 @@ func TestResponsesFromAnthropic(t *testing.T) {
 		}
 	})
 }
+
+// TestResponsesRoundTrip feeds the output of OpenAIResponseToResponses
+// back as input, as a client continuing the conversation does (with the
+// results of the calls), and checks the chat history it makes: the answer's
+// text and calls in one assistant message, then a tool message per call.
+func TestResponsesRoundTrip(t *testing.T) {
+	for _, name := range []string{"responses_resp_text", "responses_resp_tools", "responses_resp_reasoning"} {
+		t.Run(name, func(t *testing.T) {
+			var resp struct {
+				Output []json.RawMessage `json:"output"`
+			}
+			if err := json.Unmarshal(readFile(t, name+".out.json"), &resp); err != nil {
+				t.Fatal(err)
+			}
+			input := []any{map[string]string{"role": "user", "content": "q"}}
+			var callIDs []string
+			var text string
+			for _, raw := range resp.Output {
+				var it struct {
+					Type    string `json:"type"`
+					CallID  string `json:"call_id"`
+					Content []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				}
+				_ = json.Unmarshal(raw, &it)
+				input = append(input, raw)
+				switch it.Type {
+				case "function_call":
+					callIDs = append(callIDs, it.CallID)
+				case "message":
+					text = it.Content[0].Text
+				}
+			}
+			for _, id := range callIDs {
+				input = append(input, map[string]string{"type": "function_call_output", "call_id": id, "output": "ok " + id})
+			}
+			body, _ := json.Marshal(map[string]any{"model": "m", "input": input})
+			chat, err := ResponsesRequestToOpenAI(body)
+			if err != nil {
+				t.Fatalf("our own output is refused as input: %v", err)
+			}
+			var got struct {
+				Messages []struct {
+					Role       string       `json:"role"`
+					Content    any          `json:"content"`
+					ToolCalls  []oaToolCall `json:"tool_calls"`
+					ToolCallID string       `json:"tool_call_id"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(chat, &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Messages) != 2+len(callIDs) {
+				t.Fatalf("%d messages, want %d: %s", len(got.Messages), 2+len(callIDs), chat)
+			}
+			a := got.Messages[1]
+			if a.Role != "assistant" || a.Content != text || len(a.ToolCalls) != len(callIDs) {
+				t.Errorf("assistant message %+v, want text %q and %d calls", a, text, len(callIDs))
+			}
+			for i, id := range callIDs {
+				if a.ToolCalls[i].ID != id {
+					t.Errorf("call %d id %q, want %q", i, a.ToolCalls[i].ID, id)
+				}
+				if m := got.Messages[2+i]; m.Role != "tool" || m.ToolCallID != id || m.Content != "ok "+id {
+					t.Errorf("tool message %+v", m)
+				}
+			}
+		})
+	}
+}
