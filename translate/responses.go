@@ -71,7 +71,8 @@ import (
 // reasoning members other than effort and summary, text members other than
 // format and verbosity, and every other top-level member. Null counts as
 // absent. A body that is not a Responses request (not JSON, a member of the
-// wrong type, an item without call_id, no input) is a plain error.
+// wrong type, a function_call without call_id, neither input nor
+// instructions) is a plain error.
 //
 // Responses. The id is "resp_" + the chat id without its "chatcmpl-" prefix
 // (or a digest of the body when the chat id is empty); item ids are "rs_",
@@ -93,9 +94,9 @@ import (
 // cached_tokens to input_tokens_details.cached_tokens, completion_tokens to
 // output_tokens, reasoning_tokens to output_tokens_details.reasoning_tokens.
 // The request's instructions, tools, tool_choice, temperature, top_p,
-// max_output_tokens, text, parallel_tool_calls, metadata, store, user,
-// reasoning, prompt_cache_key and safety_identifier are echoed with the
-// API's defaults (temperature and top_p 1, tool_choice "auto",
+// max_output_tokens, max_tool_calls, text, parallel_tool_calls, metadata,
+// store, user, reasoning, prompt_cache_key and safety_identifier are echoed
+// with the API's defaults (temperature and top_p 1, tool_choice "auto",
 // parallel_tool_calls true, text {format: {type: text}}, store true, tools
 // [], metadata {}, truncation "disabled"); previous_response_id is always
 // null, being refused.
