@@ -11,6 +11,7 @@ const (
 	OpenAI    Format = "openai"
 	Anthropic Format = "anthropic"
 	Gemini    Format = "gemini"
+	Responses Format = "responses" // the OpenAI Responses API wire format
 )
 
 // UnsupportedError says a request uses a feature the target format cannot
