@@ -22,7 +22,7 @@ func ExampleChain() {
 	fmt.Print(string(out), err)
 	// Output:
 	// event: message_start
-	// data: {"type":"message_start","message":{"id":"msg_r1","type":"message","role":"assistant","model":"gemini-2.5-flash","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}}
+	// data: {"type":"message_start","message":{"id":"msg_r1","type":"message","role":"assistant","model":"gemini-2.5-flash","content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard","speed":"standard","inference_geo":null}}}
 	//
 	// event: content_block_start
 	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
@@ -34,7 +34,7 @@ func ExampleChain() {
 	// data: {"type":"content_block_stop","index":0}
 	//
 	// event: message_delta
-	// data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":3,"output_tokens":2}}
+	// data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null,"stop_details":null,"container":null},"usage":{"input_tokens":3,"output_tokens":2,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0}}}
 	//
 	// event: message_stop
 	// data: {"type":"message_stop"}
