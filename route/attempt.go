@@ -52,16 +52,17 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 		model = r.Model
 	}
 	target, from := prov.Format(), r.format()
-	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header)}
-	if target == from {
-		if ib, ok := prov.(interface{ ignoresBodyModel() bool }); ok && ib.ignoresBodyModel() {
+	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header),
+		ContentType: r.ContentType, Method: r.Method, Path: r.Path, RawQuery: r.RawQuery}
+	if wireFormat(prov, r.Op) == from && serves(prov, r.Op) {
+		if ib, ok := prov.(interface{ ignoresBodyModel(Operation) bool }); ok && ib.ignoresBodyModel(r.Op) {
 			o.Body = r.Body
 		} else {
 			o.Body = r.BodyFor(model)
 		}
 		return nil
 	}
-	if !r.Op.IsChat() {
+	if !r.Op.Translatable() || r.Path != "" {
 		return &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
 	}
 	canon, err := r.canonical()
@@ -71,6 +72,13 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	switch target {
 	case translate.OpenAI:
 		o.Op = ChatCompletions
+		if from != translate.OpenAI {
+			// Made by translation: drop or refuse what only some
+			// OpenAI-format servers take.
+			if canon, err = translate.ForOpenAI(canon, translate.OpenAIOptions{Reasoning: reasoningModel(model)}); err != nil {
+				return badBody(err)
+			}
+		}
 		ms := span{}
 		if _, s, _, err := peek(canon); err == nil {
 			ms = s
@@ -88,7 +96,21 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	if err != nil {
 		return badBody(err)
 	}
+	o.ContentType = ""
 	return nil
+}
+
+// reasoningModel reports whether an OpenAI-format model or deployment
+// name is of a family that takes reasoning_effort: the o-series, gpt-5
+// and gpt-oss, and DeepSeek's reasoner.
+func reasoningModel(model string) bool {
+	m := strings.ToLower(model)
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-oss", "deepseek-r", "deepseek-reasoner"} {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // badBody marks a translation failure other than an unsupported feature
@@ -340,7 +362,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		return failed(err)
 	}
 	a.Status = resp.StatusCode
-	native, client := b.Provider.Format(), r.format()
+	native, client := wireFormat(b.Provider, o.Op), r.format()
 	if resp.StatusCode >= 300 {
 		// The first-byte bound still runs while the error body is read: a
 		// 503 (or a 400) whose body never comes fails over like an answer
@@ -387,19 +409,37 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 			onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
 			backend: b.Name,
 		}
-		if native == client && o.Op.IsChat() || native == client && o.Op == Completions {
+		if native == client && (o.Op.IsChat() || o.Op == Completions || o.Op == Responses) {
 			wrapped.end = &streamEnd{format: native}
 		}
 		if p.checkModel(b) {
-			wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(native, prefix)) }
+			wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(errorFormat(native), prefix)) }
 		}
 		resp.Body = wrapped
 		if native != client {
-			conv := streamConverter(native, client, o.Model, r.includeUsage)
+			conv := streamConverter(native, client, o.Model, r)
 			resp.Body = &translatedBody{ReadCloser: translate.NewReader(wrapped, conv), raw: wrapped}
 			resp.Header.Del("Content-Length")
 			resp.ContentLength = -1
 			resp.Header.Set("Content-Type", "text/event-stream")
+		}
+		if r.Op == Responses {
+			resp.Body = &taggedBody{taggingReader: taggingReader{r: resp.Body, backend: b.Name}, c: resp.Body}
+		}
+		return resp, a, nil
+	}
+
+	if o.Op.passesBody() && native == client {
+		// Audio made as it is sent: passed on as it arrives, past the
+		// point of failover once its headers are in; the breaker learns
+		// how it ended.
+		a.Duration = at.gotFirstByte()
+		b.lat.observe(false, a.Duration)
+		at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
+		resp.Body = &body{
+			rc: resp.Body, r: resp.Body, done: at.record, release: at.release,
+			cctx: ctx, actx: actx, idle: b.IdleTimeout, clock: clk, cancel: cancel, backend: b.Name,
+			onError: func(err error) { p.observe(Event{Kind: EventBodyError, Backend: b, Err: err}) },
 		}
 		return resp, a, nil
 	}
@@ -455,7 +495,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 	out := raw
 	if native != client {
 		var cerr error
-		if out, cerr = convertResponse(native, client, raw, o.Model); cerr != nil {
+		if out, cerr = convertResponse(native, client, raw, o.Model, r.Body); cerr != nil {
 			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, b.redact(cerr.Error())
 			return resp, a, nil
@@ -463,9 +503,12 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 	}
 	at.record(breaker.Outcome{Result: breaker.Success})
 	if p.checkModel(b) {
-		p.noteModel(b, translate.ModelOf(native, raw))
+		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
-	if native != client {
+	if r.Op == Responses {
+		out = TagIDs(out, b.Name)
+	}
+	if native != client || len(out) != len(raw) {
 		setBody(resp, out, "application/json")
 	} else {
 		resp.Body = newBytesBody(out)
@@ -497,6 +540,7 @@ func misconfigured(status int) bool {
 func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody []byte, a *Attempt, native, client translate.Format, at *attempt) (*http.Response, Attempt, error) {
 	status := resp.StatusCode
 	a.Duration = at.gotFirstByte()
+	native = errorFormat(native)
 	retry, counts := p.retries(status), b.counts(status)
 	a.RetryAfter = RetryAfter(resp.Header, a.Start)
 	if a.RetryAfter == 0 {
@@ -614,27 +658,44 @@ func setBody(resp *http.Response, b []byte, contentType string) {
 }
 
 // convertResponse translates a non-streaming success body from the
-// backend's format to the client's, through the OpenAI format.
-func convertResponse(native, client translate.Format, body []byte, model string) ([]byte, error) {
+// backend's format to the client's, through the OpenAI format. req is the
+// client's request body (a Responses answer echoes some of it).
+func convertResponse(native, client translate.Format, body []byte, model string, req []byte) ([]byte, error) {
+	if native == client {
+		return body, nil
+	}
 	var err error
 	switch native {
 	case translate.Anthropic:
-		if client == translate.Anthropic {
-			return body, nil
-		}
 		body, err = translate.AnthropicResponseToOpenAI(body)
 	case translate.Gemini:
 		body, err = translate.GeminiResponseToOpenAI(body, model)
 	}
-	if err != nil || client != translate.Anthropic {
-		return body, err
+	if err != nil {
+		return nil, err
 	}
-	return translate.OpenAIResponseToAnthropic(body)
+	switch client {
+	case translate.Anthropic:
+		return translate.OpenAIResponseToAnthropic(body)
+	case translate.Responses:
+		return translate.OpenAIResponseToResponses(body, req)
+	}
+	return body, nil
+}
+
+// errorFormat is the format of f's error bodies: the Responses API's are
+// OpenAI's.
+func errorFormat(f translate.Format) translate.Format {
+	if f == translate.Responses {
+		return translate.OpenAI
+	}
+	return f
 }
 
 // convertError translates an error body into the client's format, keeping
 // the backend's own message.
 func convertError(native, client translate.Format, status int, body []byte) []byte {
+	native, client = errorFormat(native), errorFormat(client)
 	if client == translate.Anthropic {
 		if native == translate.Anthropic {
 			return body
@@ -645,21 +706,35 @@ func convertError(native, client translate.Format, status int, body []byte) []by
 }
 
 // streamConverter returns the converter of a stream from the backend's
-// format to the client's, or nil when they are the same.
-func streamConverter(native, client translate.Format, model string, includeUsage bool) translate.StreamConverter {
-	switch {
-	case native == client:
+// format to the client's, or nil when they are the same. The Anthropic
+// client's message_start carries an estimate of the input tokens, which
+// chat streams report only at their end.
+func streamConverter(native, client translate.Format, model string, r *Request) translate.StreamConverter {
+	if native == client {
 		return nil
-	case client == translate.OpenAI && native == translate.Anthropic:
-		return translate.NewAnthropicToOpenAIStream(includeUsage)
-	case client == translate.OpenAI && native == translate.Gemini:
-		return translate.NewGeminiToOpenAIStream(model, includeUsage)
-	case client == translate.Anthropic && native == translate.OpenAI:
-		return translate.NewOpenAIToAnthropicStream()
-	case client == translate.Anthropic && native == translate.Gemini:
-		return translate.Chain(translate.NewGeminiToOpenAIStream(model, true), translate.NewOpenAIToAnthropicStream())
 	}
-	return nil
+	var toOpenAI translate.StreamConverter // the backend's stream as chat chunks
+	switch native {
+	case translate.Anthropic:
+		toOpenAI = translate.NewAnthropicToOpenAIStream(r.includeUsage || client != translate.OpenAI)
+	case translate.Gemini:
+		toOpenAI = translate.NewGeminiToOpenAIStream(model, r.includeUsage || client != translate.OpenAI)
+	}
+	var fromOpenAI translate.StreamConverter
+	switch client {
+	case translate.Anthropic:
+		est, _ := translate.EstimateAnthropicTokens(r.Body)
+		fromOpenAI = translate.NewOpenAIToAnthropicStreamWith(translate.AnthropicStreamOptions{InputTokens: est})
+	case translate.Responses:
+		fromOpenAI = translate.NewOpenAIToResponsesStream(r.Body)
+	}
+	switch {
+	case toOpenAI == nil:
+		return fromOpenAI
+	case fromOpenAI == nil:
+		return toOpenAI
+	}
+	return translate.Chain(toOpenAI, fromOpenAI)
 }
 
 // IsEventStream reports whether a response is a server-sent event stream:

@@ -293,6 +293,14 @@ func (s *streamEnd) check(line []byte) {
 		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok && string(bytes.TrimSpace(v)) == "message_stop" {
 			s.done = true
 		}
+	case translate.Responses:
+		// A Responses stream ends with its response's last state.
+		if v, ok := bytes.CutPrefix(line, []byte("event:")); ok {
+			switch string(bytes.TrimSpace(v)) {
+			case "response.completed", "response.incomplete", "response.failed":
+				s.done = true
+			}
+		}
 	default:
 		v, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {

@@ -46,6 +46,57 @@ type Outgoing struct {
 	// forwardHeaders in headers.go); providers send them and add their own
 	// headers and credentials.
 	Header http.Header
+	// ContentType is the body's media type; empty means application/json.
+	ContentType string
+	// Method, Path and RawQuery, when Path is set, are a call on an object
+	// (Request.Path): Path is under the backend's API root, Method
+	// defaults to POST. Their URLs are built per call, never cached.
+	Method, Path, RawQuery string
+}
+
+// supporter is implemented by providers that serve only some operations;
+// the others are skipped for the request with an UnsupportedError.
+type supporter interface {
+	supports(op Operation) bool
+}
+
+// serves reports whether prov takes op in its own format.
+func serves(prov Provider, op Operation) bool {
+	if s, ok := prov.(supporter); ok {
+		return s.supports(op)
+	}
+	return true
+}
+
+// wireFormat is the format of a call of op to prov: the provider's own,
+// except that OpenAI-format backends take Responses calls in the
+// Responses format.
+func wireFormat(prov Provider, op Operation) translate.Format {
+	f := prov.Format()
+	if f == translate.OpenAI && op == Responses && serves(prov, Responses) {
+		return translate.Responses
+	}
+	return f
+}
+
+// lookup returns o's target: from c, built once per key, for an
+// operation; built for this call alone for an object path.
+func (c *targets) lookup(o *Outgoing, base *url.URL, version, apiKey string, key targetKey, build func() *url.URL) (*target, error) {
+	if o.Path != "" {
+		u := build()
+		u.RawQuery = o.RawQuery
+		return newTarget(u, apiKey)
+	}
+	return c.get(base, version, apiKey, key, build)
+}
+
+// opPath is what o's URL path ends with: the object path, or the
+// operation.
+func (o *Outgoing) opPath() string {
+	if o.Path != "" {
+		return o.Path
+	}
+	return string(o.Op)
 }
 
 // TokenSource supplies bearer tokens, such as Microsoft Entra ID tokens
@@ -72,20 +123,34 @@ type OpenAI struct {
 	Organization, Project string
 	// Header is added to every request. Optional.
 	Header http.Header
+	// NoResponses says the server has no Responses API (some
+	// OpenAI-compatible servers): Responses calls are translated to chat
+	// completions for it. False means they are sent as they are.
+	NoResponses bool
 
 	targets targets // the request URL of each operation, built once
 }
 
 var _ Provider = (*OpenAI)(nil)
 
+func (p *OpenAI) supports(op Operation) bool {
+	switch op {
+	case Messages, CountTokens:
+		return false
+	case Responses:
+		return !p.NoResponses
+	}
+	return true
+}
+
 // Format implements Provider.
 func (p *OpenAI) Format() translate.Format { return translate.OpenAI }
 
 // NewRequest implements Provider.
 func (p *OpenAI) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
-	t, err := p.targets.get(p.BaseURL, "", p.APIKey, targetKey{op: o.Op}, func() *url.URL {
+	t, err := p.targets.lookup(o, p.BaseURL, "", p.APIKey, targetKey{op: o.Op}, func() *url.URL {
 		u := *p.BaseURL
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/" + string(o.Op)
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/" + o.opPath()
 		u.RawPath = ""
 		return &u
 	})
@@ -127,6 +192,10 @@ type Azure struct {
 	APIVersion string
 	// Header is added to every request. Optional.
 	Header http.Header
+	// NoResponses says the resource has no Responses API: Responses calls
+	// are translated to chat completions for it. False means they go to
+	// /openai/v1/responses with the deployment as the model.
+	NoResponses bool
 
 	lastToken atomic.Pointer[string] // the last token sent, for redaction
 	targets   targets                // the request URL of each operation and deployment, built once
@@ -138,20 +207,36 @@ var _ Provider = (*Azure)(nil)
 func (p *Azure) Format() translate.Format { return translate.OpenAI }
 
 // ignoresBodyModel reports that the deployment in the path, not the
-// body's model, picks the model, so the body need not be rewritten.
-func (p *Azure) ignoresBodyModel() bool { return p.APIVersion != "v1" }
+// body's model, picks the model for op, so the body need not be
+// rewritten. Calls outside the deployment paths (Responses) go to the v1
+// API, where the body's model names the deployment.
+func (p *Azure) ignoresBodyModel(op Operation) bool { return p.inDeploymentPath(op) }
+
+func (p *Azure) inDeploymentPath(op Operation) bool { return p.APIVersion != "v1" && op.deploymentPath() }
+
+func (p *Azure) supports(op Operation) bool {
+	switch op {
+	case Messages, CountTokens, Moderations: // Azure filters content itself; it has no moderations API
+		return false
+	case Responses:
+		return !p.NoResponses
+	}
+	return true
+}
 
 // NewRequest implements Provider.
 func (p *Azure) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
 	key := targetKey{op: o.Op}
-	if p.APIVersion != "v1" {
+	deployment := o.Path == "" && p.inDeploymentPath(o.Op)
+	if deployment {
 		key.model = o.Model // the deployment is in the path
 	}
-	t, err := p.targets.get(p.Endpoint, p.APIVersion, "", key, func() *url.URL {
+	t, err := p.targets.lookup(o, p.Endpoint, p.APIVersion, "", key, func() *url.URL {
 		u := *p.Endpoint
 		base := strings.TrimSuffix(u.Path, "/")
-		if p.APIVersion == "v1" {
-			u.Path = base + "/openai/v1/" + string(o.Op)
+		if !deployment {
+			u.Path = base + "/openai/v1/" + o.opPath()
+			u.RawPath = ""
 			u.RawQuery = ""
 		} else {
 			u.Path = base + "/openai/deployments/" + o.Model + "/" + string(o.Op)
@@ -197,14 +282,24 @@ type Anthropic struct {
 
 var _ Provider = (*Anthropic)(nil)
 
+func (p *Anthropic) supports(op Operation) bool { return op == Messages || op == CountTokens }
+
 // Format implements Provider.
 func (p *Anthropic) Format() translate.Format { return translate.Anthropic }
 
 // NewRequest implements Provider.
 func (p *Anthropic) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
-	t, err := p.targets.get(p.BaseURL, "", "", targetKey{op: Messages}, func() *url.URL {
+	op := o.Op
+	if op != CountTokens {
+		op = Messages
+	}
+	t, err := p.targets.lookup(o, p.BaseURL, "", "", targetKey{op: op}, func() *url.URL {
 		u := *p.BaseURL
-		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/messages"
+		path := string(op)
+		if o.Path != "" {
+			path = o.Path
+		}
+		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/" + path
 		u.RawPath = ""
 		return &u
 	})
@@ -243,6 +338,8 @@ var _ Provider = (*Gemini)(nil)
 
 // Format implements Provider.
 func (p *Gemini) Format() translate.Format { return translate.Gemini }
+
+func (p *Gemini) supports(op Operation) bool { return op == ChatCompletions }
 
 // NewRequest implements Provider.
 func (p *Gemini) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
@@ -304,7 +401,12 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 		}
 		hb.setAll(k, vv)
 	}
-	hb.set("Content-Type", "application/json")
+	switch {
+	case o.ContentType != "":
+		hb.set("Content-Type", o.ContentType)
+	case len(o.Body) > 0 || o.Path == "":
+		hb.set("Content-Type", "application/json")
+	}
 
 	// The URL and the body reader, in one allocation.
 	reqOwn := &struct {
@@ -312,8 +414,12 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 		body bytesBody
 	}{u: *t.url}
 	body := o.Body
+	method := o.Method
+	if method == "" {
+		method = http.MethodPost
+	}
 	req := &http.Request{
-		Method:        http.MethodPost,
+		Method:        method,
 		URL:           &reqOwn.u,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,

@@ -16,22 +16,72 @@ type Operation string
 
 // The operations the engine routes. Messages is Anthropic's chat
 // operation (POST /v1/messages); it and ChatCompletions are the chat
-// operations, which can be translated between providers.
+// operations, which can be translated between providers, as can
+// Responses (OpenAI's Responses API). The others go only to backends that
+// speak the OpenAI API (OpenAI and Azure OpenAI), or for CountTokens
+// Anthropic's.
 const (
-	ChatCompletions Operation = "chat/completions"
-	Completions     Operation = "completions"
-	Embeddings      Operation = "embeddings"
-	Messages        Operation = "messages"
+	ChatCompletions     Operation = "chat/completions"
+	Completions         Operation = "completions"
+	Embeddings          Operation = "embeddings"
+	Messages            Operation = "messages"
+	Responses           Operation = "responses"
+	CountTokens         Operation = "messages/count_tokens"
+	AudioTranscriptions Operation = "audio/transcriptions"
+	AudioTranslations   Operation = "audio/translations"
+	AudioSpeech         Operation = "audio/speech"
+	ImagesGenerations   Operation = "images/generations"
+	ImagesEdits         Operation = "images/edits"
+	ImagesVariations    Operation = "images/variations"
+	Moderations         Operation = "moderations"
 )
+
+// Operations lists the operations a pool routes, in the order
+// OperationFromPath tries them.
+var operations = []Operation{ChatCompletions, Completions, Embeddings, Responses, CountTokens,
+	AudioTranscriptions, AudioTranslations, AudioSpeech, ImagesGenerations, ImagesEdits, ImagesVariations, Moderations}
+
+// Operations returns the operations a pool routes by model (Messages
+// aside, which is Anthropic's path).
+func Operations() []Operation { return append([]Operation(nil), operations...) }
 
 // IsChat reports whether op is a chat operation.
 func (op Operation) IsChat() bool { return op == ChatCompletions || op == Messages }
+
+// Translatable reports whether op can be translated between providers:
+// the chat operations and Responses.
+func (op Operation) Translatable() bool { return op.IsChat() || op == Responses }
+
+// Multipart reports whether op's body is multipart/form-data, its model a
+// form field: transcriptions, translations, image edits and variations.
+func (op Operation) Multipart() bool {
+	return op == AudioTranscriptions || op == AudioTranslations || op == ImagesEdits || op == ImagesVariations
+}
+
+// passesBody reports whether a successful answer to op is passed on as it
+// arrives rather than read whole first: speech is audio, streamed by the
+// backend as it is made.
+func (op Operation) passesBody() bool { return op == AudioSpeech }
+
+// deploymentPath reports whether Azure serves op under
+// /openai/deployments/{deployment}/ with an api-version.
+func (op Operation) deploymentPath() bool {
+	switch op {
+	case ChatCompletions, Completions, Embeddings, AudioTranscriptions, AudioTranslations, AudioSpeech,
+		ImagesGenerations, ImagesEdits, ImagesVariations:
+		return true
+	}
+	return false
+}
 
 // OperationFromPath finds the operation a request path ends with, such as
 // /v1/chat/completions or /openai/deployments/x/embeddings.
 func OperationFromPath(path string) (Operation, bool) {
 	path = strings.TrimSuffix(path, "/")
-	for _, op := range []Operation{ChatCompletions, Embeddings, Completions} {
+	if strings.HasSuffix(path, "/v1/messages") {
+		return Messages, true
+	}
+	for _, op := range operations {
 		if strings.HasSuffix(path, "/"+string(op)) {
 			return op, true
 		}
@@ -60,6 +110,23 @@ type Request struct {
 	// translate.Anthropic (POST /v1/messages).
 	Format translate.Format
 
+	// ContentType is the body's media type with its parameters, for a
+	// multipart body (see Operation.Multipart); empty means JSON.
+	ContentType string
+	// Owner, if set, is the backend that holds the state the request
+	// refers to (a previous response, a file): only that member of the
+	// pool is tried, and when it cannot take the call the request fails
+	// with an *OwnerUnavailableError rather than go to a backend without
+	// that state. NewRequest sets it from the tagged ids in the body (see
+	// TagID), which it replaces with the provider's own.
+	Owner string
+	// Method, Path and RawQuery, if Path is set, make the request a call
+	// on an object the owner holds (GET responses/{id}, POST
+	// responses/{id}/cancel): Path is relative to the API root the
+	// backend's operations are under ("responses/resp_1/input_items"),
+	// Method defaults to POST, and Body may be empty.
+	Method, Path, RawQuery string
+
 	modelSpan span   // where "model" sits in Body; empty when absent
 	bodyModel string // the model named in Body
 
@@ -69,7 +136,27 @@ type Request struct {
 
 // NewRequest reads the routing fields (model, stream) of a JSON body without
 // decoding the rest. header may be nil.
+//
+// For Responses and CountTokens it also takes the owner out of any
+// tagged id in the body (see Request.Owner); ids of two owners are an
+// *OwnerConflictError.
 func NewRequest(op Operation, body []byte, header http.Header) (*Request, error) {
+	if op == Responses || op == CountTokens {
+		var owner string
+		var err error
+		if body, owner, err = UntagIDs(body); err != nil {
+			return nil, err
+		}
+		r, err := newJSONRequest(op, body, header)
+		if r != nil {
+			r.Owner = owner
+		}
+		return r, err
+	}
+	return newJSONRequest(op, body, header)
+}
+
+func newJSONRequest(op Operation, body []byte, header http.Header) (*Request, error) {
 	model, ms, stream, err := peek(body)
 	if err != nil {
 		return nil, err
@@ -84,8 +171,11 @@ func NewRequest(op Operation, body []byte, header http.Header) (*Request, error)
 // the body, with "model" set to model. It returns Body itself when nothing
 // needs to change.
 func (r *Request) BodyFor(model string) []byte {
-	if model == "" {
+	if model == "" || r.Path != "" {
 		return r.Body
+	}
+	if r.ContentType != "" {
+		return r.multipartFor(model)
 	}
 	if r.modelSpan.ok() && r.bodyModel == model {
 		return r.Body
@@ -108,9 +198,15 @@ func (r *Request) canonical() ([]byte, error) {
 		return r.canon, nil
 	}
 	body := r.Body
-	if r.format() == translate.Anthropic {
+	switch r.format() {
+	case translate.Anthropic:
 		var err error
 		if body, err = translate.AnthropicRequestToOpenAI(r.Body); err != nil {
+			return nil, err
+		}
+	case translate.Responses:
+		var err error
+		if body, err = translate.ResponsesRequestToOpenAI(r.Body); err != nil {
 			return nil, err
 		}
 	}

@@ -1,0 +1,273 @@
+package route
+
+import (
+	"bytes"
+	"encoding/base32"
+	"io"
+	"strings"
+)
+
+// Objects that live on one backend (a stored response, a file, a batch)
+// must be reached there: a follow-up naming a response another region
+// made has no context anywhere else. The engine writes the backend that
+// made an object into the object's id as the client sees it, so that any
+// replica can route a later call to the owner with no shared store, and
+// takes it out again before the id goes back upstream.
+//
+// A tagged id keeps the provider's prefix and separator, then "so", the
+// backend's name in lower-case base32 (letters and the digits 2 to 7),
+// "0", and the provider's id after its separator:
+//
+//	resp_68a1f0c2…  made by aoai-weu  ->  resp_somfxw62jnxwk4q068a1f0c2…
+//
+// The characters stay those of the provider's ids (letters, digits, "_",
+// "-"), so ids remain safe in paths and in clients that check them. A
+// backend renamed in the configuration no longer owns the ids it made.
+
+// ownerEncoding is base32 in lower case without padding: it never has a
+// "0", which ends the name.
+var ownerEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+const ownerMark = "so"
+
+// maxIDPrefix bounds where the provider's separator may stand.
+const maxIDPrefix = 16
+
+// splitID returns the provider's prefix with its separator ("resp_",
+// "file-") and the rest; an id without one has an empty prefix.
+func splitID(id string) (prefix, rest string) {
+	for i := 0; i < len(id) && i <= maxIDPrefix; i++ {
+		c := id[i]
+		if c == '_' || c == '-' {
+			return id[:i+1], id[i+1:]
+		}
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			break
+		}
+	}
+	return "", id
+}
+
+// TagID returns id with backend written into it as its owner. An id
+// already tagged is returned as it is.
+func TagID(id, backend string) string {
+	if id == "" || backend == "" {
+		return id
+	}
+	if _, _, ok := UntagID(id); ok {
+		return id
+	}
+	prefix, rest := splitID(id)
+	return prefix + ownerMark + ownerEncoding.EncodeToString([]byte(backend)) + "0" + rest
+}
+
+// UntagID splits a tagged id into its owner and the provider's id. ok is
+// false for an id that is not tagged.
+func UntagID(id string) (backend, orig string, ok bool) {
+	prefix, rest := splitID(id)
+	enc, ok := strings.CutPrefix(rest, ownerMark)
+	if !ok {
+		return "", id, false
+	}
+	end := strings.IndexByte(enc, '0')
+	if end <= 0 {
+		return "", id, false
+	}
+	name, err := ownerEncoding.DecodeString(enc[:end])
+	if err != nil || len(name) == 0 || !printableName(name) {
+		return "", id, false
+	}
+	return string(name), prefix + enc[end+1:], true
+}
+
+func printableName(b []byte) bool {
+	for _, c := range b {
+		if c < 0x21 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// statefulPrefixes are the id prefixes of objects that live on the
+// backend that made them: responses, files, uploads, batches, vector
+// stores, fine-tuning jobs, conversations, containers, Anthropic message
+// batches.
+var statefulPrefixes = []string{"resp_", "file-", "file_", "upload_", "batch_", "vs_", "ftjob-", "conv_", "cntr_", "msgbatch_"}
+
+// ownedKeys are the JSON members whose value names an object that lives
+// on one backend.
+var ownedKeys = map[string]bool{
+	"id": true, "previous_response_id": true, "response_id": true,
+	"file_id": true, "input_file_id": true, "output_file_id": true, "error_file_id": true,
+	"batch_id": true, "vector_store_id": true, "upload_id": true, "conversation_id": true,
+	"conversation": true, "container_id": true, "first_id": true, "last_id": true,
+}
+
+func isStateful(id string) bool {
+	for _, p := range statefulPrefixes {
+		if strings.HasPrefix(id, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TagIDs returns body with backend tagged into the ids of stateful
+// objects it names (see ownedKeys and statefulPrefixes), at any depth. A
+// body with none is returned as it is.
+func TagIDs(body []byte, backend string) []byte {
+	return rewriteStrings(body, func(key, v string) (string, bool) {
+		if !ownedKeys[key] || !isStateful(v) {
+			return "", false
+		}
+		if _, _, ok := UntagID(v); ok {
+			return "", false
+		}
+		return TagID(v, backend), true
+	})
+}
+
+// UntagIDs returns body with every tagged id in it (any string value)
+// replaced by the provider's id, and the owner they name. Ids that name
+// different owners are an error: no one backend holds them all.
+func UntagIDs(body []byte) ([]byte, string, error) {
+	var owner string
+	var conflict error
+	out := rewriteStrings(body, func(_, v string) (string, bool) {
+		b, orig, ok := UntagID(v)
+		if !ok {
+			return "", false
+		}
+		if owner == "" {
+			owner = b
+		} else if owner != b && conflict == nil {
+			conflict = &OwnerConflictError{First: owner, Second: b}
+		}
+		return orig, true
+	})
+	if conflict != nil {
+		return body, "", conflict
+	}
+	return out, owner, nil
+}
+
+// OwnerConflictError is a request that names objects owned by two
+// backends.
+type OwnerConflictError struct{ First, Second string }
+
+func (e *OwnerConflictError) Error() string {
+	return "the request names objects held by two backends, " + e.First + " and " + e.Second + "; no one backend can answer it"
+}
+
+// rewriteStrings scans body, JSON or SSE text whose data lines are JSON,
+// for string values, and replaces those for which fn returns a
+// replacement. key is the member the value belongs to ("" in an array).
+// Only strings without escapes are offered: ids never have any. The scan
+// is lexical: it needs no valid document, so it works on SSE events too.
+func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
+	var out []byte
+	last := 0 // body[last:] not yet copied to out
+	key := ""
+	for i := 0; i < len(body); i++ {
+		if body[i] != '"' {
+			continue
+		}
+		// A string: find its end, noting escapes.
+		j, escaped := i+1, false
+		for j < len(body) && body[j] != '"' {
+			if body[j] == '\\' {
+				escaped = true
+				j++
+			}
+			j++
+		}
+		if j >= len(body) {
+			break
+		}
+		s := body[i+1 : j]
+		// A key is followed by a colon; a value is not.
+		k := j + 1
+		for k < len(body) && (body[k] == ' ' || body[k] == '\t' || body[k] == '\n' || body[k] == '\r') {
+			k++
+		}
+		if k < len(body) && body[k] == ':' {
+			key = string(s)
+			i = j
+			continue
+		}
+		if !escaped {
+			if r, ok := fn(key, string(s)); ok {
+				out = append(out, body[last:i+1]...)
+				out = append(out, r...)
+				last = j
+			}
+		}
+		key = ""
+		i = j
+	}
+	if out == nil {
+		return body
+	}
+	return append(out, body[last:]...)
+}
+
+// taggingReader tags the stateful ids in an SSE stream with backend, an
+// event's lines at a time. It keeps at most one unfinished line, bounded
+// by maxLine (a longer line goes through untouched).
+type taggingReader struct {
+	r       io.Reader
+	backend string
+	line    []byte // an unfinished line read from r
+	out     []byte // processed bytes not yet returned
+	buf     []byte // what r is read into
+	err     error
+}
+
+func (t *taggingReader) Read(p []byte) (int, error) {
+	for len(t.out) == 0 {
+		if t.err != nil {
+			if len(t.line) > 0 {
+				t.out, t.line = t.line, nil
+				break
+			}
+			return 0, t.err
+		}
+		if t.buf == nil {
+			t.buf = make([]byte, 4<<10)
+		}
+		n, err := t.r.Read(t.buf)
+		t.err = err
+		t.take(t.buf[:n])
+	}
+	n := copy(p, t.out)
+	t.out = t.out[n:]
+	return n, nil
+}
+
+func (t *taggingReader) take(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			t.line = append(t.line, b...)
+			if len(t.line) > maxLine {
+				t.out = append(t.out, t.line...)
+				t.line = t.line[:0]
+			}
+			return
+		}
+		line := append(t.line, b[:i+1]...)
+		t.out = append(t.out, TagIDs(line, t.backend)...)
+		t.line = t.line[:0]
+		b = b[i+1:]
+	}
+}
+
+// taggedBody is a response body read through a taggingReader, closed
+// through the body it reads.
+type taggedBody struct {
+	taggingReader
+	c io.Closer
+}
+
+func (t *taggedBody) Close() error { return t.c.Close() }

@@ -1,0 +1,108 @@
+package route
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func TestTagIDRoundTrip(t *testing.T) {
+	tests := []struct{ id, backend string }{
+		{"resp_68a1f0c2b1c88190a7e2", "aoai-weu"},
+		{"file-AbC123xyz", "aoai-sec"},
+		{"batch_abc", "openai.us_east-1"},
+		{"noprefixid", "b"},
+		{"msgbatch_01HkcTjaV5uDC8jWR4ZsDV8d", "anthropic-main"},
+		{"resp_", "x"},
+	}
+	for _, tt := range tests {
+		tagged := TagID(tt.id, tt.backend)
+		if tagged == tt.id {
+			t.Fatalf("TagID(%q) did not change it", tt.id)
+		}
+		if p, _ := splitID(tt.id); !strings.HasPrefix(tagged, p) {
+			t.Errorf("TagID(%q) = %q lost the prefix %q", tt.id, tagged, p)
+		}
+		for _, c := range tagged {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+				t.Errorf("TagID(%q) = %q has %q, not an id character", tt.id, tagged, c)
+			}
+		}
+		b, orig, ok := UntagID(tagged)
+		if !ok || b != tt.backend || orig != tt.id {
+			t.Errorf("UntagID(%q) = %q, %q, %v; want %q, %q", tagged, b, orig, ok, tt.backend, tt.id)
+		}
+		if again := TagID(tagged, "other"); again != tagged {
+			t.Errorf("TagID of a tagged id changed it: %q", again)
+		}
+	}
+}
+
+func TestUntagIDLeavesProviderIDs(t *testing.T) {
+	for _, id := range []string{"resp_68a1f0c2b1c88190", "file-abc", "chatcmpl-123", "", "so", "resp_so", "resp_so0abc", "resp_soZZ0x", "call_soabc"} {
+		if b, orig, ok := UntagID(id); ok || orig != id {
+			t.Errorf("UntagID(%q) = %q, %q, %v; want it untouched", id, b, orig, ok)
+		}
+	}
+}
+
+func TestTagIDsInBodies(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"response", `{"id":"resp_1","object":"response","output":[{"id":"msg_1","type":"message"}]}`,
+			`{"id":"` + TagID("resp_1", "weu") + `","object":"response","output":[{"id":"msg_1","type":"message"}]}`},
+		{"file list", `{"object":"list","data":[{"id":"file-a"},{"id": "file-b"}],"first_id":"file-a","last_id":"file-b"}`,
+			`{"object":"list","data":[{"id":"` + TagID("file-a", "weu") + `"},{"id": "` + TagID("file-b", "weu") + `"}],"first_id":"` + TagID("file-a", "weu") + `","last_id":"` + TagID("file-b", "weu") + `"}`},
+		{"batch references", `{"id":"batch_1","input_file_id":"file-in","output_file_id":null,"metadata":{"note":"file-x"}}`,
+			`{"id":"` + TagID("batch_1", "weu") + `","input_file_id":"` + TagID("file-in", "weu") + `","output_file_id":null,"metadata":{"note":"file-x"}}`},
+		{"sse event", "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"resp_9\"}}\n\n",
+			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"" + TagID("resp_9", "weu") + "\"}}\n\n"},
+		{"call ids stay", `{"type":"function_call","id":"fc_1","call_id":"call_1"}`, `{"type":"function_call","id":"fc_1","call_id":"call_1"}`},
+		{"text that looks like an id", `{"text":"resp_1 \"id\":\"resp_2\""}`, `{"text":"resp_1 \"id\":\"resp_2\""}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(TagIDs([]byte(tt.in), "weu")); got != tt.want {
+				t.Fatalf("TagIDs =\n%s\nwant\n%s", got, tt.want)
+			}
+			back, owner, err := UntagIDs(TagIDs([]byte(tt.in), "weu"))
+			if err != nil || string(back) != tt.in {
+				t.Fatalf("UntagIDs(TagIDs) = %s, %v; want %s", back, err, tt.in)
+			}
+			if tt.in != tt.want && owner != "weu" {
+				t.Fatalf("owner = %q, want weu", owner)
+			}
+		})
+	}
+}
+
+func TestUntagIDsConflictingOwners(t *testing.T) {
+	body := `{"previous_response_id":"` + TagID("resp_1", "weu") + `","input":[{"type":"input_file","file_id":"` + TagID("file-1", "sec") + `"}]}`
+	_, _, err := UntagIDs([]byte(body))
+	var oc *OwnerConflictError
+	if !errors.As(err, &oc) || oc.First != "weu" || oc.Second != "sec" {
+		t.Fatalf("err = %v, want an OwnerConflictError naming weu and sec", err)
+	}
+}
+
+// TestTaggingReaderAcrossReads tags ids in a stream however its bytes are
+// split across reads.
+func TestTaggingReaderAcrossReads(t *testing.T) {
+	stream := "event: response.created\ndata: {\"response\":{\"id\":\"resp_77\",\"object\":\"response\"}}\n\n" +
+		"event: response.output_text.delta\ndata: {\"delta\":\"hi\"}\n\n" +
+		"event: response.completed\ndata: {\"response\":{\"id\":\"resp_77\"}}\n\n"
+	want := strings.ReplaceAll(stream, "resp_77", TagID("resp_77", "weu"))
+	for _, r := range []io.Reader{strings.NewReader(stream), iotest.OneByteReader(strings.NewReader(stream)), iotest.HalfReader(strings.NewReader(stream))} {
+		got, err := io.ReadAll(&taggingReader{r: r, backend: "weu"})
+		if err != nil || string(got) != want {
+			t.Fatalf("got %q, %v\nwant %q", got, err, want)
+		}
+	}
+	// A stream cut mid-line keeps its bytes and its error.
+	cut := io.MultiReader(strings.NewReader("data: {\"id\":\"resp_1"), iotest.ErrReader(io.ErrUnexpectedEOF))
+	got, err := io.ReadAll(&taggingReader{r: cut, backend: "weu"})
+	if err != io.ErrUnexpectedEOF || string(got) != "data: {\"id\":\"resp_1" {
+		t.Fatalf("cut stream: %q, %v", got, err)
+	}
+}
