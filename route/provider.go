@@ -212,7 +212,9 @@ func (p *Azure) Format() translate.Format { return translate.OpenAI }
 // API, where the body's model names the deployment.
 func (p *Azure) ignoresBodyModel(op Operation) bool { return p.inDeploymentPath(op) }
 
-func (p *Azure) inDeploymentPath(op Operation) bool { return p.APIVersion != "v1" && op.deploymentPath() }
+func (p *Azure) inDeploymentPath(op Operation) bool {
+	return p.APIVersion != "v1" && op.deploymentPath()
+}
 
 func (p *Azure) supports(op Operation) bool {
 	switch op {
