@@ -385,7 +385,7 @@ func TestRequestErrors(t *testing.T) {
 		{"no model", "POST", "/v1/chat/completions", `{"messages":[]}`, 400, "missing_model"},
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-5"}`, 404, "model_not_found"},
 		{"unknown deployment", "POST", "/openai/deployments/nope/chat/completions?api-version=2024-10-21", `{}`, 404, "model_not_found"},
-		{"unknown path", "POST", "/v1/images/generations", `{}`, 404, "not_found"},
+		{"unknown path", "POST", "/v1/no/such/route", `{}`, 404, "not_found"},
 		{"wrong method", "GET", "/v1/chat/completions", ``, 405, "method_not_allowed"},
 	}
 	for _, tc := range tests {

@@ -83,13 +83,26 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		}
 		return
 	}
-	req, err := route.NewRequest(op, body, r.Header)
+	var req *route.Request
+	if op.Multipart() {
+		req, err = route.NewMultipartRequest(op, body, r.Header.Get("Content-Type"), r.Header)
+	} else {
+		req, err = route.NewRequest(op, body, r.Header)
+	}
 	if err == nil {
 		req.Format = format
 	}
 	if err != nil {
 		lg.status = http.StatusBadRequest
-		writeError(w, lg.status, "invalid_request_error", "invalid_json", "switchover: "+err.Error())
+		code := "invalid_json"
+		var oc *route.OwnerConflictError
+		switch {
+		case errors.As(err, &oc):
+			code = "owners_conflict"
+		case op.Multipart():
+			code = "invalid_request"
+		}
+		writeError(w, lg.status, "invalid_request_error", code, "switchover: "+err.Error())
 		return
 	}
 	if dep != "" {
@@ -107,6 +120,20 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		writeError(w, lg.status, "invalid_request_error", "model_not_found",
 			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(req.Model, 100)))
 		return
+	}
+	if op == route.CountTokens && !hasAnthropicMember(pool) {
+		lg.pool = pool.Name
+		h.serveTokenEstimate(w, lg, body)
+		return
+	}
+	h.run(w, r, lg, pool, req, format, id, start)
+}
+
+// run sends req through pool and relays the answer: the half of an API
+// call after its body is read and its pool found.
+func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool *route.Pool, req *route.Request, format translate.Format, id string, start time.Time) {
+	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
+		writeErrorAs(w, format, status, typ, code, msg)
 	}
 	lg.pool = pool.Name
 
@@ -132,6 +159,16 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		if errors.Is(err, route.ErrBadBody) {
 			lg.status, lg.err = http.StatusBadRequest, err
 			writeError(w, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
+			return
+		}
+		var ou *route.OwnerUnavailableError
+		if errors.As(err, &ou) {
+			lg.status, lg.err = http.StatusServiceUnavailable, err
+			if ou.RetryAfter > 0 {
+				setRetryAfter(w.Header(), ou.RetryAfter)
+			}
+			writeError(w, lg.status, "server_error", "owner_unavailable", "switchover: "+err.Error()+
+				"; no other backend has that state, so the request is not sent elsewhere (to keep a conversation failover-safe, send it with store: false and its whole context each turn)")
 			return
 		}
 		lg.status = http.StatusBadGateway

@@ -57,6 +57,10 @@ func writeBusy(w http.ResponseWriter, f translate.Format, code, msg string) {
 // turn a data event with an "error" member into an error for the caller;
 // Anthropic's SDKs an "error" event.
 func streamErrorEvent(f translate.Format, msg, code string) []byte {
+	if f == translate.Responses {
+		b, _ := json.Marshal(map[string]any{"type": "error", "code": code, "message": msg, "param": nil})
+		return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+	}
 	if f == translate.Anthropic {
 		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": msg}})
 		return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)

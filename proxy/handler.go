@@ -239,8 +239,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	format := translate.OpenAI
-	if op == route.Messages {
+	switch op {
+	case route.Messages, route.CountTokens:
 		format = translate.Anthropic
+	case route.Responses:
+		format = translate.Responses
 	}
 	if !h.inflight.acquire(rt.MaxConcurrentRequests) {
 		h.refused(codeTooManyRequests)
@@ -249,8 +252,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.inflight.release()
 	want := http.MethodPost
-	if kind == pathModels {
+	switch kind {
+	case pathModels:
 		want = http.MethodGet
+	case pathObject:
+		want = objectMethod(modelID, r.Method)
 	}
 	if r.Method != want {
 		w.Header().Set("Allow", want)
@@ -273,6 +279,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		serveModels(w, rt, modelID)
 		return
 	}
+	if kind == pathObject {
+		h.serveObject(w, r, rt, modelID, keyName, id)
+		return
+	}
 	h.serveAPI(w, r, rt, op, format, dep, keyName, id)
 }
 
@@ -289,32 +299,43 @@ const (
 	pathUnknown pathKind = iota
 	pathAPI
 	pathModels
+	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
 )
 
 // classify maps a request path to what it asks for: an API operation (with
-// the deployment, for Azure-style paths) or the model list.
+// the deployment, for Azure-style paths), the model list, or a stored
+// response (objectPath, relative to the API root: "responses/{id}…").
 func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
 	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
 		rest, ok := strings.CutPrefix(path, prefix)
 		if !ok {
 			continue
 		}
+		rest = strings.TrimSuffix(rest, "/")
 		if prefix == "/openai/" {
+			if rest == "responses" {
+				return pathAPI, route.Responses, "", "" // with an api-version
+			}
+			if strings.HasPrefix(rest, "responses/") {
+				return pathObject, route.Responses, "", rest
+			}
 			dep, after, ok := strings.Cut(strings.TrimPrefix(rest, "deployments/"), "/")
 			if !strings.HasPrefix(rest, "deployments/") || !ok || dep == "" {
 				return pathUnknown, "", "", ""
 			}
-			if o := route.Operation(strings.TrimSuffix(after, "/")); isOp(o) {
+			if o := route.Operation(after); isDeploymentOp(o) {
 				return pathAPI, o, dep, ""
 			}
 			return pathUnknown, "", "", ""
 		}
-		rest = strings.TrimSuffix(rest, "/")
 		if o := route.Operation(rest); isOp(o) {
 			return pathAPI, o, "", ""
 		}
-		if rest == "messages" && prefix == "/v1/" {
-			return pathAPI, route.Messages, "", ""
+		if prefix == "/v1/" && (rest == "messages" || rest == string(route.CountTokens)) {
+			return pathAPI, route.Operation(rest), "", ""
+		}
+		if strings.HasPrefix(rest, "responses/") && prefix != "/" {
+			return pathObject, route.Responses, "", rest
 		}
 		if rest == "models" {
 			return pathModels, "", "", ""
@@ -327,8 +348,30 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 	return pathUnknown, "", "", ""
 }
 
+// isOp reports whether o is an operation routed by the model in its body
+// under /v1/ and /openai/v1/.
 func isOp(o route.Operation) bool {
-	return o == route.ChatCompletions || o == route.Completions || o == route.Embeddings
+	switch o {
+	case route.Messages, route.CountTokens:
+		return false
+	}
+	for _, op := range route.Operations() {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// isDeploymentOp reports whether Azure serves o under
+// /openai/deployments/{deployment}/.
+func isDeploymentOp(o route.Operation) bool {
+	switch o {
+	case route.ChatCompletions, route.Completions, route.Embeddings, route.AudioTranscriptions, route.AudioTranslations,
+		route.AudioSpeech, route.ImagesGenerations, route.ImagesEdits, route.ImagesVariations:
+		return true
+	}
+	return false
 }
 
 type model struct {

@@ -139,6 +139,9 @@ func (p *Pool) observeCtx(ctx context.Context, e Event) {
 // half-open breaker's probe is decided when the body ends.
 func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
 	rep := &Report{Pool: p.Name}
+	if r.Owner != "" && p.Member(r.Owner) == nil {
+		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it is not a member of the pool " + p.Name}
+	}
 	var tried memberSet
 	var lastHeader http.Header
 	var deadline time.Time
@@ -193,9 +196,68 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		}
 	}
 	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
+		if r.Owner != "" {
+			return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it cannot take this call: " + rep.Skipped[0].Reason}
+		}
 		return p.unsupported(r, rep), rep, nil
 	}
+	if r.Owner != "" && len(rep.Attempts) == 0 {
+		return nil, rep, p.ownerBenched(r.Owner)
+	}
 	return p.exhausted(r, rep, lastHeader), rep, nil
+}
+
+// Member returns the pool's member on the backend named backend, nil when
+// there is none.
+func (p *Pool) Member(backend string) *Member {
+	for _, m := range p.Members {
+		if m.Backend.Name == backend {
+			return m
+		}
+	}
+	return nil
+}
+
+// OwnerUnavailableError is a request for state that lives on one backend
+// (Request.Owner) when that backend cannot take it. No other backend is
+// tried: none has the state, and one would answer without it.
+type OwnerUnavailableError struct {
+	Owner, Pool string
+	// Why says what keeps the owner from the call.
+	Why string
+	// RetryAfter is when the owner may take calls again; zero when
+	// unknown.
+	RetryAfter time.Duration
+}
+
+func (e *OwnerUnavailableError) Error() string {
+	return "the backend " + e.Owner + " holds the state this request refers to, and " + e.Why
+}
+
+// ownerBenched describes why the owner's member took no attempt.
+func (p *Pool) ownerBenched(owner string) error {
+	m := p.Member(owner)
+	e := &OwnerUnavailableError{Owner: owner, Pool: p.Name, Why: "it is not taking calls"}
+	b := m.Backend
+	switch {
+	case b.Drained():
+		e.Why = "it is drained by an operator"
+	case b.Breaker != nil:
+		s := b.Breaker.Snapshot()
+		if s.State == breaker.Open {
+			e.Why = "its circuit breaker is open"
+			if s.Throttled {
+				e.Why = "it is rate limited"
+			}
+			if !s.RetryAt.IsZero() {
+				if d := s.RetryAt.Sub(p.now()); d > 0 {
+					e.RetryAfter = d
+					e.Why += " for another " + d.Round(time.Second).String()
+				}
+			}
+		}
+	}
+	return e
 }
 
 // memberSet marks members by index.
@@ -240,12 +302,15 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 	var buf [8]*Member
 	cands := buf[:0]
 	for i, m := range p.Members {
-		if tried.has(i) || !m.Backend.Usable(now) {
+		if tried.has(i) || !m.Backend.Usable(now) || r.Owner != "" && m.Backend.Name != r.Owner {
 			continue
 		}
 		cands = append(cands, m)
 	}
 	if len(cands) == 0 {
+		if r.Owner != "" {
+			return nil, nil
+		}
 		return p.early(now, tried)
 	}
 	for len(cands) > 0 {

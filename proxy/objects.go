@@ -1,0 +1,130 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// objectMethod is the method a call on a stored response takes: the
+// request's own when the path allows it, else the allowed ones (for the
+// Allow header of a 405).
+func objectMethod(path, method string) string {
+	_, sub := splitObjectPath(path)
+	allowed := "GET, DELETE"
+	switch sub {
+	case "/cancel":
+		allowed = http.MethodPost
+	case "/input_items":
+		allowed = http.MethodGet
+	}
+	for _, m := range strings.Split(allowed, ", ") {
+		if m == method {
+			return method
+		}
+	}
+	return allowed
+}
+
+// splitObjectPath splits "responses/{id}/cancel" into the id and "/cancel".
+func splitObjectPath(path string) (id, sub string) {
+	rest := strings.TrimPrefix(path, "responses/")
+	id, after, found := strings.Cut(rest, "/")
+	if found {
+		sub = "/" + after
+	}
+	return id, sub
+}
+
+// serveObject answers a call on a stored response (GET or DELETE
+// responses/{id}, POST responses/{id}/cancel, GET
+// responses/{id}/input_items) from the backend that made it, which the
+// id names (see route.TagID); no other backend has it.
+func (h *Handler) serveObject(w http.ResponseWriter, r *http.Request, rt *Routes, path, keyName, id string) {
+	start := time.Now()
+	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	defer func() { h.finish(lg, start) }()
+	fail := func(status int, code, msg string) {
+		lg.status = status
+		writeErrorAs(w, translate.OpenAI, status, "invalid_request_error", code, msg)
+	}
+	objID, sub := splitObjectPath(path)
+	if sub != "" && sub != "/cancel" && sub != "/input_items" {
+		fail(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
+		return
+	}
+	owner, orig, ok := route.UntagID(objID)
+	if !ok {
+		fail(http.StatusNotFound, "response_not_found", fmt.Sprintf("switchover: %q is not a response id this gateway returned: the ids it returns name the backend that holds the response", truncate(objID, 100)))
+		return
+	}
+	pool := ownerPool(rt, owner)
+	if pool == nil {
+		fail(http.StatusNotFound, "response_not_found", fmt.Sprintf("switchover: the response %q was made by backend %s, which is not in this gateway's configuration any more", truncate(objID, 100), owner))
+		return
+	}
+	req := &route.Request{Op: route.Responses, Format: translate.Responses, Header: r.Header, Owner: owner,
+		Method: r.Method, Path: "responses/" + orig + sub, RawQuery: r.URL.RawQuery}
+	h.run(w, r, lg, pool, req, translate.Responses, id, start)
+}
+
+// ownerPool is a pool that has the backend named owner as a member, the
+// first by name, or nil.
+func ownerPool(rt *Routes, owner string) *route.Pool {
+	names := make([]string, 0, len(rt.Pools))
+	for name := range rt.Pools {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if p := rt.Pools[name]; p.Member(owner) != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// setRetryAfter sets Retry-After (whole seconds, at least 1) and
+// retry-after-ms.
+func setRetryAfter(h http.Header, d time.Duration) {
+	secs := int64((d + time.Second - 1) / time.Second)
+	h.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
+}
+
+// hasAnthropicMember reports whether p has a member that speaks the
+// Anthropic API, and so can count tokens itself.
+func hasAnthropicMember(p *route.Pool) bool {
+	for _, m := range p.Members {
+		if m.Backend.Provider.Format() == translate.Anthropic {
+			return true
+		}
+	}
+	return false
+}
+
+// HeaderEstimate marks an answer the gateway computed itself instead of
+// asking a backend: a count_tokens for a pool with no Anthropic member.
+const HeaderEstimate = "X-Switchover-Estimate"
+
+// serveTokenEstimate answers POST /v1/messages/count_tokens for a pool
+// with no Anthropic member with the gateway's own estimate, labelled as
+// such: text at four bytes a token, a flat figure per image or document.
+func (h *Handler) serveTokenEstimate(w http.ResponseWriter, lg *logLine, body []byte) {
+	n, err := translate.EstimateAnthropicTokens(body)
+	if err != nil {
+		lg.status = http.StatusBadRequest
+		writeErrorAs(w, translate.Anthropic, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
+		return
+	}
+	lg.status = http.StatusOK
+	w.Header().Set(HeaderEstimate, "true")
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, "{\"input_tokens\":%d}", n)
+}
