@@ -562,7 +562,9 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 		resp.Body.Close()
 		at.release()
 		return resp, *a, nil
-	case misconfigured(status):
+	case misconfigured(status) && !(status == http.StatusNotFound && r.Path != ""):
+		// (A 404 of a call on an object says the object is gone: the
+		// caller's answer, not the backend's fault.)
 		at.record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
 		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
 		seen := *a // a copy, so that a itself can stay on try's stack

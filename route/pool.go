@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -201,8 +202,16 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		}
 		return p.unsupported(r, rep), rep, nil
 	}
-	if r.Owner != "" && len(rep.Attempts) == 0 {
-		return nil, rep, p.ownerBenched(r.Owner)
+	if r.Owner != "" {
+		if len(rep.Attempts) == 0 {
+			return nil, rep, p.ownerBenched(r.Owner)
+		}
+		a := rep.Attempts[len(rep.Attempts)-1]
+		why := "its call failed: " + string(a.Reason)
+		if a.Status != 0 {
+			why = fmt.Sprintf("its call failed: %d %s", a.Status, a.Reason)
+		}
+		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: a.RetryAfter}
 	}
 	return p.exhausted(r, rep, lastHeader), rep, nil
 }

@@ -1,0 +1,167 @@
+package gateway_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/route"
+)
+
+func responseParams(input string) responses.ResponseNewParams {
+	return responses.ResponseNewParams{
+		Model:           "chat-prod",
+		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(input)},
+		MaxOutputTokens: openai.Int(16),
+	}
+}
+
+// TestResponsesThroughGateway drives the Responses API through the gateway
+// with the official SDK, plain and streamed, to each provider: natively to
+// Azure, OpenAI and an OpenAI-compatible server, through chat to Anthropic
+// and Gemini. The id names the backend that answered.
+func TestResponsesThroughGateway(t *testing.T) {
+	for _, name := range []string{"aoai-weu", "openai", "local", "claude", "gemini"} {
+		t.Run(name, func(t *testing.T) {
+			e := startProviders(t, []string{name}, nil, "")
+			c := e.openai()
+			var raw *http.Response
+			r, err := c.Responses.New(t.Context(), responseParams("Hello there"), option.WithResponseInto(&raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := raw.Header.Get(route.HeaderBackend); got != name {
+				t.Errorf("served by %q, want %q", got, name)
+			}
+			if r.OutputText() == "" || r.Status != "completed" {
+				t.Errorf("status %q text %q", r.Status, r.OutputText())
+			}
+			if owner, _, ok := route.UntagID(r.ID); !ok || owner != name {
+				t.Errorf("id %q names owner %q, want %q", r.ID, owner, name)
+			}
+
+			stream := c.Responses.NewStreaming(t.Context(), responseParams("Stream please"), option.WithResponseInto(&raw))
+			var text, doneID string
+			for stream.Next() {
+				ev := stream.Current()
+				switch ev.Type {
+				case "response.output_text.delta":
+					text += ev.Delta
+				case "response.completed":
+					doneID = ev.Response.ID
+				}
+			}
+			if err := stream.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if text == "" || doneID == "" {
+				t.Fatalf("stream: text %q, completed id %q", text, doneID)
+			}
+			if owner, _, ok := route.UntagID(doneID); !ok || owner != name {
+				t.Errorf("streamed id %q names owner %q, want %q", doneID, owner, name)
+			}
+		})
+	}
+}
+
+// TestResponsesFailoverBeforeTheFirstEvent: a Responses call fails over
+// like chat when the first member is down, streamed too.
+func TestResponsesFailoverBeforeTheFirstEvent(t *testing.T) {
+	e := startProviders(t, []string{"aoai-weu", "claude"}, nil, "")
+	e.fault(t, "aoai-weu", "down")
+	c := e.openai()
+	var raw *http.Response
+	r, err := c.Responses.New(t.Context(), responseParams("Hello"), option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get(route.HeaderBackend) != "claude" || raw.Header.Get(route.HeaderFailover) != "true" || r.OutputText() == "" {
+		t.Fatalf("backend %q failover %q text %q", raw.Header.Get(route.HeaderBackend), raw.Header.Get(route.HeaderFailover), r.OutputText())
+	}
+}
+
+// TestResponsesStateStaysWithItsOwner: a follow-up naming a previous
+// response, and calls on a stored response, go to the backend that made
+// it, whichever member the pool would pick; when that backend is benched
+// they fail with owner_unavailable naming it, and never reach another.
+func TestResponsesStateStaysWithItsOwner(t *testing.T) {
+	e := startProviders(t, []string{"aoai-weu", "openai"}, nil, "")
+	c := e.openai()
+	ctx := t.Context()
+	bench := func(name string) {
+		e.gw.Backend(name).Breaker.Force(breaker.Open, time.Now().Add(time.Hour), "test")
+	}
+	unbench := func(name string) { e.gw.Backend(name).Breaker.Force(breaker.Closed, time.Time{}, "test") }
+	served := func(raw *http.Response) string { return raw.Header.Get(route.HeaderBackend) }
+
+	var raw *http.Response
+	r1, err := c.Responses.New(ctx, responseParams("first"), option.WithResponseInto(&raw))
+	if err != nil || served(raw) != "aoai-weu" {
+		t.Fatalf("r1: %v, served by %q", err, served(raw))
+	}
+	bench("aoai-weu")
+	r2, err := c.Responses.New(ctx, responseParams("second"), option.WithResponseInto(&raw))
+	if err != nil || served(raw) != "openai" {
+		t.Fatalf("r2: %v, served by %q", err, served(raw))
+	}
+	unbench("aoai-weu")
+
+	// aoai-weu is the pool's first choice again, but r2 lives on openai.
+	p := responseParams("and then?")
+	p.PreviousResponseID = openai.String(r2.ID)
+	r3, err := c.Responses.New(ctx, p, option.WithResponseInto(&raw))
+	if err != nil || served(raw) != "openai" {
+		t.Fatalf("follow-up of r2: %v, served by %q, want openai", err, served(raw))
+	}
+	if owner, _, _ := route.UntagID(r3.ID); owner != "openai" {
+		t.Fatalf("r3 id %q", r3.ID)
+	}
+
+	// Retrieval of r1 from aoai-weu, with its peer benched.
+	bench("openai")
+	got, err := c.Responses.Get(ctx, r1.ID, responses.ResponseGetParams{}, option.WithResponseInto(&raw))
+	if err != nil || got.ID != r1.ID || served(raw) != "aoai-weu" {
+		t.Fatalf("get r1: %v, id %q, served by %q", err, got.ID, served(raw))
+	}
+	items, err := c.Responses.InputItems.List(ctx, r1.ID, responses.InputItemListParams{})
+	if err != nil || len(items.Data) == 0 {
+		t.Fatalf("input items of r1: %v %+v", err, items)
+	}
+
+	// The owner benched: a clear error naming it, no answer from another.
+	p.PreviousResponseID = openai.String(r3.ID)
+	_, err = c.Responses.New(ctx, p, option.WithResponseInto(&raw))
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 503 || apiErr.Code != "owner_unavailable" || !strings.Contains(apiErr.Message, "openai") {
+		t.Fatalf("follow-up with its owner benched: %v", err)
+	}
+	if raw.Header.Get("Retry-After") == "" {
+		t.Errorf("no Retry-After on owner_unavailable")
+	}
+	if _, err := c.Responses.Get(ctx, r3.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.Code != "owner_unavailable" {
+		t.Fatalf("get with its owner benched: %v", err)
+	}
+
+	// Deleted on its owner: gone, and the owner is not benched for it.
+	if err := c.Responses.Delete(ctx, r1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Responses.Get(ctx, r1.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
+		t.Fatalf("get after delete: %v", err)
+	}
+	if s := e.gw.Backend("aoai-weu").Breaker.Snapshot(); s.State != breaker.Closed {
+		t.Fatalf("a 404 for a deleted response benched its owner: %v", s.State)
+	}
+
+	// An id the gateway never returned.
+	if _, err := c.Responses.Get(ctx, "resp_0123456789", responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "response_not_found" {
+		t.Fatalf("untagged id: %v", err)
+	}
+}
