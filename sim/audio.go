@@ -195,7 +195,10 @@ func speechAudio(format string, chars int) []byte {
 		b.WriteString("RIFF")
 		_ = binary.Write(&b, binary.LittleEndian, uint32(36+len(pcm)))
 		b.WriteString("WAVEfmt ")
-		_ = binary.Write(&b, binary.LittleEndian, []any{uint32(16), uint16(1), uint16(1), uint32(rate), uint32(rate * 2), uint16(2), uint16(16)})
+		// fmt chunk: size 16, PCM, mono, rate, byte rate, block align, bits.
+		for _, v := range []any{uint32(16), uint16(1), uint16(1), uint32(rate), uint32(rate * 2), uint16(2), uint16(16)} {
+			_ = binary.Write(&b, binary.LittleEndian, v)
+		}
 		b.WriteString("data")
 		_ = binary.Write(&b, binary.LittleEndian, uint32(len(pcm)))
 		b.Write(pcm)
