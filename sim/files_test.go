@@ -153,7 +153,7 @@ func TestStoreBounds(t *testing.T) {
 				st.put(string(rune('a'+i)), i, n)
 			}
 			ids, more := page(st, "", 10, false, func(v int) string { return string(rune('a' + v)) })
-			if strings.Join(ids, ",") != strings.Join(tc.wantIDs, ",") || more {
+			if strings.Join(ids, ",") != strings.Join(tc.wantIDs, ",") || more || st.len() != len(tc.wantIDs) {
 				t.Errorf("kept %v (more %v), want %v", ids, more, tc.wantIDs)
 			}
 		})
