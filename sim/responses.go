@@ -323,14 +323,13 @@ func (d *deployment) createResponse(w http.ResponseWriter, r *http.Request, c *c
 	}
 	var prevID *string
 	if id := p.body.PreviousResponseID; id != "" {
-		prev, ok := d.objects.responses.get(id)
-		if !ok {
+		var carried int64
+		if !d.objects.responses.update(id, func(s *storedResponse) { carried = s.tokens }) {
 			d.writeError(w, errPreviousResponseNotFound(id))
 			return outcomeRejected
 		}
-		var carried int64
-		d.objects.responses.update(id, func(s *storedResponse) { carried = s.tokens })
-		_ = prev
+		// The conversation so far is part of the prompt, as it is for the
+		// real API.
 		p.req.promptTokens += carried
 		prevID = &id
 	}

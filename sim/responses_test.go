@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -391,5 +392,79 @@ func TestResponsesKeyCheck(t *testing.T) {
 	resp, b := do(t, "POST", ep.URL+"/responses", `{"model":"chat-prod","input":"hi"}`, map[string]string{"Authorization": "Bearer wrong"})
 	if resp.StatusCode != 401 || !strings.Contains(string(b), "invalid_api_key") {
 		t.Errorf("%d %s", resp.StatusCode, b)
+	}
+}
+
+func TestResponsesStreamFaultsAndFilter(t *testing.T) {
+	stream := `{"model":"chat-prod","input":"hi","stream":true}`
+	tests := []struct {
+		name       string
+		fault      string
+		body       string
+		wantStatus int
+		wantCut    bool
+		wantEvents int    // `event:` lines seen; -1 to skip
+		wantBody   string // a substring of the body
+		notInBody  string
+	}{
+		{"drop_stream", `{"mode":"drop_stream"}`, stream, 200, true, 3, "response.created", "response.completed"},
+		{"truncate_stream", `{"mode":"truncate_stream","after":5}`, stream, 200, false, 5, "response.output_text.delta", "response.completed"},
+		{"blocked prompt", "", `{"model":"chat-prod","input":"trigger-content-filter"}`, 400, false, -1, "invalid_prompt", ""},
+		{"filtered reply", "", `{"model":"chat-prod","input":"trigger-filtered-reply"}`, 200, false, -1, `"incomplete_details":{"reason":"content_filter"}`, ""},
+		{"slow answers late but whole", `{"mode":"slow","factor":3}`, `{"model":"chat-prod","input":"hi"}`, 200, false, -1, `"status":"completed"`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSim(t, one(OpenAI, nil))
+			ep := s.Deployments()[0]
+			if tc.fault != "" {
+				setFaultHTTP(t, s, "d1", tc.fault)
+			}
+			resp, err := noKeepAlive.Post(ep.URL+"/responses", "application/json", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if cut := errors.Is(err, io.ErrUnexpectedEOF); cut != tc.wantCut {
+				t.Errorf("read err = %v, want cut %v", err, tc.wantCut)
+			}
+			n := len(eventNames(string(b)))
+			if resp.StatusCode != tc.wantStatus || (tc.wantEvents >= 0 && n != tc.wantEvents) ||
+				!strings.Contains(string(b), tc.wantBody) || (tc.notInBody != "" && strings.Contains(string(b), tc.notInBody)) {
+				t.Errorf("%d, %d events:\n%s", resp.StatusCode, n, b)
+			}
+		})
+	}
+}
+
+func TestResponsesSameSeedSameObjects(t *testing.T) {
+	run := func(seed int64) (id, text, fileID string) {
+		cfg := one(OpenAI, nil)
+		cfg.Seed = seed
+		s := startSim(t, cfg)
+		ep := s.Deployments()[0]
+		_, b := do(t, "POST", ep.URL+"/responses", `{"model":"chat-prod","input":"hi"}`, nil)
+		var r struct {
+			ID     string
+			Output []struct {
+				Content []struct{ Text string }
+			}
+		}
+		if err := json.Unmarshal(b, &r); err != nil || len(r.Output) == 0 {
+			t.Fatalf("%s", b)
+		}
+		_, fb := postMultipart(t, ep, ep.URL+"/files", map[string]string{"purpose": "batch"}, "file", "a.jsonl", []byte("{}"))
+		var f struct{ ID string }
+		_ = json.Unmarshal(fb, &f)
+		return r.ID, r.Output[0].Content[0].Text, f.ID
+	}
+	id1, text1, file1 := run(5)
+	id2, text2, file2 := run(5)
+	if id1 != id2 || text1 != text2 || file1 != file2 {
+		t.Errorf("same seed, different objects: %s %q %s / %s %q %s", id1, text1, file1, id2, text2, file2)
+	}
+	if id3, _, _ := run(6); id3 == id1 {
+		t.Errorf("another seed gave the same id %s", id3)
 	}
 }
