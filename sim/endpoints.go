@@ -118,6 +118,7 @@ var extraRoutes = []extraRoute{
 	{"GET", "messages/batches/{id}", opObjects, "", an, func(d *deployment) endpointFunc { return d.getMessageBatch }},
 	{"GET", "messages/batches/{id}/results", opObjects, "", an, func(d *deployment) endpointFunc { return d.messageBatchResults }},
 	{"POST", "messages/batches/{id}/cancel", opObjects, "", an, func(d *deployment) endpointFunc { return d.cancelMessageBatch }},
+	{"DELETE", "messages/batches/{id}", opObjects, "", an, func(d *deployment) endpointFunc { return d.deleteMessageBatch }},
 }
 
 // matchPattern matches path against pattern segment by segment; {id}

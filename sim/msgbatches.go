@@ -279,3 +279,23 @@ func (d *deployment) messageBatchResults(w http.ResponseWriter, _ *http.Request,
 	}
 	return outcomeOK
 }
+
+// deleteMessageBatch forgets an ended batch; one still processing cannot
+// be deleted (400), as with the real API.
+func (d *deployment) deleteMessageBatch(w http.ResponseWriter, _ *http.Request, c *call, _ Fault, id string) outcome {
+	var view messageBatch
+	if !d.objects.msgBatches.update(id, func(b *storedMessageBatch) { view, _ = b.view(c.now) }) {
+		d.writeError(w, errMessageBatchNotFound(id))
+		return outcomeRejected
+	}
+	if view.ProcessingStatus != "ended" {
+		d.writeError(w, errInvalidRequest(Anthropic, fmt.Sprintf("Message batch %s cannot be deleted while it is processing; cancel it first.", id)))
+		return outcomeRejected
+	}
+	d.objects.msgBatches.remove(id)
+	_ = writeJSON(w, http.StatusOK, struct {
+		ID   string `json:"id"`
+		Type string `json:"type"`
+	}{id, "message_batch_deleted"})
+	return outcomeOK
+}

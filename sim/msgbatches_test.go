@@ -81,4 +81,17 @@ func TestMessageBatchesOnTheClockThroughSDK(t *testing.T) {
 	if err != nil || len(page.Data) != 2 || page.Data[0].ID != other.ID {
 		t.Errorf("List: %v %+v", err, page)
 	}
+	if _, err := client.Messages.Batches.Delete(ctx, b.ID, anthropic.MessageBatchDeleteParams{}); err != nil {
+		t.Errorf("Delete of an ended batch: %v", err)
+	}
+	if _, err := client.Messages.Batches.Get(ctx, b.ID, anthropic.MessageBatchGetParams{}); err == nil {
+		t.Error("Get after Delete found the batch")
+	}
+	busy, err := client.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: []anthropic.MessageBatchNewParamsRequest{msgBatchRequest("z", ep.Deployment)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Messages.Batches.Delete(ctx, busy.ID, anthropic.MessageBatchDeleteParams{}); err == nil {
+		t.Error("Delete of a batch in progress succeeded")
+	}
 }

@@ -176,6 +176,16 @@ func TestResponsesToolCall(t *testing.T) {
 		t.Errorf("stream events = %v", names)
 	}
 
+	// After the tool's result, the answer is text.
+	result := `{"model":"chat-prod","input":[{"role":"user","content":"weather?"},` +
+		`{"type":"function_call","call_id":"call_1","name":"get_weather","arguments":"{}"},` +
+		`{"type":"function_call_output","call_id":"call_1","output":"sunny"}],` +
+		`"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`
+	resp, b = do(t, "POST", ep.URL+"/responses", result, hdrFor(ep))
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"type":"output_text"`) {
+		t.Errorf("after the tool result: %d %s", resp.StatusCode, b)
+	}
+
 	none := strings.Replace(body, `"tools"`, `"tool_choice":"none","tools"`, 1)
 	resp, b = do(t, "POST", ep.URL+"/responses", none, hdrFor(ep))
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"type":"output_text"`) {
