@@ -15,7 +15,7 @@ const (
 	// deployment keeps.
 	MaxStoredFiles = 1000
 	// MaxStoredFileBytes is the total size of the files a deployment keeps.
-	MaxStoredFileBytes = 256 << 20
+	MaxStoredFileBytes = 64 << 20
 	// MaxStoredBatches is how many batches (and, for anthropic, message
 	// batches) a deployment keeps.
 	MaxStoredBatches = 1000
