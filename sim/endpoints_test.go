@@ -189,3 +189,27 @@ func TestEndpointsOnASharedListener(t *testing.T) {
 		t.Errorf("results: %d %s", resp.StatusCode, b)
 	}
 }
+
+func TestMatchPattern(t *testing.T) {
+	tests := []struct {
+		name, pattern, path string
+		wantID              string
+		wantOK              bool
+	}{
+		{"plain", "files", "files", "", true},
+		{"id", "files/{id}", "files/file-1", "file-1", true},
+		{"id and tail", "responses/{id}/input_items", "responses/resp_1/input_items", "resp_1", true},
+		{"empty id", "files/{id}", "files/", "", false},
+		{"longer path", "files/{id}", "files/a/b", "", false},
+		{"other tail", "responses/{id}/cancel", "responses/r/input_items", "", false},
+		{"trailing slash", "files", "files/", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			id, ok := matchPattern(tc.pattern, tc.path)
+			if id != tc.wantID || ok != tc.wantOK {
+				t.Errorf("matchPattern(%q, %q) = %q %v, want %q %v", tc.pattern, tc.path, id, ok, tc.wantID, tc.wantOK)
+			}
+		})
+	}
+}

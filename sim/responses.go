@@ -307,6 +307,14 @@ func errResponseNotFound(id string) apiError {
 		strp("invalid_request_error"), nil, nil)
 }
 
+// createResponse serves POST responses: the model must name the
+// deployment (openai, azure), a previous_response_id must name a response
+// stored here (its tokens join the prompt), the estimate is charged to the
+// quota like chat's, the content filter applies, and the answer is text or
+// a function_call. It is answered whole after the latency, streamed
+// (stream: true, also with background), or, for background: true, at once
+// with status queued and stored to complete on the clock. With store
+// (default true) the response is kept for GET.
 func (d *deployment) createResponse(w http.ResponseWriter, r *http.Request, c *call, f Fault, _ string) outcome {
 	fl := d.cfg.Flavour
 	p, err := d.parseResponses(c)
