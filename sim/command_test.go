@@ -99,6 +99,12 @@ func TestCommandDefaultsToDemo(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// The demo serves the endpoints beyond chat too.
+	base := urlRE.FindString(out)
+	resp, b := do(t, http.MethodPost, base+"/openai/responses?api-version=2025-04-01-preview", `{"model":"chat-prod","input":"hi"}`, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"object":"response"`) {
+		t.Errorf("demo responses at %s: %d %s", base, resp.StatusCode, b)
+	}
 }
 
 func TestCommandConfigFile(t *testing.T) {
