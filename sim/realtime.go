@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -29,9 +30,13 @@ import (
 // with an error event. The azure preview path uses the beta event names
 // (conversation.item.created, response.text.delta, response.text.done);
 // the others the GA names (conversation.item.added and .done,
-// response.output_text.delta and .done). Faults set after the upgrade do
-// not affect an open session, and its responses are not charged to the
-// quota. The connect counts as answered when the client closes normally,
+// response.output_text.delta and .done). A fault that takes the
+// deployment away (down, overloaded, error_500, blackhole, reset,
+// drop_stream), once in force, ends an open session at its next client
+// event: reset and drop_stream cut the connection, the others send a
+// server_error event and close with 1011; the session counts as an error.
+// Other faults do not affect an open session, and its responses are not
+// charged to the quota. The connect counts as answered when the client closes normally,
 // abandoned otherwise.
 
 // realtimeTarget is what the path and query of a realtime connect name.
@@ -158,6 +163,9 @@ func (s *realtimeSession) run(ctx context.Context) outcome {
 			return outcomeAbandoned
 		}
 		if err := s.handle(ctx, data); err != nil {
+			if errors.Is(err, errSessionFaulted) {
+				return outcomeError
+			}
 			return outcomeAbandoned
 		}
 	}
@@ -193,7 +201,38 @@ var realtimeClientEvents = []string{
 	"input_audio_buffer.append", "input_audio_buffer.commit", "input_audio_buffer.clear",
 }
 
+// errSessionFaulted ends a session that a fault took away.
+var errSessionFaulted = errors.New("sim: realtime session ended by a fault")
+
+// errEventDropped marks a client event left unanswered (blackhole).
+var errEventDropped = errors.New("sim: realtime event dropped")
+
+// checkFault ends the session if a fault that takes the deployment away
+// is in force now, or drops the event under blackhole.
+func (s *realtimeSession) checkFault(ctx context.Context) error {
+	switch s.d.faultAt(s.d.sim.clock.Now()).Mode {
+	case FaultReset, FaultDropStream:
+		_ = s.conn.CloseNow()
+		return errSessionFaulted
+	case FaultBlackhole:
+		return errEventDropped
+	case FaultDown, FaultOverloaded, FaultError500:
+		_ = s.send(ctx, "error", map[string]any{"error": map[string]any{
+			"type": "server_error", "code": "server_error", "param": nil, "event_id": nil,
+			"message": "The server had an error while processing your request. Sorry about that!",
+		}})
+		_ = s.conn.Close(websocket.StatusInternalError, "server error")
+		return errSessionFaulted
+	}
+	return nil
+}
+
 func (s *realtimeSession) handle(ctx context.Context, data []byte) error {
+	if err := s.checkFault(ctx); errors.Is(err, errEventDropped) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	var ev clientEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return s.errorEvent(ctx, ev, "invalid_json", "", "The server could not parse the event: it is not valid JSON.")

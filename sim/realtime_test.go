@@ -242,3 +242,86 @@ func TestRealtimeSimCloseEndsSessions(t *testing.T) {
 		t.Errorf("stats = %+v, want the session abandoned and nothing in flight", st)
 	}
 }
+
+func TestRealtimeFaultEndsAnOpenSession(t *testing.T) {
+	tests := []struct {
+		name       string
+		fault      FaultMode
+		wantError  bool // a server_error event before the close
+		wantStatus websocket.StatusCode
+	}{
+		{"down", FaultDown, true, websocket.StatusInternalError},
+		{"error_500", FaultError500, true, websocket.StatusInternalError},
+		{"reset", FaultReset, false, -1},
+		{"drop_stream", FaultDropStream, false, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSim(t, one(OpenAI, nil))
+			ep := s.Deployments()[0]
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseNow()
+			readEvent(t, ctx, c) // session.created
+			if err := s.SetFault("d1", Fault{Mode: tc.fault}); err != nil {
+				t.Fatal(err)
+			}
+			sendEvent(t, ctx, c, `{"type":"session.update","session":{}}`)
+			if tc.wantError {
+				if ev := readEvent(t, ctx, c); ev.Type != "error" || ev.Error["type"] != "server_error" {
+					t.Errorf("first event after the fault = %+v", ev)
+				}
+			}
+			_, _, err = c.Read(ctx)
+			if err == nil || websocket.CloseStatus(err) != tc.wantStatus {
+				t.Errorf("read after the fault: %v (status %d), want close status %d", err, websocket.CloseStatus(err), tc.wantStatus)
+			}
+			eventually(t, "the session to be counted", func() bool { return s.Stats()["d1"].Errors == 1 })
+		})
+	}
+}
+
+func TestRealtimeBlackholeLeavesEventsUnanswered(t *testing.T) {
+	s := startSim(t, one(OpenAI, nil))
+	ep := s.Deployments()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readEvent(t, ctx, c) // session.created
+	if err := s.SetFault("d1", Fault{Mode: FaultBlackhole}); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(chan []byte, 10)
+	go func() { // Ping needs a reader for its pong
+		defer close(msgs)
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			msgs <- b
+		}
+	}()
+	sendEvent(t, ctx, c, `{"type":"session.update","session":{"instructions":"lost"}}`)
+	// The server answers a ping only after it has handled the event before
+	// it: once the pong is back, the event has been dropped.
+	if err := c.Ping(ctx); err != nil {
+		t.Fatalf("ping: %v", err)
+	}
+	if err := s.SetFault("d1", Fault{}); err != nil {
+		t.Fatal(err)
+	}
+	sendEvent(t, ctx, c, `{"type":"session.update","session":{"instructions":"seen"}}`)
+	var ev rtEvent
+	if err := json.Unmarshal(<-msgs, &ev); err != nil || ev.Type != "session.updated" || ev.Session["instructions"] != "seen" {
+		t.Errorf("first answer = %+v (%v); the blackholed event should have none", ev, err)
+	}
+}
