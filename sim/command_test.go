@@ -79,6 +79,10 @@ func TestCommandQuickForm(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Errorf("chat via printed URL: %d %s", resp.StatusCode, b)
 	}
+	resp, b = do(t, http.MethodPost, ep.URL+"/responses", `{"model":"gpt-4o-mini","input":"hi"}`, map[string]string{"Authorization": "Bearer sk-x"})
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"object":"response"`) {
+		t.Errorf("responses via printed URL: %d %s", resp.StatusCode, b)
+	}
 	control := urlRE.FindString(out[strings.Index(out, "control: "):])
 	if resp, b := do(t, http.MethodGet, control+"/stats", "", nil); resp.StatusCode != 200 || !strings.Contains(string(b), `"uksouth"`) {
 		t.Errorf("stats via printed control URL: %d %s", resp.StatusCode, b)
@@ -94,6 +98,12 @@ func TestCommandDefaultsToDemo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// The demo serves the endpoints beyond chat too.
+	base := urlRE.FindString(out)
+	resp, b := do(t, http.MethodPost, base+"/openai/responses?api-version=2025-04-01-preview", `{"model":"chat-prod","input":"hi"}`, nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `"object":"response"`) {
+		t.Errorf("demo responses at %s: %d %s", base, resp.StatusCode, b)
 	}
 }
 

@@ -18,6 +18,8 @@ type deployment struct {
 	quota       *limiter
 	counters    counters
 	fingerprint string
+	tag         string   // see idTag
+	objects     *objects // stored responses, files and batches
 
 	rngMu sync.Mutex
 	rng   *rand.Rand // draws one seed pair per request
@@ -32,6 +34,8 @@ func newDeployment(s *Sim, cfg Deployment, seed int64) *deployment {
 		cfg:         cfg,
 		quota:       newLimiter(s.start, s.cfg.Slice),
 		fingerprint: fingerprintFor(cfg.Name),
+		tag:         idTag(cfg.Name),
+		objects:     newObjects(),
 		rng:         rand.New(rand.NewPCG(uint64(seed), hash64("deployment:"+cfg.Name))),
 		fault:       Fault{Mode: FaultNone},
 	}

@@ -49,14 +49,19 @@ var opPaths = map[string]operation{
 
 func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws) {
 	path := r.URL.Path
+	apiVersion := r.URL.Query().Get("api-version")
 	if rest, ok := strings.CutPrefix(path, "/openai/deployments/"); ok {
 		dep, opPath, _ := strings.Cut(rest, "/")
 		op, known := opPaths[opPath]
-		apiVersion := r.URL.Query().Get("api-version")
+		extra := !known && extraPathKnown(Azure, "deployment", opPath)
 		switch {
-		case !known || dep == "" || apiVersion == "":
+		case (!known && !extra) || dep == "" || apiVersion == "":
 			// Azure answers a missing api-version as an unknown resource.
 			d.writeError(w, errRouteNotFound(Azure, r))
+		case extra && dep != d.cfg.Deployment:
+			d.writeError(w, errDeploymentNotFound(Azure, dep))
+		case extra:
+			d.routeExtra(w, r, dr, opPath, "deployment", apiVersion)
 		case r.Method != http.MethodPost:
 			d.writeError(w, errMethodNotAllowed(Azure, r))
 		case dep != d.cfg.Deployment:
@@ -69,14 +74,27 @@ func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws
 	if rest, ok := strings.CutPrefix(path, "/openai/v1/"); ok {
 		op, known := opPaths[rest]
 		switch {
+		case rest == "realtime":
+			d.serveRealtime(w, r, dr, realtimeTarget{apiVersion: "v1", model: r.URL.Query().Get("model")})
 		case !known:
-			d.writeError(w, errRouteNotFound(Azure, r))
+			if !d.routeExtra(w, r, dr, rest, "v1", "v1") {
+				d.writeError(w, errRouteNotFound(Azure, r))
+			}
 		case r.Method != http.MethodPost:
 			d.writeError(w, errMethodNotAllowed(Azure, r))
 		default:
 			d.serve(w, r, dr, route{op: op, apiVersion: "v1", modelInBody: true})
 		}
 		return
+	}
+	if rest, ok := strings.CutPrefix(path, "/openai/"); ok && apiVersion != "" {
+		if rest == "realtime" {
+			d.serveRealtime(w, r, dr, realtimeTarget{apiVersion: apiVersion, model: r.URL.Query().Get("deployment"), beta: true})
+			return
+		}
+		if d.routeExtra(w, r, dr, rest, "resource", apiVersion) {
+			return
+		}
 	}
 	d.writeError(w, errRouteNotFound(Azure, r))
 }
@@ -99,19 +117,31 @@ func (d *deployment) routeOpenAI(w http.ResponseWriter, r *http.Request, dr draw
 		d.serveModels(w, r, strings.TrimPrefix(strings.TrimPrefix(rest, "models"), "/"))
 		return
 	}
+	if rest == "realtime" {
+		d.serveRealtime(w, r, dr, realtimeTarget{model: r.URL.Query().Get("model")})
+		return
+	}
+	if d.routeExtra(w, r, dr, rest, "", "") {
+		return
+	}
 	d.writeError(w, errRouteNotFound(OpenAI, r))
 }
 
-// routeAnthropic serves POST /v1/messages.
+// routeAnthropic serves POST /v1/messages, and the endpoints of
+// extraRoutes (count_tokens, message batches).
 func (d *deployment) routeAnthropic(w http.ResponseWriter, r *http.Request, dr draws) {
-	switch {
-	case r.URL.Path != "/v1/messages":
-		d.writeError(w, errRouteNotFound(Anthropic, r))
-	case r.Method != http.MethodPost:
-		d.writeError(w, errMethodNotAllowed(Anthropic, r))
-	default:
-		d.serve(w, r, dr, route{op: opMessages, modelInBody: true})
+	if r.URL.Path != "/v1/messages" {
+		rest, ok := strings.CutPrefix(r.URL.Path, "/v1/")
+		if !ok || !d.routeExtra(w, r, dr, rest, "", "") {
+			d.writeError(w, errRouteNotFound(Anthropic, r))
+		}
+		return
 	}
+	if r.Method != http.MethodPost {
+		d.writeError(w, errMethodNotAllowed(Anthropic, r))
+		return
+	}
+	d.serve(w, r, dr, route{op: opMessages, modelInBody: true})
 }
 
 // routeGemini serves POST /v1beta/models/{model}:generateContent and
@@ -247,55 +277,8 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 	f := d.faultAt(c.now)
 	lim := d.limits(f)
 	fl := d.cfg.Flavour
-	// Until the quota decides, the headers show the slice as it stands.
-	setRateHeaders(w.Header(), fl, d.quota.peek(c.now, lim), lim, c.now)
-
-	switch f.Mode {
-	case FaultDown:
-		d.writeError(w, errDown(fl, c.reqID))
-		return outcomeError
-	case FaultOverloaded:
-		d.writeError(w, errOverloaded(fl, c.reqID))
-		return outcomeError
-	case FaultError500:
-		d.writeError(w, errServer(fl, http.StatusInternalServerError, c.reqID))
-		return outcomeError
-	case FaultErrorRate:
-		if c.u < f.Rate {
-			status := f.Status
-			if status == 0 {
-				status = []int{http.StatusInternalServerError, http.StatusServiceUnavailable}[c.pick]
-			}
-			d.writeError(w, errServer(fl, status, c.reqID))
-			return outcomeError
-		}
-	case FaultBlackhole:
-		<-r.Context().Done()
-		panic(http.ErrAbortHandler) // never answer, not even an empty 200
-	case FaultReset:
-		c.tally.settle(outcomeError)
-		resetConn(w)
-		return outcomeError
-	case FaultUnauthorized:
-		d.writeError(w, errUnauthorized(fl, d.keyFrom(r)))
-		return outcomeError
-	case FaultForbidden:
-		d.writeError(w, errForbidden(fl))
-		return outcomeError
-	case FaultNotFound:
-		d.writeError(w, errDeploymentNotFound(fl, d.cfg.Deployment))
-		return outcomeError
-	case FaultSlowErrorBody:
-		writeHeadersOnly(w, r, errServer(fl, http.StatusServiceUnavailable, c.reqID))
-	}
-
-	if key := d.keyFrom(r); !d.authorized(key) {
-		d.writeError(w, errUnauthorized(fl, key))
-		return outcomeRejected
-	}
-	if fl == Anthropic && r.Header.Get("Anthropic-Version") == "" {
-		d.writeError(w, errInvalidRequest(fl, "anthropic-version: header is required"))
-		return outcomeRejected
+	if o, done := d.gate(w, r, c, f); done {
+		return o
 	}
 	if c.stream && !c.sse {
 		d.writeError(w, errInvalidRequest(fl, "the simulator streams streamGenerateContent only as server-sent events: add alt=sse to the query"))
@@ -366,6 +349,69 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		return outcomeAbandoned
 	}
 	return outcomeOK
+}
+
+// gate applies what every API call faces before its body is looked at:
+// the fault in force f (down, overloaded, 500s, error rate, blackhole,
+// reset, 401/403/404 faults, slow_error_body), the key check and, for
+// anthropic, the anthropic-version header. It sets the rate-limit headers
+// of the slice as it stands. done reports that the call was answered (or
+// cut) with outcome o; chat, the Responses API, files, batches, audio,
+// images and realtime all pass through it.
+func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Fault) (o outcome, done bool) {
+	lim := d.limits(f)
+	fl := d.cfg.Flavour
+	// Until the quota decides, the headers show the slice as it stands.
+	setRateHeaders(w.Header(), fl, d.quota.peek(c.now, lim), lim, c.now)
+
+	switch f.Mode {
+	case FaultDown:
+		d.writeError(w, errDown(fl, c.reqID))
+		return outcomeError, true
+	case FaultOverloaded:
+		d.writeError(w, errOverloaded(fl, c.reqID))
+		return outcomeError, true
+	case FaultError500:
+		d.writeError(w, errServer(fl, http.StatusInternalServerError, c.reqID))
+		return outcomeError, true
+	case FaultErrorRate:
+		if c.u < f.Rate {
+			status := f.Status
+			if status == 0 {
+				status = []int{http.StatusInternalServerError, http.StatusServiceUnavailable}[c.pick]
+			}
+			d.writeError(w, errServer(fl, status, c.reqID))
+			return outcomeError, true
+		}
+	case FaultBlackhole:
+		<-r.Context().Done()
+		panic(http.ErrAbortHandler) // never answer, not even an empty 200
+	case FaultReset:
+		c.tally.settle(outcomeError)
+		resetConn(w)
+		return outcomeError, true
+	case FaultUnauthorized:
+		d.writeError(w, errUnauthorized(fl, d.keyFrom(r)))
+		return outcomeError, true
+	case FaultForbidden:
+		d.writeError(w, errForbidden(fl))
+		return outcomeError, true
+	case FaultNotFound:
+		d.writeError(w, errDeploymentNotFound(fl, d.cfg.Deployment))
+		return outcomeError, true
+	case FaultSlowErrorBody:
+		writeHeadersOnly(w, r, errServer(fl, http.StatusServiceUnavailable, c.reqID))
+	}
+
+	if key := d.keyFrom(r); !d.authorized(key) {
+		d.writeError(w, errUnauthorized(fl, key))
+		return outcomeRejected, true
+	}
+	if fl == Anthropic && r.Header.Get("Anthropic-Version") == "" {
+		d.writeError(w, errInvalidRequest(fl, "anthropic-version: header is required"))
+		return outcomeRejected, true
+	}
+	return 0, false
 }
 
 // resetConn hijacks the connection and closes it with an RST: SO_LINGER 0

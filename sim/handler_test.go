@@ -39,7 +39,7 @@ func TestRouting(t *testing.T) {
 		{"azure openai path", "POST", az.URL + "/v1/chat/completions", body("chat-prod"), 404, `Resource not found`},
 		{"openai chat", "POST", oa.URL + "/chat/completions", body("gpt-4o-mini"), 200, `"service_tier":"default"`},
 		{"openai wrong model", "POST", oa.URL + "/chat/completions", body("gpt-5"), 404, `"code":"model_not_found"`},
-		{"openai unknown route", "POST", oa.URL + "/images/generations", body("gpt-4o-mini"), 404, `Invalid URL (POST /v1/images/generations)`},
+		{"openai unknown route", "POST", oa.URL + "/images/unknown", body("gpt-4o-mini"), 404, `Invalid URL (POST /v1/images/unknown)`},
 		{"openai wrong method", "GET", oa.URL + "/chat/completions", "", 405, `invalid_request_error`},
 		{"openai models", "GET", oa.URL + "/models", "", 200, `"id":"gpt-4o-mini"`},
 		{"bad json", "POST", oa.URL + "/chat/completions", `{"model":`, 400, `could not parse the JSON body`},

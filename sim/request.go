@@ -23,6 +23,9 @@ const (
 // azureName is the operation's name in Azure's 429 message (and in the
 // debug log).
 func (o operation) azureName() string {
+	if name, ok := o.extraName(); ok {
+		return name
+	}
 	switch o {
 	case opCompletions:
 		return "Completions_Create"

@@ -225,7 +225,16 @@ func unfinished(events []sseEvent, n int) []sseEvent {
 // that do not finish the answer are sent and the response ends cleanly;
 // under keepalive_hang only keep-alive comments are sent.
 func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, plan timing, f Fault, t *tally) outcome {
-	events := a.events(plan)
+	contentType := "text/event-stream; charset=utf-8"
+	if a.flavour == Gemini {
+		contentType = "text/event-stream"
+	}
+	return d.streamEvents(w, r, a.events(plan), contentType, f, t)
+}
+
+// streamEvents writes events as server-sent events with contentType, under
+// the stream faults of f as stream describes.
+func (d *deployment) streamEvents(w http.ResponseWriter, r *http.Request, events []sseEvent, contentType string, f Fault, t *tally) outcome {
 	stop := -1
 	switch f.Mode {
 	case FaultStallStream, FaultDropStream:
@@ -241,11 +250,7 @@ func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, p
 		}
 		started = true
 		h := w.Header()
-		if a.flavour == Gemini {
-			h.Set("Content-Type", "text/event-stream")
-		} else {
-			h.Set("Content-Type", "text/event-stream; charset=utf-8")
-		}
+		h.Set("Content-Type", contentType)
 		h.Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
 	}
