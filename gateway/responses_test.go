@@ -19,7 +19,7 @@ func responseParams(input string) responses.ResponseNewParams {
 	return responses.ResponseNewParams{
 		Model:           "chat-prod",
 		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(input)},
-		MaxOutputTokens: openai.Int(16),
+		MaxOutputTokens: openai.Int(256),
 	}
 }
 

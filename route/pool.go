@@ -258,8 +258,12 @@ func (p *Pool) ownerBenched(owner string) error {
 			if s.Throttled {
 				e.Why = "it is rate limited"
 			}
-			if !s.RetryAt.IsZero() {
-				if d := s.RetryAt.Sub(p.now()); d > 0 {
+			at := s.RetryAt
+			if at.IsZero() {
+				at = s.Until // when it lets a probe through
+			}
+			if !at.IsZero() {
+				if d := at.Sub(p.now()); d > 0 {
 					e.RetryAfter = d
 					e.Why += " for another " + d.Round(time.Second).String()
 				}
