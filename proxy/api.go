@@ -190,6 +190,9 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool 
 	if v := hdr["X-Request-Id"]; len(v) != 1 || v[0] != id {
 		hdr.Set("X-Request-Id", id) // ServeHTTP has set it already
 	}
+	if format == translate.Anthropic && hdr.Get("Request-Id") == "" {
+		hdr.Set("Request-Id", id) // what Anthropic's SDKs read, when a translated answer has none
+	}
 	if h.TraceHeader && r.Header.Get(HeaderTrace) != "" {
 		hdr.Set(HeaderTrace, traceHeader(rep))
 	}

@@ -1,0 +1,106 @@
+package gateway_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/switchover-gw/switchover/proxy"
+	"github.com/switchover-gw/switchover/route"
+)
+
+func (e *providerEnv) anthropic() anthropic.Client {
+	return anthropic.NewClient(aoption.WithBaseURL(e.url), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
+}
+
+// TestCountTokensThroughGateway: count_tokens is the Anthropic member's
+// own count when the pool has one, else the gateway's estimate, labelled
+// as such.
+func TestCountTokensThroughGateway(t *testing.T) {
+	params := anthropic.MessageCountTokensParams{
+		Model:    "claude-sonnet-4-5",
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("How many tokens is this sentence, roughly?"))},
+	}
+	for _, tt := range []struct {
+		name     string
+		order    []string
+		estimate bool
+	}{
+		{"anthropic member counts", []string{"openai", "claude"}, false},
+		{"no anthropic member: estimated", []string{"openai"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startProviders(t, tt.order, nil, "")
+			var raw *http.Response
+			ac := e.anthropic()
+			n, err := ac.Messages.CountTokens(t.Context(), params, aoption.WithResponseInto(&raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.InputTokens <= 0 {
+				t.Fatalf("input_tokens %d", n.InputTokens)
+			}
+			if got := raw.Header.Get(proxy.HeaderEstimate) == "true"; got != tt.estimate {
+				t.Fatalf("estimate header %q, want estimate=%v", raw.Header.Get(proxy.HeaderEstimate), tt.estimate)
+			}
+			if !tt.estimate && raw.Header.Get(route.HeaderBackend) != "claude" {
+				t.Fatalf("counted by %q", raw.Header.Get(route.HeaderBackend))
+			}
+		})
+	}
+}
+
+// TestExtendedThinkingThroughGateway: an Anthropic client asking for
+// extended thinking skips a member whose model cannot reason (saying so),
+// and is answered by one that can; alone, that member gives a clear 400.
+func TestExtendedThinkingThroughGateway(t *testing.T) {
+	params := anthropic.MessageNewParams{
+		Model:     "claude-sonnet-4-5",
+		MaxTokens: 4096,
+		Thinking:  anthropic.ThinkingConfigParamOfEnabled(2048),
+		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Think, then say hello"))},
+	}
+	e := startProviders(t, []string{"openai", "claude"}, nil, "")
+	var raw *http.Response
+	ac := e.anthropic()
+	msg, err := ac.Messages.New(t.Context(), params, aoption.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get(route.HeaderBackend) != "claude" || len(msg.Content) == 0 {
+		t.Fatalf("served by %q: %+v", raw.Header.Get(route.HeaderBackend), msg.Content)
+	}
+	if raw.Header.Get("Request-Id") == "" {
+		t.Error("no request-id header")
+	}
+
+	alone := startProviders(t, []string{"openai"}, nil, "")
+	ac2 := alone.anthropic()
+	_, err = ac2.Messages.New(t.Context(), params)
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || !strings.Contains(apiErr.Error(), "reasoning_effort") {
+		t.Fatalf("thinking to a model that cannot reason: %v", err)
+	}
+}
+
+// TestTranslatedAnthropicAnswerHasRequestID: an Anthropic client served
+// by an OpenAI backend still gets the request-id header its SDK reads.
+func TestTranslatedAnthropicAnswerHasRequestID(t *testing.T) {
+	e := startProviders(t, []string{"openai"}, nil, "")
+	var raw *http.Response
+	ac := e.anthropic()
+	_, err := ac.Messages.New(t.Context(), anthropic.MessageNewParams{
+		Model: "claude-sonnet-4-5", MaxTokens: 16,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))},
+	}, aoption.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := raw.Header.Get("Request-Id"); id == "" || id != raw.Header.Get("X-Request-Id") {
+		t.Fatalf("request-id %q, x-request-id %q", id, raw.Header.Get("X-Request-Id"))
+	}
+}
