@@ -33,6 +33,13 @@ type Config struct {
 	BackendDefaults BackendDefaults `yaml:"backend_defaults"`
 	Backends        []Backend       `yaml:"backends"`
 	Pools           []Pool          `yaml:"pools"`
+	// Pinned routes the paths of stored objects (files, batches …) to one
+	// backend, or a pool without failover. None by default: those paths
+	// get 404 until a route names where their objects live.
+	Pinned []Pinned `yaml:"pinned"`
+	// UnknownPaths, if set, names the backend for paths nothing else
+	// routes. Unset means 404.
+	UnknownPaths *UnknownPaths `yaml:"unknown_paths"`
 	// Admin is the admin API. Off unless set.
 	Admin *Admin `yaml:"admin"`
 	// Reload configures reloading the file while running.

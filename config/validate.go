@@ -460,6 +460,16 @@ func (c *Config) validate() []Problem {
 		add("tracing.sample_ratio", "must be between 0 and 1")
 	}
 
+	backendType := map[string]string{}
+	for _, b := range c.Backends {
+		backendType[b.Name] = b.Type
+	}
+	poolNames := map[string]bool{}
+	for _, pl := range c.Pools {
+		poolNames[pl.Name] = true
+	}
+	ps = append(ps, c.validatePinned(backendType, poolNames)...)
+
 	models := map[string]string{}
 	for i, pl := range c.Pools {
 		p := fmt.Sprintf("pools[%d]", i)

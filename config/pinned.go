@@ -1,0 +1,120 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Pinned is a route for API paths whose objects live on the backend that
+// made them (files, uploads, batches, fine-tuning jobs, vector stores,
+// containers, conversations, Anthropic message batches): calls on them go
+// to one backend, or to a pool without failover, never across the pool.
+//
+//	pinned:
+//	  - paths: [files, uploads, batches]
+//	    backend: aoai-weu
+//	  - paths: [messages/batches]
+//	    backend: claude
+//
+// An object made there gets an id that names its backend, and every later
+// call naming that id (in the path, the query or the body) goes to that
+// backend, whatever the route says.
+type Pinned struct {
+	// Paths are API paths relative to the API root: "files" matches
+	// /v1/files, /v1/files/{id}/content, /openai/v1/files and Azure's
+	// /openai/files?api-version=…; a leading "/v1/" is accepted and
+	// dropped. Required.
+	Paths []string `yaml:"paths"`
+	// Backend is the backend every call goes to. Exactly one of Backend
+	// and Pool.
+	Backend string `yaml:"backend"`
+	// Pool is a pool whose usable members take new objects (selection as
+	// for any call, one attempt: a create is never sent twice); calls on an
+	// object go to the member that made it. Exactly one of Backend and Pool.
+	Pool string `yaml:"pool"`
+}
+
+// UnknownPaths names the backend that takes any /v1/ or /openai/v1/ path
+// the gateway has no route for. Unset means such paths get 404 with the
+// list of routes: nothing is forwarded by accident.
+type UnknownPaths struct {
+	Backend string `yaml:"backend"`
+}
+
+// PinnedPath is a pinned route's path as the gateway matches it: relative
+// to the API root, without slashes at its ends.
+func PinnedPath(p string) string {
+	p = strings.Trim(p, "/")
+	for _, prefix := range []string{"openai/v1/", "v1/", "openai/"} {
+		if rest, ok := strings.CutPrefix(p, prefix); ok {
+			return rest
+		}
+	}
+	return p
+}
+
+// routedPaths are the operations pools route by model: a pinned route
+// must not take them over.
+var routedPaths = []string{"chat/completions", "completions", "embeddings", "messages", "messages/count_tokens",
+	"responses", "audio", "images", "moderations", "models", "realtime"}
+
+func (c *Config) validatePinned(backendType map[string]string, pools map[string]bool) []Problem {
+	var ps []Problem
+	add := func(path, format string, args ...any) {
+		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	seen := map[string]int{}
+	for i, r := range c.Pinned {
+		p := fmt.Sprintf("pinned[%d]", i)
+		switch {
+		case r.Backend == "" && r.Pool == "":
+			add(p, "name a backend or a pool for these paths")
+		case r.Backend != "" && r.Pool != "":
+			add(p, "name a backend or a pool, not both")
+		case r.Backend != "" && backendType[r.Backend] == "":
+			add(p+".backend", "no backend is named %q", r.Backend)
+		case r.Pool != "" && !pools[r.Pool]:
+			add(p+".pool", "no pool is named %q", r.Pool)
+		}
+		if len(r.Paths) == 0 {
+			add(p+".paths", "list the API paths this route takes, such as [files, batches]")
+		}
+		for j, raw := range r.Paths {
+			pp := fmt.Sprintf("%s.paths[%d]", p, j)
+			path := PinnedPath(raw)
+			switch {
+			case path == "":
+				add(pp, "an empty path would take every call")
+			case strings.ContainsAny(path, "?#* "):
+				add(pp, "%q is a path prefix such as files or fine_tuning/jobs, without a query or wildcards", raw)
+			default:
+				for _, routed := range routedPaths {
+					if path == routed || strings.HasPrefix(routed, path+"/") || strings.HasPrefix(path, routed+"/") && routed != "messages" {
+						add(pp, "%q is routed by the pools (by model, with failover); pinned routes are for the paths of stored objects", raw)
+						break
+					}
+				}
+			}
+			if other, dup := seen[path]; dup {
+				add(pp, "%q is already pinned by pinned[%d]", raw, other)
+			}
+			seen[path] = i
+			anthropicPath := path == "messages/batches" || strings.HasPrefix(path, "messages/batches/")
+			if t := backendType[r.Backend]; r.Backend != "" && t != "" && (t == TypeAnthropic) != anthropicPath {
+				if anthropicPath {
+					add(pp, "messages/batches is Anthropic's API: pin it to an anthropic backend, not %s (%s)", r.Backend, t)
+				} else {
+					add(pp, "%q is an OpenAI API path: pin it to an openai, openai_compatible or azure backend, not %s (%s)", raw, r.Backend, t)
+				}
+			}
+		}
+	}
+	if u := c.UnknownPaths; u != nil {
+		if u.Backend == "" || backendType[u.Backend] == "" {
+			add("unknown_paths.backend", "no backend is named %q", u.Backend)
+		} else if backendType[u.Backend] == TypeAnthropic || backendType[u.Backend] == TypeGemini {
+			add("unknown_paths.backend", "unknown paths are OpenAI API paths: name an openai, openai_compatible or azure backend, not %s", u.Backend)
+		}
+	}
+	return ps
+}
