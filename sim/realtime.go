@@ -182,6 +182,15 @@ type clientEvent struct {
 	} `json:"response"`
 }
 
+// prevItem is the previous_item_id of a new item: the last item's id, or
+// null for the first.
+func (s *realtimeSession) prevItem() any {
+	if s.lastID == "" {
+		return nil
+	}
+	return s.lastID
+}
+
 // errorEvent sends the error event the real API sends for a bad client
 // event.
 func (s *realtimeSession) errorEvent(ctx context.Context, ev clientEvent, code, param, msg string) error {
@@ -278,10 +287,7 @@ func (s *realtimeSession) createItem(ctx context.Context, ev clientEvent) error 
 	if out, ok := item["output"].(string); ok {
 		text += out
 	}
-	prev := any(nil)
-	if s.lastID != "" {
-		prev = s.lastID
-	}
+	prev := s.prevItem()
 	s.items, s.lastID = append(s.items, text), fmt.Sprint(item["id"])
 	if err := s.send(ctx, s.name("conversation.item.added"), map[string]any{"previous_item_id": prev, "item": item}); err != nil {
 		return err
@@ -342,7 +348,7 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 	steps := []rtStep{
 		{s.plan.firstToken, "response.created", map[string]any{"response": resp("in_progress", []any{}, nil)}},
 		{0, "response.output_item.added", map[string]any{"response_id": respID, "output_index": 0, "item": item("in_progress", nil)}},
-		{0, s.name("conversation.item.added"), map[string]any{"previous_item_id": s.lastID, "item": item("in_progress", nil)}},
+		{0, s.name("conversation.item.added"), map[string]any{"previous_item_id": s.prevItem(), "item": item("in_progress", nil)}},
 		{0, "response.content_part.added", ids(map[string]any{"part": map[string]any{"type": partType, "text": ""}})},
 	}
 	for i, word := range a.words {
@@ -361,7 +367,7 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 		{0, "response.output_item.done", map[string]any{"response_id": respID, "output_index": 0, "item": done}},
 	}
 	if !s.beta {
-		tail = append(tail, rtStep{0, "conversation.item.done", map[string]any{"previous_item_id": s.lastID, "item": done}})
+		tail = append(tail, rtStep{0, "conversation.item.done", map[string]any{"previous_item_id": s.prevItem(), "item": done}})
 	}
 	tail = append(tail, rtStep{0, "response.done", map[string]any{"response": resp(status, []any{done}, usage)}})
 	for _, st := range append(steps, tail...) {
