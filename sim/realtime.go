@@ -25,7 +25,10 @@ import (
 // answers session.update with session.updated, conversation.item.create
 // with the item added, response.create with a deterministic text response
 // (response.created, output item and content part added, one text delta
-// per word, the done events and response.done), the input_audio_buffer
+// per word, the done events and response.done) or, when the session
+// offers function tools and the last item is a user turn, with a call of
+// one (chosen as for the Responses API: function_call_arguments deltas
+// and done), the input_audio_buffer
 // commit and clear with their acknowledgements, and any other event type
 // with an error event. The azure preview path uses the beta event names
 // (conversation.item.created, response.text.delta, response.text.done);
@@ -110,6 +113,9 @@ type realtimeSession struct {
 	session map[string]any
 	items   []string // the text of the conversation's items
 	lastID  string   // the last item's id
+	// lastUser: the last item is a user turn (a user message or committed
+	// audio), so offered tools may be called.
+	lastUser bool
 }
 
 // names are the event names that differ between beta and GA.
@@ -264,7 +270,7 @@ func (s *realtimeSession) handle(ctx context.Context, data []byte) error {
 		return nil
 	case "input_audio_buffer.commit":
 		id := s.d.objectID(s.c.rng, "item_", 20, true)
-		s.items, s.lastID = append(s.items, "(audio)"), id
+		s.items, s.lastID, s.lastUser = append(s.items, "(audio)"), id, true
 		return s.send(ctx, "input_audio_buffer.committed", map[string]any{"item_id": id, "previous_item_id": nil})
 	case "input_audio_buffer.clear":
 		return s.send(ctx, "input_audio_buffer.cleared", map[string]any{})
@@ -289,6 +295,7 @@ func (s *realtimeSession) createItem(ctx context.Context, ev clientEvent) error 
 	}
 	prev := s.prevItem()
 	s.items, s.lastID = append(s.items, text), fmt.Sprint(item["id"])
+	s.lastUser = item["role"] == "user" && (item["type"] == nil || item["type"] == "message")
 	if err := s.send(ctx, s.name("conversation.item.added"), map[string]any{"previous_item_id": prev, "item": item}); err != nil {
 		return err
 	}
@@ -315,9 +322,16 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 	if json.Unmarshal(ev.Response.MaxOutputTokens, &n) == nil && n > 0 {
 		req.maxTokens = n
 	}
+	var err error
+	if req.tool, err = s.toolPick(); err != nil {
+		return s.errorEvent(ctx, ev, "invalid_value", "session.tool_choice", strings.TrimPrefix(err.Error(), errBadRequest.Error()+": "))
+	}
 	a := d.answer(req, *s.c, false)
 	respID := d.objectID(s.c.rng, "resp_", 24, true)
 	itemID := d.objectID(s.c.rng, "item_", 20, true)
+	if a.tool != nil {
+		return s.respondTool(ctx, a, respID, itemID)
+	}
 	partType := "output_text"
 	if s.beta {
 		partType = "text"
@@ -378,6 +392,66 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 			return err
 		}
 	}
-	s.items, s.lastID = append(s.items, text), itemID
+	s.items, s.lastID, s.lastUser = append(s.items, text), itemID, false
+	return nil
+}
+
+// toolPick applies chooseTool to the session's tools and tool_choice, as
+// the Responses API does (flat function tools).
+func (s *realtimeSession) toolPick() (*toolPick, error) {
+	var b responsesBody
+	if raw, ok := s.session["tools"]; ok {
+		_ = json.Unmarshal(mustJSON(raw), &b.Tools)
+	}
+	if raw, ok := s.session["tool_choice"]; ok {
+		b.ToolChoice = mustJSON(raw)
+	}
+	return responsesToolPick(b, s.lastUser)
+}
+
+// respondTool answers response.create with a call of the picked tool:
+// the function_call item added, one function_call_arguments.delta per
+// argument fragment, function_call_arguments.done, the item done and
+// response.done.
+func (s *realtimeSession) respondTool(ctx context.Context, a *answer, respID, itemID string) error {
+	call := func(st, args string) map[string]any {
+		return map[string]any{"id": itemID, "object": "realtime.item", "type": "function_call", "status": st,
+			"name": a.tool.name, "call_id": a.tool.id, "arguments": args}
+	}
+	ids := func(k string, v any) map[string]any {
+		return map[string]any{"response_id": respID, "item_id": itemID, "output_index": 0, "call_id": a.tool.id, k: v}
+	}
+	done := call("completed", a.tool.args)
+	u := a.usage()
+	usage := map[string]any{"total_tokens": u.TotalTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens}
+	steps := []rtStep{
+		{s.plan.firstToken, "response.created", map[string]any{"response": map[string]any{"id": respID, "object": "realtime.response", "status": "in_progress", "output": []any{}, "usage": nil}}},
+		{0, "response.output_item.added", map[string]any{"response_id": respID, "output_index": 0, "item": call("in_progress", "")}},
+		{0, s.name("conversation.item.added"), map[string]any{"previous_item_id": s.prevItem(), "item": call("in_progress", "")}},
+	}
+	for i, frag := range a.tool.fragments() {
+		delay := s.plan.perToken
+		if i == 0 {
+			delay = 0
+		}
+		steps = append(steps, rtStep{delay, "response.function_call_arguments.delta", ids("delta", frag)})
+	}
+	steps = append(steps,
+		rtStep{0, "response.function_call_arguments.done", ids("arguments", a.tool.args)},
+		rtStep{0, "response.output_item.done", map[string]any{"response_id": respID, "output_index": 0, "item": done}})
+	if !s.beta {
+		steps = append(steps, rtStep{0, "conversation.item.done", map[string]any{"previous_item_id": s.prevItem(), "item": done}})
+	}
+	steps = append(steps, rtStep{0, "response.done", map[string]any{"response": map[string]any{
+		"id": respID, "object": "realtime.response", "status": "completed", "status_details": nil, "output": []any{done}, "usage": usage}}})
+	for _, st := range steps {
+		if err := s.d.sim.waiter.Wait(ctx, st.delay); err != nil {
+			return err
+		}
+		if err := s.send(ctx, st.typ, st.f); err != nil {
+			return err
+		}
+	}
+	s.items, s.lastID, s.lastUser = append(s.items, a.tool.args), itemID, false
 	return nil
 }
