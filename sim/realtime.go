@@ -21,25 +21,32 @@ import (
 // that is down answers its 5xx and a rate-limited one 429 with
 // Retry-After. The key may also come as the api-key query parameter
 // (azure) or the openai-insecure-api-key.{key} subprotocol (openai), as
-// browsers send them. After the upgrade the sim sends session.created;
-// answers session.update with session.updated, conversation.item.create
-// with the item added, response.create with a deterministic text response
-// (response.created, output item and content part added, one text delta
-// per word, the done events and response.done) or, when the session
-// offers function tools and the last item is a user turn, with a call of
-// one (chosen as for the Responses API: function_call_arguments deltas
-// and done), the input_audio_buffer
-// commit and clear with their acknowledgements, and any other event type
-// with an error event. The azure preview path uses the beta event names
+// browsers send them.
+//
+// After the upgrade the sim sends session.created and answers
+//   - session.update with session.updated;
+//   - conversation.item.create with the item added;
+//   - response.create with a deterministic text response (response.created,
+//     output item and content part added, one text delta per word, the done
+//     events and response.done) or, when the session offers function tools
+//     and the last item is a user turn, with a call of one, chosen as for
+//     the Responses API (function_call_arguments deltas and done);
+//   - input_audio_buffer.commit and .clear with their acknowledgements
+//     (append is taken silently);
+//   - any other event type with an error event (invalid_value).
+//
+// The azure preview path uses the beta event names
 // (conversation.item.created, response.text.delta, response.text.done);
 // the others the GA names (conversation.item.added and .done,
-// response.output_text.delta and .done). A fault that takes the
-// deployment away (down, overloaded, error_500, blackhole, reset,
-// drop_stream), once in force, ends an open session at its next client
-// event: reset and drop_stream cut the connection, the others send a
-// server_error event and close with 1011; the session counts as an error.
-// Other faults do not affect an open session, and its responses are not
-// charged to the quota. The connect counts as answered when the client closes normally,
+// response.output_text.delta and .done).
+//
+// A fault that takes the deployment away (down, overloaded, error_500,
+// reset, drop_stream), once in force, ends an open session at its next
+// client event: reset and drop_stream cut the connection, the others send
+// a server_error event and close with 1011; the session counts as an
+// error. Under blackhole client events go unanswered. Other faults do not
+// affect an open session, and its responses are not charged to the quota.
+// The connect counts as answered when the client closes normally,
 // abandoned otherwise.
 
 // realtimeTarget is what the path and query of a realtime connect name.
