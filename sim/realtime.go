@@ -21,22 +21,32 @@ import (
 // that is down answers its 5xx and a rate-limited one 429 with
 // Retry-After. The key may also come as the api-key query parameter
 // (azure) or the openai-insecure-api-key.{key} subprotocol (openai), as
-// browsers send them. After the upgrade the sim sends session.created;
-// answers session.update with session.updated, conversation.item.create
-// with the item added, response.create with a deterministic text response
-// (response.created, output item and content part added, one text delta
-// per word, the done events and response.done), the input_audio_buffer
-// commit and clear with their acknowledgements, and any other event type
-// with an error event. The azure preview path uses the beta event names
+// browsers send them.
+//
+// After the upgrade the sim sends session.created and answers
+//   - session.update with session.updated;
+//   - conversation.item.create with the item added;
+//   - response.create with a deterministic text response (response.created,
+//     output item and content part added, one text delta per word, the done
+//     events and response.done) or, when the session offers function tools
+//     and the last item is a user turn, with a call of one, chosen as for
+//     the Responses API (function_call_arguments deltas and done);
+//   - input_audio_buffer.commit and .clear with their acknowledgements
+//     (append is taken silently);
+//   - any other event type with an error event (invalid_value).
+//
+// The azure preview path uses the beta event names
 // (conversation.item.created, response.text.delta, response.text.done);
 // the others the GA names (conversation.item.added and .done,
-// response.output_text.delta and .done). A fault that takes the
-// deployment away (down, overloaded, error_500, blackhole, reset,
-// drop_stream), once in force, ends an open session at its next client
-// event: reset and drop_stream cut the connection, the others send a
-// server_error event and close with 1011; the session counts as an error.
-// Other faults do not affect an open session, and its responses are not
-// charged to the quota. The connect counts as answered when the client closes normally,
+// response.output_text.delta and .done).
+//
+// A fault that takes the deployment away (down, overloaded, error_500,
+// reset, drop_stream), once in force, ends an open session at its next
+// client event: reset and drop_stream cut the connection, the others send
+// a server_error event and close with 1011; the session counts as an
+// error. Under blackhole client events go unanswered. Other faults do not
+// affect an open session, and its responses are not charged to the quota.
+// The connect counts as answered when the client closes normally,
 // abandoned otherwise.
 
 // realtimeTarget is what the path and query of a realtime connect name.
@@ -110,6 +120,9 @@ type realtimeSession struct {
 	session map[string]any
 	items   []string // the text of the conversation's items
 	lastID  string   // the last item's id
+	// lastUser: the last item is a user turn (a user message or committed
+	// audio), so offered tools may be called.
+	lastUser bool
 }
 
 // names are the event names that differ between beta and GA.
@@ -180,6 +193,15 @@ type clientEvent struct {
 	Response struct {
 		MaxOutputTokens json.RawMessage `json:"max_output_tokens"`
 	} `json:"response"`
+}
+
+// prevItem is the previous_item_id of a new item: the last item's id, or
+// null for the first.
+func (s *realtimeSession) prevItem() any {
+	if s.lastID == "" {
+		return nil
+	}
+	return s.lastID
 }
 
 // errorEvent sends the error event the real API sends for a bad client
@@ -255,7 +277,7 @@ func (s *realtimeSession) handle(ctx context.Context, data []byte) error {
 		return nil
 	case "input_audio_buffer.commit":
 		id := s.d.objectID(s.c.rng, "item_", 20, true)
-		s.items, s.lastID = append(s.items, "(audio)"), id
+		s.items, s.lastID, s.lastUser = append(s.items, "(audio)"), id, true
 		return s.send(ctx, "input_audio_buffer.committed", map[string]any{"item_id": id, "previous_item_id": nil})
 	case "input_audio_buffer.clear":
 		return s.send(ctx, "input_audio_buffer.cleared", map[string]any{})
@@ -278,11 +300,9 @@ func (s *realtimeSession) createItem(ctx context.Context, ev clientEvent) error 
 	if out, ok := item["output"].(string); ok {
 		text += out
 	}
-	prev := any(nil)
-	if s.lastID != "" {
-		prev = s.lastID
-	}
+	prev := s.prevItem()
 	s.items, s.lastID = append(s.items, text), fmt.Sprint(item["id"])
+	s.lastUser = item["role"] == "user" && (item["type"] == nil || item["type"] == "message")
 	if err := s.send(ctx, s.name("conversation.item.added"), map[string]any{"previous_item_id": prev, "item": item}); err != nil {
 		return err
 	}
@@ -309,9 +329,16 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 	if json.Unmarshal(ev.Response.MaxOutputTokens, &n) == nil && n > 0 {
 		req.maxTokens = n
 	}
+	var err error
+	if req.tool, err = s.toolPick(); err != nil {
+		return s.errorEvent(ctx, ev, "invalid_value", "session.tool_choice", strings.TrimPrefix(err.Error(), errBadRequest.Error()+": "))
+	}
 	a := d.answer(req, *s.c, false)
 	respID := d.objectID(s.c.rng, "resp_", 24, true)
 	itemID := d.objectID(s.c.rng, "item_", 20, true)
+	if a.tool != nil {
+		return s.respondTool(ctx, a, respID, itemID)
+	}
 	partType := "output_text"
 	if s.beta {
 		partType = "text"
@@ -342,7 +369,7 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 	steps := []rtStep{
 		{s.plan.firstToken, "response.created", map[string]any{"response": resp("in_progress", []any{}, nil)}},
 		{0, "response.output_item.added", map[string]any{"response_id": respID, "output_index": 0, "item": item("in_progress", nil)}},
-		{0, s.name("conversation.item.added"), map[string]any{"previous_item_id": s.lastID, "item": item("in_progress", nil)}},
+		{0, s.name("conversation.item.added"), map[string]any{"previous_item_id": s.prevItem(), "item": item("in_progress", nil)}},
 		{0, "response.content_part.added", ids(map[string]any{"part": map[string]any{"type": partType, "text": ""}})},
 	}
 	for i, word := range a.words {
@@ -361,7 +388,7 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 		{0, "response.output_item.done", map[string]any{"response_id": respID, "output_index": 0, "item": done}},
 	}
 	if !s.beta {
-		tail = append(tail, rtStep{0, "conversation.item.done", map[string]any{"previous_item_id": s.lastID, "item": done}})
+		tail = append(tail, rtStep{0, "conversation.item.done", map[string]any{"previous_item_id": s.prevItem(), "item": done}})
 	}
 	tail = append(tail, rtStep{0, "response.done", map[string]any{"response": resp(status, []any{done}, usage)}})
 	for _, st := range append(steps, tail...) {
@@ -372,6 +399,66 @@ func (s *realtimeSession) respond(ctx context.Context, ev clientEvent) error {
 			return err
 		}
 	}
-	s.items, s.lastID = append(s.items, text), itemID
+	s.items, s.lastID, s.lastUser = append(s.items, text), itemID, false
+	return nil
+}
+
+// toolPick applies chooseTool to the session's tools and tool_choice, as
+// the Responses API does (flat function tools).
+func (s *realtimeSession) toolPick() (*toolPick, error) {
+	var b responsesBody
+	if raw, ok := s.session["tools"]; ok {
+		_ = json.Unmarshal(mustJSON(raw), &b.Tools)
+	}
+	if raw, ok := s.session["tool_choice"]; ok {
+		b.ToolChoice = mustJSON(raw)
+	}
+	return responsesToolPick(b, s.lastUser)
+}
+
+// respondTool answers response.create with a call of the picked tool:
+// the function_call item added, one function_call_arguments.delta per
+// argument fragment, function_call_arguments.done, the item done and
+// response.done.
+func (s *realtimeSession) respondTool(ctx context.Context, a *answer, respID, itemID string) error {
+	call := func(st, args string) map[string]any {
+		return map[string]any{"id": itemID, "object": "realtime.item", "type": "function_call", "status": st,
+			"name": a.tool.name, "call_id": a.tool.id, "arguments": args}
+	}
+	ids := func(k string, v any) map[string]any {
+		return map[string]any{"response_id": respID, "item_id": itemID, "output_index": 0, "call_id": a.tool.id, k: v}
+	}
+	done := call("completed", a.tool.args)
+	u := a.usage()
+	usage := map[string]any{"total_tokens": u.TotalTokens, "input_tokens": u.PromptTokens, "output_tokens": u.CompletionTokens}
+	steps := []rtStep{
+		{s.plan.firstToken, "response.created", map[string]any{"response": map[string]any{"id": respID, "object": "realtime.response", "status": "in_progress", "output": []any{}, "usage": nil}}},
+		{0, "response.output_item.added", map[string]any{"response_id": respID, "output_index": 0, "item": call("in_progress", "")}},
+		{0, s.name("conversation.item.added"), map[string]any{"previous_item_id": s.prevItem(), "item": call("in_progress", "")}},
+	}
+	for i, frag := range a.tool.fragments() {
+		delay := s.plan.perToken
+		if i == 0 {
+			delay = 0
+		}
+		steps = append(steps, rtStep{delay, "response.function_call_arguments.delta", ids("delta", frag)})
+	}
+	steps = append(steps,
+		rtStep{0, "response.function_call_arguments.done", ids("arguments", a.tool.args)},
+		rtStep{0, "response.output_item.done", map[string]any{"response_id": respID, "output_index": 0, "item": done}})
+	if !s.beta {
+		steps = append(steps, rtStep{0, "conversation.item.done", map[string]any{"previous_item_id": s.prevItem(), "item": done}})
+	}
+	steps = append(steps, rtStep{0, "response.done", map[string]any{"response": map[string]any{
+		"id": respID, "object": "realtime.response", "status": "completed", "status_details": nil, "output": []any{done}, "usage": usage}}})
+	for _, st := range steps {
+		if err := s.d.sim.waiter.Wait(ctx, st.delay); err != nil {
+			return err
+		}
+		if err := s.send(ctx, st.typ, st.f); err != nil {
+			return err
+		}
+	}
+	s.items, s.lastID, s.lastUser = append(s.items, a.tool.args), itemID, false
 	return nil
 }

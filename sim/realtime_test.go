@@ -325,3 +325,46 @@ func TestRealtimeBlackholeLeavesEventsUnanswered(t *testing.T) {
 		t.Errorf("first answer = %+v (%v); the blackholed event should have none", ev, err)
 	}
 }
+
+func TestRealtimeToolCall(t *testing.T) {
+	s := startSim(t, one(OpenAI, nil))
+	ep := s.Deployments()[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	readEvent(t, ctx, c) // session.created
+	sendEvent(t, ctx, c, `{"type":"session.update","session":{"tools":[{"type":"function","name":"get_weather",`+
+		`"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}}`)
+	readEvent(t, ctx, c) // session.updated
+	respond := func(item string) (types []string, raw []string) {
+		sendEvent(t, ctx, c, `{"type":"conversation.item.create","item":`+item+`}`)
+		readEvent(t, ctx, c) // conversation.item.added
+		readEvent(t, ctx, c) // conversation.item.done
+		sendEvent(t, ctx, c, `{"type":"response.create"}`)
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev rtEvent
+			_ = json.Unmarshal(b, &ev)
+			types, raw = append(types, ev.Type), append(raw, string(b))
+			if ev.Type == "response.done" {
+				return types, raw
+			}
+		}
+	}
+	types, raw := respond(`{"type":"message","role":"user","content":[{"type":"input_text","text":"weather?"}]}`)
+	if !contains(types, "response.function_call_arguments.delta") || !contains(types, "response.function_call_arguments.done") ||
+		!strings.Contains(raw[len(raw)-1], `"type":"function_call"`) || !strings.Contains(raw[len(raw)-1], `"arguments":"{\"city\":\"x\"}"`) {
+		t.Errorf("tool response = %v\n%s", types, raw[len(raw)-1])
+	}
+	types, raw = respond(`{"type":"function_call_output","call_id":"call_1","output":"sunny"}`)
+	if contains(types, "response.function_call_arguments.delta") || !contains(types, "response.output_text.delta") {
+		t.Errorf("after the tool's output = %v\n%s", types, raw[len(raw)-1])
+	}
+}

@@ -45,6 +45,7 @@ type responsesTool struct {
 // lock.
 type storedResponse struct {
 	obj        responseObject // the finished response
+	ans        *answer        // its words or tool call, for a streamed GET
 	input      []json.RawMessage
 	readyAt    time.Time // background: when it completes
 	startedAt  time.Time // background: when it leaves the queue
@@ -353,7 +354,7 @@ func (d *deployment) createResponse(w http.ResponseWriter, r *http.Request, c *c
 	plan := d.plan(c, f)
 	a := d.answer(p.req, *c, verdict == filterTruncate)
 	obj := d.responseFor(p, a, c, prevID)
-	stored := &storedResponse{obj: obj, input: p.input, tokens: a.promptTokens + a.completionTokens()}
+	stored := &storedResponse{obj: obj, ans: a, input: p.input, tokens: a.promptTokens + a.completionTokens()}
 
 	if p.body.Background && !p.body.Stream {
 		stored.background = true
@@ -510,14 +511,81 @@ func responseEvents(obj responseObject, a *answer, plan timing) []sseEvent {
 	return evs
 }
 
-func (d *deployment) getResponse(w http.ResponseWriter, _ *http.Request, c *call, _ Fault, id string) outcome {
+// getResponse serves GET responses/{id}: the response as it stands on the
+// clock, or with stream=true (in the query, or {"stream":true} in the
+// body as openai-go sends it) its events (after starting_after, a sequence
+// number), sent once it has completed: a background response still
+// running is waited for on the sim's clock (on the waiter when the clock
+// has no timers). A cancelled response has no stream (400).
+func (d *deployment) getResponse(w http.ResponseWriter, r *http.Request, c *call, f Fault, id string) outcome {
 	var view responseObject
-	if !d.objects.responses.update(id, func(s *storedResponse) { view = s.view(c.now) }) {
+	var ans *answer
+	var readyAt time.Time
+	if !d.objects.responses.update(id, func(s *storedResponse) {
+		view, ans = s.view(c.now), s.ans
+		if s.background {
+			readyAt = s.readyAt
+		}
+	}) {
 		d.writeError(w, errResponseNotFound(id))
 		return outcomeRejected
 	}
-	_ = writeJSON(w, http.StatusOK, view)
-	return outcomeOK
+	q := r.URL.Query()
+	var inBody struct {
+		Stream bool `json:"stream"`
+	}
+	// The query names it; openai-go sends it in a JSON body instead.
+	_ = json.Unmarshal(c.body, &inBody)
+	if q.Get("stream") != "true" && !inBody.Stream {
+		_ = writeJSON(w, http.StatusOK, view)
+		return outcomeOK
+	}
+	after := -1
+	if s := q.Get("starting_after"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			d.writeError(w, invalidParam("starting_after", fmt.Sprintf("Invalid 'starting_after': expected a non-negative integer, got %q.", s)))
+			return outcomeRejected
+		}
+		after = n
+	}
+	if view.Status == "cancelled" {
+		d.writeError(w, openAIErr(http.StatusBadRequest, fmt.Sprintf("Response with id '%s' was cancelled and cannot be streamed.", id), strp("invalid_request_error"), nil, nil))
+		return outcomeRejected
+	}
+	if wait := readyAt.Sub(c.now); wait > 0 && !d.waitOnClock(r, wait) {
+		return outcomeAbandoned
+	}
+	d.objects.responses.update(id, func(s *storedResponse) { view = s.view(d.sim.clock.Now()) })
+	if view.Status == "cancelled" { // while we waited
+		d.writeError(w, openAIErr(http.StatusBadRequest, fmt.Sprintf("Response with id '%s' was cancelled and cannot be streamed.", id), strp("invalid_request_error"), nil, nil))
+		return outcomeRejected
+	}
+	var events []sseEvent
+	for i, ev := range responseEvents(view, ans, timing{}) {
+		if i > after {
+			events = append(events, ev)
+		}
+	}
+	return d.streamEvents(w, r, events, "text/event-stream; charset=utf-8", f, c.tally)
+}
+
+// waitOnClock waits until dur has passed on the sim's clock (on its waiter
+// when the clock has no timers); false when the client went away first.
+func (d *deployment) waitOnClock(r *http.Request, dur time.Duration) bool {
+	tc, ok := d.sim.clock.(timerClock)
+	if !ok {
+		return d.wait(r, dur)
+	}
+	done := make(chan struct{})
+	t := tc.AfterFunc(dur, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 func (d *deployment) deleteResponse(w http.ResponseWriter, _ *http.Request, _ *call, _ Fault, id string) outcome {

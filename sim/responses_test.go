@@ -478,3 +478,52 @@ func TestResponsesSameSeedSameObjects(t *testing.T) {
 		t.Errorf("another seed gave the same id %s", id3)
 	}
 }
+
+func TestResponsesGetStreamWaitsOnTheClock(t *testing.T) {
+	clk := fakeclock.New()
+	s := startSim(t, one(OpenAI, func(d *Deployment) { d.Latency = Latency{Median: 2 * time.Second} }), WithClock(clk))
+	ep := s.Deployments()[0]
+	client := responsesClient(ep)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := respParams(ep, "later")
+	p.Background = openai.Bool(true)
+	bg, err := client.Responses.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		types []string
+		text  string
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		stream := client.Responses.GetStreaming(ctx, bg.ID, responses.ResponseGetParams{StartingAfter: openai.Int(1)})
+		var r result
+		for stream.Next() {
+			ev := stream.Current()
+			r.types = append(r.types, ev.Type)
+			if ev.Type == "response.completed" {
+				r.text = ev.Response.OutputText()
+			}
+		}
+		r.err = stream.Err()
+		done <- r
+	}()
+	// The GET waits on a timer for the response to complete.
+	if err := clk.BlockUntilTimer(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	r := <-done
+	got, err := client.Responses.Get(ctx, bg.ID, responses.ResponseGetParams{})
+	if r.err != nil || err != nil || len(r.types) == 0 || r.types[0] != "response.output_item.added" || r.text == "" || r.text != got.OutputText() {
+		t.Errorf("stream after seq 1: %v %v, text %q (GET says %q), err %v / %v", r.types, len(r.types), r.text, got.OutputText(), r.err, err)
+	}
+
+	resp, b := do(t, "GET", ep.URL+"/responses/"+bg.ID+"?stream=true&starting_after=x", "", nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(b), "starting_after") {
+		t.Errorf("bad starting_after: %d %s", resp.StatusCode, b)
+	}
+}
