@@ -34,55 +34,14 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	}
 	defer func() { h.finish(lg, start) }()
 
-	if r.ContentLength > rt.MaxBody {
-		// Refused before a byte of it is read; the connection is not
-		// worth draining.
-		lg.status = http.StatusRequestEntityTooLarge
-		w.Header().Set("Connection", "close")
-		writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
-		return
-	}
-	res, ok := h.bodies.open(r.ContentLength, rt.MaxBodyMemory)
+	body, res, ok := h.readRequestBody(w, r, rt, lg, format, start)
 	// The reservation is held until the response ends: the engine keeps
 	// the body for retries, and the transport until the answer is read.
 	defer res.close()
 	if !ok {
-		lg.status = http.StatusServiceUnavailable
-		w.Header().Set("Connection", "close") // not worth draining either
-		h.refused(codeBodyMemoryFull)
-		writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
 		return
 	}
-
-	rc := http.NewResponseController(w)
-	if h.BodyReadTimeout > 0 {
-		rc.SetReadDeadline(start.Add(h.BodyReadTimeout))
-	}
-	body, err := readBody(res.reader(http.MaxBytesReader(w, r.Body, rt.MaxBody)), r.ContentLength)
-	if h.BodyReadTimeout > 0 {
-		rc.SetReadDeadline(time.Time{})
-	}
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		var ne net.Error
-		switch {
-		case errors.Is(err, errBodyMemoryFull):
-			lg.status = http.StatusServiceUnavailable
-			w.Header().Set("Connection", "close") // the rest is unread
-			h.refused(codeBodyMemoryFull)
-			writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
-		case errors.As(err, &tooBig):
-			lg.status = http.StatusRequestEntityTooLarge
-			writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
-		case errors.As(err, &ne) && ne.Timeout():
-			lg.status, lg.err = http.StatusRequestTimeout, err
-			w.Header().Set("Connection", "close")
-			writeError(w, lg.status, "invalid_request_error", "request_timeout", "switchover: the request body took too long to arrive")
-		default:
-			lg.status, lg.err = 0, err // the client went away while sending
-		}
-		return
-	}
+	var err error
 	var req *route.Request
 	if op.Multipart() {
 		req, err = route.NewMultipartRequest(op, body, r.Header.Get("Content-Type"), r.Header)
@@ -241,6 +200,62 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool 
 	// A plain body cut short: abort the response so the client sees the
 	// failure instead of a short body that looks whole.
 	panic(http.ErrAbortHandler)
+}
+
+// readRequestBody reads r's body, bounded by the routes' limits, and
+// answers the error itself when it cannot (ok false). The reservation of
+// body memory it returns must be closed once the response has ended.
+func (h *Handler) readRequestBody(w http.ResponseWriter, r *http.Request, rt *Routes, lg *logLine, format translate.Format, start time.Time) (body []byte, res *reservation, ok bool) {
+	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
+		writeErrorAs(w, format, status, typ, code, msg)
+	}
+	if r.ContentLength > rt.MaxBody {
+		// Refused before a byte of it is read; the connection is not
+		// worth draining.
+		lg.status = http.StatusRequestEntityTooLarge
+		w.Header().Set("Connection", "close")
+		writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
+		return
+	}
+	res, ok = h.bodies.open(r.ContentLength, rt.MaxBodyMemory)
+	if !ok {
+		lg.status = http.StatusServiceUnavailable
+		w.Header().Set("Connection", "close") // not worth draining either
+		h.refused(codeBodyMemoryFull)
+		writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
+		return body, res, false
+	}
+
+	rc := http.NewResponseController(w)
+	if h.BodyReadTimeout > 0 {
+		rc.SetReadDeadline(start.Add(h.BodyReadTimeout))
+	}
+	body, err := readBody(res.reader(http.MaxBytesReader(w, r.Body, rt.MaxBody)), r.ContentLength)
+	if h.BodyReadTimeout > 0 {
+		rc.SetReadDeadline(time.Time{})
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		var ne net.Error
+		switch {
+		case errors.Is(err, errBodyMemoryFull):
+			lg.status = http.StatusServiceUnavailable
+			w.Header().Set("Connection", "close") // the rest is unread
+			h.refused(codeBodyMemoryFull)
+			writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
+		case errors.As(err, &tooBig):
+			lg.status = http.StatusRequestEntityTooLarge
+			writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
+		case errors.As(err, &ne) && ne.Timeout():
+			lg.status, lg.err = http.StatusRequestTimeout, err
+			w.Header().Set("Connection", "close")
+			writeError(w, lg.status, "invalid_request_error", "request_timeout", "switchover: the request body took too long to arrive")
+		default:
+			lg.status, lg.err = 0, err // the client went away while sending
+		}
+		return nil, res, false
+	}
+	return body, res, true
 }
 
 const msgBodyMemoryFull = "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly"

@@ -81,6 +81,9 @@ func (r *reservation) reader(src io.Reader) io.Reader {
 
 // close gives the reservation back. Later calls do nothing.
 func (r *reservation) close() {
+	if r == nil {
+		return
+	}
 	if r.m != nil && r.held > 0 {
 		r.m.used.Add(-r.held)
 	}

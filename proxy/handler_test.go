@@ -34,12 +34,22 @@ func TestClassify(t *testing.T) {
 		{"/v1/models", pathModels, "", "", ""},
 		{"/openai/v1/models", pathModels, "", "", ""},
 		{"/v1/models/gpt-4o", pathModels, "", "", "gpt-4o"},
-		{"/v1/images/generations", pathUnknown, "", "", ""},
+		{"/v1/images/generations", pathAPI, route.ImagesGenerations, "", ""},
+		{"/v1/audio/transcriptions", pathAPI, route.AudioTranscriptions, "", ""},
+		{"/openai/deployments/whisper/audio/transcriptions", pathAPI, route.AudioTranscriptions, "whisper", ""},
+		{"/openai/deployments/dalle/images/generations", pathAPI, route.ImagesGenerations, "dalle", ""},
+		{"/v1/responses", pathAPI, route.Responses, "", ""},
+		{"/openai/v1/responses", pathAPI, route.Responses, "", ""},
+		{"/openai/responses", pathAPI, route.Responses, "", ""},
+		{"/v1/responses/resp_1", pathObject, route.Responses, "", "responses/resp_1"},
+		{"/openai/responses/resp_1/input_items", pathObject, route.Responses, "", "responses/resp_1/input_items"},
+		{"/v1/moderations", pathAPI, route.Moderations, "", ""},
+		{"/v1/files", pathUnknown, "", "", ""},
 		{"/openai/deployments//chat/completions", pathUnknown, "", "", ""},
 		{"/openai/deployments/x/images", pathUnknown, "", "", ""},
 		{"/openai/other", pathUnknown, "", "", ""},
 		{"/v1/messages", pathAPI, route.Messages, "", ""},
-		{"/v1/messages/count_tokens", pathUnknown, "", "", ""},
+		{"/v1/messages/count_tokens", pathAPI, route.CountTokens, "", ""},
 		{"/openai/v1/messages", pathUnknown, "", "", ""},
 		{"/", pathUnknown, "", "", ""},
 	}
@@ -136,7 +146,7 @@ func TestRefusedRequestsAreLogged(t *testing.T) {
 		name, method, path string
 		status             int
 	}{
-		{"unknown route", http.MethodPost, "/v1/images/generations", http.StatusNotFound},
+		{"unknown route", http.MethodPost, "/v1/no/such/route", http.StatusNotFound},
 		{"wrong method", http.MethodGet, "/v1/chat/completions", http.StatusMethodNotAllowed},
 		{"wrong key", http.MethodPost, "/v1/chat/completions", http.StatusUnauthorized},
 	}
