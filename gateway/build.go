@@ -125,6 +125,15 @@ func (g *Gateway) publish(st *state, reason string) {
 	for _, k := range cfg.Keys {
 		routes.Keys = append(routes.Keys, proxy.NewKey(k.Name, k.Key.Value()))
 	}
+	for _, pc := range cfg.Pinned {
+		p := g.pinnedPool(pc.Backend, pc.Pool, st)
+		for _, path := range pc.Paths {
+			routes.Pinned = append(routes.Pinned, proxy.Pinned{Path: config.PinnedPath(path), Pool: p})
+		}
+	}
+	if u := cfg.UnknownPaths; u != nil {
+		routes.Unknown = g.pinnedPool(u.Backend, "", st)
+	}
 	old := g.state.Load()
 	// The replaced breakers go quiet first: their timers would go on
 	// ending trips and emitting transitions for backends that are no
@@ -235,4 +244,19 @@ func statusSet(l config.StatusList) *route.StatusSet {
 		s.AddRange(r.Lo, r.Hi)
 	}
 	return s
+}
+
+// pinnedPool is the pool of a pinned route: the backend alone, or the
+// pool's members, with one attempt either way (a create is never sent
+// twice; calls on an object go to its owner).
+func (g *Gateway) pinnedPool(backend, pool string, st *state) *route.Pool {
+	p := &route.Pool{Attempts: 1, Observer: g.observer, Clock: g.opts.Clock}
+	if backend != "" {
+		p.Name = "pinned:" + backend
+		p.Members = []*route.Member{{Backend: st.backends[backend], Priority: 1}}
+		return p
+	}
+	src := st.pools[pool]
+	p.Name, p.Members = src.Name, src.Members
+	return p
 }

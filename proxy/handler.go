@@ -46,6 +46,14 @@ type Routes struct {
 	// Keep it at least MaxBody, or the largest bodies are never read.
 	// Zero means no bound.
 	MaxBodyMemory int64
+	// Pinned routes the paths of stored objects to one backend or a pool
+	// without failover; the longest matching Path wins. Nil means none:
+	// those paths get 404.
+	Pinned []Pinned
+	// Unknown, if set, takes /v1/ and /openai/v1/ paths that nothing
+	// else routes, passed on as they are. Nil means 404 listing the
+	// routes.
+	Unknown *route.Pool
 	// MaxConcurrentRequests bounds the requests served at once (health,
 	// readiness and metrics excepted): past it a request gets 503
 	// too_many_concurrent_requests with Retry-After: 1 at once, its body
@@ -233,8 +241,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set("X-Request-Id", id)
 
 	kind, op, dep, modelID := classify(r.URL.Path)
+	var pinned *route.Pool
 	if kind == pathUnknown {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
+		if rel, ok := apiRelative(r.URL.Path); ok {
+			if p := pinnedFor(rt, rel); p != nil {
+				kind, pinned, modelID = pathPinned, p.Pool, rel
+			} else if rt.Unknown != nil && (strings.HasPrefix(r.URL.Path, "/v1/") || strings.HasPrefix(r.URL.Path, "/openai/v1/")) {
+				kind, pinned, modelID = pathPinned, rt.Unknown, rel
+			}
+		}
+	}
+	if kind == pathUnknown {
+		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s; %s", r.Method, truncate(r.URL.Path, 200), routeList(rt)))
 		h.logRefused(r, id, http.StatusNotFound)
 		return
 	}
@@ -257,6 +275,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		want = http.MethodGet
 	case pathObject:
 		want = objectMethod(modelID, r.Method)
+	case pathPinned:
+		want = r.Method // the backend's API decides
 	}
 	if r.Method != want {
 		w.Header().Set("Allow", want)
@@ -283,6 +303,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveObject(w, r, rt, modelID, keyName, id)
 		return
 	}
+	if kind == pathPinned {
+		h.servePinned(w, r, rt, pinned, modelID, keyName, id)
+		return
+	}
 	h.serveAPI(w, r, rt, op, format, dep, keyName, id)
 }
 
@@ -300,6 +324,7 @@ const (
 	pathAPI
 	pathModels
 	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
+	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
 )
 
 // classify maps a request path to what it asks for: an API operation (with

@@ -423,7 +423,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 			resp.ContentLength = -1
 			resp.Header.Set("Content-Type", "text/event-stream")
 		}
-		if r.Op == Responses {
+		if r.tagsIDs() {
 			resp.Body = &taggedBody{taggingReader: taggingReader{r: resp.Body, backend: b.Name}, c: resp.Body}
 		}
 		return resp, a, nil
@@ -505,7 +505,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 	if p.checkModel(b) {
 		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
-	if r.Op == Responses {
+	if r.tagsIDs() && isJSON(resp.Header) {
 		out = TagIDs(out, b.Name)
 	}
 	if native != client || len(out) != len(raw) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base32"
 	"io"
+	"mime"
+	"net/http"
 	"strings"
 )
 
@@ -105,6 +107,9 @@ var ownedKeys = map[string]bool{
 }
 
 func isStateful(id string) bool {
+	if strings.HasPrefix(id, "batch_req_") { // a line of a batch's output, not an object
+		return false
+	}
 	for _, p := range statefulPrefixes {
 		if strings.HasPrefix(id, p) {
 			return true
@@ -271,3 +276,15 @@ type taggedBody struct {
 }
 
 func (t *taggedBody) Close() error { return t.c.Close() }
+
+// tagsIDs reports whether the answers to r name objects that live on the
+// backend that made them: Responses, and calls on stored objects.
+func (r *Request) tagsIDs() bool { return r.Op == Responses || r.Path != "" }
+
+// isJSON reports whether a response's Content-Type is JSON. A file's
+// content (application/octet-stream, JSONL) is passed on as it is, even
+// when its lines hold ids.
+func isJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/json"
+}

@@ -314,14 +314,18 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 	now := p.now()
 	var buf [8]*Member
 	cands := buf[:0]
+	owner := ""
+	if r != nil {
+		owner = r.Owner
+	}
 	for i, m := range p.Members {
-		if tried.has(i) || !m.Backend.Usable(now) || r.Owner != "" && m.Backend.Name != r.Owner {
+		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
 			continue
 		}
 		cands = append(cands, m)
 	}
 	if len(cands) == 0 {
-		if r.Owner != "" {
+		if owner != "" {
 			return nil, nil
 		}
 		return p.early(now, tried)
