@@ -41,6 +41,20 @@ func presentedKey(r *http.Request) (string, bool) {
 	if v := r.Header.Get("X-Api-Key"); v != "" {
 		return v, true
 	}
+	if strings.HasSuffix(r.URL.Path, "/realtime") {
+		// A browser cannot set headers on a WebSocket: it sends the key as
+		// a subprotocol, or (Azure's form) in the query.
+		for _, v := range r.Header.Values("Sec-Websocket-Protocol") {
+			for _, p := range strings.Split(v, ",") {
+				if k, ok := strings.CutPrefix(strings.TrimSpace(p), "openai-insecure-api-key."); ok && k != "" {
+					return k, true
+				}
+			}
+		}
+		if v := r.URL.Query().Get("api-key"); v != "" {
+			return v, true
+		}
+	}
 	return "", false
 }
 

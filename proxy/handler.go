@@ -277,6 +277,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		want = objectMethod(modelID, r.Method)
 	case pathPinned:
 		want = r.Method // the backend's API decides
+	case pathRealtime:
+		want = http.MethodGet
 	}
 	if r.Method != want {
 		w.Header().Set("Allow", want)
@@ -303,6 +305,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveObject(w, r, rt, modelID, keyName, id)
 		return
 	}
+	if kind == pathRealtime {
+		h.serveRealtime(w, r, rt, keyName, id)
+		return
+	}
 	if kind == pathPinned {
 		h.servePinned(w, r, rt, pinned, modelID, keyName, id)
 		return
@@ -325,6 +331,7 @@ const (
 	pathModels
 	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
 	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
+	pathRealtime
 )
 
 // classify maps a request path to what it asks for: an API operation (with
@@ -337,6 +344,9 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 			continue
 		}
 		rest = strings.TrimSuffix(rest, "/")
+		if rest == "realtime" && prefix != "/" {
+			return pathRealtime, route.Realtime, "", ""
+		}
 		if prefix == "/openai/" {
 			if rest == "responses" {
 				return pathAPI, route.Responses, "", "" // with an api-version

@@ -54,6 +54,9 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	target, from := prov.Format(), r.format()
 	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header),
 		ContentType: r.ContentType, Method: r.Method, Path: r.Path, RawQuery: r.RawQuery}
+	if r.Op == Realtime {
+		return prepareRealtime(r, m, model, o)
+	}
 	if wireFormat(prov, r.Op) == from && serves(prov, r.Op) {
 		if ib, ok := prov.(interface{ ignoresBodyModel(Operation) bool }); ok && ib.ignoresBodyModel(r.Op) {
 			o.Body = r.Body
@@ -362,6 +365,9 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		return failed(err)
 	}
 	a.Status = resp.StatusCode
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return p.switched(resp, &a, at, failed)
+	}
 	native, client := wireFormat(b.Provider, o.Op), r.format()
 	if resp.StatusCode >= 300 {
 		// The first-byte bound still runs while the error body is read: a

@@ -100,7 +100,9 @@ func forwardHeaders(format translate.Format, src http.Header) http.Header {
 //   - request ids, for support tickets: X-Request-Id (the proxy passes it
 //     on as X-Upstream-Request-Id), Request-Id (Anthropic), Apim-Request-Id
 //     and X-Ms-Request-Id (Azure);
-//   - what served it: Openai-Processing-Ms, Openai-Model, Openai-Version.
+//   - what served it: Openai-Processing-Ms, Openai-Model, Openai-Version;
+//   - a WebSocket handshake's answer (realtime sessions):
+//     Sec-Websocket-Accept, Sec-Websocket-Protocol, Sec-Websocket-Extensions.
 //
 // Everything else is dropped: Set-Cookie (a session with the operator's
 // account), headers that name the operator's account (Openai-Organization,
@@ -112,7 +114,8 @@ func relayedResponse(key string) bool {
 	case "Content-Type", "Content-Length", "Content-Encoding",
 		"Retry-After", "Retry-After-Ms", "X-Should-Retry",
 		"X-Request-Id", "Request-Id", "Apim-Request-Id", "X-Ms-Request-Id",
-		"Openai-Processing-Ms", "Openai-Model", "Openai-Version":
+		"Openai-Processing-Ms", "Openai-Model", "Openai-Version",
+		"Sec-Websocket-Accept", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions":
 		return true
 	}
 	return strings.HasPrefix(key, "X-Ratelimit-") || strings.HasPrefix(key, "Anthropic-Ratelimit-")

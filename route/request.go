@@ -34,6 +34,12 @@ const (
 	ImagesEdits         Operation = "images/edits"
 	ImagesVariations    Operation = "images/variations"
 	Moderations         Operation = "moderations"
+	// Realtime is a WebSocket session (GET /v1/realtime): the engine makes
+	// the upgrade request, failing over until a backend switches
+	// protocols, and returns the 101 response, whose Body is the
+	// connection (an io.ReadWriteCloser) for the caller to join to the
+	// client's.
+	Realtime Operation = "realtime"
 )
 
 // Operations lists the operations a pool routes, in the order
