@@ -48,6 +48,17 @@ type anBlock struct {
 	Title     string          `json:"title,omitempty"`     // document
 	Thinking  *string         `json:"thinking,omitempty"`  // thinking
 	Signature *string         `json:"signature,omitempty"` // thinking: written as "" when there is none
+	// Citations is written as null on the text blocks of translated
+	// answers, as the Messages API writes it when there are none; never
+	// set on requests.
+	Citations json.RawMessage `json:"citations,omitempty"`
+}
+
+// outTextBlock is a text block of an answer: with its citations (none).
+func outTextBlock(s string) anBlock {
+	b := textBlock(s)
+	b.Citations = json.RawMessage("null")
+	return b
 }
 
 type anSource struct {
