@@ -171,6 +171,16 @@ func TestBadFiles(t *testing.T) {
 			`server-limits.bad.yaml:5: server.max_connections: must not be negative`,
 			`server-limits.bad.yaml:6: server.max_concurrent_requests: must not be negative`,
 		}},
+		{"pinned.bad.yaml", []string{
+			`pinned.bad.yaml:3: backends[1].responses_api: only for openai, openai_compatible and azure backends`,
+			`pinned.bad.yaml:8: pinned[0]: name a backend or a pool, not both`,
+			`pinned.bad.yaml:9: pinned[1].paths[0]: "chat/completions" is routed by the pools`,
+			`pinned.bad.yaml:10: pinned[2].backend: no backend is named "nowhere"`,
+			`pinned.bad.yaml:11: pinned[3].paths[0]: messages/batches is Anthropic's API: pin it to an anthropic backend`,
+			`pinned.bad.yaml:12: pinned[4].paths[0]: "files" is already pinned by pinned[0]`,
+			`pinned.bad.yaml:13: pinned[5].paths: list the API paths`,
+			`pinned.bad.yaml:14: unknown_paths.backend: unknown paths are OpenAI API paths`,
+		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
 		}},

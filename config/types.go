@@ -330,6 +330,12 @@ type Backend struct {
 	// key's default. Callers can never set these headers themselves.
 	Organization string `yaml:"organization"`
 	Project      string `yaml:"project"`
+	// ResponsesAPI says whether an openai, openai_compatible or azure
+	// backend serves OpenAI's Responses API (POST /responses; azure on its
+	// /openai/v1/ API). Default true. False: Responses calls are
+	// translated to chat completions for it (stateless: store and
+	// previous_response_id then need a member that has the API).
+	ResponsesAPI *bool `yaml:"responses_api"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`

@@ -359,6 +359,9 @@ func (c *Config) validate() []Problem {
 		if b.AnthropicVersion != "" && b.Type != TypeAnthropic {
 			add(p+".anthropic_version", "only for anthropic backends")
 		}
+		if b.ResponsesAPI != nil && b.Type != TypeOpenAI && b.Type != TypeOpenAICompatible && b.Type != TypeAzure {
+			add(p+".responses_api", "only for openai, openai_compatible and azure backends (anthropic and gemini are always reached through translation)")
+		}
 		openai := b.Type == TypeOpenAI || b.Type == TypeOpenAICompatible
 		if b.Organization != "" && !openai {
 			add(p+".organization", "only for openai and openai_compatible backends")

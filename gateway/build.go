@@ -201,9 +201,11 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 	}
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:
-		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Organization: bc.Organization, Project: bc.Project, Header: hdr}
+		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Organization: bc.Organization, Project: bc.Project, Header: hdr,
+			NoResponses: bc.ResponsesAPI != nil && !*bc.ResponsesAPI}
 	case config.TypeAzure:
-		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}
+		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr,
+			NoResponses: bc.ResponsesAPI != nil && !*bc.ResponsesAPI}
 		if e := bc.Entra; e != nil {
 			src, err := g.entra.Source(entra.Settings{
 				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),

@@ -68,6 +68,13 @@ func backendYAML(d sim.Deployment, e sim.Endpoint) string {
 // priority order.
 func startProviders(t *testing.T, order []string, edit func(*sim.Deployment), extra string) *providerEnv {
 	t.Helper()
+	return startProvidersWith(t, order, edit, extra, nil)
+}
+
+// startProvidersWith is startProviders with the gateway's YAML passed
+// through mod before it is parsed.
+func startProvidersWith(t *testing.T, order []string, edit func(*sim.Deployment), extra string, mod func(string) string) *providerEnv {
+	t.Helper()
 	deps := append([]sim.Deployment(nil), simProviders...)
 	for i := range deps {
 		if edit != nil {
@@ -97,9 +104,13 @@ func startProviders(t *testing.T, order []string, edit func(*sim.Deployment), ex
 		}
 	}
 	y.WriteString(extra)
-	cfg, err := config.Parse("providers.yaml", []byte(y.String()), func(string) (string, bool) { return "", false })
+	yml := y.String()
+	if mod != nil {
+		yml = mod(yml)
+	}
+	cfg, err := config.Parse("providers.yaml", []byte(yml), func(string) (string, bool) { return "", false })
 	if err != nil {
-		t.Fatalf("%v\n%s", err, y.String())
+		t.Fatalf("%v\n%s", err, yml)
 	}
 	logs := &syncBuffer{}
 	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(logs, "json", "info")})

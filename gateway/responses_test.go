@@ -165,3 +165,33 @@ func TestResponsesStateStaysWithItsOwner(t *testing.T) {
 		t.Fatalf("untagged id: %v", err)
 	}
 }
+
+// TestResponsesAPIFalseTranslates: a backend configured without the
+// Responses API gets Responses calls as chat completions, and the caller
+// still gets a Responses answer; with the API, the backend's own
+// response comes back.
+func TestResponsesAPIFalseTranslates(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		mod        func(string) string
+		wantNative bool
+	}{
+		{"default: native", nil, true},
+		{"responses_api: false: through chat", func(y string) string {
+			return strings.Replace(y, "{name: local, type: openai_compatible,", "{name: local, type: openai_compatible, responses_api: false,", 1)
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startProvidersWith(t, []string{"local"}, nil, "", tt.mod)
+			c := e.openai()
+			r, err := c.Responses.New(t.Context(), responseParams("Hello"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, orig, _ := route.UntagID(r.ID)
+			if _, native := e.sim.ObjectOwner(orig); native != tt.wantNative || r.OutputText() == "" {
+				t.Fatalf("id %q made by the backend: %v, want %v; text %q", orig, native, tt.wantNative, r.OutputText())
+			}
+		})
+	}
+}

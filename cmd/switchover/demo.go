@@ -64,6 +64,11 @@ backends:
 		fmt.Fprintf(&b, "      - {backend: aoai-%s, priority: %d, model: %s}\n", e.Name, demoPriority[e.Name], e.Deployment)
 	}
 	b.WriteString("    retry: {attempts: 3}\n")
+	b.WriteString(`# Files and batches live where they are made: a new one goes to a usable
+# region, and every later call on it (ids name their region) goes there.
+pinned:
+  - {paths: [files, uploads, batches], pool: chat-prod}
+`)
 	return b.String()
 }
 
