@@ -195,3 +195,82 @@ func TestResponsesAPIFalseTranslates(t *testing.T) {
 		})
 	}
 }
+
+var weatherFn = responses.ToolParamOfFunction("get_weather", map[string]any{
+	"type":       "object",
+	"properties": map[string]any{"city": map[string]any{"type": "string"}},
+	"required":   []string{"city"},
+}, false)
+
+// TestResponsesToolsAcrossAFailover is the failover-safe way to hold a
+// Responses conversation: store false, the whole context sent each turn.
+// The tool call comes from Azure natively; Azure is then benched, and the
+// turn with the tool's output is answered by Anthropic through chat.
+func TestResponsesToolsAcrossAFailover(t *testing.T) {
+	e := startProviders(t, []string{"aoai-weu", "claude"}, nil, "")
+	c := e.openai()
+	ctx := t.Context()
+	user := responses.ResponseInputItemParamOfMessage("Weather in Paris?", responses.EasyInputMessageRoleUser)
+	p := responses.ResponseNewParams{
+		Model: "chat-prod", Store: openai.Bool(false), MaxOutputTokens: openai.Int(256),
+		Tools: []responses.ToolUnionParam{weatherFn},
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{user}},
+	}
+	var raw *http.Response
+	r1, err := c.Responses.New(ctx, p, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var call *responses.ResponseFunctionToolCall
+	for _, it := range r1.Output {
+		if fc, ok := it.AsAny().(responses.ResponseFunctionToolCall); ok {
+			call = &fc
+		}
+	}
+	if call == nil || call.Name != "get_weather" || raw.Header.Get(route.HeaderBackend) != "aoai-weu" {
+		t.Fatalf("turn 1 from %q: %+v", raw.Header.Get(route.HeaderBackend), r1.Output)
+	}
+
+	e.gw.Backend("aoai-weu").Breaker.Force(breaker.Open, time.Now().Add(time.Hour), "test")
+	out := responses.ResponseInputItemParamOfFunctionCallOutput(`{"temp_c":21}`)
+	out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
+	p.Input.OfInputItemList = responses.ResponseInputParam{user,
+		responses.ResponseInputItemParamOfFunctionCall(call.Arguments, call.CallID, call.Name), out}
+	r2, err := c.Responses.New(ctx, p, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get(route.HeaderBackend) != "claude" || r2.OutputText() == "" {
+		t.Fatalf("turn 2 from %q: %+v", raw.Header.Get(route.HeaderBackend), r2.Output)
+	}
+}
+
+// TestResponsesStructuredOutput: a json_schema text format reaches a
+// native member as it is and Gemini through chat; Anthropic, which cannot
+// honour it, is skipped with the reason.
+func TestResponsesStructuredOutput(t *testing.T) {
+	p := responseParams("Give me a city")
+	p.Text = responses.ResponseTextConfigParam{Format: responses.ResponseFormatTextConfigParamOfJSONSchema("city", map[string]any{
+		"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"},
+	})}
+	for _, tt := range []struct {
+		order []string
+		want  string
+	}{
+		{[]string{"openai"}, "openai"},
+		{[]string{"claude", "gemini"}, "gemini"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			e := startProviders(t, tt.order, nil, "")
+			var raw *http.Response
+			c := e.openai()
+			r, err := c.Responses.New(t.Context(), p, option.WithResponseInto(&raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw.Header.Get(route.HeaderBackend) != tt.want || r.OutputText() == "" {
+				t.Fatalf("from %q: %q", raw.Header.Get(route.HeaderBackend), r.OutputText())
+			}
+		})
+	}
+}
