@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/sim"
 )
 
 func responseParams(input string) responses.ResponseNewParams {
@@ -272,5 +273,46 @@ func TestResponsesStructuredOutput(t *testing.T) {
 				t.Fatalf("from %q: %q", raw.Header.Get(route.HeaderBackend), r.OutputText())
 			}
 		})
+	}
+}
+
+// TestBackgroundResponsesPolledOnTheirOwner: a background response is
+// polled, and cancelled, on the region that runs it, through its peer's
+// failure, with the simulated regions on a fake clock.
+func TestBackgroundResponsesPolledOnTheirOwner(t *testing.T) {
+	clk, s, _, _, gw := simGatewayAt(t, "{failures: 3, window: 30s, trip: 30s}", func(d *sim.Deployment) { d.Latency.Median = 2 * time.Second })
+	c := openai.NewClient(option.WithBaseURL(gw+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	ctx := t.Context()
+	p := responseParams("Take your time")
+	p.Background = openai.Bool(true)
+	var raw *http.Response
+	r, err := c.Responses.New(ctx, p, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := raw.Header.Get(route.HeaderBackend)
+	if r.Status != "queued" && r.Status != "in_progress" {
+		t.Fatalf("background response status %q", r.Status)
+	}
+	for _, other := range []string{"uksouth", "swedencentral", "westeurope"} {
+		if other != owner {
+			if err := s.SetFault(other, sim.Fault{Mode: sim.FaultMode("down")}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clk.Advance(time.Minute)
+	got, err := c.Responses.Get(ctx, r.ID, responses.ResponseGetParams{}, option.WithResponseInto(&raw))
+	if err != nil || got.Status != "completed" || raw.Header.Get(route.HeaderBackend) != owner {
+		t.Fatalf("polled: %v, status %q from %q (owner %q)", err, got.Status, raw.Header.Get(route.HeaderBackend), owner)
+	}
+
+	r2, err := c.Responses.New(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := c.Responses.Cancel(ctx, r2.ID)
+	if err != nil || cancelled.Status != "cancelled" || cancelled.ID != r2.ID {
+		t.Fatalf("cancel: %v, %+v", err, cancelled)
 	}
 }

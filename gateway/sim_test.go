@@ -29,12 +29,23 @@ func (instant) Wait(ctx context.Context, d time.Duration) error { return ctx.Err
 // who answered.
 func simGateway(t *testing.T, breaker string) (*fakeclock.Clock, *sim.Sim, *gateway.Gateway, func() (string, string)) {
 	t.Helper()
+	clk, s, g, send, _ := simGatewayAt(t, breaker)
+	return clk, s, g, send
+}
+
+// simGatewayAt is simGateway, and the gateway's base URL; edit, if any,
+// changes each simulated deployment.
+func simGatewayAt(t *testing.T, breaker string, edit ...func(*sim.Deployment)) (*fakeclock.Clock, *sim.Sim, *gateway.Gateway, func() (string, string), string) {
+	t.Helper()
 	clk := fakeclock.New()
 	cfg := sim.Config{Seed: 1, Slice: 10 * time.Second}
 	for _, r := range []string{"uksouth", "swedencentral", "westeurope"} {
 		cfg.Deployments = append(cfg.Deployments, sim.Deployment{
 			Name: r, Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 60, TPM: 6000},
 		})
+		for _, e := range edit {
+			e(&cfg.Deployments[len(cfg.Deployments)-1])
+		}
 	}
 	s, err := sim.Start(t.Context(), cfg, sim.WithClock(clk), sim.WithWaiter(instant{}))
 	if err != nil {
@@ -65,7 +76,8 @@ func simGateway(t *testing.T, breaker string) (*fakeclock.Clock, *sim.Sim, *gate
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
-	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+	base := "http://" + ln.Addr().String()
+	url := base + "/v1/chat/completions"
 	send := func() (backend, failover string) {
 		t.Helper()
 		resp, err := testClient.Post(url, "application/json", strings.NewReader(`{"model":"chat-prod","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
@@ -79,7 +91,7 @@ func simGateway(t *testing.T, breaker string) (*fakeclock.Clock, *sim.Sim, *gate
 		}
 		return resp.Header.Get("X-Switchover-Backend"), resp.Header.Get("X-Switchover-Failover")
 	}
-	return clk, s, g, send
+	return clk, s, g, send, base
 }
 
 // exhaustPrimary sends 13 requests: 10 within uksouth's slice quota, then 3
