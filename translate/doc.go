@@ -20,6 +20,11 @@
 // EstimateOpenAITokens estimate input tokens where no backend counts them
 // (count_tokens, message_start).
 //
+// Responses API clients go Responses -> chat (ResponsesRequestToOpenAI)
+// and back (OpenAIResponseToResponses, NewOpenAIToResponsesStream); their
+// errors use the OpenAI error shape, so ErrorToOpenAI serves them. The
+// Responses mapping is documented at the top of responses.go.
+//
 // # What cannot be honoured
 //
 // A request converter never drops a feature the caller asked for: it returns
