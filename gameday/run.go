@@ -148,7 +148,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 		done := make(chan error, 1)
 		go func() { done <- g.Serve(gctx, ln) }()
 		defer func() { stop(); <-done }()
-		url = "http://" + ln.Addr().String() + "/v1/chat/completions"
+		url = "http://" + ln.Addr().String() + "/v1/" + sc.Load.request().Path()
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
 		defer client.CloseIdleConnections()
 	default:
@@ -156,7 +156,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 		// transport, and calls go straight to the regions. A noise load
 		// shares it, as another part of the same application would.
 		defer g.Close(context.Background())
-		url = "http://client.invalid/v1/chat/completions"
+		url = "http://client.invalid/v1/" + sc.Load.request().Path()
 		client = &http.Client{Transport: g.Pool("chat-prod")}
 	}
 	caller := newCaller(sc.Load, url, client, keyOf(keys, mainKey))
@@ -272,9 +272,14 @@ func newCaller(l Load, url string, client *http.Client, key string) *load.HTTPCa
 		URL:     url,
 		Client:  client,
 		Key:     key,
-		Request: load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream},
+		Request: l.request(),
 		Timeout: l.Timeout.D(),
 	}
+}
+
+// request is the request l sends.
+func (l Load) request() load.Request {
+	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API}
 }
 
 func loadOptions(l Load) load.Options {

@@ -498,3 +498,35 @@ func TestExampleScenarioFilesLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesScenario runs a Responses API load (streamed) through the
+// gateway with the primary region down for a while: the requests are
+// answered as Responses streams, and traffic leaves the region and comes
+// back. How many failed, and when, is the game day's to print.
+func TestResponsesScenario(t *testing.T) {
+	sc := Scenario{
+		Name: "responses", Compress: 1,
+		Regions: []Region{
+			{Name: "westeurope", Latency: d(40 * time.Millisecond)},
+			{Name: "swedencentral", Latency: d(60 * time.Millisecond)},
+		},
+		Load:   Load{Rate: 20, Duration: d(3 * time.Second), MaxTokens: 5, Stream: true, API: "responses", Timeout: d(10 * time.Second)},
+		Faults: []Fault{{Region: "westeurope", Mode: "down", From: d(time.Second), To: d(2 * time.Second)}},
+		Outage: "westeurope",
+		Setups: []Setup{{
+			Name: "defaults", Mode: "gateway", Defaults: true,
+			Members: []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
+		}},
+	}
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := rep.Scenarios[0].Runs[0]
+	if run.Summary.Succeeded == 0 {
+		t.Fatalf("no Responses stream answered: %+v", run.Summary)
+	}
+	if o := run.Outage; o == nil || o.Moved < 0 {
+		t.Fatalf("the outage was not seen: %+v", o)
+	}
+}

@@ -80,6 +80,9 @@ type Load struct {
 	MaxTokens int    `yaml:"max_tokens"`
 	Prompt    string `yaml:"prompt"`
 	Stream    bool   `yaml:"stream"`
+	// API is "chat" (chat completions, the default) or "responses" (the
+	// Responses API).
+	API string `yaml:"api"`
 	// Timeout bounds each request, waits included. Default 60s.
 	Timeout Duration `yaml:"timeout"`
 }
@@ -243,6 +246,9 @@ func (l Load) validate(what string) []error {
 	if l.Duration <= 0 && l.Total <= 0 {
 		errs = append(errs, fmt.Errorf("%s: set a duration or a total", what))
 	}
+	if l.API != "" && l.API != "chat" && l.API != "responses" {
+		errs = append(errs, fmt.Errorf("%s: api must be chat or responses, not %q", what, l.API))
+	}
 	return errs
 }
 
@@ -352,6 +358,9 @@ func (l Load) describe() string {
 	}
 	if l.Stream {
 		what += ", streamed"
+	}
+	if l.API == "responses" {
+		what += ", Responses API"
 	}
 	return what
 }

@@ -36,6 +36,21 @@ type Request struct {
 	MaxTokens int
 	// Stream asks for a streamed answer (with include_usage).
 	Stream bool
+	// API is the call's shape: "chat" (chat completions, the default) or
+	// "responses" (the Responses API: input, max_output_tokens; streams
+	// of response.* events).
+	API string
+}
+
+// APIResponses is the Request.API of Responses API calls.
+const APIResponses = "responses"
+
+// Path is the API path the request is sent to under /v1/.
+func (r Request) Path() string {
+	if r.API == APIResponses {
+		return "responses"
+	}
+	return "chat/completions"
 }
 
 // Body returns the JSON body of the request.
@@ -56,6 +71,15 @@ func (r Request) Body() []byte {
 	if r.Stream {
 		body["stream"] = true
 		body["stream_options"] = map[string]bool{"include_usage": true}
+	}
+	if r.API == APIResponses {
+		body = map[string]any{"model": r.Model, "input": r.Prompt, "store": false}
+		if r.MaxTokens > 0 {
+			body["max_output_tokens"] = r.MaxTokens
+		}
+		if r.Stream {
+			body["stream"] = true
+		}
 	}
 	b, _ := json.Marshal(body)
 	return b
@@ -173,7 +197,9 @@ func (c *HTTPCaller) once(ctx context.Context, began time.Time) attemptSample {
 		s.retryAfter = route.RetryAfter(resp.Header, time.Now())
 		return s
 	}
-	if c.Request.Stream {
+	if c.Request.Stream && c.Request.API == APIResponses {
+		s.OK, s.Failure = readResponsesStream(resp.Body, func() { s.FirstByte = time.Since(began) })
+	} else if c.Request.Stream {
 		s.OK, s.Failure = readStream(resp.Body, func() { s.FirstByte = time.Since(began) })
 	} else {
 		s.OK, s.Failure = readCompletion(resp.Body)
@@ -199,6 +225,9 @@ func transportFailure(ctx context.Context, err error) string {
 // content (or a tool call, or a finish reason).
 func readCompletion(r io.Reader) (bool, string) {
 	var c struct {
+		Object  string            `json:"object"` // "response": a Responses API answer
+		Output  []json.RawMessage `json:"output"`
+		Status  string            `json:"status"`
 		Choices []struct {
 			Message struct {
 				Content   *string          `json:"content"`
@@ -213,6 +242,12 @@ func readCompletion(r io.Reader) (bool, string) {
 	}
 	if len(c.Data) > 0 {
 		return true, ""
+	}
+	if c.Object == "response" {
+		if len(c.Output) > 0 && (c.Status == "completed" || c.Status == "incomplete") {
+			return true, ""
+		}
+		return false, "invalid_body"
 	}
 	if len(c.Choices) == 0 {
 		return false, "invalid_body"
@@ -260,6 +295,36 @@ func readStream(r io.Reader, firstEvent func()) (bool, string) {
 		return false, "stream_error"
 	}
 	if !done || chunks == 0 {
+		return false, "stream_error"
+	}
+	return true, ""
+}
+
+// readResponsesStream reads a Responses API stream to its end. It is
+// valid when it ends with response.completed or response.incomplete and
+// carried no error or response.failed event. firstEvent is called at the
+// first event.
+func readResponsesStream(r io.Reader, firstEvent func()) (bool, string) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	events, done := 0, false
+	for sc.Scan() {
+		name, ok := strings.CutPrefix(sc.Text(), "event:")
+		if !ok {
+			continue
+		}
+		if events == 0 {
+			firstEvent()
+		}
+		events++
+		switch strings.TrimSpace(name) {
+		case "response.completed", "response.incomplete":
+			done = true
+		case "error", "response.failed":
+			return false, "stream_error"
+		}
+	}
+	if sc.Err() != nil || !done {
 		return false, "stream_error"
 	}
 	return true, ""

@@ -170,7 +170,18 @@ func newJSONRequest(op Operation, body []byte, header http.Header) (*Request, er
 	if header == nil {
 		header = http.Header{}
 	}
-	return &Request{Op: op, Body: body, Header: header, Model: model, Stream: stream, modelSpan: ms, bodyModel: model}, nil
+	return &Request{Op: op, Body: body, Header: header, Model: model, Stream: stream, modelSpan: ms, bodyModel: model, Format: op.format()}, nil
+}
+
+// format is the wire format of op's bodies.
+func (op Operation) format() translate.Format {
+	switch op {
+	case Responses:
+		return translate.Responses
+	case Messages, CountTokens:
+		return translate.Anthropic
+	}
+	return translate.OpenAI
 }
 
 // BodyFor returns the body to send to a backend that reads the model from

@@ -25,7 +25,9 @@ var _ http.RoundTripper = (*Pool)(nil)
 // an http.Client, such as the one an OpenAI SDK uses. The request's URL
 // host is ignored: the pool's backends decide where it goes. Its path
 // selects the operation (…/chat/completions, …/completions,
-// …/embeddings, including Azure /openai/deployments/{name}/… paths). Of
+// …/embeddings, …/responses, …/messages, …/audio/transcriptions and the
+// other operations of Operations, including Azure
+// /openai/deployments/{name}/… paths). Of
 // the caller's headers only a short allowlist goes upstream (see
 // forwardHeaders); each backend sends its own credentials.
 func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -52,7 +54,13 @@ func (p *Pool) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, fmt.Errorf("%w: over %d bytes", ErrBodyTooLarge, limit)
 		}
 	}
-	r, err := NewRequest(op, b, req.Header)
+	var r *Request
+	var err error
+	if op.Multipart() {
+		r, err = NewMultipartRequest(op, b, req.Header.Get("Content-Type"), req.Header)
+	} else {
+		r, err = NewRequest(op, b, req.Header)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	url := fs.String("url", "http://127.0.0.1:8080/v1/chat/completions", "chat completions URL (gateway or backend)")
+	url := fs.String("url", "", "URL of the calls (gateway or backend) (default http://127.0.0.1:8080/v1/chat/completions, or …/v1/responses with -api responses)")
+	api := fs.String("api", "chat", "chat (chat completions) or responses (the Responses API)")
 	model := fs.String("model", "chat-prod", "model (the gateway's pool)")
 	key := fs.String("key", os.Getenv("SWITCHOVER_KEY"), "key sent as Bearer and api-key (default $SWITCHOVER_KEY)")
 	rate := fs.Float64("rate", 0, "open model: requests per second")
@@ -95,11 +96,18 @@ Flags:
 	if *client != "" && *strategy != "" {
 		return usageError{errors.New("use -client or -strategy, not both")}
 	}
+	if *api != "chat" && *api != load.APIResponses {
+		return usageError{fmt.Errorf("-api must be chat or responses, not %q", *api)}
+	}
+	req := load.Request{Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, Stream: *stream, API: *api}
+	if *url == "" {
+		*url = "http://127.0.0.1:8080/v1/" + req.Path()
+	}
 
 	caller := &load.HTTPCaller{
 		URL:            *url,
 		Key:            *key,
-		Request:        load.Request{Model: *model, Prompt: *prompt, MaxTokens: *maxTokens, Stream: *stream},
+		Request:        req,
 		Timeout:        *timeout,
 		WaitRetryAfter: *waitRA,
 	}
@@ -137,7 +145,7 @@ Flags:
 		}
 		defer closePool()
 		caller.Client = &http.Client{Transport: pool}
-		caller.URL = "http://client.invalid/v1/chat/completions"
+		caller.URL = "http://client.invalid/v1/" + req.Path()
 		target = "client-side pool " + pool.Name
 	}
 
