@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/sim"
 )
 
 func (e *providerEnv) anthropic() anthropic.Client {
@@ -102,5 +103,52 @@ func TestTranslatedAnthropicAnswerHasRequestID(t *testing.T) {
 	}
 	if id := raw.Header.Get("Request-Id"); id == "" || id != raw.Header.Get("X-Request-Id") {
 		t.Fatalf("request-id %q, x-request-id %q", id, raw.Header.Get("X-Request-Id"))
+	}
+}
+
+// TestMessageBatchesPinnedToAnthropic: Anthropic's message batches,
+// pinned to the Anthropic backend, are made and read there, the batch id
+// naming it.
+func TestMessageBatchesPinnedToAnthropic(t *testing.T) {
+	e := startProviders(t, []string{"openai", "claude"}, nil, "pinned:\n  - {paths: [messages/batches], backend: claude}\n")
+	ac := e.anthropic()
+	ctx := t.Context()
+	var raw *http.Response
+	b, err := ac.Messages.Batches.New(ctx, anthropic.MessageBatchNewParams{Requests: []anthropic.MessageBatchNewParamsRequest{{
+		CustomID: "r1",
+		Params: anthropic.MessageBatchNewParamsRequestParams{Model: "claude-sonnet-4-5", MaxTokens: 16,
+			Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hi"))}},
+	}}}, aoption.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if owner, _, ok := route.UntagID(b.ID); !ok || owner != "claude" || raw.Header.Get(route.HeaderBackend) != "claude" {
+		t.Fatalf("batch %q from %q", b.ID, raw.Header.Get(route.HeaderBackend))
+	}
+	got, err := ac.Messages.Batches.Get(ctx, b.ID, anthropic.MessageBatchGetParams{})
+	if err != nil || got.ID != b.ID {
+		t.Fatalf("get: %v %+v", err, got)
+	}
+}
+
+// TestExtendedThinkingToAReasoningModel: thinking from an Anthropic client
+// reaches an OpenAI member whose model reasons as reasoning_effort.
+func TestExtendedThinkingToAReasoningModel(t *testing.T) {
+	e := startProviders(t, []string{"openai"}, func(d *sim.Deployment) {
+		if d.Name == "openai" {
+			d.Deployment, d.Model = "o3-mini", "o3-mini"
+		}
+	}, "")
+	ac := e.anthropic()
+	var raw *http.Response
+	msg, err := ac.Messages.New(t.Context(), anthropic.MessageNewParams{
+		Model: "claude-sonnet-4-5", MaxTokens: 4096, Thinking: anthropic.ThinkingConfigParamOfEnabled(8192),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Think, then say hello"))},
+	}, aoption.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get(route.HeaderBackend) != "openai" || len(msg.Content) == 0 {
+		t.Fatalf("from %q: %+v", raw.Header.Get(route.HeaderBackend), msg.Content)
 	}
 }
