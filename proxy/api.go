@@ -281,7 +281,7 @@ func readBody(r io.Reader, n int64) ([]byte, error) {
 // Plain bodies, copied in one go, keep the large buffer.
 var (
 	plainBufs  = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-	streamBufs = sync.Pool{New: func() any { b := make([]byte, 4<<10); return &b }}
+	streamBufs = sync.Pool{New: func() any { b := make([]byte, 2<<10); return &b }}
 )
 
 // copyBody copies src to w through a buffer from bufs. With flush set it
