@@ -97,13 +97,16 @@ func printableName(b []byte) bool {
 // batches.
 var statefulPrefixes = []string{"resp_", "file-", "file_", "upload_", "batch_", "vs_", "ftjob-", "conv_", "cntr_", "msgbatch_"}
 
-// ownedKeys are the JSON members whose value names an object that lives
-// on one backend.
+// ownedKeys are the JSON members whose value (or, for the plural ones,
+// whose array's values) names an object that lives on one backend. Only
+// these are tagged in answers and untagged in requests: a caller's text
+// that happens to look like an id is never touched.
 var ownedKeys = map[string]bool{
 	"id": true, "previous_response_id": true, "response_id": true,
 	"file_id": true, "input_file_id": true, "output_file_id": true, "error_file_id": true,
 	"batch_id": true, "vector_store_id": true, "upload_id": true, "conversation_id": true,
 	"conversation": true, "container_id": true, "first_id": true, "last_id": true,
+	"file_ids": true, "vector_store_ids": true, "response_ids": true,
 }
 
 func isStateful(id string) bool {
@@ -139,7 +142,10 @@ func TagIDs(body []byte, backend string) []byte {
 func UntagIDs(body []byte) ([]byte, string, error) {
 	var owner string
 	var conflict error
-	out := rewriteStrings(body, func(_, v string) (string, bool) {
+	out := rewriteStrings(body, func(key, v string) (string, bool) {
+		if !ownedKeys[key] {
+			return "", false
+		}
 		b, orig, ok := UntagID(v)
 		if !ok {
 			return "", false
@@ -167,33 +173,61 @@ func (e *OwnerConflictError) Error() string {
 
 // rewriteStrings scans body, JSON or SSE text whose data lines are JSON,
 // for string values, and replaces those for which fn returns a
-// replacement. key is the member the value belongs to ("" in an array).
+// replacement. key is the member the value belongs to: for a value in an
+// array, the array's member ("" at the top or in an array of arrays).
 // Only strings without escapes are offered: ids never have any. The scan
-// is lexical: it needs no valid document, so it works on SSE events too.
+// is lexical: it needs no valid document, so it works on SSE events too,
+// and on pretty-printed JSON.
 func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 	var out []byte
 	last := 0 // body[last:] not yet copied to out
-	key := ""
+	key := "" // the member whose value comes next
+	// stack holds, for each open array, its member; objects push "".
+	var stackBuf [16]string
+	stack := stackBuf[:0]
+	inArray := func() (string, bool) {
+		if n := len(stack); n > 0 && stack[n-1] != "{" {
+			return stack[n-1], true
+		}
+		return "", false
+	}
 	for i := 0; i < len(body); i++ {
-		if body[i] != '"' {
+		switch body[i] {
+		case '{':
+			stack = append(stack, "{")
+			key = ""
+			continue
+		case '[':
+			stack = append(stack, "["+key)
+			key = ""
+			continue
+		case '}', ']':
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			key = ""
+			continue
+		case '"':
+		default:
 			continue
 		}
 		// A string: find its end, noting escapes.
 		j, escaped := i+1, false
-		for j < len(body) && body[j] != '"' {
+		for j < len(body) && body[j] != '"' && body[j] != '\n' {
 			if body[j] == '\\' {
 				escaped = true
 				j++
 			}
 			j++
 		}
-		if j >= len(body) {
-			break
+		if j >= len(body) || body[j] != '"' {
+			i = j - 1
+			continue
 		}
 		s := body[i+1 : j]
 		// A key is followed by a colon; a value is not.
 		k := j + 1
-		for k < len(body) && (body[k] == ' ' || body[k] == '\t' || body[k] == '\n' || body[k] == '\r') {
+		for k < len(body) && (body[k] == ' ' || body[k] == '\t' || body[k] == '\r') {
 			k++
 		}
 		if k < len(body) && body[k] == ':' {
@@ -201,14 +235,20 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 			i = j
 			continue
 		}
+		valueKey := key
+		if ak, ok := inArray(); ok {
+			valueKey = ak[1:] // the array's member
+		}
 		if !escaped {
-			if r, ok := fn(key, string(s)); ok {
+			if r, ok := fn(valueKey, string(s)); ok {
 				out = append(out, body[last:i+1]...)
 				out = append(out, r...)
 				last = j
 			}
 		}
-		key = ""
+		if _, ok := inArray(); !ok {
+			key = ""
+		}
 		i = j
 	}
 	if out == nil {

@@ -106,3 +106,27 @@ func TestTaggingReaderAcrossReads(t *testing.T) {
 		t.Fatalf("cut stream: %q, %v", got, err)
 	}
 }
+
+// TestUntagIDsOnlyAtIDMembers is the regression test for a caller's text
+// that looks like a tagged id: it is neither rewritten nor taken as an
+// owner; ids in arrays of id members are, also pretty-printed.
+func TestUntagIDsOnlyAtIDMembers(t *testing.T) {
+	tagged := TagID("resp_1", "weu")
+	text := `{"input":[{"role":"user","content":"` + tagged + `"}],"metadata":{"note":"` + tagged + `"}}`
+	out, owner, err := UntagIDs([]byte(text))
+	if err != nil || owner != "" || string(out) != text {
+		t.Fatalf("text rewritten: %s, owner %q, %v", out, owner, err)
+	}
+	f1, f2 := TagID("file-1", "sec"), TagID("file-2", "sec")
+	pretty := "{\n  \"vector_store_ids\": [\n    \"" + TagID("vs_1", "sec") + "\"\n  ],\n  \"file_ids\": [\n    \"" + f1 + "\",\n    \"" + f2 + "\"\n  ],\n  \"name\": \"" + f1 + "\"\n}"
+	out, owner, err = UntagIDs([]byte(pretty))
+	want := "{\n  \"vector_store_ids\": [\n    \"vs_1\"\n  ],\n  \"file_ids\": [\n    \"file-1\",\n    \"file-2\"\n  ],\n  \"name\": \"" + f1 + "\"\n}"
+	if err != nil || owner != "sec" || string(out) != want {
+		t.Fatalf("got %s (owner %q, %v)\nwant %s", out, owner, err, want)
+	}
+	// Tagging finds the ids of a pretty-printed list too.
+	list := "{\n  \"object\": \"list\",\n  \"data\": [\n    {\n      \"id\": \"file-a\",\n      \"object\": \"file\"\n    }\n  ]\n}"
+	if got := string(TagIDs([]byte(list), "weu")); !strings.Contains(got, TagID("file-a", "weu")) {
+		t.Fatalf("pretty list not tagged: %s", got)
+	}
+}
