@@ -307,3 +307,37 @@ func TestBackendCredentialsNeverRelayed(t *testing.T) {
 		})
 	}
 }
+
+// echoCredentialInStream starts a stream, then ends it with an error event
+// quoting the credential the upstream received, split across two writes.
+func echoCredentialInStream(w http.ResponseWriter, r *http.Request) {
+	cred := r.Header.Get("Authorization") + r.Header.Get("Api-Key")
+	w.Header().Set("Content-Type", "text/event-stream")
+	io.WriteString(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
+	w.(http.Flusher).Flush()
+	msg, _ := json.Marshal("upstream rejected credential " + cred)
+	ev := fmt.Sprintf("data: {\"error\":{\"message\":%s,\"type\":\"server_error\"}}\n\n", msg)
+	half := len(ev) / 2
+	io.WriteString(w, ev[:half])
+	w.(http.Flusher).Flush()
+	io.WriteString(w, ev[half:])
+}
+
+// TestStreamErrorEventsAreRedacted is the regression test for a backend
+// credential quoted in an error event inside a passed-through stream:
+// it never reaches the client, even split across reads.
+func TestStreamErrorEventsAreRedacted(t *testing.T) {
+	h := start(t, []upstreamtest.Step{echoCredentialInStream}, []upstreamtest.Step{answer("sec")}, "")
+	resp, body := h.post("/v1/chat/completions", `{"model":"chat-prod","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 || !strings.Contains(body, "\"content\":\"hi\"") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if !strings.Contains(body, "upstream rejected credential") || !strings.Contains(body, "[redacted]") {
+		t.Fatalf("the error event was not relayed, redacted: %s", body)
+	}
+	for _, secret := range []string{weuSecret, secSecret} {
+		if strings.Contains(body, secret) || strings.Contains(h.logs.String(), secret) {
+			t.Fatalf("%q reached the client or the log:\n%s", secret, body)
+		}
+	}
+}

@@ -429,8 +429,13 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 			resp.ContentLength = -1
 			resp.Header.Set("Content-Type", "text/event-stream")
 		}
+		if native == client {
+			// Passed through: an error event the backend sends may quote
+			// the credential it was sent.
+			resp.Body = &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
+		}
 		if r.tagsIDs() {
-			resp.Body = &taggedBody{taggingReader: taggingReader{r: resp.Body, backend: b.Name}, c: resp.Body}
+			resp.Body = &lineBody{lineReader: taggingReader(resp.Body, b.Name), c: resp.Body}
 		}
 		return resp, a, nil
 	}

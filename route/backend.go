@@ -1,6 +1,8 @@
 package route
 
 import (
+	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"regexp"
@@ -90,6 +92,18 @@ func (b *Backend) redact(s string) string {
 		}
 	}
 	return redactTokens(s)
+}
+
+// redactingReader passes a stream on with the backend's credentials
+// redacted from its error lines (those that mention "error"): the rest,
+// the answer, goes through as it is.
+func (b *Backend) redactingReader(r io.Reader) *lineReader {
+	return &lineReader{r: r, fn: func(line []byte) []byte {
+		if !bytes.Contains(line, []byte("error")) {
+			return line
+		}
+		return []byte(b.redact(string(line)))
+	}}
 }
 
 // bearerToken and jwt match credentials by their shape: "Bearer <token>"

@@ -257,19 +257,39 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 	return append(out, body[last:]...)
 }
 
-// taggingReader tags the stateful ids in an SSE stream with backend, an
-// event's lines at a time. It keeps at most one unfinished line, bounded
-// by maxLine (a longer line goes through untouched).
-type taggingReader struct {
-	r       io.Reader
-	backend string
-	line    []byte // an unfinished line read from r
-	out     []byte // processed bytes not yet returned
-	buf     []byte // what r is read into
-	err     error
+// lineReader passes a stream on with each complete line replaced by what
+// fn makes of it (the line given with its "\n"). It keeps at most one
+// unfinished line, bounded by maxLine (a longer one goes through as it
+// is), so an event that ends its line is passed on at once.
+type lineReader struct {
+	r    io.Reader
+	fn   func(line []byte) []byte
+	line []byte // an unfinished line read from r
+	out  []byte // processed bytes not yet returned
+	buf  []byte // what r is read into
+	err  error
 }
 
-func (t *taggingReader) Read(p []byte) (int, error) {
+func (t *lineReader) Read(p []byte) (int, error) {
+	if len(t.out) == 0 && len(t.line) == 0 && t.err == nil && len(p) > 0 {
+		// The common case: whole lines, none changed, read straight into
+		// p with nothing held or copied.
+		n, err := t.r.Read(p)
+		t.err = err
+		if n == 0 {
+			if err != nil {
+				return 0, err
+			}
+			return 0, nil
+		}
+		if t.unchanged(p[:n]) {
+			return n, nil
+		}
+		t.take(p[:n])
+		if err != nil && len(t.out) == 0 && len(t.line) == 0 {
+			return 0, err
+		}
+	}
 	for len(t.out) == 0 {
 		if t.err != nil {
 			if len(t.line) > 0 {
@@ -279,7 +299,7 @@ func (t *taggingReader) Read(p []byte) (int, error) {
 			return 0, t.err
 		}
 		if t.buf == nil {
-			t.buf = make([]byte, 4<<10)
+			t.buf = make([]byte, 2<<10)
 		}
 		n, err := t.r.Read(t.buf)
 		t.err = err
@@ -290,7 +310,23 @@ func (t *taggingReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (t *taggingReader) take(b []byte) {
+// unchanged reports whether b is whole lines that fn leaves as they are.
+func (t *lineReader) unchanged(b []byte) bool {
+	if b[len(b)-1] != '\n' {
+		return false
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		line := b[:i+1]
+		if out := t.fn(line); len(out) != len(line) || &out[0] != &line[0] {
+			return false
+		}
+		b = b[i+1:]
+	}
+	return true
+}
+
+func (t *lineReader) take(b []byte) {
 	for len(b) > 0 {
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
@@ -302,20 +338,26 @@ func (t *taggingReader) take(b []byte) {
 			return
 		}
 		line := append(t.line, b[:i+1]...)
-		t.out = append(t.out, TagIDs(line, t.backend)...)
+		t.out = append(t.out, t.fn(line)...)
 		t.line = t.line[:0]
 		b = b[i+1:]
 	}
 }
 
-// taggedBody is a response body read through a taggingReader, closed
-// through the body it reads.
-type taggedBody struct {
-	taggingReader
+// taggingReader is a lineReader that tags the stateful ids of an SSE
+// stream with backend.
+func taggingReader(r io.Reader, backend string) *lineReader {
+	return &lineReader{r: r, fn: func(line []byte) []byte { return TagIDs(line, backend) }}
+}
+
+// lineBody is a response body read through a lineReader, closed through
+// the body it reads.
+type lineBody struct {
+	*lineReader
 	c io.Closer
 }
 
-func (t *taggedBody) Close() error { return t.c.Close() }
+func (l *lineBody) Close() error { return l.c.Close() }
 
 // tagsIDs reports whether the answers to r name objects that live on the
 // backend that made them: Responses, and calls on stored objects.

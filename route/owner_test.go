@@ -94,14 +94,14 @@ func TestTaggingReaderAcrossReads(t *testing.T) {
 		"event: response.completed\ndata: {\"response\":{\"id\":\"resp_77\"}}\n\n"
 	want := strings.ReplaceAll(stream, "resp_77", TagID("resp_77", "weu"))
 	for _, r := range []io.Reader{strings.NewReader(stream), iotest.OneByteReader(strings.NewReader(stream)), iotest.HalfReader(strings.NewReader(stream))} {
-		got, err := io.ReadAll(&taggingReader{r: r, backend: "weu"})
+		got, err := io.ReadAll(taggingReader(r, "weu"))
 		if err != nil || string(got) != want {
 			t.Fatalf("got %q, %v\nwant %q", got, err, want)
 		}
 	}
 	// A stream cut mid-line keeps its bytes and its error.
 	cut := io.MultiReader(strings.NewReader("data: {\"id\":\"resp_1"), iotest.ErrReader(io.ErrUnexpectedEOF))
-	got, err := io.ReadAll(&taggingReader{r: cut, backend: "weu"})
+	got, err := io.ReadAll(taggingReader(cut, "weu"))
 	if err != io.ErrUnexpectedEOF || string(got) != "data: {\"id\":\"resp_1" {
 		t.Fatalf("cut stream: %q, %v", got, err)
 	}
