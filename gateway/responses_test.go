@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/azure"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
@@ -314,5 +315,31 @@ func TestBackgroundResponsesPolledOnTheirOwner(t *testing.T) {
 	cancelled, err := c.Responses.Cancel(ctx, r2.ID)
 	if err != nil || cancelled.Status != "cancelled" || cancelled.ID != r2.ID {
 		t.Fatalf("cancel: %v, %+v", err, cancelled)
+	}
+}
+
+// TestResponsesWithTheAzureSDKShape: the openai-go Azure option calls the
+// gateway the way it calls an Azure resource (/openai/responses with an
+// api-version, deployment paths for chat); both are served, and a stored
+// response is read back the same way.
+func TestResponsesWithTheAzureSDKShape(t *testing.T) {
+	e := startProviders(t, []string{"aoai-weu", "openai"}, nil, "")
+	c := openai.NewClient(azure.WithEndpoint(e.url, "2025-04-01-preview"), azure.WithAPIKey("unused"), azure.WithUnsafeAllowHTTP(), option.WithMaxRetries(0))
+	var raw *http.Response
+	r, err := c.Responses.New(t.Context(), responseParams("Hello from Azure"), option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Request.URL.Path != "/openai/responses" || r.OutputText() == "" {
+		t.Fatalf("path %s, text %q", raw.Request.URL.Path, r.OutputText())
+	}
+	got, err := c.Responses.Get(t.Context(), r.ID, responses.ResponseGetParams{})
+	if err != nil || got.ID != r.ID {
+		t.Fatalf("get: %v %+v", err, got)
+	}
+	chat, err := c.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "chat-prod",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
+	if err != nil || len(chat.Choices) == 0 {
+		t.Fatalf("chat: %v", err)
 	}
 }
