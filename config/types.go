@@ -255,6 +255,10 @@ type BackendDefaults struct {
 	Timeouts `yaml:",inline"`
 	Breaker  Breaker `yaml:"breaker"`
 	Probe    *Probe  `yaml:"probe"`
+	// QuotaAware and QuotaSlice are every backend's unless it sets its
+	// own.
+	QuotaAware *bool    `yaml:"quota_aware"`
+	QuotaSlice Duration `yaml:"quota_slice"`
 }
 
 // Probe is a backend's active health probe. Every backend has one by
@@ -336,6 +340,20 @@ type Backend struct {
 	// translated to chat completions for it (stateless: store and
 	// previous_response_id then need a member that has the API).
 	ResponsesAPI *bool `yaml:"responses_api"`
+	// QuotaAware makes the gateway read the backend's rate-limit headers
+	// (x-ratelimit-remaining-*, anthropic-ratelimit-*) and send it no call
+	// they say it would refuse: the call goes to another member at once,
+	// or, every member being spent, is answered 429 with the soonest reset
+	// as Retry-After, and no refused call is spent finding out. Default
+	// true (backend_defaults.quota_aware). Risk: a backend whose headers
+	// overstate what it has left is trusted until its window resets.
+	QuotaAware *bool `yaml:"quota_aware"`
+	// QuotaSlice is how long a backend that says what it has left but not
+	// when it refills (Azure OpenAI) is taken to need before its window
+	// resets. Default 10s, the slice Azure enforces its per-minute limits
+	// over. Shorter risks a refused call at the window's end; longer
+	// leaves quota unused.
+	QuotaSlice Duration `yaml:"quota_slice"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`

@@ -130,6 +130,14 @@ func (c *Config) applyDefaults() {
 		if b.URL == "" {
 			b.URL = defaultURLs[b.Type]
 		}
+		if b.QuotaAware == nil {
+			b.QuotaAware = d.QuotaAware
+		}
+		if b.QuotaAware == nil {
+			t := true
+			b.QuotaAware = &t
+		}
+		setDur(&b.QuotaSlice, d.QuotaSlice, 10*time.Second)
 		setDur(&b.ConnectTimeout, d.ConnectTimeout, DefaultConnectTimeout)
 		setDur(&b.FirstByteTimeout, d.FirstByteTimeout, DefaultFirstByteTimeout)
 		setDur(&b.StreamFirstByteTimeout, d.StreamFirstByteTimeout, DefaultStreamFirstByteTimeout)

@@ -126,7 +126,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	defer s.Close()
 
 	keys := runKeys(sc)
-	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), webhook, keys)), os.LookupEnv)
+	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), webhook, keys, sc.Slice.D())), os.LookupEnv)
 	if err != nil {
 		return rr, fmt.Errorf("setup config: %w", err)
 	}
@@ -336,7 +336,11 @@ func simConfig(sc Scenario, faults []Fault) sim.Config {
 // setups, so the two differ only by the network hop. A Defaults setup gets
 // no timeouts, breaker, probe or notification settings, and no retry block
 // unless it sets Attempts: switchover's shipped defaults.
-func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey) string {
+//
+// slice is the regions' quota slice (compressed): a quota-aware gateway
+// waits that long for a region that said it had nothing left, as it would
+// wait 10 s for Azure's.
+func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, slice time.Duration) string {
 	var y strings.Builder
 	// The run's gateway has no load balancer to wait for: it stops at once.
 	y.WriteString("log: {level: error}\nserver: {drain_delay: 0s}\n")
@@ -362,9 +366,16 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey) s
 			fmt.Fprintf(&y, "  - {name: %s, key: %q}\n", k.Name, k.Key)
 		}
 	}
+	quota := ""
+	switch {
+	case !st.Defaults && !st.QuotaAware:
+		quota = ", quota_aware: false"
+	case slice > 0 && slice != 10*time.Second:
+		quota = fmt.Sprintf(", quota_slice: %s", slice)
+	}
 	y.WriteString("backends:\n")
 	for _, e := range eps {
-		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s}\n", e.Name, e.URL, e.Region)
+		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s%s}\n", e.Name, e.URL, e.Region, quota)
 	}
 	y.WriteString("pools:\n  - name: chat-prod\n")
 	switch {

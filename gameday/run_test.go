@@ -50,7 +50,7 @@ func TestMainRegionShort(t *testing.T) {
 		Load: Load{Rate: 2, Duration: d(3 * time.Minute), MaxTokens: 5},
 		Setups: []Setup{
 			{Name: "no failover", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 1},
-			{Name: "switchover", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 3, Breaker: switchoverBin()},
+			{Name: "switchover", Mode: "gateway", Members: weights(90, 5, 5), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true},
 			{Name: "client cool-down", Mode: "client", Members: weights(90, 5, 5), Attempts: 3, Breaker: switchoverBin()},
 		},
 	}
@@ -87,7 +87,7 @@ func TestEveryRegionShortStaysUnderTheCap(t *testing.T) {
 		Load: Load{Rate: 6, Duration: d(80 * time.Second), MaxTokens: 5, Timeout: d(20 * time.Second)},
 		Setups: []Setup{
 			{Name: "no failover", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1},
-			{Name: "switchover", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin()},
+			{Name: "switchover", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true},
 			{Name: "client retry", Mode: "client", Members: weights(1, 1, 1), Attempts: 3},
 		},
 	}
@@ -218,7 +218,7 @@ func TestBuiltinScenariosAreValid(t *testing.T) {
 		names[sc.Name] = true
 		// Every setup's configuration is one switchover accepts.
 		for _, st := range sc.scaled(sc.Compress).Setups {
-			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil, "", runKeys(sc))), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
+			if _, err := config.Parse(st.Name, []byte(poolYAML(st, nil, "", runKeys(sc), 0)), nil); err != nil && !strings.Contains(err.Error(), "at least one member") && !strings.Contains(err.Error(), "no backend is named") {
 				t.Errorf("%s / %s: %v", sc.Name, st.Name, err)
 			}
 		}
@@ -334,7 +334,7 @@ pools:
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			y := poolYAML(tc.setup, eps, "", tc.keys)
+			y := poolYAML(tc.setup, eps, "", tc.keys, 0)
 			for _, absent := range []string{"timeout", "breaker", "probe", "backend_defaults", "flap_window"} {
 				if strings.Contains(y, absent) {
 					t.Errorf("a defaults setup's config has %s:\n%s", absent, y)
@@ -378,7 +378,7 @@ pools:
 	}
 	// Setups that are not Defaults keep their timeouts and breaker, and get
 	// the keys too.
-	y := poolYAML(Setup{Members: members, Breaker: sinBin(1)}, eps, "", runKeys(Scenario{Noise: &Load{}}))
+	y := poolYAML(Setup{Members: members, Breaker: sinBin(1)}, eps, "", runKeys(Scenario{Noise: &Load{}}), 0)
 	cfg, err := config.Parse("apim", []byte(y), nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, y)

@@ -139,6 +139,11 @@ type Setup struct {
 	// WaitRetryAfter makes the caller sleep for a refusal's Retry-After and
 	// try again while its request timeout allows.
 	WaitRetryAfter bool `yaml:"wait_retry_after"`
+	// QuotaAware has the gateway read the regions' rate-limit headers and
+	// send no call they say would be refused (switchover's default, so a
+	// Defaults setup always has it). Default false for the others, which
+	// stand for gateways and clients that do not.
+	QuotaAware bool `yaml:"quota_aware"`
 }
 
 // Member is a region's place in a setup's pool.

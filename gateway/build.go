@@ -53,6 +53,9 @@ func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
 				st.retire = append(st.retire, ob)
 			}
 			if same {
+				if ob.Quota != nil && b.Quota != nil {
+					b.Quota = ob.Quota // what the backend said of its quota still holds
+				}
 				if ob.Breaker != nil && b.Breaker != nil && b.Breaker != ob.Breaker {
 					if nb, ok := b.Breaker.(*breaker.Breaker); ok {
 						nb.Restore(ob.Breaker.Snapshot())
@@ -198,6 +201,9 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 	}
 	if bc.Probe != nil {
 		b.HealthCheck = route.ProbeKind(bc.Probe.Kind)
+	}
+	if bc.QuotaAware == nil || *bc.QuotaAware {
+		b.Quota = &route.LocalQuota{Slice: bc.QuotaSlice.D()}
 	}
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:

@@ -180,6 +180,18 @@ type attempt struct {
 	w                            waiter      // registered with the backend's checker until the first byte
 	unwaited                     atomic.Bool // w is unregistered
 	rd                           body        // the reader of a plain answer
+	// quotaRelease returns the attempt's reservation of the backend's
+	// quota, once the backend has answered (and counted the call itself);
+	// nil when the backend's quota is not tracked.
+	quotaRelease func()
+}
+
+// releaseQuota returns the attempt's quota reservation, once.
+func (at *attempt) releaseQuota() {
+	if at.quotaRelease != nil {
+		at.quotaRelease()
+		at.quotaRelease = nil
+	}
 }
 
 // record tells the breaker the attempt's outcome.
@@ -202,6 +214,7 @@ func (at *attempt) gotFirstByte() time.Duration {
 
 // release ends the attempt.
 func (at *attempt) release() {
+	at.releaseQuota()
 	at.gotFirstByte()
 	at.armed.And(^uint32(dueWhole))
 	stop(at.tm.whole)
@@ -361,8 +374,18 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		return nil, a, &redactedError{msg: fmt.Sprintf("switchover: backend %s: building request: %s", b.Name, a.Message), err: err}
 	}
 	resp, err := b.transport().RoundTrip(req)
+	// Answered or not, the backend has counted the call (or never got it):
+	// the reservation ends, and its own figures replace it.
+	at.releaseQuota()
 	if err != nil {
 		return failed(err)
+	}
+	if q := b.Quota; q != nil {
+		status := resp.StatusCode
+		if status == http.StatusTooManyRequests && r.neverFits(resp.Header) > 0 {
+			status = 0 // the request alone is over the limit: the backend still takes others
+		}
+		q.Observe(clk.Now(), began, status, resp.Header)
 	}
 	a.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {

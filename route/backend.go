@@ -55,6 +55,13 @@ type Backend struct {
 	// default for "") or a list of models (ProbeModels). Any answer below
 	// 500 means the backend is alive.
 	HealthCheck ProbeKind
+	// Quota, if set, is what the backend has said of its rate limits
+	// (LocalQuota reads the x-ratelimit-* and anthropic-ratelimit-*
+	// headers of its answers): a call it says will not fit is not sent to
+	// the backend, which is passed over until its window resets, without a
+	// refused call. Nil means no such tracking: a backend out of quota is
+	// found by its 429.
+	Quota Quota
 
 	model        atomic.Pointer[string] // the model version it last answered with
 	modelChecked atomic.Int64           // unix nanos of the last response read for it

@@ -63,11 +63,15 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 		status, code = http.StatusServiceUnavailable, "pool_out_of_service"
 		msg = fmt.Sprintf("switchover: pool %q has been taken out of service: an operator drained every backend", p.Name)
 		wait = 0
-	} else if p.allThrottled(now) {
-		// Every backend is benched because it is out of quota: the SDKs
-		// raise a RateLimitError and honour Retry-After.
+	} else if len(rep.OutOfQuota) > 0 || p.allThrottled(now) {
+		// Every backend is out of quota (benched for it, or passed over
+		// because its rate-limit headers say the call would not fit): the
+		// SDKs raise a RateLimitError and honour Retry-After.
 		status, code = http.StatusTooManyRequests, "backends_rate_limited"
 		msg = fmt.Sprintf("switchover: every backend of pool %q is out of quota", p.Name)
+		if len(rep.OutOfQuota) > 0 {
+			msg += " (no call was sent: their rate-limit headers say this one would be refused)"
+		}
 	}
 	if len(rep.Skipped) > 0 {
 		msg += "; " + skipped(rep)
@@ -190,6 +194,11 @@ func (p *Pool) retryAfter(rep *Report, now time.Time) time.Duration {
 				if ra := a.Start.Add(a.RetryAfter); ra.After(t) {
 					t = ra
 				}
+			}
+		}
+		for _, h := range rep.OutOfQuota {
+			if h.Backend == m.Backend.Name && h.Until.After(t) {
+				t = h.Until
 			}
 		}
 		if soonest.IsZero() || t.Before(soonest) {

@@ -30,6 +30,9 @@ const (
 	// and a health check got no answer; the backend's breaker was opened
 	// and the attempts waiting on it failed over. Err says what was seen.
 	EventUnresponsive
+	// EventQuotaHeld: a backend was passed over for a request because its
+	// Quota said the call would not fit: no call was sent to find out.
+	EventQuotaHeld
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -113,8 +116,18 @@ type Report struct {
 	// BudgetSpent is true when the pool's TryDuration ran out before an
 	// attempt could answer.
 	BudgetSpent bool
+	// OutOfQuota lists the backends passed over because their Quota said
+	// the call would not fit, with when each window resets.
+	OutOfQuota []QuotaHold
 
 	first [1]Attempt // Attempts' first backing array: most requests make one
+}
+
+// QuotaHold is a backend passed over for a request because its quota
+// would refuse the call, until its window resets.
+type QuotaHold struct {
+	Backend string
+	Until   time.Time
 }
 
 // Skip is a member passed over for a request, and why.

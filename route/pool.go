@@ -157,13 +157,15 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 			rep.BudgetSpent = true
 			break
 		}
-		m, done := p.next(r, &tried)
+		m, done, release := p.next(r, rep, &tried)
 		if m == nil {
 			break
 		}
 		at := new(attempt) // one allocation for the attempt's state and request
+		at.quotaRelease = release
 		if err := prepareInto(r, m, &at.o); err != nil {
 			done(breaker.Outcome{Result: breaker.Ignore})
+			at.releaseQuota()
 			p.markTried(&tried, m.Backend)
 			var ue *translate.UnsupportedError
 			if errors.As(err, &ue) {
@@ -307,10 +309,12 @@ func (p *Pool) markTried(s *memberSet, b *Backend) {
 
 func noopDone(breaker.Outcome) {}
 
-// next selects a member that has not been tried and whose breaker lets the
-// call through, and returns it with the breaker's done function. It returns
-// nil when no member can take the call.
-func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
+// next selects a member that has not been tried, whose breaker lets the
+// call through and whose quota (if tracked) says the call fits, and
+// returns it with the breaker's done function and the quota's release
+// (nil when untracked). Members passed over for quota are noted in rep.
+// It returns nil when no member can take the call.
+func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
 	var buf [8]*Member
 	cands := buf[:0]
@@ -322,31 +326,80 @@ func (p *Pool) next(r *Request, tried *memberSet) (*Member, breaker.Done) {
 		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
 			continue
 		}
+		if q := m.Backend.Quota; q != nil && r != nil {
+			if ok, until := q.Fits(now, r); !ok {
+				p.holdForQuota(rep, m, until)
+				tried.add(i) // not this request's, whatever happens next
+				continue
+			}
+		}
 		cands = append(cands, m)
 	}
 	if len(cands) == 0 {
 		if owner != "" {
-			return nil, nil
+			return nil, nil, nil
 		}
-		return p.early(now, tried)
+		m, done := p.early(now, tried)
+		if m == nil {
+			return nil, nil, nil
+		}
+		if q := m.Backend.Quota; q != nil && r != nil {
+			release, ok, until := q.Admit(now, r)
+			if !ok {
+				done(breaker.Outcome{Result: breaker.Ignore})
+				p.holdForQuota(rep, m, until)
+				return nil, nil, nil
+			}
+			return m, done, release
+		}
+		return m, done, nil
 	}
 	for len(cands) > 0 {
 		i := p.pick(r, cands)
 		if i < 0 || i >= len(cands) {
-			return nil, nil
+			return nil, nil, nil
 		}
 		m := cands[i]
+		var release func()
+		if q := m.Backend.Quota; q != nil && r != nil {
+			var ok bool
+			var until time.Time
+			if release, ok, until = q.Admit(now, r); !ok {
+				// Another request took the last of it since Fits.
+				p.holdForQuota(rep, m, until)
+				cands = append(cands[:i], cands[i+1:]...)
+				continue
+			}
+		}
 		if m.Backend.Breaker == nil {
-			return m, noopDone
+			return m, noopDone, release
 		}
 		if done, ok := m.Backend.Breaker.Allow(); ok {
-			return m, done
+			return m, done, release
 		}
 		// Another request took the half-open probe between the snapshot
 		// and Allow: drop it and choose again.
+		if release != nil {
+			release()
+		}
 		cands = append(cands[:i], cands[i+1:]...)
 	}
-	return nil, nil
+	return nil, nil, nil
+}
+
+// holdForQuota notes that m was passed over for r because its quota will
+// not take the call until until, in rep and for the observer.
+func (p *Pool) holdForQuota(rep *Report, m *Member, until time.Time) {
+	if rep == nil {
+		return
+	}
+	for _, h := range rep.OutOfQuota {
+		if h.Backend == m.Backend.Name {
+			return
+		}
+	}
+	rep.OutOfQuota = append(rep.OutOfQuota, QuotaHold{Backend: m.Backend.Name, Until: until})
+	p.observe(Event{Kind: EventQuotaHeld, Backend: m.Backend})
 }
 
 // pick asks the pool's selector for the index in cands of the member to

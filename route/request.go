@@ -138,6 +138,20 @@ type Request struct {
 
 	canon        []byte // the body as an OpenAI chat request, once built
 	includeUsage bool   // canon asks for a usage chunk
+
+	tokens     int64 // estimateTokens, once computed
+	tokensDone bool
+}
+
+var _ Cost = (*Request)(nil)
+
+// Tokens is the request's token estimate for quota admission (see
+// estimateTokens), computed once.
+func (r *Request) Tokens() int64 {
+	if !r.tokensDone {
+		r.tokens, r.tokensDone = int64(r.estimateTokens()), true
+	}
+	return r.tokens
 }
 
 // NewRequest reads the routing fields (model, stream) of a JSON body without
@@ -249,13 +263,10 @@ func (r *Request) String() string {
 // generate (max_tokens, max_completion_tokens or max_output_tokens; 0 when
 // none is set). Read only on the rare paths that need it.
 func (r *Request) estimateTokens() int {
-	var f struct {
-		MaxTokens           int64 `json:"max_tokens"`
-		MaxCompletionTokens int64 `json:"max_completion_tokens"`
-		MaxOutputTokens     int64 `json:"max_output_tokens"`
+	out := int64(0)
+	if r.ContentType == "" {
+		out = peekMaxTokens(r.Body)
 	}
-	json.Unmarshal(r.Body, &f)
-	out := max(f.MaxTokens, f.MaxCompletionTokens, f.MaxOutputTokens)
 	return int(min(int64(len(r.Body)/4)+max(out, 0), 1<<40))
 }
 

@@ -344,9 +344,9 @@ func TestPoolDefaultSelectorIsSmoothPerPool(t *testing.T) {
 	p2 := &Pool{Members: c}
 	var got1, got2 strings.Builder
 	for range 7 {
-		m, _ := p1.next(nil, &memberSet{})
+		m, _, _ := p1.next(nil, nil, &memberSet{})
 		got1.WriteString(m.Backend.Name)
-		m, _ = p2.next(nil, &memberSet{})
+		m, _, _ = p2.next(nil, nil, &memberSet{})
 		got2.WriteString(m.Backend.Name)
 	}
 	if got1.String() != "aabacaa" || got2.String() != "aabacaa" {
@@ -356,13 +356,13 @@ func TestPoolDefaultSelectorIsSmoothPerPool(t *testing.T) {
 	tried.add(0)
 	var retries strings.Builder
 	for range 4 {
-		m, _ := p1.next(nil, &tried)
+		m, _, _ := p1.next(nil, nil, &tried)
 		retries.WriteString(m.Backend.Name)
 	}
 	if retries.String() != "bcbc" {
 		t.Fatalf("retries %s, want bcbc", retries.String())
 	}
-	if m, _ := p1.next(nil, &memberSet{}); m != c[0] {
+	if m, _, _ := p1.next(nil, nil, &memberSet{}); m != c[0] {
 		t.Fatalf("first pick after retries %s, want a (the sequence resumes)", m.Backend.Name)
 	}
 	if _, ok := (&Pool{Selector: PriorityWeighted{}}).selector().(PriorityWeighted); !ok {

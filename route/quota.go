@@ -1,0 +1,293 @@
+package route
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Quota is what a backend has said of its rate limits, and the admission
+// of calls against it: a call that would be refused is not sent, so no
+// refused call is spent finding out. The engine asks Fits of each
+// candidate, Admit of the one it picks, and gives Observe the status and
+// headers of every answer (429s included). An implementation may be
+// shared by several replicas (a store they all read); it must be safe for
+// concurrent use.
+type Quota interface {
+	// Fits reports whether a call of cost c fits what the backend has
+	// left at now, without reserving anything; when it does not, until is
+	// when the backend's window resets.
+	Fits(now time.Time, c Cost) (ok bool, until time.Time)
+	// Admit is Fits that also reserves the call until release is called
+	// (once the backend has answered, and so counted it itself).
+	Admit(now time.Time, c Cost) (release func(), ok bool, until time.Time)
+	// Observe records the status and rate-limit headers of an answer
+	// received at now to a call sent at sent: the backend's figures count
+	// the calls it had taken by then, not those sent after.
+	Observe(now, sent time.Time, status int, h http.Header)
+}
+
+// Cost is the size of a call for quota admission. *Request implements it;
+// Tokens is computed once, and only when a window of tokens is known.
+type Cost interface {
+	Tokens() int64
+}
+
+// DefaultQuotaSlice is how long a LocalQuota waits for a backend's window
+// to reset when the backend says how much it has left but not when it
+// refills (Azure OpenAI sends no reset headers; it enforces its
+// per-minute limits over slices of 1 or 10 seconds).
+const DefaultQuotaSlice = 10 * time.Second
+
+// LocalQuota is a Quota held in this process. It reads:
+//
+//   - x-ratelimit-remaining-requests and -tokens, with -limit-* and, from
+//     OpenAI, -reset-* ("1s", "6m0s", "20ms");
+//   - anthropic-ratelimit-requests-, -tokens-, -input-tokens- and
+//     -output-tokens- -remaining and -reset (RFC 3339 times);
+//   - Retry-After on a 429: nothing is left until it ends.
+//
+// What is left is what the last answer said, less the calls admitted
+// after the call that answer was for was sent (the backend had not
+// counted those yet): under concurrency the calls in flight cannot all
+// take the last slot, and none is counted twice. A backend that names no
+// reset (Azure) is taken to refill every Slice, from the start of its
+// window as last seen: the first answer after a refill. A window whose
+// reset has passed, or that was never seen, admits everything. The zero
+// value is ready to use. It is safe for concurrent use.
+type LocalQuota struct {
+	// Slice is the length of a window whose backend names no reset. Zero
+	// means DefaultQuotaSlice.
+	Slice time.Duration
+
+	mu       sync.Mutex
+	requests window
+	tokens   window
+	res      []*reservation // admitted, not yet answered
+}
+
+var _ Quota = (*LocalQuota)(nil)
+
+// window is one limit's state. Requires external locking.
+type window struct {
+	known     bool
+	remaining int64     // as the backend last said
+	limit     int64     // per minute; 0 unknown
+	reset     time.Time // when it refills
+	asOf      time.Time // when the call the backend's figure answered was sent
+	start     time.Time // a windowed backend's window start, as last seen; zero unknown
+}
+
+func (w *window) set(r rateReading, sent time.Time, slice time.Duration) {
+	if r.limit > 0 {
+		w.limit = r.limit
+	}
+	reset := r.reset
+	if !r.hasReset {
+		// No reset named: the window refills every slice from its start.
+		// A figure higher than the last, less what was admitted since,
+		// means a new window began after the last answer's call was sent.
+		switch {
+		case !w.known || w.start.IsZero() || !sent.Before(w.start.Add(slice)):
+			w.start = sent
+		case r.remaining > w.remaining && sent.After(w.asOf):
+			w.start = sent
+		}
+		reset = w.start.Add(slice)
+	}
+	w.known, w.remaining, w.reset, w.asOf = true, r.remaining, reset, sent
+}
+
+// left is what q's window w has left at now for the measure of, and
+// whether it is known. Requires q.mu held.
+func (q *LocalQuota) left(w *window, now time.Time, of func(*reservation) int64) (int64, bool) {
+	if !w.known || !now.Before(w.reset) {
+		return 0, false
+	}
+	n := w.remaining
+	for _, r := range q.res {
+		if !r.at.Before(w.asOf) {
+			n -= of(r)
+		}
+	}
+	return n, true
+}
+
+func oneCall(*reservation) int64     { return 1 }
+func itsTokens(r *reservation) int64 { return r.tokens }
+
+// Fits implements Quota.
+func (q *LocalQuota) Fits(now time.Time, c Cost) (bool, time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.fits(now, c)
+}
+
+// fits is Fits. Requires q.mu held.
+func (q *LocalQuota) fits(now time.Time, c Cost) (bool, time.Time) {
+	if left, ok := q.left(&q.requests, now, oneCall); ok && left < 1 {
+		return false, q.requests.reset
+	}
+	if left, ok := q.left(&q.tokens, now, itsTokens); ok {
+		// A call larger than the whole limit never fits; that is for the
+		// backend's own 429 to say (tokens_exceed_limit), not a wait.
+		if t := c.Tokens(); t > left && (q.tokens.limit <= 0 || t <= q.tokens.limit) {
+			return false, q.tokens.reset
+		}
+	}
+	return true, time.Time{}
+}
+
+// Admit implements Quota.
+func (q *LocalQuota) Admit(now time.Time, c Cost) (func(), bool, time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ok, until := q.fits(now, c); !ok {
+		return nil, false, until
+	}
+	r := &reservation{q: q, at: now}
+	if q.tokens.known {
+		r.tokens = c.Tokens()
+	}
+	q.res = append(q.res, r)
+	return r.release, true, time.Time{}
+}
+
+// reservation is one admitted call, until the backend has answered it.
+type reservation struct {
+	q      *LocalQuota
+	at     time.Time
+	tokens int64
+}
+
+func (r *reservation) release() {
+	q := r.q
+	q.mu.Lock()
+	for i, x := range q.res {
+		if x == r {
+			q.res = append(q.res[:i], q.res[i+1:]...)
+			break
+		}
+	}
+	q.mu.Unlock()
+}
+
+// Observe implements Quota.
+func (q *LocalQuota) Observe(now, sent time.Time, status int, h http.Header) {
+	slice := q.Slice
+	if slice <= 0 {
+		slice = DefaultQuotaSlice
+	}
+	if sent.IsZero() || sent.After(now) {
+		sent = now
+	}
+	req, tok, seen := readRateHeaders(h, now)
+	ra := time.Duration(0)
+	if status == http.StatusTooManyRequests {
+		ra = RetryAfter(h, now)
+	}
+	if !seen && ra <= 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if req.known {
+		q.requests.set(req, sent, slice)
+	}
+	if tok.known {
+		q.tokens.set(tok, sent, slice)
+	}
+	if ra > 0 {
+		// Refused: nothing is left until the backend's Retry-After ends.
+		q.requests.set(rateReading{known: true, hasReset: true, reset: now.Add(min(ra, maxRetryAfter))}, now, slice)
+	}
+}
+
+// QuotaSnapshot is what a LocalQuota holds: what is left of each limit (less
+// the calls in flight), the limits, and when the windows reset; Known
+// false for a limit never seen or whose window has reset.
+type QuotaSnapshot struct {
+	RequestsKnown, TokensKnown bool
+	Requests, Tokens           int64
+	RequestLimit, TokenLimit   int64
+	RequestsReset, TokensReset time.Time
+}
+
+// Snapshot returns the state at now.
+func (q *LocalQuota) Snapshot(now time.Time) QuotaSnapshot {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var s QuotaSnapshot
+	s.Requests, s.RequestsKnown = q.left(&q.requests, now, oneCall)
+	s.Tokens, s.TokensKnown = q.left(&q.tokens, now, itsTokens)
+	s.RequestLimit, s.TokenLimit = q.requests.limit, q.tokens.limit
+	s.RequestsReset, s.TokensReset = q.requests.reset, q.tokens.reset
+	return s
+}
+
+// Headroom is the share of its limits a backend has left at now (the
+// smaller of requests and tokens), and whether any is known: for the
+// headroom strategy.
+func (q *LocalQuota) Headroom(now time.Time) (float64, bool) {
+	s := q.Snapshot(now)
+	share, known := 1.0, false
+	if s.RequestsKnown && s.RequestLimit > 0 {
+		share, known = min(share, float64(s.Requests)/float64(s.RequestLimit)), true
+	}
+	if s.TokensKnown && s.TokenLimit > 0 {
+		share, known = min(share, float64(s.Tokens)/float64(s.TokenLimit)), true
+	}
+	return max(share, 0), known
+}
+
+// rateReading is one limit as a response's headers state it.
+type rateReading struct {
+	known, hasReset  bool
+	remaining, limit int64
+	reset            time.Time
+}
+
+// readRateHeaders reads the request and token limits from h (OpenAI and
+// Azure, or Anthropic's).
+func readRateHeaders(h http.Header, now time.Time) (req, tok rateReading, seen bool) {
+	read := func(remaining, limit, reset string, anthropic bool) rateReading {
+		v := strings.TrimSpace(h.Get(remaining))
+		if v == "" {
+			return rateReading{}
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return rateReading{}
+		}
+		r := rateReading{known: true, remaining: n}
+		if l, err := strconv.ParseInt(strings.TrimSpace(h.Get(limit)), 10, 64); err == nil && l > 0 {
+			r.limit = l
+		}
+		if rv := strings.TrimSpace(h.Get(reset)); rv != "" {
+			if anthropic {
+				if t, err := time.Parse(time.RFC3339, rv); err == nil && t.After(now) {
+					r.reset, r.hasReset = t, true
+				}
+			} else if d, err := time.ParseDuration(rv); err == nil && d > 0 {
+				r.reset, r.hasReset = now.Add(min(d, maxRetryAfter)), true
+			}
+		}
+		return r
+	}
+	req = read("X-Ratelimit-Remaining-Requests", "X-Ratelimit-Limit-Requests", "X-Ratelimit-Reset-Requests", false)
+	tok = read("X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Reset-Tokens", false)
+	if !req.known {
+		req = read("Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Reset", true)
+	}
+	if !tok.known {
+		tok = read("Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Reset", true)
+	}
+	if !tok.known {
+		// Anthropic's newer split limits: the input tokens are the ones a
+		// request's estimate is mostly made of.
+		tok = read("Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Reset", true)
+	}
+	return req, tok, req.known || tok.known
+}

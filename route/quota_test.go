@@ -1,0 +1,223 @@
+package route_test
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/route"
+)
+
+type cost int64
+
+func (c cost) Tokens() int64 { return int64(c) }
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func TestLocalQuotaReadsEachProvidersHeaders(t *testing.T) {
+	tests := []struct {
+		name          string
+		h             http.Header
+		wantReq       int64
+		wantTok       int64
+		reqReset      time.Duration
+		tokReset      time.Duration
+		reqLim, tokLm int64
+	}{
+		{"openai, with resets", http.Header{
+			"X-Ratelimit-Limit-Requests": {"60"}, "X-Ratelimit-Remaining-Requests": {"7"}, "X-Ratelimit-Reset-Requests": {"1.5s"},
+			"X-Ratelimit-Limit-Tokens": {"90000"}, "X-Ratelimit-Remaining-Tokens": {"1200"}, "X-Ratelimit-Reset-Tokens": {"6m0s"},
+		}, 7, 1200, 1500 * time.Millisecond, 6 * time.Minute, 60, 90000},
+		{"azure: no reset, the default slice", http.Header{
+			"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Remaining-Tokens": {"500"}, "X-Ratelimit-Limit-Tokens": {"6000"},
+		}, 3, 500, route.DefaultQuotaSlice, route.DefaultQuotaSlice, 0, 6000},
+		{"anthropic", http.Header{
+			"Anthropic-Ratelimit-Requests-Limit": {"50"}, "Anthropic-Ratelimit-Requests-Remaining": {"49"}, "Anthropic-Ratelimit-Requests-Reset": {t0.Add(2 * time.Second).Format(time.RFC3339)},
+			"Anthropic-Ratelimit-Input-Tokens-Limit": {"40000"}, "Anthropic-Ratelimit-Input-Tokens-Remaining": {"39000"}, "Anthropic-Ratelimit-Input-Tokens-Reset": {t0.Add(time.Minute).Format(time.RFC3339)},
+		}, 49, 39000, 2 * time.Second, time.Minute, 50, 40000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q route.LocalQuota
+			q.Observe(t0, t0, 200, tt.h)
+			s := q.Snapshot(t0)
+			if !s.RequestsKnown || s.Requests != tt.wantReq || !s.TokensKnown || s.Tokens != tt.wantTok {
+				t.Fatalf("snapshot %+v", s)
+			}
+			if s.RequestsReset != t0.Add(tt.reqReset) || s.TokensReset != t0.Add(tt.tokReset) || s.RequestLimit != tt.reqLim || s.TokenLimit != tt.tokLm {
+				t.Fatalf("resets or limits %+v", s)
+			}
+		})
+	}
+	// Headers it does not understand change nothing.
+	var q route.LocalQuota
+	q.Observe(t0, t0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"lots"}})
+	if s := q.Snapshot(t0); s.RequestsKnown {
+		t.Fatalf("unreadable header taken: %+v", s)
+	}
+}
+
+// TestLocalQuotaReservesCallsInFlight is the regression test for
+// mis-routing under concurrency (a router that reads "3 left" and sends
+// ten): admitted calls count against what is left until they are
+// answered.
+func TestLocalQuotaReservesCallsInFlight(t *testing.T) {
+	var q route.LocalQuota
+	q.Observe(t0, t0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Reset-Requests": {"10s"}})
+	var mu sync.Mutex
+	var releases []func()
+	var wg sync.WaitGroup
+	admitted := 0
+	for range 10 {
+		wg.Go(func() {
+			if release, ok, _ := q.Admit(t0, cost(1)); ok {
+				mu.Lock()
+				admitted++
+				releases = append(releases, release)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if admitted != 3 {
+		t.Fatalf("%d admitted with 3 left", admitted)
+	}
+	if ok, until := q.Fits(t0, cost(1)); ok || until != t0.Add(10*time.Second) {
+		t.Fatalf("fits with none left: %v until %v", ok, until)
+	}
+	releases[0]()
+	releases[0]() // twice is once
+	if ok, _ := q.Fits(t0, cost(1)); !ok {
+		t.Fatal("a released reservation did not come back")
+	}
+	if s := q.Snapshot(t0); s.Requests != 1 {
+		t.Fatalf("left %d, want 1", s.Requests)
+	}
+	// Past the reset, the window is unknown again: everything fits.
+	if ok, _ := q.Fits(t0.Add(10*time.Second), cost(1)); !ok {
+		t.Fatal("held past the window's reset")
+	}
+}
+
+func TestLocalQuotaTokens(t *testing.T) {
+	var q route.LocalQuota
+	q.Observe(t0, t0, 200, http.Header{"X-Ratelimit-Remaining-Tokens": {"1000"}, "X-Ratelimit-Limit-Tokens": {"6000"}, "X-Ratelimit-Reset-Tokens": {"4s"}})
+	tests := []struct {
+		name   string
+		tokens int64
+		fits   bool
+	}{
+		{"fits", 900, true},
+		{"over what is left", 1100, false},
+		{"over the whole limit: the backend's own 429 says so", 7000, true},
+	}
+	for _, tt := range tests {
+		if ok, _ := q.Fits(t0, cost(tt.tokens)); ok != tt.fits {
+			t.Errorf("%s: fits %v, want %v", tt.name, ok, tt.fits)
+		}
+	}
+	release, ok, _ := q.Admit(t0, cost(600))
+	if !ok {
+		t.Fatal("600 of 1000 refused")
+	}
+	if ok, _ := q.Fits(t0, cost(600)); ok {
+		t.Fatal("a second 600 fits in the 400 left")
+	}
+	release()
+	if ok, _ := q.Fits(t0, cost(600)); !ok {
+		t.Fatal("released tokens not back")
+	}
+}
+
+func TestLocalQuotaHoldsThrottledUntilRetryAfter(t *testing.T) {
+	var q route.LocalQuota
+	q.Observe(t0, t0, 429, http.Header{"Retry-After": {"7"}})
+	if ok, until := q.Fits(t0.Add(6*time.Second), cost(1)); ok || until != t0.Add(7*time.Second) {
+		t.Fatalf("after a 429 with Retry-After 7: fits %v until %v", ok, until)
+	}
+	if ok, _ := q.Fits(t0.Add(7*time.Second), cost(1)); !ok {
+		t.Fatal("held past Retry-After")
+	}
+	// A 200 with Retry-After (some proxies) is not a refusal.
+	var q2 route.LocalQuota
+	q2.Observe(t0, t0, 200, http.Header{"Retry-After": {"7"}})
+	if ok, _ := q2.Fits(t0, cost(1)); !ok {
+		t.Fatal("a 200's Retry-After held the backend")
+	}
+}
+
+// limitedAnswer answers as name with the rate-limit headers of a region
+// that has left requests left in its window.
+func limitedAnswer(name string, left int) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		answer(name)(&rateWriter{ResponseWriter: w, left: left}, r)
+	}
+}
+
+// rateWriter sets the rate-limit headers over whatever the answer set,
+// as its headers go out.
+type rateWriter struct {
+	http.ResponseWriter
+	left  int
+	wrote bool
+}
+
+func (w *rateWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		h := w.Header()
+		h.Set("X-Ratelimit-Limit-Requests", "60")
+		h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(w.left))
+		h.Set("X-Ratelimit-Reset-Requests", "10s")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rateWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// TestPoolSendsNoCallAQuotaRefuses: a region whose headers say its window
+// is spent gets no call until the window resets; the pool answers from
+// the next one, and when every region is spent answers 429 at once,
+// without a call, with the soonest reset as Retry-After.
+func TestPoolSendsNoCallAQuotaRefuses(t *testing.T) {
+	e := newEnv(t,
+		memberSpec{name: "uks", priority: 1, script: []step{limitedAnswer("uks", 1), limitedAnswer("uks", 0), answer("uks")}},
+		memberSpec{name: "weu", priority: 2, script: []step{limitedAnswer("weu", 0), answer("weu")}},
+	)
+	for _, b := range e.backends {
+		b.Quota = &route.LocalQuota{}
+	}
+	want := []string{"uks", "uks", "weu"} // uks says 1 left, then 0: the third goes to weu
+	for i, w := range want {
+		resp, _, _ := e.do(t, chatBody)
+		if got := resp.Header.Get(route.HeaderBackend); got != w {
+			t.Fatalf("request %d served by %q, want %s", i, got, w)
+		}
+	}
+	if n := e.ups["uks"].Calls(); n != 2 {
+		t.Fatalf("uks got %d calls, want 2: none once it said it had none left", n)
+	}
+	// Both spent: refused at once, no call, Retry-After the reset.
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.StatusCode != 429 || len(rep.Attempts) != 0 || len(rep.OutOfQuota) != 2 || resp.Header.Get("Retry-After") != "10" {
+		t.Fatalf("all spent: %d, %d attempts, held %v, Retry-After %q", resp.StatusCode, len(rep.Attempts), rep.OutOfQuota, resp.Header.Get("Retry-After"))
+	}
+	if e.ups["uks"].Calls()+e.ups["weu"].Calls() != 3 {
+		t.Fatalf("calls sent to spent regions: uks %d, weu %d", e.ups["uks"].Calls(), e.ups["weu"].Calls())
+	}
+	if n := len(e.events.kinds(route.EventQuotaHeld)); n < 2 {
+		t.Fatalf("%d quota-held events", n)
+	}
+	// The window resets: uks takes calls again.
+	e.clock.Advance(10 * time.Second)
+	if resp, _, _ := e.do(t, chatBody); resp.Header.Get(route.HeaderBackend) != "uks" {
+		t.Fatalf("after the reset served by %q", resp.Header.Get(route.HeaderBackend))
+	}
+}
