@@ -30,6 +30,11 @@ const (
 	// and a health check got no answer; the backend's breaker was opened
 	// and the attempts waiting on it failed over. Err says what was seen.
 	EventUnresponsive
+	// EventRetryBudget: a retry was refused because the pool's
+	// RetryBudget was spent, and the request was answered with its last
+	// failure at once. Backend is the member the retry would have gone
+	// to.
+	EventRetryBudget
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -113,6 +118,9 @@ type Report struct {
 	// BudgetSpent is true when the pool's TryDuration ran out before an
 	// attempt could answer.
 	BudgetSpent bool
+	// RetryBudgetSpent is true when a retry was refused by the pool's
+	// RetryBudget: the request was answered with its last failure.
+	RetryBudgetSpent bool
 
 	first [1]Attempt // Attempts' first backing array: most requests make one
 }

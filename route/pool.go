@@ -86,6 +86,14 @@ type Pool struct {
 	// means no bound: attempts times the first-byte timeout in the worst
 	// case.
 	TryDuration time.Duration
+	// RetryBudget bounds the pool's retries to a share of its requests
+	// (see RetryBudget): each request's first attempt deposits, each
+	// retry withdraws, and a retry the budget refuses is not made: the
+	// request is answered with its last failure at once
+	// (Report.RetryBudgetSpent, EventRetryBudget). The first attempt is
+	// never refused. Nil means no budget: Attempts alone bounds retries,
+	// so a pool whose members all fail makes Attempts calls per request.
+	RetryBudget *RetryBudget
 }
 
 // DefaultAttempts is the attempts bound of a Pool that sets none.
@@ -171,6 +179,18 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 				continue
 			}
 			return nil, rep, err
+		}
+		// The first attempt deposits in the retry budget; a retry the
+		// budget refuses is not made.
+		if rb := p.RetryBudget; rb != nil {
+			if len(rep.Attempts) == 0 {
+				rb.Request(p.now())
+			} else if !rb.TryRetry(p.now()) {
+				done(breaker.Outcome{Result: breaker.Ignore})
+				rep.RetryBudgetSpent = true
+				p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
+				break
+			}
 		}
 		// The budget bounds retries: the first attempt always gets its
 		// full first-byte timeout.
