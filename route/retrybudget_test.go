@@ -314,3 +314,15 @@ func TestRetryBudgetNeverRefusesTheFirstAttempt(t *testing.T) {
 		})
 	}
 }
+
+func BenchmarkRetryBudget(b *testing.B) {
+	rb := &route.RetryBudget{}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		now := t0.Add(time.Duration(i) * time.Millisecond) // slides a slot every 1,000
+		rb.Request(now)
+		rb.TryRetry(now)
+		i++
+	}
+}
