@@ -59,6 +59,9 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 		if rep.BudgetSpent {
 			msg += "; the request's time budget ran out"
 		}
+		if rep.RetryBudgetSpent {
+			msg += "; the pool's retry budget is spent, so no more backends were tried"
+		}
 	} else if p.allDrained() {
 		status, code = http.StatusServiceUnavailable, "pool_out_of_service"
 		msg = fmt.Sprintf("switchover: pool %q has been taken out of service: an operator drained every backend", p.Name)

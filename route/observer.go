@@ -33,6 +33,14 @@ const (
 	// EventQuotaHeld: a backend was passed over for a request because its
 	// Quota said the call would not fit: no call was sent to find out.
 	EventQuotaHeld
+	// EventRetryBudget: a retry was refused because the pool's
+	// RetryBudget was spent, and the request was answered with its last
+	// failure at once. Backend is the member the retry would have gone
+	// to.
+	EventRetryBudget
+	// EventFallback: a request left the pool (Pool, and From) for its
+	// fallback pool (To), for the Cause given.
+	EventFallback
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -54,6 +62,8 @@ type Event struct {
 	Err error
 	// Model is set for EventModel.
 	Model string
+	// Cause is set for EventFallback.
+	Cause FallbackCause
 }
 
 // Observer receives engine events, for metrics and logs. Observe is called
@@ -119,6 +129,17 @@ type Report struct {
 	// OutOfQuota lists the backends passed over because their Quota said
 	// the call would not fit, with when each window resets.
 	OutOfQuota []QuotaHold
+	// RetryBudgetSpent is true when a retry was refused by the pool's
+	// RetryBudget: the request was answered with its last failure.
+	RetryBudgetSpent bool
+	// FallbackFrom is the name of the pool this request fell back from
+	// to Pool (its Fallback or ContextFallback), and FallbackCause why;
+	// empty when the request stayed in the pool it was sent to. Prior is
+	// that pool's report (with a Prior of its own along a chain of
+	// fallbacks), nil when there was none.
+	FallbackFrom  string
+	FallbackCause FallbackCause
+	Prior         *Report
 
 	first [1]Attempt // Attempts' first backing array: most requests make one
 }

@@ -19,6 +19,9 @@ const (
 	HeaderRegion   = "X-Switchover-Region"
 	HeaderFailover = "X-Switchover-Failover"
 	HeaderAttempts = "X-Switchover-Attempts"
+	// HeaderFallback names the pool a request fell back from, on an
+	// answer from its fallback pool (see Pool.Fallback); absent otherwise.
+	HeaderFallback = "X-Switchover-Fallback"
 )
 
 // Member is a backend's place in a pool.
@@ -86,6 +89,27 @@ type Pool struct {
 	// means no bound: attempts times the first-byte timeout in the worst
 	// case.
 	TryDuration time.Duration
+	// RetryBudget bounds the pool's retries to a share of its requests
+	// (see RetryBudget): each request's first attempt deposits, each
+	// retry withdraws, and a retry the budget refuses is not made: the
+	// request is answered with its last failure at once
+	// (Report.RetryBudgetSpent, EventRetryBudget). The first attempt is
+	// never refused. Nil means no budget: Attempts alone bounds retries,
+	// so a pool whose members all fail makes Attempts calls per request.
+	RetryBudget *RetryBudget
+	// Fallback is the pool a request goes to when this one cannot answer
+	// it: every member failed, was benched, drained or skipped, or a
+	// retry was refused by the RetryBudget. Its own members, model names
+	// and rules apply. Requests for state on one backend (Request.Owner)
+	// never fall back. Nil means none. See Do for chains.
+	Fallback *Pool
+	// ContextFallback is the pool a request goes to when a member refused
+	// it for exceeding the model's context window (a 400 such as OpenAI's
+	// context_length_exceeded or Anthropic's "prompt is too long"):
+	// typically a pool of larger-context models. Never for a
+	// content-filter refusal or any other 4xx. Nil means none: the client
+	// gets the 400.
+	ContextFallback *Pool
 }
 
 // DefaultAttempts is the attempts bound of a Pool that sets none.
@@ -130,15 +154,8 @@ func (p *Pool) observeCtx(ctx context.Context, e Event) {
 	p.observe(e)
 }
 
-// Do sends r to the pool's members until one answers in a way that is
-// passed on, or attempts or members run out. It returns the response to
-// give the client, with the X-Switchover-* headers set: the upstream's own,
-// or, when every attempt failed, an OpenAI-style error listing each attempt
-// with a Retry-After of the soonest time a backend will take traffic again.
-// The error is non-nil only when ctx ended (the client went away) or r
-// cannot be sent at all. The caller must close the response body; a
-// half-open breaker's probe is decided when the body ends.
-func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
+// do is Do within this pool alone, fallbacks aside (see fallback.go).
+func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
 	rep := &Report{Pool: p.Name}
 	if r.Owner != "" && p.Member(r.Owner) == nil {
 		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it is not a member of the pool " + p.Name}
@@ -173,6 +190,18 @@ func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, err
 				continue
 			}
 			return nil, rep, err
+		}
+		// The first attempt deposits in the retry budget; a retry the
+		// budget refuses is not made.
+		if rb := p.RetryBudget; rb != nil {
+			if len(rep.Attempts) == 0 {
+				rb.Request(p.now())
+			} else if !rb.TryRetry(p.now()) {
+				done(breaker.Outcome{Result: breaker.Ignore})
+				rep.RetryBudgetSpent = true
+				p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
+				break
+			}
 		}
 		// The budget bounds retries: the first attempt always gets its
 		// full first-byte timeout.

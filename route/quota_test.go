@@ -14,7 +14,7 @@ type cost int64
 
 func (c cost) Tokens() int64 { return int64(c) }
 
-var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+var qt0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func TestLocalQuotaReadsEachProvidersHeaders(t *testing.T) {
 	tests := []struct {
@@ -34,27 +34,27 @@ func TestLocalQuotaReadsEachProvidersHeaders(t *testing.T) {
 			"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Remaining-Tokens": {"500"}, "X-Ratelimit-Limit-Tokens": {"6000"},
 		}, 3, 500, route.DefaultQuotaSlice, route.DefaultQuotaSlice, 0, 6000},
 		{"anthropic", http.Header{
-			"Anthropic-Ratelimit-Requests-Limit": {"50"}, "Anthropic-Ratelimit-Requests-Remaining": {"49"}, "Anthropic-Ratelimit-Requests-Reset": {t0.Add(2 * time.Second).Format(time.RFC3339)},
-			"Anthropic-Ratelimit-Input-Tokens-Limit": {"40000"}, "Anthropic-Ratelimit-Input-Tokens-Remaining": {"39000"}, "Anthropic-Ratelimit-Input-Tokens-Reset": {t0.Add(time.Minute).Format(time.RFC3339)},
+			"Anthropic-Ratelimit-Requests-Limit": {"50"}, "Anthropic-Ratelimit-Requests-Remaining": {"49"}, "Anthropic-Ratelimit-Requests-Reset": {qt0.Add(2 * time.Second).Format(time.RFC3339)},
+			"Anthropic-Ratelimit-Input-Tokens-Limit": {"40000"}, "Anthropic-Ratelimit-Input-Tokens-Remaining": {"39000"}, "Anthropic-Ratelimit-Input-Tokens-Reset": {qt0.Add(time.Minute).Format(time.RFC3339)},
 		}, 49, 39000, 2 * time.Second, time.Minute, 50, 40000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var q route.LocalQuota
-			q.Observe(t0, t0, 200, tt.h)
-			s := q.Snapshot(t0)
+			q.Observe(qt0, qt0, 200, tt.h)
+			s := q.Snapshot(qt0)
 			if !s.RequestsKnown || s.Requests != tt.wantReq || !s.TokensKnown || s.Tokens != tt.wantTok {
 				t.Fatalf("snapshot %+v", s)
 			}
-			if s.RequestsReset != t0.Add(tt.reqReset) || s.TokensReset != t0.Add(tt.tokReset) || s.RequestLimit != tt.reqLim || s.TokenLimit != tt.tokLm {
+			if s.RequestsReset != qt0.Add(tt.reqReset) || s.TokensReset != qt0.Add(tt.tokReset) || s.RequestLimit != tt.reqLim || s.TokenLimit != tt.tokLm {
 				t.Fatalf("resets or limits %+v", s)
 			}
 		})
 	}
 	// Headers it does not understand change nothing.
 	var q route.LocalQuota
-	q.Observe(t0, t0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"lots"}})
-	if s := q.Snapshot(t0); s.RequestsKnown {
+	q.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"lots"}})
+	if s := q.Snapshot(qt0); s.RequestsKnown {
 		t.Fatalf("unreadable header taken: %+v", s)
 	}
 }
@@ -65,14 +65,14 @@ func TestLocalQuotaReadsEachProvidersHeaders(t *testing.T) {
 // answered.
 func TestLocalQuotaReservesCallsInFlight(t *testing.T) {
 	var q route.LocalQuota
-	q.Observe(t0, t0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Reset-Requests": {"10s"}})
+	q.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Reset-Requests": {"10s"}})
 	var mu sync.Mutex
 	var releases []func()
 	var wg sync.WaitGroup
 	admitted := 0
 	for range 10 {
 		wg.Go(func() {
-			if release, ok, _ := q.Admit(t0, cost(1)); ok {
+			if release, ok, _ := q.Admit(qt0, cost(1)); ok {
 				mu.Lock()
 				admitted++
 				releases = append(releases, release)
@@ -84,26 +84,26 @@ func TestLocalQuotaReservesCallsInFlight(t *testing.T) {
 	if admitted != 3 {
 		t.Fatalf("%d admitted with 3 left", admitted)
 	}
-	if ok, until := q.Fits(t0, cost(1)); ok || until != t0.Add(10*time.Second) {
+	if ok, until := q.Fits(qt0, cost(1)); ok || until != qt0.Add(10*time.Second) {
 		t.Fatalf("fits with none left: %v until %v", ok, until)
 	}
 	releases[0]()
 	releases[0]() // twice is once
-	if ok, _ := q.Fits(t0, cost(1)); !ok {
+	if ok, _ := q.Fits(qt0, cost(1)); !ok {
 		t.Fatal("a released reservation did not come back")
 	}
-	if s := q.Snapshot(t0); s.Requests != 1 {
+	if s := q.Snapshot(qt0); s.Requests != 1 {
 		t.Fatalf("left %d, want 1", s.Requests)
 	}
 	// Past the reset, the window is unknown again: everything fits.
-	if ok, _ := q.Fits(t0.Add(10*time.Second), cost(1)); !ok {
+	if ok, _ := q.Fits(qt0.Add(10*time.Second), cost(1)); !ok {
 		t.Fatal("held past the window's reset")
 	}
 }
 
 func TestLocalQuotaTokens(t *testing.T) {
 	var q route.LocalQuota
-	q.Observe(t0, t0, 200, http.Header{"X-Ratelimit-Remaining-Tokens": {"1000"}, "X-Ratelimit-Limit-Tokens": {"6000"}, "X-Ratelimit-Reset-Tokens": {"4s"}})
+	q.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Remaining-Tokens": {"1000"}, "X-Ratelimit-Limit-Tokens": {"6000"}, "X-Ratelimit-Reset-Tokens": {"4s"}})
 	tests := []struct {
 		name   string
 		tokens int64
@@ -114,36 +114,36 @@ func TestLocalQuotaTokens(t *testing.T) {
 		{"over the whole limit: the backend's own 429 says so", 7000, true},
 	}
 	for _, tt := range tests {
-		if ok, _ := q.Fits(t0, cost(tt.tokens)); ok != tt.fits {
+		if ok, _ := q.Fits(qt0, cost(tt.tokens)); ok != tt.fits {
 			t.Errorf("%s: fits %v, want %v", tt.name, ok, tt.fits)
 		}
 	}
-	release, ok, _ := q.Admit(t0, cost(600))
+	release, ok, _ := q.Admit(qt0, cost(600))
 	if !ok {
 		t.Fatal("600 of 1000 refused")
 	}
-	if ok, _ := q.Fits(t0, cost(600)); ok {
+	if ok, _ := q.Fits(qt0, cost(600)); ok {
 		t.Fatal("a second 600 fits in the 400 left")
 	}
 	release()
-	if ok, _ := q.Fits(t0, cost(600)); !ok {
+	if ok, _ := q.Fits(qt0, cost(600)); !ok {
 		t.Fatal("released tokens not back")
 	}
 }
 
 func TestLocalQuotaHoldsThrottledUntilRetryAfter(t *testing.T) {
 	var q route.LocalQuota
-	q.Observe(t0, t0, 429, http.Header{"Retry-After": {"7"}})
-	if ok, until := q.Fits(t0.Add(6*time.Second), cost(1)); ok || until != t0.Add(7*time.Second) {
+	q.Observe(qt0, qt0, 429, http.Header{"Retry-After": {"7"}})
+	if ok, until := q.Fits(qt0.Add(6*time.Second), cost(1)); ok || until != qt0.Add(7*time.Second) {
 		t.Fatalf("after a 429 with Retry-After 7: fits %v until %v", ok, until)
 	}
-	if ok, _ := q.Fits(t0.Add(7*time.Second), cost(1)); !ok {
+	if ok, _ := q.Fits(qt0.Add(7*time.Second), cost(1)); !ok {
 		t.Fatal("held past Retry-After")
 	}
 	// A 200 with Retry-After (some proxies) is not a refusal.
 	var q2 route.LocalQuota
-	q2.Observe(t0, t0, 200, http.Header{"Retry-After": {"7"}})
-	if ok, _ := q2.Fits(t0, cost(1)); !ok {
+	q2.Observe(qt0, qt0, 200, http.Header{"Retry-After": {"7"}})
+	if ok, _ := q2.Fits(qt0, cost(1)); !ok {
 		t.Fatal("a 200's Retry-After held the backend")
 	}
 }
