@@ -265,11 +265,14 @@ func TestFailoverOnProvidersOwnErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			first := tc.order[0]
-			e := startProviders(t, tc.order, func(d *sim.Deployment) {
+			// The provider's own 429 is what is tested: the gateway must
+			// send the call its rate-limit headers say would be refused
+			// (TestQuotaAwareSpendsNoRefusedCall is the default's case).
+			e := startProvidersWith(t, tc.order, func(d *sim.Deployment) {
 				if tc.quota && d.Name == first {
 					d.Quota = sim.Quota{RPM: 6} // one request per 10 s slice
 				}
-			}, "")
+			}, "", noQuotaAwareness)
 			if tc.fault != "" {
 				e.fault(t, first, tc.fault)
 			}
@@ -289,6 +292,41 @@ func TestFailoverOnProvidersOwnErrors(t *testing.T) {
 			}
 			if !strings.Contains(e.logs.String(), tc.wantWhy) {
 				t.Fatalf("log lacks %q:\n%s", tc.wantWhy, e.logs.String())
+			}
+		})
+	}
+}
+
+// noQuotaAwareness turns quota awareness off for every backend.
+func noQuotaAwareness(y string) string {
+	return strings.Replace(y, "backends:\n", "backend_defaults: {quota_aware: false}\nbackends:\n", 1)
+}
+
+// TestQuotaAwareSpendsNoRefusedCall: with the defaults, a region whose
+// rate-limit headers said it had nothing left in its window is not sent
+// the next call: it goes to the next member at once, in one attempt.
+func TestQuotaAwareSpendsNoRefusedCall(t *testing.T) {
+	for _, first := range []string{"claude", "aoai-weu", "openai"} {
+		t.Run(first, func(t *testing.T) {
+			e := startProviders(t, []string{first, "gemini"}, func(d *sim.Deployment) {
+				if d.Name == first {
+					d.Quota = sim.Quota{RPM: 6} // one request per 10 s slice
+				}
+			}, "")
+			c := e.openai()
+			p := openai.ChatCompletionNewParams{Model: "chat-prod", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}, MaxTokens: openai.Int(8)}
+			if _, err := c.Chat.Completions.New(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			var raw *http.Response
+			if _, err := c.Chat.Completions.New(t.Context(), p, option.WithResponseInto(&raw)); err != nil {
+				t.Fatal(err)
+			}
+			if raw.Header.Get("X-Switchover-Backend") != "gemini" || raw.Header.Get("X-Switchover-Attempts") != "1" {
+				t.Fatalf("headers %v", raw.Header)
+			}
+			if s := e.sim.Stats()[first]; s.Refused != 0 || s.Calls != 1 {
+				t.Fatalf("%s: %d calls, %d refused; want the one that fit, and no refusal", first, s.Calls, s.Refused)
 			}
 		})
 	}

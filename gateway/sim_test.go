@@ -59,7 +59,9 @@ func simGatewayAt(t *testing.T, breaker string, edit ...func(*sim.Deployment)) (
 	for _, e := range s.Deployments() {
 		// No recovery probes: these tests count every upstream call, and
 		// compare breaker semantics on their own.
-		fmt.Fprintf(&yaml, "  - {name: %s, type: azure, url: %q, region: %s, breaker: %s, probe: {disabled: true}}\n", e.Name, e.URL, e.Region, breaker)
+		// Quota awareness off too: these tests compare what breakers do
+		// with the regions' refusals (quota_test.go has the default's).
+		fmt.Fprintf(&yaml, "  - {name: %s, type: azure, url: %q, region: %s, breaker: %s, probe: {disabled: true}, quota_aware: false}\n", e.Name, e.URL, e.Region, breaker)
 		members += fmt.Sprintf("      - {backend: %s, priority: %d}\n", e.Name, prio[e.Name])
 	}
 	yaml.WriteString("pools:\n  - name: chat-prod\n    members:\n" + members)

@@ -83,7 +83,9 @@ func (s Strategy) Config(model string) (string, error) {
 		breaker = fmt.Sprintf("{failures: 1, trip: %s, follow_retry_after: false, accept_retry_after: false, max_retry_after: %s}", s.CoolDown, max(s.CoolDown, 5*time.Minute))
 	}
 	var y strings.Builder
-	fmt.Fprintf(&y, "log: {level: error}\nbackend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\nbackends:\n",
+	// A client-side strategy stands for the benchmark's clients, which do
+	// not read rate-limit headers.
+	fmt.Fprintf(&y, "log: {level: error}\nbackend_defaults:\n  quota_aware: false\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\nbackends:\n",
 		fb, fb, max(fb, 10*time.Minute), breaker)
 	for _, r := range regions {
 		typ := r.Type
