@@ -75,7 +75,12 @@ func (s *Headroom) level(b *Backend) float64 {
 	if step < 0 {
 		return share
 	}
-	// The tolerance keeps a share that is a multiple of step (0.1 / 0.05
-	// is 2.0000000000000004 in floating point) at its own step.
-	return math.Ceil(share/step - 1e-9)
+	// A share within a hair of a multiple of step is that multiple: 0.3 /
+	// 0.05 is 5.999999999999999 in floating point, and a share counted
+	// down in tenths from 1 to 0.6000000000000001 gives 12.000000000000002.
+	q := share / step
+	if r := math.Round(q); math.Abs(q-r) < 1e-6 {
+		return r
+	}
+	return math.Ceil(q)
 }
