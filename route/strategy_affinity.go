@@ -3,6 +3,7 @@ package route
 import (
 	"bytes"
 	"math"
+	"unicode/utf8"
 )
 
 // Affinity is a Selector that sends requests with the same key to the same
@@ -42,11 +43,11 @@ func (s *Affinity) Select(r *Request, c []*Member) int {
 	if !ok {
 		return -1
 	}
-	key := ""
+	var key []byte
 	if r != nil && r.ContentType == "" {
-		key = AffinityKey(r.Body)
+		key = affinityKey(r.Body)
 	}
-	if key == "" {
+	if len(key) == 0 {
 		return s.smooth.Select(r, c)
 	}
 	return rendezvous(key, c, tier)
@@ -55,8 +56,8 @@ func (s *Affinity) Select(r *Request, c []*Member) int {
 // rendezvous returns the index of the member of tier tier in c with the
 // highest weighted rendezvous score for key (the first in configuration
 // order of equals), -1 when the tier has none.
-func rendezvous(key string, c []*Member, tier int) int {
-	seed := fnvAdd(fnvString(fnvOffset, key), 0xff) // 0xff never occurs in UTF-8: "ab"+"c" differs from "a"+"bc"
+func rendezvous(key []byte, c []*Member, tier int) int {
+	seed := fnvAdd(fnvBytes(fnvOffset, key), 0xff) // 0xff never occurs in UTF-8: "ab"+"c" differs from "a"+"bc"
 	pick, best := -1, math.Inf(-1)
 	for i, m := range c {
 		if m.priority() != tier {
@@ -83,6 +84,13 @@ const (
 )
 
 func fnvAdd(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnvBytes(h uint64, b []byte) uint64 {
+	for _, c := range b {
+		h = fnvAdd(h, c)
+	}
+	return h
+}
 
 func fnvString(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
@@ -112,7 +120,11 @@ var affinityFields = [...]string{"prompt_cache_key", "user", "previous_response_
 // "" when there is none or body is not a JSON object. A member given twice
 // counts by its last value, as JSON decoders read it. It reads only the
 // top level (and metadata's), without decoding the rest.
-func AffinityKey(body []byte) string {
+func AffinityKey(body []byte) string { return string(affinityKey(body)) }
+
+// affinityKey is AffinityKey as bytes: a part of body when the value has
+// no escapes, so the common case does not allocate.
+func affinityKey(body []byte) []byte {
 	var found [len(affinityFields) + 1][]byte // raw values, metadata.user_id last
 	ok := eachMember(body, func(key, val []byte) {
 		for i, f := range affinityFields {
@@ -130,17 +142,20 @@ func AffinityKey(body []byte) string {
 		}
 	})
 	if !ok {
-		return ""
+		return nil
 	}
 	for _, v := range found {
-		if len(v) < 2 || v[0] != '"' {
-			continue
+		if len(v) <= 2 || v[0] != '"' {
+			continue // absent, empty or not a string
+		}
+		if bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v) {
+			return v[1 : len(v)-1]
 		}
 		if s, err := unquote(v); err == nil && s != "" {
-			return s
+			return []byte(s)
 		}
 	}
-	return ""
+	return nil
 }
 
 // eachMember calls fn with the raw key (quotes included) and raw value of

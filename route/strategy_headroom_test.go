@@ -122,3 +122,12 @@ func TestHeadroomConcurrent(t *testing.T) {
 		t.Fatalf("Remaining called %d times, want once per candidate per pick", n)
 	}
 }
+
+func BenchmarkHeadroom(b *testing.B) {
+	c := members([2]int{1, 90}, [2]int{1, 5}, [2]int{1, 5})
+	s := &Headroom{Remaining: func(b *Backend) (float64, bool) { return 0.5, true }}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Select(nil, c)
+	}
+}

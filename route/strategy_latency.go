@@ -1,6 +1,7 @@
 package route
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -126,7 +127,7 @@ func (s *LowestLatency) Select(r *Request, c []*Member) int {
 		anyMeasured := slices.Contains(measured, true)
 		for i, m := range c {
 			if m.priority() == tier && anyMeasured && !measured[i] {
-				score[i] = float64(1 << 62) // never within the margin
+				score[i] = math.Inf(1) // never within the margin
 			} else if !anyMeasured {
 				score[i] = 0
 			}

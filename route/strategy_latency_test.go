@@ -217,3 +217,16 @@ func TestLowestLatencyConcurrent(t *testing.T) {
 		t.Fatalf("picks %v, want 7600/200/200", counts)
 	}
 }
+
+func BenchmarkLowestLatency(b *testing.B) {
+	c := members([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})
+	for i, m := range c {
+		measure(m.Backend, true, time.Duration(100+i)*ms, latencySamples)
+	}
+	s := &LowestLatency{}
+	r := &Request{Stream: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Select(r, c)
+	}
+}

@@ -119,3 +119,12 @@ func TestLeastBusyConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkLeastBusy(b *testing.B) {
+	c := members([2]int{1, 90}, [2]int{1, 5}, [2]int{1, 5})
+	s := &LeastBusy{}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Select(nil, c)
+	}
+}
