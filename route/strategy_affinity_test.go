@@ -2,6 +2,7 @@ package route
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -226,5 +227,29 @@ func BenchmarkAffinity(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Select(r, c)
+	}
+}
+
+func TestAffinityInAPool(t *testing.T) {
+	// Through a Pool: a key's retry goes to its second choice, and while
+	// its first choice is drained, new requests with the key go there too;
+	// once it is restored they come back.
+	c := members([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})
+	p := &Pool{Members: c, Selector: &Affinity{}}
+	r := keyed("user-42")
+	first, _ := p.next(r, &memberSet{})
+	var tried memberSet
+	tried.add(slices.Index(c, first))
+	second, _ := p.next(r, &tried)
+	if second == first {
+		t.Fatalf("retry went to the tried member %s", first.Backend.Name)
+	}
+	first.Backend.Drain()
+	if m, _ := p.next(r, &memberSet{}); m != second {
+		t.Fatalf("with %s drained: %s, want the retry's %s", first.Backend.Name, m.Backend.Name, second.Backend.Name)
+	}
+	first.Backend.Restore()
+	if m, _ := p.next(r, &memberSet{}); m != first {
+		t.Fatalf("after restore: %s, want %s", m.Backend.Name, first.Backend.Name)
 	}
 }

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -228,5 +229,26 @@ func BenchmarkLowestLatency(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Select(r, c)
+	}
+}
+
+func TestLowestLatencyInAPool(t *testing.T) {
+	// Through a Pool: the request's kind picks the ring, and a retry goes
+	// to the next fastest.
+	c := members([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})
+	measure(c[0].Backend, true, 300*ms, minSamples)
+	measure(c[1].Backend, true, 100*ms, minSamples)
+	measure(c[2].Backend, true, 200*ms, minSamples)
+	p := &Pool{Members: c, Selector: &LowestLatency{}}
+	r := &Request{Stream: true}
+	var tried memberSet
+	var got strings.Builder
+	for range 3 {
+		m, _ := p.next(r, &tried)
+		got.WriteString(m.Backend.Name)
+		tried.add(slices.Index(c, m))
+	}
+	if got.String() != "bca" {
+		t.Fatalf("first pick and retries %s, want bca", got.String())
 	}
 }
