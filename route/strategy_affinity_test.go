@@ -2,7 +2,6 @@ package route
 
 import (
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,26 +229,26 @@ func BenchmarkAffinity(b *testing.B) {
 	}
 }
 
-func TestAffinityInAPool(t *testing.T) {
-	// Through a Pool: a key's retry goes to its second choice, and while
-	// its first choice is drained, new requests with the key go there too;
-	// once it is restored they come back.
+func TestAffinityRetryAndBench(t *testing.T) {
+	// A key's retry (its first choice tried, so not a candidate) goes to
+	// its second choice; while its first choice is benched, new requests
+	// with the key go there too; once it is back they come back. (The
+	// Pool passes only candidates; these are the sets it would pass.)
 	c := members([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})
-	p := &Pool{Members: c, Selector: &Affinity{}}
+	s := &Affinity{}
 	r := keyed("user-42")
-	first, _ := p.next(r, &memberSet{})
-	var tried memberSet
-	tried.add(slices.Index(c, first))
-	second, _ := p.next(r, &tried)
+	first := c[s.Select(r, c)]
+	rest := without(c, first.Backend.Name)
+	second := rest[s.Select(r, rest)]
 	if second == first {
 		t.Fatalf("retry went to the tried member %s", first.Backend.Name)
 	}
-	first.Backend.Drain()
-	if m, _ := p.next(r, &memberSet{}); m != second {
-		t.Fatalf("with %s drained: %s, want the retry's %s", first.Backend.Name, m.Backend.Name, second.Backend.Name)
+	for range 3 {
+		if m := rest[s.Select(r, rest)]; m != second {
+			t.Fatalf("with %s benched: %s, want the retry's %s", first.Backend.Name, m.Backend.Name, second.Backend.Name)
+		}
 	}
-	first.Backend.Restore()
-	if m, _ := p.next(r, &memberSet{}); m != first {
-		t.Fatalf("after restore: %s, want %s", m.Backend.Name, first.Backend.Name)
+	if m := c[s.Select(r, c)]; m != first {
+		t.Fatalf("after it is back: %s, want %s", m.Backend.Name, first.Backend.Name)
 	}
 }

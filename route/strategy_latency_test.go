@@ -1,7 +1,6 @@
 package route
 
 import (
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -232,21 +231,20 @@ func BenchmarkLowestLatency(b *testing.B) {
 	}
 }
 
-func TestLowestLatencyInAPool(t *testing.T) {
-	// Through a Pool: the request's kind picks the ring, and a retry goes
-	// to the next fastest.
+func TestLowestLatencyRetries(t *testing.T) {
+	// A request's retries, each without the members already tried, go to
+	// the next fastest in turn.
 	c := members([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})
 	measure(c[0].Backend, true, 300*ms, minSamples)
 	measure(c[1].Backend, true, 100*ms, minSamples)
 	measure(c[2].Backend, true, 200*ms, minSamples)
-	p := &Pool{Members: c, Selector: &LowestLatency{}}
+	s := &LowestLatency{}
 	r := &Request{Stream: true}
-	var tried memberSet
 	var got strings.Builder
-	for range 3 {
-		m, _ := p.next(r, &tried)
+	for cands := c; len(cands) > 0; {
+		m := cands[s.Select(r, cands)]
 		got.WriteString(m.Backend.Name)
-		tried.add(slices.Index(c, m))
+		cands = without(cands, m.Backend.Name)
 	}
 	if got.String() != "bca" {
 		t.Fatalf("first pick and retries %s, want bca", got.String())
