@@ -66,6 +66,7 @@ type Backend struct {
 	model        atomic.Pointer[string] // the model version it last answered with
 	modelChecked atomic.Int64           // unix nanos of the last response read for it
 	drained      atomic.Bool
+	inflight     atomic.Int64 // attempts in flight (see InFlight)
 	lat          latency
 	check        checker
 }
