@@ -450,6 +450,35 @@ type Pool struct {
 	Retry   Retry    `yaml:"retry"`
 	// Storm overrides notifications.storm for this pool.
 	Storm Storm `yaml:"storm"`
+	// Strategy picks each attempt's member within the best priority tier:
+	// priority (smooth weighted round-robin, the default), least_busy,
+	// latency, affinity or headroom. See docs/config.md.
+	Strategy string `yaml:"strategy"`
+	// RetryBudget caps the pool's retries as a share of its requests.
+	RetryBudget RetryBudget `yaml:"retry_budget"`
+	// Fallback is the pool a request goes on to when every member of this
+	// one failed or was out; ContextFallback the one for a request a
+	// member refused as longer than its context window. Never on a
+	// content-filter refusal. Optional.
+	Fallback        string `yaml:"fallback"`
+	ContextFallback string `yaml:"context_fallback"`
+}
+
+// RetryBudget caps a pool's retries (Finagle's and Envoy's retry
+// budgets): over a sliding window, retries may be at most ratio of the
+// requests, plus min_per_second whatever the traffic, so that when every
+// backend fails the gateway adds that much load, not attempts times it.
+// A retry past the budget is not made: the request gets its last failure
+// at once. On by default.
+type RetryBudget struct {
+	// Ratio of retries to requests. Default 0.2.
+	Ratio float64 `yaml:"ratio"`
+	// MinPerSecond retries are always allowed. Default 3.
+	MinPerSecond float64 `yaml:"min_per_second"`
+	// Window is the sliding window. Default 10s.
+	Window Duration `yaml:"window"`
+	// Disabled turns the budget off: every retry attempts allows is made.
+	Disabled bool `yaml:"disabled"`
 }
 
 // Member places a backend in a pool.

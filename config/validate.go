@@ -4,9 +4,17 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
+
+// StrategyNames returns the names pools[].strategy takes, the default
+// first (route.Strategies has the same list; a gateway test checks they
+// agree).
+func StrategyNames() []string {
+	return []string{"priority", "least_busy", "latency", "affinity", "headroom"}
+}
 
 // Built-in defaults.
 const (
@@ -529,6 +537,21 @@ func (c *Config) validate() []Problem {
 		}
 		if pl.Retry.Attempts < 1 {
 			add(p+".retry.attempts", "must be 1 or more (1 means no retry)")
+		}
+		if pl.Strategy != "" && !slices.Contains(StrategyNames(), pl.Strategy) {
+			add(p+".strategy", "%q is not a strategy: use one of %s", pl.Strategy, strings.Join(StrategyNames(), ", "))
+		}
+		if rb := pl.RetryBudget; rb.Ratio < 0 || rb.MinPerSecond < 0 || rb.Window < 0 {
+			add(p+".retry_budget", "ratio, min_per_second and window must not be negative")
+		}
+		for _, f := range []struct{ key, name string }{{"fallback", pl.Fallback}, {"context_fallback", pl.ContextFallback}} {
+			switch {
+			case f.name == "":
+			case f.name == pl.Name:
+				add(p+"."+f.key, "a pool cannot fall back to itself")
+			case !poolNames[f.name]:
+				add(p+"."+f.key, "no pool is named %q", f.name)
+			}
 		}
 		for _, code := range neverRetry {
 			if pl.Retry.On.Has(code) {

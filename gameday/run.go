@@ -384,6 +384,11 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 	case st.Attempts > 0:
 		fmt.Fprintf(&y, "    retry: {attempts: %d}\n", st.Attempts)
 	}
+	if !st.Defaults && !st.QuotaAware {
+		// A setup standing for another gateway or a client: no retry
+		// budget either.
+		y.WriteString("    retry_budget: {disabled: true}\n")
+	}
 	y.WriteString("    members:\n")
 	for _, m := range st.Members {
 		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1))

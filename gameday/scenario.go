@@ -140,9 +140,10 @@ type Setup struct {
 	// try again while its request timeout allows.
 	WaitRetryAfter bool `yaml:"wait_retry_after"`
 	// QuotaAware has the gateway read the regions' rate-limit headers and
-	// send no call they say would be refused (switchover's default, so a
-	// Defaults setup always has it). Default false for the others, which
-	// stand for gateways and clients that do not.
+	// send no call they say would be refused, and cap its retries with a
+	// retry budget: switchover's defaults, so a Defaults setup always has
+	// them. Default false for the others, which stand for gateways and
+	// clients that do neither.
 	QuotaAware bool `yaml:"quota_aware"`
 }
 

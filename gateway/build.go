@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/proxy"
@@ -73,6 +75,10 @@ func (g *Gateway) build(cfg *config.Config, old *state) (*state, error) {
 	for _, pc := range cfg.Pools {
 		st.pools[pc.Name] = g.newPool(pc, st.backends)
 	}
+	for _, pc := range cfg.Pools {
+		p := st.pools[pc.Name]
+		p.Fallback, p.ContextFallback = st.pools[pc.Fallback], st.pools[pc.ContextFallback]
+	}
 	return st, nil
 }
 
@@ -95,6 +101,25 @@ func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *r
 		TryDuration: pc.Retry.Budget.D(),
 		Observer:    g.observer,
 		Clock:       g.opts.Clock,
+	}
+	if rb := pc.RetryBudget; !rb.Disabled {
+		p.RetryBudget = &route.RetryBudget{Ratio: rb.Ratio, MinPerSecond: rb.MinPerSecond, Window: rb.Window.D()}
+	}
+	if pc.Strategy != "" && pc.Strategy != route.StrategyPriority {
+		sel, err := route.NewStrategy(pc.Strategy)
+		if err == nil {
+			if h, ok := sel.(*route.Headroom); ok {
+				h.Remaining = func(b *route.Backend) (float64, bool) {
+					if q, ok := b.Quota.(interface {
+						Headroom(time.Time) (float64, bool)
+					}); ok {
+						return q.Headroom(clock.Or(g.opts.Clock).Now())
+					}
+					return 0, false
+				}
+			}
+			p.Selector = sel
+		}
 	}
 	for _, mc := range pc.Members {
 		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens}

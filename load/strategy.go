@@ -94,7 +94,7 @@ func (s Strategy) Config(model string) (string, error) {
 		}
 		fmt.Fprintf(&y, "  - {name: %q, type: %s, url: %q, region: %q, api_key: %q}\n", r.Name, typ, r.URL, r.Name, r.Key)
 	}
-	fmt.Fprintf(&y, "pools:\n  - name: %q\n    retry: {attempts: %d}\n    members:\n", model, attempts)
+	fmt.Fprintf(&y, "pools:\n  - name: %q\n    retry: {attempts: %d}\n    retry_budget: {disabled: true}\n    members:\n", model, attempts)
 	for i, r := range regions {
 		prio, weight := 1, 1
 		switch {

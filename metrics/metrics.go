@@ -45,6 +45,9 @@ type Metrics struct {
 	adminActions       *prometheus.CounterVec
 	misconfigured      *prometheus.CounterVec
 	unresponsive       *prometheus.CounterVec
+	quotaHeld          *prometheus.CounterVec
+	retryBudget        *prometheus.CounterVec
+	poolFallbacks      *prometheus.CounterVec
 	abandoned          *prometheus.CounterVec
 	logDropped         prometheus.Counter
 	refused            *prometheus.CounterVec
@@ -151,6 +154,18 @@ func New() *Metrics {
 			Name: "switchover_backend_unresponsive_total",
 			Help: "Times a backend was found not answering (a call waited past its slow threshold and a health check got no answer) and was benched, its waiting calls failed over.",
 		}, []string{"backend"}),
+		quotaHeld: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_backend_quota_held_total",
+			Help: "Requests that passed a backend over because its rate-limit headers said the call would be refused (quota_aware): no call was sent to find out. By pool and backend.",
+		}, []string{"pool", "backend"}),
+		retryBudget: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_retry_budget_exhausted_total",
+			Help: "Retries refused because the pool's retry budget was spent: the request was answered with its last failure at once. By pool.",
+		}, []string{"pool"}),
+		poolFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_pool_fallbacks_total",
+			Help: "Requests sent on to a fallback pool, by pool, fallback pool and cause (exhausted, context_window).",
+		}, []string{"pool", "to", "cause"}),
 		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_upstream_abandoned_total",
 			Help: "Upstream calls given up after the request was sent, to fail over (first-byte or attempt timeout, retry budget, unresponsive backend), by backend and reason. The backend may still complete and bill them.",
@@ -179,6 +194,7 @@ func New() *Metrics {
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
+		m.quotaHeld, m.retryBudget, m.poolFallbacks,
 	)
 	return m
 }
@@ -192,7 +208,8 @@ func (m *Metrics) Names() []string {
 		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused} {
+			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
+			m.quotaHeld, m.retryBudget, m.poolFallbacks} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -328,6 +345,12 @@ func (m *Metrics) Observe(e route.Event) {
 		m.misconfigured.WithLabelValues(e.Backend.Name, strconv.Itoa(e.Attempt.Status)).Inc()
 	case route.EventUnresponsive:
 		m.unresponsive.WithLabelValues(e.Backend.Name).Inc()
+	case route.EventQuotaHeld:
+		m.quotaHeld.WithLabelValues(e.Pool, e.Backend.Name).Inc()
+	case route.EventRetryBudget:
+		m.retryBudget.WithLabelValues(e.Pool).Inc()
+	case route.EventFallback:
+		m.poolFallbacks.WithLabelValues(e.Pool, e.To, string(e.Cause)).Inc()
 	}
 }
 

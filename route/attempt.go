@@ -184,6 +184,7 @@ type attempt struct {
 	// quota, once the backend has answered (and counted the call itself);
 	// nil when the backend's quota is not tracked.
 	quotaRelease func()
+	ended        atomic.Bool // release has counted the attempt out of the backend's in-flight count
 }
 
 // releaseQuota returns the attempt's quota reservation, once.
@@ -214,6 +215,9 @@ func (at *attempt) gotFirstByte() time.Duration {
 
 // release ends the attempt.
 func (at *attempt) release() {
+	if at.ended.CompareAndSwap(false, true) {
+		at.b.endAttempt()
+	}
 	at.releaseQuota()
 	at.gotFirstByte()
 	at.armed.And(^uint32(dueWhole))
@@ -322,6 +326,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 	a := Attempt{Backend: b.Name, Region: b.Region, Priority: m.priority(), Start: began}
 	o := &at.o
 	at.p, at.b, at.clk, at.began, at.done, at.model = p, b, clk, began, done, o.Model
+	b.beginAttempt() // until release
 	if r.Stream {
 		at.class = ClassStream
 	}
