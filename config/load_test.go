@@ -181,6 +181,12 @@ func TestBadFiles(t *testing.T) {
 			`pinned.bad.yaml:13: pinned[5].paths: list the API paths`,
 			`pinned.bad.yaml:14: unknown_paths.backend: unknown paths are OpenAI API paths`,
 		}},
+		{"pool-routing.bad.yaml", []string{
+			`pool-routing.bad.yaml:6: pools[0].strategy: "fastest" is not a strategy: use one of priority, least_busy, latency, affinity, headroom`,
+			`pool-routing.bad.yaml:7: pools[0].fallback: a pool cannot fall back to itself`,
+			`pool-routing.bad.yaml:8: pools[0].context_fallback: no pool is named "nowhere"`,
+			`pool-routing.bad.yaml:9: pools[0].retry_budget: ratio, min_per_second and window must not be negative`,
+		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
 		}},

@@ -1,0 +1,47 @@
+package gateway_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// TestStrategyNamesAgree: the names the configuration accepts are the
+// strategies the engine has.
+func TestStrategyNamesAgree(t *testing.T) {
+	if got, want := config.StrategyNames(), route.Strategies(); !slices.Equal(got, want) {
+		t.Fatalf("config accepts %v, the engine has %v", got, want)
+	}
+	for _, name := range config.StrategyNames() {
+		if _, err := route.NewStrategy(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestPoolFallbackFromConfig: a pool whose only member is down falls back
+// to the pool its configuration names, and the answer says so.
+func TestPoolFallbackFromConfig(t *testing.T) {
+	extra := "  - name: backup\n    members: [{backend: openai, model: gpt-4o-2024-08-06}]\n"
+	e := startProvidersWith(t, []string{"aoai-weu"}, nil, extra, func(y string) string {
+		return strings.Replace(y, "    retry: {attempts: 5}\n", "    retry: {attempts: 5}\n    fallback: backup\n", 1)
+	})
+	e.fault(t, "aoai-weu", "down")
+	c := e.openai()
+	var raw *http.Response
+	_, err := c.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "chat-prod",
+		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}}, option.WithResponseInto(&raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get(route.HeaderBackend) != "openai" || raw.Header.Get(route.HeaderFallback) != "chat-prod" {
+		t.Fatalf("headers %v", raw.Header)
+	}
+}
