@@ -221,3 +221,72 @@ func TestPoolSendsNoCallAQuotaRefuses(t *testing.T) {
 		t.Fatalf("after the reset served by %q", resp.Header.Get(route.HeaderBackend))
 	}
 }
+
+// TestLocalQuotaLearnsWindowsWithoutReset: a backend that names no reset
+// (Azure) refills every slice from the first answer after a refill; the
+// window is not pushed back by every answer.
+func TestLocalQuotaLearnsWindowsWithoutReset(t *testing.T) {
+	q := route.LocalQuota{Slice: 10 * time.Second}
+	left := func(n int) http.Header { return http.Header{"X-Ratelimit-Remaining-Requests": {strconv.Itoa(n)}} }
+	at := func(d time.Duration) time.Time { return qt0.Add(d) }
+	q.Observe(at(0), at(0), 200, left(5))
+	q.Observe(at(4*time.Second), at(4*time.Second), 200, left(2)) // same window: reset stays at 10 s
+	if s := q.Snapshot(at(4 * time.Second)); s.RequestsReset != at(10*time.Second) || s.Requests != 2 {
+		t.Fatalf("window moved: %+v", s)
+	}
+	q.Observe(at(6*time.Second), at(6*time.Second), 200, left(0))
+	if ok, until := q.Fits(at(9*time.Second), cost(1)); ok || until != at(10*time.Second) {
+		t.Fatalf("spent window: fits %v until %v", ok, until)
+	}
+	// A refill seen at 12 s starts the next window there.
+	q.Observe(at(12*time.Second), at(12*time.Second), 200, left(9))
+	if s := q.Snapshot(at(12 * time.Second)); s.RequestsReset != at(22*time.Second) {
+		t.Fatalf("next window: %+v", s)
+	}
+}
+
+// TestLocalQuotaCountsNoCallTwice is the regression test for subtracting
+// calls the backend had already counted: an answer's figure includes the
+// calls admitted before the call it answers was sent, so only those
+// admitted since are taken off it.
+func TestLocalQuotaCountsNoCallTwice(t *testing.T) {
+	var q route.LocalQuota
+	h := http.Header{"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Reset-Requests": {"10s"}}
+	q.Observe(qt0, qt0, 200, h)
+	early, _, _ := q.Admit(qt0.Add(time.Second), cost(1)) // sent at 1 s
+	late, _, _ := q.Admit(qt0.Add(3*time.Second), cost(1)) // sent at 3 s
+	// The answer to a call sent at 2 s says 2 left: it counts the 1 s
+	// call, not the 3 s one.
+	q.Observe(qt0.Add(4*time.Second), qt0.Add(2*time.Second), 200, http.Header{"X-Ratelimit-Remaining-Requests": {"2"}, "X-Ratelimit-Reset-Requests": {"6s"}})
+	if s := q.Snapshot(qt0.Add(4 * time.Second)); s.Requests != 1 {
+		t.Fatalf("left %d, want 2 less the 3 s call", s.Requests)
+	}
+	early()
+	late()
+	if s := q.Snapshot(qt0.Add(4 * time.Second)); s.Requests != 2 {
+		t.Fatalf("left %d after both answered", s.Requests)
+	}
+}
+
+// TestInFlightCountsAttemptsUntilTheyEnd: an attempt counts as in flight
+// on its backend from its start until its answer is read (a stream: until
+// its body closes), for least_busy.
+func TestInFlightCountsAttemptsUntilTheyEnd(t *testing.T) {
+	e := newEnv(t, memberSpec{name: "weu", priority: 1, script: []step{sse("weu", 3, -1)}})
+	b := e.backends["weu"]
+	r, err := route.NewRequest(route.ChatCompletions, []byte(streamBody), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, _, err := e.pool.Do(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.InFlight(); n != 1 {
+		t.Fatalf("in flight while the stream is open: %d", n)
+	}
+	resp.Body.Close()
+	if n := b.InFlight(); n != 0 {
+		t.Fatalf("in flight after close: %d", n)
+	}
+}
