@@ -253,7 +253,7 @@ func TestLocalQuotaCountsNoCallTwice(t *testing.T) {
 	var q route.LocalQuota
 	h := http.Header{"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Reset-Requests": {"10s"}}
 	q.Observe(qt0, qt0, 200, h)
-	early, _, _ := q.Admit(qt0.Add(time.Second), cost(1)) // sent at 1 s
+	early, _, _ := q.Admit(qt0.Add(time.Second), cost(1))  // sent at 1 s
 	late, _, _ := q.Admit(qt0.Add(3*time.Second), cost(1)) // sent at 3 s
 	// The answer to a call sent at 2 s says 2 left: it counts the 1 s
 	// call, not the 3 s one.
