@@ -78,6 +78,7 @@ type window struct {
 	reset     time.Time // when it refills
 	asOf      time.Time // when the call the backend's figure answered was sent
 	start     time.Time // a windowed backend's window start, as last seen; zero unknown
+	peak      int64     // the most it has said it had left: a fresh window's size, at least
 }
 
 func (w *window) set(r rateReading, sent time.Time, slice time.Duration) {
@@ -98,17 +99,27 @@ func (w *window) set(r rateReading, sent time.Time, slice time.Duration) {
 		reset = w.start.Add(slice)
 	}
 	w.known, w.remaining, w.reset, w.asOf = true, r.remaining, reset, sent
+	w.peak = max(w.peak, r.remaining)
 }
 
 // left is what q's window w has left at now for the measure of, and
 // whether it is known. Requires q.mu held.
 func (q *LocalQuota) left(w *window, now time.Time, of func(*reservation) int64) (int64, bool) {
-	if !w.known || !now.Before(w.reset) {
+	if !w.known {
 		return 0, false
 	}
-	n := w.remaining
+	n, asOf := w.remaining, w.asOf
+	if !now.Before(w.reset) {
+		// A new window, not yet heard of: it holds no more than the most
+		// the backend ever said it had, so the calls sent before its first
+		// answer comes back cannot overrun it.
+		if w.peak <= 0 {
+			return 0, false
+		}
+		n, asOf = w.peak, w.reset
+	}
 	for _, r := range q.res {
-		if !r.at.Before(w.asOf) {
+		if !r.at.Before(asOf) {
 			n -= of(r)
 		}
 	}
