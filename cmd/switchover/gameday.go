@@ -23,7 +23,7 @@ Rehearses regional outages and quota shortages on this machine: for each
 scenario, starts simulated regions, runs every setup (a gateway in process
 over loopback HTTP, or a client-side strategy) under the same load, and
 prints a table per scenario. Five of the built-in scenarios are
-time-compressed to take about three minutes; three measure switchover as
+time-compressed to take a few minutes; three measure switchover as
 shipped in real time, about ten minutes more (-only picks scenarios).
 
 Examples:
