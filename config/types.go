@@ -462,6 +462,23 @@ type Pool struct {
 	// content-filter refusal. Optional.
 	Fallback        string `yaml:"fallback"`
 	ContextFallback string `yaml:"context_fallback"`
+	// Queue holds patient requests while every member is out of quota.
+	Queue Queue `yaml:"queue"`
+}
+
+// Queue is a pool's queue of requests waiting for quota: a request that
+// may wait (the x-switchover-max-wait header, or max_wait for every
+// request) is held while every member is out of quota, and released, first
+// come first served, as windows refill, no more than quota admits.
+type Queue struct {
+	// MaxWait is how long a request that does not say waits. Default 0:
+	// only requests that ask wait.
+	MaxWait Duration `yaml:"max_wait"`
+	// MaxWaitLimit caps any request's wait. Default 5m.
+	MaxWaitLimit Duration `yaml:"max_wait_limit"`
+	// MaxLength bounds the requests waiting; past it a request gets its
+	// 429 at once. Default 1000.
+	MaxLength int `yaml:"max_length"`
 }
 
 // RetryBudget caps a pool's retries (Finagle's and Envoy's retry

@@ -541,6 +541,11 @@ func (c *Config) validate() []Problem {
 		if pl.Strategy != "" && !slices.Contains(StrategyNames(), pl.Strategy) {
 			add(p+".strategy", "%q is not a strategy: use one of %s", pl.Strategy, strings.Join(StrategyNames(), ", "))
 		}
+		if q := pl.Queue; q.MaxWait < 0 || q.MaxWaitLimit < 0 || q.MaxLength < 0 {
+			add(p+".queue", "max_wait, max_wait_limit and max_length must not be negative")
+		} else if q.MaxWaitLimit > 0 && q.MaxWait > q.MaxWaitLimit {
+			add(p+".queue.max_wait", "%s is over max_wait_limit (%s)", q.MaxWait.D(), q.MaxWaitLimit.D())
+		}
 		if rb := pl.RetryBudget; rb.Ratio < 0 || rb.MinPerSecond < 0 || rb.Window < 0 {
 			add(p+".retry_budget", "ratio, min_per_second and window must not be negative")
 		}

@@ -102,6 +102,7 @@ func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *r
 		Observer:    g.observer,
 		Clock:       g.opts.Clock,
 	}
+	p.MaxWait, p.MaxWaitLimit, p.MaxQueue = pc.Queue.MaxWait.D(), pc.Queue.MaxWaitLimit.D(), pc.Queue.MaxLength
 	if rb := pc.RetryBudget; !rb.Disabled {
 		p.RetryBudget = &route.RetryBudget{Ratio: rb.Ratio, MinPerSecond: rb.MinPerSecond, Window: rb.Window.D()}
 	}

@@ -48,6 +48,8 @@ type Metrics struct {
 	quotaHeld          *prometheus.CounterVec
 	retryBudget        *prometheus.CounterVec
 	poolFallbacks      *prometheus.CounterVec
+	queueLength        *prometheus.GaugeVec
+	queueWait          *prometheus.HistogramVec
 	abandoned          *prometheus.CounterVec
 	logDropped         prometheus.Counter
 	refused            *prometheus.CounterVec
@@ -162,6 +164,15 @@ func New() *Metrics {
 			Name: "switchover_retry_budget_exhausted_total",
 			Help: "Retries refused because the pool's retry budget was spent: the request was answered with its last failure at once. By pool.",
 		}, []string{"pool"}),
+		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "switchover_queue_length",
+			Help: "Requests waiting in the pool's queue for quota, by pool.",
+		}, []string{"pool"}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "switchover_queue_wait_seconds",
+			Help:    "How long requests waited in the pool's queue for quota, by pool (answered, refused past their deadline, or gone).",
+			Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300},
+		}, []string{"pool"}),
 		poolFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_pool_fallbacks_total",
 			Help: "Requests sent on to a fallback pool, by pool, fallback pool and cause (exhausted, context_window).",
@@ -194,7 +205,7 @@ func New() *Metrics {
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-		m.quotaHeld, m.retryBudget, m.poolFallbacks,
+		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait,
 	)
 	return m
 }
@@ -209,7 +220,7 @@ func (m *Metrics) Names() []string {
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-			m.quotaHeld, m.retryBudget, m.poolFallbacks} {
+			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -351,6 +362,11 @@ func (m *Metrics) Observe(e route.Event) {
 		m.retryBudget.WithLabelValues(e.Pool).Inc()
 	case route.EventFallback:
 		m.poolFallbacks.WithLabelValues(e.Pool, e.To, string(e.Cause)).Inc()
+	case route.EventQueued:
+		m.queueLength.WithLabelValues(e.Pool).Set(float64(e.Queue))
+	case route.EventDequeued:
+		m.queueLength.WithLabelValues(e.Pool).Set(float64(e.Queue))
+		m.queueWait.WithLabelValues(e.Pool).Observe(e.Waited.Seconds())
 	}
 }
 

@@ -67,6 +67,15 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 	if dep != "" {
 		req.Model = dep
 	}
+	if v := r.Header.Get(HeaderMaxWait); v != "" {
+		d, ok := parseMaxWait(v)
+		if !ok {
+			lg.status = http.StatusBadRequest
+			writeError(w, lg.status, "invalid_request_error", "invalid_max_wait", fmt.Sprintf("switchover: %s must be a duration (120s, 2m) or a number of seconds, not %q", HeaderMaxWait, truncate(v, 40)))
+			return
+		}
+		req.MaxWait = d
+	}
 	lg.model, lg.stream = req.Model, req.Stream
 	if req.Model == "" {
 		lg.status = http.StatusBadRequest
@@ -256,6 +265,30 @@ func (h *Handler) readRequestBody(w http.ResponseWriter, r *http.Request, rt *Ro
 		return nil, res, false
 	}
 	return body, res, true
+}
+
+// HeaderMaxWait is how long a caller will wait inside the gateway for
+// quota when every backend is out of it ("120s", "2m", or seconds): the
+// request is held in the pool's queue instead of answered 429 at once
+// (see route.Request.MaxWait), at most the pool's queue.max_wait_limit.
+const HeaderMaxWait = "X-Switchover-Max-Wait"
+
+// parseMaxWait reads a max-wait header value: a Go duration or a number
+// of seconds, not negative, at most a day.
+func parseMaxWait(v string) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		secs, serr := strconv.ParseFloat(v, 64)
+		if serr != nil || secs != secs {
+			return 0, false
+		}
+		d = time.Duration(min(secs, 86400) * float64(time.Second))
+	}
+	if d < 0 || d > 24*time.Hour {
+		return 0, false
+	}
+	return d, true
 }
 
 const msgBodyMemoryFull = "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly"

@@ -119,6 +119,9 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 	}
 	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
 	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
+	if rep.rateLimited = code == "backends_rate_limited"; rep.rateLimited {
+		rep.retryAfter = p.soonestWait(rep, now)
+	}
 	return newResponse(status, h, body)
 }
 
@@ -212,6 +215,25 @@ func (p *Pool) retryAfter(rep *Report, now time.Time) time.Duration {
 		return time.Second
 	}
 	return min(max(soonest.Sub(now), time.Second), MaxClientRetryAfter)
+}
+
+// soonestWait is retryAfter without its one-second floor, for a request
+// waiting in the pool's queue: at least a millisecond.
+func (p *Pool) soonestWait(rep *Report, now time.Time) time.Duration {
+	d := p.retryAfter(rep, now)
+	if d > time.Second {
+		return d
+	}
+	var soonest time.Time
+	for _, h := range rep.OutOfQuota {
+		if soonest.IsZero() || h.Until.Before(soonest) {
+			soonest = h.Until
+		}
+	}
+	if soonest.IsZero() {
+		return d
+	}
+	return max(soonest.Sub(now), time.Millisecond)
 }
 
 // allDrained reports whether an operator has drained every member.

@@ -44,7 +44,16 @@ const (
 // it fell back from, and its Report's FallbackFrom, FallbackCause and
 // Prior saying the same (Prior is the report of the pool fallen back
 // from). An answer that fails in the last pool is that pool's failure.
+//
+// A request with a MaxWait that every member (and every fallback) refuses
+// for quota waits in the pool's queue for the soonest reset and is tried
+// again, within its MaxWait.
 func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
+	return p.doPatient(ctx, r, p.doFallbacks)
+}
+
+// doFallbacks is Do without the waiting: the pool, then its fallbacks.
+func (p *Pool) doFallbacks(ctx context.Context, r *Request) (*http.Response, *Report, error) {
 	resp, rep, err := p.do(ctx, r)
 	if p.Fallback == nil && p.ContextFallback == nil {
 		return resp, rep, err

@@ -41,6 +41,13 @@ const (
 	// EventFallback: a request left the pool (Pool, and From) for its
 	// fallback pool (To), for the Cause given.
 	EventFallback
+	// EventQueued: a patient request joined the pool's queue to wait for
+	// quota; Queue is how many now wait.
+	EventQueued
+	// EventDequeued: a queued request left the queue (answered, refused
+	// past its deadline, or gone); Queue is how many still wait, Waited
+	// how long it waited.
+	EventDequeued
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -64,6 +71,9 @@ type Event struct {
 	Model string
 	// Cause is set for EventFallback.
 	Cause FallbackCause
+	// Queue and Waited are set for EventQueued and EventDequeued.
+	Queue  int
+	Waited time.Duration
 }
 
 // Observer receives engine events, for metrics and logs. Observe is called
@@ -129,6 +139,13 @@ type Report struct {
 	// OutOfQuota lists the backends passed over because their Quota said
 	// the call would not fit, with when each window resets.
 	OutOfQuota []QuotaHold
+	// Waited is how long the request waited in the pool's queue for quota
+	// (Request.MaxWait); zero when it did not.
+	Waited time.Duration
+	// rateLimited and retryAfter say the pool answered 429
+	// backends_rate_limited, and when a member will take calls again.
+	rateLimited bool
+	retryAfter  time.Duration
 	// RetryBudgetSpent is true when a retry was refused by the pool's
 	// RetryBudget: the request was answered with its last failure.
 	RetryBudgetSpent bool

@@ -89,6 +89,17 @@ type Pool struct {
 	// means no bound: attempts times the first-byte timeout in the worst
 	// case.
 	TryDuration time.Duration
+	// MaxQueue bounds the patient requests (Request.MaxWait) the pool
+	// holds waiting for quota; past it, a request gets its 429 at once.
+	// Zero means DefaultMaxQueue.
+	MaxQueue int
+	// MaxWait is how long a request that does not say (Request.MaxWait)
+	// waits for quota. Zero means it does not wait: 429 at once.
+	MaxWait time.Duration
+	// MaxWaitLimit caps any request's wait for quota. Zero means
+	// DefaultMaxWaitLimit.
+	MaxWaitLimit time.Duration
+	queue        waitQueue
 	// RetryBudget bounds the pool's retries to a share of its requests
 	// (see RetryBudget): each request's first attempt deposits, each
 	// retry withdraws, and a retry the budget refuses is not made: the

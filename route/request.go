@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -126,6 +127,12 @@ type Request struct {
 	// that state. NewRequest sets it from the tagged ids in the body (see
 	// TagID), which it replaces with the provider's own.
 	Owner string
+	// MaxWait, if positive, is how long the caller will wait for quota:
+	// when every member is out of it, the request waits in the pool's
+	// queue (first come, first served) for the soonest window to reset,
+	// and is tried again, instead of being answered 429 at once. Past it,
+	// the usual 429 with Retry-After.
+	MaxWait time.Duration
 	// Method, Path and RawQuery, if Path is set, make the request a call
 	// on an object the owner holds (GET responses/{id}, POST
 	// responses/{id}/cancel): Path is relative to the API root the

@@ -1,0 +1,194 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/clock"
+)
+
+// DefaultMaxQueue bounds the requests a pool holds waiting for quota when
+// Pool.MaxQueue is zero.
+const DefaultMaxQueue = 1000
+
+// errQueueFull says a patient request found the pool's queue full.
+var errQueueFull = errors.New("switchover: the pool's queue of waiting requests is full")
+
+// waitQueue holds a pool's patient requests (Request.MaxWait) while every
+// member is out of quota, in arrival order: only the head tries again,
+// when the soonest window resets; while it is still refused it stays the
+// head, and once it is answered (or gives up) the next tries at once, so
+// the window's room goes to the requests that came first, and no more are
+// sent than quota admits. It is safe for concurrent use.
+type waitQueue struct {
+	mu    sync.Mutex
+	queue []*ticket
+}
+
+// ticket is one request's place in the queue.
+type ticket struct {
+	q    *waitQueue
+	head chan struct{} // closed when the ticket reaches the head
+}
+
+// join queues a request, or fails with errQueueFull past max waiting.
+func (q *waitQueue) join(max int) (*ticket, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queue) >= max {
+		return nil, errQueueFull
+	}
+	t := &ticket{q: q, head: make(chan struct{})}
+	q.queue = append(q.queue, t)
+	if len(q.queue) == 1 {
+		close(t.head)
+	}
+	return t, nil
+}
+
+// len is how many requests wait.
+func (q *waitQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
+
+// leave takes the ticket out of the queue; the next becomes the head.
+// Safe to call more than once.
+func (t *ticket) leave() {
+	q := t.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, x := range q.queue {
+		if x == t {
+			q.queue = append(q.queue[:i], q.queue[i+1:]...)
+			if i == 0 && len(q.queue) > 0 {
+				close(q.queue[0].head)
+			}
+			return
+		}
+	}
+}
+
+// wait blocks until the ticket is the head of the queue and until has
+// come, on clk. It returns an error when ctx ends or deadline comes first
+// (context.DeadlineExceeded).
+func (t *ticket) wait(ctx context.Context, clk clock.Clock, until, deadline time.Time) error {
+	now := clk.Now()
+	if !deadline.IsZero() && !now.Before(deadline) {
+		return context.DeadlineExceeded
+	}
+	expired := make(chan struct{})
+	var stop func() bool
+	if !deadline.IsZero() {
+		tm := clk.AfterFunc(deadline.Sub(now), func() { close(expired) })
+		stop = tm.Stop
+	}
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	select {
+	case <-t.head:
+	case <-expired:
+		return context.DeadlineExceeded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	now = clk.Now()
+	if !until.After(now) {
+		return nil
+	}
+	ready := make(chan struct{})
+	tm := clk.AfterFunc(until.Sub(now), func() { close(ready) })
+	defer tm.Stop()
+	select {
+	case <-ready:
+		return nil
+	case <-expired:
+		return context.DeadlineExceeded
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// DefaultMaxWaitLimit caps a request's wait for quota when
+// Pool.MaxWaitLimit is zero.
+const DefaultMaxWaitLimit = 5 * time.Minute
+
+// maxWait is how long r may wait in p's queue.
+func (p *Pool) maxWait(r *Request) time.Duration {
+	w := r.MaxWait
+	if w <= 0 {
+		w = p.MaxWait
+	}
+	limit := p.MaxWaitLimit
+	if limit <= 0 {
+		limit = DefaultMaxWaitLimit
+	}
+	return min(w, limit)
+}
+
+// maxQueue is p's bound on waiting requests.
+func (p *Pool) maxQueue() int {
+	if p.MaxQueue <= 0 {
+		return DefaultMaxQueue
+	}
+	return p.MaxQueue
+}
+
+// HeaderQueueWait is set on the answer to a request that waited in the
+// pool's queue for quota: how long, in milliseconds.
+const HeaderQueueWait = "X-Switchover-Queue-Wait-Ms"
+
+// doPatient is do for a request that may wait (Request.MaxWait, else
+// Pool.MaxWait, at most MaxWaitLimit): while
+// the answer is that every member is out of quota, and the soonest reset
+// comes within the request's own deadline, the request waits in the
+// pool's queue and is tried again, first come first served. Past its
+// deadline it gets the usual 429 with Retry-After.
+func (p *Pool) doPatient(ctx context.Context, r *Request, do func(context.Context, *Request) (*http.Response, *Report, error)) (*http.Response, *Report, error) {
+	resp, rep, err := do(ctx, r)
+	maxWait := p.maxWait(r)
+	if maxWait <= 0 || err != nil || rep == nil || !rep.rateLimited {
+		return resp, rep, err
+	}
+	clk := p.clock()
+	began := clk.Now()
+	deadline := began.Add(maxWait)
+	t, qerr := p.queue.join(p.maxQueue())
+	if qerr != nil {
+		return resp, rep, nil
+	}
+	p.observeCtx(ctx, Event{Kind: EventQueued, Queue: p.queue.len()})
+	defer func() {
+		t.leave()
+		p.observeCtx(ctx, Event{Kind: EventDequeued, Queue: p.queue.len(), Waited: clk.Now().Sub(began)})
+	}()
+	for rep.rateLimited {
+		until := clk.Now().Add(rep.retryAfter)
+		if until.After(deadline) {
+			break // the usual 429: quota does not come back in time
+		}
+		if werr := t.wait(ctx, clk, until, deadline); werr != nil {
+			if ctx.Err() != nil {
+				resp.Body.Close()
+				return nil, rep, ctx.Err()
+			}
+			break
+		}
+		resp.Body.Close()
+		if resp, rep, err = do(ctx, r); err != nil {
+			return resp, rep, err
+		}
+	}
+	rep.Waited = clk.Now().Sub(began)
+	if resp != nil {
+		resp.Header.Set(HeaderQueueWait, itoa(int(rep.Waited.Milliseconds())))
+	}
+	return resp, rep, err
+}
