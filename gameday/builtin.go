@@ -139,6 +139,9 @@ func Builtin() []Scenario {
 					Description: "No gateway: pick at random, retry, skip a refusing region for 60 s."},
 				{Name: "client: wait for Retry-After", Mode: "client", Members: weights(1, 1, 1), Attempts: 3, WaitRetryAfter: true,
 					Description: "The caller sleeps as long as Retry-After asks and tries again (up to its 30 s timeout)."},
+				{Name: "gateway: switchover, patient callers", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+					MaxWait:     d(90 * time.Second),
+					Description: "The defaults, and callers that send x-switchover-max-wait: 90s: the gateway holds them until quota returns, first come first served."},
 			},
 		},
 		{

@@ -161,6 +161,12 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	}
 	caller := newCaller(sc.Load, url, client, keyOf(keys, mainKey))
 	caller.WaitRetryAfter = st.WaitRetryAfter
+	if st.MaxWait > 0 {
+		caller.Request.MaxWait = st.MaxWait.D()
+		if t := st.MaxWait.D() + 30*time.Second; caller.Timeout < t {
+			caller.Timeout = t // the caller waits at least as long as it lets the gateway hold it
+		}
+	}
 
 	// The noise runs beside the main load, from the same moment.
 	var noise *load.Result
@@ -279,7 +285,7 @@ func newCaller(l Load, url string, client *http.Client, key string) *load.HTTPCa
 
 // request is the request l sends.
 func (l Load) request() load.Request {
-	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API}
+	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API, MaxWait: l.MaxWait.D()}
 }
 
 func loadOptions(l Load) load.Options {

@@ -83,6 +83,10 @@ type Load struct {
 	// API is "chat" (chat completions, the default) or "responses" (the
 	// Responses API).
 	API string `yaml:"api"`
+	// MaxWait, if set, is sent as x-switchover-max-wait: the gateway may
+	// hold each request that long for quota (not scaled by compression:
+	// it is the caller's patience in real time).
+	MaxWait Duration `yaml:"max_wait"`
 	// Timeout bounds each request, waits included. Default 60s.
 	Timeout Duration `yaml:"timeout"`
 }
@@ -145,6 +149,11 @@ type Setup struct {
 	// them. Default false for the others, which stand for gateways and
 	// clients that do neither.
 	QuotaAware bool `yaml:"quota_aware"`
+	// MaxWait, if set, makes this setup's callers patient: each request
+	// carries x-switchover-max-wait, and the gateway holds it that long
+	// for quota (real time, not compressed); the caller's timeout is at
+	// least that plus 30 s.
+	MaxWait Duration `yaml:"max_wait"`
 }
 
 // Member is a region's place in a setup's pool.

@@ -36,6 +36,9 @@ type Request struct {
 	MaxTokens int
 	// Stream asks for a streamed answer (with include_usage).
 	Stream bool
+	// MaxWait, if positive, is sent as x-switchover-max-wait: how long the
+	// gateway may hold the request for quota when every region is out.
+	MaxWait time.Duration
 	// API is the call's shape: "chat" (chat completions, the default) or
 	// "responses" (the Responses API: input, max_output_tokens; streams
 	// of response.* events).
@@ -179,6 +182,9 @@ func (c *HTTPCaller) once(ctx context.Context, began time.Time) attemptSample {
 	if c.Key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Key)
 		req.Header.Set("Api-Key", c.Key)
+	}
+	if c.Request.MaxWait > 0 {
+		req.Header.Set("X-Switchover-Max-Wait", c.Request.MaxWait.String())
 	}
 	resp, err := c.client().Do(req)
 	if err != nil {

@@ -189,6 +189,9 @@ func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		if m == nil {
 			break
 		}
+		if r.onPick != nil {
+			r.onPick()
+		}
 		at := new(attempt) // one allocation for the attempt's state and request
 		at.quotaRelease = release
 		if err := prepareInto(r, m, &at.o); err != nil {

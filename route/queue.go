@@ -182,7 +182,13 @@ func (p *Pool) doPatient(ctx context.Context, r *Request, do func(context.Contex
 			break
 		}
 		resp.Body.Close()
-		if resp, rep, err = do(ctx, r); err != nil {
+		// Once a member takes it, the next in line tries at once: the
+		// queue orders who gets the window's room, it does not wait for
+		// each call to finish.
+		r.onPick = t.leave
+		resp, rep, err = do(ctx, r)
+		r.onPick = nil
+		if err != nil {
 			return resp, rep, err
 		}
 	}

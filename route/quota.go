@@ -111,12 +111,10 @@ func (q *LocalQuota) left(w *window, now time.Time, of func(*reservation) int64)
 	n, asOf := w.remaining, w.asOf
 	if !now.Before(w.reset) {
 		// A new window, not yet heard of: it holds no more than the most
-		// the backend ever said it had, so the calls sent before its first
-		// answer comes back cannot overrun it.
-		if w.peak <= 0 {
-			return 0, false
-		}
-		n, asOf = w.peak, w.reset
+		// the backend ever said it had (one call, if it only ever said it
+		// had none), so the calls sent before its first answer comes back
+		// cannot overrun it.
+		n, asOf = max(w.peak, 1), w.reset
 	}
 	for _, r := range q.res {
 		if !r.at.Before(asOf) {

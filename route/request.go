@@ -148,6 +148,11 @@ type Request struct {
 
 	tokens     int64 // estimateTokens, once computed
 	tokensDone bool
+
+	// onPick, if set, is called when a member is picked for the request
+	// (its quota admitted it): a queued request then leaves the queue,
+	// so the next one tries while this one's call is under way.
+	onPick func()
 }
 
 var _ Cost = (*Request)(nil)
