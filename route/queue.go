@@ -120,6 +120,21 @@ func (t *ticket) wait(ctx context.Context, clk clock.Clock, until, deadline time
 // Pool.MaxWaitLimit is zero.
 const DefaultMaxWaitLimit = 5 * time.Minute
 
+// outOfQuota reports whether the pool's answer is that no member had
+// quota for the request: every member held or benched for it, or every
+// attempt refused 429 (a window the gateway could not see was spent),
+// and not a request too large for any limit (X-Should-Retry: false).
+func outOfQuota(resp *http.Response, rep *Report) bool {
+	if rep == nil || resp == nil || rep.Served != nil {
+		return false
+	}
+	if rep.rateLimited {
+		return true
+	}
+	return resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("X-Should-Retry") != "false" &&
+		len(rep.Attempts) > 0 && rep.all(ReasonRateLimited)
+}
+
 // maxWait is how long r may wait in p's queue.
 func (p *Pool) maxWait(r *Request) time.Duration {
 	w := r.MaxWait
@@ -154,7 +169,7 @@ const HeaderQueueWait = "X-Switchover-Queue-Wait-Ms"
 func (p *Pool) doPatient(ctx context.Context, r *Request, do func(context.Context, *Request) (*http.Response, *Report, error)) (*http.Response, *Report, error) {
 	resp, rep, err := do(ctx, r)
 	maxWait := p.maxWait(r)
-	if maxWait <= 0 || err != nil || rep == nil || !rep.rateLimited {
+	if maxWait <= 0 || err != nil || !outOfQuota(resp, rep) {
 		return resp, rep, err
 	}
 	clk := p.clock()
@@ -169,8 +184,12 @@ func (p *Pool) doPatient(ctx context.Context, r *Request, do func(context.Contex
 		t.leave()
 		p.observeCtx(ctx, Event{Kind: EventDequeued, Queue: p.queue.len(), Waited: clk.Now().Sub(began)})
 	}()
-	for rep.rateLimited {
-		until := clk.Now().Add(rep.retryAfter)
+	for outOfQuota(resp, rep) {
+		wait := rep.retryAfter
+		if wait <= 0 {
+			wait = max(RetryAfter(resp.Header, clk.Now()), time.Millisecond)
+		}
+		until := clk.Now().Add(wait)
 		if until.After(deadline) {
 			break // the usual 429: quota does not come back in time
 		}
