@@ -85,6 +85,12 @@ func (w *window) set(r rateReading, sent time.Time, slice time.Duration) {
 	if r.limit > 0 {
 		w.limit = r.limit
 	}
+	if w.known && sent.Before(w.asOf) && !r.hasReset {
+		// The answer to a call sent before the one last heard of, come
+		// back later: its figure is older, and higher. (A reset it names
+		// is still news.)
+		return
+	}
 	reset := r.reset
 	if !r.hasReset {
 		// No reset named: the window refills every slice from its start.

@@ -290,3 +290,16 @@ func TestInFlightCountsAttemptsUntilTheyEnd(t *testing.T) {
 		t.Fatalf("in flight after close: %d", n)
 	}
 }
+
+// TestLocalQuotaIgnoresAnswersThatComeBackLate is the regression test for
+// answers arriving out of order: a call sent earlier whose answer comes
+// back after a later one's says more was left, and must not undo it.
+func TestLocalQuotaIgnoresAnswersThatComeBackLate(t *testing.T) {
+	var q route.LocalQuota
+	left := func(n int) http.Header { return http.Header{"X-Ratelimit-Remaining-Requests": {strconv.Itoa(n)}} }
+	q.Observe(qt0.Add(3*time.Second), qt0.Add(2*time.Second), 200, left(1)) // sent at 2 s
+	q.Observe(qt0.Add(4*time.Second), qt0.Add(1*time.Second), 200, left(4)) // sent at 1 s, back later
+	if s := q.Snapshot(qt0.Add(4 * time.Second)); s.Requests != 1 {
+		t.Fatalf("left %d, want the later call's 1", s.Requests)
+	}
+}
