@@ -212,6 +212,7 @@ func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, err
 				rb.Request(p.now())
 			} else if !rb.TryRetry(p.now()) {
 				done(breaker.Outcome{Result: breaker.Ignore})
+				at.releaseQuota()
 				rep.RetryBudgetSpent = true
 				p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
 				break

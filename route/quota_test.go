@@ -303,3 +303,25 @@ func TestLocalQuotaIgnoresAnswersThatComeBackLate(t *testing.T) {
 		t.Fatalf("left %d, want the later call's 1", s.Requests)
 	}
 }
+
+// TestRetryRefusedByTheBudgetReleasesItsQuota is the regression test for a
+// quota reservation kept by a retry the retry budget refused: the member
+// would have looked a call fuller for good.
+func TestRetryRefusedByTheBudgetReleasesItsQuota(t *testing.T) {
+	e := newEnv(t,
+		memberSpec{name: "weu", priority: 1, script: []step{status(503)}},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	e.pool.RetryBudget = &route.RetryBudget{Ratio: -1, MinPerSecond: -1} // no retry at all
+	q := &route.LocalQuota{}
+	e.backends["sec"].Quota = q
+	now := e.clock.Now()
+	q.Observe(now, now, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"5"}, "X-Ratelimit-Reset-Requests": {"10s"}})
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.StatusCode != 503 || !rep.RetryBudgetSpent {
+		t.Fatalf("%d, budget spent %v", resp.StatusCode, rep.RetryBudgetSpent)
+	}
+	if s := q.Snapshot(e.clock.Now()); s.Requests != 5 {
+		t.Fatalf("sec has %d left, want 5: the refused retry kept its reservation", s.Requests)
+	}
+}
