@@ -3,7 +3,6 @@ package route
 import (
 	"math"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -98,23 +97,7 @@ func TestHeadroomConcurrent(t *testing.T) {
 		}
 		return 0.5, true
 	}}
-	var mu sync.Mutex
-	counts := map[string]int{}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			local := map[string]int{}
-			for range 1000 {
-				local[c[s.Select(nil, c)].Backend.Name]++
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for k, v := range local {
-				counts[k] += v
-			}
-		})
-	}
-	wg.Wait()
+	counts := concurrentPicks(s, c, 8, 1000)
 	if counts["a"] != 6000 || counts["b"] != 2000 || counts["c"] != 0 {
 		t.Fatalf("picks %v, want 6000/2000/0", counts)
 	}

@@ -2,7 +2,6 @@ package route
 
 import (
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -196,23 +195,7 @@ func TestLowestLatencyConcurrent(t *testing.T) {
 	measure(c[1].Backend, false, 300*ms, minSamples)
 	measure(c[2].Backend, false, 300*ms, minSamples)
 	s := &LowestLatency{}
-	var mu sync.Mutex
-	counts := map[string]int{}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			local := map[string]int{}
-			for range 1000 {
-				local[c[s.Select(nil, c)].Backend.Name]++
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for k, v := range local {
-				counts[k] += v
-			}
-		})
-	}
-	wg.Wait()
+	counts := concurrentPicks(s, c, 8, 1000)
 	if counts["a"] != 7600 || counts["b"] != 200 || counts["c"] != 200 {
 		t.Fatalf("picks %v, want 7600/200/200", counts)
 	}

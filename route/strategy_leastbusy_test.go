@@ -82,27 +82,12 @@ func TestLeastBusyConcurrent(t *testing.T) {
 	// and the counts come back to zero.
 	c := members([2]int{1, 90}, [2]int{1, 5}, [2]int{1, 5})
 	s := &LeastBusy{}
-	var mu sync.Mutex
-	counts := map[string]int{}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			local := map[string]int{}
-			for range 1000 {
-				local[c[s.Select(nil, c)].Backend.Name]++
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for k, v := range local {
-				counts[k] += v
-			}
-		})
-	}
-	wg.Wait()
+	counts := concurrentPicks(s, c, 8, 1000)
 	if counts["a"] != 7200 || counts["b"] != 400 || counts["c"] != 400 {
 		t.Fatalf("idle picks %v, want 7200/400/400", counts)
 	}
 	busy := members([2]int{1, 1}, [2]int{1, 1}, [2]int{1, 1})
+	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
 			for range 500 {

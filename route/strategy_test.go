@@ -174,3 +174,26 @@ func TestStrategiesConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// concurrentPicks makes goroutines times each picks of s from c at once,
+// and counts them by backend.
+func concurrentPicks(s Selector, c []*Member, goroutines, each int) map[string]int {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			local := map[string]int{}
+			for range each {
+				local[c[s.Select(nil, c)].Backend.Name]++
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for k, v := range local {
+				counts[k] += v
+			}
+		})
+	}
+	wg.Wait()
+	return counts
+}
