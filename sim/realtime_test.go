@@ -221,17 +221,7 @@ func TestRealtimeSimCloseEndsSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := s.Deployments()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	if ev := readEvent(t, ctx, c); ev.Type != "session.created" {
-		t.Fatalf("first event %s", ev.Type)
-	}
+	ctx, c := openSession(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -258,15 +248,7 @@ func TestRealtimeFaultEndsAnOpenSession(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startSim(t, one(OpenAI, nil))
-			ep := s.Deployments()[0]
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.CloseNow()
-			readEvent(t, ctx, c) // session.created
+			ctx, c := openSession(t, s)
 			if err := s.SetFault("d1", Fault{Mode: tc.fault}); err != nil {
 				t.Fatal(err)
 			}
@@ -276,7 +258,7 @@ func TestRealtimeFaultEndsAnOpenSession(t *testing.T) {
 					t.Errorf("first event after the fault = %+v", ev)
 				}
 			}
-			_, _, err = c.Read(ctx)
+			_, _, err := c.Read(ctx)
 			if err == nil || websocket.CloseStatus(err) != tc.wantStatus {
 				t.Errorf("read after the fault: %v (status %d), want close status %d", err, websocket.CloseStatus(err), tc.wantStatus)
 			}
@@ -287,15 +269,7 @@ func TestRealtimeFaultEndsAnOpenSession(t *testing.T) {
 
 func TestRealtimeBlackholeLeavesEventsUnanswered(t *testing.T) {
 	s := startSim(t, one(OpenAI, nil))
-	ep := s.Deployments()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	readEvent(t, ctx, c) // session.created
+	ctx, c := openSession(t, s)
 	if err := s.SetFault("d1", Fault{Mode: FaultBlackhole}); err != nil {
 		t.Fatal(err)
 	}
@@ -328,15 +302,7 @@ func TestRealtimeBlackholeLeavesEventsUnanswered(t *testing.T) {
 
 func TestRealtimeToolCall(t *testing.T) {
 	s := startSim(t, one(OpenAI, nil))
-	ep := s.Deployments()[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, wsURL(ep.URL)+"/realtime?model=chat-prod", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.CloseNow()
-	readEvent(t, ctx, c) // session.created
+	ctx, c := openSession(t, s)
 	sendEvent(t, ctx, c, `{"type":"session.update","session":{"tools":[{"type":"function","name":"get_weather",`+
 		`"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}}`)
 	readEvent(t, ctx, c) // session.updated
@@ -367,4 +333,22 @@ func TestRealtimeToolCall(t *testing.T) {
 	if contains(types, "response.function_call_arguments.delta") || !contains(types, "response.output_text.delta") {
 		t.Errorf("after the tool's output = %v\n%s", types, raw[len(raw)-1])
 	}
+}
+
+// openSession dials the first deployment's realtime endpoint for the
+// model chat-prod and reads its session.created; the session and its
+// 10 s context end with the test.
+func openSession(t *testing.T, s *Sim) (context.Context, *websocket.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	c, _, err := websocket.Dial(ctx, wsURL(s.Deployments()[0].URL)+"/realtime?model=chat-prod", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	if ev := readEvent(t, ctx, c); ev.Type != "session.created" {
+		t.Fatalf("first event %s", ev.Type)
+	}
+	return ctx, c
 }
