@@ -108,7 +108,7 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 // and gpt-oss, and DeepSeek's reasoner.
 func reasoningModel(model string) bool {
 	m := strings.ToLower(model)
-	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-oss", "deepseek-r", "deepseek-reasoner"} {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5", "gpt-oss", "deepseek-r"} {
 		if strings.HasPrefix(m, p) {
 			return true
 		}
