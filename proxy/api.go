@@ -133,7 +133,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool 
 		if errors.As(err, &ou) {
 			lg.status, lg.err = http.StatusServiceUnavailable, err
 			if ou.RetryAfter > 0 {
-				setRetryAfter(w.Header(), ou.RetryAfter)
+				route.SetRetryAfter(w.Header(), ou.RetryAfter)
 			}
 			writeError(w, lg.status, "server_error", "owner_unavailable", "switchover: "+err.Error()+
 				"; no other backend has that state, so the request is not sent elsewhere (to keep a conversation failover-safe, send it with store: false and its whole context each turn)")

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,14 +87,6 @@ func ownerPool(rt *Routes, owner string) *route.Pool {
 		}
 	}
 	return nil
-}
-
-// setRetryAfter sets Retry-After (whole seconds, at least 1) and
-// retry-after-ms.
-func setRetryAfter(h http.Header, d time.Duration) {
-	secs := int64((d + time.Second - 1) / time.Second)
-	h.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
-	h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 }
 
 // hasAnthropicMember reports whether p has a member that speaks the

@@ -114,8 +114,7 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 	}
 	h.Set("Content-Type", "application/json")
 	if wait > 0 && code != "tokens_exceed_limit" {
-		h.Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
-		h.Set("Retry-After-Ms", strconv.FormatInt(wait.Milliseconds(), 10))
+		SetRetryAfter(h, wait)
 	}
 	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
 	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
@@ -167,6 +166,14 @@ func newResponse(status int, h http.Header, body []byte) *http.Response {
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 	}
+}
+
+// SetRetryAfter sets Retry-After (whole seconds, rounded up, at least 1)
+// and retry-after-ms for a wait of d.
+func SetRetryAfter(h http.Header, d time.Duration) {
+	secs := int64((d + time.Second - 1) / time.Second)
+	h.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	h.Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
 }
 
 // MaxClientRetryAfter caps the Retry-After the engine tells a client, as
