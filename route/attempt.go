@@ -185,6 +185,13 @@ type attempt struct {
 	// nil when the backend's quota is not tracked.
 	quotaRelease func()
 	ended        atomic.Bool // release has counted the attempt out of the backend's in-flight count
+	// actx, if set before try, is the attempt's context, made by the
+	// caller with cancel so that it can cancel the attempt from another
+	// goroutine (a hedged request's loser); try makes its own otherwise.
+	actx context.Context
+	// firstByte, if not nil, is closed when the attempt has its first
+	// byte or ends (a hedged request's first attempt).
+	firstByte chan struct{}
 }
 
 // releaseQuota returns the attempt's quota reservation, once.
@@ -206,6 +213,9 @@ func (at *attempt) record(out breaker.Outcome) {
 func (at *attempt) gotFirstByte() time.Duration {
 	if at.unwaited.CompareAndSwap(false, true) {
 		at.b.check.unwait(&at.w)
+		if at.firstByte != nil {
+			close(at.firstByte)
+		}
 	}
 	at.armed.And(^uint32(dueSlow | dueFirstByte))
 	stop(at.tm.slow)
@@ -299,6 +309,12 @@ func (at *attempt) failed(ctx, actx context.Context, a *Attempt, err error) (*ht
 		at.record(breaker.Outcome{Result: breaker.Ignore})
 		a.Reason, a.Retryable, a.Message, a.Abandoned = ReasonUnresponsive, true, "the backend stopped answering; a health check failed", true
 		return nil, *a, nil
+	case cause == errOutpaced:
+		// The other attempt of a hedged request answered first: the
+		// backend did nothing wrong.
+		at.record(breaker.Outcome{Result: breaker.Ignore})
+		a.Reason, a.Message, a.Abandoned = ReasonOutpaced, "another attempt answered first", true
+		return nil, *a, nil
 	case cause == errBudget:
 		// The request's budget ran out: say nothing of the backend.
 		at.record(breaker.Outcome{Result: breaker.Ignore})
@@ -331,8 +347,11 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		at.class = ClassStream
 	}
 
-	actx, cancel := context.WithCancelCause(ctx)
-	at.cancel = cancel
+	actx := at.actx
+	if actx == nil {
+		actx, at.cancel = context.WithCancelCause(ctx)
+	}
+	cancel := at.cancel
 	timeUp := at.timeUp
 	if b.Timeout > 0 {
 		at.tm.whole = at.arm(dueWhole, b.Timeout, timeUp)
@@ -361,6 +380,9 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 
 	req, err := b.Provider.NewRequest(actx, o)
 	if err != nil {
+		if actx.Err() != nil && ctx.Err() == nil {
+			return failed(err) // cancelled: a timer, or the hedge's race
+		}
 		if errors.Is(err, ErrAuth) && ctx.Err() == nil {
 			// No token for this backend: another backend may still serve.
 			a.Duration = clk.Now().Sub(began)

@@ -62,7 +62,11 @@ func (r *ring) add(d time.Duration) {
 
 // p95 is the 95th percentile (nearest rank) of the samples, and whether
 // there are enough of them to trust it.
-func (r *ring) p95() (time.Duration, bool) {
+func (r *ring) p95() (time.Duration, bool) { return r.quantile(95) }
+
+// quantile is the pct-th percentile (nearest rank, 1 <= pct <= 100) of
+// the samples, and whether there are enough of them to trust it.
+func (r *ring) quantile(pct int) (time.Duration, bool) {
 	if r.n < minSamples {
 		return 0, false
 	}
@@ -70,8 +74,21 @@ func (r *ring) p95() (time.Duration, bool) {
 	s := buf[:r.n]
 	copy(s, r.d[:r.n])
 	slices.Sort(s)
-	i := (95*r.n + 99) / 100 // ceil(0.95 n), 1-based
+	i := max((pct*r.n+99)/100, 1) // ceil(pct/100 n), 1-based
 	return s[i-1], true
+}
+
+// quantile is the q-th quantile (0 < q < 1, to a hundredth) of the
+// backend's recent times to first byte of the kind, and whether there are
+// enough samples to trust it.
+func (l *latency) quantile(stream bool, q float64) (time.Duration, bool) {
+	pct := min(max(int(q*100+0.5), 1), 100)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if stream {
+		return l.stream.quantile(pct)
+	}
+	return l.plain.quantile(pct)
 }
 
 func (l *latency) observe(stream bool, d time.Duration) {

@@ -48,6 +48,11 @@ const (
 	// past its deadline, or gone); Queue is how many still wait, Waited
 	// how long it waited.
 	EventDequeued
+	// EventHedge: a hedged request ended (Hedge says which attempt won:
+	// HedgePrimary, HedgeWon, HedgeNeither; Backend is the hedge's, From
+	// the first attempt's), or a hedge was due but the hedge budget
+	// refused it (HedgeRefused; Backend is the first attempt's).
+	EventHedge
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -74,6 +79,8 @@ type Event struct {
 	// Queue and Waited are set for EventQueued and EventDequeued.
 	Queue  int
 	Waited time.Duration
+	// Hedge is set for EventHedge.
+	Hedge HedgeResult
 }
 
 // Observer receives engine events, for metrics and logs. Observe is called
@@ -116,6 +123,9 @@ type Attempt struct {
 	// its error.
 	Start    time.Time
 	Duration time.Duration
+	// Hedge is true for a hedge: the second attempt of a request, sent
+	// while the first was still waiting for its first byte (see Hedge).
+	Hedge bool
 }
 
 // Report describes how the engine handled one request.
@@ -157,6 +167,9 @@ type Report struct {
 	FallbackFrom  string
 	FallbackCause FallbackCause
 	Prior         *Report
+	// Hedge says which attempt answered a hedged request; empty when no
+	// hedge was sent.
+	Hedge HedgeResult
 
 	first [1]Attempt // Attempts' first backing array: most requests make one
 }

@@ -121,6 +121,11 @@ type Pool struct {
 	// content-filter refusal or any other 4xx. Nil means none: the client
 	// gets the 400.
 	ContextFallback *Pool
+	// Hedge, if set, hedges requests whose first attempt is slow to its
+	// first byte: a second attempt goes to the next choice, the first to
+	// answer is passed on and the other cancelled (see Hedge). Nil means
+	// no hedging.
+	Hedge *Hedge
 }
 
 // DefaultAttempts is the attempts bound of a Pool that sets none.
@@ -216,6 +221,23 @@ func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, err
 				rep.RetryBudgetSpent = true
 				p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
 				break
+			}
+		}
+		if h := p.Hedge; h != nil && len(rep.Attempts) == 0 && p.attempts() > 1 && r.hedgeable() {
+			h.admit(p.now())
+			if delay, ok := h.delay(m.Backend, r.Stream); ok {
+				resp, served, lh, err := p.hedged(ctx, r, m, at, done, deadline, rep, &tried, delay)
+				if err != nil {
+					return nil, rep, err
+				}
+				if lh != nil {
+					lastHeader = lh
+				}
+				if served != nil {
+					p.served(rep, served, resp)
+					return resp, rep, nil
+				}
+				continue
 			}
 		}
 		// The budget bounds retries: the first attempt always gets its
@@ -496,7 +518,7 @@ func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
 // returned.
 func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	rep.Served = m
-	if n := len(rep.Attempts); n > 1 {
+	if n := len(rep.Attempts); n > 1 && rep.Attempts[0].Backend != m.Backend.Name {
 		rep.Failover = true
 		rep.FailoverFrom = rep.Attempts[0].Backend
 		rep.FailoverReason = rep.Attempts[0].Reason
@@ -508,7 +530,7 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
 	}
-	hb := m.Backend.relayHeaderRoom(resp.Header, 4)
+	hb := m.Backend.relayHeaderRoom(resp.Header, 5)
 	hb.set(HeaderBackend, m.Backend.Name)
 	if m.Backend.Region != "" {
 		hb.set(HeaderRegion, m.Backend.Region)
@@ -517,6 +539,9 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	}
 	hb.set(HeaderFailover, boolString(rep.Failover))
 	hb.set(HeaderAttempts, itoa(len(rep.Attempts)))
+	if rep.Hedge != "" {
+		hb.set(HeaderHedge, string(rep.Hedge))
+	}
 	resp.Header = hb.h
 }
 

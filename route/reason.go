@@ -60,6 +60,10 @@ const (
 	ReasonTooLarge Reason = "request_exceeds_limit"
 	// ReasonCanceled: the client went away. Never the backend's fault.
 	ReasonCanceled Reason = "client_canceled"
+	// ReasonOutpaced: the attempt was cancelled because the other attempt
+	// of a hedged request answered first (see Hedge). Not the backend's
+	// fault: its breaker is not told.
+	ReasonOutpaced Reason = "outpaced"
 	// ReasonUnavailable: the backend was skipped because its breaker was
 	// open; used for failovers to a lower priority tier.
 	ReasonUnavailable Reason = "breaker_open"
@@ -98,6 +102,8 @@ func errReason(cctx, actx context.Context, err error) Reason {
 		return ReasonTimeout
 	case errUnresponsive:
 		return ReasonUnresponsive
+	case errOutpaced:
+		return ReasonOutpaced
 	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {

@@ -1,0 +1,335 @@
+package route
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// Defaults of a Hedge's settings.
+const (
+	// DefaultHedgeQuantile is the quantile of the first backend's recent
+	// times to first byte past which a hedge is sent.
+	DefaultHedgeQuantile = 0.9
+	// DefaultHedgeShare is the share of a pool's requests that may be
+	// hedged over the budget's window.
+	DefaultHedgeShare = 0.1
+	// DefaultMinHedgeDelay is the shortest wait before a hedge when the
+	// delay is learned: a backend that answers in 40 ms is not hedged at
+	// 45.
+	DefaultMinHedgeDelay = 50 * time.Millisecond
+)
+
+// HeaderHedge is set on the answer to a request that was hedged: "primary"
+// when the first attempt answered first, "hedge" when the hedge did.
+const HeaderHedge = "X-Switchover-Hedge"
+
+// errOutpaced is the cancel cause of the attempt that lost the race
+// against its hedge (or the hedge that lost to it).
+var errOutpaced = errors.New("switchover: another attempt answered first")
+
+// Hedge sends a second attempt (a hedge) to the pool's next choice when a
+// request's first attempt is slower to its first byte than its backend
+// usually is: the first of the two to answer is passed on, and the other
+// is cancelled at once. The cancelled attempt is not counted against its
+// backend's breaker (the backend did nothing wrong; the caller simply no
+// longer needs the answer), though the backend may still bill the work
+// it did before it noticed.
+//
+// Only requests without side effects are hedged: chat completions,
+// completions, embeddings, Anthropic messages, moderations and token
+// counts, never a call on stored state (Request.Owner or Path), a
+// Responses call (which stores what it makes), media or a Realtime
+// session. Only the first attempt is hedged, once, and only when the
+// pool allows two attempts (Pool.Attempts): a hedge is an attempt.
+//
+// The zero value hedges at DefaultHedgeQuantile of the first backend's
+// recent times to first byte, at most DefaultHedgeShare of the pool's
+// requests. The settings must not change once the pool is in use.
+type Hedge struct {
+	// Delay, if positive, is a fixed wait for the first byte before the
+	// hedge is sent, whatever the backend's history.
+	Delay time.Duration
+	// Quantile, when Delay is zero, is the quantile (0.5 to 0.99) of the
+	// first attempt's backend's recent times to first byte (streams and
+	// plain calls apart) past which the hedge is sent. Zero means
+	// DefaultHedgeQuantile. A backend that has answered too few calls of
+	// the kind to know its quantile is not hedged. Delays learned so are
+	// at least DefaultMinHedgeDelay.
+	Quantile float64
+	// Share bounds the hedges to this share of the pool's requests over a
+	// sliding window of 10 seconds (a RetryBudget without a floor). Zero
+	// means DefaultHedgeShare; at most 1.
+	Share float64
+
+	once   sync.Once
+	budget RetryBudget // the share's accounting: Share per request, no floor
+}
+
+// share is the hedges' share of requests, Share with its default.
+func (h *Hedge) share() float64 {
+	switch {
+	case h.Share <= 0:
+		return DefaultHedgeShare
+	case h.Share > 1:
+		return 1
+	}
+	return h.Share
+}
+
+// admit deposits a request in the hedge budget. The budget's settings
+// are read at its first call.
+func (h *Hedge) admit(now time.Time) {
+	h.once.Do(func() {
+		h.budget.Ratio, h.budget.MinPerSecond = h.share(), -1
+	})
+	h.budget.Request(now)
+}
+
+// delay is how long the first attempt on b waits for its first byte
+// before it is hedged, and whether it is hedged at all.
+func (h *Hedge) delay(b *Backend, stream bool) (time.Duration, bool) {
+	if h.Delay > 0 {
+		return h.Delay, true
+	}
+	q := h.Quantile
+	if q <= 0 {
+		q = DefaultHedgeQuantile
+	}
+	q = min(max(q, 0.5), 0.99)
+	d, ok := b.lat.quantile(stream, q)
+	if !ok {
+		return 0, false
+	}
+	return max(d, DefaultMinHedgeDelay), true
+}
+
+// hedgeable reports whether the request may be hedged: it has no side
+// effects a second call would repeat.
+func (r *Request) hedgeable() bool {
+	if r.Owner != "" || r.Path != "" {
+		return false
+	}
+	switch r.Op {
+	case ChatCompletions, Completions, Embeddings, Messages, Moderations, CountTokens:
+		return true
+	}
+	return false
+}
+
+// HedgeResult says how a hedged request ended (EventHedge, Report.Hedge).
+type HedgeResult string
+
+// Hedge results.
+const (
+	// HedgePrimary: the first attempt answered first.
+	HedgePrimary HedgeResult = "primary"
+	// HedgeWon: the hedge answered first.
+	HedgeWon HedgeResult = "hedge"
+	// HedgeNeither: both attempts failed.
+	HedgeNeither HedgeResult = "neither"
+	// HedgeRefused: the first attempt was slow enough to hedge, but the
+	// hedge budget (Hedge.Share) was spent: no hedge was sent.
+	HedgeRefused HedgeResult = "refused"
+)
+
+// raced is an attempt of a hedged request, and how it ended.
+type raced struct {
+	m     *Member
+	at    *attempt
+	resp  *http.Response
+	a     Attempt
+	err   error
+	hedge bool         // the second attempt
+	done  breaker.Done // the hedge's breaker admission, until it starts
+}
+
+// hedged makes the request's first attempt, on m, with a hedge: it waits
+// for the first byte as long as the Hedge says, then, if the budget and
+// a second member allow, starts a second attempt, and passes on whichever
+// answers first, cancelling the other. It returns what do's loop needs: the
+// winning response and its member (served is nil when neither answered
+// and the loop should go on, with lastHeader from the last failure), or
+// err when the client went away.
+func (p *Pool) hedged(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, deadline time.Time, rep *Report, tried *memberSet, delay time.Duration) (resp *http.Response, served *Member, lastHeader http.Header, err error) {
+	clk := p.clock()
+	// The estimate is cached on first use; take it here, so that the two
+	// attempts' goroutines and next's admission only read it.
+	r.Tokens()
+	results := make(chan raced, 2)
+	start := func(c raced, done breaker.Done, dl time.Time) {
+		c.at.actx, c.at.cancel = context.WithCancelCause(ctx)
+		go func() {
+			c.resp, c.a, c.err = p.try(ctx, r, c.m, c.at, done, dl)
+			results <- c
+		}()
+	}
+	at.firstByte = make(chan struct{})
+	first := raced{m: m, at: at}
+	start(first, done, time.Time{})
+	fire := make(chan struct{})
+	timer := clk.AfterFunc(delay, func() { close(fire) })
+	defer timer.Stop()
+	fb := at.firstByte
+
+	running := []*attempt{at}
+	var winner *raced
+	var hedge *raced
+	for len(running) > 0 {
+		select {
+		case <-fb:
+			// The first attempt has its first byte: no hedge.
+			fb, fire = nil, nil
+			timer.Stop()
+		case <-fire:
+			fire, fb = nil, nil
+			if c, ok := p.startHedge(ctx, r, m, rep, tried, deadline); ok {
+				hedge = &c
+				start(c, c.done, deadline)
+				running = append(running, c.at)
+			}
+		case c := <-results:
+			running = removeAttempt(running, c.at)
+			if len(running) == 0 {
+				fire, fb = nil, nil
+			}
+			c.a.Hedge = c.hedge
+			if winner != nil {
+				// The one that lost the race: its answer, if it had one
+				// already, goes unread.
+				if c.resp != nil && c.resp.Body != nil {
+					c.resp.Body.Close()
+				}
+				// (One that answered at the same moment was not abandoned:
+				// its answer is complete, only unread.)
+				c.a.Reason, c.a.Retryable, c.a.Abandoned = ReasonOutpaced, false, c.resp == nil
+				if !c.hedge && c.a.Abandoned {
+					// Cancelled past the hedge delay, the first attempt's
+					// time to first byte was at least this long: counted
+					// so, the backend's quantile stays honest instead of
+					// learning only the answers that beat their hedge.
+					c.m.Backend.lat.observe(r.Stream, c.a.Duration)
+				}
+				p.noteAttempt(ctx, rep, c)
+				continue
+			}
+			p.noteAttempt(ctx, rep, c)
+			if c.err != nil {
+				// The client went away: so is the other attempt's reason.
+				for _, o := range running {
+					o.cancel(context.Cause(ctx))
+				}
+				p.drain(ctx, rep, results, len(running))
+				return nil, nil, nil, c.err
+			}
+			p.markTried(tried, c.m.Backend)
+			if c.a.Retryable {
+				if c.resp != nil {
+					lastHeader = c.m.Backend.relayHeader(c.resp.Header)
+				}
+				continue
+			}
+			cc := c
+			winner = &cc
+			for _, o := range running {
+				o.cancel(errOutpaced)
+			}
+		}
+	}
+	if n := len(rep.Attempts); n >= 2 && rep.Attempts[n-1].Start.Before(rep.Attempts[n-2].Start) {
+		// Reported in the order they began, as attempts always are.
+		rep.Attempts[n-1], rep.Attempts[n-2] = rep.Attempts[n-2], rep.Attempts[n-1]
+	}
+	if hedge != nil {
+		res := HedgeNeither
+		switch {
+		case winner != nil && winner.hedge:
+			res = HedgeWon
+		case winner != nil:
+			res = HedgePrimary
+		}
+		rep.Hedge = res
+		p.observe(Event{Kind: EventHedge, Backend: hedge.m.Backend, From: m.Backend.Name, Hedge: res})
+	}
+	if winner == nil {
+		return nil, nil, lastHeader, nil
+	}
+	return winner.resp, winner.m, lastHeader, nil
+}
+
+// startHedge picks and prepares the hedge of a request whose first
+// attempt is on first, if the hedge budget and a member allow.
+func (p *Pool) startHedge(ctx context.Context, r *Request, first *Member, rep *Report, tried *memberSet, deadline time.Time) (raced, bool) {
+	h := p.Hedge
+	now := p.now()
+	if h.budget.Available(now) < 1 {
+		p.observeCtx(ctx, Event{Kind: EventHedge, Backend: first.Backend, Hedge: HedgeRefused})
+		return raced{}, false
+	}
+	if !deadline.IsZero() && !now.Before(deadline) {
+		return raced{}, false
+	}
+	// The first attempt's member is this request's whatever happens.
+	p.markTried(tried, first.Backend)
+	for {
+		m, done, release := p.next(r, rep, tried)
+		if m == nil {
+			return raced{}, false
+		}
+		at := new(attempt)
+		at.quotaRelease = release
+		if err := prepareInto(r, m, &at.o); err != nil {
+			done(breaker.Outcome{Result: breaker.Ignore})
+			at.releaseQuota()
+			p.markTried(tried, m.Backend)
+			var ue *translate.UnsupportedError
+			if errors.As(err, &ue) {
+				rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
+			}
+			continue
+		}
+		if !h.budget.TryRetry(now) {
+			done(breaker.Outcome{Result: breaker.Ignore})
+			at.releaseQuota()
+			return raced{}, false
+		}
+		return raced{m: m, at: at, hedge: true, done: done}, true
+	}
+}
+
+// noteAttempt adds an attempt of a hedged request to its report and tells
+// the observer.
+func (p *Pool) noteAttempt(ctx context.Context, rep *Report, c raced) {
+	if rep.Attempts == nil {
+		rep.Attempts = rep.first[:0]
+	}
+	rep.Attempts = append(rep.Attempts, c.a)
+	p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: c.m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
+}
+
+// drain waits for the n attempts still running after the client went
+// away, and records them.
+func (p *Pool) drain(ctx context.Context, rep *Report, results <-chan raced, n int) {
+	for range n {
+		c := <-results
+		if c.resp != nil && c.resp.Body != nil {
+			c.resp.Body.Close()
+		}
+		c.a.Hedge = c.hedge
+		p.noteAttempt(ctx, rep, c)
+	}
+}
+
+func removeAttempt(s []*attempt, at *attempt) []*attempt {
+	for i, x := range s {
+		if x == at {
+			return append(s[:i], s[i+1:]...)
+		}
+	}
+	return s
+}
