@@ -169,7 +169,9 @@ func set(kv ...any) map[string]any {
 }
 
 // anyEnv sets every variable, to a value long enough for a key.
-func anyEnv(name string) (string, bool) { return "test-" + strings.ToLower(name) + "-0123456789abcdef", true }
+func anyEnv(name string) (string, bool) {
+	return "test-" + strings.ToLower(name) + "-0123456789abcdef", true
+}
 
 // gatewayConfig returns the ConfigMap's configuration file, and the
 // configuration the gateway's own loader makes of it with env.
