@@ -11,6 +11,10 @@ import (
 	"time"
 )
 
+// defaultHealthURL is the readiness endpoint of a gateway listening on
+// :8080, as the container image's configuration does.
+const defaultHealthURL = "http://127.0.0.1:8080/readyz"
+
 // healthCommand GETs a health endpoint of a running gateway and succeeds
 // only on 200: the container image's HEALTHCHECK, which has no shell or
 // curl to run.
@@ -28,7 +32,7 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	url := fs.String("url", envOr("SWITCHOVER_HEALTH_URL", "http://127.0.0.1:8080/readyz"), "endpoint to check (default $SWITCHOVER_HEALTH_URL or http://127.0.0.1:8080/readyz; /healthz for liveness)")
+	url := fs.String("url", envOr("SWITCHOVER_HEALTH_URL", defaultHealthURL), "endpoint to check (default $SWITCHOVER_HEALTH_URL or http://127.0.0.1:8080/readyz; /healthz for liveness)")
 	timeout := fs.Duration("timeout", 2*time.Second, "how long to wait for the answer")
 	quiet := fs.Bool("q", false, "print nothing on success")
 	if err := parseFlags(fs, args); err != nil {

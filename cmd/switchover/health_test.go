@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/gateway"
 )
 
 func TestHealthCommand(t *testing.T) {
@@ -62,5 +67,33 @@ func TestHealthCommand(t *testing.T) {
 				t.Fatalf("took %v", d)
 			}
 		})
+	}
+}
+
+// TestHealthAgainstGateway checks the command against the gateway's own
+// handler: its readiness and liveness endpoints, on the paths the image's
+// HEALTHCHECK and the Helm chart's probes use.
+func TestHealthAgainstGateway(t *testing.T) {
+	cfg, err := config.Parse("health.yaml", []byte(`backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
+pools: [{name: p, members: [{backend: a}]}]
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	srv := httptest.NewServer(g.Handler)
+	t.Cleanup(srv.Close)
+	if !strings.HasSuffix(defaultHealthURL, "/readyz") {
+		t.Fatalf("default URL %s is not the readiness endpoint", defaultHealthURL)
+	}
+	for path, want := range map[string]string{"/readyz": "ready", "/healthz": "ok"} {
+		code, out, errOut := run2(t, "health", "-url", srv.URL+path)
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("health %s: exit %d, stdout %q stderr %q", path, code, out, errOut)
+		}
 	}
 }
