@@ -548,7 +548,9 @@ func TestChartAutoscaling(t *testing.T) {
 	}
 	checkPDB(t, r, &d, int(*hpa.Spec.MinReplicas))
 
-	if _, err := renderChart(t, set("autoscaling.enabled", true, "autoscaling.minReplicas", 1)); err == nil || !strings.Contains(err.Error(), "minReplicas must be 2 or more") {
+	// values.schema.json refuses it; the template too, should a parent
+	// chart's schema let it through.
+	if _, err := renderChart(t, set("autoscaling.enabled", true, "autoscaling.minReplicas", 1)); err == nil || !strings.Contains(err.Error(), "minReplicas") {
 		t.Errorf("minReplicas 1: %v", err)
 	}
 }
@@ -691,5 +693,42 @@ func TestChartObjectsNamed(t *testing.T) {
 		if meta.Metadata.Labels["app.kubernetes.io/instance"] != releaseName {
 			t.Errorf("%s %s has no instance label: %v", o.kind, o.name, meta.Metadata.Labels)
 		}
+	}
+}
+
+// TestChartValuesSchema: values.schema.json, which helm install and
+// template apply, takes the defaults and refuses typos and wrong types.
+func TestChartValuesSchema(t *testing.T) {
+	ch := loadChart(t)
+	if len(ch.Schema) == 0 {
+		t.Fatal("the chart has no values.schema.json")
+	}
+	tests := []struct {
+		name string
+		vals map[string]any
+		err  string
+	}{
+		{"defaults", nil, ""},
+		{"every option", set("redis.bundled", true, "autoscaling.enabled", true, "serviceMonitor.enabled", true, "admin.enabled", true, "secrets.values", map[string]any{"A": "b"}, "preStopSleepSeconds", 3), ""},
+		{"typo at the top", set("replicas", 3), "replicas"},
+		{"typo below", set("redis.enable", true), "enable"},
+		{"duration instead of seconds", set("server.drainDelaySeconds", "10s"), "drainDelaySeconds"},
+		{"one replica under an HPA", set("autoscaling.minReplicas", 1), "minReplicas"},
+		{"no replicas", set("replicaCount", 0), "replicaCount"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vals, err := chartutil.CoalesceValues(ch, tc.vals)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = chartutil.ValidateAgainstSchema(ch, vals)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("error %v, want one naming %q", err, tc.err)
+			}
+		})
 	}
 }
