@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -730,5 +731,59 @@ func TestChartValuesSchema(t *testing.T) {
 				t.Fatalf("error %v, want one naming %q", err, tc.err)
 			}
 		})
+	}
+}
+
+// TestChartExampleConfig renders the repository's example configuration
+// through the chart (values, then Helm's toYaml) and loads the result:
+// nothing in a real configuration is lost or retyped on the way.
+func TestChartExampleConfig(t *testing.T) {
+	data, err := os.ReadFile("../../examples/switchover.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example map[string]any
+	if err := yaml.Unmarshal(data, &example); err != nil {
+		t.Fatal(err)
+	}
+	// Beyond loopback the gateway needs keys.
+	example["keys"] = []any{map[string]any{"name": "app", "key": "${SWITCHOVER_KEY}"}}
+	r := mustRender(t, map[string]any{"config": example})
+	_, got := gatewayConfig(t, r, anyEnv)
+	want, err := config.Parse("example", data, anyEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Backends) != len(want.Backends) || len(got.Pools) != len(want.Pools) {
+		t.Fatalf("%d backends, %d pools; the example has %d, %d", len(got.Backends), len(got.Pools), len(want.Backends), len(want.Pools))
+	}
+	for i, b := range want.Backends {
+		g := got.Backends[i]
+		if g.Name != b.Name || g.URL != b.URL || g.APIVersion != b.APIVersion || g.Breaker.Failures != b.Breaker.Failures || g.FirstByteTimeout != b.FirstByteTimeout {
+			t.Errorf("backend %d: %+v, want %+v", i, g, b)
+		}
+	}
+	var d appsv1.Deployment
+	r.one(t, "Deployment", fullname, &d)
+	checkDeployment(t, &d, got)
+}
+
+func TestChartMemoryLimit(t *testing.T) {
+	hasLimit := func(vals map[string]any) bool {
+		var d appsv1.Deployment
+		mustRender(t, vals).one(t, "Deployment", fullname, &d)
+		c := gatewayContainer(t, &d)
+		for _, e := range c.Env {
+			if e.Name == "GOMEMLIMIT" {
+				return e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+			}
+		}
+		return false
+	}
+	if !hasLimit(nil) {
+		t.Error("no GOMEMLIMIT from the memory limit")
+	}
+	if hasLimit(set("resources.limits", nil)) {
+		t.Error("GOMEMLIMIT without a memory limit (it would be the node's memory)")
 	}
 }
