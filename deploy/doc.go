@@ -11,4 +11,11 @@
 // and evaluate the alerting rules against those series with promtool
 // (when it is installed), so that an alert that would fire for healthy
 // backends fails too.
+//
+// The same tests check what runs the gateway, since no Docker engine or
+// init system runs in CI: the Dockerfile (../Dockerfile) and the static
+// binary its build script makes, and the systemd unit
+// (systemd/switchover.service) against the config's shutdown defaults.
+// The Helm chart has a package of its own, deploy/helm, so that only its
+// test compiles Helm.
 package deploy

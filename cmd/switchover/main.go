@@ -11,7 +11,8 @@
 //	switchover load [flags]                 drive load, report success and latency
 //	switchover gameday [flags]              rehearse outages, compare setups
 //	switchover status [action]              pools and breakers of a running gateway
-//	switchover version
+//	switchover health [-url URL]            exit 0 if the gateway answers ready
+//	switchover version [-json]              version, commit, build time, Go
 package main
 
 import (
@@ -80,8 +81,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = gamedayCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		err = statusCommand(ctx, args[1:], stdout, stderr)
+	case "health":
+		err = healthCommand(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
-		fmt.Fprintln(stdout, "switchover", version)
+		err = versionCommand(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 	default:
@@ -127,7 +130,9 @@ Usage:
   switchover status [-admin URL] [action] the running gateway's pools, breakers and
                                           events; drain, restore, open, close, set,
                                           reset, reload
-  switchover version                      print the version
+  switchover health [-url URL]            GET the readiness endpoint; exit 0 on 200
+                                          (a container HEALTHCHECK without a shell)
+  switchover version [-json]              print the version, commit, build time and Go
 
 Run "switchover COMMAND -h" for a command's flags.
 `)

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/gateway"
+)
+
+func TestHealthCommand(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/readyz":
+			w.Write([]byte("ready\n"))
+		case "/draining":
+			http.Error(w, "not ready: draining: the gateway is shutting down", http.StatusServiceUnavailable)
+		case "/hang":
+			select {
+			case <-block:
+			case <-r.Context().Done():
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(func() { close(block); srv.Close() })
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"ready", []string{"-url", srv.URL + "/readyz"}, exitOK, "ready", ""},
+		{"ready without scheme", []string{"-url", strings.TrimPrefix(srv.URL, "http://") + "/readyz"}, exitOK, "ready", ""},
+		{"quiet", []string{"-q", "-url", srv.URL + "/readyz"}, exitOK, "", ""},
+		{"draining", []string{"-url", srv.URL + "/draining"}, exitError, "", "503 Service Unavailable not ready: draining"},
+		{"not found", []string{"-url", srv.URL + "/nope"}, exitError, "", "404"},
+		{"no answer in time", []string{"-timeout", "50ms", "-url", srv.URL + "/hang"}, exitError, "", "deadline exceeded"},
+		{"nothing listening", []string{"-url", closed.URL + "/readyz"}, exitError, "", "connection refused"},
+		{"bad timeout", []string{"-timeout", "0s"}, exitUsage, "", "-timeout must be positive"},
+		{"arguments", []string{"extra"}, exitUsage, "", "no arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			code, out, errOut := run2(t, append([]string{"health"}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stdout %q stderr %q", code, tc.code, out, errOut)
+			}
+			if !strings.Contains(out, tc.stdout) || !strings.Contains(errOut, tc.stderr) {
+				t.Fatalf("stdout %q stderr %q", out, errOut)
+			}
+			if tc.stdout == "" && out != "" {
+				t.Fatalf("stdout %q, want nothing", out)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("took %v", d)
+			}
+		})
+	}
+}
+
+// TestHealthAgainstGateway checks the command against the gateway's own
+// handler: its readiness and liveness endpoints, on the paths the image's
+// HEALTHCHECK and the Helm chart's probes use.
+func TestHealthAgainstGateway(t *testing.T) {
+	cfg, err := config.Parse("health.yaml", []byte(`backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
+pools: [{name: p, members: [{backend: a}]}]
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close(context.Background()) })
+	srv := httptest.NewServer(g.Handler)
+	t.Cleanup(srv.Close)
+	if !strings.HasSuffix(defaultHealthURL, "/readyz") {
+		t.Fatalf("default URL %s is not the readiness endpoint", defaultHealthURL)
+	}
+	for path, want := range map[string]string{"/readyz": "ready", "/healthz": "ok"} {
+		code, out, errOut := run2(t, "health", "-url", srv.URL+path)
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("health %s: exit %d, stdout %q stderr %q", path, code, out, errOut)
+		}
+	}
+}
