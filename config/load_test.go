@@ -186,6 +186,8 @@ func TestBadFiles(t *testing.T) {
 			`pool-routing.bad.yaml:7: pools[0].fallback: a pool cannot fall back to itself`,
 			`pool-routing.bad.yaml:8: pools[0].context_fallback: no pool is named "nowhere"`,
 			`pool-routing.bad.yaml:9: pools[0].retry_budget: ratio, min_per_second and window must not be negative`,
+			`pool-routing.bad.yaml:10: pools[0].hedge.share: 2 is not a share in (0, 1]`,
+			`pool-routing.bad.yaml:13: "p100" is not a quantile from p50 to p99`,
 		}},
 		{"syntax.bad.yaml", []string{
 			`syntax.bad.yaml:4: did not find expected`,
@@ -463,3 +465,27 @@ func TestParseSizeOverflow(t *testing.T) {
 }
 
 var errAny = errors.New("any error")
+
+func TestHedge(t *testing.T) {
+	tests := []struct {
+		name, hedge string
+		want        *Hedge
+	}{
+		{"off by default", "", nil},
+		{"learned", ", hedge: {after: p95}", &Hedge{After: HedgeAfter{Quantile: 0.95}}},
+		{"fixed", ", hedge: {after: 800ms, share: 0.05}", &Hedge{After: HedgeAfter{Delay: 800 * time.Millisecond}, Share: 0.05}},
+		{"defaults", ", hedge: {}", &Hedge{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.yaml", []byte("backends: [{name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}]\npools: [{name: p, members: [{backend: a}]"+tc.hedge+"}]\n"), goodEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.Pools[0].Hedge
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Fatalf("hedge %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -464,6 +464,53 @@ type Pool struct {
 	ContextFallback string `yaml:"context_fallback"`
 	// Queue holds patient requests while every member is out of quota.
 	Queue Queue `yaml:"queue"`
+	// Hedge, when set, sends a second attempt to the next choice when a
+	// request's first is slow to its first byte. Off by default.
+	Hedge *Hedge `yaml:"hedge"`
+}
+
+// Hedge hedges a pool's slow requests: when the first attempt has no
+// first byte after `after`, a second goes to the next member; the first
+// to answer is passed on and the other cancelled (not counted against its
+// backend, though the backend may bill the work it did). Only calls
+// without side effects are hedged (chat, completions, embeddings,
+// messages, moderations, token counts), never a Responses call, media or
+// a call on stored state.
+type Hedge struct {
+	// After is a fixed wait ("800ms") or a quantile of the first backend's
+	// own recent times to first byte ("p90", p50 to p99). Default p90.
+	After HedgeAfter `yaml:"after"`
+	// Share bounds hedges to this share of the pool's requests over a
+	// sliding 10 s (in (0, 1]). Default 0.1.
+	Share float64 `yaml:"share"`
+}
+
+// HedgeAfter is a hedge's delay: a duration, or a quantile written p50
+// to p99.
+type HedgeAfter struct {
+	Delay    time.Duration
+	Quantile float64
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (h *HedgeAfter) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeErr(n.Line, "expected a duration such as 800ms or a quantile such as p90")
+	}
+	if q, ok := strings.CutPrefix(n.Value, "p"); ok {
+		v, err := strconv.Atoi(q)
+		if err != nil || v < 50 || v > 99 {
+			return typeErr(n.Line, "%q is not a quantile from p50 to p99", n.Value)
+		}
+		*h = HedgeAfter{Quantile: float64(v) / 100}
+		return nil
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v <= 0 {
+		return typeErr(n.Line, "%q is neither a quantile (p50 to p99) nor a positive duration (800ms)", n.Value)
+	}
+	*h = HedgeAfter{Delay: v}
+	return nil
 }
 
 // Queue is a pool's queue of requests waiting for quota: a request that

@@ -541,6 +541,9 @@ func (c *Config) validate() []Problem {
 		if pl.Strategy != "" && !slices.Contains(StrategyNames(), pl.Strategy) {
 			add(p+".strategy", "%q is not a strategy: use one of %s", pl.Strategy, strings.Join(StrategyNames(), ", "))
 		}
+		if h := pl.Hedge; h != nil && (h.Share < 0 || h.Share > 1) {
+			add(p+".hedge.share", "%g is not a share in (0, 1]", h.Share)
+		}
 		if q := pl.Queue; q.MaxWait < 0 || q.MaxWaitLimit < 0 || q.MaxLength < 0 {
 			add(p+".queue", "max_wait, max_wait_limit and max_length must not be negative")
 		} else if q.MaxWaitLimit > 0 && q.MaxWait > q.MaxWaitLimit {

@@ -106,6 +106,9 @@ func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *r
 	if rb := pc.RetryBudget; !rb.Disabled {
 		p.RetryBudget = &route.RetryBudget{Ratio: rb.Ratio, MinPerSecond: rb.MinPerSecond, Window: rb.Window.D()}
 	}
+	if h := pc.Hedge; h != nil {
+		p.Hedge = &route.Hedge{Delay: h.After.Delay, Quantile: h.After.Quantile, Share: h.Share}
+	}
 	if pc.Strategy != "" && pc.Strategy != route.StrategyPriority {
 		sel, err := route.NewStrategy(pc.Strategy)
 		if err == nil {

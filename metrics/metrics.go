@@ -47,6 +47,7 @@ type Metrics struct {
 	unresponsive       *prometheus.CounterVec
 	quotaHeld          *prometheus.CounterVec
 	retryBudget        *prometheus.CounterVec
+	hedges             *prometheus.CounterVec
 	poolFallbacks      *prometheus.CounterVec
 	queueLength        *prometheus.GaugeVec
 	queueWait          *prometheus.HistogramVec
@@ -164,6 +165,10 @@ func New() *Metrics {
 			Name: "switchover_retry_budget_exhausted_total",
 			Help: "Retries refused because the pool's retry budget was spent: the request was answered with its last failure at once. By pool.",
 		}, []string{"pool"}),
+		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_hedges_total",
+			Help: "Hedged requests (pools[].hedge), by pool and result: primary (the first attempt answered first), hedge (the hedge did), neither (both failed), refused (a hedge was due but the hedge share was spent).",
+		}, []string{"pool", "result"}),
 		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchover_queue_length",
 			Help: "Requests waiting in the pool's queue for quota, by pool.",
@@ -205,7 +210,7 @@ func New() *Metrics {
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait,
+		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges,
 	)
 	return m
 }
@@ -220,7 +225,7 @@ func (m *Metrics) Names() []string {
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait} {
+			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -360,6 +365,8 @@ func (m *Metrics) Observe(e route.Event) {
 		m.quotaHeld.WithLabelValues(e.Pool, e.Backend.Name).Inc()
 	case route.EventRetryBudget:
 		m.retryBudget.WithLabelValues(e.Pool).Inc()
+	case route.EventHedge:
+		m.hedges.WithLabelValues(e.Pool, string(e.Hedge)).Inc()
 	case route.EventFallback:
 		m.poolFallbacks.WithLabelValues(e.Pool, e.To, string(e.Cause)).Inc()
 	case route.EventQueued:

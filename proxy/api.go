@@ -470,6 +470,9 @@ func (l *logLine) fields(f fieldWriter, backend string, status int, total time.D
 		f.bool("failover", l.report.Failover)
 		f.int("attempts", int64(len(l.report.Attempts)))
 		f.str("tried", describeAttempts(l.report.Attempts))
+		if l.report.Hedge != "" {
+			f.str("hedge", string(l.report.Hedge))
+		}
 	}
 	f.int("duration_ms", total.Milliseconds())
 	f.int("first_byte_ms", l.firstByte.Milliseconds())
@@ -495,6 +498,9 @@ func traceHeader(rep *route.Report) string {
 		b.WriteString(a.Backend)
 		if a.Status != 0 {
 			b.WriteString(";status=" + strconv.Itoa(a.Status))
+		}
+		if a.Hedge {
+			b.WriteString(";hedge")
 		}
 		if a.Reason != "" {
 			b.WriteString(";reason=" + string(a.Reason))
