@@ -145,6 +145,55 @@ func Builtin() []Scenario {
 			},
 		},
 		{
+			Name:  "slow-tail",
+			Title: "Slow tail",
+			Description: "uksouth (priority 1) is quick at the median but its tail is slow: p95 three times its median " +
+				"(300 ms, lognormal spread 0.67), p99 nearly five. swedencentral (priority 2) is steady (365 ms, spread 0.3). " +
+				"Nothing fails, so failover never starts: only a hedge can help the slowest callers.",
+			Compress: 8,
+			Regions: []Region{
+				{Name: "uksouth", Latency: d(300 * time.Millisecond), Spread: 0.67},
+				{Name: "swedencentral", Latency: d(365 * time.Millisecond), Spread: 0.3},
+			},
+			Load:    Load{Rate: 4, Duration: d(240 * time.Second), MaxTokens: 5, Timeout: d(30 * time.Second)},
+			Targets: "hedged: client p99 within 1.5x the healthy region's own p99, at <= 10% extra upstream calls (calls/req <= 1.10).",
+			Setups: []Setup{
+				{Name: "gateway: healthy region alone", Mode: "gateway", Members: []Member{{Region: "swedencentral", Priority: 1}}, Attempts: 3,
+					Breaker: switchoverBin(), QuotaAware: true,
+					Description: "The reference: every request to swedencentral, the steady region."},
+				{Name: "gateway: switchover defaults", Mode: "gateway", Members: []Member{{Region: "uksouth", Priority: 1}, {Region: "swedencentral", Priority: 2}}, Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+					Description: "uksouth first, swedencentral on failure: no hedging (off by default)."},
+				{Name: "gateway: switchover, hedged at p90", Mode: "gateway", Members: []Member{{Region: "uksouth", Priority: 1}, {Region: "swedencentral", Priority: 2}}, Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+					Hedge:       &Hedge{After: "p90", Share: 0.1},
+					Description: "As above with hedge: {after: p90, share: 0.1}: a call slower than uksouth's own 90th percentile gets a second one on swedencentral; the first answer wins."},
+			},
+		},
+		{
+			Name:  "retry-storm",
+			Title: "Retry storm",
+			Description: "Every region answers 500 for 30 s of a minute. Retries cannot help while it lasts; " +
+				"how much extra load does each setup send the regions on top of the traffic?",
+			Compress: 2,
+			Regions:  benchmarkRegions(0, 0),
+			Load:     Load{Rate: 10, Duration: d(60 * time.Second), MaxTokens: 5, Timeout: d(30 * time.Second)},
+			Faults: []Fault{
+				{Region: "uksouth", Mode: "error500", From: d(15 * time.Second), To: d(45 * time.Second)},
+				{Region: "westeurope", Mode: "error500", From: d(15 * time.Second), To: d(45 * time.Second)},
+				{Region: "swedencentral", Mode: "error500", From: d(15 * time.Second), To: d(45 * time.Second)},
+			},
+			Targets: "with the retry budget, at most 1.2 calls per request plus the floor (3 retries a second) during the storm, against 3 without.",
+			Setups: []Setup{
+				{Name: "gateway: retry x3, no budget", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3,
+					Description: "Every failure retried on the next region, up to 3 calls per request; no breaker, no budget."},
+				{Name: "gateway: retry x3, retry budget", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, QuotaAware: true,
+					Description: "The same, with switchover's default retry budget (retries at most 20% of requests over 10 s, plus 3 a second); no breaker."},
+				{Name: "gateway: switchover defaults", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+					Description: "The retry budget and switchover's breaker: regions that fail 5 times in 30 s are benched."},
+				{Name: "client: retry x3", Mode: "client", Members: weights(1, 1, 1), Attempts: 3,
+					Description: "No gateway: each caller retries on another region, up to 3 calls."},
+			},
+		},
+		{
 			Name:  "region-outage",
 			Title: "Region outage",
 			Description: "westeurope (priority 1) stops answering with requests in flight, then recovers; " +

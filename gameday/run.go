@@ -395,6 +395,18 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 		// budget either.
 		y.WriteString("    retry_budget: {disabled: true}\n")
 	}
+	if h := st.Hedge; h != nil {
+		y.WriteString("    hedge: {")
+		sep := ""
+		if h.After != "" {
+			fmt.Fprintf(&y, "after: %s", h.After)
+			sep = ", "
+		}
+		if h.Share > 0 {
+			fmt.Fprintf(&y, "%sshare: %g", sep, h.Share)
+		}
+		y.WriteString("}\n")
+	}
 	y.WriteString("    members:\n")
 	for _, m := range st.Members {
 		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1))

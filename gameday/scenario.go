@@ -154,6 +154,16 @@ type Setup struct {
 	// for quota (real time, not compressed); the caller's timeout is at
 	// least that plus 30 s.
 	MaxWait Duration `yaml:"max_wait"`
+	// Hedge, if set, hedges the gateway's slow requests (pools[].hedge):
+	// After is a duration or a quantile such as p90, Share the most
+	// hedged share of requests. Gateway setups only.
+	Hedge *Hedge `yaml:"hedge"`
+}
+
+// Hedge is a setup's pools[].hedge.
+type Hedge struct {
+	After string  `yaml:"after"`
+	Share float64 `yaml:"share"`
 }
 
 // Member is a region's place in a setup's pool.
@@ -244,6 +254,9 @@ func (s *Scenario) validate() error {
 		errs = append(errs, validateFaults(fmt.Sprintf("setup %q: ", st.Name), st.Faults, regions)...)
 		if st.Defaults && (st.Breaker != nil || st.FirstByteTimeout != 0 || st.StreamFirstByteTimeout != 0 || st.Timeout != 0) {
 			errs = append(errs, fmt.Errorf("setup %q: a defaults setup takes switchover's shipped breaker and timeouts; remove breaker and the timeouts", st.Name))
+		}
+		if st.Hedge != nil && st.Mode != "gateway" {
+			errs = append(errs, fmt.Errorf("setup %q: hedge is the gateway's (pools[].hedge): only for gateway setups", st.Name))
 		}
 		if st.Attempts < 0 {
 			errs = append(errs, fmt.Errorf("setup %q: attempts must not be negative", st.Name))

@@ -35,6 +35,7 @@ func row(r RunResult) []string {
 		formatPercent(s.SuccessRate),
 		formatDuration(s.Latency.P50),
 		formatDuration(s.Latency.P95),
+		formatDuration(s.Latency.P99),
 		fmt.Sprintf("%.2f/s", s.Goodput),
 		cpr,
 		fmt.Sprint(s.Failovers),
@@ -79,7 +80,7 @@ func writeNoise(w io.Writer, sc ScenarioResult) {
 }
 
 func header(sc ScenarioResult) []string {
-	h := []string{"setup", "success", "p50", "p95", "goodput", "calls/req", "failovers", "failures"}
+	h := []string{"setup", "success", "p50", "p95", "p99", "goodput", "calls/req", "failovers", "failures"}
 	if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 		h = append(h, "failed in outage", "moved after", "benched after", "back after", "closed after")
 	}

@@ -77,35 +77,57 @@ type window struct {
 	limit     int64     // per minute; 0 unknown
 	reset     time.Time // when it refills
 	asOf      time.Time // when the call the backend's figure answered was sent
+	seenAt    time.Time // when that answer came back
 	start     time.Time // a windowed backend's window start, as last seen; zero unknown
 	peak      int64     // the most it has said it had left: a fresh window's size, at least
 }
 
-func (w *window) set(r rateReading, sent time.Time, slice time.Duration) {
+// reorderSlack is how far apart two calls may be sent and still reach the
+// backend in the other order (separate connections): a figure may not
+// count the calls sent this long before its own.
+const reorderSlack = 50 * time.Millisecond
+
+// set records reading r of the answer, received at now, to a call sent at
+// sent.
+func (w *window) set(r rateReading, sent, now time.Time, slice time.Duration) {
 	if r.limit > 0 {
 		w.limit = r.limit
 	}
-	if w.known && sent.Before(w.asOf) && !r.hasReset {
-		// The answer to a call sent before the one last heard of, come
-		// back later: its figure is older, and higher. (A reset it names
-		// is still news.)
+	if r.hasReset {
+		if w.known && sent.Before(w.asOf) && !r.reset.After(w.reset) {
+			// The answer to a call sent before the one last heard of,
+			// come back later: its figure is older, and higher.
+			return
+		}
+		w.record(r.remaining, r.reset, sent, now)
 		return
 	}
-	reset := r.reset
-	if !r.hasReset {
-		// No reset named: the window refills every slice from its start.
-		// A figure higher than the last, less what was admitted since,
-		// means a new window began after the last answer's call was sent.
-		switch {
-		case !w.known || w.start.IsZero() || !sent.Before(w.start.Add(slice)):
-			w.start = sent
-		case r.remaining > w.remaining && sent.After(w.asOf):
-			w.start = sent
-		}
-		reset = w.start.Add(slice)
+	// No reset named: the window refills every slice from its start.
+	// Within one window the figure only falls, whatever order the calls
+	// reached the backend in; a higher one is a new window only if its
+	// call was sent after the lower figure came back (it reached the
+	// backend after the call that figure counted).
+	switch {
+	case !w.known || w.start.IsZero():
+		w.start = sent
+	case !sent.Before(w.start.Add(slice)):
+		// A later window: the same phase, whole slices on.
+		w.start = w.start.Add(sent.Sub(w.start) / slice * slice)
+	case sent.Before(w.start):
+		return // from a window already over
+	case r.remaining > w.remaining && sent.After(w.seenAt):
+		// A refill within the slice as known: the window's start was
+		// learned late.
+		w.start = sent
+	case r.remaining > w.remaining:
+		return // the same window, counted before the lower figure
 	}
-	w.known, w.remaining, w.reset, w.asOf = true, r.remaining, reset, sent
-	w.peak = max(w.peak, r.remaining)
+	w.record(r.remaining, w.start.Add(slice), sent, now)
+}
+
+func (w *window) record(remaining int64, reset, sent, now time.Time) {
+	w.known, w.remaining, w.reset, w.asOf, w.seenAt = true, remaining, reset, sent, now
+	w.peak = max(w.peak, remaining)
 }
 
 // left is what q's window w has left at now for the measure of, and
@@ -122,6 +144,7 @@ func (q *LocalQuota) left(w *window, now time.Time, of func(*reservation) int64)
 		// cannot overrun it.
 		n, asOf = max(w.peak, 1), w.reset
 	}
+	asOf = asOf.Add(-reorderSlack)
 	for _, r := range q.res {
 		if !r.at.Before(asOf) {
 			n -= of(r)
@@ -209,14 +232,21 @@ func (q *LocalQuota) Observe(now, sent time.Time, status int, h http.Header) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if req.known {
-		q.requests.set(req, sent, slice)
+		q.requests.set(req, sent, now, slice)
 	}
 	if tok.known {
-		q.tokens.set(tok, sent, slice)
+		q.tokens.set(tok, sent, now, slice)
 	}
 	if ra > 0 {
 		// Refused: nothing is left until the backend's Retry-After ends.
-		q.requests.set(rateReading{known: true, hasReset: true, reset: now.Add(min(ra, maxRetryAfter))}, now, slice)
+		until := now.Add(min(ra, maxRetryAfter))
+		w := &q.requests
+		w.record(0, until, now, now)
+		if !req.hasReset && ra <= slice {
+			// A windowed backend's Retry-After is the time to its next
+			// slice: the windows' phase, exactly.
+			w.start = until.Add(-slice)
+		}
 	}
 }
 

@@ -238,10 +238,74 @@ func TestLocalQuotaLearnsWindowsWithoutReset(t *testing.T) {
 	if ok, until := q.Fits(at(9*time.Second), cost(1)); ok || until != at(10*time.Second) {
 		t.Fatalf("spent window: fits %v until %v", ok, until)
 	}
-	// A refill seen at 12 s starts the next window there.
+	// A refill seen at 12 s is the next window, in the same phase: 10 s
+	// to 20 s.
 	q.Observe(at(12*time.Second), at(12*time.Second), 200, left(9))
-	if s := q.Snapshot(at(12 * time.Second)); s.RequestsReset != at(22*time.Second) {
+	if s := q.Snapshot(at(12 * time.Second)); s.RequestsReset != at(20*time.Second) || s.Requests != 9 {
 		t.Fatalf("next window: %+v", s)
+	}
+}
+
+// TestLocalQuotaRefillAnsweredOutOfOrder is the regression test for calls
+// refused as a window refilled (patient callers made 1.20 calls per
+// request): nine calls sent within milliseconds of each other reach the
+// backend in any order, and the first answer back may be from the last
+// one sent yet counted first ("9 left" of 10). What is left is 1, not 9:
+// the calls sent just before it count against its figure too.
+func TestLocalQuotaRefillAnsweredOutOfOrder(t *testing.T) {
+	q := route.LocalQuota{Slice: 10 * time.Second}
+	left := func(n int) http.Header { return http.Header{"X-Ratelimit-Remaining-Requests": {strconv.Itoa(n)}} }
+	at := func(d time.Duration) time.Time { return qt0.Add(d) }
+	q.Observe(at(300*time.Millisecond), at(0), 200, left(9))
+	q.Observe(at(2*time.Second), at(1700*time.Millisecond), 200, left(0))
+	var sent []time.Time
+	for i := range 9 {
+		s := at(10*time.Second + time.Duration(i)*time.Millisecond)
+		if _, ok, _ := q.Admit(s, cost(1)); !ok {
+			t.Fatalf("call %d of the fresh window refused", i+1)
+		}
+		sent = append(sent, s)
+	}
+	if ok, _ := q.Fits(at(10*time.Second+9*time.Millisecond), cost(1)); ok {
+		t.Fatal("a tenth call fits a fresh window known to hold nine")
+	}
+	q.Observe(at(10300*time.Millisecond), sent[8], 200, left(9))
+	if s := q.Snapshot(at(10300 * time.Millisecond)); s.Requests > 1 {
+		t.Fatalf("left %d with nine calls sent into a window of ten", s.Requests)
+	}
+}
+
+// TestLocalQuotaHigherFigureInTheSameWindowIsOlder is the regression test
+// for a window taken to have refilled because a call sent later, but
+// counted earlier, said more was left: only a call sent after the lower
+// figure came back can show a refill.
+func TestLocalQuotaHigherFigureInTheSameWindowIsOlder(t *testing.T) {
+	q := route.LocalQuota{Slice: 10 * time.Second}
+	left := func(n int) http.Header { return http.Header{"X-Ratelimit-Remaining-Requests": {strconv.Itoa(n)}} }
+	at := func(d time.Duration) time.Time { return qt0.Add(d) }
+	q.Observe(at(1300*time.Millisecond), at(time.Second), 200, left(5))
+	q.Observe(at(1400*time.Millisecond), at(1100*time.Millisecond), 200, left(8)) // sent before 5 came back
+	if s := q.Snapshot(at(1400 * time.Millisecond)); s.Requests != 5 {
+		t.Fatalf("left %d, want 5", s.Requests)
+	}
+	q.Observe(at(1800*time.Millisecond), at(1500*time.Millisecond), 200, left(8)) // sent after: a refill
+	if s := q.Snapshot(at(1800 * time.Millisecond)); s.Requests != 8 || s.RequestsReset != at(11500*time.Millisecond) {
+		t.Fatalf("refill not seen: %+v", s)
+	}
+}
+
+// TestLocalQuotaLearnsThePhaseFromRetryAfter: a windowed backend's 429
+// says when its next slice starts; the windows after it keep that phase.
+func TestLocalQuotaLearnsThePhaseFromRetryAfter(t *testing.T) {
+	q := route.LocalQuota{Slice: 10 * time.Second}
+	at := func(d time.Duration) time.Time { return qt0.Add(d) }
+	q.Observe(at(13200*time.Millisecond), at(13*time.Second), 429, http.Header{"X-Ratelimit-Remaining-Requests": {"0"}, "Retry-After-Ms": {"6800"}})
+	if ok, until := q.Fits(at(19*time.Second), cost(1)); ok || until != at(20*time.Second) {
+		t.Fatalf("fits %v until %v, want held to 20 s", ok, until)
+	}
+	q.Observe(at(21300*time.Millisecond), at(21*time.Second), 200, http.Header{"X-Ratelimit-Remaining-Requests": {"9"}})
+	if s := q.Snapshot(at(21300 * time.Millisecond)); s.RequestsReset != at(30*time.Second) {
+		t.Fatalf("window %+v, want 20 s to 30 s", s)
 	}
 }
 
