@@ -236,6 +236,37 @@ func (b *Breaker) Restore(s Snapshot) {
 	b.state, b.until = Closed, time.Time{}
 }
 
+// Adopt applies a state decided elsewhere (another replica's breaker for
+// the same backend), with a transition marked Adopted: Open with s's
+// Until, RetryAt, Throttled and Class (its trip then ends on time as any
+// other, closing without a probe when this breaker follows Retry-After
+// and the trip is the backend's Retry-After), or Closed (the count of
+// failures starts over). Other states are ignored. Adopting an open state
+// into an open breaker whose trip ends later changes nothing; it never
+// shortens a trip.
+func (b *Breaker) Adopt(s Snapshot, cause string) {
+	now := b.s.Clock.Now()
+	b.mu.Lock()
+	var ev *Transition
+	switch s.State {
+	case Open:
+		if b.state == Open && !b.until.Before(s.Until) || !now.Before(s.Until) {
+			b.mu.Unlock()
+			return
+		}
+		ev = b.setLocked(Open, now, s.Until, cause)
+		b.retryAt, b.throttled, b.class = s.RetryAt, s.Throttled, s.Class
+		b.noProbe = b.s.FollowRetryAfter && !s.RetryAt.IsZero() && !s.RetryAt.Before(s.Until)
+	case Closed:
+		ev = b.setLocked(Closed, now, time.Time{}, cause)
+	}
+	b.mu.Unlock()
+	if ev != nil {
+		ev.Adopted = true
+	}
+	b.emit(ev)
+}
+
 // Retire stops the breaker's timers and its transition events, for a
 // breaker another has replaced (see Restore): calls still in flight may
 // record their outcomes, but its state no longer changes on its own and
@@ -250,9 +281,13 @@ func (b *Breaker) Retire() {
 func (b *Breaker) record(c *ticket, o Outcome) {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
+	failed := o.Result == Failure && !c.final && !(o.Partial && c.partial)
 	ev := b.recordLocked(c, o, now)
 	b.mu.Unlock()
 	b.emit(ev)
+	if failed && b.s.OnFailure != nil {
+		b.s.OnFailure(o, now)
+	}
 }
 
 // recordLocked records outcome o of call c. Requires b.mu held.

@@ -984,3 +984,52 @@ func TestSnapshotNamesTheOpeningClass(t *testing.T) {
 		t.Fatalf("closed: %+v", s)
 	}
 }
+
+// TestAdoptTakesAnotherReplicasDecision: an open state adopted from
+// elsewhere benches the backend until its Until with a transition marked
+// Adopted, never shortens a longer trip, and a followed Retry-After trip
+// closes without a probe; adopting Closed closes.
+func TestAdoptTakesAnotherReplicasDecision(t *testing.T) {
+	clk := fakeclock.New()
+	var trs []Transition
+	b := New("weu", Settings{Clock: clk, FollowRetryAfter: true, OnTransition: func(tr Transition) { trs = append(trs, tr) }})
+	now := clk.Now()
+	b.Adopt(Snapshot{State: Open, Until: now.Add(10 * time.Second), RetryAt: now.Add(10 * time.Second), Throttled: true}, "fleet: 429")
+	if s := b.Snapshot(); s.State != Open || !s.Until.Equal(now.Add(10*time.Second)) || !s.Throttled {
+		t.Fatalf("adopted %+v", s)
+	}
+	if len(trs) != 1 || !trs[0].Adopted || trs[0].To != Open {
+		t.Fatalf("transitions %+v", trs)
+	}
+	b.Adopt(Snapshot{State: Open, Until: now.Add(5 * time.Second)}, "shorter")
+	if s := b.Snapshot(); !s.Until.Equal(now.Add(10 * time.Second)) || len(trs) != 1 {
+		t.Fatalf("a shorter trip was adopted: %+v", s)
+	}
+	clk.Advance(10 * time.Second)
+	if s := b.Snapshot(); s.State != Closed {
+		t.Fatalf("after the followed retry-after: %+v, want closed without a probe", s)
+	}
+	b.Adopt(Snapshot{State: Open, Until: clk.Now().Add(time.Minute)}, "fleet: 5 failures")
+	b.Adopt(Snapshot{State: Closed}, "fleet: probe succeeded")
+	if s := b.Snapshot(); s.State != Closed || !trs[len(trs)-1].Adopted {
+		t.Fatalf("closed: %+v %+v", s, trs[len(trs)-1])
+	}
+}
+
+// TestOnFailureSeesEachFailureOnce: every call's failure reaches
+// OnFailure once, a Partial failure not again at the call's end;
+// successes and ignored outcomes do not.
+func TestOnFailureSeesEachFailureOnce(t *testing.T) {
+	var got []string
+	b := New("weu", Settings{Clock: fakeclock.New(), Failures: 10, OnFailure: func(o Outcome, _ time.Time) { got = append(got, o.Cause) }})
+	for _, o := range []Outcome{{Result: Failure, Cause: "503"}, {Result: Success}, {Result: Ignore}} {
+		done, _ := b.Allow()
+		done(o)
+	}
+	done, _ := b.Allow()
+	done(Outcome{Result: Failure, Cause: "stream", Partial: true})
+	done(Outcome{Result: Failure, Cause: "stream end"})
+	if len(got) != 2 || got[0] != "503" || got[1] != "stream" {
+		t.Fatalf("failures seen %q", got)
+	}
+}

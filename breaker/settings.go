@@ -59,6 +59,12 @@ type Settings struct {
 	// block for long. Two transitions may arrive out of order: see
 	// Transition.Seq.
 	OnTransition func(Transition)
+	// OnFailure, if set, is called for each call's failure as it is
+	// recorded (a Partial Failure once, not again at the call's end),
+	// outside the breaker's lock and after any transition it caused, with
+	// the time it was recorded: for counting failures across replicas. It
+	// must not block.
+	OnFailure func(o Outcome, at time.Time)
 }
 
 // Defaults for the zero Settings.

@@ -186,4 +186,8 @@ type Transition struct {
 	// out of order; one that keeps the breaker's state must drop a
 	// transition whose Seq is not greater than the last it applied.
 	Seq uint64
+	// Adopted is true for a transition made by Adopt: a decision taken
+	// elsewhere (another replica of the gateway) and applied here, which
+	// the fleet's code must not publish again.
+	Adopted bool
 }

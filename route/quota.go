@@ -84,7 +84,9 @@ type window struct {
 
 // reorderSlack is how far apart two calls may be sent and still reach the
 // backend in the other order (separate connections): a figure may not
-// count the calls sent this long before its own.
+// count the calls sent this long before its own. For a windowed backend
+// it is at most a fortieth of the window, so that a short window (a
+// compressed game day's) is not held for calls it has counted.
 const reorderSlack = 50 * time.Millisecond
 
 // set records reading r of the answer, received at now, to a call sent at
@@ -144,7 +146,11 @@ func (q *LocalQuota) left(w *window, now time.Time, of func(*reservation) int64)
 		// cannot overrun it.
 		n, asOf = max(w.peak, 1), w.reset
 	}
-	asOf = asOf.Add(-reorderSlack)
+	slack := reorderSlack
+	if !w.start.IsZero() {
+		slack = min(slack, q.slice()/40)
+	}
+	asOf = asOf.Add(-slack)
 	for _, r := range q.res {
 		if !r.at.Before(asOf) {
 			n -= of(r)
@@ -212,12 +218,17 @@ func (r *reservation) release() {
 	q.mu.Unlock()
 }
 
+// slice is q.Slice or its default.
+func (q *LocalQuota) slice() time.Duration {
+	if q.Slice <= 0 {
+		return DefaultQuotaSlice
+	}
+	return q.Slice
+}
+
 // Observe implements Quota.
 func (q *LocalQuota) Observe(now, sent time.Time, status int, h http.Header) {
-	slice := q.Slice
-	if slice <= 0 {
-		slice = DefaultQuotaSlice
-	}
+	slice := q.slice()
 	if sent.IsZero() || sent.After(now) {
 		sent = now
 	}
