@@ -187,6 +187,19 @@ func testSubscribeOnlyLater(t *testing.T, newStore NewStore) {
 	if got := string(recv(t, sub, "b")); got != "after" {
 		t.Errorf("first message = %q, want %q (published after Subscribe returned)", got, "after")
 	}
+	// A message published the moment Subscribe returns is delivered: the
+	// subscription is in place by then. Repeated, since a store that
+	// returns early loses the race only now and then.
+	for i := range 50 {
+		ctx, cancel := context.WithCancel(t.Context())
+		sub := subscribe(t, ctx, b, "b")
+		m := fmt.Sprintf("round %d", i)
+		publish(t, a, "a", m)
+		if got := string(recv(t, sub, "b")); got != m {
+			t.Fatalf("first message = %q, want %q", got, m)
+		}
+		cancel()
+	}
 }
 
 func testSubscribeClosesOnCancel(t *testing.T, newStore NewStore) {
