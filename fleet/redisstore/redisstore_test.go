@@ -246,3 +246,45 @@ func TestContextDeadlineBoundsCall(t *testing.T) {
 		t.Errorf("Put with an expired deadline: %v, want context.DeadlineExceeded", err)
 	}
 }
+
+func TestHungServerFailsFast(t *testing.T) {
+	srv := redistest.StartServer(t)
+	s := newStore(t, redisstore.Options{URL: srv.URL()})
+	ctx := t.Context()
+	for name, err := range every(ctx, s) {
+		if err != nil {
+			t.Fatalf("%s with the server up: %v", name, err)
+		}
+	}
+	sub, err := s.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause() // connections open, nothing answered
+	done := make(chan map[string]error, 1)
+	go func() { done <- every(ctx, s) }()
+	select {
+	case errs := <-done:
+		for _, name := range slices.Sorted(maps.Keys(errs)) {
+			if errs[name] == nil {
+				t.Errorf("%s succeeded with the server paused", name)
+			}
+		}
+	case <-time.After(failWait):
+		t.Fatalf("calls to a paused server did not return within %v", failWait)
+	}
+	// The subscription notices the silence (its ping goes unanswered)
+	// and closes.
+	timeout := time.After(failWait)
+	for open := true; open; {
+		select {
+		case _, open = <-sub:
+		case <-timeout:
+			t.Fatalf("subscription still open %v after the server hung", failWait)
+		}
+	}
+	srv.Resume()
+	if err := s.Put(ctx, "k", []byte("v"), 0); err != nil {
+		t.Errorf("Put after Resume: %v", err)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -33,7 +34,8 @@ func Start(t testing.TB) (url string) {
 
 // Server is a redis-server process run for a test. Stop and Restart make
 // Redis go away and come back on the same address, for tests of what
-// clients do meanwhile. A Server is safe for concurrent use.
+// clients do meanwhile; Pause and Resume make it stop answering without
+// closing its connections. A Server is safe for concurrent use.
 type Server struct {
 	t    testing.TB
 	bin  string
@@ -92,6 +94,24 @@ func (s *Server) Stop() {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	s.cmd = nil
+}
+
+// Pause freezes the server (SIGSTOP): its connections stay open but it
+// answers nothing, as a server stuck or behind a black-holed network
+// would. Resume, Stop or the test's end thaws or kills it. Pausing a
+// stopped server does nothing.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server carry on (SIGCONT); what clients sent
+// meanwhile is answered then.
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig os.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
 }
 
 // Restart starts the server again, empty, on the same port, and returns

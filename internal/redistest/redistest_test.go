@@ -34,3 +34,17 @@ func TestStopAndRestart(t *testing.T) {
 		t.Fatalf("ping after second Restart: %v", err)
 	}
 }
+
+func TestPauseAndResume(t *testing.T) {
+	s := StartServer(t)
+	s.Pause()
+	if err := ping(s.Addr()); err == nil {
+		t.Fatal("ping answered while paused")
+	}
+	s.Resume()
+	if err := ping(s.Addr()); err != nil {
+		t.Fatalf("ping after Resume: %v", err)
+	}
+	s.Pause()
+	s.Stop() // a paused server can be stopped
+}
