@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -286,5 +287,42 @@ func TestHungServerFailsFast(t *testing.T) {
 	srv.Resume()
 	if err := s.Put(ctx, "k", []byte("v"), 0); err != nil {
 		t.Errorf("Put after Resume: %v", err)
+	}
+}
+
+// TestSubscribeRacingClose: a Subscribe concurrent with Close either
+// fails or returns a channel that Close closes (fleet.Memory has this
+// race; see fleet's TestMemorySubscribeRacingClose).
+func TestSubscribeRacingClose(t *testing.T) {
+	url := redistest.Start(t)
+	for round := range 100 {
+		s, err := redisstore.New(redisstore.Options{URL: url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var (
+			wg    sync.WaitGroup
+			ch    <-chan []byte
+			serr  error
+			start = make(chan struct{})
+		)
+		wg.Go(func() { <-start; ch, serr = s.Subscribe(context.Background()) })
+		wg.Go(func() { <-start; _ = s.Close() })
+		close(start)
+		wg.Wait()
+		if serr != nil {
+			if !errors.Is(serr, fleet.ErrClosed) {
+				t.Errorf("round %d: Subscribe racing Close: %v, want fleet.ErrClosed", round, serr)
+			}
+			continue
+		}
+		select {
+		case _, ok := <-ch:
+			if ok {
+				t.Fatalf("round %d: a message nobody published", round)
+			}
+		case <-time.After(failWait):
+			t.Fatalf("round %d: subscription still open %v after Close", round, failWait)
+		}
 	}
 }
