@@ -32,6 +32,13 @@
 // run unchanged on Redis Cluster with plain keys and no hash tags. List is
 // the exception: SCAN walks one node's keys only and MGET spans slots, so
 // List, and therefore this Store, does not support Cluster.
+//
+// # Logging
+//
+// go-redis logs failed dials and reconnections through its process-wide
+// logger (redis.SetLogger), once per failing call while the server is
+// down; the Store does not change it, since that would change every
+// go-redis client of the process. The gateway may route or silence it.
 package redisstore
 
 import (
