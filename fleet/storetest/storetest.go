@@ -36,9 +36,11 @@ type NewStore func(t *testing.T) (a, b fleet.Store, advance func(d time.Duration
 const failWait = 5 * time.Second
 
 // Lease and key lifetimes the suite uses: short enough for a store on
-// real time, with a wide margin between "still alive" and "expired".
+// real time, with a wide margin between "still alive" and "expired" (a
+// check that a shortTTL key is still there fails only if the machine
+// stalls for shortTTL between two calls).
 const (
-	shortTTL = 300 * time.Millisecond
+	shortTTL = 500 * time.Millisecond
 	pastTTL  = 2 * shortTTL // advancing by this lets a shortTTL expire
 	longTTL  = time.Minute
 )
