@@ -326,3 +326,43 @@ func TestSubscribeRacingClose(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaults(t *testing.T) {
+	url := redistest.Start(t)
+	ctx := t.Context()
+	s := newStore(t, redisstore.Options{URL: url})
+	custom := newStore(t, redisstore.Options{URL: url, Prefix: "p:", Channel: "shared-events"})
+	if err := s.Put(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := redis.NewClient(opt)
+	defer raw.Close()
+	if v, err := raw.Get(ctx, "switchover:kv:k").Result(); err != nil || v != "v" {
+		t.Errorf("raw GET switchover:kv:k = %q, %v; want the default prefix", v, err)
+	}
+	for _, tc := range []struct {
+		name    string
+		s       *redisstore.Store
+		channel string
+	}{{"default", s, "switchover:events"}, {"custom", custom, "shared-events"}} {
+		sub, err := tc.s.Subscribe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := raw.Publish(ctx, tc.channel, tc.name).Err(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case msg := <-sub:
+			if string(msg) != tc.name {
+				t.Errorf("%s: got %q on %s, want %q", tc.name, msg, tc.channel, tc.name)
+			}
+		case <-time.After(failWait):
+			t.Errorf("%s: nothing received from channel %s within %v", tc.name, tc.channel, failWait)
+		}
+	}
+}
