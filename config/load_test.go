@@ -489,3 +489,27 @@ func TestHedge(t *testing.T) {
 		})
 	}
 }
+
+func TestStateRedis(t *testing.T) {
+	base := "backends: [{name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}]\npools: [{name: p, members: [{backend: a}]}]\n"
+	env := func(k string) (string, bool) {
+		if k == "REDIS_URL" {
+			return "redis://:hunter2-secret@10.0.0.5:6379/0", true
+		}
+		return "", false
+	}
+	c, err := Parse("t.yaml", []byte(base+"state: {redis: {url: \"${REDIS_URL}\"}, replica: gw-1}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.State.Redis == nil || c.State.Redis.URL.Value() != "redis://:hunter2-secret@10.0.0.5:6379/0" || c.State.Replica != "gw-1" {
+		t.Fatalf("state %+v", c.State)
+	}
+	if strings.Contains(fmt.Sprint(c.State.Redis), "hunter2") {
+		t.Fatal("the Redis password prints")
+	}
+	_, err = Parse("t.yaml", []byte(base+"state:\n  redis: {url: \"http://10.0.0.5\"}\n"), env)
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:4: state.redis.url: must be redis://host:port") {
+		t.Fatalf("bad url: %v", err)
+	}
+}

@@ -48,8 +48,34 @@ type Config struct {
 	Notifications Notifications `yaml:"notifications"`
 	// Tracing exports OpenTelemetry spans. Off unless an endpoint is set.
 	Tracing Tracing `yaml:"tracing"`
+	// State is what several replicas share. Unset: each keeps its own.
+	State State `yaml:"state"`
 
 	warnings Problems
+}
+
+// State configures the store replicas of one gateway share (breaker
+// trips, quota figures, operator actions, notifications, events). With
+// none, everything stays in the process.
+type State struct {
+	// Redis is a Redis or Valkey server.
+	Redis *Redis `yaml:"redis"`
+	// Replica names this replica in the fleet's status and events.
+	// Default: the host name, the process id and a random suffix.
+	Replica string `yaml:"replica"`
+}
+
+// Redis is the shared store's server.
+type Redis struct {
+	// URL is redis://[user:password@]host:port[/db] or rediss:// for TLS.
+	// A secret when it holds a password: write ${REDIS_URL}. Required.
+	URL Secret `yaml:"url"`
+	// Prefix starts every key and the channel, so that one server can
+	// hold several fleets. Default "switchover:".
+	Prefix string `yaml:"prefix"`
+	// Timeout bounds each call to the store; past it the replica carries
+	// on with its own state. Default 100ms.
+	Timeout Duration `yaml:"timeout"`
 }
 
 // Admin configures the admin API, on a listener of its own.

@@ -446,6 +446,16 @@ func (c *Config) validate() []Problem {
 			add("admin.key", "key is shorter than 16 characters; use a long random value")
 		}
 	}
+	if r := c.State.Redis; r != nil {
+		if r.URL == "" {
+			add("state.redis.url", "set the server: redis://host:6379 (or ${REDIS_URL})")
+		} else if u, err := url.Parse(r.URL.Value()); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			add("state.redis.url", "must be redis://host:port or rediss://host:port")
+		}
+		if r.Timeout < 0 {
+			add("state.redis.timeout", "must not be negative")
+		}
+	}
 	if c.Reload.Interval < Duration(time.Second) {
 		add("reload.interval", "must be at least 1s")
 	}

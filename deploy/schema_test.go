@@ -102,6 +102,8 @@ func feed(m *metrics.Metrics) {
 	m.Observe(route.Event{Kind: route.EventQuotaHeld, Pool: "chat", Backend: backend})
 	m.Observe(route.Event{Kind: route.EventRetryBudget, Pool: "chat", Backend: backend})
 	m.Observe(route.Event{Kind: route.EventHedge, Pool: "chat", Backend: backend, From: "other", Hedge: route.HedgeWon})
+	m.FleetStore(true)
+	m.FleetDropped()
 	m.Observe(route.Event{Kind: route.EventFallback, Pool: "chat", From: "chat", To: "backup", Cause: route.FallbackExhausted})
 	m.Observe(route.Event{Kind: route.EventQueued, Pool: "chat", Queue: 1})
 	m.Observe(route.Event{Kind: route.EventDequeued, Pool: "chat", Queue: 0, Waited: 2 * time.Second})

@@ -90,18 +90,25 @@ func (m *Memory) dropLocked(s *memSub) {
 }
 
 func (v *memView) Subscribe(ctx context.Context) (<-chan []byte, error) {
-	if err := v.check(ctx); err != nil {
-		return nil, err
-	}
 	s := &memSub{ch: make(chan []byte, 1024)}
 	m := v.m
+	// Checked and registered under one hold of v.mu, so that a Close
+	// cannot come between and miss the subscription.
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		v.mu.Unlock()
+		return nil, err
+	}
 	m.mu.Lock()
 	if m.subs == nil {
 		m.subs = map[*memSub]bool{}
 	}
 	m.subs[s] = true
 	m.mu.Unlock()
-	v.mu.Lock()
 	v.subs = append(v.subs, s)
 	v.mu.Unlock()
 	context.AfterFunc(ctx, func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
@@ -29,6 +30,10 @@ type Status struct {
 	Path   string       `json:"config_file,omitempty"`
 	Pools  []PoolStatus `json:"pools"`
 	Events []Event      `json:"events"`
+	// Fleet is the replicas sharing state with this one, when they do;
+	// Events are then the fleet's (this replica's own while the store
+	// does not answer).
+	Fleet *FleetStatus `json:"fleet,omitempty"`
 }
 
 // PoolStatus is one pool.
@@ -71,6 +76,10 @@ func (g *Gateway) Status() Status {
 	st := g.state.Load()
 	now := g.now()
 	s := Status{At: now, Path: g.opts.Path, Events: g.events.list()}
+	var fleetEvents []Event
+	if s.Fleet, fleetEvents = g.fleetStatus(); fleetEvents != nil {
+		s.Events = fleetEvents
+	}
 	g.mu.Lock()
 	probes := map[string]ProbeStatus{}
 	for name, p := range g.probes {
@@ -114,73 +123,48 @@ func (g *Gateway) Status() Status {
 }
 
 // admin records an operator action: log, metric, history, and a
-// notification, so that no change goes unnoticed.
-func (g *Gateway) admin(action, pool, backend, detail string) {
+// notification, so that no change goes unnoticed. from is the replica the
+// action was taken on, "" for this one: only there is it notified and
+// added to the fleet's history.
+func (g *Gateway) admin(action, pool, backend, detail, from string) {
+	if from != "" {
+		detail += " (on replica " + from + ")"
+	}
 	g.Logger.Warn("admin action", "action", action, "pool", pool, "backend", backend, "detail", detail)
 	g.Metrics.Admin(action)
-	g.events.add(Event{At: g.now(), Kind: "admin:" + action, Pool: pool, Backend: backend, Detail: detail})
-	if g.tracker != nil {
+	g.addEvent(Event{At: g.now(), Kind: "admin:" + action, Pool: pool, Backend: backend, Detail: detail}, from == "")
+	if g.tracker != nil && from == "" {
 		g.tracker.Send(notify.Notification{Kind: "admin", Pool: pool, Reason: "manual: " + detail, At: g.now(),
 			Text: fmt.Sprintf("switchover: an operator %s (%s).", detail, g.now().UTC().Format(time.RFC3339))})
 	}
 }
 
 // Drain stops new traffic to a backend in every pool; requests in flight
-// finish. It lasts until Restore, across reloads.
+// finish. It lasts until Restore, across reloads (and, with shared state,
+// on every replica and across restarts).
 func (g *Gateway) Drain(backend string) error {
-	g.mu.Lock()
-	b := g.state.Load().backends[backend]
-	if b == nil {
-		g.mu.Unlock()
-		return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
-	}
-	b.Drain()
-	g.Metrics.Drained(backend, true)
-	g.mu.Unlock()
-	g.admin("drain", "", backend, "drained backend "+backend)
-	g.updateActive(backend, "manual: "+backend+" drained by an operator")
-	return nil
+	return g.act(fleet.Action{Kind: fleet.ActionDrain, Backend: backend})
 }
 
 // Restore undoes Drain.
 func (g *Gateway) Restore(backend string) error {
-	g.mu.Lock()
-	b := g.state.Load().backends[backend]
-	if b == nil {
-		g.mu.Unlock()
-		return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
-	}
-	b.Restore()
-	g.Metrics.Drained(backend, false)
-	g.mu.Unlock()
-	g.admin("restore", "", backend, "restored backend "+backend)
-	g.updateActive(backend, "manual: "+backend+" restored by an operator")
-	return nil
+	return g.act(fleet.Action{Kind: fleet.ActionRestore, Backend: backend})
 }
 
 // ForceBreaker opens a backend's breaker for d (0: its trip) or closes it.
 func (g *Gateway) ForceBreaker(backend string, open bool, d time.Duration) error {
-	b := g.Backend(backend)
-	if b == nil {
-		return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
-	}
-	if b.Breaker == nil {
-		return fmt.Errorf("backend %q has its breaker disabled", backend)
-	}
+	a := fleet.Action{Kind: fleet.ActionForceClosed, Backend: backend}
 	if open {
-		var until time.Time
+		a.Kind = fleet.ActionForceOpen
 		if d > 0 {
-			until = g.now().Add(d)
+			a.Until = g.now().Add(d)
+		} else if b := g.Backend(backend); b != nil && b.Breaker != nil {
+			if br, ok := b.Breaker.(*breaker.Breaker); ok {
+				a.Until = g.now().Add(br.Settings().Trip)
+			}
 		}
-		g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open")
-		g.operatorHold.Store(backend, true)
-		b.Breaker.Force(breaker.Open, until, "manual: forced open by an operator")
-		return nil
 	}
-	g.operatorHold.Delete(backend)
-	g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed")
-	b.Breaker.Force(breaker.Closed, time.Time{}, "manual: forced closed by an operator")
-	return nil
+	return g.act(a)
 }
 
 // SetMember changes a member's priority and weight (0 keeps the value in
@@ -190,29 +174,105 @@ func (g *Gateway) SetMember(pool, backend string, priority, weight int) error {
 	if priority < 0 || weight < 0 {
 		return errors.New("priority and weight must be positive")
 	}
-	if err := g.changeMember(pool, backend, func(o *override, ok bool) bool {
-		if priority > 0 {
-			o.priority = priority
-		}
-		if weight > 0 {
-			o.weight = weight
-		}
-		return true
-	}); err != nil {
-		return err
-	}
-	g.admin("set_member", pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, pool, priority, weight))
-	return nil
+	return g.act(fleet.Action{Kind: fleet.ActionSetMember, Pool: pool, Backend: backend, Priority: priority, Weight: weight})
 }
 
 // ResetMember drops an operator's change to a member: the configured
 // priority and weight apply again.
 func (g *Gateway) ResetMember(pool, backend string) error {
-	if err := g.changeMember(pool, backend, func(*override, bool) bool { return false }); err != nil {
+	return g.act(fleet.Action{Kind: fleet.ActionResetMember, Pool: pool, Backend: backend})
+}
+
+// act performs an operator action taken on this replica and, with shared
+// state, hands it to the fleet.
+func (g *Gateway) act(a fleet.Action) error {
+	if err := g.apply(a, ""); err != nil {
 		return err
 	}
-	g.admin("reset_member", pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, pool))
+	if g.fleet != nil {
+		g.fleet.Act(a)
+	}
 	return nil
+}
+
+// apply performs operator action a, taken on replica from ("" for this
+// one).
+func (g *Gateway) apply(a fleet.Action, from string) error {
+	backend := a.Backend
+	switch a.Kind {
+	case fleet.ActionDrain, fleet.ActionRestore:
+		drain := a.Kind == fleet.ActionDrain
+		g.mu.Lock()
+		b := g.state.Load().backends[backend]
+		if b == nil {
+			g.mu.Unlock()
+			return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+		}
+		if drain == b.Drained() && from != "" {
+			g.mu.Unlock()
+			return nil // already so: a kept action applied again
+		}
+		if drain {
+			b.Drain()
+		} else {
+			b.Restore()
+		}
+		g.Metrics.Drained(backend, drain)
+		g.mu.Unlock()
+		if drain {
+			g.admin("drain", "", backend, "drained backend "+backend, from)
+			g.updateActive(backend, "manual: "+backend+" drained by an operator")
+		} else {
+			g.admin("restore", "", backend, "restored backend "+backend, from)
+			g.updateActive(backend, "manual: "+backend+" restored by an operator")
+		}
+		return nil
+	case fleet.ActionForceOpen, fleet.ActionForceClosed:
+		b := g.Backend(backend)
+		if b == nil {
+			return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+		}
+		if b.Breaker == nil {
+			return fmt.Errorf("backend %q has its breaker disabled", backend)
+		}
+		if a.Kind == fleet.ActionForceOpen {
+			if !a.Until.IsZero() && !g.now().Before(a.Until) {
+				return nil // a kept action that has ended
+			}
+			if s := b.Breaker.Snapshot(); from != "" && s.State == breaker.Open && s.Until.Equal(a.Until) {
+				return nil
+			}
+			g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open", from)
+			g.operatorHold.Store(backend, true)
+			b.Breaker.Force(breaker.Open, a.Until, "manual: forced open by an operator")
+			return nil
+		}
+		g.operatorHold.Delete(backend)
+		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from)
+		b.Breaker.Force(breaker.Closed, time.Time{}, "manual: forced closed by an operator")
+		return nil
+	case fleet.ActionSetMember:
+		if err := g.changeMember(a.Pool, backend, func(o *override, ok bool) bool {
+			if a.Priority > 0 {
+				o.priority = a.Priority
+			}
+			if a.Weight > 0 {
+				o.weight = a.Weight
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		g.admin("set_member", a.Pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, a.Pool, a.Priority, a.Weight), from)
+		return nil
+	case fleet.ActionResetMember:
+		if err := g.changeMember(a.Pool, backend, func(*override, bool) bool { return false }); err != nil {
+			return err
+		}
+		g.admin("reset_member", a.Pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, a.Pool), from)
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
 }
 
 // changeMember applies f to a member's override (keep reports whether it
@@ -307,7 +367,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 		g.answer(w, g.ResetMember(r.PathValue("pool"), r.PathValue("backend")))
 	})
 	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
-		g.admin("reload", "", "", "asked for a configuration reload")
+		g.admin("reload", "", "", "asked for a configuration reload", "")
 		if err := g.ReloadFile(); err != nil {
 			writeJSON(w, http.StatusUnprocessableEntity, apiErr(err))
 			return

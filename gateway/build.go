@@ -232,7 +232,11 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 		b.HealthCheck = route.ProbeKind(bc.Probe.Kind)
 	}
 	if bc.QuotaAware == nil || *bc.QuotaAware {
-		b.Quota = &route.LocalQuota{Slice: bc.QuotaSlice.D()}
+		q := &route.LocalQuota{Slice: bc.QuotaSlice.D()}
+		b.Quota = q
+		if g.fleet != nil {
+			b.Quota = &fleetQuota{LocalQuota: q, backend: bc.Name, fleet: g.fleet}
+		}
 	}
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:
@@ -270,6 +274,7 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 			MaxRetryAfter:    bc.Breaker.MaxRetryAfter.D(),
 			Clock:            g.opts.Clock,
 			OnTransition:     g.onTransition,
+			OnFailure:        g.onFailure(bc.Name),
 		})
 	}
 	return b, nil

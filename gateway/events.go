@@ -18,6 +18,8 @@ type Event struct {
 	Pool    string    `json:"pool,omitempty"`
 	Backend string    `json:"backend,omitempty"`
 	Detail  string    `json:"detail"`
+	// Replica is where it happened, in a fleet's history.
+	Replica string `json:"replica,omitempty"`
 }
 
 // history keeps the most recent events. It is safe for concurrent use.

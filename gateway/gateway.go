@@ -27,6 +27,7 @@ import (
 	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/internal/asynclog"
 	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/notify"
@@ -67,6 +68,14 @@ type Options struct {
 	// Path is the configuration file, for Reload and the admin API's
 	// reload. Optional.
 	Path string
+	// Store, if set, is the state shared with other replicas, instead of
+	// the configuration's state block (tests give fleet.Memory views).
+	Store fleet.Store
+	// FleetHeartbeat is how often the replica renews its heartbeat and
+	// leases (fleet.DefaultHeartbeat when zero).
+	FleetHeartbeat time.Duration
+	// Version is shown in the fleet's status.
+	Version string
 }
 
 // Gateway is a built gateway. Its configuration can be replaced while it
@@ -112,9 +121,15 @@ type Gateway struct {
 
 	closeOnce sync.Once
 	closeErr  error
-	// cancel stops the background work (probes, tracker).
+	// cancel stops the background work (probes, tracker, fleet).
 	bg     context.Context
 	cancel context.CancelFunc
+
+	// fleet is this gateway's membership of a fleet of replicas sharing
+	// state; nil when it keeps everything in the process.
+	fleet      *fleet.Replica
+	fleetStore fleet.Store
+	fleetDone  chan struct{}
 }
 
 // state is what one configuration built. It is immutable once published.
@@ -185,12 +200,17 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.Handler.Ready = g.Ready
 	g.Handler.PoolHealth = g.PoolHealth
+	if err := g.joinFleet(cfg); err != nil {
+		g.Close(context.Background())
+		return nil, err
+	}
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		g.Close(context.Background())
 		return nil, err
 	}
 	g.publish(st, "configuration loaded")
+	g.runFleet()
 	if opts.Path != "" {
 		if data, err := os.ReadFile(opts.Path); err == nil {
 			g.fileSum.Store(sum(data))
@@ -204,7 +224,12 @@ func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
 
 // Backend returns the backend named name in the configuration in force,
 // or nil.
-func (g *Gateway) Backend(name string) *route.Backend { return g.state.Load().backends[name] }
+func (g *Gateway) Backend(name string) *route.Backend {
+	if st := g.state.Load(); st != nil {
+		return st.backends[name]
+	}
+	return nil
+}
 
 // Pool returns the pool named name (not an alias), or nil.
 func (g *Gateway) Pool(name string) *route.Pool { return g.state.Load().pools[name] }
@@ -242,7 +267,10 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	}
 	g.Logger.LogAttrs(context.Background(), level, "breaker", attrs...)
 	g.Metrics.Transition(t)
-	g.events.add(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause})
+	g.addEvent(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause}, !t.Adopted)
+	if g.fleet != nil {
+		g.fleet.Transition(t)
+	}
 	if fresh {
 		g.updateActive(t.Name, reasonOf(t))
 	}
@@ -259,13 +287,16 @@ func (g *Gateway) observe(e route.Event) {
 		if g.tracker != nil {
 			g.tracker.Failover(e.Pool, g.now())
 		}
+		if g.fleet != nil {
+			g.fleet.Failover(e.Pool)
+		}
 	case route.EventModel:
 		g.observeModel(e)
 	case route.EventMisconfigured:
 		g.observeMisconfigured(e)
 	case route.EventUnresponsive:
 		g.Logger.Warn("backend unresponsive: benched, waiting calls failed over", "backend", e.Backend.Name, "pool", e.Pool, "detail", e.Err.Error())
-		g.events.add(Event{At: g.now(), Kind: "unresponsive", Pool: e.Pool, Backend: e.Backend.Name, Detail: e.Err.Error()})
+		g.addEvent(Event{At: g.now(), Kind: "unresponsive", Pool: e.Pool, Backend: e.Backend.Name, Detail: e.Err.Error()}, true)
 	}
 }
 
@@ -292,7 +323,7 @@ func (g *Gateway) observeMisconfigured(e route.Event) {
 	}
 	g.misconfigured.Store(e.Backend.Name, now)
 	detail := fmt.Sprintf("backend %s answered %d: %s", e.Backend.Name, a.Status, a.Message)
-	g.events.add(Event{At: now, Kind: "misconfigured", Pool: e.Pool, Backend: e.Backend.Name, Detail: detail})
+	g.addEvent(Event{At: now, Kind: "misconfigured", Pool: e.Pool, Backend: e.Backend.Name, Detail: detail}, true)
 	if g.tracker != nil {
 		g.tracker.Send(notify.Notification{Kind: notify.KindMisconfigured, Pool: e.Pool, Reason: detail, At: now,
 			Text: fmt.Sprintf("switchover: backend %s of pool %s is misconfigured: it answered %d (%s). Its key or deployment is wrong; it is benched and its requests go to the other members until it answers again (%s).",
@@ -524,6 +555,7 @@ func (g *Gateway) close(ctx context.Context) error {
 		}
 	}
 	g.mu.Unlock()
+	g.stopFleet()
 	var errs []error
 	if g.notifier != nil {
 		errs = append(errs, g.notifier.Close(ctx))

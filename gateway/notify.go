@@ -63,9 +63,18 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 
 // notified logs a notification, records it in the history and queues it
 // for the sinks.
+// With a fleet, only the replica that holds the notification lease sends
+// the changes of a pool's active set (every replica tracks them, from the
+// breaker states they share); an operator's action is sent by the replica
+// it was taken on.
 func (g *Gateway) notified(n notify.Notification) {
+	if g.fleet != nil && n.Kind != "admin" && !g.fleet.Leader() {
+		g.Logger.Debug("notification left to the fleet's notifier", "kind", string(n.Kind), "pool", n.Pool)
+		g.events.add(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text + " (sent by the fleet's notifier)"})
+		return
+	}
 	g.Logger.Warn("notification", "kind", string(n.Kind), "pool", n.Pool,
 		"from", strings.Join(n.From, ","), "to", strings.Join(n.To, ","), "reason", n.Reason)
-	g.events.add(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text})
+	g.addEvent(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text}, true)
 	g.notifier.Enqueue(n)
 }

@@ -40,7 +40,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.publish(st, "configuration reloaded")
 	g.Metrics.Reload("ok")
-	g.events.add(Event{At: g.now(), Kind: "reload", Detail: "configuration reloaded"})
+	g.addEvent(Event{At: g.now(), Kind: "reload", Detail: "configuration reloaded"}, true)
 	g.Logger.Info("configuration reloaded", "backends", len(cfg.Backends), "pools", len(cfg.Pools))
 	g.logWarnings(cfg)
 	return nil
@@ -61,7 +61,7 @@ func (g *Gateway) ReloadFile() error {
 	if err != nil {
 		g.Metrics.Reload("invalid")
 		g.Logger.Error("configuration reload failed; keeping the configuration in force", "file", g.opts.Path, "error", err)
-		g.events.add(Event{At: g.now(), Kind: "reload", Detail: "invalid configuration, not loaded: " + err.Error()})
+		g.addEvent(Event{At: g.now(), Kind: "reload", Detail: "invalid configuration, not loaded: " + err.Error()}, true)
 		return err
 	}
 	return g.Reload(cfg)

@@ -48,6 +48,8 @@ type Metrics struct {
 	quotaHeld          *prometheus.CounterVec
 	retryBudget        *prometheus.CounterVec
 	hedges             *prometheus.CounterVec
+	fleetUp            prometheus.Gauge
+	fleetDropped       prometheus.Counter
 	poolFallbacks      *prometheus.CounterVec
 	queueLength        *prometheus.GaugeVec
 	queueWait          *prometheus.HistogramVec
@@ -56,7 +58,8 @@ type Metrics struct {
 	refused            *prometheus.CounterVec
 
 	// mu guards seqs and orders the updates of breakerState.
-	mu sync.Mutex
+	mu        sync.Mutex
+	fleetOnce sync.Once
 	// seqs holds, for every backend declared or seen, the Seq of the
 	// last transition applied to its breaker state gauge.
 	seqs map[string]uint64
@@ -169,6 +172,14 @@ func New() *Metrics {
 			Name: "switchover_hedges_total",
 			Help: "Hedged requests (pools[].hedge), by pool and result: primary (the first attempt answered first), hedge (the hedge did), neither (both failed), refused (a hedge was due but the hedge share was spent).",
 		}, []string{"pool", "result"}),
+		fleetUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchover_fleet_store_up",
+			Help: "1 while the shared state store (state.redis) answers this replica, 0 while it does not and the replica decides alone; absent without shared state.",
+		}),
+		fleetDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchover_fleet_dropped_total",
+			Help: "Updates for the shared state store dropped because it was not keeping up (a slow or unreachable store): the other replicas did not hear of them.",
+		}),
 		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "switchover_queue_length",
 			Help: "Requests waiting in the pool's queue for quota, by pool.",
@@ -212,6 +223,8 @@ func New() *Metrics {
 		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
 		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges,
 	)
+	// fleetUp and fleetDropped are registered by FleetStore, once a replica
+	// shares state.
 	return m
 }
 
@@ -225,7 +238,7 @@ func (m *Metrics) Names() []string {
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges} {
+			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.fleetUp, m.fleetDropped} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -376,6 +389,20 @@ func (m *Metrics) Observe(e route.Event) {
 		m.queueWait.WithLabelValues(e.Pool).Observe(e.Waited.Seconds())
 	}
 }
+
+// FleetStore records whether the shared state store answers; the first
+// call registers the fleet's metrics.
+func (m *Metrics) FleetStore(up bool) {
+	m.fleetOnce.Do(func() { m.Registry.MustRegister(m.fleetUp, m.fleetDropped) })
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.fleetUp.Set(v)
+}
+
+// FleetDropped counts an update the shared store did not take in time.
+func (m *Metrics) FleetDropped() { m.fleetDropped.Inc() }
 
 // Transition records a breaker state change. Every transition is counted,
 // in whatever order it arrives (each is one change that happened); the

@@ -1,0 +1,186 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/fleet"
+	"github.com/switchover-gw/switchover/fleet/redisstore"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// joinFleet makes the gateway a replica of the fleet the configuration's
+// state block (or Options.Store) names, before its backends are built
+// (their quotas and breakers report to it); without either it keeps
+// everything in the process. runFleet starts it once the backends are in
+// force.
+func (g *Gateway) joinFleet(cfg *config.Config) error {
+	store := g.opts.Store
+	sc := cfg.State
+	if store == nil && sc.Redis != nil {
+		s, err := redisstore.New(redisstore.Options{URL: sc.Redis.URL.Value(), Prefix: sc.Redis.Prefix})
+		if err != nil {
+			return fmt.Errorf("state.redis: %w", err)
+		}
+		store = s
+	}
+	if store == nil {
+		return nil
+	}
+	var timeout time.Duration
+	if sc.Redis != nil {
+		timeout = sc.Redis.Timeout.D()
+	}
+	r, err := fleet.New(fleet.Options{
+		Store: store, Host: fleetHost{g}, ID: sc.Replica, Version: g.opts.Version, Clock: g.opts.Clock,
+		Logger: g.Logger, Timeout: timeout, Heartbeat: g.opts.FleetHeartbeat,
+		OnHealth: g.Metrics.FleetStore,
+		OnDrop:   g.Metrics.FleetDropped,
+	})
+	if err != nil {
+		store.Close()
+		return err
+	}
+	g.fleet, g.fleetStore = r, store
+	g.Metrics.FleetStore(true)
+	return nil
+}
+
+// runFleet starts the replica's work with the store.
+func (g *Gateway) runFleet() {
+	if g.fleet == nil {
+		return
+	}
+	g.fleetDone = make(chan struct{})
+	go func() {
+		defer close(g.fleetDone)
+		g.fleet.Run(g.bg)
+	}()
+}
+
+// stopFleet leaves the fleet: the replica's goroutines end, and the
+// store's connections close.
+func (g *Gateway) stopFleet() {
+	if g.fleet == nil {
+		return
+	}
+	if g.fleetDone != nil {
+		<-g.fleetDone
+	}
+	g.fleetStore.Close()
+}
+
+// fleetHost is the gateway as the fleet's replica sees it.
+type fleetHost struct{ g *Gateway }
+
+func (h fleetHost) Breaker(backend string) *breaker.Breaker {
+	if b := h.g.Backend(backend); b != nil {
+		br, _ := b.Breaker.(*breaker.Breaker)
+		return br
+	}
+	return nil
+}
+
+func (h fleetHost) Quota(backend string) *route.LocalQuota {
+	if b := h.g.Backend(backend); b != nil {
+		if q, ok := b.Quota.(*fleetQuota); ok {
+			return q.LocalQuota
+		}
+	}
+	return nil
+}
+
+func (h fleetHost) Apply(a fleet.Action) error { return h.g.apply(a, a.Replica) }
+
+func (h fleetHost) Failovers(pool string, n int, at time.Time) {
+	if h.g.tracker != nil {
+		for range min(n, 10000) {
+			h.g.tracker.Failover(pool, at)
+		}
+	}
+}
+
+func (h fleetHost) InFlight() map[string]int {
+	out := map[string]int{}
+	if st := h.g.state.Load(); st != nil {
+		for name, b := range st.backends {
+			if n := b.InFlight(); n > 0 {
+				out[name] = int(n)
+			}
+		}
+	}
+	return out
+}
+
+// fleetQuota is a backend's quota whose figures the fleet shares: what
+// this replica hears is published, what the others hear is observed as
+// if heard here (LocalQuota.Observe, from the fleet's messages).
+type fleetQuota struct {
+	*route.LocalQuota
+	backend string
+	fleet   *fleet.Replica
+}
+
+// Observe implements route.Quota.
+func (q *fleetQuota) Observe(now, sent time.Time, status int, h http.Header) {
+	q.LocalQuota.Observe(now, sent, status, h)
+	q.fleet.Observed(q.backend, now, sent, status, h)
+}
+
+// addEvent records an event in the history; shared, with a fleet, adds
+// it to the fleet's too (an event that happened here, not one applied
+// from another replica).
+func (g *Gateway) addEvent(e Event, shared bool) {
+	g.events.add(e)
+	if shared && g.fleet != nil {
+		g.fleet.Record(fleet.Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail})
+	}
+}
+
+// FleetStatus is the fleet as the admin API shows it.
+type FleetStatus struct {
+	// Replica is this replica's name; StoreUp whether the shared store
+	// answered its last call (when not, every replica decides alone).
+	Replica string `json:"replica"`
+	StoreUp bool   `json:"store_up"`
+	// Notifier is true when this replica sends the fleet's
+	// notifications.
+	Notifier bool `json:"notifier"`
+	// Replicas are those whose heartbeat is recent.
+	Replicas []fleet.ReplicaStatus `json:"replicas"`
+}
+
+// fleetStatus is the fleet's part of Status, and the fleet's events; nil
+// without a fleet, and the events nil when the store does not answer.
+func (g *Gateway) fleetStatus() (*FleetStatus, []Event) {
+	if g.fleet == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	fs := &FleetStatus{Replica: g.fleet.ID(), Notifier: g.fleet.Leader()}
+	fs.Replicas, _ = g.fleet.Replicas(ctx)
+	evs, err := g.fleet.Events(ctx, 200)
+	fs.StoreUp = g.fleet.Up()
+	if err != nil {
+		return fs, nil
+	}
+	out := make([]Event, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail, Replica: e.Replica})
+	}
+	return fs, out
+}
+
+// onFailure is backend's breaker's OnFailure: with a fleet, failures are
+// counted across it.
+func (g *Gateway) onFailure(backend string) func(breaker.Outcome, time.Time) {
+	if g.fleet == nil {
+		return nil
+	}
+	return func(o breaker.Outcome, at time.Time) { g.fleet.Failure(backend, o, at) }
+}
