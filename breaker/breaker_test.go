@@ -1002,7 +1002,7 @@ func TestAdoptTakesAnotherReplicasDecision(t *testing.T) {
 		t.Fatalf("transitions %+v", trs)
 	}
 	b.Adopt(Snapshot{State: Open, Until: now.Add(5 * time.Second)}, "shorter")
-	if s := b.Snapshot(); !s.Until.Equal(now.Add(10 * time.Second)) || len(trs) != 1 {
+	if s := b.Snapshot(); !s.Until.Equal(now.Add(10*time.Second)) || len(trs) != 1 {
 		t.Fatalf("a shorter trip was adopted: %+v", s)
 	}
 	clk.Advance(10 * time.Second)
