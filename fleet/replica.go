@@ -124,6 +124,7 @@ type Replica struct {
 	work    chan func(context.Context) error
 	up      atomic.Bool // the store answered its last call
 	leader  atomic.Bool // this replica holds the notification lease
+	joined  atomic.Bool // subscribed to the fleet's messages, and reconciled
 	started time.Time
 	seq     atomic.Uint64
 
@@ -159,8 +160,7 @@ func New(o Options) (*Replica, error) {
 		work: make(chan func(context.Context) error, queueSize), probes: map[string]time.Time{},
 		quota: map[string]*Message{}, quotaAt: map[string]time.Time{}, failovers: map[string]int{}}
 	r.started = r.clk.Now()
-	r.up.Store(true)
-	r.leader.Store(true) // until the store says otherwise: alone, a replica notifies
+	r.up.Store(true) // until a call fails; the first heartbeat settles the lease
 	return r, nil
 }
 
@@ -176,6 +176,10 @@ func (r *Replica) ID() string { return r.id }
 
 // Up reports whether the store answered the replica's last call.
 func (r *Replica) Up() bool { return r.up.Load() }
+
+// Joined reports whether the replica hears the fleet: it is subscribed
+// to its messages and has applied what the store keeps.
+func (r *Replica) Joined() bool { return r.joined.Load() }
 
 // Leader reports whether this replica sends the fleet's notifications:
 // it holds the notification lease, or the store is out and it carries on
@@ -275,9 +279,11 @@ func (r *Replica) subscribe(ctx context.Context) {
 			continue
 		}
 		r.reconcile(ctx)
+		r.joined.Store(true)
 		for raw := range ch {
 			r.handle(raw)
 		}
+		r.joined.Store(false)
 		if ctx.Err() == nil {
 			r.health(false, errors.New("subscription lost"))
 			r.sleep(ctx, r.o.Heartbeat)

@@ -147,6 +147,9 @@ type FleetStatus struct {
 	// answered its last call (when not, every replica decides alone).
 	Replica string `json:"replica"`
 	StoreUp bool   `json:"store_up"`
+	// Joined is true while this replica hears the other replicas (it is
+	// subscribed to their messages).
+	Joined bool `json:"joined"`
 	// Notifier is true when this replica sends the fleet's
 	// notifications.
 	Notifier bool `json:"notifier"`
@@ -162,7 +165,7 @@ func (g *Gateway) fleetStatus() (*FleetStatus, []Event) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	fs := &FleetStatus{Replica: g.fleet.ID(), Notifier: g.fleet.Leader()}
+	fs := &FleetStatus{Replica: g.fleet.ID(), Notifier: g.fleet.Leader(), Joined: g.fleet.Joined()}
 	fs.Replicas, _ = g.fleet.Replicas(ctx)
 	evs, err := g.fleet.Events(ctx, 200)
 	fs.StoreUp = g.fleet.Up()
