@@ -470,7 +470,9 @@ func (r *Replica) Transition(t breaker.Transition) {
 		m := Message{Kind: kindTrip, Replica: r.id, At: t.At, Backend: t.Name, Until: s.Until, RetryAt: s.RetryAt,
 			Throttled: s.Throttled, Class: s.Class, Cause: t.Cause, NoProbe: noProbe}
 		r.enqueue(func(c context.Context) error { return r.publishTrip(c, br, m) })
-	case t.To == breaker.Closed && t.From == breaker.HalfOpen:
+	case t.To == breaker.Closed && t.From != breaker.Closed && t.Cause != "retry-after elapsed":
+		// A probe's verdict, or a health check's (a trip that closes on
+		// its Retry-After closes on time everywhere by itself).
 		r.mu.Lock()
 		delete(r.probes, t.Name)
 		r.mu.Unlock()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/switchover-gw/switchover/internal/redistest"
 	"github.com/switchover-gw/switchover/internal/syncbuf"
 
 	"context"
@@ -281,4 +282,65 @@ func run2(t *testing.T, args ...string) (int, string, string) {
 	var o, e syncBuffer
 	code := run(t.Context(), args, &o, &e)
 	return code, o.String(), e.String()
+}
+
+// TestStatusCommandShowsTheFleet: two replicas sharing a Redis; status
+// through one lists both, and an action through it shows in the fleet's
+// events with the replica it was taken on.
+func TestStatusCommandShowsTheFleet(t *testing.T) {
+	redisURL := redistest.Start(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		io.WriteString(w, `{"model":"gpt-4o-2024-08-06","choices":[{"message":{"content":"hi"}}]}`)
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	var admins []string
+	for _, name := range []string{"gw-1", "gw-2"} {
+		cfgPath := filepath.Join(dir, name+".yaml")
+		os.WriteFile(cfgPath, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
+server: {drain_delay: 0s}
+admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
+reload: {watch: false}
+state: {redis: {url: %q}, replica: %s}
+backends:
+  - {name: weu, type: openai_compatible, url: %q}
+pools:
+  - name: chat-prod
+    members: [{backend: weu}]
+`, redisURL, name, up.URL)), 0o600)
+		ctx, cancel := context.WithCancel(t.Context())
+		var out, errOut syncBuffer
+		done := make(chan int, 1)
+		go func() { done <- run(ctx, []string{"serve", "-c", cfgPath}, &out, &errOut) }()
+		t.Cleanup(func() { cancel(); <-done })
+		re := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang
+		err := errOut.WaitFor(wctx, re.MatchString)
+		wcancel()
+		if err != nil {
+			t.Fatalf("no admin address in: %s", errOut.String())
+		}
+		admins = append(admins, re.FindStringSubmatch(errOut.String())[1])
+	}
+	status := func(args ...string) (int, string) {
+		var o, e syncBuffer
+		code := run(t.Context(), append([]string{"status", "-admin", admins[0], "-key", "admin-key-0123456789"}, args...), &o, &e)
+		return code, o.String() + e.String()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, o := status()
+		if code == exitOK && strings.Contains(o, "fleet (this replica: gw-1; shared state store up)") && regexp.MustCompile(`(?m)^\s+gw-2\s`).MatchString(o) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fleet is not shown:\n%s", o)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the heartbeats, not standing in for one
+	}
+	code, o := status("drain", "weu")
+	if code != exitOK || !regexp.MustCompile(`admin:drain\s+weu @gw-1`).MatchString(o) {
+		t.Fatalf("drain through gw-1:\n%s", o)
+	}
 }

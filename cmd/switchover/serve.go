@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/switchover-gw/switchover/fleet/redisstore"
 	"io"
 	"net"
 	"os"
@@ -26,6 +27,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Args())}
 	}
+	// The shared store's outages are the gateway's to report, once each,
+	// not the Redis client's, once per failed dial.
+	redisstore.DiscardClientLog()
 	if *path == "" {
 		return serveDemo(ctx, *listen, stdout, stderr)
 	}
@@ -47,7 +51,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return configError{fmt.Errorf("%w\n%d problem(s)", err, len(ps))}
 		}
 	}
-	g, err := gateway.New(cfg, gateway.Options{Path: *path, LogOutput: stderr})
+	g, err := gateway.New(cfg, gateway.Options{Path: *path, LogOutput: stderr, Version: version})
 	if err != nil {
 		return err
 	}

@@ -10,10 +10,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/gateway"
 )
 
@@ -201,10 +203,43 @@ func printStatus(w io.Writer, st gateway.Status, events int) {
 		}
 		tw.Flush()
 	}
+	if f := st.Fleet; f != nil {
+		store := "shared state store up"
+		if !f.StoreUp {
+			store = "shared state store UNREACHABLE: each replica decides alone"
+		}
+		fmt.Fprintf(w, "\nfleet (this replica: %s; %s)\n", f.Replica, store)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  replica	version	started	last seen	in flight	")
+		rs := slices.Clone(f.Replicas)
+		slices.SortFunc(rs, func(a, b fleet.ReplicaStatus) int { return strings.Compare(a.ID, b.ID) })
+		for _, r := range rs {
+			var inflight []string
+			for b, n := range r.InFlight {
+				inflight = append(inflight, fmt.Sprintf("%s=%d", b, n))
+			}
+			slices.Sort(inflight)
+			fl := strings.Join(inflight, " ")
+			if fl == "" {
+				fl = "-"
+			}
+			ver := r.Version
+			if ver == "" {
+				ver = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s ago\t%s\t\n", r.ID, ver, r.Started.UTC().Format(time.RFC3339),
+				st.At.Sub(r.Seen).Round(100*time.Millisecond), fl)
+		}
+		tw.Flush()
+	}
 	if n := len(st.Events); n > 0 && events > 0 {
 		fmt.Fprintln(w, "\nrecent events:")
 		for _, e := range st.Events[max(0, n-events):] {
-			fmt.Fprintf(w, "  %s  %-22s %-20s %s\n", e.At.UTC().Format("15:04:05"), e.Kind, eventSubject(e), e.Detail)
+			subject := eventSubject(e)
+			if e.Replica != "" {
+				subject += " @" + e.Replica
+			}
+			fmt.Fprintf(w, "  %s  %-22s %-20s %s\n", e.At.UTC().Format("15:04:05"), e.Kind, subject, e.Detail)
 		}
 	}
 }

@@ -482,3 +482,12 @@ func (s *Store) Close() error {
 }
 
 func atLeastMs(d time.Duration) time.Duration { return max(d, time.Millisecond) }
+
+// DiscardClientLog stops the Redis client library's own log lines (one
+// per failed dial, for every client in the process): a gateway reports
+// the store's outages itself, once each. The gateway's command calls it.
+func DiscardClientLog() { redis.SetLogger(discardLog{}) }
+
+type discardLog struct{}
+
+func (discardLog) Printf(context.Context, string, ...any) {}
