@@ -185,7 +185,12 @@ func TestOutageDetectsFailoverAndFailback(t *testing.T) {
 }
 
 func TestScaled(t *testing.T) {
-	sc := Builtin()[3] // region-outage
+	var sc Scenario
+	for _, b := range Builtin() {
+		if b.Name == "region-outage" {
+			sc = b
+		}
+	}
 	s := sc.scaled(10)
 	if s.Load.Rate != 40 || s.Load.Duration.D() != 12*time.Second || s.Slice.D() != time.Second {
 		t.Fatalf("load %+v slice %v", s.Load, s.Slice)

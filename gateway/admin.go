@@ -78,7 +78,7 @@ func (g *Gateway) Status() Status {
 	s := Status{At: now, Path: g.opts.Path, Events: g.events.list()}
 	var fleetEvents []Event
 	if s.Fleet, fleetEvents = g.fleetStatus(); fleetEvents != nil {
-		s.Events = fleetEvents
+		s.Events = mergeEvents(fleetEvents, s.Events, s.Fleet.Replica)
 	}
 	g.mu.Lock()
 	probes := map[string]ProbeStatus{}

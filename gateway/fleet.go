@@ -187,3 +187,20 @@ func (g *Gateway) onFailure(backend string) func(breaker.Outcome, time.Time) {
 	}
 	return func(o breaker.Outcome, at time.Time) { g.fleet.Failure(backend, o, at) }
 }
+
+// mergeEvents is the fleet's history followed by this replica's own
+// events newer than its last entry: those still on their way to the store,
+// and those kept here only (breaker states adopted from the others).
+func mergeEvents(fleetEvs, local []Event, replica string) []Event {
+	var last time.Time
+	if n := len(fleetEvs); n > 0 {
+		last = fleetEvs[n-1].At
+	}
+	for _, e := range local {
+		if e.At.After(last) {
+			e.Replica = replica
+			fleetEvs = append(fleetEvs, e)
+		}
+	}
+	return fleetEvs
+}
