@@ -76,6 +76,8 @@ type Host interface {
 	// InFlight is the replica's requests in flight per backend, for the
 	// fleet's status.
 	InFlight() map[string]int
+	// Backends names the backends in force.
+	Backends() []string
 }
 
 // Options configure a Replica.
@@ -307,6 +309,17 @@ func (r *Replica) reconcile(ctx context.Context) {
 		switch {
 		case strings.HasPrefix(k, keyTrip), strings.HasPrefix(k, keyAction):
 			r.handle(v)
+		}
+	}
+	// What this replica benched while the others could not hear it (or
+	// that a store which lost its keys no longer holds) goes to them now.
+	for _, name := range r.host.Backends() {
+		br := r.host.Breaker(name)
+		if br == nil {
+			continue
+		}
+		if s := br.Snapshot(); s.State == breaker.Open && len(kept[keyTrip+name]) == 0 {
+			r.Transition(breaker.Transition{Name: name, To: breaker.Open, At: r.clk.Now(), Until: s.Until, Cause: "benched while the fleet could not hear (" + name + ")"})
 		}
 	}
 }

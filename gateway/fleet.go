@@ -104,6 +104,16 @@ func (h fleetHost) Failovers(pool string, n int, at time.Time) {
 	}
 }
 
+func (h fleetHost) Backends() []string {
+	var out []string
+	if st := h.g.state.Load(); st != nil {
+		for name := range st.backends {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func (h fleetHost) InFlight() map[string]int {
 	out := map[string]int{}
 	if st := h.g.state.Load(); st != nil {

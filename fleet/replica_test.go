@@ -1,0 +1,164 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/fleet"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// flaky is a Store whose every call fails while down is set.
+type flaky struct {
+	fleet.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("store down")
+
+func (f *flaky) err(ctx context.Context) error {
+	if f.down.Load() {
+		return errDown
+	}
+	return ctx.Err()
+}
+
+func (f *flaky) Publish(ctx context.Context, m []byte) error {
+	if err := f.err(ctx); err != nil {
+		return err
+	}
+	return f.Store.Publish(ctx, m)
+}
+
+func (f *flaky) Subscribe(ctx context.Context) (<-chan []byte, error) {
+	if err := f.err(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.Subscribe(ctx)
+}
+
+func (f *flaky) Put(ctx context.Context, k string, v []byte, ttl time.Duration) error {
+	if err := f.err(ctx); err != nil {
+		return err
+	}
+	return f.Store.Put(ctx, k, v, ttl)
+}
+
+func (f *flaky) List(ctx context.Context, p string) (map[string][]byte, error) {
+	if err := f.err(ctx); err != nil {
+		return nil, err
+	}
+	return f.Store.List(ctx, p)
+}
+
+func (f *flaky) Acquire(ctx context.Context, k, h string, ttl time.Duration) (bool, error) {
+	if err := f.err(ctx); err != nil {
+		return false, err
+	}
+	return f.Store.Acquire(ctx, k, h, ttl)
+}
+
+// host is a Host of real breakers.
+type host struct {
+	mu       sync.Mutex
+	breakers map[string]*breaker.Breaker
+	applied  []fleet.Action
+}
+
+func (h *host) Breaker(b string) *breaker.Breaker { return h.breakers[b] }
+func (h *host) Quota(string) *route.LocalQuota    { return nil }
+func (h *host) Failovers(string, int, time.Time)  {}
+func (h *host) InFlight() map[string]int          { return nil }
+func (h *host) Backends() []string                { return []string{"weu"} }
+func (h *host) Apply(a fleet.Action) error {
+	h.mu.Lock()
+	h.applied = append(h.applied, a)
+	h.mu.Unlock()
+	return nil
+}
+
+// TestReplicaCarriesOnWhenTheStoreFails: a replica whose store stops
+// answering says so once, takes the notifications on itself, and shares
+// again when the store is back.
+func TestReplicaCarriesOnWhenTheStoreFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &flaky{Store: fleet.NewMemory().View()}
+		var mu sync.Mutex
+		var health []bool
+		r, err := fleet.New(fleet.Options{Store: f, Host: &host{}, ID: "a", OnHealth: func(up bool) {
+			mu.Lock()
+			health = append(health, up)
+			mu.Unlock()
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		synctest.Wait()
+		if !r.Up() || !r.Joined() || !r.Leader() {
+			t.Fatalf("alone with a working store: up %v joined %v leader %v", r.Up(), r.Joined(), r.Leader())
+		}
+		f.down.Store(true)
+		time.Sleep(2 * fleet.DefaultHeartbeat) // the bubble's clock
+		synctest.Wait()
+		if r.Up() || !r.Leader() {
+			t.Fatalf("store down: up %v leader %v; want down, and notifying alone", r.Up(), r.Leader())
+		}
+		f.down.Store(false)
+		time.Sleep(2 * fleet.DefaultHeartbeat)
+		synctest.Wait()
+		if !r.Up() {
+			t.Fatal("the store is back but the replica does not share")
+		}
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		if len(health) != 2 || health[0] || !health[1] {
+			t.Fatalf("health reports %v, want [false true]", health)
+		}
+	})
+}
+
+// TestReplicaAdoptsATripWithTheProbeLeftToItsHolder: a trip another
+// replica decided is adopted past its end by the probe grace, so that
+// only the lease holder probes; one that closes on its Retry-After is
+// adopted as it is.
+func TestReplicaAdoptsATripWithTheProbeLeftToItsHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		newHost := func() *host {
+			return &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second, FollowRetryAfter: true})}}
+		}
+		ha, hb := newHost(), newHost()
+		a, _ := fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
+		b, _ := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { a.Run(ctx) })
+		wg.Go(func() { b.Run(ctx) })
+		synctest.Wait()
+		// A's breaker opens on a 503 and a's replica is told.
+		var trs []breaker.Transition
+		br := breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second, OnTransition: func(t breaker.Transition) { trs = append(trs, t) }})
+		ha.breakers["weu"] = br
+		done, _ := br.Allow()
+		done(breaker.Outcome{Result: breaker.Failure, Cause: "503"})
+		a.Transition(trs[0])
+		synctest.Wait()
+		s := hb.breakers["weu"].Snapshot()
+		if s.State != breaker.Open || !s.Until.Equal(br.Snapshot().Until.Add(fleet.DefaultProbeGrace)) {
+			t.Fatalf("b's breaker %+v; want open until a's end plus the probe grace (%v)", s, br.Snapshot().Until.Add(fleet.DefaultProbeGrace))
+		}
+		cancel()
+		wg.Wait()
+	})
+}
