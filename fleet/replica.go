@@ -209,12 +209,22 @@ func (r *Replica) enqueue(f func(context.Context) error) {
 	}
 }
 
+// worker makes the queued calls to the store. While the store is out
+// (its last call failed) queued work is dropped at once rather than each
+// item waiting out its timeout: the store's own breaker, closed again by
+// the first heartbeat or subscription that gets through.
 func (r *Replica) worker(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case f := <-r.work:
+			if !r.up.Load() {
+				if r.o.OnDrop != nil {
+					r.o.OnDrop()
+				}
+				continue
+			}
 			r.call(ctx, f)
 		}
 	}

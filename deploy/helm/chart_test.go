@@ -642,9 +642,10 @@ func TestChartRedis(t *testing.T) {
 		if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot {
 			t.Errorf("redis pod may run as root: %+v", psc)
 		}
-		// TODO(issue 13): once config knows state.redis (being added beside
-		// this chart), load this configuration with config.Parse as
-		// TestChartDefaults does.
+		// The gateway takes the configuration with its state block.
+		if _, cfg := gatewayConfig(t, r, anyEnv); cfg.State.Redis == nil || cfg.State.Redis.URL.Value() != want {
+			t.Errorf("the gateway reads state %+v, want redis at %s", cfg.State, want)
+		}
 	})
 	t.Run("external, URL from the Secret", func(t *testing.T) {
 		r := mustRender(t, set("redis.url", "${REDIS_URL}", "redis.bundled", true))
