@@ -324,6 +324,23 @@ func TestFleetDrainReachesEveryReplica(t *testing.T) {
 	for _, g := range []*gateway.Gateway{a.gw, c.gw, d} {
 		eventually(t, "uksouth restored", func() bool { return !g.Backend("uksouth").Drained() })
 	}
+	// A priority change through C, and a breaker forced open through A,
+	// hold on every replica too.
+	if err := c.gw.SetMember("chat-prod", "swedencentral", 1, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.gw.ForceBreaker("uksouth", true, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*gateway.Gateway{a.gw, b.gw, d} {
+		eventually(t, "swedencentral at priority 1, weight 3", func() bool {
+			m := g.Pool("chat-prod").Member("swedencentral")
+			return m.Priority == 1 && m.Weight == 3
+		})
+	}
+	for _, g := range []*gateway.Gateway{b.gw, c.gw, d} {
+		eventually(t, "uksouth forced open", func() bool { return g.Backend("uksouth").Breaker.Snapshot().State == breaker.Open })
+	}
 }
 
 // TestFleetNotifiesOnce: one failover and one failback make one
@@ -375,10 +392,17 @@ func TestFleetNotifiesOnce(t *testing.T) {
 	}
 }
 
-// TestFleetCarriesOnWithoutRedis: Redis stopped mid-run fails no request;
-// every replica says it is on its own, and shares again once Redis is
-// back.
+// TestFleetCarriesOnWithoutRedis: Redis stopped, or hung, mid-run fails
+// no request; every replica says it is on its own, and shares again once
+// Redis is back.
 func TestFleetCarriesOnWithoutRedis(t *testing.T) {
+	t.Run("stopped", func(t *testing.T) { carryOn(t, func(s *redistest.Server) { s.Stop() }, func(s *redistest.Server) { s.Restart() }) })
+	t.Run("hung", func(t *testing.T) { carryOn(t, func(s *redistest.Server) { s.Pause() }, func(s *redistest.Server) { s.Resume() }) })
+}
+
+// carryOn runs load through three replicas while Redis goes away (off)
+// and comes back (on).
+func carryOn(t *testing.T, off, on func(*redistest.Server)) {
 	e := startFleetEnv(t, 3, "", "", "")
 	up := func(r *replica) bool { return r.gw.Status().Fleet.StoreUp }
 	for _, r := range e.replicas {
@@ -406,11 +430,11 @@ func TestFleetCarriesOnWithoutRedis(t *testing.T) {
 			}
 		})
 	}
-	e.redis.Stop()
+	off(e.redis)
 	for _, r := range e.replicas {
 		eventually(t, r.name+" notices the store is gone", func() bool { return !up(r) })
 	}
-	e.redis.Restart()
+	on(e.redis)
 	for _, r := range e.replicas {
 		eventually(t, r.name+" shares state again", func() bool { return up(r) })
 	}
@@ -510,5 +534,35 @@ func TestFleetOneProbeWhenReplicasTripTogether(t *testing.T) {
 	}
 	if probes != 1 {
 		t.Fatalf("%d half-open probes across the fleet for one trip (%d replicas tripped on their own), want 1", probes, own)
+	}
+}
+
+// TestFleetStormCountsTheFleetsFailovers: failovers spread over three
+// replicas (two each) reach a storm threshold of five that none reaches
+// alone, and the storm is told once.
+func TestFleetStormCountsTheFleetsFailovers(t *testing.T) {
+	e := startFleetEnv(t, 3, "", "", "notifications: {flap_window: 100ms, storm: {failovers: 5, window: 1m}}\n")
+	e.fault(t, "uksouth", sim.FaultDown)
+	for _, r := range e.replicas {
+		for range 2 {
+			if code, b := r.chat(t); code != 200 || b != "swedencentral" {
+				t.Fatalf("%s: %d from %s", r.name, code, b)
+			}
+		}
+	}
+	storms := func() int {
+		n := 0
+		for _, r := range e.replicas {
+			for _, k := range r.notes.kinds() {
+				if k == "storm" {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	eventually(t, "the storm notified", func() bool { return storms() >= 1 })
+	if n := storms(); n != 1 {
+		t.Fatalf("%d storm notifications across the fleet, want 1", n)
 	}
 }
