@@ -127,6 +127,7 @@ type Replica struct {
 	up      atomic.Bool // the store answered its last call
 	leader  atomic.Bool // this replica holds the notification lease
 	joined  atomic.Bool // subscribed to the fleet's messages, and reconciled
+	fails   atomic.Int32 // calls to the store failed in a row
 	started time.Time
 	seq     atomic.Uint64
 
@@ -246,9 +247,23 @@ func (r *Replica) call(ctx context.Context, f func(context.Context) error) error
 	return err
 }
 
-// health records whether the store answered, logging and reporting
-// changes.
-func (r *Replica) health(ok bool, err error) {
+// downAfter is how many calls in a row must fail before the store counts
+// as out: one slow answer on a busy machine does not make a replica drop
+// its updates.
+const downAfter = 3
+
+// health records whether the store answered a call, logging and reporting
+// changes: it is out after downAfter failures in a row.
+func (r *Replica) health(ok bool, err error) { r.setHealth(ok, err, false) }
+
+// setHealth is health; now marks the store out at once (a subscription
+// that was lost).
+func (r *Replica) setHealth(ok bool, err error, now bool) {
+	if ok {
+		r.fails.Store(0)
+	} else if n := r.fails.Add(1); n < downAfter && !now {
+		return
+	}
 	if r.up.Swap(ok) == ok {
 		return
 	}
@@ -297,7 +312,7 @@ func (r *Replica) subscribe(ctx context.Context) {
 		}
 		r.joined.Store(false)
 		if ctx.Err() == nil {
-			r.health(false, errors.New("subscription lost"))
+			r.setHealth(false, errors.New("subscription lost"), true)
 			r.sleep(ctx, r.o.Heartbeat)
 		}
 	}
@@ -543,7 +558,7 @@ func (r *Replica) publishTrip(c context.Context, br *breaker.Breaker, m Message)
 // Failure counts a failure of backend across the fleet; when the fleet's
 // count within the breaker's window reaches its threshold and the local
 // breaker is still closed, it opens it (and so the fleet's).
-func (r *Replica) Failure(backend string, o breaker.Outcome, at time.Time) {
+func (r *Replica) Failure(backend string, o breaker.Outcome, _ time.Time) {
 	id := fmt.Sprintf("%s:%d", r.id, r.seq.Add(1))
 	r.enqueue(func(c context.Context) error {
 		br := r.host.Breaker(backend)
@@ -551,7 +566,10 @@ func (r *Replica) Failure(backend string, o breaker.Outcome, at time.Time) {
 			return nil
 		}
 		s := br.Settings()
-		n, err := r.store.Count(c, keyFail+backend, id, at, s.Window)
+		// Counted at the time it reaches the store, not when it happened:
+		// each count then sees every failure counted before it, whatever
+		// the replicas' queues delayed (the last of five sees five).
+		n, err := r.store.Count(c, keyFail+backend, id, r.clk.Now(), s.Window)
 		if err != nil {
 			return err
 		}

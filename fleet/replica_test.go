@@ -162,3 +162,37 @@ func TestReplicaAdoptsATripWithTheProbeLeftToItsHolder(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestFleetCountsAFailureThatArrivesLate is the regression test for a
+// count that never reached the threshold under load: each replica counted
+// its failure at the time it happened, so the last count to reach the
+// store, for an earlier failure, did not see the later ones counted
+// before it, and no replica saw the fleet's total.
+func TestFleetCountsAFailureThatArrivesLate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		newHost := func() *host {
+			return &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 2, Window: 30 * time.Second, Trip: time.Minute})}}
+		}
+		ha, hb := newHost(), newHost()
+		a, _ := fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
+		b, _ := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { a.Run(ctx) })
+		wg.Go(func() { b.Run(ctx) })
+		synctest.Wait()
+		now := time.Now()
+		a.Failure("weu", breaker.Outcome{Result: breaker.Failure, Cause: "503"}, now)
+		synctest.Wait()
+		// b's failure happened a second before a's, and reaches the store
+		// after it.
+		b.Failure("weu", breaker.Outcome{Result: breaker.Failure, Cause: "503"}, now.Add(-time.Second))
+		synctest.Wait()
+		if s := hb.breakers["weu"].Snapshot(); s.State != breaker.Open {
+			t.Fatalf("b's breaker %+v after the fleet's second failure, want open", s)
+		}
+		cancel()
+		wg.Wait()
+	})
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/fleet/redisstore"
 	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/redistest"
 	"github.com/switchover-gw/switchover/notify"
@@ -155,13 +156,43 @@ func (e *fleetEnv) calls(name string) int64 { return e.sim.Stats()[name].Calls }
 // from each other through Redis, which takes milliseconds.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
+	eventuallyWhy(t, what, cond, func() string { return "" })
+}
+
+// eventuallyWhy is eventually, with why's account of the state when it
+// fails.
+func eventuallyWhy(t *testing.T, what string, cond func() bool, why func() string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
+			t.Fatalf("%s: not within 10 s %s", what, why())
 		}
 		time.Sleep(5 * time.Millisecond) // a poll of a condition, not a wait standing for one
 	}
+}
+
+// describe is every replica's uksouth breaker and transitions, for a
+// failure's message.
+func (e *fleetEnv) describe() string {
+	var b strings.Builder
+	if st, err := redisstore.New(redisstore.Options{URL: e.redis.URL()}); err == nil {
+		n, err := st.Count(context.Background(), "fail/uksouth", "probe-of-the-test", time.Now(), 30*time.Second)
+		fmt.Fprintf(&b, "store reachable: %v %v; ", n, err)
+		st.Close()
+	}
+	for _, r := range e.replicas {
+		fmt.Fprintf(&b, "%s up %v joined %v; ", r.name, r.gw.Status().Fleet.StoreUp, r.gw.Status().Fleet.Joined)
+	}
+	for _, r := range e.replicas {
+		fmt.Fprintf(&b, "%s: %+v; ", r.name, r.gw.Backend("uksouth").Breaker.Snapshot())
+		r.trs.mu.Lock()
+		for _, tr := range r.trs.trs {
+			fmt.Fprintf(&b, "[%s->%s %q adopted=%v] ", tr.From, tr.To, tr.Cause, tr.Adopted)
+		}
+		r.trs.mu.Unlock()
+	}
+	return b.String()
 }
 
 func state(r *replica, backend string) breaker.State {
@@ -229,7 +260,7 @@ func TestFleetSharesQuotaFigures(t *testing.T) {
 // config is replica name's configuration.
 func (e *fleetEnv) config(name, backendExtra, poolExtra, top string) string {
 	var y strings.Builder
-	fmt.Fprintf(&y, "log: {level: error}\nserver: {drain_delay: 0s}\nstate: {redis: {url: %q}, replica: %s}\n%sbackends:\n", e.redis.URL(), name, top)
+	fmt.Fprintf(&y, "log: {level: error}\nserver: {drain_delay: 0s}\nstate: {redis: {url: %q, timeout: 1s}, replica: %s}\n%sbackends:\n", e.redis.URL(), name, top)
 	for _, ep := range e.sim.Deployments() {
 		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, probe: {disabled: true}%s}\n", ep.Name, ep.URL, backendExtra)
 	}
@@ -258,7 +289,7 @@ func TestFleetCountsFailuresAcrossReplicas(t *testing.T) {
 		}
 	}
 	for _, r := range e.replicas {
-		eventually(t, r.name+" benches uksouth", func() bool { return state(r, "uksouth") == breaker.Open })
+		eventuallyWhy(t, r.name+" benches uksouth", func() bool { return state(r, "uksouth") == breaker.Open }, e.describe)
 		if n := r.gw.Backend("uksouth").Breaker.Snapshot().Failures; n >= 5 {
 			t.Fatalf("%s counted %d failures itself: the fleet's count was not what opened it", r.name, n)
 		}

@@ -170,12 +170,13 @@ func (p *Pool) hedged(ctx context.Context, r *Request, m *Member, at *attempt, d
 		}()
 	}
 	at.firstByte = make(chan struct{})
-	first := raced{m: m, at: at}
-	start(first, done, time.Time{})
+	fb := at.firstByte
+	// The delay runs from before the first attempt starts, so that it
+	// bounds the attempt's whole wait.
 	fire := make(chan struct{})
 	timer := clk.AfterFunc(delay, func() { close(fire) })
 	defer timer.Stop()
-	fb := at.firstByte
+	start(raced{m: m, at: at}, done, time.Time{})
 
 	running := []*attempt{at}
 	var winner *raced
