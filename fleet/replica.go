@@ -124,9 +124,9 @@ type Replica struct {
 	log   *slog.Logger
 
 	work    chan func(context.Context) error
-	up      atomic.Bool // the store answered its last call
-	leader  atomic.Bool // this replica holds the notification lease
-	joined  atomic.Bool // subscribed to the fleet's messages, and reconciled
+	up      atomic.Bool  // the store answered its last call
+	leader  atomic.Bool  // this replica holds the notification lease
+	joined  atomic.Bool  // subscribed to the fleet's messages, and reconciled
 	fails   atomic.Int32 // calls to the store failed in a row
 	started time.Time
 	seq     atomic.Uint64

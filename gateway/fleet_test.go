@@ -427,8 +427,12 @@ func TestFleetNotifiesOnce(t *testing.T) {
 // no request; every replica says it is on its own, and shares again once
 // Redis is back.
 func TestFleetCarriesOnWithoutRedis(t *testing.T) {
-	t.Run("stopped", func(t *testing.T) { carryOn(t, func(s *redistest.Server) { s.Stop() }, func(s *redistest.Server) { s.Restart() }) })
-	t.Run("hung", func(t *testing.T) { carryOn(t, func(s *redistest.Server) { s.Pause() }, func(s *redistest.Server) { s.Resume() }) })
+	t.Run("stopped", func(t *testing.T) {
+		carryOn(t, func(s *redistest.Server) { s.Stop() }, func(s *redistest.Server) { s.Restart() })
+	})
+	t.Run("hung", func(t *testing.T) {
+		carryOn(t, func(s *redistest.Server) { s.Pause() }, func(s *redistest.Server) { s.Resume() })
+	})
 }
 
 // carryOn runs load through three replicas while Redis goes away (off)
