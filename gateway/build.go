@@ -241,7 +241,7 @@ func (g *Gateway) newBackend(bc config.Backend) (*route.Backend, error) {
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:
 		b.Provider = &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Organization: bc.Organization, Project: bc.Project, Header: hdr,
-			NoResponses: bc.ResponsesAPI != nil && !*bc.ResponsesAPI}
+			NoResponses: bc.ResponsesAPI != nil && !*bc.ResponsesAPI, StreamUsage: bc.Type == config.TypeOpenAI}
 	case config.TypeAzure:
 		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr,
 			NoResponses: bc.ResponsesAPI != nil && !*bc.ResponsesAPI}

@@ -63,6 +63,12 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 		} else {
 			o.Body = r.BodyFor(model)
 		}
+		if su, ok := prov.(asksStreamUsage); ok && su.streamUsage() && r.Stream && from == translate.OpenAI &&
+			(r.Op == ChatCompletions || r.Op == Completions) && !asksUsage(r.Body) {
+			// Ask for the usage chunk, to count the stream's tokens; the
+			// caller does not get it.
+			o.Body, o.AskedUsage = withUsageAsked(o.Body)
+		}
 		return nil
 	}
 	if !r.Op.Translatable() || r.Path != "" {
@@ -185,6 +191,9 @@ type attempt struct {
 	// nil when the backend's quota is not tracked.
 	quotaRelease func()
 	ended        atomic.Bool // release has counted the attempt out of the backend's in-flight count
+	// use is the usage the answer reports, as the client gets it: read
+	// from a plain answer before try returns, from a stream as it passes.
+	use Usage
 	// actx, if set before try, is the attempt's context, made by the
 	// caller with cancel so that it can cancel the attempt from another
 	// goroutine (a hedged request's loser); try makes its own otherwise.
@@ -487,6 +496,10 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		if r.tagsIDs() {
 			resp.Body = &lineBody{lineReader: taggingReader(resp.Body, b.Name), c: resp.Body}
 		}
+		if o.Op.IsChat() || o.Op == Completions || o.Op == Responses || r.Op.IsChat() || r.Op == Responses {
+			strip := o.AskedUsage || native != client && client == translate.OpenAI && !r.includeUsage
+			resp.Body = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip), c: resp.Body}
+		}
 		return resp, a, nil
 	}
 
@@ -566,6 +579,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 	if p.checkModel(b) {
 		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
+	at.use = answerUsage(client, out)
 	if r.tagsIDs() && isJSON(resp.Header) {
 		out = TagIDs(out, b.Name)
 	}
@@ -777,11 +791,13 @@ func streamConverter(native, client translate.Format, model string, r *Request) 
 		return nil
 	}
 	var toOpenAI translate.StreamConverter // the backend's stream as chat chunks
+	// The usage chunk is always made, to count the stream's tokens; a
+	// caller that did not ask for it does not get it (see usageReader).
 	switch native {
 	case translate.Anthropic:
-		toOpenAI = translate.NewAnthropicToOpenAIStream(r.includeUsage || client != translate.OpenAI)
+		toOpenAI = translate.NewAnthropicToOpenAIStream(true)
 	case translate.Gemini:
-		toOpenAI = translate.NewGeminiToOpenAIStream(model, r.includeUsage || client != translate.OpenAI)
+		toOpenAI = translate.NewGeminiToOpenAIStream(model, true)
 	}
 	var fromOpenAI translate.StreamConverter
 	switch client {

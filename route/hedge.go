@@ -260,6 +260,7 @@ func (p *Pool) hedged(ctx context.Context, r *Request, m *Member, at *attempt, d
 	if winner == nil {
 		return nil, nil, lastHeader, nil
 	}
+	rep.Usage = &winner.at.use
 	return winner.resp, winner.m, lastHeader, nil
 }
 

@@ -170,6 +170,10 @@ type Report struct {
 	// Hedge says which attempt answered a hedged request; empty when no
 	// hedge was sent.
 	Hedge HedgeResult
+	// Usage is what the answer passed on says it used, once known: at
+	// once for a plain answer, at the end of its body for a stream (read
+	// it after the body is read). Nil when no backend answered.
+	Usage *Usage
 
 	first [1]Attempt // Attempts' first backing array: most requests make one
 }

@@ -257,6 +257,7 @@ func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, err
 		}
 		p.markTried(&tried, m.Backend)
 		if !a.Retryable {
+			rep.Usage = &at.use
 			p.served(rep, m, resp)
 			return resp, rep, nil
 		}

@@ -52,7 +52,16 @@ type Outgoing struct {
 	// (Request.Path): Path is under the backend's API root, Method
 	// defaults to POST. Their URLs are built per call, never cached.
 	Method, Path, RawQuery string
+	// AskedUsage is true when the gateway asked the backend for a stream's
+	// usage chunk that the caller did not ask for: it is taken out of the
+	// stream the caller gets.
+	AskedUsage bool
 }
+
+// asksStreamUsage is implemented by providers whose streams the gateway
+// may ask for their usage chunk (stream_options.include_usage): OpenAI's
+// and Azure's, whose APIs take it. An OpenAI-compatible server may not.
+type asksStreamUsage interface{ streamUsage() bool }
 
 // supporter is implemented by providers that serve only some operations;
 // the others are skipped for the request with an UnsupportedError.
@@ -127,11 +136,19 @@ type OpenAI struct {
 	// OpenAI-compatible servers): Responses calls are translated to chat
 	// completions for it. False means they are sent as they are.
 	NoResponses bool
+	// StreamUsage lets the gateway ask the server for a stream's usage
+	// chunk (stream_options.include_usage) when the caller did not, to
+	// count its tokens; the chunk is taken out of what the caller gets.
+	// True for OpenAI's API; an OpenAI-compatible server may refuse the
+	// option.
+	StreamUsage bool
 
 	targets targets // the request URL of each operation, built once
 }
 
 var _ Provider = (*OpenAI)(nil)
+
+func (p *OpenAI) streamUsage() bool { return p.StreamUsage }
 
 func (p *OpenAI) supports(op Operation) bool {
 	switch op {
@@ -215,6 +232,10 @@ func (p *Azure) ignoresBodyModel(op Operation) bool { return p.inDeploymentPath(
 func (p *Azure) inDeploymentPath(op Operation) bool {
 	return p.APIVersion != "v1" && op.deploymentPath()
 }
+
+// streamUsage: Azure's API versions since 2024-09-01-preview take
+// stream_options (the default, 2024-10-21, does).
+func (p *Azure) streamUsage() bool { return true }
 
 func (p *Azure) supports(op Operation) bool {
 	switch op {

@@ -1,0 +1,181 @@
+package route
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// Usage is the tokens an answer says it used, as the client got it:
+// Prompt includes Cached (the prompt tokens the provider's cache served),
+// Completion includes Reasoning. Known is false when the answer said
+// nothing (an error, a stream that ended before its usage, a backend that
+// does not report it). Model is the model the answer names.
+type Usage struct {
+	Known                                 bool
+	Prompt, Completion, Cached, Reasoning int64
+	Model                                 string
+}
+
+// usageBody is every shape of "usage" the client formats carry: OpenAI
+// chat and completions (prompt_tokens, completion_tokens, their
+// details), embeddings (prompt_tokens), the Responses API (input_tokens,
+// output_tokens, their details) and Anthropic's Messages (input_tokens,
+// output_tokens, cache reads and writes).
+type usageBody struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	InputTokens        int64 `json:"input_tokens"`
+	OutputTokens       int64 `json:"output_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+}
+
+// usage reads b as format f's usage object.
+func (b *usageBody) usage(f translate.Format) Usage {
+	switch f {
+	case translate.Anthropic:
+		// Anthropic's input_tokens leave out the cache's reads and writes.
+		cached := b.CacheReadInputTokens
+		return Usage{Known: true, Prompt: b.InputTokens + cached + b.CacheCreationInputTokens, Completion: b.OutputTokens, Cached: cached}
+	case translate.Responses:
+		return Usage{Known: true, Prompt: b.InputTokens, Completion: b.OutputTokens,
+			Cached: b.InputTokensDetails.CachedTokens, Reasoning: b.OutputTokensDetails.ReasoningTokens}
+	}
+	return Usage{Known: true, Prompt: b.PromptTokens, Completion: b.CompletionTokens,
+		Cached: b.PromptTokensDetails.CachedTokens, Reasoning: b.CompletionTokensDetails.ReasoningTokens}
+}
+
+// answerUsage reads the usage of a plain answer in the client's format f.
+func answerUsage(f translate.Format, body []byte) Usage {
+	if !bytes.Contains(body, []byte(`"usage"`)) {
+		return Usage{}
+	}
+	var a struct {
+		Model string     `json:"model"`
+		Usage *usageBody `json:"usage"`
+	}
+	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+		return Usage{}
+	}
+	u := a.Usage.usage(f)
+	u.Model = a.Model
+	return u
+}
+
+// usageReader reads the usage of a stream in the client's format f as it
+// passes, into u: OpenAI's usage chunk, Anthropic's message_start and
+// message_delta, the Responses API's response.completed. With strip, the
+// OpenAI usage chunk (no choices, only usage) is taken out: the gateway
+// asked for it, the caller did not.
+func usageReader(r io.Reader, f translate.Format, u *Usage, strip bool) *lineReader {
+	data := []byte("data:")
+	return &lineReader{r: r, fn: func(line []byte) []byte {
+		if !bytes.HasPrefix(line, data) || !bytes.Contains(line, []byte(`"usage"`)) {
+			return line
+		}
+		payload := bytes.TrimSpace(line[len(data):])
+		switch f {
+		case translate.Anthropic:
+			var ev struct {
+				Type    string     `json:"type"`
+				Usage   *usageBody `json:"usage"`
+				Message struct {
+					Model string     `json:"model"`
+					Usage *usageBody `json:"usage"`
+				} `json:"message"`
+			}
+			if json.Unmarshal(payload, &ev) != nil {
+				return line
+			}
+			switch {
+			case ev.Type == "message_start" && ev.Message.Usage != nil:
+				got := ev.Message.Usage.usage(f)
+				u.Known, u.Prompt, u.Cached, u.Model = true, got.Prompt, got.Cached, ev.Message.Model
+				u.Completion = max(u.Completion, got.Completion)
+			case ev.Type == "message_delta" && ev.Usage != nil:
+				// Cumulative: the last one says the whole answer's.
+				u.Known, u.Completion = true, ev.Usage.OutputTokens
+				if ev.Usage.InputTokens > 0 {
+					u.Prompt = ev.Usage.InputTokens + ev.Usage.CacheReadInputTokens + ev.Usage.CacheCreationInputTokens
+				}
+			}
+		case translate.Responses:
+			var ev struct {
+				Type     string `json:"type"`
+				Response struct {
+					Model string     `json:"model"`
+					Usage *usageBody `json:"usage"`
+				} `json:"response"`
+			}
+			if json.Unmarshal(payload, &ev) == nil && ev.Response.Usage != nil && (ev.Type == "response.completed" || ev.Type == "response.incomplete") {
+				*u = ev.Response.Usage.usage(f)
+				u.Model = ev.Response.Model
+			}
+		default:
+			var ch struct {
+				Model   string            `json:"model"`
+				Choices []json.RawMessage `json:"choices"`
+				Usage   *usageBody        `json:"usage"`
+			}
+			if json.Unmarshal(payload, &ch) != nil || ch.Usage == nil {
+				return line
+			}
+			*u = ch.Usage.usage(f)
+			u.Model = ch.Model
+			if strip && len(ch.Choices) == 0 {
+				return line[:0]
+			}
+		}
+		return line
+	}}
+}
+
+// asksUsage reports whether an OpenAI-format streaming body asks for the
+// usage chunk itself (stream_options.include_usage).
+func asksUsage(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"include_usage"`)) {
+		return false
+	}
+	var b struct {
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	return json.Unmarshal(body, &b) == nil && b.StreamOptions.IncludeUsage
+}
+
+// withUsageAsked returns an OpenAI-format streaming body that asks for
+// the usage chunk, and whether it changed body: one that sets
+// stream_options itself is left as it is.
+func withUsageAsked(body []byte) ([]byte, bool) {
+	if bytes.Contains(body, []byte(`"stream_options"`)) {
+		return body, false
+	}
+	i := bytes.IndexByte(body, '{')
+	if i < 0 {
+		return body, false
+	}
+	const opt = `"stream_options":{"include_usage":true}`
+	out := make([]byte, 0, len(body)+len(opt)+1)
+	out = append(out, body[:i+1]...)
+	out = append(out, opt...)
+	if rest := bytes.TrimLeft(body[i+1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, body[i+1:]...), true
+}
