@@ -1,0 +1,257 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/switchover-gw/switchover/fleet"
+	"github.com/switchover-gw/switchover/fleet/redisstore"
+	"github.com/switchover-gw/switchover/fleet/storetest"
+	"github.com/switchover-gw/switchover/internal/redistest"
+)
+
+func TestClusterConformance(t *testing.T) {
+	c := redistest.StartCluster(t)
+	storetest.Run(t, func(t *testing.T) (a, b fleet.Store, advance func(time.Duration)) {
+		opts := redisstore.Options{URL: c.URL(), Cluster: true, Prefix: fmt.Sprintf("test%d:", fleets.Add(1))}
+		return newStore(t, opts), newStore(t, opts), wait
+	})
+}
+
+// rawCluster returns a plain go-redis cluster client on c, to look at
+// the cluster behind the Store's back.
+func rawCluster(t *testing.T, c *redistest.Cluster) *redis.ClusterClient {
+	t.Helper()
+	raw := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	t.Cleanup(func() { _ = raw.Close() })
+	return raw
+}
+
+// masterOf returns the address of the master serving key, from CLUSTER
+// KEYSLOT and CLUSTER SLOTS.
+func masterOf(t *testing.T, raw *redis.ClusterClient, key string) string {
+	t.Helper()
+	ctx := t.Context()
+	slot, err := raw.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+	}
+	ranges, err := raw.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER SLOTS: %v", err)
+	}
+	for _, r := range ranges {
+		if int64(r.Start) <= slot && slot <= int64(r.End) {
+			return r.Nodes[0].Addr
+		}
+	}
+	t.Fatalf("no master serves slot %d of %s", slot, key)
+	return ""
+}
+
+// TestClusterListSpansMasters: List finds keys wherever they live, and
+// the keys it is given do live on every master (else the test proves
+// nothing about a List that scans one node).
+func TestClusterListSpansMasters(t *testing.T) {
+	c := redistest.StartCluster(t)
+	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+	other := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet2:"})
+	raw := rawCluster(t, c)
+	ctx := t.Context()
+	want := map[string]string{}
+	masters := map[string][]string{}
+	for i := range 30 {
+		k := fmt.Sprintf("trip/backend-%d", i)
+		if err := s.Put(ctx, k, []byte(fmt.Sprint(i)), time.Minute); err != nil {
+			t.Fatalf("Put %s: %v", k, err)
+		}
+		want[k] = fmt.Sprint(i)
+		m := masterOf(t, raw, "fleet1:kv:"+k)
+		masters[m] = append(masters[m], k)
+	}
+	if err := other.Put(ctx, "trip/elsewhere", []byte("x"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if len(masters) != len(c.Addrs()) {
+		t.Fatalf("the keys live on %d masters (%v), want all %d", len(masters), slices.Sorted(maps.Keys(masters)), len(c.Addrs()))
+	}
+	m, err := s.List(ctx, "trip/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for k, v := range m {
+		got[k] = string(v)
+	}
+	if !maps.Equal(got, want) {
+		for addr, keys := range masters {
+			var missing []string
+			for _, k := range keys {
+				if _, ok := got[k]; !ok {
+					missing = append(missing, k)
+				}
+			}
+			if len(missing) > 0 {
+				t.Errorf("List misses the keys on master %s: %q", addr, missing)
+			}
+		}
+		t.Fatalf("List = %v, want %v", got, want)
+	}
+}
+
+// TestClusterKeysCarryPrefix: the layout on a cluster is the layout on
+// one server, with plain keys (no hash tags).
+func TestClusterKeysCarryPrefix(t *testing.T) {
+	c := redistest.StartCluster(t)
+	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+	raw := rawCluster(t, c)
+	ctx := t.Context()
+	if err := s.Put(ctx, "trip/eu", []byte("open"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Count(ctx, "fail/eu", "e1", time.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, "lease/notify", "A", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, "history", []byte("e"), 10); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu   sync.Mutex
+		keys []string
+	)
+	err := raw.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+		k, err := n.Keys(ctx, "*").Result()
+		mu.Lock()
+		keys = append(keys, k...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	want := []string{"fleet1:count:fail/eu", "fleet1:kv:lease/notify", "fleet1:kv:trip/eu", "fleet1:log:history"}
+	if !slices.Equal(keys, want) {
+		t.Errorf("keys on the cluster = %q, want %q", keys, want)
+	}
+	sub, err := s.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Publish(ctx, "fleet1:events", "raw").Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-sub:
+		if string(msg) != "raw" {
+			t.Errorf("message on fleet1:events = %q, want %q", msg, "raw")
+		}
+	case <-time.After(failWait):
+		t.Errorf("no message published on fleet1:events within %v", failWait)
+	}
+}
+
+// TestClusterSubscriptionClosesWhenNodeStops: the subscription's node
+// going away closes it, on a cluster as on one server.
+func TestClusterSubscriptionClosesWhenNodeStops(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(*redistest.Server)
+	}{
+		{"stopped", (*redistest.Server).Stop},
+		{"paused", (*redistest.Server).Pause},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := redistest.StartCluster(t)
+			s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+			raw := rawCluster(t, c)
+			ctx := t.Context()
+			sub, err := s.Subscribe(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Subscriptions go to the master of the channel's slot.
+			node := masterOf(t, raw, "fleet1:events")
+			for _, srv := range c.Servers() {
+				if srv.Addr() == node {
+					tc.stop(srv)
+				}
+			}
+			timeout := time.After(failWait)
+			for open := true; open; {
+				select {
+				case _, open = <-sub:
+				case <-timeout:
+					t.Fatalf("subscription still open %v after its node %s was %s", failWait, node, tc.name)
+				}
+			}
+		})
+	}
+}
+
+// TestClusterDeadFailsFast: with every node stopped, every call fails,
+// and promptly.
+func TestClusterDeadFailsFast(t *testing.T) {
+	c := redistest.StartCluster(t)
+	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true})
+	ctx := t.Context()
+	for name, err := range every(ctx, s) {
+		if err != nil {
+			t.Fatalf("%s with the cluster up: %v", name, err)
+		}
+	}
+	for _, srv := range c.Servers() {
+		srv.Stop()
+	}
+	start := time.Now()
+	done := make(chan map[string]error, 1)
+	go func() { done <- every(ctx, s) }()
+	select {
+	case errs := <-done:
+		for _, name := range slices.Sorted(maps.Keys(errs)) {
+			if errs[name] == nil {
+				t.Errorf("%s succeeded with the cluster stopped", name)
+			}
+		}
+		t.Logf("every call failed in %v", time.Since(start))
+	case <-time.After(failWait):
+		t.Fatalf("calls to a stopped cluster did not return within %v", failWait)
+	}
+}
+
+func TestNewClusterURL(t *testing.T) {
+	for _, tc := range []struct {
+		url     string
+		cluster bool
+		ok      bool
+	}{
+		{"redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", true, true},
+		{"redis://127.0.0.1:7000", true, true},
+		{"rediss://u:p@127.0.0.1:7000/0?addr=127.0.0.1:7001", true, true},
+		{"redis://127.0.0.1:7000/3", true, false},
+		{"redis://127.0.0.1:7000?addr=nope", true, false},
+		{"http://127.0.0.1:7000", true, false},
+		{"redis://127.0.0.1:7000?addr=127.0.0.1:7001", false, false},
+	} {
+		s, err := redisstore.New(redisstore.Options{URL: tc.url, Cluster: tc.cluster})
+		if (err == nil) != tc.ok {
+			t.Errorf("New(%q, cluster %v): error %v, want ok %v", tc.url, tc.cluster, err, tc.ok)
+		}
+		if err == nil {
+			_ = s.Close()
+		} else if !strings.HasPrefix(err.Error(), "redisstore: ") {
+			t.Errorf("New(%q): error %q lacks the package prefix", tc.url, err)
+		}
+	}
+}
