@@ -255,3 +255,82 @@ func TestNewClusterURL(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterResubscribeAfterNodeRestart: a subscription closed by its
+// node's restart is taken again with Subscribe, and messages flow.
+func TestClusterResubscribeAfterNodeRestart(t *testing.T) {
+	c := redistest.StartCluster(t)
+	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+	other := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+	raw := rawCluster(t, c)
+	ctx := t.Context()
+	sub, err := s.Subscribe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := masterOf(t, raw, "fleet1:events")
+	var srv *redistest.Server
+	for _, n := range c.Servers() {
+		if n.Addr() == node {
+			srv = n
+		}
+	}
+	srv.Restart()
+	timeout := time.After(failWait)
+	for open := true; open; {
+		select {
+		case _, open = <-sub:
+		case <-timeout:
+			t.Fatalf("subscription still open %v after its node %s restarted", failWait, node)
+		}
+	}
+	sub, err = s.Subscribe(ctx)
+	if err != nil {
+		t.Fatalf("Subscribe after the node restarted: %v", err)
+	}
+	if err := other.Publish(ctx, []byte("back")); err != nil {
+		t.Fatalf("Publish after the node restarted: %v", err)
+	}
+	select {
+	case msg, ok := <-sub:
+		if !ok || string(msg) != "back" {
+			t.Errorf("after the restart got %q (open %v), want %q", msg, ok, "back")
+		}
+	case <-time.After(failWait):
+		t.Errorf("no message within %v after the restart", failWait)
+	}
+}
+
+// TestClusterOneMasterDown: with one master stopped, calls on keys of the
+// others still work, and List, which needs every master, fails.
+func TestClusterOneMasterDown(t *testing.T) {
+	c := redistest.StartCluster(t)
+	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+	raw := rawCluster(t, c)
+	ctx := t.Context()
+	if _, err := s.List(ctx, ""); err != nil {
+		t.Fatalf("List with the cluster up: %v", err)
+	}
+	down := c.Servers()[0]
+	var live, dead string
+	for i := 0; live == "" || dead == ""; i++ {
+		k := fmt.Sprintf("k%d", i)
+		if masterOf(t, raw, "fleet1:kv:"+k) == down.Addr() {
+			dead = k
+		} else {
+			live = k
+		}
+	}
+	down.Stop()
+	start := time.Now()
+	defer func() { t.Logf("calls with a master down took %v", time.Since(start)) }()
+	if err := s.Put(ctx, live, []byte("v"), time.Minute); err != nil {
+		t.Errorf("Put %s on a live master: %v", live, err)
+	}
+	if err := s.Put(ctx, dead, []byte("v"), time.Minute); err == nil {
+		t.Errorf("Put %s on the stopped master succeeded", dead)
+	}
+	if _, err := s.List(ctx, ""); err == nil {
+		t.Error("List succeeded with a master stopped")
+	}
+}

@@ -40,7 +40,9 @@
 // transaction over two keys fails on a cluster (CROSSSLOT) unless they
 // share a hash tag. List walks every master with SCAN (a
 // SCAN sees one node's keys) and reads the keys it found with GETs
-// pipelined by node, never one MGET across slots.
+// pipelined by node, never one MGET across slots. With a master
+// unreachable, calls on its keys fail, and so does every List; calls on
+// the other masters' keys go on.
 //
 // Publish and Subscribe use ordinary Pub/Sub, which a cluster broadcasts
 // to every node. Every Publish goes to one node, the master of the
