@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +38,7 @@ func rawCluster(t *testing.T, c *redistest.Cluster) *redis.ClusterClient {
 }
 
 // masterOf returns the address of the master serving key, from CLUSTER
-// KEYSLOT and CLUSTER SLOTS.
+// KEYSLOT and CLUSTER SHARDS.
 func masterOf(t *testing.T, raw *redis.ClusterClient, key string) string {
 	t.Helper()
 	ctx := t.Context()
@@ -44,13 +46,19 @@ func masterOf(t *testing.T, raw *redis.ClusterClient, key string) string {
 	if err != nil {
 		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
 	}
-	ranges, err := raw.ClusterSlots(ctx).Result()
+	shards, err := raw.ClusterShards(ctx).Result()
 	if err != nil {
-		t.Fatalf("CLUSTER SLOTS: %v", err)
+		t.Fatalf("CLUSTER SHARDS: %v", err)
 	}
-	for _, r := range ranges {
-		if int64(r.Start) <= slot && slot <= int64(r.End) {
-			return r.Nodes[0].Addr
+	for _, sh := range shards {
+		for _, r := range sh.Slots {
+			if r.Start <= slot && slot <= r.End {
+				for _, n := range sh.Nodes {
+					if n.Role == "master" {
+						return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+					}
+				}
+			}
 		}
 	}
 	t.Fatalf("no master serves slot %d of %s", slot, key)
