@@ -513,3 +513,45 @@ func TestStateRedis(t *testing.T) {
 		t.Fatalf("bad url: %v", err)
 	}
 }
+
+func TestStateRedisCluster(t *testing.T) {
+	base := "backends: [{name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}]\npools: [{name: p, members: [{backend: a}]}]\n"
+	for _, tc := range []struct {
+		name    string
+		state   string
+		cluster bool
+		err     string // empty: valid
+	}{
+		{"seeds", "state:\n  redis:\n    url: \"redis://10.0.0.5:6379?addr=10.0.0.6:6379&addr=10.0.0.7:6379\"\n    cluster: true\n", true, ""},
+		{"one seed", "state:\n  redis: {url: \"rediss://:pw@cfg.example:6379\", cluster: true}\n", true, ""},
+		{"db 0", "state:\n  redis: {url: \"redis://10.0.0.5:6379/0\", cluster: true}\n", true, ""},
+		{"off by default", "state:\n  redis: {url: \"redis://10.0.0.5:6379\"}\n", false, ""},
+		{"addr without cluster", "state:\n  redis:\n    prefix: x\n    url: \"redis://10.0.0.5:6379?addr=10.0.0.6:6379\"\n",
+			false, "t.yaml:6: state.redis.url: addr parameters name Redis Cluster nodes; set state.redis.cluster: true"},
+		{"bad seed", "state:\n  redis:\n    cluster: true\n    url: \"redis://:hunter2@10.0.0.5:6379?addr=10.0.0.6:6379&addr=10.0.0.7\"\n",
+			true, "t.yaml:6: state.redis.url: addr parameter 2 is not host:port"},
+		{"cluster db", "state:\n  redis:\n    cluster: true\n    url: \"redis://10.0.0.5:6379/2\"\n",
+			true, "t.yaml:6: state.redis.url: a Redis Cluster has database 0 only"},
+		{"not a bool", "state:\n  redis:\n    url: \"redis://10.0.0.5:6379\"\n    cluster: maybe\n",
+			false, "t.yaml:6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.yaml", []byte(base+tc.state), nil)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				if strings.Contains(err.Error(), "hunter2") {
+					t.Errorf("the error prints the URL's password: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.State.Redis == nil || c.State.Redis.Cluster != tc.cluster {
+				t.Errorf("state.redis %+v, want cluster %v", c.State.Redis, tc.cluster)
+			}
+		})
+	}
+}

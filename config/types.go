@@ -65,11 +65,19 @@ type State struct {
 	Replica string `yaml:"replica"`
 }
 
-// Redis is the shared store's server.
+// Redis is the shared store's server, or Redis Cluster.
 type Redis struct {
 	// URL is redis://[user:password@]host:port[/db] or rediss:// for TLS.
-	// A secret when it holds a password: write ${REDIS_URL}. Required.
+	// With Cluster it names seed nodes, the first as the host and more
+	// as addr parameters: redis://host1:6379?addr=host2:6379&addr=host3:6379
+	// (no /db other than /0). A secret when it holds a password: write
+	// ${REDIS_URL}. Required.
 	URL Secret `yaml:"url"`
+	// Cluster makes the store a Redis Cluster client, which learns the
+	// nodes from the seeds in URL; one reachable seed is enough, more let
+	// a replica start while one is down. Default false: URL is one server
+	// (or a proxy), and addr parameters are an error.
+	Cluster bool `yaml:"cluster"`
 	// Prefix starts every key and the channel, so that one server can
 	// hold several fleets. Default "switchover:".
 	Prefix string `yaml:"prefix"`

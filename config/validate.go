@@ -451,6 +451,18 @@ func (c *Config) validate() []Problem {
 			add("state.redis.url", "set the server: redis://host:6379 (or ${REDIS_URL})")
 		} else if u, err := url.Parse(r.URL.Value()); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 			add("state.redis.url", "must be redis://host:port or rediss://host:port")
+		} else if seeds := u.Query()["addr"]; !r.Cluster && len(seeds) > 0 {
+			add("state.redis.url", "addr parameters name Redis Cluster nodes; set state.redis.cluster: true, or give one server")
+		} else if r.Cluster {
+			// The URL is a secret: say which part is wrong, never its text.
+			for i, a := range seeds {
+				if h, p, err := net.SplitHostPort(a); err != nil || h == "" || p == "" {
+					add("state.redis.url", "addr parameter %d is not host:port", i+1)
+				}
+			}
+			if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+				add("state.redis.url", "a Redis Cluster has database 0 only; remove the /%s", db)
+			}
 		}
 		if r.Timeout < 0 {
 			add("state.redis.timeout", "must not be negative")

@@ -22,7 +22,7 @@ func (g *Gateway) joinFleet(cfg *config.Config) error {
 	store := g.opts.Store
 	sc := cfg.State
 	if store == nil && sc.Redis != nil {
-		s, err := redisstore.New(redisstore.Options{URL: sc.Redis.URL.Value(), Prefix: sc.Redis.Prefix})
+		s, err := redisstore.New(redisstore.Options{URL: sc.Redis.URL.Value(), Cluster: sc.Redis.Cluster, Prefix: sc.Redis.Prefix})
 		if err != nil {
 			return fmt.Errorf("state.redis: %w", err)
 		}

@@ -18,7 +18,8 @@
 //
 // A call is bounded by its context and, whatever the context, by short
 // go-redis timeouts (Options.DialTimeout, Options.IOTimeout) with no
-// retries, so a dead or slow server makes calls fail fast; the replica
+// retries (on a cluster, a few: see Cluster), so a dead or slow server
+// makes calls fail fast; the replica
 // carries on alone and reconciles later. A subscription whose connection
 // is lost is closed, never silently resubscribed (messages sent meanwhile
 // would be lost unnoticed): the caller subscribes again and reconciles with
@@ -26,12 +27,36 @@
 //
 // # Cluster
 //
-// New connects to one server (standalone Redis or Valkey, or a proxy in
-// front of several). Count, Acquire and Release are Lua scripts that each
-// touch exactly one key, and Append is a MULTI on one key, so they would
-// run unchanged on Redis Cluster with plain keys and no hash tags. List is
-// the exception: SCAN walks one node's keys only and MGET spans slots, so
-// List, and therefore this Store, does not support Cluster.
+// Without Options.Cluster, New connects to one server (standalone Redis
+// or Valkey, one with replicas behind a failover address, or a proxy in
+// front of several). With it set, the Store is a client of Redis Cluster
+// (or Valkey in cluster mode): it learns the nodes and slots from the
+// seeds in Options.URL at its first call, and uses plain keys without
+// hash tags, so a fleet's keys spread over the masters. That works
+// because every call but List touches exactly one key: Put, Delete and
+// Tail are single-key commands, Count, Acquire and Release are Lua
+// scripts each given one key in KEYS and touching no other, and Append
+// is a MULTI of RPUSH and LTRIM on one key. Keep it so: a script or
+// transaction over two keys fails on a cluster (CROSSSLOT) unless they
+// share a hash tag. List walks every master with SCAN (a
+// SCAN sees one node's keys) and reads the keys it found with GETs
+// pipelined by node, never one MGET across slots. With a master
+// unreachable, calls on its keys fail, and so does every List; calls on
+// the other masters' keys go on.
+//
+// Publish and Subscribe use ordinary Pub/Sub, which a cluster broadcasts
+// to every node. Every Publish goes to one node, the master of the
+// channel's slot, so that a fleet's messages arrive in the order they
+// were sent (go-redis would spread them over the nodes, and the cluster
+// bus does not order messages of different nodes). A subscription lives
+// on that node too and closes, as on a single server, when that node's
+// connection is lost or stops answering; the caller subscribes again,
+// which reaches the cluster as it is then.
+//
+// MOVED and ASK redirects (slots migrating, a replica promoted) are
+// followed at most Options.MaxRedirects times; go-redis spends the same
+// budget on retrying network errors on a cluster, so a call to a dead
+// node is tried that many times more before it fails.
 //
 // # Logging
 //
@@ -46,6 +71,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,7 +89,23 @@ type Options struct {
 	// rediss:// for TLS, as go-redis's ParseURL reads it. Empty means
 	// redis://localhost:6379. Timeouts and retries given in the URL are
 	// overridden by the fields below.
+	//
+	// With Cluster set it is read by go-redis's ParseClusterURL instead:
+	// redis://[user:password@]host:port?addr=host2:port&addr=host3:port,
+	// every address a seed node from which the client learns the whole
+	// cluster (one reachable seed is enough; give several so that the
+	// Store starts with one of them down). A cluster has no databases:
+	// a /db other than /0 is an error.
 	URL string
+	// Cluster makes the Store a Redis Cluster client. Default false: one
+	// server, and addr parameters in URL are an error.
+	Cluster bool
+	// MaxRedirects is how many MOVED or ASK redirects a call on a cluster
+	// follows, and so how many times it retries a network error (go-redis
+	// spends one budget on both). Zero means 2; without Cluster it is
+	// ignored. More rides out longer slot migrations, at the cost of a
+	// call to a dead node failing that many times slower.
+	MaxRedirects int
 	// Prefix starts every key the store writes, so that one server can
 	// serve several fleets; fleets that share a prefix share everything.
 	// Empty means "switchover:".
@@ -81,9 +123,10 @@ type Options struct {
 	IOTimeout time.Duration
 }
 
-// Store is a fleet.Store on a Redis server. It is safe for concurrent use.
+// Store is a fleet.Store on a Redis server or cluster. It is safe for
+// concurrent use.
 type Store struct {
-	rdb       *redis.Client
+	rdb       redis.UniversalClient
 	prefix    string
 	channel   string
 	ioTimeout time.Duration
@@ -103,10 +146,6 @@ func New(opts Options) (*Store, error) {
 	if url == "" {
 		url = "redis://localhost:6379"
 	}
-	ro, err := redis.ParseURL(url)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: %w", err)
-	}
 	dial := opts.DialTimeout
 	if dial <= 0 {
 		dial = 200 * time.Millisecond
@@ -115,13 +154,38 @@ func New(opts Options) (*Store, error) {
 	if io <= 0 {
 		io = 100 * time.Millisecond
 	}
-	ro.DialTimeout = dial
-	ro.ReadTimeout = io
-	ro.WriteTimeout = io
-	ro.PoolTimeout = io
-	ro.ContextTimeoutEnabled = true
-	ro.MaxRetries = -1 // none: the caller retries, or carries on alone
-	ro.DialerRetries = 1
+	var rdb redis.UniversalClient
+	if opts.Cluster {
+		co, err := parseClusterURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		co.DialTimeout = dial
+		co.ReadTimeout = io
+		co.WriteTimeout = io
+		co.PoolTimeout = io
+		co.ContextTimeoutEnabled = true
+		co.MaxRetries = -1 // none on a node's client; the cluster's are MaxRedirects
+		co.DialerRetries = 1
+		co.MaxRedirects = opts.MaxRedirects
+		if co.MaxRedirects <= 0 {
+			co.MaxRedirects = 2 // zero would mean go-redis's default, 3
+		}
+		rdb = redis.NewClusterClient(co)
+	} else {
+		ro, err := redis.ParseURL(url)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		ro.DialTimeout = dial
+		ro.ReadTimeout = io
+		ro.WriteTimeout = io
+		ro.PoolTimeout = io
+		ro.ContextTimeoutEnabled = true
+		ro.MaxRetries = -1 // none: the caller retries, or carries on alone
+		ro.DialerRetries = 1
+		rdb = redis.NewClient(ro)
+	}
 	prefix := opts.Prefix
 	if prefix == "" {
 		prefix = "switchover:"
@@ -131,12 +195,28 @@ func New(opts Options) (*Store, error) {
 		channel = prefix + "events"
 	}
 	return &Store{
-		rdb:       redis.NewClient(ro),
+		rdb:       rdb,
 		prefix:    prefix,
 		channel:   channel,
 		ioTimeout: io,
 		subs:      map[*redis.PubSub]struct{}{},
 	}, nil
+}
+
+// parseClusterURL is redis.ParseClusterURL, which ignores the URL's path,
+// refusing a database other than 0: a cluster has only that one, and a
+// URL that names another was meant for a single server.
+func parseClusterURL(url string) (*redis.ClusterOptions, error) {
+	co, err := redis.ParseClusterURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if u, err := neturl.Parse(url); err == nil {
+		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+			return nil, fmt.Errorf("a cluster has database 0 only, the URL names %q", db)
+		}
+	}
+	return co, nil
 }
 
 func (s *Store) kvKey(key string) string    { return s.prefix + "kv:" + key }
@@ -174,7 +254,19 @@ func (s *Store) Publish(ctx context.Context, msg []byte) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	return s.fail(ctx, "publish", s.rdb.Publish(ctx, s.channel, msg).Err())
+	var c redis.Cmdable = s.rdb
+	if cc, ok := s.rdb.(*redis.ClusterClient); ok {
+		// go-redis sends a PUBLISH to any node; messages published on two
+		// nodes can reach a subscriber in either order. Through one node,
+		// the master of the channel's slot (where the subscriptions are
+		// too), they keep the order they were published in.
+		node, err := cc.MasterForKey(ctx, s.channel)
+		if err != nil {
+			return s.fail(ctx, "publish", err)
+		}
+		c = node
+	}
+	return s.fail(ctx, "publish", c.Publish(ctx, s.channel, msg).Err())
 }
 
 // pubsubHealthInterval is how long a subscription may be silent before it
@@ -300,40 +392,95 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 // listBatch is how many keys one SCAN step asks for, and so the most one
-// MGET fetches.
+// pipeline of GETs fetches.
 const listBatch = 256
 
-// List implements fleet.Store. It walks the keys with SCAN, so a key put
-// or deleted while it runs may or may not be listed.
+// List implements fleet.Store. It walks the keys with SCAN, on every
+// master of a cluster, so a key put or deleted while it runs may or may
+// not be listed.
 func (s *Store) List(ctx context.Context, prefix string) (map[string][]byte, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
 	base := s.kvKey("")
 	match := globEscape(base+prefix) + "*"
+	var mu sync.Mutex
 	out := map[string][]byte{}
-	var cursor uint64
-	for {
-		keys, next, err := s.rdb.Scan(ctx, cursor, match, listBatch).Result()
-		if err != nil {
-			return nil, s.fail(ctx, "list", err)
-		}
-		if len(keys) > 0 {
-			vals, err := s.rdb.MGet(ctx, keys...).Result()
+	err := s.forEachNode(ctx, func(ctx context.Context, node *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := node.Scan(ctx, cursor, match, listBatch).Result()
 			if err != nil {
-				return nil, s.fail(ctx, "list", err)
+				return err
 			}
-			for i, v := range vals {
-				if v, ok := v.(string); ok { // nil: expired or deleted since SCAN
-					out[strings.TrimPrefix(keys[i], base)] = []byte(v)
+			if len(keys) > 0 {
+				vals, err := s.get(ctx, keys)
+				if err != nil {
+					return err
 				}
+				mu.Lock()
+				for i, v := range vals {
+					if v != nil { // nil: expired or deleted since SCAN
+						out[strings.TrimPrefix(keys[i], base)] = v
+					}
+				}
+				mu.Unlock()
 			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
 		}
-		if next == 0 {
-			return out, nil
-		}
-		cursor = next
+	})
+	if err != nil {
+		return nil, s.fail(ctx, "list", err)
 	}
+	return out, nil
+}
+
+// forEachNode calls fn with the client of every node that holds keys:
+// each master of a cluster, concurrently, or the one server.
+func (s *Store) forEachNode(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
+	switch c := s.rdb.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	default:
+		return fmt.Errorf("client %T not supported", s.rdb)
+	}
+}
+
+// get returns the values of keys, nil for a missing one. It pipelines
+// one GET per key rather than an MGET, which a cluster refuses for keys
+// of different slots; the cluster client sends each GET to its slot's
+// node and follows redirects.
+func (s *Store) get(ctx context.Context, keys []string) ([][]byte, error) {
+	cmds := make([]*redis.StringCmd, len(keys))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.Get(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	vals := make([][]byte, len(keys))
+	for i, c := range cmds {
+		v, err := c.Bytes()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return nil, err
+		default:
+			if v == nil {
+				v = []byte{} // an empty value, not a missing key
+			}
+			vals[i] = v
+		}
+	}
+	return vals, nil
 }
 
 // globEscape quotes the characters SCAN MATCH treats as a pattern.

@@ -1,10 +1,11 @@
 // Package redistest runs a real redis-server for tests: on a free
 // loopback port, in the test's temporary directory, without persistence,
-// stopped when the test ends.
+// stopped when the test ends. StartCluster runs three of them as a Redis
+// Cluster.
 //
-// When redis-server is not on PATH the test is skipped, unless the
-// environment variable SWITCHOVER_REQUIRE_REDIS is "1" (CI sets it), in
-// which case it fails.
+// When redis-server (or, for a cluster, redis-cli) is not on PATH the test
+// is skipped, unless the environment variable SWITCHOVER_REQUIRE_REDIS is
+// "1" (CI sets it), in which case it fails.
 package redistest
 
 import (
@@ -14,6 +15,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +43,9 @@ type Server struct {
 	bin  string
 	dir  string
 	port int
+	// busPort is the cluster bus port of a cluster node; zero for a
+	// standalone server.
+	busPort int
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -51,22 +56,43 @@ type Server struct {
 // server is stopped at t.Cleanup.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	return startServer(t, lookPath(t, "redis-server"), false)
+}
+
+// lookPath finds program on PATH, or skips (or fails) t.
+func lookPath(t testing.TB, program string) string {
+	t.Helper()
+	bin, err := exec.LookPath(program)
 	if err != nil {
 		if os.Getenv("SWITCHOVER_REQUIRE_REDIS") == "1" {
-			t.Fatalf("redistest: redis-server is not on PATH and SWITCHOVER_REQUIRE_REDIS=1: %v", err)
+			t.Fatalf("redistest: %s is not on PATH and SWITCHOVER_REQUIRE_REDIS=1: %v", program, err)
 		}
-		t.Skipf("redistest: redis-server is not on PATH (install it, e.g. apt-get install redis-server; set SWITCHOVER_REQUIRE_REDIS=1 to fail instead of skipping): %v", err)
+		t.Skipf("redistest: %s is not on PATH (install it, e.g. apt-get install redis-server; set SWITCHOVER_REQUIRE_REDIS=1 to fail instead of skipping): %v", program, err)
 	}
+	return bin
+}
+
+// startServer starts bin in a temporary directory of its own, as a
+// cluster node when cluster is set.
+func startServer(t testing.TB, bin string, cluster bool) *Server {
+	t.Helper()
 	s := &Server{t: t, bin: bin, dir: t.TempDir()}
 	t.Cleanup(s.Stop)
 	// A free port found by listening can be taken by someone else before
 	// the server binds it; try a few.
 	var lastErr error
 	for range 5 {
+		var err error
 		s.port, err = freePort()
+		if err == nil && cluster {
+			s.busPort, err = freePort()
+		}
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
+		}
+		if s.busPort == s.port {
+			lastErr = fmt.Errorf("port %d picked twice", s.port)
+			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
 			return s
@@ -131,14 +157,24 @@ func (s *Server) start() error {
 	if s.cmd != nil {
 		return fmt.Errorf("server already running")
 	}
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
 		"--appendonly", "no",
 		"--protected-mode", "no",
 		"--dir", s.dir,
-	)
+	}
+	if s.busPort != 0 {
+		// The bus port is given rather than left at port+10000, which
+		// may be taken or past 65535 for a port of the ephemeral range.
+		args = append(args,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
+			"--cluster-port", strconv.Itoa(s.busPort),
+		)
+	}
+	cmd := exec.Command(s.bin, args...)
 	cmd.Dir = s.dir
 	out := &lockedWriter{}
 	cmd.Stdout, cmd.Stderr = out, out
