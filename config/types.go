@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/switchover-gw/switchover/pricing"
 	"reflect"
 	"strconv"
 	"strings"
@@ -340,6 +341,11 @@ type Probe struct {
 type Backend struct {
 	// Name is unique; it appears in the x-switchover-backend header.
 	Name string `yaml:"name"`
+	// Price, if set, is what this backend's tokens cost in US dollars per
+	// million (input, cached_input, output), instead of the shipped list
+	// price of the model it answers with; {input: 0, output: 0} for a
+	// provisioned deployment, which costs nothing per token.
+	Price *pricing.Price `yaml:"price"`
 	// Type is "openai" (OpenAI: Bearer key), "openai_compatible" (any
 	// server of the OpenAI API: vLLM, Ollama, LM Studio, llama.cpp; key
 	// optional), "azure" (api-key header or Entra ID token, deployment in

@@ -446,6 +446,11 @@ func (c *Config) validate() []Problem {
 			add("admin.key", "key is shorter than 16 characters; use a long random value")
 		}
 	}
+	for i, b := range c.Backends {
+		if p := b.Price; p != nil && (p.Input < 0 || p.CachedInput < 0 || p.Output < 0) {
+			add(fmt.Sprintf("backends[%d].price", i), "prices must not be negative")
+		}
+	}
 	if r := c.State.Redis; r != nil {
 		if r.URL == "" {
 			add("state.redis.url", "set the server: redis://host:6379 (or ${REDIS_URL})")

@@ -104,6 +104,7 @@ func feed(m *metrics.Metrics) {
 	m.Observe(route.Event{Kind: route.EventHedge, Pool: "chat", Backend: backend, From: "other", Hedge: route.HedgeWon})
 	m.FleetStore(true)
 	m.FleetDropped()
+	m.Tokens("chat", "weu", "gpt-4o-2024-08-06", "app", 100, 20, 10, 5, 0.0004, true)
 	m.Observe(route.Event{Kind: route.EventFallback, Pool: "chat", From: "chat", To: "backup", Cause: route.FallbackExhausted})
 	m.Observe(route.Event{Kind: route.EventQueued, Pool: "chat", Queue: 1})
 	m.Observe(route.Event{Kind: route.EventDequeued, Pool: "chat", Queue: 0, Waited: 2 * time.Second})

@@ -22,7 +22,9 @@ func (g *Gateway) joinFleet(cfg *config.Config) error {
 	store := g.opts.Store
 	sc := cfg.State
 	if store == nil && sc.Redis != nil {
-		s, err := redisstore.New(redisstore.Options{URL: sc.Redis.URL.Value(), Cluster: sc.Redis.Cluster, Prefix: sc.Redis.Prefix})
+		// A call's reads and writes are bounded by its timeout too.
+		s, err := redisstore.New(redisstore.Options{URL: sc.Redis.URL.Value(), Cluster: sc.Redis.Cluster, Prefix: sc.Redis.Prefix,
+			IOTimeout: sc.Redis.Timeout.D()})
 		if err != nil {
 			return fmt.Errorf("state.redis: %w", err)
 		}

@@ -31,6 +31,7 @@ import (
 	"github.com/switchover-gw/switchover/internal/asynclog"
 	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/pricing"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -190,6 +191,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Logger:          g.Logger,
 		RequestLog:      g.requestLog,
 		Recorder:        g.Metrics,
+		Spender:         g,
 		Refusals:        g.Metrics,
 		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
@@ -604,4 +606,30 @@ func Listen(cfg *config.Config) (api, admin net.Listener, err error) {
 		}
 	}
 	return api, admin, nil
+}
+
+// Spent implements proxy.Spender: the answer's tokens at the backend's
+// configured price, or the shipped list price of the model it answered
+// with, recorded in the metrics.
+func (g *Gateway) Spent(pool, backend, key string, u route.Usage) (float64, bool) {
+	var price pricing.Price
+	var priced bool
+	if st := g.state.Load(); st != nil {
+		if bc, ok := st.bcfg[backend]; ok && bc.Price != nil {
+			price, priced = *bc.Price, true
+		}
+	}
+	if !priced {
+		price, priced = pricing.Lookup(u.Model)
+	}
+	cost := 0.0
+	if priced {
+		cost = price.Cost(u.Prompt, u.Cached, u.Completion)
+	}
+	model := u.Model
+	if model == "" {
+		model = "unknown"
+	}
+	g.Metrics.Tokens(pool, backend, model, key, u.Prompt, u.Completion, u.Cached, u.Reasoning, cost, priced)
+	return cost, priced
 }

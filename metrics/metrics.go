@@ -49,6 +49,8 @@ type Metrics struct {
 	retryBudget        *prometheus.CounterVec
 	hedges             *prometheus.CounterVec
 	fleetUp            prometheus.Gauge
+	tokens             *prometheus.CounterVec
+	cost               *prometheus.CounterVec
 	fleetDropped       prometheus.Counter
 	poolFallbacks      *prometheus.CounterVec
 	queueLength        *prometheus.GaugeVec
@@ -172,6 +174,14 @@ func New() *Metrics {
 			Name: "switchover_hedges_total",
 			Help: "Hedged requests (pools[].hedge), by pool and result: primary (the first attempt answered first), hedge (the hedge did), neither (both failed), refused (a hedge was due but the hedge share was spent).",
 		}, []string{"pool", "result"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_tokens_total",
+			Help: "Tokens the answers passed on said they used, by pool, backend, model (as the answer names it), gateway key and kind: prompt (cached included), completion (reasoning included), cached, reasoning.",
+		}, []string{"pool", "backend", "model", "key", "kind"}),
+		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_cost_total",
+			Help: "What those tokens cost in US dollars, at the backend's configured price or the shipped list price of the model; answers of unpriced models are not counted. By pool, backend, model and gateway key.",
+		}, []string{"pool", "backend", "model", "key"}),
 		fleetUp: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchover_fleet_store_up",
 			Help: "1 while the shared state store (state.redis) answers this replica, 0 while it does not and the replica decides alone; absent without shared state.",
@@ -221,7 +231,7 @@ func New() *Metrics {
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges,
+		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost,
 	)
 	// fleetUp and fleetDropped are registered by FleetStore, once a replica
 	// shares state.
@@ -238,7 +248,7 @@ func (m *Metrics) Names() []string {
 			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.fleetUp, m.fleetDropped} {
+			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost, m.fleetUp, m.fleetDropped} {
 			c.Describe(ch)
 		}
 		close(ch)
@@ -387,6 +397,24 @@ func (m *Metrics) Observe(e route.Event) {
 	case route.EventDequeued:
 		m.queueLength.WithLabelValues(e.Pool).Set(float64(e.Queue))
 		m.queueWait.WithLabelValues(e.Pool).Observe(e.Waited.Seconds())
+	}
+}
+
+// Tokens records an answer's tokens and, when priced, their cost.
+func (m *Metrics) Tokens(pool, backend, model, key string, prompt, completion, cached, reasoning int64, cost float64, priced bool) {
+	if key == "" {
+		key = "none"
+	}
+	for _, k := range []struct {
+		kind string
+		n    int64
+	}{{"prompt", prompt}, {"completion", completion}, {"cached", cached}, {"reasoning", reasoning}} {
+		if k.n > 0 {
+			m.tokens.WithLabelValues(pool, backend, model, key, k.kind).Add(float64(k.n))
+		}
+	}
+	if priced {
+		m.cost.WithLabelValues(pool, backend, model, key).Add(cost)
 	}
 }
 

@@ -376,6 +376,11 @@ type logLine struct {
 	err                   error
 	clientGone            bool
 	span                  trace.Span
+	// usage is what the answer said it used, and cost its price (priced
+	// false when the model has none).
+	usage  route.Usage
+	cost   float64
+	priced bool
 }
 
 func (h *Handler) finish(l *logLine, start time.Time) {
@@ -393,6 +398,12 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 	}
 	if h.Recorder != nil && l.pool != "" {
 		h.Recorder.Request(l.pool, backend, status, total, l.firstByte)
+	}
+	if r := l.report; r != nil && r.Usage != nil && r.Usage.Known && backend != "" {
+		l.usage = *r.Usage
+		if h.Spender != nil {
+			l.cost, l.priced = h.Spender.Spent(l.pool, backend, l.key, l.usage)
+		}
 	}
 	h.writeLine(l, time.Now(), backend, total)
 }
@@ -472,6 +483,19 @@ func (l *logLine) fields(f fieldWriter, backend string, status int, total time.D
 		f.str("tried", describeAttempts(l.report.Attempts))
 		if l.report.Hedge != "" {
 			f.str("hedge", string(l.report.Hedge))
+		}
+	}
+	if u := l.usage; u.Known {
+		f.int("prompt_tokens", u.Prompt)
+		f.int("completion_tokens", u.Completion)
+		if u.Cached > 0 {
+			f.int("cached_tokens", u.Cached)
+		}
+		if u.Reasoning > 0 {
+			f.int("reasoning_tokens", u.Reasoning)
+		}
+		if l.priced {
+			f.str("cost_usd", strconv.FormatFloat(l.cost, 'f', 6, 64))
 		}
 	}
 	f.int("duration_ms", total.Milliseconds())

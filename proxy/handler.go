@@ -66,6 +66,14 @@ type Recorder interface {
 	Request(pool, backend string, status int, total, firstByte time.Duration)
 }
 
+// Spender prices and records the tokens an answer used: its pool, the
+// backend that answered, the caller's key name ("" without keys) and the
+// usage the answer reported. It returns the cost in US dollars, and
+// whether the model has a price.
+type Spender interface {
+	Spent(pool, backend, key string, u route.Usage) (cost float64, priced bool)
+}
+
 // Refusals receives one call per request refused at one of the gateway's
 // own limits, before its body was read (or, chunked, while it was), with
 // the error code it was answered: request_body_memory_full or
@@ -86,6 +94,9 @@ type Handler struct {
 	RequestLog *RequestLog
 	// Recorder gets request metrics. Nil means none.
 	Recorder Recorder
+	// Spender, if set, gets the tokens each answer used (after its body
+	// went out), for metrics and spend; the request log has them either way.
+	Spender Spender
 	// Refusals counts requests refused at a limit. Nil means none.
 	Refusals Refusals
 	// Metrics serves GET /metrics. Nil means 404.
