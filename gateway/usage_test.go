@@ -70,10 +70,13 @@ func TestUsageIsCountedForEveryAnswer(t *testing.T) {
 			if strings.Contains(string(raw), `"prompt_tokens"`) {
 				t.Fatalf("a caller that did not ask got the usage chunk:\n%s", raw)
 			}
-			lines := requestLines(t, e.logs.String())
-			if len(lines) != 3 {
-				t.Fatalf("%d request lines", len(lines))
-			}
+			// A line is written once its answer has gone out, after the
+			// client may have read it all.
+			var lines []map[string]any
+			eventually(t, "three request lines", func() bool {
+				lines = requestLines(t, e.logs.String())
+				return len(lines) == 3
+			})
 			for i, l := range lines {
 				if l["prompt_tokens"] != float64(plain.Usage.PromptTokens) || l["completion_tokens"] != float64(plain.Usage.CompletionTokens) {
 					t.Errorf("request %d logged %v prompt, %v completion tokens; the answer said %d, %d", i+1, l["prompt_tokens"], l["completion_tokens"], plain.Usage.PromptTokens, plain.Usage.CompletionTokens)
