@@ -7,6 +7,7 @@ package proxy
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ type Routes struct {
 	Models []string
 	// Keys are the gateway keys. Empty means no authentication.
 	Keys []Key
+	// keyIndex finds a key by its hash: one lookup whatever the number
+	// of keys (Update builds it).
+	keyIndex map[[sha256.Size]byte]string
 	// MaxBody bounds a request body; larger gets 413. Default 32 MiB.
 	MaxBody int64
 	// MaxBodyMemory bounds the bytes held by request bodies in flight
@@ -207,6 +211,10 @@ func (h *Handler) Update(r *Routes) {
 		}
 		sort.Strings(r.Models)
 	}
+	r.keyIndex = make(map[[sha256.Size]byte]string, len(r.Keys))
+	for _, k := range r.Keys {
+		r.keyIndex[k.hash] = k.Name
+	}
 	h.routes.Store(r)
 }
 
@@ -299,7 +307,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	keyName := ""
 	if len(rt.Keys) > 0 {
-		name, ok := authenticate(rt.Keys, r)
+		name, ok := rt.authenticate(r)
 		if !ok {
 			writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
 				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
