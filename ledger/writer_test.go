@@ -44,6 +44,18 @@ func (f *fakeRecorder) RecordUsage(ctx context.Context, b []ledger.Usage) error 
 	return err
 }
 
+// next waits for the next call, failing the test after 10 s.
+func (f *fakeRecorder) next(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-f.calls:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer made no call to the store within 10 s")
+		return nil
+	}
+}
+
 func (f *fakeRecorder) stored() (n int, twice int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -90,7 +102,7 @@ func TestWriterFlushesEveryInterval(t *testing.T) {
 		t.Fatalf("%d records written before Every passed, want 0", n)
 	}
 	clk.Advance(time.Second)
-	if err := <-f.calls; err != nil {
+	if err := f.next(t); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := f.stored(); n != 3 {
@@ -107,7 +119,7 @@ func TestWriterWritesFullBatchesAtOnce(t *testing.T) {
 		w.Add(usage(i))
 	}
 	// No time passes: Batch waiting records wake the writer.
-	if err := <-f.calls; err != nil {
+	if err := f.next(t); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
@@ -164,7 +176,7 @@ func TestWriterDropsWhenFull(t *testing.T) {
 	if d, p := w.Dropped(), w.Pending(); d != 50 || p != 100 {
 		t.Fatalf("Dropped, Pending = %d, %d; want 50, 100 (Buffer)", d, p)
 	}
-	<-f.calls // the kick's failed write
+	f.next(t) // the kick's failed write
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // give up at once
 	err := w.Close(ctx)
@@ -193,7 +205,7 @@ func TestWriterRetriesWithBackoffAndLosesNothing(t *testing.T) {
 	}
 	block(t, clk, time.Second)
 	clk.Advance(time.Second)
-	if err := <-f.calls; err == nil {
+	if err := f.next(t); err == nil {
 		t.Fatal("first write succeeded, want the fake's failure")
 	}
 	// Backoff 100 ms, 200 ms, then capped at 300 ms; records added
@@ -202,13 +214,13 @@ func TestWriterRetriesWithBackoffAndLosesNothing(t *testing.T) {
 		block(t, clk, d)
 		w.Add(usage(100 + i))
 		clk.Advance(d)
-		err := <-f.calls
+		err := f.next(t)
 		if (i < 2) != (err != nil) {
 			t.Fatalf("retry %d: err %v; want failures for the first two retries only", i+1, err)
 		}
 	}
 	for n, _ := f.stored(); n < 5; n, _ = f.stored() {
-		<-f.calls
+		f.next(t)
 	}
 	closeWriter(t, w)
 	if n, twice := f.stored(); n != 8 || twice != 0 {
@@ -227,7 +239,13 @@ func TestWriterDropsInvalidBatches(t *testing.T) {
 	w := ledger.NewWriter(f, ledger.WriterOptions{Batch: 2, Clock: fakeclock.New(), OnDrop: func(n int) { dropped <- n }})
 	w.Add(usage(1))
 	w.Add(usage(2))
-	if n := <-dropped; n != 2 {
+	var n int
+	select {
+	case n = <-dropped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnDrop not called within 10 s")
+	}
+	if n != 2 {
 		t.Fatalf("OnDrop(%d), want 2: a batch refused as invalid is dropped, not retried", n)
 	}
 	closeWriter(t, w)

@@ -408,10 +408,10 @@ func testFailure(t *testing.T, h Harness) {
 	}
 	// Batch records wake the writer; its write fails, and it retries
 	// after 1 s, then 2 s.
-	<-wrote
+	next(t, wrote)
 	waitTimer(t, clk, time.Second)
 	clk.Advance(time.Second)
-	<-wrote
+	next(t, wrote)
 	waitTimer(t, clk, 2*time.Second)
 	mu.Lock()
 	failed := len(errs)
@@ -425,7 +425,7 @@ func testFailure(t *testing.T, h Harness) {
 	restore()
 	clk.Advance(2 * time.Second)
 	for range 3 { // 10 + 10 + 5
-		<-wrote
+		next(t, wrote)
 	}
 	closeCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -438,6 +438,16 @@ func testFailure(t *testing.T, h Harness) {
 	cost, tokens, err := s.SpentSince(ctx, ledger.Filter{Key: "k"}, t0.Truncate(24*time.Hour))
 	if err != nil || tokens != n || cost != 0.25 {
 		t.Fatalf("after recovery SpentSince = %v, %d, %v; want 0.25, %d", cost, tokens, err, n)
+	}
+}
+
+// next waits for the next write attempt, failing the test after 30 s.
+func next(t *testing.T, wrote <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-wrote:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the writer made no write attempt within 30 s")
 	}
 }
 
