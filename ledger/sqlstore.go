@@ -180,6 +180,9 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		if u.RequestID == "" {
 			return fmt.Errorf("%w: usage record %d of the batch has no RequestID", ErrInvalid, i)
 		}
+		if u.At.IsZero() {
+			return fmt.Errorf("%w: usage record %s has no time", ErrInvalid, u.RequestID)
+		}
 	}
 	// Insert in RequestID order (and daily rows in key order) so that
 	// concurrent transactions take row locks in one order and cannot

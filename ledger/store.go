@@ -41,7 +41,7 @@ type Store interface {
 	// or none. A record whose RequestID is already stored (or repeated
 	// within the batch) is skipped, so retrying a batch is safe.
 	// ErrInvalid, before anything is written, if a record has no
-	// RequestID.
+	// RequestID or no time.
 	RecordUsage(ctx context.Context, batch []Usage) error
 	// Spend sums usage as q asks, ordered by the grouping fields.
 	Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error)

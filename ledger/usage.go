@@ -14,6 +14,7 @@ import (
 // SpentSince are PromptTokens + CompletionTokens.
 type Usage struct {
 	// At is when the request ended; its UTC day is the day it counts for.
+	// Required (Writer.Add fills in the clock's time).
 	At time.Time `json:"at"`
 	// RequestID makes recording idempotent: a second record with the same
 	// ID is ignored. Required (Writer.Add fills in a random one).

@@ -114,12 +114,16 @@ func NewWriter(rec Recorder, o WriterOptions) *Writer {
 }
 
 // Add buffers u for writing and never blocks. A u without RequestID gets
-// a random one, so that retries of its batch stay idempotent. When Buffer
+// a random one, so that retries of its batch stay idempotent, and one
+// without At gets the clock's time. When Buffer
 // records are held already, or the writer is closed, u is dropped and
 // counted.
 func (w *Writer) Add(u Usage) {
 	if u.RequestID == "" {
 		u.RequestID = "req_" + randomBase62(20)
+	}
+	if u.At.IsZero() {
+		u.At = w.o.Clock.Now()
 	}
 	w.mu.Lock()
 	if w.closed || len(w.buf)+w.held >= w.o.Buffer {

@@ -20,6 +20,7 @@ type fakeRecorder struct {
 	err   error
 	got   map[string]int // RequestID → times stored
 	sizes []int          // batch sizes of successful calls
+	at    []time.Time    // times of the records stored
 	calls chan error
 }
 
@@ -36,6 +37,7 @@ func (f *fakeRecorder) RecordUsage(ctx context.Context, b []ledger.Usage) error 
 	} else {
 		for _, u := range b {
 			f.got[u.RequestID]++
+			f.at = append(f.at, u.At)
 		}
 		f.sizes = append(f.sizes, len(b))
 	}
@@ -257,14 +259,25 @@ func (invalidRecorder) RecordUsage(context.Context, []ledger.Usage) error {
 	return fmt.Errorf("%w: test", ledger.ErrInvalid)
 }
 
-func TestWriterFillsRequestID(t *testing.T) {
+func TestWriterFillsRequestIDAndTime(t *testing.T) {
 	f := newFake(0)
-	w := ledger.NewWriter(f, ledger.WriterOptions{Clock: fakeclock.New()})
+	clk := fakeclock.New()
+	w := ledger.NewWriter(f, ledger.WriterOptions{Clock: clk})
 	w.Add(ledger.Usage{})
 	w.Add(ledger.Usage{})
 	closeWriter(t, w)
 	if n, _ := f.stored(); n != 2 {
 		t.Fatalf("stored %d distinct request IDs, want 2", n)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, at := range f.at {
+		if !at.Equal(clk.Now()) {
+			t.Fatalf("a record without At was stored at %v, want the clock's %v", at, clk.Now())
+		}
+	}
+	if len(f.at) != 2 {
+		t.Fatalf("%d times recorded, want 2", len(f.at))
 	}
 }
 

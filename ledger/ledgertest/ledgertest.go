@@ -193,8 +193,10 @@ func testUsageIdempotent(t *testing.T, s ledger.Store) {
 	if err := s.RecordUsage(ctx, []ledger.Usage{changed, {At: t0, RequestID: "r2", KeyID: "k", PromptTokens: 1, Cost: 0.25}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RecordUsage(ctx, []ledger.Usage{{At: t0, RequestID: "r3", Cost: 1}, {At: t0}}); !errors.Is(err, ledger.ErrInvalid) {
-		t.Fatalf("RecordUsage(record without RequestID) = %v, want ErrInvalid", err)
+	for name, bad := range map[string]ledger.Usage{"RequestID": {At: t0}, "time": {RequestID: "r4"}} {
+		if err := s.RecordUsage(ctx, []ledger.Usage{{At: t0, RequestID: "r3", Cost: 1}, bad}); !errors.Is(err, ledger.ErrInvalid) {
+			t.Fatalf("RecordUsage(record without %s) = %v, want ErrInvalid", name, err)
+		}
 	}
 	day := ledger.SpendQuery{From: t0.Truncate(24 * time.Hour), To: t0.Truncate(24 * time.Hour).Add(24 * time.Hour)}
 	for name, q := range map[string]ledger.SpendQuery{"daily": day, "requests": {From: t0, To: t0.Add(time.Second)}} {
