@@ -1,0 +1,98 @@
+package ledger_test
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/internal/pgtest"
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// TestSQLiteReopenKeepsDataAndMigratesOnce: a second Open finds the schema
+// at its version, applies nothing again, and sees the data.
+func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, secret, err := ledger.NewKey(ctx, s, ledger.Key{Name: "a"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = ledger.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	if got, err := ledger.Verify(ctx, s, secret, time.Now()); err != nil || got.ID != k.ID {
+		t.Fatalf("Verify after reopen = %v, %v", got.ID, err)
+	}
+	db := ledger.WriterDB(s)
+	var n int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("schema_migrations has %d rows (%v), want 1", n, err)
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q (%v), want wal", mode, err)
+	}
+}
+
+func TestSQLiteRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.WriterDB(s).ExecContext(ctx, "INSERT INTO schema_migrations VALUES (9999, '9999_future.sql', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err := ledger.OpenSQLite(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("OpenSQLite on a schema from a newer switchover = %v, want a refusal", err)
+	}
+}
+
+// TestPostgresReplicasMigrateTogether: replicas opening one empty
+// database at once apply the migrations once, none failing.
+func TestPostgresReplicasMigrateTogether(t *testing.T) {
+	dsn := pgtest.Start(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := ledger.OpenPostgres(context.Background(), dsn)
+			if err == nil {
+				s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("schema_migrations has %d rows (%v), want 1", n, err)
+	}
+}

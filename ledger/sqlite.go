@@ -1,0 +1,66 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+var sqliteDialect = dialect{
+	name: "sqlite",
+	isUnique: func(err error) bool {
+		var e *sqlite.Error
+		return errors.As(err, &e) &&
+			(e.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || e.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY)
+	},
+}
+
+// sqliteBusyTimeout is how long a statement waits for a lock held by
+// another connection or process before it fails with SQLITE_BUSY.
+const sqliteBusyTimeout = 10 * time.Second
+
+// OpenSQLite opens (creating it and its directory when missing) the SQLite
+// database at path, conventionally ledger.db in switchover's data
+// directory, and applies the migrations it lacks.
+//
+// The database runs in WAL mode (readers never wait for the writer) with
+// synchronous=NORMAL: a crash of the process loses nothing committed, a
+// power cut may lose the last transactions. Writes go through a single
+// connection, as SQLite allows one writer at a time; reads use a pool of
+// their own. Another process may open the same file; writers then wait up
+// to 10 s for each other (busy_timeout).
+func OpenSQLite(ctx context.Context, path string) (Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("ledger: open sqlite: %w", err)
+	}
+	pragmas := url.Values{"_pragma": {
+		fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()),
+		"journal_mode(WAL)",
+		"synchronous(NORMAL)",
+	}}
+	w, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode()+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open sqlite %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := migrate(ctx, w, sqliteDialect, time.Now()); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("ledger: open sqlite %s: %w", path, err)
+	}
+	pragmas.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+pragmas.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("ledger: open sqlite %s: %w", path, err)
+	}
+	return &sqlStore{r: r, w: w, d: sqliteDialect}, nil
+}

@@ -1,0 +1,442 @@
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// sqlStore is the Store over database/sql shared by SQLite and
+// PostgreSQL. Reads go to r and writes to w, which are the same pool for
+// PostgreSQL and two pools for SQLite (one connection writes, several
+// read).
+type sqlStore struct {
+	r, w *sql.DB
+	d    dialect
+}
+
+var _ Store = (*sqlStore)(nil)
+
+const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
+	budget_nusd, budget_period, expires_us, created_us, revoked_us`
+
+func (s *sqlStore) q(query string) string { return s.d.bind(query) }
+
+func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
+	if err := validPeriod(k.BudgetPeriod); err != nil {
+		return err
+	}
+	if k.ID == "" || k.Prefix == "" || len(k.Hash) == 0 {
+		return fmt.Errorf("%w: a key needs an ID, prefix and hash (use NewKey)", ErrInvalid)
+	}
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
+		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
+		micros(k.Expires), micros(k.Created), micros(k.Revoked))
+	if err != nil && s.d.isUnique(err) {
+		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
+	}
+	if err != nil {
+		return fmt.Errorf("ledger: create key: %w", err)
+	}
+	return nil
+}
+
+func (s *sqlStore) KeyByPrefix(ctx context.Context, prefix string) (Key, error) {
+	row := s.r.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys WHERE prefix = ?`), prefix)
+	k, err := scanKey(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Key{}, fmt.Errorf("%w: prefix %s", ErrNotFound, prefix)
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("ledger: key by prefix: %w", err)
+	}
+	return k, nil
+}
+
+func (s *sqlStore) Keys(ctx context.Context) ([]Key, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_us, id`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: keys: %w", err)
+	}
+	defer rows.Close()
+	var ks []Key
+	for rows.Next() {
+		k, err := scanKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: keys: %w", err)
+		}
+		ks = append(ks, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: keys: %w", err)
+	}
+	return ks, nil
+}
+
+func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
+	if err := validPeriod(k.BudgetPeriod); err != nil {
+		return err
+	}
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
+		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?
+		WHERE id = ?`),
+		k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
+		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.ID)
+	return oneRow(res, err, "update key", k.ID)
+}
+
+func (s *sqlStore) RotateKey(ctx context.Context, id, prefix string, hash []byte) error {
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET prefix = ?, hash = ? WHERE id = ?`), prefix, hash, id)
+	if err != nil && s.d.isUnique(err) {
+		return fmt.Errorf("%w: prefix of %s: %v", ErrConflict, id, err)
+	}
+	return oneRow(res, err, "rotate key", id)
+}
+
+func (s *sqlStore) RevokeKey(ctx context.Context, id string, at time.Time) error {
+	if at.IsZero() {
+		return fmt.Errorf("%w: revoke %s at the zero time", ErrInvalid, id)
+	}
+	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys
+		SET revoked_us = CASE WHEN revoked_us = 0 THEN ? ELSE revoked_us END WHERE id = ?`), micros(at), id)
+	return oneRow(res, err, "revoke key", id)
+}
+
+func oneRow(res sql.Result, err error, what, id string) error {
+	if err != nil {
+		return fmt.Errorf("ledger: %s %s: %w", what, id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("ledger: %s %s: %w", what, id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return nil
+}
+
+func (s *sqlStore) PutTeam(ctx context.Context, t Team) error {
+	if t.Name == "" {
+		return fmt.Errorf("%w: a team needs a name", ErrInvalid)
+	}
+	if err := validPeriod(t.BudgetPeriod); err != nil {
+		return err
+	}
+	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO teams (name, rpm, tpm, budget_nusd, budget_period)
+		VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET rpm = excluded.rpm, tpm = excluded.tpm,
+			budget_nusd = excluded.budget_nusd, budget_period = excluded.budget_period`),
+		t.Name, t.RPM, t.TPM, toNano(t.Budget), t.BudgetPeriod)
+	if err != nil {
+		return fmt.Errorf("ledger: put team %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+func (s *sqlStore) Teams(ctx context.Context) ([]Team, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name, rpm, tpm, budget_nusd, budget_period FROM teams ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: teams: %w", err)
+	}
+	defer rows.Close()
+	var ts []Team
+	for rows.Next() {
+		var t Team
+		var budget int64
+		if err := rows.Scan(&t.Name, &t.RPM, &t.TPM, &budget, &t.BudgetPeriod); err != nil {
+			return nil, fmt.Errorf("ledger: teams: %w", err)
+		}
+		t.Budget = fromNano(budget)
+		ts = append(ts, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: teams: %w", err)
+	}
+	return ts, nil
+}
+
+// dailyKey is a row of usage_daily.
+type dailyKey struct{ day, key, team, pool, backend, model string }
+
+type sums struct {
+	requests, failovers                        int64
+	prompt, completion, cached, reasoning, nus int64
+}
+
+func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	for i, u := range batch {
+		if u.RequestID == "" {
+			return fmt.Errorf("%w: usage record %d of the batch has no RequestID", ErrInvalid, i)
+		}
+		if u.At.IsZero() {
+			return fmt.Errorf("%w: usage record %s has no time", ErrInvalid, u.RequestID)
+		}
+	}
+	// Insert in RequestID order (and daily rows in key order) so that
+	// concurrent transactions take row locks in one order and cannot
+	// deadlock each other.
+	rs := slices.Clone(batch)
+	slices.SortStableFunc(rs, func(a, b Usage) int { return cmp.Compare(a.RequestID, b.RequestID) })
+	rs = slices.CompactFunc(rs, func(a, b Usage) bool { return a.RequestID == b.RequestID })
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_requests (request_id, at_us, day, key_id, team,
+		pool, backend, region, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
+		cost_nusd, status, failover)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (request_id) DO NOTHING`))
+	if err != nil {
+		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	defer ins.Close()
+	daily := map[dailyKey]*sums{}
+	for _, u := range rs {
+		nus := toNano(u.Cost)
+		res, err := ins.ExecContext(ctx, u.RequestID, u.At.UnixMicro(), dayOf(u.At), u.KeyID, u.Team,
+			u.Pool, u.Backend, u.Region, u.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens,
+			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover))
+		if err != nil {
+			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
+		} else if n == 0 {
+			continue // recorded before
+		}
+		dk := dailyKey{dayOf(u.At), u.KeyID, u.Team, u.Pool, u.Backend, u.Model}
+		sm := daily[dk]
+		if sm == nil {
+			sm = &sums{}
+			daily[dk] = sm
+		}
+		sm.requests++
+		sm.failovers += boolInt(u.Failover)
+		sm.prompt += u.PromptTokens
+		sm.completion += u.CompletionTokens
+		sm.cached += u.CachedTokens
+		sm.reasoning += u.ReasoningTokens
+		sm.nus += nus
+	}
+	if len(daily) > 0 {
+		up, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_daily (day, key_id, team, pool, backend, model,
+			requests, failovers, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nusd)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (day, key_id, team, pool, backend, model) DO UPDATE SET
+				requests = usage_daily.requests + excluded.requests,
+				failovers = usage_daily.failovers + excluded.failovers,
+				prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
+				completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
+				cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens,
+				reasoning_tokens = usage_daily.reasoning_tokens + excluded.reasoning_tokens,
+				cost_nusd = usage_daily.cost_nusd + excluded.cost_nusd`))
+		if err != nil {
+			return fmt.Errorf("ledger: record usage: %w", err)
+		}
+		defer up.Close()
+		keys := make([]dailyKey, 0, len(daily))
+		for dk := range daily {
+			keys = append(keys, dk)
+		}
+		slices.SortFunc(keys, func(a, b dailyKey) int {
+			return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.key, b.key), cmp.Compare(a.team, b.team),
+				cmp.Compare(a.pool, b.pool), cmp.Compare(a.backend, b.backend), cmp.Compare(a.model, b.model))
+		})
+		for _, dk := range keys {
+			sm := daily[dk]
+			if _, err := up.ExecContext(ctx, dk.day, dk.key, dk.team, dk.pool, dk.backend, dk.model,
+				sm.requests, sm.failovers, sm.prompt, sm.completion, sm.cached, sm.reasoning, sm.nus); err != nil {
+				return fmt.Errorf("ledger: record usage: daily sums: %w", err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// groupColumns maps SpendQuery.By to columns, which both usage tables have.
+var groupColumns = map[string]string{
+	ByKey: "key_id", ByTeam: "team", ByPool: "pool", ByBackend: "backend", ByModel: "model", ByDay: "day",
+}
+
+func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) {
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	var cols []string
+	for _, b := range q.By {
+		if c := groupColumns[b]; !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	var query strings.Builder
+	query.WriteString("SELECT ")
+	for _, c := range cols {
+		query.WriteString(c + ", ")
+	}
+	var args []any
+	if isMidnight(q.From) && isMidnight(q.To) {
+		query.WriteString(`CAST(COALESCE(SUM(requests), 0) AS BIGINT), CAST(COALESCE(SUM(failovers), 0) AS BIGINT),
+			` + sumColumns + ` FROM usage_daily WHERE day >= ? AND day < ?`)
+		args = append(args, dayOf(q.From), dayOf(q.To))
+	} else {
+		query.WriteString(`COUNT(*), CAST(COALESCE(SUM(failover), 0) AS BIGINT),
+			` + sumColumns + ` FROM usage_requests WHERE at_us >= ? AND at_us < ?`)
+		args = append(args, q.From.UnixMicro(), q.To.UnixMicro())
+	}
+	if q.Key != "" {
+		query.WriteString(" AND key_id = ?")
+		args = append(args, q.Key)
+	}
+	if q.Team != "" {
+		query.WriteString(" AND team = ?")
+		args = append(args, q.Team)
+	}
+	if len(cols) > 0 {
+		list := strings.Join(cols, ", ")
+		query.WriteString(" GROUP BY " + list + " ORDER BY " + list)
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(query.String()), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: spend: %w", err)
+	}
+	defer rows.Close()
+	var out []SpendRow
+	for rows.Next() {
+		var r SpendRow
+		var day string
+		var nus int64
+		dest := make([]any, 0, len(cols)+7)
+		for _, c := range cols {
+			switch c {
+			case "key_id":
+				dest = append(dest, &r.Key)
+			case "team":
+				dest = append(dest, &r.Team)
+			case "pool":
+				dest = append(dest, &r.Pool)
+			case "backend":
+				dest = append(dest, &r.Backend)
+			case "model":
+				dest = append(dest, &r.Model)
+			case "day":
+				dest = append(dest, &day)
+			}
+		}
+		dest = append(dest, &r.Requests, &r.Failovers, &r.PromptTokens, &r.CompletionTokens,
+			&r.CachedTokens, &r.ReasoningTokens, &nus)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("ledger: spend: %w", err)
+		}
+		if day != "" {
+			if r.Day, err = time.Parse(time.DateOnly, day); err != nil {
+				return nil, fmt.Errorf("ledger: spend: day %q: %w", day, err)
+			}
+		}
+		r.Cost = fromNano(nus)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: spend: %w", err)
+	}
+	return out, nil
+}
+
+const sumColumns = `CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT),
+	CAST(COALESCE(SUM(cached_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(reasoning_tokens), 0) AS BIGINT),
+	CAST(COALESCE(SUM(cost_nusd), 0) AS BIGINT)`
+
+func (s *sqlStore) SpentSince(ctx context.Context, f Filter, since time.Time) (float64, int64, error) {
+	query := `SELECT CAST(COALESCE(SUM(cost_nusd), 0) AS BIGINT),
+		CAST(COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS BIGINT) FROM `
+	var args []any
+	if isMidnight(since) {
+		query += "usage_daily WHERE day >= ?"
+		args = append(args, dayOf(since))
+	} else {
+		query += "usage_requests WHERE at_us >= ?"
+		args = append(args, since.UnixMicro())
+	}
+	if f.Key != "" {
+		query += " AND key_id = ?"
+		args = append(args, f.Key)
+	}
+	if f.Team != "" {
+		query += " AND team = ?"
+		args = append(args, f.Team)
+	}
+	var nus, tokens int64
+	if err := s.r.QueryRowContext(ctx, s.q(query), args...).Scan(&nus, &tokens); err != nil {
+		return 0, 0, fmt.Errorf("ledger: spent since: %w", err)
+	}
+	return fromNano(nus), tokens, nil
+}
+
+func (s *sqlStore) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanKey(row scanner) (Key, error) {
+	var k Key
+	var pools, models string
+	var maxConc, budget, expires, created, revoked int64
+	if err := row.Scan(&k.ID, &k.Name, &k.Team, &k.Prefix, &k.Hash, &pools, &models, &k.RPM, &k.TPM,
+		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked); err != nil {
+		return Key{}, err
+	}
+	if err := json.Unmarshal([]byte(pools), &k.Pools); err != nil {
+		return Key{}, fmt.Errorf("pools of %s: %w", k.ID, err)
+	}
+	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
+		return Key{}, fmt.Errorf("models of %s: %w", k.ID, err)
+	}
+	if len(k.Pools) == 0 {
+		k.Pools = nil
+	}
+	if len(k.Models) == 0 {
+		k.Models = nil
+	}
+	k.MaxConcurrent = int(maxConc)
+	k.Budget = fromNano(budget)
+	k.Expires, k.Created, k.Revoked = fromMicros(expires), fromMicros(created), fromMicros(revoked)
+	return k, nil
+}
+
+// jsonList stores a list as a JSON array ("[]" when empty).
+func jsonList(l []string) string {
+	if len(l) == 0 {
+		return "[]"
+	}
+	b, _ := json.Marshal(l) // a []string always marshals
+	return string(b)
+}

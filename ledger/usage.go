@@ -1,0 +1,134 @@
+package ledger
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// Usage is what one request used. PromptTokens include CachedTokens (the
+// part read from a prompt cache) and CompletionTokens include
+// ReasoningTokens, as OpenAI reports them; extractors of other APIs
+// normalise to that. Tokens counted against TPM limits and returned by
+// SpentSince are PromptTokens + CompletionTokens.
+type Usage struct {
+	// At is when the request ended; its UTC day is the day it counts for.
+	// Required (Writer.Add fills in the clock's time).
+	At time.Time `json:"at"`
+	// RequestID makes recording idempotent: a second record with the same
+	// ID is ignored. Required (Writer.Add fills in a random one).
+	RequestID string `json:"request_id"`
+	KeyID     string `json:"key_id,omitempty"`
+	Team      string `json:"team,omitempty"`
+	Pool      string `json:"pool,omitempty"`
+	Backend   string `json:"backend,omitempty"`
+	Region    string `json:"region,omitempty"`
+	Model     string `json:"model,omitempty"`
+
+	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens,omitempty"`
+	CachedTokens     int64 `json:"cached_tokens,omitempty"`
+	ReasoningTokens  int64 `json:"reasoning_tokens,omitempty"`
+	// Cost in USD; stored in nano-USD (integers), so that sums are exact
+	// and the same on every store.
+	Cost float64 `json:"cost,omitempty"`
+	// Status is the HTTP status returned to the client.
+	Status int `json:"status,omitempty"`
+	// Failover is true when the request was served by another backend
+	// than the first one tried.
+	Failover bool `json:"failover,omitempty"`
+}
+
+// Groupings accepted in SpendQuery.By.
+const (
+	ByKey     = "key"
+	ByTeam    = "team"
+	ByPool    = "pool"
+	ByBackend = "backend"
+	ByModel   = "model"
+	ByDay     = "day"
+)
+
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay}
+
+// SpendQuery asks for spend over [From, To), grouped by the dimensions in
+// By (none: one total row), optionally limited to one key and/or team.
+//
+// When From and To both fall on UTC midnights (days, weeks, months) the
+// store reads its daily aggregate, whose size does not grow with traffic;
+// otherwise it sums the per-request rows, which is exact but costs a scan
+// of the requests in the range.
+type SpendQuery struct {
+	From, To time.Time
+	By       []string
+	Key      string
+	Team     string
+}
+
+func (q SpendQuery) validate() error {
+	for _, b := range q.By {
+		if !slices.Contains(groupings, b) {
+			return fmt.Errorf("%w: spend grouping %q (want one of %v)", ErrInvalid, b, groupings)
+		}
+	}
+	if !q.To.After(q.From) {
+		return fmt.Errorf("%w: spend range [%s, %s) is empty", ErrInvalid, q.From, q.To)
+	}
+	return nil
+}
+
+// SpendRow is one group of a Spend answer. The grouping fields not asked
+// for are empty; Day is the UTC midnight of the day when grouped by day.
+type SpendRow struct {
+	Key     string    `json:"key,omitempty"`
+	Team    string    `json:"team,omitempty"`
+	Pool    string    `json:"pool,omitempty"`
+	Backend string    `json:"backend,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Day     time.Time `json:"day,omitzero"`
+
+	Requests         int64   `json:"requests"`
+	Failovers        int64   `json:"failovers"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	Cost             float64 `json:"cost"`
+}
+
+// Filter limits SpentSince to one key and/or one team; empty fields match
+// everything.
+type Filter struct {
+	Key  string
+	Team string
+}
+
+const nanoPerUSD = 1e9
+
+func toNano(usd float64) int64 { return int64(math.Round(usd * nanoPerUSD)) }
+
+func fromNano(n int64) float64 { return float64(n) / nanoPerUSD }
+
+// dayOf returns the UTC day of t as stored ("2006-01-02").
+func dayOf(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+func isMidnight(t time.Time) bool {
+	t = t.UTC()
+	return t.Hour() == 0 && t.Minute() == 0 && t.Second() == 0 && t.Nanosecond() == 0
+}
+
+// micros stores a time: microseconds since the epoch, 0 for the zero time.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}

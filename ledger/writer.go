@@ -1,0 +1,343 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/clock"
+)
+
+// Recorder stores batches of usage; Store implements it.
+type Recorder interface {
+	RecordUsage(ctx context.Context, batch []Usage) error
+}
+
+// WriterOptions configures a Writer. The zero value works.
+type WriterOptions struct {
+	// Buffer is the most records held, waiting or being written; Add drops
+	// what comes beyond it. Default 10000. Memory is about 300 bytes a
+	// record; a larger buffer rides out a longer outage of the store.
+	Buffer int
+	// Batch is the most records written in one call, and the number that
+	// wakes the writer before Every has passed. Default 500.
+	Batch int
+	// Every is the longest a record waits before it is written while the
+	// store works. Default 1 s.
+	Every time.Duration
+	// MinBackoff and MaxBackoff bound the wait before retrying a failed
+	// write; it doubles from MinBackoff after each failure in a row.
+	// Defaults 250 ms and 30 s.
+	MinBackoff, MaxBackoff time.Duration
+	// Timeout bounds one RecordUsage call. Default 10 s.
+	Timeout time.Duration
+	// OnDrop, if not nil, is told how many records were dropped: by Add on
+	// a full buffer or after Close (counted, and reported from the
+	// writer's goroutine, never from Add), batches the store refused as
+	// ErrInvalid, and records left unwritten when Close gives up. Nil
+	// means drops are only counted (see Dropped).
+	OnDrop func(n int)
+	// OnError, if not nil, is called with each failed write; the writer
+	// keeps the batch and retries. Nil means failures are not reported.
+	OnError func(error)
+	// Clock is the writer's time source; nil is the wall clock.
+	Clock clock.Clock
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.Buffer <= 0 {
+		o.Buffer = 10000
+	}
+	if o.Batch <= 0 {
+		o.Batch = 500
+	}
+	if o.Batch > o.Buffer {
+		o.Batch = o.Buffer
+	}
+	if o.Every <= 0 {
+		o.Every = time.Second
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 250 * time.Millisecond
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(30*time.Second, o.MinBackoff)
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	o.Clock = clock.Or(o.Clock)
+	return o
+}
+
+// Writer records usage off the request path: Add buffers a record and
+// returns at once; a goroutine writes batches every Every, or as soon as
+// Batch records wait. When the store fails, the writer keeps the batch
+// and retries with backoff, and Add keeps buffering up to Buffer records
+// in all; beyond that records are dropped and counted. Close writes what
+// is buffered. A Writer is safe for concurrent use.
+type Writer struct {
+	rec Recorder
+	o   WriterOptions
+
+	mu       sync.Mutex
+	buf      []Usage // waiting, oldest first
+	held     int     // records taken by the goroutine and not yet written
+	dropped  uint64  // total dropped
+	reported uint64  // dropped already passed to OnDrop
+	closed   bool    // Close was called
+
+	kick    chan struct{} // Batch records wait
+	timer   chan struct{} // the goroutine's timer fired
+	closing chan struct{} // closed by Close
+	ctx     context.Context
+	abort   context.CancelFunc // Close's context ended: stop writing
+	done    chan struct{}      // closed when the goroutine returns
+	lost    int                // records left unwritten at the end
+}
+
+// NewWriter starts a writer of usage into rec. Close it to stop it.
+func NewWriter(rec Recorder, o WriterOptions) *Writer {
+	w := &Writer{
+		rec:     rec,
+		o:       o.withDefaults(),
+		kick:    make(chan struct{}, 1),
+		timer:   make(chan struct{}, 1),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	w.ctx, w.abort = context.WithCancel(context.Background())
+	go w.run()
+	return w
+}
+
+// Add buffers u for writing and never blocks. A u without RequestID gets
+// a random one, so that retries of its batch stay idempotent, and one
+// without At gets the clock's time. When Buffer
+// records are held already, or the writer is closed, u is dropped and
+// counted.
+func (w *Writer) Add(u Usage) {
+	if u.RequestID == "" {
+		u.RequestID = "req_" + randomBase62(20)
+	}
+	if u.At.IsZero() {
+		u.At = w.o.Clock.Now()
+	}
+	w.mu.Lock()
+	if w.closed || len(w.buf)+w.held >= w.o.Buffer {
+		w.dropped++
+		w.mu.Unlock()
+		return
+	}
+	w.buf = append(w.buf, u)
+	full := len(w.buf) >= w.o.Batch
+	w.mu.Unlock()
+	if full {
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Dropped returns how many records have been dropped so far.
+func (w *Writer) Dropped() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
+}
+
+// Pending returns how many records are held, waiting or being written.
+func (w *Writer) Pending() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.buf) + w.held
+}
+
+// Close writes what is buffered and stops the writer. If ctx ends first
+// (the store is down), it stops retrying, counts what is left as dropped
+// and returns an error saying how many records were lost. Records added
+// after Close are dropped and counted in Dropped (OnDrop hears of those
+// dropped before the writer stopped).
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	first := !w.closed
+	w.closed = true
+	w.mu.Unlock()
+	if first {
+		close(w.closing)
+	}
+	stop := context.AfterFunc(ctx, w.abort)
+	defer stop()
+	<-w.done
+	if w.lost > 0 {
+		err := ctx.Err()
+		if err == nil {
+			err = errors.New("writer aborted")
+		}
+		return fmt.Errorf("ledger: %d usage records left unwritten: %w", w.lost, err)
+	}
+	return nil
+}
+
+func (w *Writer) run() {
+	defer close(w.done)
+	defer w.abort()
+	var held []Usage
+	var backoff time.Duration // 0 while the store works
+	for {
+		w.reportDrops()
+		closing := w.isClosing()
+		if !closing || backoff > 0 {
+			wait := w.o.Every
+			if backoff > 0 {
+				wait = backoff
+			}
+			if !w.sleep(wait, backoff == 0) {
+				// Close's context ended while the store failed.
+				w.giveUp(held)
+				return
+			}
+		}
+		// Write everything buffered, a batch at a time, until the store
+		// fails or nothing is left.
+		for {
+			if held == nil {
+				held = w.take()
+				if held == nil {
+					break
+				}
+			}
+			err := w.write(held)
+			if err == nil || errors.Is(err, ErrInvalid) {
+				if err != nil {
+					w.drop(len(held))
+					w.report(err)
+				}
+				w.release(len(held))
+				held, backoff = nil, 0
+				continue
+			}
+			w.report(err)
+			if w.ctx.Err() != nil {
+				w.giveUp(held)
+				return
+			}
+			backoff = min(max(2*backoff, w.o.MinBackoff), w.o.MaxBackoff)
+			break
+		}
+		if held == nil && w.isClosing() && w.Pending() == 0 {
+			w.reportDrops()
+			return
+		}
+	}
+}
+
+// sleep waits for d to pass, for Batch records when kickable, or for
+// Close; it returns false when Close's context ended.
+func (w *Writer) sleep(d time.Duration, kickable bool) bool {
+	t := w.o.Clock.AfterFunc(d, func() {
+		select {
+		case w.timer <- struct{}{}:
+		default:
+		}
+	})
+	defer func() {
+		t.Stop()
+		select { // a tick that fired meanwhile is stale
+		case <-w.timer:
+		default:
+		}
+	}()
+	kick := w.kick
+	if !kickable {
+		kick = nil
+	}
+	closing := w.closing
+	if !kickable {
+		closing = nil // while retrying, Close does not hurry the retry
+	}
+	select {
+	case <-w.timer:
+	case <-kick:
+	case <-closing:
+	case <-w.ctx.Done():
+		return false
+	}
+	return true
+}
+
+func (w *Writer) write(batch []Usage) error {
+	ctx, cancel := context.WithTimeout(w.ctx, w.o.Timeout)
+	defer cancel()
+	return w.rec.RecordUsage(ctx, batch)
+}
+
+// take removes up to Batch records from the buffer and holds them.
+func (w *Writer) take() []Usage {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := min(len(w.buf), w.o.Batch)
+	if n == 0 {
+		return nil
+	}
+	batch := make([]Usage, n)
+	copy(batch, w.buf)
+	rest := copy(w.buf, w.buf[n:])
+	clear(w.buf[rest:])
+	w.buf = w.buf[:rest]
+	w.held += n
+	return batch
+}
+
+func (w *Writer) release(n int) {
+	w.mu.Lock()
+	w.held -= n
+	w.mu.Unlock()
+}
+
+func (w *Writer) drop(n int) {
+	w.mu.Lock()
+	w.dropped += uint64(n)
+	w.mu.Unlock()
+}
+
+// giveUp counts what is held and buffered as lost.
+func (w *Writer) giveUp(held []Usage) {
+	w.mu.Lock()
+	n := len(held) + len(w.buf)
+	w.buf = nil
+	w.held = 0
+	w.dropped += uint64(n)
+	w.lost = n
+	w.mu.Unlock()
+	w.reportDrops()
+}
+
+func (w *Writer) isClosing() bool {
+	select {
+	case <-w.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Writer) report(err error) {
+	if w.o.OnError != nil {
+		w.o.OnError(err)
+	}
+}
+
+// reportDrops passes new drops to OnDrop, outside the lock.
+func (w *Writer) reportDrops() {
+	w.mu.Lock()
+	n := w.dropped - w.reported
+	w.reported = w.dropped
+	w.mu.Unlock()
+	if n > 0 && w.o.OnDrop != nil {
+		w.o.OnDrop(int(n))
+	}
+}
