@@ -462,8 +462,9 @@ func (r *Replica) handle(raw []byte) {
 }
 
 // adoptTrip applies another replica's open decision: until its end when
-// the trip closes without a probe, else past it by the probe grace,
-// unless this replica holds the trip's probe lease.
+// the trip closes without a probe or its sender does not hold the probe
+// lease, else past it by the probe grace, unless this replica holds the
+// lease.
 func (r *Replica) adoptTrip(m Message) {
 	br := r.host.Breaker(m.Backend)
 	if br == nil || !r.clk.Now().Before(m.Until) {
@@ -474,7 +475,13 @@ func (r *Replica) adoptTrip(m Message) {
 		if m.Prober == r.id || r.probing(m.Backend) {
 			return
 		}
-		until = until.Add(r.o.ProbeGrace)
+		if m.Prober != "" {
+			// The prober's verdict is due after the trip's end: wait
+			// for it. A trip sent by a replica that did not win the
+			// lease says nothing of who probes (this replica may be
+			// about to win it): adopted as it is.
+			until = until.Add(r.o.ProbeGrace)
+		}
 	}
 	br.Adopt(breaker.Snapshot{State: breaker.Open, Until: until, RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
 		"fleet: "+m.Cause+" (on "+m.Replica+")")

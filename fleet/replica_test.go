@@ -196,3 +196,38 @@ func TestFleetCountsAFailureThatArrivesLate(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// TestTripFromALeaseLoserIsAdoptedAsItIs is the regression test for three
+// replicas that tripped together and then none probed for ten seconds: a
+// replica that lost the probe lease published its trip, and the winner,
+// hearing it before its own lease was settled, put its probe off by the
+// grace too. A trip whose sender holds no lease is adopted as it is.
+func TestTripFromALeaseLoserIsAdoptedAsItIs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		// Someone else holds the lease: a loses the race.
+		if ok, _ := mem.View().Acquire(t.Context(), "probe/weu", "x", time.Minute); !ok {
+			t.Fatal("lease")
+		}
+		var trs []breaker.Transition
+		ha := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second, OnTransition: func(t breaker.Transition) { trs = append(trs, t) }})}}
+		hb := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second})}}
+		a, _ := fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
+		b, _ := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { a.Run(ctx) })
+		wg.Go(func() { b.Run(ctx) })
+		synctest.Wait()
+		done, _ := ha.breakers["weu"].Allow()
+		done(breaker.Outcome{Result: breaker.Failure, Cause: "503"})
+		end := ha.breakers["weu"].Snapshot().Until
+		a.Transition(trs[0])
+		synctest.Wait()
+		if s := hb.breakers["weu"].Snapshot(); s.State != breaker.Open || !s.Until.Equal(end) {
+			t.Fatalf("b's breaker %+v; want open until a's own end %v, not put off by the probe grace", s, end)
+		}
+		cancel()
+		wg.Wait()
+	})
+}
