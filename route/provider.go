@@ -234,8 +234,9 @@ func (p *Azure) inDeploymentPath(op Operation) bool {
 }
 
 // streamUsage: Azure's API versions since 2024-09-01-preview take
-// stream_options (the default, 2024-10-21, does).
-func (p *Azure) streamUsage() bool { return true }
+// stream_options (the default, 2024-10-21, does; so does the v1 API); an
+// older one would refuse the call.
+func (p *Azure) streamUsage() bool { return p.APIVersion == "v1" || p.APIVersion >= "2024-09-01" }
 
 func (p *Azure) supports(op Operation) bool {
 	switch op {

@@ -1,0 +1,53 @@
+package route
+
+import (
+	"testing"
+
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// TestAzureStreamUsageOnlyWhereTheAPITakesIt: stream_options is asked of
+// Azure only on API versions that take it.
+func TestAzureStreamUsageOnlyWhereTheAPITakesIt(t *testing.T) {
+	for v, want := range map[string]bool{"2024-10-21": true, "2024-09-01-preview": true, "2025-04-01-preview": true, "v1": true, "2024-06-01": false, "2024-02-15-preview": false} {
+		if got := (&Azure{APIVersion: v}).streamUsage(); got != want {
+			t.Errorf("api-version %s: asks %v, want %v", v, got, want)
+		}
+	}
+}
+
+// TestWithUsageAsked: the option goes in as the body's first member; a
+// body that sets stream_options keeps its own.
+func TestWithUsageAsked(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"model":"m","stream":true}`: `{"stream_options":{"include_usage":true},"model":"m","stream":true}`,
+		` { }`:                        ` {"stream_options":{"include_usage":true} }`,
+		`{"stream_options":{},"a":1}`: `{"stream_options":{},"a":1}`,
+	} {
+		if got, _ := withUsageAsked([]byte(in)); string(got) != want {
+			t.Errorf("withUsageAsked(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+// TestAnswerUsageOfEachFormat reads each client format's usage.
+func TestAnswerUsageOfEachFormat(t *testing.T) {
+	tests := []struct {
+		f    translate.Format
+		body string
+		want Usage
+	}{
+		{translate.OpenAI, `{"model":"gpt-4o","usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}}`,
+			Usage{Known: true, Prompt: 10, Completion: 5, Cached: 4, Reasoning: 2, Model: "gpt-4o"}},
+		{translate.Anthropic, `{"model":"claude","usage":{"input_tokens":3,"output_tokens":7,"cache_read_input_tokens":20,"cache_creation_input_tokens":5}}`,
+			Usage{Known: true, Prompt: 28, Completion: 7, Cached: 20, Model: "claude"}},
+		{translate.Responses, `{"model":"gpt-5","usage":{"input_tokens":9,"output_tokens":8,"input_tokens_details":{"cached_tokens":1},"output_tokens_details":{"reasoning_tokens":6}}}`,
+			Usage{Known: true, Prompt: 9, Completion: 8, Cached: 1, Reasoning: 6, Model: "gpt-5"}},
+		{translate.OpenAI, `{"error":{"message":"no"}}`, Usage{}},
+	}
+	for _, tc := range tests {
+		if got := answerUsage(tc.f, []byte(tc.body)); got != tc.want {
+			t.Errorf("%s %s: %+v, want %+v", tc.f, tc.body, got, tc.want)
+		}
+	}
+}
