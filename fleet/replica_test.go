@@ -83,6 +83,21 @@ func (h *host) Apply(a fleet.Action) error {
 	return nil
 }
 
+// runPair runs replicas "a" and "b" of ha and hb on mem, in a synctest
+// bubble, and returns them once both have joined, with the function that
+// stops them.
+func runPair(t *testing.T, mem *fleet.Memory, ha, hb fleet.Host) (a, b *fleet.Replica, stop func()) {
+	t.Helper()
+	a, _ = fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
+	b, _ = fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Run(ctx) })
+	wg.Go(func() { b.Run(ctx) })
+	synctest.Wait()
+	return a, b, func() { cancel(); wg.Wait() }
+}
+
 // TestReplicaCarriesOnWhenTheStoreFails: a replica whose store stops
 // answering says so once, takes the notifications on itself, and shares
 // again when the store is back.
@@ -139,13 +154,7 @@ func TestReplicaAdoptsATripWithTheProbeLeftToItsHolder(t *testing.T) {
 			return &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second, FollowRetryAfter: true})}}
 		}
 		ha, hb := newHost(), newHost()
-		a, _ := fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
-		b, _ := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { a.Run(ctx) })
-		wg.Go(func() { b.Run(ctx) })
-		synctest.Wait()
+		a, _, stop := runPair(t, mem, ha, hb)
 		// A's breaker opens on a 503 and a's replica is told.
 		var trs []breaker.Transition
 		br := breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second, OnTransition: func(t breaker.Transition) { trs = append(trs, t) }})
@@ -158,8 +167,7 @@ func TestReplicaAdoptsATripWithTheProbeLeftToItsHolder(t *testing.T) {
 		if s.State != breaker.Open || !s.Until.Equal(br.Snapshot().Until.Add(fleet.DefaultProbeGrace)) {
 			t.Fatalf("b's breaker %+v; want open until a's end plus the probe grace (%v)", s, br.Snapshot().Until.Add(fleet.DefaultProbeGrace))
 		}
-		cancel()
-		wg.Wait()
+		stop()
 	})
 }
 
@@ -175,13 +183,7 @@ func TestFleetCountsAFailureThatArrivesLate(t *testing.T) {
 			return &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 2, Window: 30 * time.Second, Trip: time.Minute})}}
 		}
 		ha, hb := newHost(), newHost()
-		a, _ := fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
-		b, _ := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { a.Run(ctx) })
-		wg.Go(func() { b.Run(ctx) })
-		synctest.Wait()
+		a, b, stop := runPair(t, mem, ha, hb)
 		now := time.Now()
 		a.Failure("weu", breaker.Outcome{Result: breaker.Failure, Cause: "503"}, now)
 		synctest.Wait()
@@ -192,8 +194,7 @@ func TestFleetCountsAFailureThatArrivesLate(t *testing.T) {
 		if s := hb.breakers["weu"].Snapshot(); s.State != breaker.Open {
 			t.Fatalf("b's breaker %+v after the fleet's second failure, want open", s)
 		}
-		cancel()
-		wg.Wait()
+		stop()
 	})
 }
 
@@ -212,13 +213,7 @@ func TestTripFromALeaseLoserIsAdoptedAsItIs(t *testing.T) {
 		var trs []breaker.Transition
 		ha := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second, OnTransition: func(t breaker.Transition) { trs = append(trs, t) }})}}
 		hb := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 1, Trip: 10 * time.Second})}}
-		a, _ := fleet.New(fleet.Options{Store: mem.View(), Host: ha, ID: "a"})
-		b, _ := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
-		ctx, cancel := context.WithCancel(t.Context())
-		var wg sync.WaitGroup
-		wg.Go(func() { a.Run(ctx) })
-		wg.Go(func() { b.Run(ctx) })
-		synctest.Wait()
+		a, _, stop := runPair(t, mem, ha, hb)
 		done, _ := ha.breakers["weu"].Allow()
 		done(breaker.Outcome{Result: breaker.Failure, Cause: "503"})
 		end := ha.breakers["weu"].Snapshot().Until
@@ -227,7 +222,6 @@ func TestTripFromALeaseLoserIsAdoptedAsItIs(t *testing.T) {
 		if s := hb.breakers["weu"].Snapshot(); s.State != breaker.Open || !s.Until.Equal(end) {
 			t.Fatalf("b's breaker %+v; want open until a's own end %v, not put off by the probe grace", s, end)
 		}
-		cancel()
-		wg.Wait()
+		stop()
 	})
 }

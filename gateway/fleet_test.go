@@ -195,6 +195,28 @@ func (e *fleetEnv) describe() string {
 	return b.String()
 }
 
+// recover sends traffic through every replica until uksouth's breaker is
+// closed on all of them, and returns how many half-open probes the fleet
+// let through on the way.
+func (e *fleetEnv) recover(t *testing.T) int {
+	t.Helper()
+	eventually(t, "uksouth closed everywhere", func() bool {
+		closed := 0
+		for _, r := range e.replicas {
+			r.chat(t)
+			if state(r, "uksouth") == breaker.Closed {
+				closed++
+			}
+		}
+		return closed == len(e.replicas)
+	})
+	probes := 0
+	for _, r := range e.replicas {
+		probes += r.trs.halfOpens("uksouth")
+	}
+	return probes
+}
+
 func state(r *replica, backend string) breaker.State {
 	return r.gw.Backend(backend).Breaker.Snapshot().State
 }
@@ -295,21 +317,7 @@ func TestFleetCountsFailuresAcrossReplicas(t *testing.T) {
 		}
 	}
 	e.fault(t, "uksouth", sim.FaultNone)
-	// Traffic on every replica until uksouth is back on all three.
-	eventually(t, "uksouth closed everywhere", func() bool {
-		closed := 0
-		for _, r := range e.replicas {
-			r.chat(t)
-			if state(r, "uksouth") == breaker.Closed {
-				closed++
-			}
-		}
-		return closed == len(e.replicas)
-	})
-	probes := 0
-	for _, r := range e.replicas {
-		probes += r.trs.halfOpens("uksouth")
-	}
+	probes := e.recover(t)
 	if probes != 1 {
 		t.Fatalf("%d half-open probes across the fleet for one trip, want 1", probes)
 	}
@@ -553,20 +561,7 @@ func TestFleetOneProbeWhenReplicasTripTogether(t *testing.T) {
 	}
 	t.Logf("%d replicas opened the breaker on their own failure", own)
 	e.fault(t, "uksouth", sim.FaultNone)
-	eventually(t, "uksouth closed everywhere", func() bool {
-		closed := 0
-		for _, r := range e.replicas {
-			r.chat(t)
-			if state(r, "uksouth") == breaker.Closed {
-				closed++
-			}
-		}
-		return closed == len(e.replicas)
-	})
-	probes := 0
-	for _, r := range e.replicas {
-		probes += r.trs.halfOpens("uksouth")
-	}
+	probes := e.recover(t)
 	if probes != 1 {
 		t.Fatalf("%d half-open probes across the fleet for one trip (%d replicas tripped on their own), want 1", probes, own)
 	}
