@@ -6,6 +6,8 @@ package pricing
 import (
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // Taken is when the shipped prices were read from the providers' published
@@ -78,7 +80,29 @@ var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8})$`)
 // the date, a "models/" prefix and case are ignored), and whether there
 // is one.
 func Lookup(model string) (Price, bool) {
+	if v, ok := seen.Load(model); ok {
+		l := v.(lookup)
+		return l.p, l.ok
+	}
 	m := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(model), "models/"))
 	p, ok := table[dated.ReplaceAllString(m, "")]
+	if n := seenCount.Add(1); n <= maxSeen {
+		seen.Store(model, lookup{p, ok})
+	}
 	return p, ok
+}
+
+// seen remembers the answers for the model names met so far (a handful,
+// asked once per request), up to maxSeen names, so that the request path
+// does not run the date's regexp each time.
+var (
+	seen      sync.Map // model name -> lookup
+	seenCount atomic.Int64
+)
+
+const maxSeen = 1024
+
+type lookup struct {
+	p  Price
+	ok bool
 }
