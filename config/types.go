@@ -28,8 +28,16 @@ type Config struct {
 	Log                  Log    `yaml:"log"`
 	Server               Server `yaml:"server"`
 	// Keys are the gateway keys callers present (Authorization: Bearer or
-	// api-key). Empty means no authentication.
+	// api-key). Empty, and no store, means no authentication. Keys made
+	// through the admin API (virtual keys, kept in the store) work beside
+	// them.
 	Keys []Key `yaml:"keys"`
+	// Teams group keys under shared limits and budgets.
+	Teams []Team `yaml:"teams"`
+	// Store keeps virtual keys, teams and usage: an embedded SQLite file
+	// or PostgreSQL. Unset: keys come from this file only, and usage is
+	// in metrics and the request log, not kept.
+	Store *Store `yaml:"store"`
 	// BackendDefaults apply to every backend that does not set the field.
 	BackendDefaults BackendDefaults `yaml:"backend_defaults"`
 	Backends        []Backend       `yaml:"backends"`
@@ -247,6 +255,17 @@ type Key struct {
 	// Name identifies the caller in logs; the key itself never is.
 	Name string `yaml:"name"`
 	Key  Secret `yaml:"key"`
+	// Team names the team whose limits and budget apply on top of the
+	// key's own (a team of teams, or one kept in the store).
+	Team string `yaml:"team"`
+	// Pools and Models the key may use: pool names, and the model names a
+	// caller writes (aliases included). Empty means every one.
+	Pools  []string `yaml:"pools"`
+	Models []string `yaml:"models"`
+	Limits `yaml:",inline"`
+	// Patience bounds how long this key's requests wait in a pool's
+	// queue, under the pool's own patience. Default: the pool's.
+	Patience Duration `yaml:"patience"`
 }
 
 // Backend types.

@@ -290,7 +290,7 @@ func (c *Config) validate() []Problem {
 	host, _, err := net.SplitHostPort(c.Listen)
 	if err != nil {
 		add("listen", "%q is not host:port: %v", c.Listen, err)
-	} else if len(c.Keys) == 0 && !c.AllowUnauthenticated && !isLoopback(host) {
+	} else if len(c.Keys) == 0 && !c.Store.Enabled() && !c.AllowUnauthenticated && !isLoopback(host) {
 		add("listen", "no keys are configured, so the gateway only listens on loopback; add keys, or set allow_unauthenticated: true to serve %s without authentication", c.Listen)
 	}
 	switch c.Log.Format {
@@ -515,6 +515,7 @@ func (c *Config) validate() []Problem {
 		poolNames[pl.Name] = true
 	}
 	ps = append(ps, c.validatePinned(backendType, poolNames)...)
+	ps = append(ps, c.validateTenancy(poolNames)...)
 
 	models := map[string]string{}
 	for i, pl := range c.Pools {

@@ -32,5 +32,5 @@ func (c *Config) warn() Problems {
 			}
 		}
 	}
-	return ws
+	return append(ws, c.warnTenancy()...)
 }
