@@ -157,6 +157,9 @@ func (g *Gateway) publish(st *state, reason string) {
 	for _, k := range cfg.Keys {
 		routes.Keys = append(routes.Keys, proxy.NewKey(k.Name, k.Key.Value()))
 	}
+	if g.ten != nil {
+		g.configureTenancy(cfg)
+	}
 	for _, pc := range cfg.Pinned {
 		p := g.pinnedPool(pc.Backend, pc.Pool, st)
 		for _, path := range pc.Paths {

@@ -29,6 +29,7 @@ import (
 	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/internal/asynclog"
+	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/pricing"
@@ -77,6 +78,10 @@ type Options struct {
 	FleetHeartbeat time.Duration
 	// Version is shown in the fleet's status.
 	Version string
+	// Ledger, if set, is the store of keys, teams and usage, instead of
+	// the configuration's store block (tests). The gateway does not close
+	// it.
+	Ledger ledger.Store
 }
 
 // Gateway is a built gateway. Its configuration can be replaced while it
@@ -131,6 +136,9 @@ type Gateway struct {
 	fleet      *fleet.Replica
 	fleetStore fleet.Store
 	fleetDone  chan struct{}
+
+	// ten is the keys, limits and usage store.
+	ten *tenancy
 }
 
 // state is what one configuration built. It is immutable once published.
@@ -206,6 +214,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.Close(context.Background())
 		return nil, err
 	}
+	if err := g.startTenancy(g.bg, cfg); err != nil {
+		g.Close(context.Background())
+		return nil, err
+	}
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		g.Close(context.Background())
@@ -213,6 +225,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.publish(st, "configuration loaded")
 	g.runFleet()
+	g.runTenancy()
 	if opts.Path != "" {
 		if data, err := os.ReadFile(opts.Path); err == nil {
 			g.fileSum.Store(sum(data))
@@ -557,8 +570,9 @@ func (g *Gateway) close(ctx context.Context) error {
 		}
 	}
 	g.mu.Unlock()
-	g.stopFleet()
 	var errs []error
+	errs = append(errs, g.stopTenancy(ctx))
+	g.stopFleet()
 	if g.notifier != nil {
 		errs = append(errs, g.notifier.Close(ctx))
 	}
@@ -610,26 +624,29 @@ func Listen(cfg *config.Config) (api, admin net.Listener, err error) {
 
 // Spent implements proxy.Spender: the answer's tokens at the backend's
 // configured price, or the shipped list price of the model it answered
-// with, recorded in the metrics.
-func (g *Gateway) Spent(pool, backend, key string, u route.Usage) (float64, bool) {
-	var price pricing.Price
-	var priced bool
-	if st := g.state.Load(); st != nil {
-		if bc, ok := st.bcfg[backend]; ok && bc.Price != nil {
-			price, priced = *bc.Price, true
+// with, recorded in the metrics and (with a store) the usage ledger.
+func (g *Gateway) Spent(s proxy.Spend) (float64, bool) {
+	u := s.Usage
+	cost, priced := 0.0, false
+	if u.Known {
+		var price pricing.Price
+		if st := g.state.Load(); st != nil {
+			if bc, ok := st.bcfg[s.Backend]; ok && bc.Price != nil {
+				price, priced = *bc.Price, true
+			}
 		}
+		if !priced {
+			price, priced = pricing.Lookup(u.Model)
+		}
+		if priced {
+			cost = price.Cost(u.Prompt, u.Cached, u.Completion)
+		}
+		model := u.Model
+		if model == "" {
+			model = "unknown"
+		}
+		g.Metrics.Tokens(s.Pool, s.Backend, model, s.Key, u.Prompt, u.Completion, u.Cached, u.Reasoning, cost, priced)
 	}
-	if !priced {
-		price, priced = pricing.Lookup(u.Model)
-	}
-	cost := 0.0
-	if priced {
-		cost = price.Cost(u.Prompt, u.Cached, u.Completion)
-	}
-	model := u.Model
-	if model == "" {
-		model = "unknown"
-	}
-	g.Metrics.Tokens(pool, backend, model, key, u.Prompt, u.Completion, u.Cached, u.Reasoning, cost, priced)
+	g.record(s, cost)
 	return cost, priced
 }

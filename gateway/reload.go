@@ -130,6 +130,8 @@ func RestartOnly(old, cfg *config.Config) []string {
 	changed("tracing", old.Tracing, cfg.Tracing)
 	changed("reload.interval", old.Reload.Interval, cfg.Reload.Interval)
 	changed("notifications", old.Notifications, cfg.Notifications)
+	changed("state", old.State, cfg.State)
+	changed("store", old.Store, cfg.Store)
 	storms := map[string]config.Storm{}
 	for _, p := range old.Pools {
 		storms[p.Name] = p.Storm

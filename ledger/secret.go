@@ -65,6 +65,10 @@ func HashSecret(secret string) []byte {
 // NewKeyID returns a new public key ID, "key_" and 16 random characters.
 func NewKeyID() string { return "key_" + randomBase62(keyIDChars) }
 
+// LookupPrefix returns the lookup prefix of secret, and whether it has
+// the form of a secret NewSecret makes at all.
+func LookupPrefix(secret string) (prefix string, ok bool) { return parseSecret(secret) }
+
 // parseSecret returns the lookup prefix of a well-formed secret.
 func parseSecret(secret string) (prefix string, ok bool) {
 	r, found := strings.CutPrefix(secret, SecretPrefix)

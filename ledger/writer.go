@@ -39,6 +39,9 @@ type WriterOptions struct {
 	// ErrInvalid, and records left unwritten when Close gives up. Nil
 	// means drops are only counted (see Dropped).
 	OnDrop func(n int)
+	// OnWritten, if not nil, is called from the writer's goroutine with
+	// each batch once it is stored.
+	OnWritten func(batch []Usage)
 	// OnError, if not nil, is called with each failed write; the writer
 	// keeps the batch and retries. Nil means failures are not reported.
 	OnError func(error)
@@ -211,6 +214,9 @@ func (w *Writer) run() {
 				}
 			}
 			err := w.write(held)
+			if err == nil && w.o.OnWritten != nil {
+				w.o.OnWritten(held)
+			}
 			if err == nil || errors.Is(err, ErrInvalid) {
 				if err != nil {
 					w.drop(len(held))

@@ -58,6 +58,7 @@ type Metrics struct {
 	abandoned          *prometheus.CounterVec
 	logDropped         prometheus.Counter
 	refused            *prometheus.CounterVec
+	ten                tenancy
 
 	// mu guards seqs and orders the updates of breakerState.
 	mu        sync.Mutex

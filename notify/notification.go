@@ -30,6 +30,9 @@ const (
 	// refused, its deployment does not exist): it is benched and will not
 	// heal itself. Sent by the gateway through [Tracker.Send].
 	KindMisconfigured Kind = "misconfigured"
+	// KindBudget: a key's or team's spend reached 80% or 100% of its
+	// budget. Sent by the gateway through [Tracker.Send].
+	KindBudget Kind = "budget"
 )
 
 // Notification is one message about a pool. Once handed to a Dispatcher or

@@ -16,17 +16,18 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/tenant"
 	"github.com/switchover-gw/switchover/translate"
 )
 
 // serveAPI answers one API call: read the body once (bounded), find the
 // pool, let the engine route it, and pass the response on.
-func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, op route.Operation, format translate.Format, dep, keyName, id string) {
+func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, op route.Operation, format translate.Format, dep string, who caller, id string) {
 	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
 		writeErrorAs(w, format, status, typ, code, msg)
 	}
 	start := time.Now()
-	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
 	if h.Tracer != nil {
 		var span trace.Span
 		r, span = h.startSpan(r)
@@ -104,6 +105,12 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool 
 		writeErrorAs(w, format, status, typ, code, msg)
 	}
 	lg.pool = pool.Name
+	if !h.admit(w, lg, format, pool.Name, req.Model, int64(req.EstimatedTokens())) {
+		return
+	}
+	if lg.who != nil && lg.who.Patience > 0 && req.MaxWait == 0 {
+		req.MaxWait = lg.who.Patience
+	}
 
 	// ctx ends when the client goes away or the gateway halts at the end
 	// of a shutdown's grace period (Halt).
@@ -381,6 +388,12 @@ type logLine struct {
 	usage  route.Usage
 	cost   float64
 	priced bool
+	// who is the caller's key when Tenants found it, ticket its admitted
+	// request (settled in finish), refused the code of a refusal at its
+	// limits.
+	who     *tenant.Principal
+	ticket  *tenant.Ticket
+	refused string
 }
 
 func (h *Handler) finish(l *logLine, start time.Time) {
@@ -401,10 +414,18 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 	}
 	if r := l.report; r != nil && r.Usage != nil && r.Usage.Known && backend != "" {
 		l.usage = *r.Usage
-		if h.Spender != nil {
-			l.cost, l.priced = h.Spender.Spent(l.pool, backend, l.key, l.usage)
-		}
 	}
+	if h.Spender != nil && backend != "" {
+		sp := Spend{RequestID: l.id, Pool: l.pool, Backend: backend, Key: l.key, Model: l.model, Status: status, Usage: l.usage}
+		if l.who != nil {
+			sp.Team = l.who.Team
+		}
+		if l.report != nil {
+			sp.Failover = l.report.Failover
+		}
+		l.cost, l.priced = h.Spender.Spent(sp)
+	}
+	l.settle()
 	h.writeLine(l, time.Now(), backend, total)
 }
 
@@ -468,6 +489,12 @@ func (l *logLine) fields(f fieldWriter, backend string, status int, total time.D
 	f.int("status", int64(status))
 	if l.key != "" {
 		f.str("key", l.key)
+		if l.who != nil && l.who.Team != "" {
+			f.str("team", l.who.Team)
+		}
+	}
+	if l.refused != "" {
+		f.str("refused", l.refused)
 	}
 	if l.model != "" {
 		f.str("model", l.model)

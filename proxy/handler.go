@@ -70,12 +70,21 @@ type Recorder interface {
 	Request(pool, backend string, status int, total, firstByte time.Duration)
 }
 
-// Spender prices and records the tokens an answer used: its pool, the
-// backend that answered, the caller's key name ("" without keys) and the
-// usage the answer reported. It returns the cost in US dollars, and
-// whether the model has a price.
+// Spender prices and records what an answered request used. It returns
+// the cost in US dollars, and whether the model has a price.
 type Spender interface {
-	Spent(pool, backend, key string, u route.Usage) (cost float64, priced bool)
+	Spent(s Spend) (cost float64, priced bool)
+}
+
+// Spend is one answered request, for a Spender: who asked (the key's name
+// or ID, "" without keys, and its team), where it went, how it ended and
+// the usage the answer reported (Usage.Known false when it said none).
+type Spend struct {
+	RequestID, Key, Team string
+	Pool, Backend, Model string
+	Status               int
+	Failover             bool
+	Usage                route.Usage
 }
 
 // Refusals receives one call per request refused at one of the gateway's
@@ -84,6 +93,9 @@ type Spender interface {
 // too_many_concurrent_requests.
 type Refusals interface {
 	Refused(code string)
+	// KeyRefused counts a request refused at its key's or team's limits
+	// (Tenants), with the key, the code and the limit.
+	KeyRefused(key, code, limit string)
 }
 
 // Handler serves the gateway API. Set Routes with Update before serving.
@@ -101,6 +113,9 @@ type Handler struct {
 	// Spender, if set, gets the tokens each answer used (after its body
 	// went out), for metrics and spend; the request log has them either way.
 	Spender Spender
+	// Tenants, if set, finds the caller's key and enforces its limits,
+	// in place of Routes.Keys. Nil means Routes.Keys, without limits.
+	Tenants Tenants
 	// Refusals counts requests refused at a limit. Nil means none.
 	Refusals Refusals
 	// Metrics serves GET /metrics. Nil means 404.
@@ -305,34 +320,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.logRefused(r, id, http.StatusMethodNotAllowed)
 		return
 	}
-	keyName := ""
-	if len(rt.Keys) > 0 {
-		name, ok := rt.authenticate(r)
-		if !ok {
-			writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-				"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
-			h.logRefused(r, id, http.StatusUnauthorized)
-			return
-		}
-		keyName = name
+	who, ok := h.authenticate(w, r, rt, format, id)
+	if !ok {
+		return
 	}
 	if kind == pathModels {
 		serveModels(w, rt, modelID)
 		return
 	}
 	if kind == pathObject {
-		h.serveObject(w, r, rt, modelID, keyName, id)
+		h.serveObject(w, r, rt, modelID, who, id)
 		return
 	}
 	if kind == pathRealtime {
-		h.serveRealtime(w, r, rt, keyName, id)
+		h.serveRealtime(w, r, rt, who, id)
 		return
 	}
 	if kind == pathPinned {
-		h.servePinned(w, r, rt, pinned, modelID, keyName, id)
+		h.servePinned(w, r, rt, pinned, modelID, who, id)
 		return
 	}
-	h.serveAPI(w, r, rt, op, format, dep, keyName, id)
+	h.serveAPI(w, r, rt, op, format, dep, who, id)
 }
 
 // logRefused logs a request refused before it reached a pool (unknown

@@ -93,6 +93,8 @@ func (r *refusals) Refused(code string) {
 	r.mu.Unlock()
 }
 
+func (r *refusals) KeyRefused(key, code, limit string) {}
+
 func (r *refusals) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

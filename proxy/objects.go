@@ -45,9 +45,9 @@ func splitObjectPath(path string) (id, sub string) {
 // responses/{id}, POST responses/{id}/cancel, GET
 // responses/{id}/input_items) from the backend that made it, which the
 // id names (see route.TagID); no other backend has it.
-func (h *Handler) serveObject(w http.ResponseWriter, r *http.Request, rt *Routes, path, keyName, id string) {
+func (h *Handler) serveObject(w http.ResponseWriter, r *http.Request, rt *Routes, path string, who caller, id string) {
 	start := time.Now()
-	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
 	defer func() { h.finish(lg, start) }()
 	fail := func(status int, code, msg string) {
 		lg.status = status

@@ -59,14 +59,14 @@ func pinnedFor(rt *Routes, rel string) *Pinned {
 // is, but for ids: the tagged ids in its path, query and JSON body are
 // replaced by the provider's, and they pick the backend (the one that
 // made the object) over the route's own choice.
-func (h *Handler) servePinned(w http.ResponseWriter, r *http.Request, rt *Routes, pool *route.Pool, rel, keyName, id string) {
+func (h *Handler) servePinned(w http.ResponseWriter, r *http.Request, rt *Routes, pool *route.Pool, rel string, who caller, id string) {
 	start := time.Now()
 	format := translate.OpenAI
 	op := objectsOp
 	if rel == "messages/batches" || strings.HasPrefix(rel, "messages/batches/") {
 		format, op = translate.Anthropic, route.Messages
 	}
-	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
 	defer func() { h.finish(lg, start) }()
 	fail := func(status int, code, msg string) {
 		lg.status = status

@@ -28,9 +28,9 @@ var switchedHeaders = []string{"Sec-Websocket-Accept", "Sec-Websocket-Protocol",
 // switches protocols; the gateway then answers the client's upgrade with
 // that backend's handshake and joins the two connections, byte for byte,
 // until either end closes. The session stays on its backend.
-func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, rt *Routes, keyName, id string) {
+func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, rt *Routes, who caller, id string) {
 	start := time.Now()
-	lg := &logLine{id: id, key: keyName, method: r.Method, path: r.URL.Path}
+	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
 	defer func() { h.finish(lg, start) }()
 	fail := func(status int, code, msg string) {
 		lg.status = status
@@ -57,6 +57,9 @@ func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, rt *Rout
 		return
 	}
 	lg.pool, lg.stream = pool.Name, true
+	if !h.admit(w, lg, translate.OpenAI, pool.Name, model, 0) {
+		return
+	}
 
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)

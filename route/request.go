@@ -269,6 +269,10 @@ func (r *Request) String() string {
 	return fmt.Sprintf("%s model=%q stream=%v bytes=%d", r.Op, r.Model, r.Stream, len(r.Body))
 }
 
+// EstimatedTokens is estimateTokens, for limits on tokens per minute
+// outside the engine (a key's TPM).
+func (r *Request) EstimatedTokens() int { return r.estimateTokens() }
+
 // estimateTokens is a rough upper estimate of the tokens a provider counts
 // against its per-minute limit for this request before running it: the
 // prompt at one token per four bytes of body, plus the most it may

@@ -1,0 +1,445 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/switchover-gw/switchover/internal/pgtest"
+	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/pricing"
+)
+
+const tenantKey = "tenant-key-0123456789abcdef"
+
+// post sends a chat request with key and returns the status, the headers
+// and the body.
+func post(t *testing.T, url, key, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/chat/completions", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}
+
+const chatBody = `{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"count the tokens of this prompt"}]}`
+
+type refusalBody struct {
+	Error struct {
+		Message, Type, Code string
+		Limit               struct {
+			Subject, Name, Limit string
+			Max, Used            float64
+			Reset                time.Time
+		} `json:"switchover_limit"`
+	}
+}
+
+// TestKeyRateLimitIsRefusedBeforeTheBackend: a key over its requests per
+// minute gets an OpenAI-format 429 with the limit, what it used, when it
+// resets and Retry-After; the backend never sees the request and its
+// breaker is not told.
+func TestKeyRateLimitIsRefusedBeforeTheBackend(t *testing.T) {
+	e := startProviders(t, []string{"openai"}, nil, "keys:\n  - {name: app, key: "+tenantKey+", rpm: 2}\n")
+	for i := range 2 {
+		if st, _, b := post(t, e.url, tenantKey, chatBody); st != http.StatusOK {
+			t.Fatalf("request %d: %d %s", i+1, st, b)
+		}
+	}
+	st, h, b := post(t, e.url, tenantKey, chatBody)
+	if st != http.StatusTooManyRequests {
+		t.Fatalf("third request in a minute on rpm 2: %d %s", st, b)
+	}
+	var r refusalBody
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if r.Error.Code != "rate_limit_exceeded" || r.Error.Limit.Limit != "requests per minute" || r.Error.Limit.Max != 2 || r.Error.Limit.Used != 2 || r.Error.Limit.Name != "app" {
+		t.Errorf("refusal %s", b)
+	}
+	if r.Error.Limit.Reset.IsZero() || h.Get("Retry-After") == "" || h.Get("X-Ratelimit-Limit-Requests") != "2" || h.Get("X-Ratelimit-Remaining-Requests") != "0" {
+		t.Errorf("reset %v, headers %v", r.Error.Limit.Reset, h)
+	}
+	if calls := e.sim.Stats()["openai"].Calls; calls != 2 {
+		t.Errorf("the backend got %d calls, want the 2 admitted", calls)
+	}
+	for _, p := range e.gw.Status().Pools {
+		for _, m := range p.Members {
+			if m.Breaker.State != "closed" || m.Breaker.Failures != 0 {
+				t.Errorf("%s's breaker was told of a refusal: %+v", m.Backend, m.Breaker)
+			}
+		}
+	}
+	// An Anthropic caller is refused in Anthropic's format.
+	req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/messages", strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("x-api-key", tenantKey)
+	req.Header.Set("content-type", "application/json")
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(ab), `"rate_limit_error"`) {
+		t.Errorf("Anthropic caller: %d %s", resp.StatusCode, ab)
+	}
+	metrics := get(t, e.url+"/metrics")
+	if !strings.Contains(metrics, `switchover_key_refused_total{code="rate_limit_exceeded",key="app",limit="requests per minute"} 2`) {
+		t.Errorf("no refusal count in the metrics")
+	}
+	eventually(t, "the refusal's log line", func() bool { return strings.Contains(e.logs.String(), `"refused":"rate_limit_exceeded"`) })
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := testClient.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestKeyAllowedModels: a key limited to some pools or model names gets
+// 403 model_not_allowed for the others, and the backend is not called.
+func TestKeyAllowedModels(t *testing.T) {
+	e := startProviders(t, []string{"openai"}, nil, "keys:\n  - {name: app, key: "+tenantKey+", models: [chat-prod]}\n")
+	if st, _, b := post(t, e.url, tenantKey, chatBody); st != http.StatusOK {
+		t.Fatalf("allowed model: %d %s", st, b)
+	}
+	st, h, b := post(t, e.url, tenantKey, strings.Replace(chatBody, "chat-prod", "claude-sonnet-4-5", 1))
+	if st != http.StatusForbidden || !strings.Contains(string(b), `"model_not_allowed"`) || h.Get("X-Should-Retry") != "false" {
+		t.Fatalf("a model name the key may not use: %d %v %s", st, h, b)
+	}
+	if calls := e.sim.Stats()["openai"].Calls; calls != 1 {
+		t.Errorf("the backend got %d calls, want 1", calls)
+	}
+}
+
+// stores are the two stores, each a func that returns the store YAML
+// block for a test.
+var stores = []struct {
+	name string
+	yaml func(t *testing.T) string
+}{
+	{"sqlite", func(t *testing.T) string {
+		return fmt.Sprintf("store: {sqlite: %q}\n", filepath.Join(t.TempDir(), "data", "switchover.db"))
+	}},
+	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Start(t)) }},
+}
+
+// spend waits until the store holds n requests for key and returns its row.
+func spend(t *testing.T, s ledger.Store, key string, n int64) ledger.SpendRow {
+	t.Helper()
+	var row ledger.SpendRow
+	now := time.Now().UTC()
+	from := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rows, err := s.Spend(context.Background(), ledger.SpendQuery{From: from, To: from.AddDate(0, 0, 2), Key: key})
+		if err == nil && len(rows) == 1 && rows[0].Requests >= n {
+			row = rows[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the store holds %+v (error %v) for key %s, want %d requests", rows, err, key, n)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the store, not waiting for a duration
+	}
+	if row.Requests != n {
+		t.Fatalf("the store holds %d requests for key %s, want %d", row.Requests, key, n)
+	}
+	return row
+}
+
+// TestStoreKeysAndUsage: a key made in the store works at once; the usage
+// of its plain, streamed (asked or not for usage) and translated answers
+// is recorded with the tokens the answers reported and their list price,
+// on SQLite and on PostgreSQL.
+func TestStoreKeysAndUsage(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			e := startProviders(t, []string{"openai"}, nil, st.yaml(t))
+			store := e.gw.Ledger()
+			if store == nil {
+				t.Fatal("no store")
+			}
+			k, secret, err := ledger.NewKey(t.Context(), store, ledger.Key{Name: "app-team", Team: "apps"}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := openai.NewClient(option.WithBaseURL(e.url+"/v1"), option.WithAPIKey(secret), option.WithMaxRetries(0))
+			params := openai.ChatCompletionNewParams{Model: "chat-prod", MaxTokens: openai.Int(5),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("count the tokens of this prompt")}}
+			plain, err := c.Chat.Completions.New(t.Context(), params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Golden numbers of the simulator for this prompt.
+			if plain.Usage.PromptTokens != 8 || plain.Usage.CompletionTokens != 5 {
+				t.Errorf("the simulator answered %d prompt and %d completion tokens; its golden numbers are 8 and 5", plain.Usage.PromptTokens, plain.Usage.CompletionTokens)
+			}
+			s := c.Chat.Completions.NewStreaming(t.Context(), params) // usage not asked: the gateway asks, and strips it
+			for s.Next() {
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if st, _, b := post(t, e.url, "wrong-"+secret, chatBody); st != http.StatusUnauthorized {
+				t.Fatalf("a wrong key: %d %s", st, b)
+			}
+			req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/messages", strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"count the tokens of this prompt"}]}`))
+			req.Header.Set("x-api-key", secret)
+			req.Header.Set("content-type", "application/json")
+			resp, err := testClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var msg struct {
+				Usage struct {
+					InputTokens  int64 `json:"input_tokens"`
+					OutputTokens int64 `json:"output_tokens"`
+				}
+			}
+			json.NewDecoder(resp.Body).Decode(&msg)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("Anthropic caller: %d", resp.StatusCode)
+			}
+			row := spend(t, store, k.ID, 3)
+			wantPrompt := 2*plain.Usage.PromptTokens + msg.Usage.InputTokens
+			wantCompletion := 2*plain.Usage.CompletionTokens + msg.Usage.OutputTokens
+			if row.PromptTokens != wantPrompt || row.CompletionTokens != wantCompletion {
+				t.Errorf("stored %d prompt, %d completion tokens; the answers said %d, %d", row.PromptTokens, row.CompletionTokens, wantPrompt, wantCompletion)
+			}
+			price, ok := pricing.Lookup(plain.Model)
+			if !ok {
+				t.Fatalf("no list price for %s", plain.Model)
+			}
+			wantCost := 2*price.Cost(plain.Usage.PromptTokens, 0, plain.Usage.CompletionTokens) + price.Cost(msg.Usage.InputTokens, 0, msg.Usage.OutputTokens)
+			if d := row.Cost - wantCost; d > 1e-9 || d < -1e-9 {
+				t.Errorf("stored cost $%.9f, want $%.9f", row.Cost, wantCost)
+			}
+			byTeam, err := store.Spend(t.Context(), ledger.SpendQuery{From: time.Now().AddDate(0, 0, -1), To: time.Now().Add(time.Hour), By: []string{ledger.ByTeam, ledger.ByBackend}})
+			if err != nil || len(byTeam) != 1 || byTeam[0].Team != "apps" || byTeam[0].Backend != "openai" || byTeam[0].Requests != 3 {
+				t.Errorf("spend by team and backend: %+v %v", byTeam, err)
+			}
+			// Revoked in the store: refused from the next refresh on.
+			if err := store.RevokeKey(t.Context(), k.ID, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			e.gw.KeysChanged()
+			if st, _, b := post(t, e.url, secret, chatBody); st != http.StatusUnauthorized || !strings.Contains(string(b), "revoked") {
+				t.Fatalf("a revoked key: %d %s", st, b)
+			}
+			if strings.Contains(e.logs.String(), secret) {
+				t.Error("the key's secret is in the log")
+			}
+		})
+	}
+}
+
+// webhook collects the kinds of the notifications it receives.
+type webhook struct {
+	mu    sync.Mutex
+	kinds []string
+	texts []string
+	srv   *httptest.Server
+}
+
+func newWebhook(t *testing.T) *webhook {
+	w := &webhook{}
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var n struct{ Kind, Text string }
+		json.NewDecoder(r.Body).Decode(&n)
+		w.mu.Lock()
+		w.kinds = append(w.kinds, n.Kind)
+		w.texts = append(w.texts, n.Text)
+		w.mu.Unlock()
+	}))
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *webhook) got(kind string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for i, k := range w.kinds {
+		if k == kind {
+			out = append(out, w.texts[i])
+		}
+	}
+	return out
+}
+
+// costOf is what one chatBody request costs on the simulator's openai.
+func costOf(t *testing.T) float64 {
+	price, ok := pricing.Lookup("gpt-4o-2024-08-06")
+	if !ok {
+		t.Fatal("no price for gpt-4o")
+	}
+	return price.Cost(8, 0, 5) // the simulator's tokens for chatBody
+}
+
+// TestBudgetStopsAndNotifies: a key's budget stops its requests once
+// spent, with 429 budget_exceeded until the period ends, and sends one
+// notification at 80% and one at 100%.
+func TestBudgetStopsAndNotifies(t *testing.T) {
+	hook := newWebhook(t)
+	per := costOf(t)
+	budget := 5 * per
+	extra := fmt.Sprintf("store: {sqlite: %q}\nnotifications: {webhooks: [{url: %q}]}\nteams:\n  - {name: apps}\nkeys:\n  - {name: app, key: %s, team: apps, budget: %s/day}\n",
+		filepath.Join(t.TempDir(), "s.db"), hook.srv.URL, tenantKey, fmt.Sprint(budget))
+	e := startProviders(t, []string{"openai"}, nil, extra)
+	n := 0
+	for ; n < 20; n++ {
+		st, h, b := post(t, e.url, tenantKey, chatBody)
+		if st == http.StatusOK {
+			continue
+		}
+		var r refusalBody
+		json.Unmarshal(b, &r)
+		if st != http.StatusTooManyRequests || r.Error.Code != "budget_exceeded" || h.Get("X-Should-Retry") != "false" || h.Get("Retry-After") == "" {
+			t.Fatalf("request %d: %d %v %s", n+1, st, h, b)
+		}
+		if r.Error.Limit.Max != budget || r.Error.Limit.Used < budget || r.Error.Limit.Reset.Hour() != 0 {
+			t.Errorf("refusal %s", b)
+		}
+		break
+	}
+	if n != 5 {
+		t.Fatalf("%d requests admitted on a budget of 5 requests' cost, want 5", n)
+	}
+	if calls := e.sim.Stats()["openai"].Calls; calls != 5 {
+		t.Errorf("the backend got %d calls", calls)
+	}
+	eventually(t, "two budget notifications", func() bool { return len(hook.got("budget")) == 2 })
+	got := hook.got("budget")
+	if !strings.Contains(got[0], "80%") || !strings.Contains(got[1], "whole budget") {
+		t.Errorf("budget notifications: %q", got)
+	}
+}
+
+// TestBudgetUnderConcurrency: eight callers at once on one budget spend
+// it, and what is admitted beyond it is no more than the requests that
+// were already in flight.
+func TestBudgetUnderConcurrency(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			per := costOf(t)
+			const want, callers = 20, 8
+			e := startProviders(t, []string{"openai"}, nil, st.yaml(t))
+			k, secret, err := ledger.NewKey(t.Context(), e.gw.Ledger(), ledger.Key{Name: "batch", Budget: want * per, BudgetPeriod: "month"}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ok, refused atomic.Int64
+			var wg sync.WaitGroup
+			for range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						st, _, b := post(t, e.url, secret, chatBody)
+						switch {
+						case st == http.StatusOK:
+							ok.Add(1)
+						case st == http.StatusTooManyRequests && strings.Contains(string(b), "budget_exceeded"):
+							refused.Add(1)
+							return
+						default:
+							t.Errorf("%d %s", st, b)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if n := ok.Load(); n < want || n >= want+callers {
+				t.Fatalf("%d requests admitted on a budget of %d with %d callers; want %d to %d", n, want, callers, want, want+callers-1)
+			}
+			row := spend(t, e.gw.Ledger(), k.ID, ok.Load())
+			t.Logf("admitted %d on a budget of %d, spent $%.6f of $%.6f", ok.Load(), want, row.Cost, want*per)
+		})
+	}
+}
+
+// TestStoreDownKeepsServing: with PostgreSQL stopped, known keys keep
+// working from memory and their usage waits in the buffer; a key the
+// memory does not know is answered 503 (it may be good); once the
+// database is back every request's usage is stored.
+func TestStoreDownKeepsServing(t *testing.T) {
+	srv := pgtest.StartServer(t)
+	e := startProviders(t, []string{"openai"}, nil, fmt.Sprintf("store: {postgres: %q}\n", srv.NewDatabase(t)))
+	store := e.gw.Ledger()
+	k, secret, err := ledger.NewKey(t.Context(), store, ledger.Key{Name: "app"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.KeysChanged()
+	srv.Stop()
+	const n = 10
+	for i := range n {
+		if st, _, b := post(t, e.url, secret, chatBody); st != http.StatusOK {
+			t.Fatalf("request %d with the database down: %d %s", i+1, st, b)
+		}
+	}
+	unknown, _, _ := ledger.NewSecret()
+	if st, h, b := post(t, e.url, unknown, chatBody); st != http.StatusServiceUnavailable || !strings.Contains(string(b), "key_store_unavailable") || h.Get("Retry-After") == "" {
+		t.Fatalf("an unknown key with the database down: %d %s", st, b)
+	}
+	srv.Restart()
+	spend(t, store, k.ID, n)
+}
+
+// TestFleetSharesKeyRateLimits: two replicas sharing a Redis hold one
+// key's requests per minute for the fleet: what one admitted is taken
+// from the other's bucket, even before the other has seen the key.
+func TestFleetSharesKeyRateLimits(t *testing.T) {
+	e := startFleetEnv(t, 2, "", "", "keys:\n  - {name: app, key: "+tenantKey+", rpm: 10}\n")
+	a, b := e.replicas[0], e.replicas[1]
+	start := time.Now()
+	for i := range 10 {
+		if st, _, body := post(t, a.url, tenantKey, chatBody); st != http.StatusOK {
+			t.Fatalf("request %d through %s: %d %s", i+1, a.name, st, body)
+		}
+	}
+	// Wait for a's exchange after its requests, then two of b's: the
+	// second began after a's totals were published.
+	aSyncs := a.gw.LimitSyncs()
+	eventually(t, a.name+" exchanges its totals", func() bool { return a.gw.LimitSyncs() > aSyncs })
+	bSyncs := b.gw.LimitSyncs()
+	eventually(t, b.name+" reads them", func() bool { return b.gw.LimitSyncs() >= bSyncs+2 })
+	admitted := 0
+	for range 3 {
+		if st, _, _ := post(t, b.url, tenantKey, chatBody); st == http.StatusOK {
+			admitted++
+		}
+	}
+	// rpm 10 refills one request every 6 s.
+	if allowed := int(time.Since(start)/(6*time.Second)) + 1; admitted > allowed {
+		t.Fatalf("%s admitted %d of 3 after %s admitted the fleet's 10 a minute; at most %d could have refilled", b.name, admitted, a.name, allowed)
+	}
+}

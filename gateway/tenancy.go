@@ -1,0 +1,305 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/proxy"
+	"github.com/switchover-gw/switchover/tenant"
+)
+
+// tenancy is the gateway's keys, limits, budgets and usage store.
+type tenancy struct {
+	store  ledger.Store // nil without a store block
+	writer *ledger.Writer
+	dir    *tenant.Directory
+	spend  *tenant.Spend
+	lim    *tenant.Limiter
+	gate   *tenant.Gate
+	// refresh is how often keys and spend are read back from the store.
+	refresh time.Duration
+	kick    chan struct{}
+	done    chan struct{}
+}
+
+// limitsSync is how often a replica of a fleet exchanges what its keys
+// took of their rate limits.
+const limitsSync = 500 * time.Millisecond
+
+// startTenancy opens the store (Options.Ledger, or the configuration's
+// store block) and builds the key directory and the limiter. Store
+// settings need a restart to change.
+func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
+	t := &tenancy{kick: make(chan struct{}, 1), refresh: 5 * time.Second}
+	store := g.opts.Ledger
+	if sc := cfg.Store; store == nil && sc.Enabled() {
+		var err error
+		if sc.SQLite != "" {
+			if dir := filepath.Dir(sc.SQLite); dir != "" {
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return fmt.Errorf("store.sqlite: %w", err)
+				}
+			}
+			store, err = ledger.OpenSQLite(ctx, sc.SQLite)
+		} else {
+			store, err = ledger.OpenPostgres(ctx, sc.Postgres.Value())
+		}
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+	}
+	if sc := cfg.Store; sc != nil && sc.Refresh > 0 {
+		t.refresh = sc.Refresh.D()
+	}
+	t.store = store
+	clk := g.opts.Clock
+	if store != nil {
+		t.dir = tenant.NewDirectory(clk, store)
+		t.spend = tenant.NewSpend(clk, store)
+		buffer := 0
+		if cfg.Store != nil {
+			buffer = cfg.Store.Buffer
+		}
+		t.writer = ledger.NewWriter(store, ledger.WriterOptions{
+			Buffer:    buffer,
+			Clock:     clk,
+			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); g.Metrics.StoreUp(true) },
+			OnDrop:    g.Metrics.UsageDropped,
+			OnError: func(err error) {
+				g.Metrics.StoreUp(false)
+				g.Metrics.StoreError("write")
+				g.Logger.Warn("usage store: write failed; the records wait in the buffer", "error", err)
+			},
+		})
+		// The first read of keys and spend, before any request: a store
+		// that does not answer now is not fatal (known keys come later).
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		g.refreshTenancy(rctx, t)
+		cancel()
+	} else {
+		t.dir = tenant.NewDirectory(clk, nil)
+		t.spend = tenant.NewSpend(clk, nil)
+	}
+	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
+	t.lim.OnBudget = g.budgetAlert
+	t.gate = &tenant.Gate{Directory: t.dir, Limiter: t.lim}
+	g.ten = t
+	g.Handler.Tenants = t.gate
+	return nil
+}
+
+// configureTenancy gives the directory the configuration's keys and teams.
+func (g *Gateway) configureTenancy(cfg *config.Config) {
+	keys := make([]tenant.ConfigKey, 0, len(cfg.Keys))
+	for _, k := range cfg.Keys {
+		keys = append(keys, tenant.ConfigKey{Secret: k.Key.Value(), Principal: tenant.Principal{
+			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
+			Limits: limitsOf(k.Limits), Patience: k.Patience.D(),
+		}})
+	}
+	teams := make([]tenant.Team, 0, len(cfg.Teams))
+	for _, t := range cfg.Teams {
+		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits)})
+	}
+	g.ten.dir.SetConfig(keys, teams)
+}
+
+func limitsOf(l config.Limits) tenant.Limits {
+	return tenant.Limits{RPM: int64(l.RPM), TPM: int64(l.TPM), MaxConcurrent: l.MaxConcurrent,
+		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period}
+}
+
+// refreshTenancy reads keys and spend back from the store.
+func (g *Gateway) refreshTenancy(ctx context.Context, t *tenancy) {
+	err := errors.Join(t.dir.Refresh(ctx), t.spend.Refresh(ctx))
+	g.Metrics.StoreUp(err == nil)
+	if err != nil {
+		g.Metrics.StoreError("refresh")
+		g.Logger.Warn("key store: refresh failed; known keys keep working, spend of other replicas is late", "error", err)
+	}
+}
+
+// KeysChanged reads the store's keys again at once, after the admin API
+// changed one, so that a revocation holds on this replica from its answer
+// on (and on the others within store.refresh).
+func (g *Gateway) KeysChanged() {
+	if g.ten == nil || g.ten.store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(g.bg, 5*time.Second)
+	defer cancel()
+	if err := g.ten.dir.Refresh(ctx); err != nil {
+		g.Logger.Warn("key store: refresh after a change failed", "error", err)
+		select {
+		case g.ten.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// runTenancy starts the background work: refreshing keys and spend, and
+// exchanging rate-limit use with the fleet.
+func (g *Gateway) runTenancy() {
+	t := g.ten
+	t.done = make(chan struct{})
+	go func() {
+		defer close(t.done)
+		refresh := time.NewTicker(t.refresh)
+		defer refresh.Stop()
+		var sync <-chan time.Time
+		if g.fleetStore != nil {
+			tk := time.NewTicker(limitsSync)
+			defer tk.Stop()
+			sync = tk.C
+		}
+		ex := &limitsExchange{g: g}
+		for {
+			select {
+			case <-g.bg.Done():
+				return
+			case <-refresh.C:
+			case <-t.kick:
+			case <-sync:
+				ctx, cancel := context.WithTimeout(g.bg, time.Second)
+				t.lim.Sync(ctx, ex)
+				cancel()
+				continue
+			}
+			if t.store == nil {
+				t.spend.Refresh(g.bg) // prunes old days
+				continue
+			}
+			ctx, cancel := context.WithTimeout(g.bg, 10*time.Second)
+			g.refreshTenancy(ctx, t)
+			cancel()
+		}
+	}()
+}
+
+// stopTenancy writes out the buffered usage (within ctx) and closes the
+// store.
+func (g *Gateway) stopTenancy(ctx context.Context) error {
+	t := g.ten
+	if t == nil {
+		return nil
+	}
+	if t.done != nil {
+		<-t.done
+	}
+	var errs []error
+	if t.writer != nil {
+		if err := t.writer.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("usage store: %w", err))
+		}
+	}
+	if t.store != nil && g.opts.Ledger == nil {
+		errs = append(errs, t.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Ledger returns the store of keys, teams and usage, or nil when none is
+// configured.
+func (g *Gateway) Ledger() ledger.Store {
+	if g.ten == nil {
+		return nil
+	}
+	return g.ten.store
+}
+
+// record stores an answered request's usage (off the request path).
+func (g *Gateway) record(s proxy.Spend, cost float64) {
+	t := g.ten
+	if t == nil || t.writer == nil {
+		return
+	}
+	region := ""
+	if st := g.state.Load(); st != nil {
+		region = st.bcfg[s.Backend].Region
+	}
+	model := s.Usage.Model
+	if model == "" {
+		model = s.Model
+	}
+	t.writer.Add(ledger.Usage{
+		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
+		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
+		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
+	})
+}
+
+// budgetAlert notifies a budget reaching 80% or 100%: once per fleet when
+// replicas share state (the first to take the alert's lease sends it).
+func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
+	thr := strconv.FormatFloat(a.Threshold, 'f', -1, 64)
+	if g.fleetStore != nil && g.fleet != nil {
+		ctx, cancel := context.WithTimeout(g.bg, 200*time.Millisecond)
+		key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.DateOnly), thr)
+		mine, err := g.fleetStore.Acquire(ctx, key, g.fleet.ID(), 32*24*time.Hour)
+		cancel()
+		if err == nil && !mine {
+			return // another replica sent it
+		}
+	}
+	g.Metrics.BudgetAlert(a.Subject, thr)
+	who := a.Subject + " " + a.Name
+	if a.Label != "" && a.Label != a.Name {
+		who += " (" + a.Label + ")"
+	}
+	state := fmt.Sprintf("has spent %.0f%% of its budget", 100*a.Spent/a.Budget)
+	if a.Threshold >= 1 {
+		state = "has spent its whole budget; its requests are refused with 429 budget_exceeded until the period ends"
+	}
+	now := g.now()
+	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, a.PeriodStart.UTC().Format(time.DateOnly))
+	g.Logger.Warn("budget", "subject", a.Subject, "name", a.Name, "threshold", a.Threshold, "spent_usd", a.Spent, "budget_usd", a.Budget, "period", a.Period)
+	g.addEvent(Event{At: now, Kind: "budget", Detail: detail}, true)
+	if g.tracker != nil {
+		g.tracker.Send(notify.Notification{Kind: notify.KindBudget, Reason: detail, At: now,
+			Text:    fmt.Sprintf("switchover: %s (%s).", detail, now.UTC().Format(time.RFC3339)),
+			Details: map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}})
+	}
+}
+
+// limitsExchange shares rate-limit use through the fleet's store: each
+// replica puts its totals under its own key, and lists the others'.
+type limitsExchange struct{ g *Gateway }
+
+const limitsKey = "limits/"
+
+func (e *limitsExchange) Swap(ctx context.Context, mine map[string]tenant.Taken) (map[string]map[string]tenant.Taken, error) {
+	st, id := e.g.fleetStore, e.g.fleet.ID()
+	b, err := json.Marshal(mine)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Put(ctx, limitsKey+id, b, 10*limitsSync+5*time.Second); err != nil {
+		return nil, err
+	}
+	all, err := st.List(ctx, limitsKey)
+	if err != nil {
+		return nil, err
+	}
+	others := make(map[string]map[string]tenant.Taken, len(all))
+	for k, v := range all {
+		rep := strings.TrimPrefix(k, limitsKey)
+		if rep == id {
+			continue
+		}
+		var t map[string]tenant.Taken
+		if json.Unmarshal(v, &t) == nil {
+			others[rep] = t
+		}
+	}
+	return others, nil
+}

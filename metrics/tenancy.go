@@ -1,0 +1,71 @@
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// tenancy is the metrics of keys' limits and the usage store, registered
+// by the first call that records one.
+type tenancy struct {
+	once     sync.Once
+	limited  *prometheus.CounterVec
+	budget   *prometheus.CounterVec
+	dropped  prometheus.Counter
+	storeUp  prometheus.Gauge
+	failures *prometheus.CounterVec
+}
+
+func (m *Metrics) tenancy() *tenancy {
+	t := &m.ten
+	t.once.Do(func() {
+		t.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_key_refused_total",
+			Help: "Requests refused at a key's or team's own limits before reaching a backend, by key, code (rate_limit_exceeded, budget_exceeded, model_not_allowed) and limit (requests per minute, tokens per minute, concurrent requests, budget, pool, model).",
+		}, []string{"key", "code", "limit"})
+		t.budget = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_budget_alerts_total",
+			Help: "Budgets that reached a share of their amount in their period (threshold 0.8 or 1), by subject (key or team).",
+		}, []string{"subject", "threshold"})
+		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchover_usage_dropped_total",
+			Help: "Usage records not stored: the usage buffer (store.buffer) was full while the store was slow or down, or the store refused them. Metrics and the request log still have them.",
+		})
+		t.storeUp = prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchover_store_up",
+			Help: "1 while the store of keys and usage answers (its last write and read worked), 0 while it fails: known keys keep working from memory and usage waits in the buffer.",
+		})
+		t.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "switchover_store_errors_total",
+			Help: "Failed calls to the store of keys and usage, by operation (write, refresh).",
+		}, []string{"op"})
+		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.storeUp, t.failures)
+	})
+	return t
+}
+
+// KeyRefused counts a request refused at a key's or team's limit.
+func (m *Metrics) KeyRefused(key, code, limit string) {
+	m.tenancy().limited.WithLabelValues(key, code, limit).Inc()
+}
+
+// BudgetAlert counts a budget reaching a threshold.
+func (m *Metrics) BudgetAlert(subject, threshold string) {
+	m.tenancy().budget.WithLabelValues(subject, threshold).Inc()
+}
+
+// UsageDropped counts usage records that were not stored.
+func (m *Metrics) UsageDropped(n int) { m.tenancy().dropped.Add(float64(n)) }
+
+// StoreUp records whether the store of keys and usage answers.
+func (m *Metrics) StoreUp(up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.tenancy().storeUp.Set(v)
+}
+
+// StoreError counts a failed call to the store of keys and usage.
+func (m *Metrics) StoreError(op string) { m.tenancy().failures.WithLabelValues(op).Inc() }

@@ -1,0 +1,119 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+func TestDirectoryConfigKeys(t *testing.T) {
+	d := NewDirectory(fakeclock.New(), nil)
+	if d.Required() {
+		t.Fatal("a directory without keys requires one")
+	}
+	d.SetConfig([]ConfigKey{{Secret: "app-secret-0123456789", Principal: Principal{ID: "app", Name: "app", Team: "t"}}},
+		[]Team{{Name: "t", Limits: Limits{RPM: 5}}})
+	if !d.Required() {
+		t.Fatal("keys are configured and none is required")
+	}
+	p, err := d.Authenticate(context.Background(), "app-secret-0123456789")
+	if err != nil || p.ID != "app" || p.Source != "config" {
+		t.Fatalf("Authenticate = %+v, %v", p, err)
+	}
+	if _, err := d.Authenticate(context.Background(), "app-secret-012345678X"); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	if l, ok := d.Team("t"); !ok || l.RPM != 5 {
+		t.Fatalf("team t: %+v %v", l, ok)
+	}
+}
+
+func TestDirectoryStoreKeys(t *testing.T) {
+	ctx := context.Background()
+	c := fakeclock.New()
+	store := openLedger(t)
+	d := NewDirectory(c, store)
+	if !d.Required() {
+		t.Fatal("a directory over a store must require keys")
+	}
+	k, secret, err := ledger.NewKey(ctx, store, ledger.Key{Name: "ci", Team: "apps", RPM: 7, Expires: c.Now().Add(time.Hour)}, c.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not refreshed yet: found in the store on the miss.
+	p, err := d.Authenticate(ctx, secret)
+	if err != nil || p.ID != k.ID || p.Limits.RPM != 7 || p.Source != "store" {
+		t.Fatalf("a key made before the refresh: %+v, %v", p, err)
+	}
+	if err := d.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p2, err := d.Authenticate(ctx, secret)
+	if err != nil || p2.ID != k.ID {
+		t.Fatalf("after the refresh: %+v, %v", p2, err)
+	}
+	// Known keys are checked from memory: they keep working while the
+	// store is down, and a revocation shows with the next refresh.
+	if err := store.RevokeKey(ctx, k.ID, c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Authenticate(ctx, secret); err != nil {
+		t.Fatalf("before the refresh that reads the revocation: %v", err)
+	}
+	d.Refresh(ctx)
+	if _, err := d.Authenticate(ctx, secret); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("revoked key: %v", err)
+	}
+
+	k2, secret2, _ := ledger.NewKey(ctx, store, ledger.Key{Name: "short", Expires: c.Now().Add(time.Minute)}, c.Now())
+	d.Refresh(ctx)
+	c.Advance(time.Minute)
+	if _, err := d.Authenticate(ctx, secret2); !errors.Is(err, ErrExpired) {
+		t.Fatalf("expired key %s: %v", k2.ID, err)
+	}
+}
+
+// countingStore counts the store's lookups by prefix.
+type countingStore struct {
+	ledger.Store
+	lookups int
+}
+
+func (s *countingStore) KeyByPrefix(ctx context.Context, p string) (ledger.Key, error) {
+	s.lookups++
+	return s.Store.KeyByPrefix(ctx, p)
+}
+
+func TestDirectoryRemembersMisses(t *testing.T) {
+	ctx := context.Background()
+	c := fakeclock.New()
+	store := &countingStore{Store: openLedger(t)}
+	d := NewDirectory(c, store)
+	d.Refresh(ctx)
+	secret, _, _ := ledger.NewSecret()
+	for range 5 {
+		if _, err := d.Authenticate(ctx, secret); !errors.Is(err, ErrUnknownKey) {
+			t.Fatalf("unknown secret: %v", err)
+		}
+	}
+	if store.lookups != 1 {
+		t.Fatalf("%d store lookups for 5 tries of one unknown secret; want 1", store.lookups)
+	}
+	c.Advance(missFor)
+	d.Authenticate(ctx, secret)
+	if store.lookups != 2 {
+		t.Fatalf("after the miss expired: %d lookups, want 2", store.lookups)
+	}
+	if _, err := d.Authenticate(ctx, "not-our-form"); !errors.Is(err, ErrUnknownKey) || store.lookups != 2 {
+		t.Fatalf("a secret not of the store's form: %v, %d lookups", err, store.lookups)
+	}
+	store.Close()
+	other, _, _ := ledger.NewSecret()
+	if _, err := d.Authenticate(ctx, other); err == nil || errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("store down: %v, want the store's error", err)
+	}
+}

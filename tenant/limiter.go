@@ -1,0 +1,462 @@
+package tenant
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// Limiter enforces limits and budgets. The zero value is not usable; make
+// one with NewLimiter. It is safe for concurrent use.
+type Limiter struct {
+	clock clock.Clock
+	spend *Spend
+	teams func(name string) (Limits, bool)
+	// OnBudget, if set, is told once per subject, period and threshold
+	// when spend reaches 80% and 100% of a budget. It is called without
+	// the limiter's lock held, on the request's goroutine: keep it quick.
+	OnBudget func(BudgetAlert)
+
+	mu       sync.Mutex
+	subjects map[string]*subject
+	share    float64 // of each limit this replica enforces: 1, or 1/N while the exchange is down
+	replicas int     // in the fleet when the exchange last answered
+	seen     map[string]map[string]Taken
+	alerted  map[alertKey]bool
+	syncs    int64 // exchanges that worked
+}
+
+// Syncs returns how many exchanges have worked.
+func (l *Limiter) Syncs() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.syncs
+}
+
+// subject is the state of one key ("key:ID") or team ("team:NAME").
+type subject struct {
+	rpm, tpm *bucket
+	rpmLimit int64 // the limits as last applied, before the replica's share
+	tpmLimit int64
+	inflight int
+	taken    Taken // since this replica started, for the exchange
+	used     time.Time
+	// reserved is what the requests in flight are expected to cost: each
+	// sets aside avgCost, the moving average of the subject's costs.
+	reserved float64
+	avgCost  float64
+	costs    int
+}
+
+// Taken is what a subject took of its rate limits (requests and tokens),
+// and the limits the replica applies, so that a replica that has not met
+// the subject yet keeps its account from the start.
+type Taken struct {
+	Requests float64 `json:"r"`
+	Tokens   float64 `json:"t"`
+	RPM      int64   `json:"rpm,omitempty"`
+	TPM      int64   `json:"tpm,omitempty"`
+}
+
+// BudgetAlert says a budget reached a threshold.
+type BudgetAlert struct {
+	Subject     string  // "key" or "team"
+	Name        string  // the key's ID or the team's name
+	Label       string  // the key's name, if it has one
+	Threshold   float64 // 0.8 or 1
+	Spent       float64
+	Budget      float64
+	Period      string
+	PeriodStart time.Time
+}
+
+type alertKey struct {
+	subject string
+	start   time.Time
+	thr     float64
+}
+
+// Thresholds of spend that send a BudgetAlert.
+var alertThresholds = []float64{0.8, 1}
+
+// NewLimiter returns a limiter whose budgets are read from spend, and
+// whose teams' limits come from teams (nil: only keys' limits apply).
+func NewLimiter(c clock.Clock, spend *Spend, teams func(string) (Limits, bool)) *Limiter {
+	if teams == nil {
+		teams = func(string) (Limits, bool) { return Limits{}, false }
+	}
+	return &Limiter{clock: clock.Or(c), spend: spend, teams: teams, subjects: map[string]*subject{},
+		share: 1, replicas: 1, seen: map[string]map[string]Taken{}, alerted: map[alertKey]bool{}}
+}
+
+// Ticket is an admitted request. Done must be called once when it ends.
+type Ticket struct {
+	l        *Limiter
+	p        *Principal
+	key      *subject
+	team     *subject
+	teamName string
+	estimate float64
+	// reservedKey and reservedTeam are what Admit set aside.
+	reservedKey, reservedTeam float64
+	done                      bool
+}
+
+// Admit decides whether p may start a request to pool (by the model name
+// model) that is estimated to use tokens. It takes the request and the
+// estimate from the buckets, counts it in flight, and sets aside the
+// average cost of the subject's recent requests against its budgets; the
+// Ticket settles all three with what the request really used. A refusal
+// takes nothing.
+//
+// A budget admits a request while what was spent, plus what the requests
+// in flight are expected to cost, is under it: concurrent callers cannot
+// all slip in on the last dollar.
+func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket, *Refusal) {
+	now := l.clock.Now()
+	if !p.allows(pool, model) {
+		what, name := "pool", pool
+		if len(p.Models) > 0 && !slices.Contains(p.Models, model) {
+			what, name = "model", model
+		}
+		return nil, &Refusal{Status: http.StatusForbidden, Code: "model_not_allowed", Subject: "key", Name: p.ID, Limit: what,
+			Message: fmt.Sprintf("switchover: key %s may not use %s %q", p.display(), what, name)}
+	}
+	teamLimits, hasTeam := Limits{}, false
+	if p.Team != "" {
+		teamLimits, hasTeam = l.teams(p.Team)
+	}
+	var alerts []BudgetAlert
+	defer func() { l.send(alerts) }()
+	est := float64(max(tokens, 0))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ks := l.subject("key:"+p.ID, p.Limits, now)
+	var ts *subject
+	if hasTeam {
+		ts = l.subject("team:"+p.Team, teamLimits, now)
+	}
+	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, now, &alerts); r != nil {
+		return nil, r
+	}
+	if ts != nil {
+		if r := l.overBudget("team", p.Team, "", teamLimits, ts, now, &alerts); r != nil {
+			return nil, r
+		}
+	}
+	if m := p.Limits.MaxConcurrent; m > 0 && ks.inflight >= m {
+		return nil, &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "key", Name: p.ID,
+			Limit: "concurrent requests", Max: float64(m), Used: float64(ks.inflight), Reset: now.Add(time.Second), RetryAfter: time.Second,
+			Message: fmt.Sprintf("switchover: key %s has %d requests in flight, its limit (max_concurrent); retry when one ends", p.display(), ks.inflight)}
+	}
+	type check struct {
+		b          *bucket
+		n          float64
+		subj, name string
+		limit      string
+	}
+	checks := []check{
+		{ks.rpm, 1, "key", p.ID, "requests per minute"},
+		{ks.tpm, est, "key", p.ID, "tokens per minute"},
+	}
+	if ts != nil {
+		checks = append(checks, check{ts.rpm, 1, "team", p.Team, "requests per minute"},
+			check{ts.tpm, est, "team", p.Team, "tokens per minute"})
+	}
+	for _, c := range checks {
+		if c.b == nil {
+			continue
+		}
+		if w := c.b.wait(c.n, now); w > 0 {
+			w = max(w.Round(time.Millisecond), time.Millisecond)
+			who := "key " + p.display()
+			if c.subj == "team" {
+				who = "team " + c.name
+			}
+			used := math.Ceil(c.b.used(now))
+			return nil, &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: c.subj, Name: c.name,
+				Limit: c.limit, Max: c.b.limit, Used: used, Reset: now.Add(w), RetryAfter: w,
+				Message: fmt.Sprintf("switchover: %s is over its limit of %s %s (%s used); retry in %s",
+					who, formatCount(c.b.limit), c.limit, formatCount(used), w)}
+		}
+	}
+	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est}
+	for _, s := range []*subject{ks, ts} {
+		if s == nil {
+			continue
+		}
+		if s.rpm != nil {
+			s.rpm.take(1, now)
+		}
+		if s.tpm != nil {
+			s.tpm.take(est, now)
+		}
+		s.taken.Requests++
+		s.taken.Tokens += est
+		s.used = now
+		s.reserved += s.avgCost
+	}
+	t.reservedKey = ks.avgCost
+	if ts != nil {
+		t.teamName = p.Team
+		t.reservedTeam = ts.avgCost
+	}
+	ks.inflight++
+	return t, nil
+}
+
+// Done ends the request: tokens is what the answer reported (known false
+// when it did not say, and the estimate stands) and cost what it cost in
+// US dollars.
+func (t *Ticket) Done(tokens int64, known bool, cost float64) {
+	if t == nil || t.done {
+		return
+	}
+	t.done = true
+	l := t.l
+	now := l.clock.Now()
+	if l.spend != nil && cost != 0 {
+		l.spend.Add(t.p.ID, t.teamName, cost, now)
+	}
+	var alerts []BudgetAlert
+	l.mu.Lock()
+	t.key.inflight--
+	for _, x := range []struct {
+		s        *subject
+		reserved float64
+	}{{t.key, t.reservedKey}, {t.team, t.reservedTeam}} {
+		s := x.s
+		if s == nil {
+			continue
+		}
+		if known {
+			d := float64(tokens) - t.estimate
+			if s.tpm != nil {
+				s.tpm.take(d, now)
+			}
+			s.taken.Tokens += d
+		}
+		s.reserved = max(s.reserved-x.reserved, 0)
+		if s.costs == 0 {
+			s.avgCost = cost
+		} else {
+			s.avgCost += costWeight * (cost - s.avgCost)
+		}
+		s.costs++
+	}
+	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, now, &alerts)
+	if t.team != nil {
+		if tl, ok := l.teams(t.teamName); ok {
+			l.overBudget("team", t.teamName, "", tl, t.team, now, &alerts)
+		}
+	}
+	l.mu.Unlock()
+	l.send(alerts)
+}
+
+// costWeight is the weight of a request's cost in the moving average
+// that requests in flight are expected to cost.
+const costWeight = 0.2
+
+// overBudget returns a refusal when the subject's budget is spent (or
+// would be, by the requests in flight), and appends the alerts its spend
+// has earned. Called with l.mu held.
+func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, now time.Time, alerts *[]BudgetAlert) *Refusal {
+	if lim.Budget <= 0 || l.spend == nil {
+		return nil
+	}
+	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
+	if err != nil {
+		return nil
+	}
+	spent := l.spend.Spent(kind+":"+name, start)
+	if l.OnBudget != nil {
+		for _, thr := range alertThresholds {
+			k := alertKey{kind + ":" + name, start, thr}
+			if nanos(spent) >= nanos(thr*lim.Budget) && !l.alerted[k] {
+				if len(l.alerted) >= maxAlerted {
+					clear(l.alerted)
+				}
+				l.alerted[k] = true
+				*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: thr, Spent: spent,
+					Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start})
+			}
+		}
+	}
+	if nanos(spent+s.reserved) < nanos(lim.Budget) {
+		return nil
+	}
+	reset := periodEnd(lim.BudgetPeriod, start)
+	who := kind + " " + name
+	if label != "" && label != name && kind == "key" {
+		who = fmt.Sprintf("key %s (%s)", name, label)
+	}
+	msg := fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s; it resets at %s",
+		who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, reset.UTC().Format(time.RFC3339))
+	if nanos(spent) < nanos(lim.Budget) {
+		msg = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and its requests in flight are expected to spend the rest; retry when they end",
+			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod)
+		return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
+			Max: lim.Budget, Used: spent, Reset: now.Add(time.Second), RetryAfter: time.Second, Message: msg}
+	}
+	return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
+		Max: lim.Budget, Used: spent, Reset: reset, RetryAfter: reset.Sub(now), Message: msg}
+}
+
+// maxAlerted bounds the alerts remembered as sent.
+const maxAlerted = 10000
+
+func (l *Limiter) send(alerts []BudgetAlert) {
+	if l.OnBudget == nil {
+		return
+	}
+	for _, a := range alerts {
+		l.OnBudget(a)
+	}
+}
+
+// subject returns the state of name with its buckets sized to lim and the
+// replica's share. Called with l.mu held.
+func (l *Limiter) subject(name string, lim Limits, now time.Time) *subject {
+	s := l.subjects[name]
+	if s == nil {
+		s = &subject{used: now}
+		l.subjects[name] = s
+	}
+	s.rpm = l.sized(s.rpm, lim.RPM, now)
+	s.tpm = l.sized(s.tpm, lim.TPM, now)
+	s.rpmLimit, s.tpmLimit = lim.RPM, lim.TPM
+	return s
+}
+
+func (l *Limiter) sized(b *bucket, limit int64, now time.Time) *bucket {
+	if limit <= 0 {
+		return nil
+	}
+	want := float64(limit) * l.share
+	if b == nil {
+		return newBucket(want, now)
+	}
+	b.resize(want, now)
+	return b
+}
+
+// InFlight returns the requests in flight of key id on this replica.
+func (l *Limiter) InFlight(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.subjects["key:"+id]; s != nil {
+		return s.inflight
+	}
+	return 0
+}
+
+// Exchange shares what each replica took of the rate limits, so that a
+// key's RPM and TPM hold for the fleet and not per replica. Swap
+// publishes this replica's totals and returns the others', by replica.
+// Totals only grow while a replica runs.
+type Exchange interface {
+	Swap(ctx context.Context, mine map[string]Taken) (others map[string]map[string]Taken, err error)
+}
+
+// Sync runs one exchange: it debits this replica's buckets with what the
+// others took since the last one. When the exchange fails, each limit is
+// cut to this replica's share of it (1/N of the N replicas last seen)
+// until it answers again, so the fleet as a whole still keeps to it.
+func (l *Limiter) Sync(ctx context.Context, ex Exchange) error {
+	now := l.clock.Now()
+	l.mu.Lock()
+	mine := make(map[string]Taken, len(l.subjects))
+	for name, s := range l.subjects {
+		if s.inflight == 0 && now.Sub(s.used) > idleSubject {
+			delete(l.subjects, name) // its totals restart from zero, which the others read as a restart
+			continue
+		}
+		t := s.taken
+		t.RPM, t.TPM = s.rpmLimit, s.tpmLimit
+		mine[name] = t
+	}
+	l.mu.Unlock()
+	others, err := ex.Swap(ctx, mine)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.share = 1 / float64(max(l.replicas, 1))
+		return err
+	}
+	l.replicas = 1 + len(others)
+	l.share = 1
+	l.syncs++
+	for rep, totals := range others {
+		last := l.seen[rep]
+		for name, t := range totals {
+			s := l.subjects[name]
+			if s == nil {
+				if t.RPM <= 0 && t.TPM <= 0 {
+					continue
+				}
+				// Met on another replica first: keep its account from
+				// now, with that replica's limits until a request here
+				// gives them.
+				s = l.subject(name, Limits{RPM: t.RPM, TPM: t.TPM}, now)
+			}
+			prev := last[name]
+			d := Taken{Requests: t.Requests - prev.Requests, Tokens: t.Tokens - prev.Tokens}
+			if t.Requests < prev.Requests {
+				d = t // that replica restarted its count
+			}
+			if s.rpm != nil && d.Requests > 0 {
+				s.rpm.take(d.Requests, now)
+			}
+			if s.tpm != nil && d.Tokens != 0 {
+				s.tpm.take(d.Tokens, now)
+			}
+		}
+		l.seen[rep] = totals
+	}
+	for rep := range l.seen {
+		if _, ok := others[rep]; !ok {
+			delete(l.seen, rep)
+		}
+	}
+	return nil
+}
+
+// idleSubject is how long a subject with nothing in flight is kept.
+const idleSubject = 10 * time.Minute
+
+func periodEnd(period string, start time.Time) time.Time {
+	switch period {
+	case ledger.PeriodDay:
+		return start.AddDate(0, 0, 1)
+	case ledger.PeriodWeek:
+		return start.AddDate(0, 0, 7)
+	}
+	return start.AddDate(0, 1, 0)
+}
+
+func (p *Principal) display() string {
+	if p.Name != "" && p.Name != p.ID {
+		return fmt.Sprintf("%s (%s)", p.ID, p.Name)
+	}
+	return p.ID
+}
+
+func formatCount(f float64) string {
+	switch {
+	case f >= 1e6 && math.Mod(f, 1e5) == 0:
+		return fmt.Sprintf("%gm", f/1e6)
+	case f >= 1e3 && math.Mod(f, 100) == 0:
+		return fmt.Sprintf("%gk", f/1e3)
+	}
+	return fmt.Sprintf("%.0f", f)
+}
+
+func formatMoney(f float64) string { return fmt.Sprintf("%g", f) }

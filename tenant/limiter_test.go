@@ -1,0 +1,263 @@
+package tenant
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+func key(id string, l Limits) *Principal { return &Principal{ID: id, Limits: l} }
+
+func TestRPMRefusesPastTheLimitAndRefills(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	for i := range 60 {
+		tk, r := l.Admit(p, "pool", "pool", 0)
+		if r != nil {
+			t.Fatalf("request %d refused: %v", i, r)
+		}
+		tk.Done(0, false, 0)
+	}
+	_, r := l.Admit(p, "pool", "pool", 0)
+	if r == nil || r.Status != http.StatusTooManyRequests || r.Code != "rate_limit_exceeded" || r.Limit != "requests per minute" {
+		t.Fatalf("61st request: %+v, want 429 rate_limit_exceeded on requests per minute", r)
+	}
+	if r.Max != 60 || r.Used != 60 || r.RetryAfter != time.Second {
+		t.Errorf("refusal says max %v used %v retry after %v; want 60, 60, 1s", r.Max, r.Used, r.RetryAfter)
+	}
+	c.Advance(time.Second) // 60 a minute is one a second
+	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+		t.Fatalf("after 1s: %v", r)
+	}
+	if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+		t.Fatal("a second request within the same second was admitted")
+	}
+}
+
+func TestTPMTakesTheEstimateAndSettlesTheAnswer(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{TPM: 1000})
+	tk, r := l.Admit(p, "pool", "pool", 800)
+	if r != nil {
+		t.Fatal(r)
+	}
+	if _, r := l.Admit(p, "pool", "pool", 300); r == nil {
+		t.Fatal("300 more tokens admitted with 200 left")
+	}
+	tk.Done(100, true, 0) // the answer used 100 of the 800 estimated
+	if _, r := l.Admit(p, "pool", "pool", 300); r != nil {
+		t.Fatalf("after the answer gave 700 back: %v", r)
+	}
+	// A request larger than the whole limit runs once the bucket is full,
+	// and leaves it in debt.
+	c.Advance(time.Minute)
+	tk, r = l.Admit(p, "pool", "pool", 5000)
+	if r != nil {
+		t.Fatalf("a request over the limit with a full bucket: %v", r)
+	}
+	tk.Done(5000, true, 0)
+	c.Advance(time.Minute)
+	_, r = l.Admit(p, "pool", "pool", 10)
+	if r == nil || r.Limit != "tokens per minute" {
+		t.Fatalf("a bucket 4000 in debt admitted a request: %+v", r)
+	}
+	if r.RetryAfter != 3*time.Minute+600*time.Millisecond {
+		t.Errorf("retry after %v, want 3m0.6s (3010 tokens at 1000 a minute)", r.RetryAfter)
+	}
+}
+
+func TestTeamLimitsApplyOnTopOfTheKeys(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, func(n string) (Limits, bool) { return Limits{RPM: 3}, n == "apps" })
+	a := &Principal{ID: "a", Team: "apps", Limits: Limits{RPM: 100}}
+	b := &Principal{ID: "b", Team: "apps"}
+	for _, p := range []*Principal{a, b, a} {
+		if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+			t.Fatal(r)
+		}
+	}
+	_, r := l.Admit(b, "pool", "pool", 0)
+	if r == nil || r.Subject != "team" || r.Name != "apps" || !strings.Contains(r.Message, "team apps") {
+		t.Fatalf("4th request of team apps: %+v", r)
+	}
+	// A refusal takes nothing: key a's own bucket still has 98.
+	c.Advance(20 * time.Second)
+	if _, r := l.Admit(a, "pool", "pool", 0); r != nil {
+		t.Fatal(r)
+	}
+}
+
+func TestMaxConcurrentCountsRequestsInFlight(t *testing.T) {
+	l := NewLimiter(fakeclock.New(), nil, nil)
+	p := key("k", Limits{MaxConcurrent: 2})
+	t1, _ := l.Admit(p, "pool", "pool", 0)
+	t2, _ := l.Admit(p, "pool", "pool", 0)
+	if _, r := l.Admit(p, "pool", "pool", 0); r == nil || r.Limit != "concurrent requests" {
+		t.Fatalf("third concurrent request: %+v", r)
+	}
+	t1.Done(0, false, 0)
+	t1.Done(0, false, 0) // twice is once
+	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+		t.Fatalf("after one ended: %v", r)
+	}
+	if n := l.InFlight("k"); n != 2 {
+		t.Errorf("in flight %d, want 2", n)
+	}
+	t2.Done(0, false, 0)
+}
+
+func TestPoolsAndModelsAllowed(t *testing.T) {
+	l := NewLimiter(fakeclock.New(), nil, nil)
+	p := &Principal{ID: "k", Pools: []string{"chat"}, Models: []string{"gpt-4o"}}
+	if _, r := l.Admit(p, "chat", "gpt-4o", 0); r != nil {
+		t.Fatal(r)
+	}
+	for _, c := range []struct{ pool, model, what string }{{"embed", "gpt-4o", "pool"}, {"chat", "chat", "model"}} {
+		_, r := l.Admit(p, c.pool, c.model, 0)
+		if r == nil || r.Status != http.StatusForbidden || r.Code != "model_not_allowed" || r.Limit != c.what {
+			t.Errorf("%s/%s: %+v, want 403 model_not_allowed on the %s", c.pool, c.model, r, c.what)
+		}
+	}
+}
+
+func TestBudgetStopsAtTheLimitAndAlertsAt80And100(t *testing.T) {
+	c := fakeclock.New()
+	s := NewSpend(c, nil)
+	l := NewLimiter(c, s, nil)
+	var alerts []BudgetAlert
+	l.OnBudget = func(a BudgetAlert) { alerts = append(alerts, a) }
+	p := key("k", Limits{Budget: 1, BudgetPeriod: "day"})
+	for i := range 10 {
+		tk, r := l.Admit(p, "pool", "pool", 0)
+		if r != nil {
+			t.Fatalf("request %d refused at $%.2f: %v", i, s.Spent("key:k", c.Now().Truncate(24*time.Hour)), r)
+		}
+		tk.Done(0, false, 0.1)
+	}
+	_, r := l.Admit(p, "pool", "pool", 0)
+	if r == nil || r.Code != "budget_exceeded" || r.Limit != "budget" {
+		t.Fatalf("11th request after $1.00 of $1/day: %+v", r)
+	}
+	start, _ := ledger.PeriodStart("day", c.Now())
+	if !r.Reset.Equal(start.AddDate(0, 0, 1)) || r.RetryAfter != r.Reset.Sub(c.Now()) {
+		t.Errorf("reset %v retry %v, want the next midnight", r.Reset, r.RetryAfter)
+	}
+	if len(alerts) != 2 || alerts[0].Threshold != 0.8 || alerts[1].Threshold != 1 {
+		t.Fatalf("alerts %+v, want one at 0.8 and one at 1", alerts)
+	}
+	// The next day the budget starts again, and alerts may come again.
+	c.Advance(r.RetryAfter)
+	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+		t.Fatalf("the next day: %v", r)
+	}
+}
+
+// TestBudgetUnderConcurrencyOverspendsOnlyByRequestsInFlight: 64
+// goroutines race for a budget of 20 requests' worth; what is admitted
+// beyond 20 is at most what was in flight when the 20th finished.
+func TestBudgetUnderConcurrencyOverspendsOnlyByRequestsInFlight(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, NewSpend(c, nil), nil)
+	p := key("k", Limits{Budget: 2, BudgetPeriod: "month", MaxConcurrent: 8})
+	var mu sync.Mutex
+	admitted := 0
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				tk, r := l.Admit(p, "pool", "pool", 0)
+				if r != nil {
+					if r.Code == "budget_exceeded" {
+						return
+					}
+					continue // concurrency: try again
+				}
+				mu.Lock()
+				admitted++
+				mu.Unlock()
+				tk.Done(0, false, 0.1)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted < 20 || admitted > 20+8 {
+		t.Fatalf("%d requests of $0.10 admitted on a $2 budget with at most 8 in flight; want 20 to 28", admitted)
+	}
+}
+
+type fakeExchange struct {
+	others map[string]map[string]Taken
+	err    error
+	mine   map[string]Taken
+}
+
+func (f *fakeExchange) Swap(_ context.Context, mine map[string]Taken) (map[string]map[string]Taken, error) {
+	f.mine = mine
+	return f.others, f.err
+}
+
+func TestSyncDebitsWhatOtherReplicasTook(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 10})
+	tk, _ := l.Admit(p, "pool", "pool", 0)
+	tk.Done(0, false, 0)
+	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {"key:k": {Requests: 6}}}}
+	if err := l.Sync(context.Background(), ex); err != nil {
+		t.Fatal(err)
+	}
+	if got := ex.mine["key:k"].Requests; got != 1 {
+		t.Errorf("published %v requests, want 1", got)
+	}
+	for i := range 3 { // 10 - 1 - 6
+		if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+			t.Fatalf("request %d of the 3 left: %v", i, r)
+		}
+	}
+	if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+		t.Fatal("the fleet's 11th request in a minute was admitted")
+	}
+	// The same totals again debit nothing more.
+	c.Advance(6 * time.Second) // one request back
+	l.Sync(context.Background(), ex)
+	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+		t.Fatalf("after a refill and an unchanged exchange: %v", r)
+	}
+}
+
+func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {}, "c": {}, "d": {}}}
+	l.Sync(context.Background(), ex) // four replicas
+	ex.err = errors.New("store down")
+	if err := l.Sync(context.Background(), ex); err == nil {
+		t.Fatal("Sync hid the store's error")
+	}
+	p := key("k", Limits{RPM: 40})
+	admitted := 0
+	for range 40 {
+		if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d admitted of 40 rpm with four replicas and no exchange; want 10", admitted)
+	}
+	ex.err = nil
+	l.Sync(context.Background(), ex)
+	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+		t.Fatalf("once the exchange is back the whole limit applies again: %v", r)
+	}
+}

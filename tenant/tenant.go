@@ -1,0 +1,84 @@
+// Package tenant decides who a request is from and whether it may start:
+// the gateway's keys (from the configuration and from the ledger's store),
+// their teams, and the limits on both: requests and tokens per minute,
+// requests in flight, allowed pools and models, and budgets per period.
+//
+// Everything is decided from memory. Keys from the store are read into an
+// index that is refreshed in the background; spend is the store's last
+// figure plus what this replica spent since; rate buckets are this
+// replica's, debited with what the other replicas report (see Exchange).
+// A request never waits for a database.
+package tenant
+
+import (
+	"slices"
+	"time"
+)
+
+// Limits bound one key or team. Zero fields are unlimited.
+type Limits struct {
+	RPM, TPM      int64
+	MaxConcurrent int // keys only
+	// Budget is in US dollars per BudgetPeriod ("day", "week", "month").
+	Budget       float64
+	BudgetPeriod string
+}
+
+// Principal is a key as the gateway enforces it.
+type Principal struct {
+	// ID names the key in usage, metrics and logs: the store's key ID
+	// ("key_…"), or the name of a key from the configuration.
+	ID string
+	// Name is the key's label ("" for a store key without one).
+	Name string
+	// Team names the key's team, whose limits also apply; "" for none.
+	Team string
+	// Pools and Models the key may use; empty is all.
+	Pools, Models []string
+	Limits        Limits
+	// Patience is this key's default wait for quota (a request's
+	// x-switchover-max-wait wins); zero is the pool's.
+	Patience time.Duration
+	// Source is "config" or "store".
+	Source string
+}
+
+// Team is a team's limits (MaxConcurrent unused).
+type Team struct {
+	Name   string
+	Limits Limits
+}
+
+// allows reports whether p may use pool by the model name model.
+func (p *Principal) allows(pool, model string) bool {
+	if len(p.Pools) > 0 && !slices.Contains(p.Pools, pool) {
+		return false
+	}
+	return len(p.Models) == 0 || slices.Contains(p.Models, model)
+}
+
+// Refusal is why a request may not start. Its figures fill the 429's
+// message and headers.
+type Refusal struct {
+	// Status is 429 for limits and budgets, 403 for a pool or model the
+	// key may not use.
+	Status int
+	// Code is rate_limit_exceeded, budget_exceeded or model_not_allowed.
+	Code string
+	// Subject is "key" or "team"; Name is the key's ID or the team's
+	// name.
+	Subject, Name string
+	// Limit is what was exceeded: "requests per minute", "tokens per
+	// minute", "concurrent requests", "budget", "pool" or "model".
+	Limit string
+	// Max and Used are the limit and what is used of it (dollars for a
+	// budget).
+	Max, Used float64
+	// Reset is when the limit has room again (for a budget, the end of
+	// its period); RetryAfter the wait until then.
+	Reset      time.Time
+	RetryAfter time.Duration
+	Message    string
+}
+
+func (r *Refusal) Error() string { return r.Message }
