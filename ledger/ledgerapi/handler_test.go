@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -169,9 +170,43 @@ func TestNilHooks(t *testing.T) {
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("create = %d %s", rec.Code, rec.Body)
 	}
+	if cc := rec.Header().Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("an answer with a secret has Cache-Control %q, want no-store", cc)
+	}
 	var a keyAnswer
 	json.Unmarshal(rec.Body.Bytes(), &a)
 	if d := time.Until(a.Key.Expires); d < 23*time.Hour || d > 25*time.Hour {
 		t.Fatalf("expires %v, want about a day from now (time.Now)", a.Key.Expires)
+	}
+}
+
+// failingStore fails to list keys, as a database that is down would.
+type failingStore struct{ ledger.Store }
+
+var errDown = errors.New("database is down")
+
+func (failingStore) Keys(context.Context) ([]ledger.Key, error) { return nil, errDown }
+
+// TestStoreFailure: the store's failure is a 500 with its message, logged
+// at error level; nothing changes and OnChange is not called.
+func TestStoreFailure(t *testing.T) {
+	e := newEnv(t, failingStore{openSQLite(t)})
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/admin/keys", ""},
+		{"GET", "/admin/keys/key_x", ""},
+		{"PATCH", "/admin/keys/key_x", `{"rpm":1}`},
+		{"POST", "/admin/keys/key_x/rotate", ""},
+	} {
+		var a errorAnswer
+		e.json(c.method, c.path, c.body, http.StatusInternalServerError, &a)
+		if a.Error.Message != errDown.Error() {
+			t.Errorf("%s %s: message %q, want %q", c.method, c.path, a.Error.Message, errDown)
+		}
+	}
+	if n := e.changes.Load(); n != 0 {
+		t.Errorf("OnChange called %d times", n)
+	}
+	if !strings.Contains(e.log.String(), `level=ERROR msg="ledger admin API: store failed" method=GET path=/admin/keys err="database is down"`) {
+		t.Errorf("the failure is not logged:\n%s", e.log)
 	}
 }

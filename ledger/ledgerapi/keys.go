@@ -170,7 +170,8 @@ func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, s ledger.Stor
 	}{out})
 }
 
-// errReadOnly: a key of the config file cannot be changed here.
+// errReadOnly: a key of the config file cannot be changed here, nor a
+// revoked key rotated.
 var errReadOnly = errors.New("read-only")
 
 // find returns key id, from the store or the config.
@@ -246,6 +247,10 @@ func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 	k, err := h.findStored(r, s, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
+		return
+	}
+	if !k.Revoked.IsZero() {
+		h.fail(w, r, fmt.Errorf("%w: key %s (%s) is revoked; a new secret would not work: create a new key", errReadOnly, k.ID, k.Name))
 		return
 	}
 	secret, err := ledger.Rotate(r.Context(), s, k.ID)

@@ -99,6 +99,13 @@ func TestKeyLifecycle(t *testing.T) {
 			t.Fatalf("OnChange called %d times after create, rotate, revoke; want 3", n)
 		}
 
+		// A revoked key gets no new secret.
+		var again errorAnswer
+		e.json("POST", "/admin/keys/"+k.ID+"/rotate", "", http.StatusConflict, &again)
+		if !strings.Contains(again.Error.Message, "is revoked") {
+			t.Errorf("rotating a revoked key: %q; want it to say the key is revoked", again.Error.Message)
+		}
+
 		// Unknown keys are 404; keys of the config cannot change here.
 		for _, p := range []string{"/admin/keys/key_nope/rotate", "/admin/keys/key_nope/revoke"} {
 			e.json("POST", p, "", http.StatusNotFound, nil)
