@@ -11,6 +11,9 @@
 //	switchover load [flags]                 drive load, report success and latency
 //	switchover gameday [flags]              rehearse outages, compare setups
 //	switchover status [action]              pools and breakers of a running gateway
+//	switchover keys create|list|show|update|rotate|revoke  virtual keys in the store
+//	switchover teams list|set               teams' limits and budgets
+//	switchover usage [flags]                requests, tokens and cost by key, team, day…
 //	switchover health [-url URL]            exit 0 if the gateway answers ready
 //	switchover version [-json]              version, commit, build time, Go
 package main
@@ -81,6 +84,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = gamedayCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		err = statusCommand(ctx, args[1:], stdout, stderr)
+	case "keys":
+		err = keysCommand(ctx, args[1:], stdout, stderr)
+	case "teams":
+		err = teamsCommand(ctx, args[1:], stdout, stderr)
+	case "usage":
+		err = usageCommand(ctx, args[1:], stdout, stderr)
 	case "health":
 		err = healthCommand(ctx, args[1:], stdout, stderr)
 	case "version", "-version", "--version":
@@ -130,6 +139,11 @@ Usage:
   switchover status [-admin URL] [action] the running gateway's pools, breakers and
                                           events; drain, restore, open, close, set,
                                           reset, reload
+  switchover keys SUBCOMMAND              virtual keys in the store: create, list, show,
+                                          update, rotate, revoke (secrets shown once)
+  switchover teams list|set NAME          teams' shared limits and budgets
+  switchover usage [--by team,day]        requests, tokens and cost by key, team, pool,
+                                          backend, model, day; table, JSON or CSV
   switchover health [-url URL]            GET the readiness endpoint; exit 0 on 200
                                           (a container HEALTHCHECK without a shell)
   switchover version [-json]              print the version, commit, build time and Go

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+)
+
+const keysUsage = `Usage: switchover keys SUBCOMMAND [flags]
+
+Virtual keys kept in the gateway's store, through its admin API:
+
+  create --name NAME [limits]   a new key; prints its secret once
+  list                          every key: the store's and the config file's
+  show ID                       one key
+  update ID [limits]            change the limits given; the others stay
+  rotate ID                     a new secret (the old one stops working); printed once
+  revoke ID                     the key stops working for good
+
+Limits (create and update):
+  --name NAME             a label for people (required on create)
+  --team TEAM             the team whose limits and budget also apply
+  --pools P1,P2           pools the key may use (default all; "" clears)
+  --models M1,M2          models the key may ask for (default all; "" clears)
+  --rpm N, --tpm N        requests and tokens per minute: 600, 200k, 1.5m (0: unlimited)
+  --max-concurrent N      requests in flight (0: unlimited)
+  --budget AMOUNT/PERIOD  USD per day, week or month: 50/month (none: no budget)
+  --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
+
+Every subcommand takes -admin URL (default $SWITCHOVER_ADMIN or
+http://127.0.0.1:8081), -key KEY (default $SWITCHOVER_ADMIN_KEY) and -json
+(print the admin API's answer).
+`
+
+// keysCommand runs switchover keys SUBCOMMAND.
+func keysCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, keysUsage)
+		return usageError{errors.New("keys needs a subcommand: create, list, show, update, rotate or revoke")}
+	}
+	sub, args := args[0], args[1:]
+	switch sub {
+	case "create":
+		return keysCreate(ctx, args, stdout, stderr)
+	case "update":
+		return keysUpdate(ctx, args, stdout, stderr)
+	case "list":
+		return keysList(ctx, args, stdout, stderr)
+	case "show", "rotate", "revoke":
+		return keysAction(ctx, sub, args, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, keysUsage)
+		return nil
+	}
+	fmt.Fprint(stderr, keysUsage)
+	return usageError{fmt.Errorf("keys: unknown subcommand %q", sub)}
+}
+
+// subFlags is the flag set of a subcommand of keys or teams, with -admin,
+// -key and -json.
+func subFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, func() *adminClient, *bool) {
+	fs, client := adminFlagSet(name, usage, stderr)
+	return fs, client, fs.Bool("json", false, "print the admin API's JSON answer")
+}
+
+// adminFlagSet is the flag set of a command that calls the admin API,
+// with -admin and -key.
+func adminFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, func() *adminClient) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage, "\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	return fs, adminFlags(fs)
+}
+
+// keyFlags are the limits of keys create and update.
+type keyFlags struct {
+	fs                                                *flag.FlagSet
+	name, team, pools, models, rpm, tpm, conc, budget *string
+	expires                                           *string
+}
+
+func addKeyFlags(fs *flag.FlagSet) *keyFlags {
+	return &keyFlags{
+		fs:      fs,
+		name:    fs.String("name", "", "a label for people, such as the team or application"),
+		team:    fs.String("team", "", "the team whose limits and budget also apply"),
+		pools:   fs.String("pools", "", "comma-separated pools the key may use (empty: all)"),
+		models:  fs.String("models", "", "comma-separated models the key may ask for (empty: all)"),
+		rpm:     fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)"),
+		tpm:     fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
+		conc:    fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
+		budget:  fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)"),
+		expires: fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
+	}
+}
+
+// body is the admin API body of the flags given on the command line,
+// checked here so that a typo is a usage error.
+func (kf *keyFlags) body() (map[string]any, error) {
+	b := map[string]any{}
+	var err error
+	kf.fs.Visit(func(f *flag.Flag) {
+		if err != nil {
+			return
+		}
+		v := strings.TrimSpace(f.Value.String())
+		switch f.Name {
+		case "name", "team":
+			b[f.Name] = v
+		case "pools", "models":
+			b[f.Name] = splitList(v)
+		case "rpm", "tpm", "max-concurrent":
+			if _, e := config.ParseCount(v); e != nil {
+				err = fmt.Errorf("--%s: %v", f.Name, e)
+			}
+			b[strings.ReplaceAll(f.Name, "-", "_")] = v
+		case "budget":
+			if v != "" && v != "0" && !strings.EqualFold(v, "none") {
+				if _, e := config.ParseBudget(v); e != nil {
+					err = fmt.Errorf("--budget: %v", e)
+				}
+			}
+			b["budget"] = v
+		case "expires":
+			if err = checkExpires(v); err != nil {
+				err = fmt.Errorf("--expires: %v", err)
+			}
+			b["expires"] = v
+		}
+	})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return b, nil
+}
+
+func checkExpires(v string) error {
+	if v == "" || strings.EqualFold(v, "never") {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339, v); err == nil {
+		return nil
+	}
+	if _, err := config.ParseAge(v); err != nil {
+		return fmt.Errorf("%q is neither a time from now such as 90d or 36h nor an RFC 3339 time", v)
+	}
+	return nil
+}
+
+// splitList splits "a, b,,c" into [a b c]; "" is the empty list.
+func splitList(v string) []string {
+	out := []string{}
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+type keyAnswer struct {
+	Key    ledgerapi.KeyView `json:"key"`
+	Secret string            `json:"secret"`
+}
+
+func keysCreate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, client, asJSON := subFlags("keys create", "Usage: switchover keys create --name NAME [limits]\n\nCreates a key and prints its secret, once.\n", stderr)
+	kf := addKeyFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*kf.name) == "" {
+		return usageError{errors.New("keys create needs --name (a label for people, such as the team or application)")}
+	}
+	body, err := kf.body()
+	if err != nil {
+		return err
+	}
+	raw, err := client().call(ctx, http.MethodPost, "/admin/keys", body)
+	if err != nil {
+		return err
+	}
+	return printKeyAnswer(stdout, raw, *asJSON, "created")
+}
+
+func keysUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, client, asJSON := subFlags("keys update", "Usage: switchover keys update ID [limits]\n\nChanges the limits given; the others stay as they are.\n", stderr)
+	kf := addKeyFlags(fs)
+	id, err := parseWithArg(fs, args, "a key ID")
+	if err != nil {
+		return err
+	}
+	body, err := kf.body()
+	if err != nil {
+		return err
+	}
+	if len(body) == 0 {
+		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires")}
+	}
+	raw, err := client().call(ctx, http.MethodPatch, "/admin/keys/"+url.PathEscape(id), body)
+	if err != nil {
+		return err
+	}
+	return printKeyAnswer(stdout, raw, *asJSON, "updated")
+}
+
+func keysAction(ctx context.Context, action string, args []string, stdout, stderr io.Writer) error {
+	doc := map[string]string{
+		"show":   "Prints one key.",
+		"rotate": "Gives the key a new secret and prints it, once; the old secret stops working at once.",
+		"revoke": "Revokes the key: it stops working for good (it stays listed).",
+	}[action]
+	fs, client, asJSON := subFlags("keys "+action, "Usage: switchover keys "+action+" ID\n\n"+doc+"\n", stderr)
+	id, err := parseWithArg(fs, args, "a key ID")
+	if err != nil {
+		return err
+	}
+	method, path := http.MethodPost, "/admin/keys/"+url.PathEscape(id)+"/"+action
+	if action == "show" {
+		method, path = http.MethodGet, "/admin/keys/"+url.PathEscape(id)
+	}
+	raw, err := client().call(ctx, method, path, nil)
+	if err != nil {
+		return err
+	}
+	verb := map[string]string{"show": "", "rotate": "rotated", "revoke": "revoked"}[action]
+	return printKeyAnswer(stdout, raw, *asJSON, verb)
+}
+
+// printKeyAnswer prints an answer of the key routes: the key, and the
+// secret when there is one, with the warning that it is shown once.
+func printKeyAnswer(w io.Writer, raw []byte, asJSON bool, verb string) error {
+	if asJSON {
+		_, err := w.Write(raw)
+		return err
+	}
+	var a keyAnswer
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return fmt.Errorf("admin API: unexpected answer: %v", err)
+	}
+	if verb != "" {
+		fmt.Fprintf(w, "%s key %s (%s)\n", verb, a.Key.ID, a.Key.Name)
+	}
+	printKey(w, a.Key)
+	if a.Secret != "" {
+		fmt.Fprintf(w, "\nsecret: %s\n", a.Secret)
+		fmt.Fprintf(w, "This secret will not be shown again: store it now (switchover keys rotate %s makes a new one).\n", a.Key.ID)
+	}
+	return nil
+}
+
+func printKey(w io.Writer, k ledgerapi.KeyView) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	line := func(name, value string) { fmt.Fprintf(tw, "  %s\t%s\n", name, value) }
+	line("id", k.ID)
+	line("name", dash(k.Name))
+	line("team", dash(k.Team))
+	line("prefix", dash(k.Prefix))
+	line("pools", list(k.Pools))
+	line("models", list(k.Models))
+	line("rpm", formatCount(k.RPM))
+	line("tpm", formatCount(k.TPM))
+	line("max concurrent", formatCount(int64(k.MaxConcurrent)))
+	line("budget", formatBudget(k.Budget, k.BudgetPeriod))
+	line("expires", formatTime(k.Expires))
+	line("created", formatTime(k.Created))
+	if !k.Revoked.IsZero() {
+		line("revoked", formatTime(k.Revoked))
+	}
+	line("state", k.State)
+	line("source", k.Source)
+	tw.Flush()
+}
+
+func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, client, asJSON := subFlags("keys list", "Usage: switchover keys list\n\nLists every key: the store's, then the config file's (read-only).\n", stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	raw, err := client().call(ctx, http.MethodGet, "/admin/keys", nil)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	var a struct{ Keys []ledgerapi.KeyView }
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return fmt.Errorf("admin API: unexpected answer: %v", err)
+	}
+	if len(a.Keys) == 0 {
+		fmt.Fprintln(stdout, "no keys (create one with switchover keys create --name NAME)")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "id\tname\tteam\tprefix\tpools\trpm\ttpm\tconcurrent\tbudget\texpires\tstate\tsource")
+	for _, k := range a.Keys {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(k.ID), dash(k.Name), dash(k.Team),
+			dash(k.Prefix), list(k.Pools), formatCount(k.RPM), formatCount(k.TPM), formatCount(int64(k.MaxConcurrent)),
+			formatBudget(k.Budget, k.BudgetPeriod), formatTime(k.Expires), k.State, k.Source)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// list is "all" for no restriction, else the names.
+func list(l []string) string {
+	if len(l) == 0 {
+		return "all"
+	}
+	return strings.Join(l, ",")
+}
+
+// formatCount writes n as the flags take it (200k, 2m); 0 is "-".
+func formatCount(n int64) string {
+	switch {
+	case n == 0:
+		return "-"
+	case n%1_000_000 == 0:
+		return strconv.FormatInt(n/1_000_000, 10) + "m"
+	case n%1000 == 0:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func formatBudget(usd float64, period string) string {
+	if usd == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(usd, 'f', -1, 64) + "/" + period
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}

@@ -1,0 +1,212 @@
+package ledgerapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/internal/pgtest"
+	"github.com/switchover-gw/switchover/internal/syncbuf"
+	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+)
+
+// now is the handler's clock in every test: Tuesday 1 December 2026.
+var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func openSQLite(t *testing.T) ledger.Store {
+	t.Helper()
+	s, err := ledger.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// eachStore runs f against SQLite and against a real PostgreSQL (skipped
+// when PostgreSQL is not installed; see pgtest).
+func eachStore(t *testing.T, f func(t *testing.T, s ledger.Store)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, openSQLite(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		srv := pgtest.StartServer(t)
+		s, err := ledger.OpenPostgres(context.Background(), srv.NewDatabase(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		f(t, s)
+	})
+}
+
+// env is a Handler served by an httptest server, with its log and the
+// number of OnChange calls.
+type env struct {
+	t       *testing.T
+	h       *ledgerapi.Handler
+	srv     *httptest.Server
+	log     *syncbuf.Buffer
+	changes atomic.Int64
+}
+
+func newEnv(t *testing.T, s ledger.Store, configure ...func(*ledgerapi.Handler)) *env {
+	t.Helper()
+	e := &env{t: t, log: &syncbuf.Buffer{}}
+	e.h = &ledgerapi.Handler{
+		Store:    s,
+		Now:      func() time.Time { return now },
+		OnChange: func() { e.changes.Add(1) },
+		Logger:   slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	for _, c := range configure {
+		c(e.h)
+	}
+	mux := http.NewServeMux()
+	e.h.Register(mux)
+	e.srv = httptest.NewServer(mux)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// do sends body (a string of JSON, or "" for none) and returns the status
+// and the raw answer.
+func (e *env) do(method, path, body string) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(e.t.Context(), method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, raw
+}
+
+// json calls do, wants status want, and decodes the answer into v.
+func (e *env) json(method, path, body string, want int, v any) []byte {
+	e.t.Helper()
+	code, raw := e.do(method, path, body)
+	if code != want {
+		e.t.Fatalf("%s %s %s = %d %s; want %d", method, path, body, code, raw, want)
+	}
+	if v != nil {
+		if err := json.Unmarshal(raw, v); err != nil {
+			e.t.Fatalf("%s %s: %v in %s", method, path, err, raw)
+		}
+	}
+	return raw
+}
+
+type keyAnswer struct {
+	Key    ledgerapi.KeyView `json:"key"`
+	Secret string            `json:"secret"`
+}
+
+type errorAnswer struct {
+	Error struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// TestNoStore: without a store every route answers 409 with the way to
+// configure one.
+func TestNoStore(t *testing.T) {
+	e := newEnv(t, nil, func(h *ledgerapi.Handler) {
+		h.Static = func() []ledger.Key { return []ledger.Key{{ID: "cfg_1", Name: "app"}} }
+	})
+	for _, c := range []struct{ method, path, body string }{
+		{"POST", "/admin/keys", `{"name":"a"}`},
+		{"GET", "/admin/keys", ""},
+		{"GET", "/admin/keys/key_x", ""},
+		{"PATCH", "/admin/keys/key_x", `{"rpm":1}`},
+		{"POST", "/admin/keys/key_x/rotate", ""},
+		{"POST", "/admin/keys/key_x/revoke", ""},
+		{"GET", "/admin/teams", ""},
+		{"PUT", "/admin/teams/infra", `{}`},
+		{"GET", "/admin/usage", ""},
+	} {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			var a errorAnswer
+			e.json(c.method, c.path, c.body, http.StatusConflict, &a)
+			if want := "no store configured; add store: {sqlite: FILE} or {postgres: URL} to the config"; a.Error.Message != want {
+				t.Fatalf("message %q, want %q", a.Error.Message, want)
+			}
+		})
+	}
+	if n := e.changes.Load(); n != 0 {
+		t.Errorf("OnChange called %d times without a store", n)
+	}
+}
+
+// TestNilHooks: a Handler with only a Store works (no clock, logger or
+// OnChange given).
+func TestNilHooks(t *testing.T) {
+	h := &ledgerapi.Handler{Store: openSQLite(t)}
+	mux := http.NewServeMux()
+	h.Register(mux)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/admin/keys", bytes.NewBufferString(`{"name":"a","expires":"1d"}`)))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create = %d %s", rec.Code, rec.Body)
+	}
+	if cc := rec.Header().Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("an answer with a secret has Cache-Control %q, want no-store", cc)
+	}
+	var a keyAnswer
+	json.Unmarshal(rec.Body.Bytes(), &a)
+	if d := time.Until(a.Key.Expires); d < 23*time.Hour || d > 25*time.Hour {
+		t.Fatalf("expires %v, want about a day from now (time.Now)", a.Key.Expires)
+	}
+}
+
+// failingStore fails to list keys, as a database that is down would.
+type failingStore struct{ ledger.Store }
+
+var errDown = errors.New("database is down")
+
+func (failingStore) Keys(context.Context) ([]ledger.Key, error) { return nil, errDown }
+
+// TestStoreFailure: the store's failure is a 500 with its message, logged
+// at error level; nothing changes and OnChange is not called.
+func TestStoreFailure(t *testing.T) {
+	e := newEnv(t, failingStore{openSQLite(t)})
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/admin/keys", ""},
+		{"GET", "/admin/keys/key_x", ""},
+		{"PATCH", "/admin/keys/key_x", `{"rpm":1}`},
+		{"POST", "/admin/keys/key_x/rotate", ""},
+	} {
+		var a errorAnswer
+		e.json(c.method, c.path, c.body, http.StatusInternalServerError, &a)
+		if a.Error.Message != errDown.Error() {
+			t.Errorf("%s %s: message %q, want %q", c.method, c.path, a.Error.Message, errDown)
+		}
+	}
+	if n := e.changes.Load(); n != 0 {
+		t.Errorf("OnChange called %d times", n)
+	}
+	if !strings.Contains(e.log.String(), `level=ERROR msg="ledger admin API: store failed" method=GET path=/admin/keys err="database is down"`) {
+		t.Errorf("the failure is not logged:\n%s", e.log)
+	}
+}

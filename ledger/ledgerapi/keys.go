@@ -1,0 +1,296 @@
+package ledgerapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// Key sources, in KeyView.Source.
+const (
+	SourceStore  = "store"  // created through this API; may be changed here
+	SourceConfig = "config" // from the YAML file; read-only here
+)
+
+// Key states, in KeyView.State.
+const (
+	StateActive  = "active"
+	StateRevoked = "revoked"
+	StateExpired = "expired"
+)
+
+// KeyView is a key as the API shows it: its fields (never the hash),
+// where it comes from and whether it works now.
+type KeyView struct {
+	ledger.Key
+	Source string `json:"source"`
+	State  string `json:"state"`
+}
+
+func view(k ledger.Key, source string, now time.Time) KeyView {
+	state := StateActive
+	switch {
+	case !k.Revoked.IsZero():
+		state = StateRevoked
+	case !k.Expires.IsZero() && !now.Before(k.Expires):
+		state = StateExpired
+	}
+	k.Hash = nil
+	return KeyView{Key: k, Source: source, State: state}
+}
+
+// keyBody is the body of POST /admin/keys and PATCH /admin/keys/{id}.
+// Absent or null fields are left alone (on creation: none, unlimited).
+// The fields typed any take a number or a string ("200k", "50/month").
+type keyBody struct {
+	Name          *string   `json:"name"`
+	Team          *string   `json:"team"`
+	Pools         *[]string `json:"pools"`
+	Models        *[]string `json:"models"`
+	RPM           any       `json:"rpm"`
+	TPM           any       `json:"tpm"`
+	MaxConcurrent any       `json:"max_concurrent"`
+	Budget        any       `json:"budget"`
+	BudgetUSD     any       `json:"budget_usd"`
+	BudgetPeriod  any       `json:"budget_period"`
+	Expires       any       `json:"expires"`
+}
+
+// maxConcurrent bounds max_concurrent, which is an int.
+const maxConcurrent = 1 << 30
+
+// apply changes k by the fields of b.
+func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
+	var err error
+	if b.Name != nil {
+		k.Name = strings.TrimSpace(*b.Name)
+	}
+	if b.Team != nil {
+		k.Team = strings.TrimSpace(*b.Team)
+	}
+	if b.Pools != nil {
+		if k.Pools, err = names("pools", *b.Pools, h.Pools); err != nil {
+			return err
+		}
+	}
+	if b.Models != nil {
+		if k.Models, err = names("models", *b.Models, h.Models); err != nil {
+			return err
+		}
+	}
+	if b.RPM != nil {
+		if k.RPM, err = count("rpm", b.RPM); err != nil {
+			return err
+		}
+	}
+	if b.TPM != nil {
+		if k.TPM, err = count("tpm", b.TPM); err != nil {
+			return err
+		}
+	}
+	if b.MaxConcurrent != nil {
+		n, err := count("max_concurrent", b.MaxConcurrent)
+		if err != nil {
+			return err
+		}
+		if n > maxConcurrent {
+			return badField("max_concurrent", "%d is too large", n)
+		}
+		k.MaxConcurrent = int(n)
+	}
+	bu := budget{usd: k.Budget, period: k.BudgetPeriod}
+	if err := bu.apply(b.Budget, b.BudgetUSD, b.BudgetPeriod); err != nil {
+		return err
+	}
+	k.Budget, k.BudgetPeriod = bu.usd, bu.period
+	if b.Expires != nil {
+		if k.Expires, err = expiry(b.Expires, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keyAnswer is the answer of every key route but the list; Secret only
+// on creation and rotation.
+type keyAnswer struct {
+	Key    KeyView `json:"key"`
+	Secret string  `json:"secret,omitempty"`
+}
+
+func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	var b keyBody
+	if err := decode(r, &b); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if b.Name == nil || strings.TrimSpace(*b.Name) == "" {
+		h.fail(w, r, badField("name", "required: a label for people, such as the team or application"))
+		return
+	}
+	now := h.now()
+	var k ledger.Key
+	if err := h.apply(&k, b, now); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	k, secret, err := ledger.NewKey(r.Context(), s, k, now)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.logAction("create", k)
+	h.changed()
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusCreated, keyAnswer{Key: view(k, SourceStore, now), Secret: secret})
+}
+
+func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	ks, err := s.Keys(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := h.now()
+	out := make([]KeyView, 0, len(ks))
+	for _, k := range ks {
+		out = append(out, view(k, SourceStore, now))
+	}
+	if h.Static != nil {
+		for _, k := range h.Static() {
+			out = append(out, view(k, SourceConfig, now))
+		}
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Keys []KeyView `json:"keys"`
+	}{out})
+}
+
+// errReadOnly: a key of the config file cannot be changed here, nor a
+// revoked key rotated.
+var errReadOnly = errors.New("read-only")
+
+// find returns key id, from the store or the config.
+func (h *Handler) find(r *http.Request, s ledger.Store, id string) (ledger.Key, string, error) {
+	ks, err := s.Keys(r.Context())
+	if err != nil {
+		return ledger.Key{}, "", err
+	}
+	for _, k := range ks {
+		if k.ID == id {
+			return k, SourceStore, nil
+		}
+	}
+	if h.Static != nil && id != "" {
+		for _, k := range h.Static() {
+			if k.ID == id {
+				return k, SourceConfig, nil
+			}
+		}
+	}
+	return ledger.Key{}, "", fmt.Errorf("%w: no key has the ID %q", ledger.ErrNotFound, id)
+}
+
+// findStored returns key id from the store; a key of the config is
+// errReadOnly.
+func (h *Handler) findStored(r *http.Request, s ledger.Store, id string) (ledger.Key, error) {
+	k, source, err := h.find(r, s, id)
+	if err == nil && source == SourceConfig {
+		err = fmt.Errorf("%w: key %s (%s) is defined in the config file; change it there", errReadOnly, k.ID, k.Name)
+	}
+	return k, err
+}
+
+func (h *Handler) showKey(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	k, source, err := h.find(r, s, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, source, h.now())})
+}
+
+func (h *Handler) updateKey(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	var b keyBody
+	if err := decode(r, &b); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if b.Name != nil && strings.TrimSpace(*b.Name) == "" {
+		h.fail(w, r, badField("name", "must not be empty"))
+		return
+	}
+	k, err := h.findStored(r, s, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := h.now()
+	if err := h.apply(&k, b, now); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if err := s.UpdateKey(r.Context(), k); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.logAction("update", k)
+	h.changed()
+	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, now)})
+}
+
+func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	k, err := h.findStored(r, s, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if !k.Revoked.IsZero() {
+		h.fail(w, r, fmt.Errorf("%w: key %s (%s) is revoked; a new secret would not work: create a new key", errReadOnly, k.ID, k.Name))
+		return
+	}
+	secret, err := ledger.Rotate(r.Context(), s, k.ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	// Read back the key, for its new prefix.
+	if k, err = h.findStored(r, s, k.ID); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.logAction("rotate", k)
+	h.changed()
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, h.now()), Secret: secret})
+}
+
+func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	k, err := h.findStored(r, s, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	now := h.now()
+	if err := s.RevokeKey(r.Context(), k.ID, now); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	if k, err = h.findStored(r, s, k.ID); err != nil { // revoking twice keeps the first time
+		h.fail(w, r, err)
+		return
+	}
+	h.logAction("revoke", k)
+	h.changed()
+	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, now)})
+}
+
+// logAction logs a change of a key: its ID and name, never its secret,
+// hash or prefix.
+func (h *Handler) logAction(action string, k ledger.Key) {
+	h.logger().Warn("admin action", "action", "key:"+action, "key", k.ID, "name", k.Name, "team", k.Team)
+}

@@ -1,0 +1,277 @@
+package ledgerapi_test
+
+import (
+	"errors"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+)
+
+// TestKeyLifecycle: create, list, use, rotate (the old secret stops
+// working), revoke (the new one too); OnChange after each change; the
+// secret is in the answers of create and rotate only, and never in a log.
+func TestKeyLifecycle(t *testing.T) {
+	eachStore(t, func(t *testing.T, s ledger.Store) {
+		e := newEnv(t, s, func(h *ledgerapi.Handler) {
+			h.Pools = func() []string { return []string{"chat-prod", "embed"} }
+			h.Models = func() []string { return []string{"chat-prod", "embed", "gpt-4o"} }
+			h.Static = func() []ledger.Key {
+				return []ledger.Key{{ID: "cfg_app", Name: "app", Prefix: "cfg", Hash: []byte("config-hash")}}
+			}
+		})
+		ctx := t.Context()
+		var created keyAnswer
+		raw := e.json("POST", "/admin/keys", `{"name":"app-team","team":"research","pools":["chat-prod","embed"],
+			"models":["gpt-4o"],"rpm":600,"tpm":"200k","max_concurrent":10,"budget":"50/month","expires":"90d"}`,
+			http.StatusCreated, &created)
+		k := created.Key
+		secrets := []string{created.Secret}
+		if !strings.HasPrefix(created.Secret, ledger.SecretPrefix) || !strings.HasPrefix(k.ID, "key_") {
+			t.Fatalf("create answered %s", raw)
+		}
+		want := ledger.Key{ID: k.ID, Name: "app-team", Team: "research", Prefix: k.Prefix,
+			Pools: []string{"chat-prod", "embed"}, Models: []string{"gpt-4o"}, RPM: 600, TPM: 200000,
+			MaxConcurrent: 10, Budget: 50, BudgetPeriod: "month", Expires: now.Add(90 * 24 * time.Hour), Created: now}
+		if !reflect.DeepEqual(k.Key, want) || k.Source != "store" || k.State != "active" {
+			t.Fatalf("created %+v\nwant %+v, source store, state active", k, want)
+		}
+		if strings.Contains(string(raw), "hash") {
+			t.Fatalf("create shows a hash: %s", raw)
+		}
+		if n := e.changes.Load(); n != 1 {
+			t.Fatalf("OnChange called %d times after create, want 1", n)
+		}
+
+		// The secret works, and the stored key is what the API showed.
+		got, err := ledger.Verify(ctx, s, created.Secret, now)
+		if err != nil {
+			t.Fatalf("Verify(created secret): %v", err)
+		}
+		got.Hash = nil
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("stored %+v\nwant %+v", got, want)
+		}
+
+		var list struct{ Keys []ledgerapi.KeyView }
+		raw = e.json("GET", "/admin/keys", "", http.StatusOK, &list)
+		if len(list.Keys) != 2 || list.Keys[0].ID != k.ID || list.Keys[0].Source != "store" ||
+			list.Keys[1].ID != "cfg_app" || list.Keys[1].Source != "config" || list.Keys[1].State != "active" {
+			t.Fatalf("list = %s; want the store's key then the config's", raw)
+		}
+		gets := [][]byte{raw}
+		gets = append(gets, e.json("GET", "/admin/keys/"+k.ID, "", http.StatusOK, nil))
+		gets = append(gets, e.json("GET", "/admin/keys/cfg_app", "", http.StatusOK, nil))
+
+		// Rotation: a new secret, the old one stops working at once.
+		var rotated keyAnswer
+		e.json("POST", "/admin/keys/"+k.ID+"/rotate", "", http.StatusOK, &rotated)
+		secrets = append(secrets, rotated.Secret)
+		if rotated.Secret == "" || rotated.Secret == created.Secret || rotated.Key.Prefix == k.Prefix || rotated.Key.ID != k.ID {
+			t.Fatalf("rotate = %+v; want a new secret and prefix for %s", rotated.Key, k.ID)
+		}
+		if _, err := ledger.Verify(ctx, s, created.Secret, now); !errors.Is(err, ledger.ErrNotFound) {
+			t.Fatalf("Verify(old secret) after rotate = %v, want ErrNotFound", err)
+		}
+		if _, err := ledger.Verify(ctx, s, rotated.Secret, now); err != nil {
+			t.Fatalf("Verify(new secret) = %v", err)
+		}
+
+		// Revocation: the key stays listed, revoked; its secret fails.
+		var revoked keyAnswer
+		raw = e.json("POST", "/admin/keys/"+k.ID+"/revoke", "", http.StatusOK, &revoked)
+		if revoked.Key.State != "revoked" || !revoked.Key.Revoked.Equal(now) || revoked.Secret != "" {
+			t.Fatalf("revoke = %s; want state revoked at %v and no secret", raw, now)
+		}
+		if _, err := ledger.Verify(ctx, s, rotated.Secret, now); !errors.Is(err, ledger.ErrRevoked) {
+			t.Fatalf("Verify after revoke = %v, want ErrRevoked", err)
+		}
+		gets = append(gets, e.json("GET", "/admin/keys", "", http.StatusOK, &list))
+		if len(list.Keys) != 2 || list.Keys[0].State != "revoked" {
+			t.Fatalf("list after revoke = %+v", list.Keys)
+		}
+		gets = append(gets, e.json("GET", "/admin/keys/"+k.ID, "", http.StatusOK, nil))
+		if n := e.changes.Load(); n != 3 {
+			t.Fatalf("OnChange called %d times after create, rotate, revoke; want 3", n)
+		}
+
+		// A revoked key gets no new secret.
+		var again errorAnswer
+		e.json("POST", "/admin/keys/"+k.ID+"/rotate", "", http.StatusConflict, &again)
+		if !strings.Contains(again.Error.Message, "is revoked") {
+			t.Errorf("rotating a revoked key: %q; want it to say the key is revoked", again.Error.Message)
+		}
+
+		// Unknown keys are 404; keys of the config cannot change here.
+		for _, p := range []string{"/admin/keys/key_nope/rotate", "/admin/keys/key_nope/revoke"} {
+			e.json("POST", p, "", http.StatusNotFound, nil)
+		}
+		e.json("GET", "/admin/keys/key_nope", "", http.StatusNotFound, nil)
+		e.json("PATCH", "/admin/keys/key_nope", `{"rpm":1}`, http.StatusNotFound, nil)
+		var ro errorAnswer
+		e.json("POST", "/admin/keys/cfg_app/rotate", "", http.StatusConflict, &ro)
+		if !strings.Contains(ro.Error.Message, "config file") {
+			t.Errorf("rotating a config key: %q; want it to say the key is in the config file", ro.Error.Message)
+		}
+		e.json("PATCH", "/admin/keys/cfg_app", `{"rpm":1}`, http.StatusConflict, nil)
+		e.json("POST", "/admin/keys/cfg_app/revoke", "", http.StatusConflict, nil)
+		if n := e.changes.Load(); n != 3 {
+			t.Fatalf("OnChange called %d times after refused changes, want still 3", n)
+		}
+
+		// No secret and no hash in any GET answer, nor in the log.
+		logged := e.log.String()
+		for _, sec := range secrets {
+			body := sec[len(ledger.SecretPrefix)+ledger.PrefixLen:] // the part that is not the prefix
+			for _, g := range gets {
+				if strings.Contains(string(g), body) || strings.Contains(string(g), "hash") {
+					t.Fatalf("a GET answer shows a secret or hash: %s", g)
+				}
+			}
+			if strings.Contains(logged, body) {
+				t.Fatalf("the log shows a secret:\n%s", logged)
+			}
+		}
+		for _, g := range gets {
+			if strings.Contains(string(g), "config-hash") || strings.Contains(string(g), "Y29uZmlnLWhhc2g") {
+				t.Fatalf("a GET answer shows a config key's hash: %s", g)
+			}
+		}
+		for _, action := range []string{"key:create", "key:rotate", "key:revoke"} {
+			if !strings.Contains(logged, "level=WARN msg=\"admin action\" action="+action+" key="+k.ID+" name=app-team") {
+				t.Errorf("no Warn line for %s of %s in the log:\n%s", action, k.ID, logged)
+			}
+		}
+	})
+}
+
+// TestPatchKey: PATCH changes the fields given, leaves absent and null
+// ones alone, and clears with empty values.
+func TestPatchKey(t *testing.T) {
+	s := openSQLite(t)
+	e := newEnv(t, s)
+	var c keyAnswer
+	e.json("POST", "/admin/keys", `{"name":"ci","team":"infra","pools":["a"],"rpm":"1k","tpm":5000,
+		"budget_usd":12.5,"budget_period":"week","expires":"2027-01-01T00:00:00Z"}`, http.StatusCreated, &c)
+	id := c.Key.ID
+	steps := []struct {
+		name string
+		body string
+		want func(k *ledger.Key)
+	}{
+		{"nothing", `{}`, func(k *ledger.Key) {}},
+		{"nulls leave alone", `{"name":null,"rpm":null,"pools":null,"budget":null,"expires":null}`, func(k *ledger.Key) {}},
+		{"some fields", `{"rpm":60,"models":["m1","m1","m2"],"max_concurrent":"4"}`, func(k *ledger.Key) {
+			k.RPM, k.Models, k.MaxConcurrent = 60, []string{"m1", "m2"}, 4
+		}},
+		{"budget amount keeps the period", `{"budget_usd":20}`, func(k *ledger.Key) { k.Budget = 20 }},
+		{"budget as a number and period", `{"budget":3,"budget_period":"day"}`, func(k *ledger.Key) {
+			k.Budget, k.BudgetPeriod = 3, "day"
+		}},
+		{"budget string", `{"budget":"$7.5/monthly"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 7.5, "month" }},
+		{"relative expiry", `{"expires":"36h"}`, func(k *ledger.Key) { k.Expires = now.Add(36 * time.Hour) }},
+		{"clear", `{"team":"","pools":[],"models":[],"rpm":0,"budget":"none","expires":"never"}`, func(k *ledger.Key) {
+			k.Team, k.Pools, k.Models, k.RPM, k.Budget, k.BudgetPeriod, k.Expires = "", nil, nil, 0, 0, "", time.Time{}
+		}},
+		{"rename", `{"name":"ci-2"}`, func(k *ledger.Key) { k.Name = "ci-2" }},
+	}
+	want := c.Key.Key
+	for _, st := range steps {
+		st.want(&want)
+		var got keyAnswer
+		e.json("PATCH", "/admin/keys/"+id, st.body, http.StatusOK, &got)
+		if !reflect.DeepEqual(got.Key.Key, want) {
+			t.Fatalf("%s: PATCH %s answered\n%+v\nwant\n%+v", st.name, st.body, got.Key.Key, want)
+		}
+		stored, _ := s.Keys(t.Context())
+		stored[0].Hash = nil
+		if !reflect.DeepEqual(stored[0], want) {
+			t.Fatalf("%s: stored\n%+v\nwant\n%+v", st.name, stored[0], want)
+		}
+	}
+	if n := e.changes.Load(); n != int64(1+len(steps)) {
+		t.Errorf("OnChange called %d times, want %d", n, 1+len(steps))
+	}
+	// An expired key shows as expired.
+	e.h.Now = func() time.Time { return now.Add(100 * 24 * time.Hour) }
+	e.json("PATCH", "/admin/keys/"+id, `{"expires":"2027-01-01T00:00:00Z"}`, http.StatusBadRequest, nil) // in the past now
+	e.h.Now = func() time.Time { return now }
+	e.json("PATCH", "/admin/keys/"+id, `{"expires":"2026-12-02T00:00:00Z"}`, http.StatusOK, nil)
+	e.h.Now = func() time.Time { return now.Add(48 * time.Hour) }
+	var shown keyAnswer
+	e.json("GET", "/admin/keys/"+id, "", http.StatusOK, &shown)
+	if shown.Key.State != "expired" {
+		t.Errorf("state after expiry = %q, want expired", shown.Key.State)
+	}
+}
+
+// TestBadKeyInput: bad input is 400, the message starting with the field,
+// and changes nothing.
+func TestBadKeyInput(t *testing.T) {
+	s := openSQLite(t)
+	e := newEnv(t, s, func(h *ledgerapi.Handler) {
+		h.Pools = func() []string { return []string{"chat-prod"} }
+		h.Models = func() []string { return []string{"chat-prod", "gpt-4o"} }
+	})
+	var c keyAnswer
+	e.json("POST", "/admin/keys", `{"name":"base"}`, http.StatusCreated, &c)
+	tests := []struct {
+		name, method, body, field string
+	}{
+		{"no name", "POST", `{"rpm":1}`, "name:"},
+		{"empty name", "POST", `{"name":" "}`, "name:"},
+		{"empty name on patch", "PATCH", `{"name":""}`, "name:"},
+		{"name not a string", "POST", `{"name":5}`, "name:"},
+		{"unknown field", "POST", `{"name":"a","rpn":5}`, `"rpn"`},
+		{"not JSON", "POST", `{"name":`, "body:"},
+		{"two objects", "POST", `{"name":"a"} {}`, "body:"},
+		{"rpm not a count", "POST", `{"name":"a","rpm":"lots"}`, "rpm:"},
+		{"rpm negative", "PATCH", `{"rpm":-1}`, "rpm:"},
+		{"rpm fractional", "POST", `{"name":"a","rpm":1.5}`, "rpm:"},
+		{"rpm a list", "POST", `{"name":"a","rpm":[1]}`, "rpm:"},
+		{"tpm not a count", "POST", `{"name":"a","tpm":"2x"}`, "tpm:"},
+		{"max_concurrent", "POST", `{"name":"a","max_concurrent":"many"}`, "max_concurrent:"},
+		{"max_concurrent too large", "POST", `{"name":"a","max_concurrent":1e12}`, "max_concurrent:"},
+		{"unknown pool", "POST", `{"name":"a","pools":["chat-prod","nope"]}`, "pools[1]:"},
+		{"empty pool", "PATCH", `{"pools":[""]}`, "pools[0]:"},
+		{"pools not a list", "POST", `{"name":"a","pools":"chat-prod"}`, "pools:"},
+		{"unknown model", "PATCH", `{"models":["gpt-5"]}`, "models[0]:"},
+		{"budget without period", "POST", `{"name":"a","budget":"50"}`, "budget:"},
+		{"budget period unknown", "POST", `{"name":"a","budget":"50/year"}`, "budget:"},
+		{"budget negative", "POST", `{"name":"a","budget":"-5/day"}`, "budget:"},
+		{"budget_usd without period", "POST", `{"name":"a","budget_usd":5}`, "budget_period:"},
+		{"budget_period unknown", "POST", `{"name":"a","budget_usd":5,"budget_period":"year"}`, "budget_period:"},
+		{"budget_usd negative", "PATCH", `{"budget_usd":-1,"budget_period":"day"}`, "budget_usd:"},
+		{"budget and budget_usd", "POST", `{"name":"a","budget":"5/day","budget_usd":5}`, "budget_usd:"},
+		{"budget a bool", "POST", `{"name":"a","budget":true}`, "budget:"},
+		{"expires unreadable", "POST", `{"name":"a","expires":"soon"}`, "expires:"},
+		{"expires in the past", "POST", `{"name":"a","expires":"2026-11-01T00:00:00Z"}`, "expires:"},
+		{"expires negative", "PATCH", `{"expires":"-3d"}`, "expires:"},
+		{"expires a number", "POST", `{"name":"a","expires":90}`, "expires:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/admin/keys"
+			if tc.method == "PATCH" {
+				path += "/" + c.Key.ID
+			}
+			var a errorAnswer
+			e.json(tc.method, path, tc.body, http.StatusBadRequest, &a)
+			if !strings.Contains(a.Error.Message, tc.field) {
+				t.Fatalf("message %q does not name %s", a.Error.Message, tc.field)
+			}
+		})
+	}
+	ks, _ := s.Keys(t.Context())
+	ks[0].Hash = nil
+	if len(ks) != 1 || !reflect.DeepEqual(ks[0], c.Key.Key) {
+		t.Fatalf("after bad input the keys are %+v; want only %+v, unchanged", ks, c.Key.Key)
+	}
+	if n := e.changes.Load(); n != 1 {
+		t.Fatalf("OnChange called %d times, want 1 (the first create)", n)
+	}
+}

@@ -1,0 +1,145 @@
+package ledgerapi
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// count reads rpm, tpm or max_concurrent: a JSON number or a string such
+// as "200k" (see config.ParseCount).
+func count(field string, v any) (int64, error) {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = x.String()
+	case string:
+		s = x
+	default:
+		return 0, badField(field, "expected a number or a string such as \"200k\"")
+	}
+	n, err := config.ParseCount(s)
+	if err != nil {
+		return 0, badField(field, "%v", err)
+	}
+	return n, nil
+}
+
+// budget is a budget being read from a body: the current one, changed by
+// whichever of budget, budget_usd and budget_period were given.
+type budget struct {
+	usd    float64
+	period string
+}
+
+// apply changes b by the fields of a body: budget ("50/month", a number
+// of USD, or "" / 0 for none), budget_usd (a number) and budget_period
+// (day, week or month). Nil fields leave b alone.
+func (b *budget) apply(text, usd, period any) error {
+	if text != nil && usd != nil {
+		return badField("budget_usd", "give budget or budget_usd, not both")
+	}
+	switch x := text.(type) {
+	case nil:
+	case string:
+		if t := strings.TrimSpace(x); t == "" || t == "0" || strings.EqualFold(t, "none") {
+			b.usd, b.period = 0, ""
+			break
+		}
+		v, err := config.ParseBudget(x)
+		if err != nil {
+			return badField("budget", "%v", err)
+		}
+		b.usd, b.period = v.USD, v.Period
+	case json.Number:
+		usd = x
+	default:
+		return badField("budget", "expected a string such as \"50/month\" or a number of US dollars")
+	}
+	if usd != nil {
+		field := "budget_usd"
+		if text != nil {
+			field = "budget"
+		}
+		n, ok := usd.(json.Number)
+		if !ok {
+			return badField(field, "expected a number of US dollars")
+		}
+		f, err := strconv.ParseFloat(n.String(), 64)
+		if err != nil || math.IsInf(f, 0) || f < 0 || f > 1e9 {
+			return badField(field, "%s is not an amount from 0 to 1e9 US dollars", n)
+		}
+		b.usd = f
+	}
+	if period != nil {
+		p, ok := period.(string)
+		if !ok {
+			return badField("budget_period", "expected day, week or month")
+		}
+		b.period = strings.ToLower(strings.TrimSpace(p))
+	}
+	if b.usd == 0 {
+		b.period = ""
+		return nil
+	}
+	if b.period == "" {
+		return badField("budget_period", "required with a budget in US dollars: day, week or month")
+	}
+	if _, err := ledger.PeriodStart(b.period, time.Time{}); err != nil {
+		return badField("budget_period", "%q is not day, week or month", b.period)
+	}
+	return nil
+}
+
+// expiry reads expires: a time from now ("90d", "36h"), an RFC 3339 time,
+// or "" / "never" for none. It must be in the future.
+func expiry(v any, now time.Time) (time.Time, error) {
+	s, ok := v.(string)
+	if !ok {
+		return time.Time{}, badField("expires", "expected a string such as \"90d\", \"36h\" or an RFC 3339 time")
+	}
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "never") {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		if !t.After(now) {
+			return time.Time{}, badField("expires", "%s is in the past", s)
+		}
+		return t.UTC(), nil
+	}
+	d, err := config.ParseAge(s)
+	if err != nil {
+		return time.Time{}, badField("expires", "%q is neither a time from now such as 90d or 36h nor an RFC 3339 time", s)
+	}
+	return now.Add(d).UTC(), nil
+}
+
+// names checks a list of pools or models against the known names (nil
+// known: not checked).
+func names(field string, l []string, known func() []string) ([]string, error) {
+	var k []string
+	if known != nil {
+		k = known()
+	}
+	var out []string
+	for i, n := range l {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, badField(field+"["+strconv.Itoa(i)+"]", "empty name")
+		}
+		if known != nil && !slices.Contains(k, n) {
+			return nil, badField(field+"["+strconv.Itoa(i)+"]", "%q is not one of %s", n, strings.Join(k, ", "))
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
