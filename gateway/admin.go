@@ -374,6 +374,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 		}
 		writeJSON(w, http.StatusOK, g.Status())
 	})
+	g.keysAPI().Register(mux) // /admin/keys, /admin/teams, /admin/usage
 	return g.guardAdmin(mux)
 }
 
@@ -395,7 +396,8 @@ func (g *Gateway) adminServer() *http.Server {
 //   - a Host the admin API is not known by: 403 (DNS rebinding, where a
 //     page's own name resolves to 127.0.0.1 and it reads /admin/status);
 //   - an Origin other than the admin API's own: 403 (cross-site requests);
-//   - a POST whose Content-Type is not application/json: 415 (a form or
+//   - a POST, PUT or PATCH whose Content-Type is not application/json:
+//     415 (a form or
 //     a text/plain fetch, which a browser sends cross-site without asking);
 //   - a missing or wrong key: 401, unless admin.allow_no_key is set.
 func (g *Gateway) guardAdmin(next http.Handler) http.Handler {
@@ -412,7 +414,7 @@ func (g *Gateway) guardAdmin(next http.Handler) http.Handler {
 			writeJSON(w, http.StatusForbidden, apiErr(fmt.Errorf("cross-origin request from %q refused", truncate(o, 100))))
 			return
 		}
-		if r.Method == http.MethodPost {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 				writeJSON(w, http.StatusUnsupportedMediaType, apiErr(errors.New("send POST requests with Content-Type: application/json")))
 				return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/tenant"
@@ -302,4 +303,37 @@ func (e *limitsExchange) Swap(ctx context.Context, mine map[string]tenant.Taken)
 		}
 	}
 	return others, nil
+}
+
+// keysAPI is the admin API's routes for keys, teams and usage.
+func (g *Gateway) keysAPI() *ledgerapi.Handler {
+	return &ledgerapi.Handler{
+		Store:    g.Ledger(),
+		Now:      g.now,
+		OnChange: g.KeysChanged,
+		Logger:   g.Logger,
+		Pools: func() []string {
+			var names []string
+			for _, p := range g.Config().Pools {
+				names = append(names, p.Name)
+			}
+			return names
+		},
+		Models: func() []string {
+			var names []string
+			for _, p := range g.Config().Pools {
+				names = append(append(names, p.Name), p.Aliases...)
+			}
+			return names
+		},
+		Static: func() []ledger.Key {
+			var keys []ledger.Key
+			for _, k := range g.Config().Keys {
+				l := limitsOf(k.Limits)
+				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
+					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+			}
+			return keys
+		},
+	}
 }

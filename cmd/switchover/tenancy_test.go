@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKeysAgainstAServingGateway: the whole life of a virtual key on a
+// gateway serving with an SQLite store: made by the command, used by a
+// client at once, held to its limit, its spend shown by the usage
+// command, and refused from the moment it is revoked.
+func TestKeysAgainstAServingGateway(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		io.WriteString(w, `{"model":"gpt-4o-2024-08-06","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":100,"completion_tokens":10}}`)
+	}))
+	defer up.Close()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "switchover.yaml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
+server: {drain_delay: 0s}
+admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
+reload: {watch: false}
+store: {sqlite: %q}
+keys:
+  - {name: yaml-app, key: yaml-app-key-0123456789}
+backends:
+  - {name: weu, type: openai_compatible, url: %q, region: westeurope}
+pools:
+  - name: chat-prod
+    members: [{backend: weu}]
+`, filepath.Join(dir, "data", "switchover.db"), up.URL)), 0o600)
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errOut syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", cfgPath}, &out, &errOut) }()
+	defer func() { cancel(); <-done }()
+	re := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
+	api := regexp.MustCompile(`msg="switchover listening" addr=(127\.0\.0\.1:\d+)`)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
+	defer wcancel()
+	if err := errOut.WaitFor(wctx, func(s string) bool { return re.MatchString(s) && api.MatchString(s) }); err != nil {
+		t.Fatalf("no addresses in: %s", errOut.String())
+	}
+	admin := "http://" + re.FindStringSubmatch(errOut.String())[1]
+	gw := "http://" + api.FindStringSubmatch(errOut.String())[1]
+
+	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "2")
+	m := secretRE.FindStringSubmatch(o)
+	if code != exitOK || m == nil {
+		t.Fatalf("keys create: %d\n%s\n%s", code, o, e)
+	}
+	secret := m[1]
+	id := regexp.MustCompile(`key (key_[0-9A-Za-z]+)`).FindStringSubmatch(o)[1]
+	chat := func() int {
+		req, _ := http.NewRequest(http.MethodPost, gw+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 2 {
+		if st := chat(); st != http.StatusOK {
+			t.Fatalf("request %d with the new key: %d", i+1, st)
+		}
+	}
+	if st := chat(); st != http.StatusTooManyRequests {
+		t.Fatalf("third request on rpm 2: %d", st)
+	}
+	code, o, _ = cli(t, admin, "keys", "list")
+	if code != exitOK || !strings.Contains(o, id) || !regexp.MustCompile(`yaml-app\s+yaml-app\s+.*config`).MatchString(o) {
+		t.Fatalf("keys list: %d\n%s", code, o)
+	}
+	// The usage of the two answered requests, once the writer has stored
+	// it (within a second).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, o, e = cli(t, admin, "usage", "--by", "key,backend", "--format", "csv")
+		if code == exitOK && strings.Contains(o, id+",weu,2,0,200,20,") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("usage: %d\n%s\n%s", code, o, e)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the store, not waiting a duration
+	}
+	if code, o, e := cli(t, admin, "keys", "revoke", id); code != exitOK {
+		t.Fatalf("revoke: %d %s %s", code, o, e)
+	}
+	if st := chat(); st != http.StatusUnauthorized {
+		t.Fatalf("a request right after the revocation: %d", st)
+	}
+	if strings.Contains(errOut.String(), secret) {
+		t.Error("the secret is in the gateway's log")
+	}
+}
