@@ -261,3 +261,44 @@ func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
 		t.Fatalf("once the exchange is back the whole limit applies again: %v", r)
 	}
 }
+
+// TestSyncKeepsTheAccountOfAKeyMetElsewhereFirst: a replica that has not
+// seen a key yet still debits what another replica took of it, so its
+// first requests do not find a full bucket.
+func TestSyncKeepsTheAccountOfAKeyMetElsewhereFirst(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 10}}}}
+	if err := l.Sync(context.Background(), ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, r := l.Admit(key("k", Limits{RPM: 10}), "pool", "pool", 0); r == nil {
+		t.Fatal("a key whose 10 a minute were taken on another replica was admitted here")
+	}
+}
+
+// TestBudgetReservesForRequestsInFlight: with the average cost known,
+// requests in flight count against the budget before they end.
+func TestBudgetReservesForRequestsInFlight(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, NewSpend(c, nil), nil)
+	p := key("k", Limits{Budget: 1, BudgetPeriod: "day"})
+	tk, _ := l.Admit(p, "pool", "pool", 0)
+	tk.Done(0, false, 0.25) // the average is now 0.25
+	var inflight []*Ticket
+	for range 3 { // 0.25 spent + 3 × 0.25 expected
+		tk, r := l.Admit(p, "pool", "pool", 0)
+		if r != nil {
+			t.Fatal(r)
+		}
+		inflight = append(inflight, tk)
+	}
+	_, r := l.Admit(p, "pool", "pool", 0)
+	if r == nil || r.Code != "budget_exceeded" || r.RetryAfter != time.Second {
+		t.Fatalf("a fifth request with the budget expected spent: %+v", r)
+	}
+	inflight[0].Done(0, false, 0.05) // cheaper than expected
+	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+		t.Fatalf("after one ended cheaper: %v", r)
+	}
+}

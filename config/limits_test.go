@@ -1,0 +1,115 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseCount(t *testing.T) {
+	for in, want := range map[string]int64{"600": 600, "200k": 200000, "1.5m": 1500000, "1_000": 1000, " 2K ": 2000, "0": 0} {
+		if got, err := ParseCount(in); err != nil || got != want {
+			t.Errorf("ParseCount(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1", "1.5", "1e20", "NaN", "5g"} {
+		if _, err := ParseCount(in); err == nil {
+			t.Errorf("ParseCount(%q) took it", in)
+		}
+	}
+}
+
+func TestParseBudget(t *testing.T) {
+	for in, want := range map[string]Budget{"50/month": {50, "month"}, "$5/day": {5, "day"}, "0.25 / weekly": {0.25, "week"}, "10/mo": {10, "month"}} {
+		if got, err := ParseBudget(in); err != nil || got != want {
+			t.Errorf("ParseBudget(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"50", "50/year", "0/day", "-5/day", "x/day", "1e10/day"} {
+		if _, err := ParseBudget(in); err == nil {
+			t.Errorf("ParseBudget(%q) took it", in)
+		}
+	}
+	if s := (Budget{50, "month"}).String(); s != "50/month" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+func TestParseAge(t *testing.T) {
+	if d, err := ParseAge("90d"); err != nil || d != 90*24*time.Hour {
+		t.Errorf("90d: %v %v", d, err)
+	}
+	if d, err := ParseAge("36h"); err != nil || d != 36*time.Hour {
+		t.Errorf("36h: %v %v", d, err)
+	}
+	for _, in := range []string{"", "0d", "-1h", "forever"} {
+		if _, err := ParseAge(in); err == nil {
+			t.Errorf("ParseAge(%q) took it", in)
+		}
+	}
+}
+
+func TestTenancyFiles(t *testing.T) {
+	cfg, err := Load("testdata/tenancy.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := cfg.Keys[0]
+	if k.RPM != 600 || k.TPM != 200000 || k.MaxConcurrent != 20 || k.Budget != (Budget{50, "month"}) || k.Patience.D() != 30*time.Second || k.Team != "apps" {
+		t.Errorf("key %+v", k)
+	}
+	if tm := cfg.Teams[0]; tm.TPM != 1500000 || tm.Budget.USD != 500 {
+		t.Errorf("team %+v", tm)
+	}
+	if ws := cfg.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings with a store: %v", ws)
+	}
+
+	_, err = Load("testdata/tenancy.bad.yaml")
+	if err == nil {
+		t.Fatal("the bad file loaded")
+	}
+	// Type errors stop the load before the semantic checks.
+	for _, want := range []string{
+		`tenancy.bad.yaml:9: "lots" is not a count (write 600, 200k or 1.5m)`,
+		`tenancy.bad.yaml:10: budget "50/year": period "year" is not day, week or month`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+	data, _ := os.ReadFile("testdata/tenancy.bad.yaml")
+	fixed := strings.NewReplacer("tpm: lots", "tpm: 1k", "50/year", "50/month", "budget: 5\n", "budget: 5/day\n").Replace(string(data))
+	_, err = Parse("tenancy.bad.yaml", []byte(fixed), func(string) (string, bool) { return "", false })
+	for _, want := range []string{
+		`tenancy.bad.yaml:6: keys[0].pools[1]: no pool is named "nope"`,
+		`tenancy.bad.yaml:7: keys[0].models[1]: no pool is named "other" or has it as an alias`,
+		`tenancy.bad.yaml:11: keys[0].max_concurrent: must not be negative`,
+		`tenancy.bad.yaml:17: teams[0].max_concurrent: is a limit of keys, not teams`,
+		`tenancy.bad.yaml:18: teams[1].name: team name "apps" is used twice`,
+		`tenancy.bad.yaml:19: store: set sqlite or postgres, not both`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+
+	// Without a store, a key's team must be a team of the file, and a
+	// budget draws a warning.
+	noStore := strings.NewReplacer("store: {sqlite: a.db, postgres: postgres://x}\n", "").Replace(fixed)
+	_, err = Parse("tenancy.bad.yaml", []byte(noStore), func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `tenancy.bad.yaml:5: keys[0].team: no team is named "nobody" (add it under teams)`) {
+		t.Errorf("a key's unknown team without a store: %v", err)
+	}
+	ok := strings.NewReplacer("team: nobody", "team: apps", "pools: [chat, nope]", "pools: [chat]", "models: [chat-alias, other]", "models: [chat-alias]",
+		"max_concurrent: -1", "max_concurrent: 1", "    max_concurrent: 4\n  - name: apps\n", "\n").Replace(noStore)
+	cfg, err = Parse("tenancy.yaml", []byte(ok), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, ok)
+	}
+	ws := cfg.Warnings().Error()
+	if !strings.Contains(ws, "tenancy.yaml:10: keys[0].budget: without a store") || !strings.Contains(ws, "tenancy.yaml:14: keys[1].budget") {
+		t.Errorf("warnings: %s", ws)
+	}
+}
