@@ -34,6 +34,8 @@ type Status struct {
 	// Events are then the fleet's (this replica's own while the store
 	// does not answer).
 	Fleet *FleetStatus `json:"fleet,omitempty"`
+	// Store is the store of keys and usage, when one is configured.
+	Store *StoreStatus `json:"store,omitempty"`
 }
 
 // PoolStatus is one pool.
@@ -80,6 +82,7 @@ func (g *Gateway) Status() Status {
 	if s.Fleet, fleetEvents = g.fleetStatus(); fleetEvents != nil {
 		s.Events = mergeEvents(fleetEvents, s.Events, s.Fleet.Replica)
 	}
+	s.Store = g.storeStatus()
 	g.mu.Lock()
 	probes := map[string]ProbeStatus{}
 	for name, p := range g.probes {

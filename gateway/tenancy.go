@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
@@ -31,6 +32,31 @@ type tenancy struct {
 	refresh time.Duration
 	kick    chan struct{}
 	done    chan struct{}
+	// kind is "sqlite" or "postgres"; up whether the store's last write
+	// and read worked.
+	kind string
+	up   atomic.Bool
+}
+
+// StoreStatus is the store of keys and usage, in the admin API's status.
+type StoreStatus struct {
+	Kind string `json:"kind"`
+	// Up is whether its last write and read worked.
+	Up bool `json:"up"`
+	// Buffered is the usage records waiting to be written; Dropped those
+	// never written since the start (the buffer was full).
+	Buffered int    `json:"buffered"`
+	Dropped  uint64 `json:"dropped"`
+	// Keys is the keys the store holds, as last read.
+	Keys int `json:"keys"`
+}
+
+func (g *Gateway) storeStatus() *StoreStatus {
+	t := g.ten
+	if t == nil || t.store == nil {
+		return nil
+	}
+	return &StoreStatus{Kind: t.kind, Up: t.up.Load(), Buffered: t.writer.Pending(), Dropped: t.writer.Dropped(), Keys: t.dir.StoredKeys()}
 }
 
 // limitsSync is how often a replica of a fleet exchanges what its keys
@@ -52,12 +78,17 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 				}
 			}
 			store, err = ledger.OpenSQLite(ctx, sc.SQLite)
+			t.kind = "sqlite"
 		} else {
 			store, err = ledger.OpenPostgres(ctx, sc.Postgres.Value())
+			t.kind = "postgres"
 		}
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
+	}
+	if t.kind == "" && store != nil {
+		t.kind = "given"
 	}
 	if sc := cfg.Store; sc != nil && sc.Refresh > 0 {
 		t.refresh = sc.Refresh.D()
@@ -74,9 +105,10 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.writer = ledger.NewWriter(store, ledger.WriterOptions{
 			Buffer:    buffer,
 			Clock:     clk,
-			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); g.Metrics.StoreUp(true) },
+			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); t.up.Store(true); g.Metrics.StoreUp(true) },
 			OnDrop:    g.Metrics.UsageDropped,
 			OnError: func(err error) {
+				t.up.Store(false)
 				g.Metrics.StoreUp(false)
 				g.Metrics.StoreError("write")
 				g.Logger.Warn("usage store: write failed; the records wait in the buffer", "error", err)
@@ -123,6 +155,7 @@ func limitsOf(l config.Limits) tenant.Limits {
 // refreshTenancy reads keys and spend back from the store.
 func (g *Gateway) refreshTenancy(ctx context.Context, t *tenancy) {
 	err := errors.Join(t.dir.Refresh(ctx), t.spend.Refresh(ctx))
+	t.up.Store(err == nil)
 	g.Metrics.StoreUp(err == nil)
 	if err != nil {
 		g.Metrics.StoreError("refresh")

@@ -158,6 +158,9 @@ func principalOf(k ledger.Key) *Principal {
 		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
 }
 
+// StoredKeys returns the number of keys read from the store.
+func (d *Directory) StoredKeys() int { return len(d.snap.Load().stored) }
+
 // Required reports whether callers must present a key: some key is
 // configured, or a store holds them.
 func (d *Directory) Required() bool { return d.snap.Load().required }

@@ -232,6 +232,13 @@ func printStatus(w io.Writer, st gateway.Status, events int) {
 		}
 		tw.Flush()
 	}
+	if s := st.Store; s != nil {
+		up := "up"
+		if !s.Up {
+			up = "FAILING: known keys keep working, usage waits in the buffer"
+		}
+		fmt.Fprintf(w, "\nstore %s %s; %d keys, %d usage records buffered, %d dropped\n", s.Kind, up, s.Keys, s.Buffered, s.Dropped)
+	}
 	if n := len(st.Events); n > 0 && events > 0 {
 		fmt.Fprintln(w, "\nrecent events:")
 		for _, e := range st.Events[max(0, n-events):] {

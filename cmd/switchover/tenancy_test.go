@@ -97,6 +97,9 @@ pools:
 		}
 		time.Sleep(50 * time.Millisecond) // polling the store, not waiting a duration
 	}
+	if code, o, e := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789"); code != exitOK || !strings.Contains(o, "store sqlite up; 1 keys, 0 usage records buffered, 0 dropped") {
+		t.Fatalf("status: %d\n%s\n%s", code, o, e)
+	}
 	if code, o, e := cli(t, admin, "keys", "revoke", id); code != exitOK {
 		t.Fatalf("revoke: %d %s %s", code, o, e)
 	}
