@@ -235,7 +235,8 @@ func New() *Metrics {
 		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost,
 	)
 	// fleetUp and fleetDropped are registered by FleetStore, once a replica
-	// shares state.
+	// shares state; switchover_store_up by StoreUp, once a store is open.
+	m.tenancy()
 	return m
 }
 
@@ -250,6 +251,9 @@ func (m *Metrics) Names() []string {
 			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
 			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
 			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost, m.fleetUp, m.fleetDropped} {
+			c.Describe(ch)
+		}
+		for _, c := range m.tenancyCollectors() {
 			c.Describe(ch)
 		}
 		close(ch)

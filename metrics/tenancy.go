@@ -6,10 +6,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// tenancy is the metrics of keys' limits and the usage store, registered
-// by the first call that records one.
+// tenancy is the metrics of keys' limits and the usage store. The store's
+// gauge is registered by the first StoreUp, so that a gateway without a
+// store does not report one down.
 type tenancy struct {
 	once     sync.Once
+	upOnce   sync.Once
 	limited  *prometheus.CounterVec
 	budget   *prometheus.CounterVec
 	dropped  prometheus.Counter
@@ -40,9 +42,15 @@ func (m *Metrics) tenancy() *tenancy {
 			Name: "switchover_store_errors_total",
 			Help: "Failed calls to the store of keys and usage, by operation (write, refresh).",
 		}, []string{"op"})
-		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.storeUp, t.failures)
+		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.failures)
 	})
 	return t
+}
+
+// tenancyCollectors are the tenancy metrics, for Names.
+func (m *Metrics) tenancyCollectors() []prometheus.Collector {
+	t := m.tenancy()
+	return []prometheus.Collector{t.limited, t.budget, t.dropped, t.storeUp, t.failures}
 }
 
 // KeyRefused counts a request refused at a key's or team's limit.
@@ -64,7 +72,9 @@ func (m *Metrics) StoreUp(up bool) {
 	if up {
 		v = 1
 	}
-	m.tenancy().storeUp.Set(v)
+	t := m.tenancy()
+	t.upOnce.Do(func() { m.Registry.MustRegister(t.storeUp) })
+	t.storeUp.Set(v)
 }
 
 // StoreError counts a failed call to the store of keys and usage.
