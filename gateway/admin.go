@@ -115,8 +115,8 @@ func (g *Gateway) Status() Status {
 					ms.Breaker.LeftMS = max(snap.Until.Sub(now).Milliseconds(), 0)
 				}
 			}
-			if p, ok := probes[b.Name]; ok {
-				ms.Probe = &p
+			if p, ok := probes[b.Name]; ok && !p.At.IsZero() {
+				ms.Probe = &p // a prober that has not probed yet has nothing to say
 			}
 			ps.Members = append(ps.Members, ms)
 		}

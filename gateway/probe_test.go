@@ -175,6 +175,15 @@ func TestRecoveryProbeEndsTripWithDefaults(t *testing.T) {
 	if weu.Calls() != 0 {
 		t.Fatal("a healthy backend was probed with the defaults")
 	}
+	// Regression: a backend never probed showed as "probe DOWN" with no
+	// reason in the status.
+	for _, p := range g.Status().Pools {
+		for _, m := range p.Members {
+			if m.Probe != nil {
+				t.Errorf("%s was never probed, and its status has a probe: %+v", m.Backend, *m.Probe)
+			}
+		}
+	}
 	weu.SetScript(upstreamtest.Status(500))
 	send(t, g) // opens the breaker (1 failure)
 	if g.Backend("weu").Breaker.Snapshot().State != breaker.Open {

@@ -112,7 +112,7 @@ func printUsage(w io.Writer, u ledgerapi.Usage) error {
 	}
 	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\trequests\tfailovers\tprompt\tcompletion\tcached\treasoning\tcost USD")
 	sums := func(r ledger.SpendRow) string {
-		return fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%d\t%.4f", r.Requests, r.Failovers, r.PromptTokens,
+		return fmt.Sprintf("%d\t%d\t%d\t%d\t%d\t%d\t%.6f", r.Requests, r.Failovers, r.PromptTokens,
 			r.CompletionTokens, r.CachedTokens, r.ReasoningTokens, r.Cost)
 	}
 	if len(u.By) > 0 {

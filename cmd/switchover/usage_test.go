@@ -38,25 +38,25 @@ func TestUsageCommand(t *testing.T) {
 	}{
 		{"default period, by team", []string{"--by", "team"}, `usage from 2026-12-01 to 2026-12-02
 team      requests  failovers  prompt  completion  cached  reasoning  cost USD
-infra     1         1          2000    1000        0       300        0.0350
-research  2         0          3500    50          0       0          0.0051
-total     3         1          5500    1050        0       300        0.0401
+infra     1         1          2000    1000        0       300        0.035000
+research  2         0          3500    50          0       0          0.005060
+total     3         1          5500    1050        0       300        0.040060
 `},
 		{"by team and backend over November and today", []string{"--from", "2026-11-01", "--by", "team,backend"}, `usage from 2026-11-01 to 2026-12-02
 team      backend       requests  failovers  prompt  completion  cached  reasoning  cost USD
-infra     openai-paygo  1         1          2000    1000        0       300        0.0350
-research  aoai-se       3         0          4500    250         100     0          0.0176
-total                   4         1          6500    1250        100     300        0.0526
+infra     openai-paygo  1         1          2000    1000        0       300        0.035000
+research  aoai-se       3         0          4500    250         100     0          0.017560
+total                   4         1          6500    1250        100     300        0.052560
 `},
 		{"no grouping", []string{"--from", "2026-11-30", "--to", "2026-12-01"}, `usage from 2026-11-30 to 2026-12-01
        requests  failovers  prompt  completion  cached  reasoning  cost USD
-total  1         0          1000    200         100     0          0.0125
+total  1         0          1000    200         100     0          0.012500
 `},
 		{"one key by day", []string{"--from", "2026-11-01", "--by", "day", "--key-id", "key_1"}, `usage from 2026-11-01 to 2026-12-02
 day         requests  failovers  prompt  completion  cached  reasoning  cost USD
-2026-11-30  1         0          1000    200         100     0          0.0125
-2026-12-01  2         0          3500    50          0       0          0.0051
-total       3         0          4500    250         100     0          0.0176
+2026-11-30  1         0          1000    200         100     0          0.012500
+2026-12-01  2         0          3500    50          0       0          0.005060
+total       3         0          4500    250         100     0          0.017560
 `},
 		{"csv by backend, one team", []string{"--from", "2026-11-01", "--by", "backend", "--team", "research", "--format", "csv"},
 			`backend,requests,failovers,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd
