@@ -788,3 +788,23 @@ func TestChartMemoryLimit(t *testing.T) {
 		t.Error("GOMEMLIMIT without a memory limit (it would be the node's memory)")
 	}
 }
+
+// TestChartPostgresStore: a PostgreSQL store written into config, with its
+// connection string from the pods' environment, renders into a
+// configuration the gateway loads, and the string never enters the
+// ConfigMap.
+func TestChartPostgresStore(t *testing.T) {
+	r := mustRender(t, map[string]any{"config": map[string]any{
+		"keys":     []any{map[string]any{"name": "app", "key": "${SWITCHOVER_KEY}"}},
+		"store":    map[string]any{"postgres": "${DATABASE_URL}"},
+		"backends": []any{map[string]any{"name": "openai", "type": "openai", "api_key": "${OPENAI_API_KEY}"}},
+		"pools":    []any{map[string]any{"name": "chat", "members": []any{map[string]any{"backend": "openai"}}}},
+	}})
+	_, got := gatewayConfig(t, r, anyEnv)
+	if got.Store == nil || got.Store.Postgres == "" {
+		t.Fatalf("store %+v, want postgres", got.Store)
+	}
+	if raw, _ := rawConfig(t, r)["store"].(map[string]any); raw["postgres"] != "${DATABASE_URL}" {
+		t.Errorf("the ConfigMap's store is %v, want the ${DATABASE_URL} reference", raw)
+	}
+}
