@@ -443,3 +443,31 @@ func TestFleetSharesKeyRateLimits(t *testing.T) {
 		t.Fatalf("%s admitted %d of 3 after %s admitted the fleet's 10 a minute; at most %d could have refilled", b.name, admitted, a.name, allowed)
 	}
 }
+
+// TestStoreRecordsTranslatedAnswers: an OpenAI caller answered by an
+// Anthropic or a Gemini backend has the tokens of the translated answer
+// stored, as the answer reported them to the caller.
+func TestStoreRecordsTranslatedAnswers(t *testing.T) {
+	for _, backend := range []string{"claude", "gemini"} {
+		t.Run(backend, func(t *testing.T) {
+			e := startProviders(t, []string{backend}, nil, stores[0].yaml(t))
+			k, secret, err := ledger.NewKey(t.Context(), e.gw.Ledger(), ledger.Key{Name: "app"}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := openai.NewClient(option.WithBaseURL(e.url+"/v1"), option.WithAPIKey(secret), option.WithMaxRetries(0))
+			r, err := c.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "chat-prod", MaxTokens: openai.Int(5),
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("count the tokens of this prompt")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			row := spend(t, e.gw.Ledger(), k.ID, 1)
+			if r.Usage.CompletionTokens == 0 || row.PromptTokens != r.Usage.PromptTokens || row.CompletionTokens != r.Usage.CompletionTokens {
+				t.Errorf("stored %d prompt, %d completion tokens; the answer said %d, %d", row.PromptTokens, row.CompletionTokens, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+			}
+			if row.Cost <= 0 {
+				t.Errorf("%s's answer (model %s) was not priced", backend, r.Model)
+			}
+		})
+	}
+}
