@@ -210,6 +210,9 @@ func (c *Config) validateTenancy(poolNames map[string]bool) []Problem {
 	}
 	for i, k := range c.Keys {
 		p := fmt.Sprintf("keys[%d]", i)
+		if strings.HasPrefix(k.Name, "key_") {
+			add(p+".name", "%q: names starting with key_ are the store's key IDs; choose another", k.Name)
+		}
 		limits(p, k.Limits, false)
 		for j, pl := range k.Pools {
 			if !poolNames[pl] {

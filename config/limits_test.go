@@ -113,3 +113,11 @@ func TestTenancyFiles(t *testing.T) {
 		t.Errorf("warnings: %s", ws)
 	}
 }
+
+func TestKeyNamesLikeStoreIDsAreRefused(t *testing.T) {
+	y := "keys:\n  - {name: key_abc, key: app-key-0123456789abcdef}\nbackends:\n  - {name: a, type: openai, api_key: sk-0000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	_, err := Parse("k.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err == nil || !strings.Contains(err.Error(), `k.yaml:2: keys[0].name: "key_abc": names starting with key_ are the store's key IDs`) {
+		t.Fatalf("%v", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/switchover-gw/switchover/internal/pgtest"
 	"github.com/switchover-gw/switchover/ledger"
@@ -469,5 +470,21 @@ func TestStoreRecordsTranslatedAnswers(t *testing.T) {
 				t.Errorf("%s's answer (model %s) was not priced", backend, r.Model)
 			}
 		})
+	}
+}
+
+// TestKeyLimitedToModelsReachesItsStoredResponses is a regression test: a
+// key limited to some models was refused a call on its own stored
+// response (GET /v1/responses/{id}), which names no model.
+func TestKeyLimitedToModelsReachesItsStoredResponses(t *testing.T) {
+	e := startProviders(t, []string{"openai"}, nil, "keys:\n  - {name: app, key: "+tenantKey+", models: [chat-prod], pools: [chat-prod]}\n")
+	c := openai.NewClient(option.WithBaseURL(e.url+"/v1"), option.WithAPIKey(tenantKey), option.WithMaxRetries(0))
+	r, err := c.Responses.New(t.Context(), responseParams("first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Responses.Get(t.Context(), r.ID, responses.ResponseGetParams{})
+	if err != nil || got.ID != r.ID {
+		t.Fatalf("get %s: %v", r.ID, err)
 	}
 }

@@ -90,6 +90,7 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(req.Model, 100)))
 		return
 	}
+	lg.routed = true
 	if op == route.CountTokens && !hasAnthropicMember(pool) {
 		lg.pool = pool.Name
 		h.serveTokenEstimate(w, lg, body)
@@ -394,6 +395,10 @@ type logLine struct {
 	who     *tenant.Principal
 	ticket  *tenant.Ticket
 	refused string
+	// routed is set for calls routed by their model to a pool (not a
+	// stored object's, pinned to its backend): the key's allowed pools
+	// and models apply to them.
+	routed bool
 }
 
 func (h *Handler) finish(l *logLine, start time.Time) {

@@ -56,7 +56,7 @@ func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, rt *Rout
 		fail(http.StatusNotFound, "model_not_found", fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(model, 100)))
 		return
 	}
-	lg.pool, lg.stream = pool.Name, true
+	lg.pool, lg.stream, lg.routed = pool.Name, true, true
 	if !h.admit(w, lg, translate.OpenAI, pool.Name, model, 0) {
 		return
 	}

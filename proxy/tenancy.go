@@ -77,6 +77,9 @@ func (h *Handler) admit(w http.ResponseWriter, lg *logLine, format translate.For
 	if h.Tenants == nil || lg.who == nil {
 		return true
 	}
+	if !lg.routed {
+		pool, model = "", "" // a stored object's call: only rates, concurrency and budgets apply
+	}
 	t, refusal := h.Tenants.Admit(lg.who, pool, model, tokens)
 	if refusal == nil {
 		lg.ticket = t

@@ -49,12 +49,14 @@ type Team struct {
 	Limits Limits
 }
 
-// allows reports whether p may use pool by the model name model.
+// allows reports whether p may use pool by the model name model; an
+// empty pool or model (a call on a stored object, routed to the backend
+// that holds it) is not checked.
 func (p *Principal) allows(pool, model string) bool {
-	if len(p.Pools) > 0 && !slices.Contains(p.Pools, pool) {
+	if pool != "" && len(p.Pools) > 0 && !slices.Contains(p.Pools, pool) {
 		return false
 	}
-	return len(p.Models) == 0 || slices.Contains(p.Models, model)
+	return model == "" || len(p.Models) == 0 || slices.Contains(p.Models, model)
 }
 
 // Refusal is why a request may not start. Its figures fill the 429's
