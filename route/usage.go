@@ -65,16 +65,88 @@ func answerUsage(f translate.Format, body []byte) Usage {
 	if !bytes.Contains(body, []byte(`"usage"`)) {
 		return Usage{}
 	}
-	var a struct {
-		Model string     `json:"model"`
-		Usage *usageBody `json:"usage"`
+	model, usage, ok := peekUsage(body)
+	if !ok {
+		// Keys with escapes, or not an object: the decoder decides.
+		var a struct {
+			Model string     `json:"model"`
+			Usage *usageBody `json:"usage"`
+		}
+		if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+			return Usage{}
+		}
+		u := a.Usage.usage(f)
+		u.Model = a.Model
+		return u
 	}
-	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+	if !usage.ok() || body[usage.start] != '{' {
 		return Usage{}
 	}
-	u := a.Usage.usage(f)
-	u.Model = a.Model
+	var ub usageBody
+	if json.Unmarshal(body[usage.start:usage.end], &ub) != nil {
+		return Usage{}
+	}
+	u := ub.usage(f)
+	if model.ok() && body[model.start] == '"' {
+		u.Model, _ = unquote(body[model.start:model.end])
+	}
 	return u
+}
+
+// peekUsage finds the top-level "model" and "usage" values of a JSON
+// object without decoding the rest (the choices, the text), the last of
+// each as a decoder keeps. ok is false when it cannot say for sure: not
+// an object, or a key with escapes.
+func peekUsage(body []byte) (model, usage span, ok bool) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return span{}, span{}, false
+	}
+	i++
+	for first := true; ; first = false {
+		i = skipSpace(body, i)
+		if i >= len(body) {
+			return span{}, span{}, false
+		}
+		if body[i] == '}' {
+			return model, usage, true
+		}
+		if !first {
+			if body[i] != ',' {
+				return span{}, span{}, false
+			}
+			i = skipSpace(body, i+1)
+		}
+		if i >= len(body) || body[i] != '"' {
+			return span{}, span{}, false
+		}
+		kEnd, err := skipString(body, i)
+		if err != nil {
+			return span{}, span{}, false
+		}
+		key := body[i+1 : kEnd-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return span{}, span{}, false
+		}
+		i = skipSpace(body, kEnd)
+		if i >= len(body) || body[i] != ':' {
+			return span{}, span{}, false
+		}
+		vStart := skipSpace(body, i+1)
+		vEnd, err := skipValue(body, vStart)
+		if err != nil {
+			return span{}, span{}, false
+		}
+		switch {
+		case string(key) == "model":
+			model = span{vStart, vEnd}
+		case string(key) == "usage":
+			usage = span{vStart, vEnd}
+		case len(key) == 5 && (bytes.EqualFold(key, []byte("model")) || bytes.EqualFold(key, []byte("usage"))):
+			return span{}, span{}, false // Go's decoder matches case-insensitively: let it decide
+		}
+		i = vEnd
+	}
 }
 
 // usageReader reads the usage of a stream in the client's format f as it

@@ -1,6 +1,8 @@
 package route
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -49,5 +51,61 @@ func TestAnswerUsageOfEachFormat(t *testing.T) {
 		if got := answerUsage(tc.f, []byte(tc.body)); got != tc.want {
 			t.Errorf("%s %s: %+v, want %+v", tc.f, tc.body, got, tc.want)
 		}
+	}
+}
+
+// decodedUsage is answerUsage by encoding/json alone, which peekUsage
+// must agree with.
+func decodedUsage(f translate.Format, body []byte) Usage {
+	if !bytes.Contains(body, []byte(`"usage"`)) {
+		return Usage{}
+	}
+	var a struct {
+		Model string     `json:"model"`
+		Usage *usageBody `json:"usage"`
+	}
+	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+		return Usage{}
+	}
+	u := a.Usage.usage(f)
+	u.Model = a.Model
+	return u
+}
+
+func TestAnswerUsageAgreesWithTheDecoder(t *testing.T) {
+	for _, body := range []string{
+		`{"model":"gpt-4o","choices":[{"message":{"content":"\"usage\": {}"}}],"usage":{"prompt_tokens":7,"completion_tokens":3}}`,
+		`{"choices":[{"usage":{"prompt_tokens":99}}],"model":"m","usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`,
+		`{"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":5}}`,
+		`{"Usage":{"prompt_tokens":4,"completion_tokens":1}}`,
+		`{"model":"a\u00e9","usage":{"input_tokens":10,"output_tokens":2}}`,
+		`{"mod\u0065l":"x","usage":{"prompt_tokens":3}}`,
+		`{"usage":null}`,
+		`{"usage":[1]}`,
+		`[{"usage":{"prompt_tokens":1}}]`,
+		`{"usage":{"prompt_tokens":1}`,
+		` { "model" : "spaced" , "usage" : { "prompt_tokens" : 2 , "completion_tokens" : 2 } } `,
+	} {
+		for _, f := range []translate.Format{translate.OpenAI, translate.Anthropic, translate.Responses} {
+			if got, want := answerUsage(f, []byte(body)), decodedUsage(f, []byte(body)); got != want {
+				t.Errorf("%s as %v: %+v, the decoder %+v", body, f, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkDecodedUsage(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, how can I help you today? This is a longer answer."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":15,"total_tokens":27,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		decodedUsage(translate.OpenAI, body)
+	}
+}
+
+func BenchmarkAnswerUsage(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, how can I help you today? This is a longer answer."},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":15,"total_tokens":27,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		answerUsage(translate.OpenAI, body)
 	}
 }

@@ -101,7 +101,7 @@ func (d *Directory) SetConfig(keys []ConfigKey, teams []Team) {
 	for _, k := range keys {
 		p := k.Principal
 		p.Source = "config"
-		d.config.keys[sha256.Sum256([]byte(k.Secret))] = &p
+		d.config.keys[sha256.Sum256([]byte(k.Secret))] = p.withNames()
 	}
 	d.config.teams = make(map[string]Limits, len(teams))
 	for _, t := range teams {
@@ -154,8 +154,9 @@ func (d *Directory) publish() {
 }
 
 func principalOf(k ledger.Key) *Principal {
-	return &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store",
+	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store",
 		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
+	return p.withNames()
 }
 
 // StoredKeys returns the number of keys read from the store.

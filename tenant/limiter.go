@@ -133,21 +133,31 @@ func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket
 	if p.Team != "" {
 		teamLimits, hasTeam = l.teams(p.Team)
 	}
+	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) {
+		return nil, nil // nothing to count: a nil Ticket's Done does nothing
+	}
 	var alerts []BudgetAlert
-	defer func() { l.send(alerts) }()
+	t, r := l.admit(p, teamLimits, hasTeam, tokens, now, &alerts)
+	l.send(alerts)
+	return t, r
+}
+
+// admit is Admit past the checks that need no state.
+func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
 	est := float64(max(tokens, 0))
+	keyName, teamName := p.names()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ks := l.subject("key:"+p.ID, p.Limits, now)
+	ks := l.subject(keyName, p.Limits, now)
 	var ts *subject
 	if hasTeam {
-		ts = l.subject("team:"+p.Team, teamLimits, now)
+		ts = l.subject(teamName, teamLimits, now)
 	}
-	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, now, &alerts); r != nil {
+	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, now, alerts); r != nil {
 		return nil, r
 	}
 	if ts != nil {
-		if r := l.overBudget("team", p.Team, "", teamLimits, ts, now, &alerts); r != nil {
+		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, now, alerts); r != nil {
 			return nil, r
 		}
 	}
@@ -162,13 +172,13 @@ func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket
 		subj, name string
 		limit      string
 	}
-	checks := []check{
+	checks := [4]check{
 		{ks.rpm, 1, "key", p.ID, "requests per minute"},
 		{ks.tpm, est, "key", p.ID, "tokens per minute"},
 	}
 	if ts != nil {
-		checks = append(checks, check{ts.rpm, 1, "team", p.Team, "requests per minute"},
-			check{ts.tpm, est, "team", p.Team, "tokens per minute"})
+		checks[2] = check{ts.rpm, 1, "team", p.Team, "requests per minute"}
+		checks[3] = check{ts.tpm, est, "team", p.Team, "tokens per minute"}
 	}
 	for _, c := range checks {
 		if c.b == nil {
@@ -222,8 +232,12 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	t.done = true
 	l := t.l
 	now := l.clock.Now()
+	keyName, teamName := t.p.names()
+	if t.team == nil {
+		teamName = ""
+	}
 	if l.spend != nil && cost != 0 {
-		l.spend.Add(t.p.ID, t.teamName, cost, now)
+		l.spend.add(keyName, teamName, cost, now)
 	}
 	var alerts []BudgetAlert
 	l.mu.Lock()
@@ -251,10 +265,10 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 		}
 		s.costs++
 	}
-	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, now, &alerts)
+	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, keyName, now, &alerts)
 	if t.team != nil {
 		if tl, ok := l.teams(t.teamName); ok {
-			l.overBudget("team", t.teamName, "", tl, t.team, now, &alerts)
+			l.overBudget("team", t.teamName, "", tl, t.team, teamName, now, &alerts)
 		}
 	}
 	l.mu.Unlock()
@@ -268,7 +282,7 @@ const costWeight = 0.2
 // overBudget returns a refusal when the subject's budget is spent (or
 // would be, by the requests in flight), and appends the alerts its spend
 // has earned. Called with l.mu held.
-func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, now time.Time, alerts *[]BudgetAlert) *Refusal {
+func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, subj string, now time.Time, alerts *[]BudgetAlert) *Refusal {
 	if lim.Budget <= 0 || l.spend == nil {
 		return nil
 	}
@@ -276,10 +290,10 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, n
 	if err != nil {
 		return nil
 	}
-	spent := l.spend.Spent(kind+":"+name, start)
+	spent := l.spend.Spent(subj, start)
 	if l.OnBudget != nil {
 		for _, thr := range alertThresholds {
-			k := alertKey{kind + ":" + name, start, thr}
+			k := alertKey{subj, start, thr}
 			if nanos(spent) >= nanos(thr*lim.Budget) && !l.alerted[k] {
 				if len(l.alerted) >= maxAlerted {
 					clear(l.alerted)

@@ -302,3 +302,16 @@ func TestBudgetReservesForRequestsInFlight(t *testing.T) {
 		t.Fatalf("after one ended cheaper: %v", r)
 	}
 }
+
+func BenchmarkAdmitAndDone(b *testing.B) {
+	l := NewLimiter(fakeclock.New(), NewSpend(nil, nil), func(string) (Limits, bool) { return Limits{RPM: 1e9}, true })
+	p := (&Principal{ID: "k", Team: "t", Limits: Limits{RPM: 1e9, TPM: 1e12, MaxConcurrent: 1000, Budget: 1e9, BudgetPeriod: "month"}}).withNames()
+	b.ReportAllocs()
+	for b.Loop() {
+		t, r := l.Admit(p, "pool", "pool", 100)
+		if r != nil {
+			b.Fatal(r)
+		}
+		t.Done(90, true, 0.001)
+	}
+}

@@ -30,20 +30,20 @@ type Spend struct {
 	source SpendSource
 
 	mu      sync.Mutex
-	base    map[string]map[string]int64 // subject → day → the store's figure
-	pending map[string]map[string]int64 // added, not yet written
+	base    map[string]map[int64]int64 // subject → day → the store's figure
+	pending map[string]map[int64]int64 // added, not yet written
 	written []writtenBatch              // written since the last Refresh began
 	stale   bool                        // the last Refresh failed
 }
 
 type writtenBatch struct {
 	at   time.Time
-	cost map[string]map[string]int64
+	cost map[string]map[int64]int64
 }
 
 // NewSpend returns a Spend reading from source (nil: memory only).
 func NewSpend(c clock.Clock, source SpendSource) *Spend {
-	return &Spend{clock: clock.Or(c), source: source, base: map[string]map[string]int64{}, pending: map[string]map[string]int64{}}
+	return &Spend{clock: clock.Or(c), source: source, base: map[string]map[int64]int64{}, pending: map[string]map[int64]int64{}}
 }
 
 func subjects(key, team string) []string {
@@ -57,21 +57,32 @@ func subjects(key, team string) []string {
 	return s
 }
 
-func addTo(m map[string]map[string]int64, subject, day string, cost int64) {
+func addTo(m map[string]map[int64]int64, subject string, day, cost int64) {
 	d := m[subject]
 	if d == nil {
-		d = map[string]int64{}
+		d = map[int64]int64{}
 		m[subject] = d
 	}
 	d[day] += cost
 }
 
-// Add counts cost (US dollars) spent at at by key and its team.
+// dayOf numbers t's UTC day: days since 1970-01-01.
+func dayOf(t time.Time) int64 { return t.Unix() / 86400 }
+
+// Add counts cost (US dollars) spent at at by key ID key and its team
+// ("" for none).
 func (s *Spend) Add(key, team string, cost float64, at time.Time) {
-	day := at.UTC().Format(time.DateOnly)
+	k, t := (&Principal{ID: key, Team: team}).names()
+	s.add(k, t, cost, at)
+}
+
+// add is Add with the subjects' names ("key:ID", "team:NAME" or "").
+func (s *Spend) add(key, team string, cost float64, at time.Time) {
+	day, n := dayOf(at), nanos(cost)
 	s.mu.Lock()
-	for _, sub := range subjects(key, team) {
-		addTo(s.pending, sub, day, nanos(cost))
+	addTo(s.pending, key, day, n)
+	if team != "" {
+		addTo(s.pending, team, day, n)
 	}
 	s.mu.Unlock()
 }
@@ -82,14 +93,14 @@ func (s *Spend) Written(batch []ledger.Usage) {
 	if s.source == nil {
 		return
 	}
-	b := writtenBatch{at: s.clock.Now(), cost: map[string]map[string]int64{}}
+	b := writtenBatch{at: s.clock.Now(), cost: map[string]map[int64]int64{}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, u := range batch {
 		if u.Cost == 0 {
 			continue
 		}
-		day := u.At.UTC().Format(time.DateOnly)
+		day := dayOf(u.At)
 		for _, sub := range subjects(u.KeyID, u.Team) {
 			if d := s.pending[sub]; d != nil {
 				d[day] -= nanos(u.Cost)
@@ -108,8 +119,8 @@ func (s *Spend) Written(batch []ledger.Usage) {
 
 // Spent returns what subject ("key:ID" or "team:NAME") spent from since on.
 func (s *Spend) Spent(subject string, since time.Time) float64 {
-	from := since.UTC().Format(time.DateOnly)
-	sum := func(d map[string]int64) (t int64) {
+	from := dayOf(since)
+	sum := func(d map[int64]int64) (t int64) {
 		for day, c := range d {
 			if day >= from {
 				t += c
@@ -155,7 +166,7 @@ func (s *Spend) Refresh(ctx context.Context) error {
 	}
 	to, _ := ledger.PeriodStart(ledger.PeriodDay, began)
 	to = to.AddDate(0, 0, 1)
-	base := map[string]map[string]int64{}
+	base := map[string]map[int64]int64{}
 	for _, by := range []string{ledger.ByKey, ledger.ByTeam} {
 		rows, err := s.source.Spend(ctx, ledger.SpendQuery{From: from, To: to, By: []string{by, ledger.ByDay}})
 		if err != nil {
@@ -172,7 +183,7 @@ func (s *Spend) Refresh(ctx context.Context) error {
 			if name == "" || r.Cost == 0 {
 				continue
 			}
-			addTo(base, by+":"+name, r.Day.UTC().Format(time.DateOnly), nanos(r.Cost))
+			addTo(base, by+":"+name, dayOf(r.Day), nanos(r.Cost))
 		}
 	}
 	s.mu.Lock()
@@ -190,7 +201,7 @@ func (s *Spend) Refresh(ctx context.Context) error {
 
 // prune drops the days no budget can count any more.
 func (s *Spend) prune() {
-	cut := s.clock.Now().AddDate(0, 0, -32).UTC().Format(time.DateOnly)
+	cut := dayOf(s.clock.Now()) - 32
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for sub, d := range s.pending {

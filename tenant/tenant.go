@@ -41,6 +41,29 @@ type Principal struct {
 	Patience time.Duration
 	// Source is "config" or "store".
 	Source string
+
+	// keyName and teamName are the limiter's names for the key and its
+	// team, made once by the Directory (see names).
+	keyName, teamName string
+}
+
+// names returns the limiter's names of p and its team.
+func (p *Principal) names() (key, team string) {
+	if p.keyName != "" {
+		return p.keyName, p.teamName
+	}
+	key = "key:" + p.ID
+	if p.Team != "" {
+		team = "team:" + p.Team
+	}
+	return key, team
+}
+
+// withNames fills in p's names, for a principal about to be shared.
+func (p *Principal) withNames() *Principal {
+	p.keyName, p.teamName = "", ""
+	p.keyName, p.teamName = p.names()
+	return p
 }
 
 // Team is a team's limits (MaxConcurrent unused).
