@@ -32,8 +32,8 @@ type Spend struct {
 	mu      sync.Mutex
 	base    map[string]map[int64]int64 // subject → day → the store's figure
 	pending map[string]map[int64]int64 // added, not yet written
-	written []writtenBatch              // written since the last Refresh began
-	stale   bool                        // the last Refresh failed
+	written []writtenBatch             // written since the last Refresh began
+	stale   bool                       // the last Refresh failed
 }
 
 type writtenBatch struct {
