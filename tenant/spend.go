@@ -102,11 +102,12 @@ func (s *Spend) Written(batch []ledger.Usage) {
 		}
 		day := dayOf(u.At)
 		for _, sub := range subjects(u.KeyID, u.Team) {
-			if d := s.pending[sub]; d != nil {
-				d[day] -= nanos(u.Cost)
-				if d[day] <= 0 {
-					delete(d, day)
-				}
+			// A record may be written before its Add (the writer can be
+			// quicker than the request's end): pending goes below zero
+			// until the Add comes, and the sum stays right throughout.
+			addTo(s.pending, sub, day, -nanos(u.Cost))
+			if d := s.pending[sub]; d[day] == 0 {
+				delete(d, day)
 				if len(d) == 0 {
 					delete(s.pending, sub)
 				}

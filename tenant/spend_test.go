@@ -83,3 +83,17 @@ func TestSpendStaleWhenTheStoreFails(t *testing.T) {
 		t.Fatalf("the store's failure lost this replica's spend: %v", got)
 	}
 }
+
+// TestSpendWrittenBeforeAdded is a regression test: a record the writer
+// stored before the request's own Add was counted twice from then on.
+func TestSpendWrittenBeforeAdded(t *testing.T) {
+	c := fakeclock.New()
+	s := NewSpend(c, openLedger(t))
+	month, _ := ledger.PeriodStart("month", c.Now())
+	u := ledger.Usage{At: c.Now(), RequestID: "r1", KeyID: "k", Cost: 0.5}
+	s.Written([]ledger.Usage{u})
+	s.Add("k", "", 0.5, u.At)
+	if got := s.Spent("key:k", month); got != 0.5 {
+		t.Fatalf("spent %v, want 0.5", got)
+	}
+}
