@@ -128,6 +128,13 @@ func TestDockerfile(t *testing.T) {
 	if !certs {
 		t.Error("the final stage has no CA certificates: HTTPS to every provider would fail")
 	}
+	var data bool
+	for _, c := range final["COPY"] {
+		data = data || strings.Contains(c, "--chown=65532:65532") && strings.HasSuffix(c, " /var/lib/switchover")
+	}
+	if !data {
+		t.Error("the final stage has no /var/lib/switchover owned by the gateway's user: the embedded store could not be written")
+	}
 	script, err := os.ReadFile(buildScript)
 	if err != nil {
 		t.Fatal(err)
