@@ -488,3 +488,37 @@ func TestKeyLimitedToModelsReachesItsStoredResponses(t *testing.T) {
 		t.Fatalf("get %s: %v", r.ID, err)
 	}
 }
+
+// TestFleetNotifiesABudgetOnce: two replicas that both see a key's spend
+// reach 80% and 100% of its budget send one notification of each for the
+// fleet, not one per replica.
+func TestFleetNotifiesABudgetOnce(t *testing.T) {
+	// Each call costs $1 ($1 a prompt token, the simulator counts "hi" as one; output free): a
+	// budget of 4 per replica, without a store, is reached by 4 calls.
+	e := startFleetEnv(t, 2, ", price: {input: 1000000, output: 0}", "",
+		"keys:\n  - {name: app, key: "+tenantKey+", budget: 4/day}\n")
+	for _, r := range e.replicas {
+		for i := range 4 {
+			if st, _, b := post(t, r.url, tenantKey, `{"model":"chat-prod","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`); st != http.StatusOK {
+				t.Fatalf("%s request %d: %d %s", r.name, i+1, st, b)
+			}
+		}
+		if st, _, _ := post(t, r.url, tenantKey, chatBody); st != http.StatusTooManyRequests {
+			t.Fatalf("%s: the 5th request on a spent budget: %d", r.name, st)
+		}
+	}
+	count := func() (n int) {
+		for _, r := range e.replicas {
+			for _, k := range r.notes.kinds() {
+				if k == "budget" {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	eventually(t, "the budget notifications", func() bool { return count() >= 2 })
+	if n := count(); n != 2 {
+		t.Fatalf("%d budget notifications from two replicas, want one at 80%% and one at 100%%", n)
+	}
+}
