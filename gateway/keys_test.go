@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -497,7 +498,17 @@ func TestFleetNotifiesABudgetOnce(t *testing.T) {
 	// budget of 4 per replica, without a store, is reached by 4 calls.
 	e := startFleetEnv(t, 2, ", price: {input: 1000000, output: 0}", "",
 		"keys:\n  - {name: app, key: "+tenantKey+", budget: 4/day}\n")
-	for _, r := range e.replicas {
+	// The replica that is not the fleet's notifier goes first: a budget is
+	// notified by the replica that sees it, notifier or not (regression:
+	// a non-notifier's budget notifications were dropped).
+	eventually(t, "a notifier", func() bool {
+		return e.replicas[0].gw.Status().Fleet.Notifier || e.replicas[1].gw.Status().Fleet.Notifier
+	})
+	order := e.replicas
+	if order[0].gw.Status().Fleet.Notifier {
+		order = []*replica{order[1], order[0]}
+	}
+	for _, r := range order {
 		for i := range 4 {
 			if st, _, b := post(t, r.url, tenantKey, `{"model":"chat-prod","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`); st != http.StatusOK {
 				t.Fatalf("%s request %d: %d %s", r.name, i+1, st, b)
@@ -520,5 +531,8 @@ func TestFleetNotifiesABudgetOnce(t *testing.T) {
 	eventually(t, "the budget notifications", func() bool { return count() >= 2 })
 	if n := count(); n != 2 {
 		t.Fatalf("%d budget notifications from two replicas, want one at 80%% and one at 100%%", n)
+	}
+	if got := order[0].notes.kinds(); !slices.Equal(got, []string{"budget", "budget"}) {
+		t.Errorf("%s, which saw the budget run out first, sent %v", order[0].name, got)
 	}
 }

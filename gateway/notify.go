@@ -66,9 +66,10 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 // With a fleet, only the replica that holds the notification lease sends
 // the changes of a pool's active set (every replica tracks them, from the
 // breaker states they share); an operator's action is sent by the replica
-// it was taken on.
+// it was taken on, and a budget's by the replica that took its lease (see
+// budgetAlert).
 func (g *Gateway) notified(n notify.Notification) {
-	if g.fleet != nil && n.Kind != "admin" && !g.fleet.Leader() {
+	if g.fleet != nil && n.Kind != notify.KindAdmin && n.Kind != notify.KindBudget && !g.fleet.Leader() {
 		g.Logger.Debug("notification left to the fleet's notifier", "kind", string(n.Kind), "pool", n.Pool)
 		g.events.add(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text + " (sent by the fleet's notifier)"})
 		return
