@@ -79,3 +79,27 @@ func TestShippedExampleServesItsAlias(t *testing.T) {
 		}
 	}
 }
+
+// TestShippedKeysExampleLoads: examples/switchover-keys.yaml is valid,
+// warns of nothing, and runs (its store in a temporary directory).
+func TestShippedKeysExampleLoads(t *testing.T) {
+	t.Setenv("SWITCHOVER_ADMIN_KEY", "admin-key-0123456789")
+	cfg, err := config.Load("../examples/switchover-keys.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := cfg.Warnings(); len(ws) != 0 {
+		t.Fatalf("warnings: %v", ws)
+	}
+	if !cfg.Store.Enabled() || cfg.Admin == nil || cfg.Backends[0].Price == nil {
+		t.Fatalf("store %+v, admin %+v, price %+v", cfg.Store, cfg.Admin, cfg.Backends[0].Price)
+	}
+	cfg.Store.SQLite = t.TempDir() + "/switchover.db"
+	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
