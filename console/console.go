@@ -22,6 +22,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -191,18 +192,22 @@ func (c *Console) post(admin bool, h func(http.ResponseWriter, *http.Request, *s
 	}
 }
 
-// sameOrigin reports whether r is not a cross-site request: its Origin,
-// when sent, is the host it was sent to, and Sec-Fetch-Site, when sent,
-// says same-origin.
+// sameOrigin reports whether r is not a cross-site request: Sec-Fetch-Site,
+// which browsers set and pages cannot, when sent says same-origin; Origin,
+// when sent, is the host r was sent to, or "null" (what a form of the
+// console's pages sends under their no-referrer policy) with
+// Sec-Fetch-Site: same-origin.
 func sameOrigin(r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" {
-		if o != "http://"+r.Host && o != "https://"+r.Host {
-			return false
-		}
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site != "" && site != "same-origin" {
+		return false
 	}
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
+	switch o := r.Header.Get("Origin"); o {
+	case "":
 		return true
+	case "null":
+		return site == "same-origin"
+	default:
+		return strings.EqualFold(o, "http://"+r.Host) || strings.EqualFold(o, "https://"+r.Host)
 	}
-	return false
 }

@@ -333,6 +333,10 @@ func TestActionsNeedCSRF(t *testing.T) {
 		{"wrong token", strings.Repeat("x", len(csrf)), nil, http.StatusForbidden},
 		{"another origin", csrf, []string{"Origin", "http://evil.example"}, http.StatusForbidden},
 		{"cross-site fetch", csrf, []string{"Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		{"null origin, cross-site", csrf, []string{"Origin", "null", "Sec-Fetch-Site", "cross-site"}, http.StatusForbidden},
+		{"null origin, no fetch metadata", csrf, []string{"Origin", "null"}, http.StatusForbidden},
+		{"user-initiated", csrf, []string{"Sec-Fetch-Site", "none"}, http.StatusForbidden},
+		{"null origin of a form", csrf, []string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}, http.StatusSeeOther},
 		{"token", csrf, []string{"Origin", e.srv.URL}, http.StatusSeeOther},
 	}
 	for _, tc := range cases {
@@ -342,7 +346,7 @@ func TestActionsNeedCSRF(t *testing.T) {
 			}
 		})
 	}
-	if got := e.gw.actions(); len(got) != 1 || got[0] != "admin drain  uksouth" {
+	if got := e.gw.actions(); len(got) != 2 || got[0] != "admin drain  uksouth" {
 		t.Fatalf("actions %q, want the one with its token, by admin", got)
 	}
 	// The token in a header (the scripts' way) works too, and a JSON

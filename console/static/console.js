@@ -96,10 +96,12 @@
       svg.appendChild(line);
     });
     svg.dataset.drawn = String(chart.end);
+    svg.dataset.points = String(chart.series.length ? chart.series[0].points.length : 0);
     if (legend) {
       while (legend.firstChild) legend.removeChild(legend.firstChild);
       const span = (chart.end - chart.start) / 1000;
-      legend.appendChild(document.createTextNode("attempts/s by backend, last " + Math.max(Math.round(span / 60), 1) + " min (max " + chart.max.toFixed(1) + "/s): "));
+      const last = span < 120 ? Math.round(span) + " s" : Math.round(span / 60) + " min";
+      legend.appendChild(document.createTextNode("attempts/s by backend, last " + last + " (max " + chart.max.toFixed(1) + "/s): "));
       chart.series.forEach(function (s, i) {
         const k = document.createElement("span");
         k.className = "key k" + (i % 8);
