@@ -696,3 +696,17 @@ func hexOf(b []byte) string {
 }
 
 var _ = tls.VersionTLS12
+
+func TestRedactedYAML(t *testing.T) {
+	y := RedactedYAML(newFake(t).cfg)
+	for _, s := range allSecrets {
+		if strings.Contains(y, s) {
+			t.Errorf("YAML shows %q:\n%s", s, y)
+		}
+	}
+	for _, want := range []string{"api_key: '[redacted]'", "key: '[redacted]'", "read_timeout: 1m0s", "name: alice", "url: '[redacted]'"} {
+		if !strings.Contains(y, want) {
+			t.Errorf("YAML lacks %q:\n%s", want, y)
+		}
+	}
+}

@@ -3,11 +3,9 @@ package gateway
 import (
 	"errors"
 	"os"
-	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/console"
@@ -101,7 +99,7 @@ func (c consoleGateway) Reload(who string) error {
 func (c consoleGateway) ReloadPreview() console.Preview {
 	g := c.g
 	running := g.Config()
-	p := console.Preview{File: g.opts.Path, Running: redactedYAML(running)}
+	p := console.Preview{File: g.opts.Path, Running: console.RedactedYAML(running)}
 	if p.File == "" {
 		return p
 	}
@@ -115,18 +113,8 @@ func (c consoleGateway) ReloadPreview() console.Preview {
 		return p
 	}
 	p.Restart = RestartOnly(running, next)
-	p.Next = redactedYAML(next)
+	p.Next = console.RedactedYAML(next)
 	return p
-}
-
-// redactedYAML is cfg as YAML; config.Secret values marshal as
-// [redacted].
-func redactedYAML(cfg *config.Config) string {
-	b, err := yaml.Marshal(cfg)
-	if err != nil {
-		return "# the configuration could not be shown: " + strings.ReplaceAll(err.Error(), "\n", " ")
-	}
-	return string(b)
 }
 
 // attemptCounts reads the metrics: each member's attempts and failed
