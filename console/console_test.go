@@ -357,7 +357,7 @@ func TestActionsNeedCSRF(t *testing.T) {
 		t.Fatalf("header token: %d %s", resp.StatusCode, body)
 	}
 	// The flash message of a form's action shows on the next page.
-	resp, body = e.do(c, "POST", "/console/actions", url.Values{"action": {"restore"}, "backend": {"nope"}, "csrf": {csrf}, "back": {"/console/events"}})
+	resp, _ = e.do(c, "POST", "/console/actions", url.Values{"action": {"restore"}, "backend": {"nope"}, "csrf": {csrf}, "back": {"/console/events"}})
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/events" {
 		t.Fatalf("failed action: %d %q", resp.StatusCode, resp.Header.Get("Location"))
 	}
