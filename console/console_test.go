@@ -710,3 +710,23 @@ func TestRedactedYAML(t *testing.T) {
 		}
 	}
 }
+
+func TestFleetPage(t *testing.T) {
+	e := newEnv(t, false)
+	c, _ := e.login(viewerKey)
+	if _, page := e.do(c, "GET", "/console/fleet", nil); !strings.Contains(page, "shares no state with others") {
+		t.Fatalf("fleet page without a fleet:\n%s", page)
+	}
+	e.gw.mu.Lock()
+	e.gw.status.Fleet = &Fleet{Replica: "gw-1", StoreUp: true, Joined: true, Notifier: true, Replicas: []Replica{
+		{ID: "gw-1", Version: "v1.2.3", Started: time.Now(), Seen: time.Now(), InFlight: map[string]int{"uksouth": 3}},
+		{ID: "gw-2", Version: "v1.2.3", Started: time.Now(), Seen: time.Now()},
+	}}
+	e.gw.mu.Unlock()
+	_, page := e.do(c, "GET", "/console/fleet", nil)
+	for _, want := range []string{"gw-1 (this one)", "gw-2", "v1.2.3", "uksouth: 3", "answering", "sends the fleet's notifications"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("fleet page lacks %q", want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +44,9 @@ type consoleEnv struct {
 	g     *gateway.Gateway
 	admin string // http://127.0.0.1:port
 	api   string
+	// shutdown stops the traffic and the gateway (as a SIGTERM would)
+	// and returns Serve's error; the test's cleanup calls it too.
+	shutdown func() error
 }
 
 func startConsoleEnv(t *testing.T) *consoleEnv {
@@ -57,7 +61,7 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 	}
 	t.Cleanup(func() { s.Close() })
 	var y strings.Builder
-	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {level: error}\nserver: {drain_delay: 0s, shutdown_grace: 2s}\n")
+	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {level: error}\nserver: {drain_delay: 0s, shutdown_grace: 1m}\n")
 	fmt.Fprintf(&y, "keys: [{name: app, key: %s}]\n", consoleAPIKey)
 	fmt.Fprintf(&y, "admin:\n  listen: 127.0.0.1:0\n  key: %s\n  viewers: [{name: oncall-viewer, key: %s}]\n", consoleAdminKey, consoleViewerKey)
 	y.WriteString("backends:\n")
@@ -100,11 +104,19 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 	tctx, stop := context.WithCancel(context.Background())
 	traffic := make(chan struct{})
 	go func() { defer close(traffic); e.traffic(tctx) }()
+	var once sync.Once
+	var serveErr error
+	e.shutdown = func() error {
+		once.Do(func() {
+			stop()
+			<-traffic
+			cancel()
+			serveErr = <-done
+		})
+		return serveErr
+	}
 	t.Cleanup(func() {
-		stop()
-		<-traffic
-		cancel()
-		if err := <-done; err != nil {
+		if err := e.shutdown(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})

@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -160,7 +162,7 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed := strings.Replace(string(data), "shutdown_grace: 2s", "shutdown_grace: 3s", 1)
+	changed := strings.Replace(string(data), "shutdown_grace: 1m", "shutdown_grace: 3s", 1)
 	changed = strings.Replace(changed, "trip: 60s", "trip: 90s", 1)
 	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
 		t.Fatal(err)
@@ -180,5 +182,44 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	}
 	if _, page, _ := c.do("GET", "/console/fleet", nil, ""); !strings.Contains(page, "shares no state with others") {
 		t.Error("fleet page without a fleet")
+	}
+}
+
+// TestConsoleStreamsEndAtShutdown checks that an open console stream does
+// not hold a shutdown for its grace period (a minute here): the console
+// ends its streams when the admin server shuts down.
+func TestConsoleStreamsEndAtShutdown(t *testing.T) {
+	e := startConsoleEnv(t)
+	c := newConsoleClient(t, e.admin)
+	c.login(consoleViewerKey)
+	c.c.Timeout = 0
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.admin+"/console/stream", nil)
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry:") {
+		t.Fatalf("stream began with %q, %v", line, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- e.shutdown() }()
+	io.Copy(io.Discard, br) // ends when the stream does
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the shutdown waited for the console's stream")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the stream outlived the shutdown")
 	}
 }
