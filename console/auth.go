@@ -42,6 +42,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusUnauthorized, "That key is not the admin key or a viewer's key.")
 		return
 	}
+	if ck, err := r.Cookie(cookieName); err == nil {
+		c.sessions.end(ck.Value) // a sign-in replaces the browser's session, never adopts it
+	}
 	tok, _ := c.sessions.start(user, role, c.now())
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/console", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})

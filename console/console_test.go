@@ -730,3 +730,21 @@ func TestFleetPage(t *testing.T) {
 		}
 	}
 }
+
+func TestSignInReplacesTheSession(t *testing.T) {
+	e := newEnv(t, false)
+	c, _ := e.login(viewerKey)
+	u, _ := url.Parse(e.srv.URL + "/console/")
+	old := c.Jar.Cookies(u)[0].Value
+	e.login(adminKey) // another browser
+	resp, _ := e.do(c, "POST", "/console/login", url.Values{"key": {adminKey}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("second sign-in: %d", resp.StatusCode)
+	}
+	if e.c.sessions.valid(old, time.Now()) {
+		t.Fatal("the session before the sign-in is still valid")
+	}
+	if _, page := e.do(c, "GET", "/console/", nil); !strings.Contains(page, `id="who">admin <span class="role">admin</span>`) {
+		t.Fatal("not signed in as admin")
+	}
+}
