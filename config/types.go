@@ -113,6 +113,10 @@ type Admin struct {
 	// The listen host, localhost, 127.0.0.1 and [::1] are always allowed;
 	// any other Host gets 421, which defeats DNS rebinding. Default none.
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Viewers are read-only logins of the web console (/console/ on this
+	// listener): each signs in with its key and sees what the admin sees,
+	// but takes no action. Default none: only admin.key signs in.
+	Viewers []Viewer `yaml:"viewers"`
 }
 
 // Reload configures configuration reloads. SIGHUP always reloads.

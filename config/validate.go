@@ -516,6 +516,7 @@ func (c *Config) validate() []Problem {
 	}
 	ps = append(ps, c.validatePinned(backendType, poolNames)...)
 	ps = append(ps, c.validateTenancy(poolNames)...)
+	ps = append(ps, c.validateConsole()...)
 
 	models := map[string]string{}
 	for i, pl := range c.Pools {

@@ -71,6 +71,19 @@ type MemberStatus struct {
 		Probing  bool      `json:"probing,omitempty"`
 	} `json:"breaker"`
 	Probe *ProbeStatus `json:"probe,omitempty"`
+	// InFlight is the backend's attempts in flight on this replica.
+	// Attempts and Errors count this member's attempts since the start
+	// (errors: 429, 5xx, timeouts and connection failures), from which
+	// the console computes rates by sampling.
+	InFlight int64  `json:"in_flight"`
+	Attempts uint64 `json:"attempts"`
+	Errors   uint64 `json:"errors"`
+	// Headroom is the share of its quota the backend last said it has
+	// left (0 to 1), when it has said.
+	Headroom *float64 `json:"headroom,omitempty"`
+	// FirstByte is the cumulative histogram of the backend's attempts'
+	// times to first byte, for the console's p95 over a window.
+	FirstByte []LatencyBucket `json:"-"`
 }
 
 // Status returns the state of every pool and the recent events.
@@ -93,6 +106,7 @@ func (g *Gateway) Status() Status {
 		overrides[k] = true
 	}
 	g.mu.Unlock()
+	counts, firstByte := g.attemptCounts()
 	for _, pc := range st.cfg.Pools {
 		ps := PoolStatus{Name: pc.Name, Aliases: pc.Aliases, Active: []string{}}
 		if g.tracker != nil {
@@ -118,6 +132,15 @@ func (g *Gateway) Status() Status {
 			if p, ok := probes[b.Name]; ok && !p.At.IsZero() {
 				ms.Probe = &p // a prober that has not probed yet has nothing to say
 			}
+			c := counts[memberKey{pc.Name, b.Name}]
+			ms.InFlight, ms.Attempts, ms.Errors, ms.FirstByte = b.InFlight(), c[0], c[1], firstByte[b.Name]
+			if q, ok := b.Quota.(interface {
+				Headroom(time.Time) (float64, bool)
+			}); ok {
+				if h, known := q.Headroom(now); known {
+					ms.Headroom = &h
+				}
+			}
 			ps.Members = append(ps.Members, ms)
 		}
 		s.Pools = append(s.Pools, ps)
@@ -128,8 +151,12 @@ func (g *Gateway) Status() Status {
 // admin records an operator action: log, metric, history, and a
 // notification, so that no change goes unnoticed. from is the replica the
 // action was taken on, "" for this one: only there is it notified and
-// added to the fleet's history.
-func (g *Gateway) admin(action, pool, backend, detail, from string) {
+// added to the fleet's history. who, if not "", is the operator who took
+// it (the console's signed-in user).
+func (g *Gateway) admin(action, pool, backend, detail, from, who string) {
+	if who != "" {
+		detail += " (by " + who + ")"
+	}
 	if from != "" {
 		detail += " (on replica " + from + ")"
 	}
@@ -156,6 +183,11 @@ func (g *Gateway) Restore(backend string) error {
 
 // ForceBreaker opens a backend's breaker for d (0: its trip) or closes it.
 func (g *Gateway) ForceBreaker(backend string, open bool, d time.Duration) error {
+	return g.act(g.forceAction(backend, open, d))
+}
+
+// forceAction is the action of ForceBreaker.
+func (g *Gateway) forceAction(backend string, open bool, d time.Duration) fleet.Action {
 	a := fleet.Action{Kind: fleet.ActionForceClosed, Backend: backend}
 	if open {
 		a.Kind = fleet.ActionForceOpen
@@ -167,7 +199,7 @@ func (g *Gateway) ForceBreaker(backend string, open bool, d time.Duration) error
 			}
 		}
 	}
-	return g.act(a)
+	return a
 }
 
 // SetMember changes a member's priority and weight (0 keeps the value in
@@ -188,8 +220,11 @@ func (g *Gateway) ResetMember(pool, backend string) error {
 
 // act performs an operator action taken on this replica and, with shared
 // state, hands it to the fleet.
-func (g *Gateway) act(a fleet.Action) error {
-	if err := g.apply(a, ""); err != nil {
+func (g *Gateway) act(a fleet.Action) error { return g.actAs(a, "") }
+
+// actAs is act, recording who took the action.
+func (g *Gateway) actAs(a fleet.Action, who string) error {
+	if err := g.applyAs(a, "", who); err != nil {
 		return err
 	}
 	if g.fleet != nil {
@@ -200,7 +235,10 @@ func (g *Gateway) act(a fleet.Action) error {
 
 // apply performs operator action a, taken on replica from ("" for this
 // one).
-func (g *Gateway) apply(a fleet.Action, from string) error {
+func (g *Gateway) apply(a fleet.Action, from string) error { return g.applyAs(a, from, "") }
+
+// applyAs is apply, recording who took the action ("" when unknown).
+func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 	backend := a.Backend
 	switch a.Kind {
 	case fleet.ActionDrain, fleet.ActionRestore:
@@ -223,10 +261,10 @@ func (g *Gateway) apply(a fleet.Action, from string) error {
 		g.Metrics.Drained(backend, drain)
 		g.mu.Unlock()
 		if drain {
-			g.admin("drain", "", backend, "drained backend "+backend, from)
+			g.admin("drain", "", backend, "drained backend "+backend, from, who)
 			g.updateActive(backend, "manual: "+backend+" drained by an operator")
 		} else {
-			g.admin("restore", "", backend, "restored backend "+backend, from)
+			g.admin("restore", "", backend, "restored backend "+backend, from, who)
 			g.updateActive(backend, "manual: "+backend+" restored by an operator")
 		}
 		return nil
@@ -245,13 +283,13 @@ func (g *Gateway) apply(a fleet.Action, from string) error {
 			if s := b.Breaker.Snapshot(); from != "" && s.State == breaker.Open && s.Until.Equal(a.Until) {
 				return nil
 			}
-			g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open", from)
+			g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open", from, who)
 			g.operatorHold.Store(backend, true)
 			b.Breaker.Force(breaker.Open, a.Until, "manual: forced open by an operator")
 			return nil
 		}
 		g.operatorHold.Delete(backend)
-		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from)
+		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from, who)
 		b.Breaker.Force(breaker.Closed, time.Time{}, "manual: forced closed by an operator")
 		return nil
 	case fleet.ActionSetMember:
@@ -266,13 +304,13 @@ func (g *Gateway) apply(a fleet.Action, from string) error {
 		}); err != nil {
 			return err
 		}
-		g.admin("set_member", a.Pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, a.Pool, a.Priority, a.Weight), from)
+		g.admin("set_member", a.Pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, a.Pool, a.Priority, a.Weight), from, who)
 		return nil
 	case fleet.ActionResetMember:
 		if err := g.changeMember(a.Pool, backend, func(*override, bool) bool { return false }); err != nil {
 			return err
 		}
-		g.admin("reset_member", a.Pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, a.Pool), from)
+		g.admin("reset_member", a.Pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, a.Pool), from, who)
 		return nil
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
@@ -316,8 +354,16 @@ func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed
 	return nil
 }
 
-// AdminHandler serves the admin API.
+// AdminHandler serves the admin API, and the web console under
+// /console/ (see package console).
 func (g *Gateway) AdminHandler() http.Handler {
+	h, _ := g.adminHandler()
+	return h
+}
+
+// adminHandler is AdminHandler and a function that ends the console's
+// live streams, for the server's shutdown.
+func (g *Gateway) adminHandler() (http.Handler, func()) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.Status()) })
 	mux.HandleFunc("GET /admin/events", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.events.list()) })
@@ -370,7 +416,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 		g.answer(w, g.ResetMember(r.PathValue("pool"), r.PathValue("backend")))
 	})
 	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
-		g.admin("reload", "", "", "asked for a configuration reload", "")
+		g.admin("reload", "", "", "asked for a configuration reload", "", "")
 		if err := g.ReloadFile(); err != nil {
 			writeJSON(w, http.StatusUnprocessableEntity, apiErr(err))
 			return
@@ -378,20 +424,24 @@ func (g *Gateway) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, g.Status())
 	})
 	g.keysAPI().Register(mux) // /admin/keys, /admin/teams, /admin/usage
-	return g.guardAdmin(mux)
+	con := g.newConsole()
+	return g.guardAdmin(mux, con), con.Close
 }
 
 // adminServer is the admin API's http.Server, with the API's header, read
 // and idle timeouts: a slow client holds no admin connection either.
 func (g *Gateway) adminServer() *http.Server {
 	s := g.Config().Server
-	return &http.Server{
-		Handler:           g.AdminHandler(),
+	h, stop := g.adminHandler()
+	srv := &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
 		ReadTimeout:       s.ReadTimeout.D(),
 		IdleTimeout:       s.IdleTimeout.D(),
 		MaxHeaderBytes:    1 << 20,
 	}
+	srv.RegisterOnShutdown(stop) // the console's event streams end, so the shutdown need not wait for them
+	return srv
 }
 
 // guardAdmin refuses what a web page in an operator's browser could send,
@@ -403,7 +453,11 @@ func (g *Gateway) adminServer() *http.Server {
 //     415 (a form or
 //     a text/plain fetch, which a browser sends cross-site without asking);
 //   - a missing or wrong key: 401, unless admin.allow_no_key is set.
-func (g *Gateway) guardAdmin(next http.Handler) http.Handler {
+//
+// The console (/console/ and /) passes the Host check, then console takes
+// it: it has its own login, session, Origin and CSRF checks (its pages'
+// forms send "Origin: null" under their no-referrer policy).
+func (g *Gateway) guardAdmin(next, console http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a := g.Config().Admin
 		if a == nil {
@@ -411,6 +465,10 @@ func (g *Gateway) guardAdmin(next http.Handler) http.Handler {
 		}
 		if !adminHostAllowed(a, r) {
 			writeJSON(w, http.StatusForbidden, apiErr(fmt.Errorf("host %q is not a name of this admin API (add it to admin.allowed_hosts)", truncate(r.Host, 100))))
+			return
+		}
+		if console != nil && (r.URL.Path == "/" || r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/")) {
+			console.ServeHTTP(w, r)
 			return
 		}
 		if o := r.Header.Get("Origin"); o != "" && !sameOrigin(o, r.Host) {

@@ -1,0 +1,56 @@
+package config
+
+import "fmt"
+
+// Viewer is an operator key of the admin listener's web console with a
+// read-only role: it signs in to see the pools, events and config, and
+// can take no action. Never logged.
+type Viewer struct {
+	// Name is who signed in, as the console shows it. Required, unique.
+	Name string `yaml:"name"`
+	// Key is entered on the console's login page. At least 16
+	// characters, distinct from admin.key and from every other viewer's.
+	Key Secret `yaml:"key"`
+}
+
+// validateConsole checks admin.viewers: each has a name and a long key,
+// and no two names or keys (admin.key included) are the same.
+func (c *Config) validateConsole() []Problem {
+	a := c.Admin
+	if a == nil {
+		return nil
+	}
+	var ps []Problem
+	add := func(path, format string, args ...any) {
+		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	names := map[string]bool{}
+	keys := map[Secret]string{}
+	if a.Key != "" {
+		keys[a.Key] = "admin.key"
+	}
+	for i, v := range a.Viewers {
+		p := fmt.Sprintf("admin.viewers[%d]", i)
+		switch {
+		case v.Name == "":
+			add(p+".name", "a viewer needs a name (it is shown as who signed in)")
+		case v.Name == "admin":
+			add(p+".name", "the name admin is the admin key's; choose another")
+		case names[v.Name]:
+			add(p+".name", "viewer name %q is used twice", v.Name)
+		}
+		names[v.Name] = true
+		switch {
+		case v.Key == "":
+			add(p+".key", "a viewer needs a key")
+		case len(v.Key) < 16:
+			add(p+".key", "key is shorter than 16 characters; use a long random value")
+		case keys[v.Key] != "":
+			// Never the key itself: say which other entry it repeats.
+			add(p+".key", "key is the same as %s; give every viewer a key of its own", keys[v.Key])
+		default:
+			keys[v.Key] = p + ".key"
+		}
+	}
+	return ps
+}

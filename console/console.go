@@ -1,0 +1,213 @@
+// Package console is switchover's web console for the incident, served by
+// the admin listener under /console/: the pools and their backends live
+// (breaker states, traffic, a chart of traffic by backend), the timeline
+// of events, the operator actions, the running configuration with its
+// secrets redacted and what a reload would change, the fleet, and keys
+// and spend when a store is configured.
+//
+// Pages are rendered on the server with html/template; a little vanilla
+// JavaScript (embedded, like the CSS) asks for confirmations and keeps the
+// overview current over Server-Sent Events. Nothing is built at run time.
+//
+// Security: a login page takes admin.key (role admin) or an
+// admin.viewers key (role viewer, read-only); the session is a random
+// token in an HttpOnly, SameSite=Strict cookie (Secure over TLS) with a
+// server-side expiry; every state-changing request carries the session's
+// CSRF token and a same-origin Origin; pages are served with a strict
+// Content-Security-Policy; logins are rate-limited per address; and no
+// configured secret is ever written (every response is scrubbed of them).
+package console
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Options adjust a Console. The zero value is valid.
+type Options struct {
+	// Logger receives sign-ins, refused sign-ins and refused requests.
+	// Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of sessions and the login rate limit. Nil means
+	// time.Now.
+	Now func() time.Time
+	// Interval is how often the gateway's status is sampled and the
+	// overview's streams are updated. Default 1s.
+	Interval time.Duration
+	// Samples is how many samples the traffic charts keep. Default 600
+	// (ten minutes at the default interval).
+	Samples int
+}
+
+// Console is the web console's http.Handler. Sampling starts with the
+// first signed-in request and runs until the context given to New ends or
+// Close. It is safe for concurrent use.
+type Console struct {
+	gw       Gateway
+	log      *slog.Logger
+	now      func() time.Time
+	sessions sessions
+	limit    limiter
+	samples  *sampler
+	mux      *http.ServeMux
+}
+
+var _ http.Handler = (*Console)(nil)
+
+// New returns the console of gw.
+func New(ctx context.Context, gw Gateway, opts Options) *Console {
+	c := &Console{gw: gw, log: opts.Logger, now: opts.Now}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	interval := opts.Interval
+	if interval <= 0 {
+		interval = time.Second
+	}
+	size := opts.Samples
+	if size <= 0 {
+		size = 600
+	}
+	c.samples = newSampler(ctx, gw, interval, size, c.now)
+	c.mux = c.routes()
+	return c
+}
+
+// Close stops sampling and ends the event streams.
+func (c *Console) Close() { c.samples.close() }
+
+// ServeHTTP implements http.Handler.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Cross-Origin-Opener-Policy", "same-origin")
+	h.Set("Cross-Origin-Resource-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *Console) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", redirect("/console/"))
+	m.HandleFunc("GET /console", redirect("/console/"))
+	m.Handle("GET /console/static/", staticHandler())
+	m.HandleFunc("GET /console/login", c.loginPage)
+	m.HandleFunc("POST /console/login", c.login)
+	m.HandleFunc("POST /console/logout", c.post(false, c.logout))
+	m.HandleFunc("GET /console/{$}", c.page(c.overview))
+	m.HandleFunc("GET /console/events", c.page(c.eventsPage))
+	m.HandleFunc("GET /console/config", c.page(c.configPage))
+	m.HandleFunc("GET /console/fleet", c.page(c.fleetPage))
+	m.HandleFunc("GET /console/keys", c.page(c.keysPage))
+	m.HandleFunc("GET /console/stream", c.api(c.stream))
+	m.HandleFunc("GET /console/api/view", c.api(c.viewJSON))
+	m.HandleFunc("POST /console/actions", c.post(true, c.act))
+	// Anything else: the login for a visitor, not found for a session.
+	m.HandleFunc("/console/", c.page(func(w http.ResponseWriter, r *http.Request, s *session) {
+		http.NotFound(w, r)
+	}))
+	return m
+}
+
+func redirect(to string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, to, http.StatusFound) }
+}
+
+// session returns the request's live session, or nil.
+func (c *Console) session(r *http.Request) (*session, string) {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil, ""
+	}
+	return c.sessions.get(ck.Value, c.now()), ck.Value
+}
+
+// page wraps a page's handler: without a session, the visitor is sent to
+// the login page.
+func (c *Console) page(h func(http.ResponseWriter, *http.Request, *session)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, tok := c.session(r)
+		if s == nil {
+			http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+			return
+		}
+		s.flashMsg = c.sessions.takeFlash(tok)
+		h(w, r, s)
+	}
+}
+
+// api wraps a handler of the page's scripts: without a session, 401.
+func (c *Console) api(h func(http.ResponseWriter, *http.Request, *session, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s, tok := c.session(r)
+		if s == nil {
+			http.Error(w, "not signed in", http.StatusUnauthorized)
+			return
+		}
+		h(w, r, s, tok)
+	}
+}
+
+// post wraps a state-changing handler: it needs a session (401), a
+// same-origin request (403), the session's CSRF token in the csrf form
+// field or the X-CSRF-Token header (403) and, when admin is set, the
+// admin role (403).
+func (c *Console) post(admin bool, h func(http.ResponseWriter, *http.Request, *session, string)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
+		s, tok := c.session(r)
+		if s == nil {
+			http.Error(w, "not signed in", http.StatusUnauthorized)
+			return
+		}
+		if !sameOrigin(r) {
+			c.log.Warn("console: cross-site request refused", "user", s.User, "path", r.URL.Path)
+			http.Error(w, "cross-site request refused", http.StatusForbidden)
+			return
+		}
+		got := r.Header.Get("X-CSRF-Token")
+		if got == "" {
+			got = r.PostFormValue("csrf")
+		}
+		if !sameToken(got, s.CSRF) {
+			c.log.Warn("console: request without its CSRF token refused", "user", s.User, "path", r.URL.Path)
+			http.Error(w, "missing or wrong CSRF token: reload the page", http.StatusForbidden)
+			return
+		}
+		if admin && s.Role != RoleAdmin {
+			c.log.Warn("console: action refused to a viewer", "user", s.User, "path", r.URL.Path)
+			http.Error(w, "viewers cannot take actions", http.StatusForbidden)
+			return
+		}
+		h(w, r, s, tok)
+	}
+}
+
+// sameOrigin reports whether r is not a cross-site request: Sec-Fetch-Site,
+// which browsers set and pages cannot, when sent says same-origin; Origin,
+// when sent, is the host r was sent to, or "null" (what a form of the
+// console's pages sends under their no-referrer policy) with
+// Sec-Fetch-Site: same-origin.
+func sameOrigin(r *http.Request) bool {
+	site := r.Header.Get("Sec-Fetch-Site")
+	if site != "" && site != "same-origin" {
+		return false
+	}
+	switch o := r.Header.Get("Origin"); o {
+	case "":
+		return true
+	case "null":
+		return site == "same-origin"
+	default:
+		return strings.EqualFold(o, "http://"+r.Host) || strings.EqualFold(o, "https://"+r.Host)
+	}
+}

@@ -1,0 +1,219 @@
+// Browser test of the switchover console, run by
+// gateway/console_browser_test.go against a gateway in front of the
+// simulator. Playwright drives the system's Chromium; no browser is
+// downloaded. Every wait is Playwright's (a condition with a deadline),
+// never a sleep.
+//
+// Environment: CONSOLE_URL (the admin listener), ADMIN_KEY, VIEWER_KEY,
+// SIM_URL (a simulator listener, for faults and counters), POOLS (JSON:
+// pool -> backends), FAULT_BACKEND, DRAIN_BACKEND, FAULT_POOL, SHOT_DIR,
+// CHROMIUM.
+import { chromium } from "playwright-core";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import assert from "node:assert/strict";
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+};
+const base = env("CONSOLE_URL");
+const sim = env("SIM_URL");
+const pools = JSON.parse(env("POOLS"));
+const faulty = env("FAULT_BACKEND");
+const drained = env("DRAIN_BACKEND");
+const pool = env("FAULT_POOL");
+const shots = env("SHOT_DIR");
+const WAIT = 25000; // generous: a busy 2-core machine
+
+const step = (s) => console.log(`step: ${s}`);
+const row = (p, b) => `tr[data-member="${p}/${b}"]`;
+
+async function simStats() {
+  const r = await fetch(`${sim}/_sim/stats`);
+  assert.equal(r.status, 200, "sim stats");
+  return r.json();
+}
+function calls(stats, name) {
+  const s = stats[name] ?? (stats.deployments && stats.deployments[name]);
+  assert.ok(s, `no sim stats for ${name}: ${JSON.stringify(stats).slice(0, 300)}`);
+  return s.calls;
+}
+async function setFault(name, fault) {
+  const r = await fetch(`${sim}/_sim/deployments/${name}/fault`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fault),
+  });
+  assert.equal(r.status, 200, `fault ${JSON.stringify(fault)} on ${name}: ${await r.text()}`);
+}
+async function until(what, f, deadline = WAIT) {
+  const end = Date.now() + deadline;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((res) => setTimeout(res, 100)); // polling a condition, with a deadline
+  }
+}
+
+const profile = await mkdtemp(join(tmpdir(), "switchover-chromium-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: env("CHROMIUM"),
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  viewport: { width: 1500, height: 1000 },
+});
+context.setDefaultTimeout(WAIT);
+const errors = [];
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("pageerror", (e) => errors.push(String(e)));
+  page.on("console", (m) => { if (m.type() === "error" && !/401|403|Unauthorized|Forbidden/.test(m.text())) errors.push(m.text()); });
+
+  step("an unauthenticated visitor sees only the login page");
+  for (const p of ["/console/", "/console/events", "/console/config", "/console/keys", "/"]) {
+    await page.goto(base + p);
+    assert.equal(new URL(page.url()).pathname, "/console/login", `${p} did not lead to the login`);
+    const html = await page.content();
+    for (const b of Object.values(pools).flat()) assert.ok(!html.includes(b), `the login page names backend ${b}`);
+  }
+  assert.equal(await page.locator("form#login input#key[type=password]").count(), 1);
+  const anon = await page.evaluate(async () => [(await fetch("/console/api/view")).status, (await fetch("/console/stream")).status]);
+  assert.deepEqual(anon, [401, 401], "the scripts' endpoints without a session");
+
+  step("a wrong key is refused");
+  await page.fill("#key", "not-the-key-0123456789");
+  await page.click("form#login button[type=submit]");
+  await page.waitForSelector("#login-error");
+  assert.equal(new URL(page.url()).pathname, "/console/login");
+
+  step("the admin signs in");
+  await page.fill("#key", env("ADMIN_KEY"));
+  await Promise.all([page.waitForURL(base + "/console/"), page.click("form#login button[type=submit]")]);
+  assert.match(await page.textContent("#who"), /admin/);
+
+  step("the overview renders every pool and backend");
+  for (const [p, backends] of Object.entries(pools)) {
+    await page.waitForSelector(`section[data-pool="${p}"]`);
+    for (const b of backends) await page.waitForSelector(row(p, b));
+  }
+  await page.waitForSelector("#live.on");
+  await page.waitForSelector(`svg[data-chart="${pool}"] polyline`, { state: "attached" });
+  await page.waitForFunction(([r]) => {
+    const el = document.querySelector(r + ' [data-f="rps"]');
+    return el && parseFloat(el.textContent) > 0;
+  }, [row(pool, faulty)]);
+
+  // Some history before the outage, so the chart shows the failover.
+  const points = (n) => page.waitForFunction(([p, n]) => {
+    const svg = document.querySelector(`svg[data-chart="${p}"]`);
+    return svg && Number(svg.dataset.points || 0) >= n;
+  }, [pool, n], { timeout: WAIT + n * 1000 });
+  await points(8);
+  const pointsBefore = Number(await page.getAttribute(`svg[data-chart="${pool}"]`, "data-points"));
+
+  step(`a fault in the simulator opens ${faulty}'s breaker in the page, without a reload`);
+  await page.evaluate(() => { window.__notReloaded = true; });
+  await setFault(faulty, { mode: "down" });
+  await page.waitForSelector(`${row(pool, faulty)}.state-open`);
+  assert.equal(await page.textContent(`${row(pool, faulty)} [data-f="breaker"]`), "open");
+  assert.ok(await page.evaluate(() => window.__notReloaded === true), "the page was reloaded");
+  assert.notEqual((await page.textContent(`${row(pool, faulty)} [data-f="why"]`)).trim(), "", "no cause shown for the open breaker");
+  // Traffic has moved: a tier-2 member's chart line and rate rise.
+  await page.waitForFunction(([p, f]) => {
+    const sec = document.querySelector(`section[data-pool="${p}"]`);
+    return [...sec.querySelectorAll("tr.member")].some((tr) =>
+      tr.dataset.member !== `${p}/${f}` && parseFloat(tr.querySelector('[data-f="rps"]').textContent) > 0);
+  }, [pool, faulty]);
+  await page.waitForFunction(([p, f]) => {
+    const el = document.querySelector(`section[data-pool="${p}"] [data-f="active"]`);
+    return el && !el.textContent.includes(f);
+  }, [pool, faulty]);
+  await points(pointsBefore + 6);
+  await page.screenshot({ path: join(shots, "console-overview.png"), fullPage: true });
+
+  step(`draining ${drained} from the page (click, confirm) stops its traffic`);
+  await page.click(`${row(pool, drained)} button[data-act="drain"]`);
+  await page.waitForSelector("dialog#confirm[open]");
+  const text = await page.textContent("#confirm-text");
+  assert.match(text, new RegExp(`^Drain ${drained}: no new requests go to it`), `confirmation: ${text}`);
+  await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
+  assert.match(await page.textContent("#flash"), new RegExp(`Done: drain ${drained}`));
+  await page.waitForSelector(`${row(pool, drained)}.drained`);
+  const before = await simStats();
+  // Others keep answering while the drained one gets nothing new.
+  const others = Object.values(pools).flat().filter((b) => b !== drained && b !== faulty);
+  await until("traffic to the remaining backends", async () => {
+    const now = await simStats();
+    return others.some((b) => calls(now, b) >= calls(before, b) + 5);
+  });
+  const after = await simStats();
+  assert.equal(calls(after, drained), calls(before, drained), `${drained} was called after its drain`);
+
+  step("an action without the CSRF token is refused");
+  const refused = await page.evaluate(async (b) => {
+    const post = (body, headers = {}) => fetch("/console/actions", {
+      method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body,
+    }).then((r) => r.status);
+    return [await post(`action=restore&backend=${b}`), await post(`action=restore&backend=${b}&csrf=forged`),
+      await post(`action=restore&backend=${b}`, { "X-CSRF-Token": "forged" })];
+  }, drained);
+  assert.deepEqual(refused, [403, 403, 403]);
+  const view = await page.evaluate(() => fetch("/console/api/view").then((r) => r.json()));
+  const m = view.pools.find((p) => p.name === pool).members.find((x) => x.backend === drained);
+  assert.equal(m.drained, true, "a refused action changed something");
+
+  step("the timeline shows the failover and who drained");
+  await page.goto(base + "/console/events");
+  await page.waitForSelector(`tr.ev[data-kind="admin:drain"]`);
+  assert.match(await page.textContent(`tr.ev[data-kind="admin:drain"] .detail`), new RegExp(`drained backend ${drained} \\(by admin\\)`));
+  assert.ok(await page.locator(`tr.ev[data-kind="breaker"]`, { hasText: faulty }).count() > 0, "no breaker event");
+  await page.selectOption('select[name="kind"]', "admin");
+  await Promise.all([page.waitForURL(/kind=admin/), page.click('#filter button[type="submit"]')]);
+  const kinds = await page.$$eval("tr.ev", (rs) => rs.map((r) => r.dataset.kind));
+  assert.ok(kinds.length > 0 && kinds.every((k) => k.startsWith("admin:")), `filtered kinds ${kinds}`);
+  await page.goto(base + "/console/events");
+  await page.screenshot({ path: join(shots, "console-events.png"), fullPage: true });
+
+  step("the config page shows the running config, redacted");
+  await page.goto(base + "/console/config");
+  const yaml = await page.textContent("#running");
+  assert.ok(yaml.includes("[redacted]"), "no redaction shown");
+  for (const k of [env("ADMIN_KEY"), env("VIEWER_KEY")]) assert.ok(!(await page.content()).includes(k), "a key is on the config page");
+
+  step(`undo: restore ${drained} and clear the fault`);
+  await page.goto(base + "/console/");
+  await page.click(`${row(pool, drained)} button[data-act="restore"]`);
+  await page.waitForSelector("dialog#confirm[open]");
+  assert.match(await page.textContent("#confirm-text"), new RegExp(`^Restore ${drained}`));
+  await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
+  await page.waitForSelector(`${row(pool, drained)}:not(.drained)`);
+  await setFault(faulty, { mode: "none" });
+
+  step("sign out");
+  await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
+  await page.goto(base + "/console/");
+  assert.equal(new URL(page.url()).pathname, "/console/login");
+
+  step("a viewer sees but cannot act");
+  await page.fill("#key", env("VIEWER_KEY"));
+  await Promise.all([page.waitForURL(base + "/console/"), page.click("form#login button[type=submit]")]);
+  await page.waitForSelector(row(pool, drained));
+  assert.equal(await page.locator("button[data-act]").count(), 0, "a viewer has action buttons");
+  const viewerPost = await page.evaluate(async (b) => {
+    const csrf = document.querySelector('meta[name="csrf"]').content;
+    const r = await fetch("/console/actions", {
+      method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded", "X-CSRF-Token": csrf }, body: `action=drain&backend=${b}`,
+    });
+    return r.status;
+  }, drained);
+  assert.equal(viewerPost, 403, "a viewer's action");
+
+  assert.deepEqual(errors, [], "errors in the page");
+  console.log("ok: every browser check passed");
+} finally {
+  await context.close();
+  await rm(profile, { recursive: true, force: true });
+}

@@ -1,0 +1,227 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/sim"
+)
+
+// Keys of the console tests' gateway.
+const (
+	consoleAdminKey  = "console-admin-key-0123456789"
+	consoleViewerKey = "console-viewer-key-0123456789"
+	consoleAPIKey    = "console-client-key-0123456789"
+	consoleBackend   = "sk-console-backend-secret-0123"
+)
+
+// consolePools are the pools of the console tests' gateway and their
+// members, in priority order.
+var consolePools = map[string][]string{
+	"chat-prod": {"uksouth", "swedencentral", "westeurope"},
+	"batch":     {"westeurope", "swedencentral"},
+}
+
+// consoleEnv is the simulator's three regions behind a gateway with an
+// admin listener, on the wall clock (a browser waits in real time), and
+// steady traffic to every pool until the test ends.
+type consoleEnv struct {
+	sim   *sim.Sim
+	g     *gateway.Gateway
+	admin string // http://127.0.0.1:port
+	api   string
+	// shutdown stops the traffic and the gateway (as a SIGTERM would)
+	// and returns Serve's error; the test's cleanup calls it too.
+	shutdown func() error
+}
+
+func startConsoleEnv(t *testing.T) *consoleEnv {
+	t.Helper()
+	cfg := sim.Config{Seed: 1, Slice: 10 * time.Second}
+	for _, r := range []string{"uksouth", "swedencentral", "westeurope"} {
+		cfg.Deployments = append(cfg.Deployments, sim.Deployment{Name: r, Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 60000, TPM: 60000000}})
+	}
+	s, err := sim.Start(t.Context(), cfg, sim.WithWaiter(instant{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var y strings.Builder
+	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {level: error}\nserver: {drain_delay: 0s, shutdown_grace: 1m}\n")
+	fmt.Fprintf(&y, "keys: [{name: app, key: %s}]\n", consoleAPIKey)
+	fmt.Fprintf(&y, "admin:\n  listen: 127.0.0.1:0\n  key: %s\n  viewers: [{name: oncall-viewer, key: %s}]\n", consoleAdminKey, consoleViewerKey)
+	y.WriteString("backends:\n")
+	for _, e := range s.Deployments() {
+		// No health probes: the test counts every call a region gets.
+		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s, api_key: %s, breaker: {failures: 3, window: 10s, trip: 60s}, probe: {disabled: true}}\n",
+			e.Name, e.URL, e.Region, consoleBackend)
+	}
+	y.WriteString("pools:\n")
+	for _, p := range []string{"chat-prod", "batch"} {
+		fmt.Fprintf(&y, "  - name: %s\n    members:\n", p)
+		for i, b := range consolePools[p] {
+			fmt.Fprintf(&y, "      - {backend: %s, priority: %d, model: chat-prod}\n", b, min(i+1, 2))
+		}
+	}
+	path := filepath.Join(t.TempDir(), "switchover.yaml")
+	if err := os.WriteFile(path, []byte(y.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(c, gateway.Options{Path: path, Logger: gateway.NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln, aln) }()
+	e := &consoleEnv{sim: s, g: g, admin: "http://" + aln.Addr().String(), api: "http://" + ln.Addr().String()}
+	tctx, stop := context.WithCancel(context.Background())
+	traffic := make(chan struct{})
+	go func() { defer close(traffic); e.traffic(tctx) }()
+	var once sync.Once
+	var serveErr error
+	e.shutdown = func() error {
+		once.Do(func() {
+			stop()
+			<-traffic
+			cancel()
+			serveErr = <-done
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := e.shutdown(); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return e
+}
+
+// traffic sends a request to every pool each 50ms until ctx ends.
+func (e *consoleEnv) traffic(ctx context.Context) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		for p := range consolePools {
+			req, _ := http.NewRequestWithContext(ctx, "POST", e.api+"/v1/chat/completions",
+				strings.NewReader(`{"model":"`+p+`","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+			req.Header.Set("Authorization", "Bearer "+consoleAPIKey)
+			req.Header.Set("Content-Type", "application/json")
+			if resp, err := client.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// browserTools finds Chromium, Node and the e2e directory's
+// playwright-core; without them the test is skipped, or fails when
+// SWITCHOVER_REQUIRE_BROWSER=1 (CI).
+func browserTools(t *testing.T) (chromium, node, dir string) {
+	t.Helper()
+	missing := func(what string) {
+		if os.Getenv("SWITCHOVER_REQUIRE_BROWSER") == "1" {
+			t.Fatalf("%s is missing and SWITCHOVER_REQUIRE_BROWSER=1", what)
+		}
+		t.Skipf("%s is missing: browser test skipped (set SWITCHOVER_REQUIRE_BROWSER=1 to fail instead)", what)
+	}
+	chromium = os.Getenv("SWITCHOVER_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		missing("Chromium (" + chromium + "; apt-get install chromium)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node")
+	}
+	dir, _ = filepath.Abs(filepath.Join("..", "console", "e2e"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "playwright-core", "package.json")); err != nil {
+		missing("playwright-core (npm ci in console/e2e)")
+	}
+	return chromium, node, dir
+}
+
+// TestConsoleInBrowser drives the console in Chromium during a simulated
+// outage: the overview renders every pool and backend; a fault injected
+// in the simulator opens the backend's breaker in the page without a
+// reload; a drain from the page (click, confirm) stops the backend's
+// traffic; an action without the CSRF token is refused; a visitor sees
+// only the login, a viewer no action. Screenshots go to a temporary
+// directory, or to docs/img with SWITCHOVER_UPDATE_SCREENSHOTS=1.
+func TestConsoleInBrowser(t *testing.T) {
+	chromium, node, dir := browserTools(t)
+	e := startConsoleEnv(t)
+	shots := t.TempDir()
+	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
+		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
+	}
+	pools, _ := json.Marshal(consolePools)
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "console.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
+		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "POOLS="+string(pools),
+		"FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
+		"SHOT_DIR="+shots, "CHROMIUM="+chromium)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("browser:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("browser test failed: %v", err)
+	}
+	for _, f := range []string{"console-overview.png", "console-events.png"} {
+		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
+			t.Errorf("screenshot %s: %v", f, err)
+		}
+	}
+	// What the page did is what the gateway recorded.
+	var drained, restored bool
+	for _, ev := range e.g.Status().Events {
+		drained = drained || ev.Kind == "admin:drain" && ev.Detail == "drained backend swedencentral (by admin)"
+		restored = restored || ev.Kind == "admin:restore" && ev.Detail == "restored backend swedencentral (by admin)"
+	}
+	if !drained || !restored {
+		t.Errorf("events lack the console's drain and restore by admin: %+v", e.g.Status().Events)
+	}
+	if b := e.g.Backend("swedencentral"); b == nil || b.Drained() {
+		t.Error("swedencentral is still drained after the page restored it")
+	}
+}

@@ -1,0 +1,225 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// consoleClient is a browser-like client of the console: cookies kept,
+// redirects not followed.
+type consoleClient struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+	csrf string
+}
+
+func newConsoleClient(t *testing.T, base string) *consoleClient {
+	jar, _ := cookiejar.New(nil)
+	return &consoleClient{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (c *consoleClient) do(method, path string, form url.Values, host string) (int, string, http.Header) {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, _ := http.NewRequest(method, c.base+path, body)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := c.c.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func (c *consoleClient) login(key string) {
+	c.t.Helper()
+	if st, _, _ := c.do("POST", "/console/login", url.Values{"key": {key}}, ""); st != http.StatusSeeOther {
+		c.t.Fatalf("login: %d", st)
+	}
+	_, page, _ := c.do("GET", "/console/", nil, "")
+	m := regexp.MustCompile(`<meta name="csrf" content="([^"]+)">`).FindStringSubmatch(page)
+	if m == nil {
+		c.t.Fatalf("no CSRF token:\n%s", page)
+	}
+	c.csrf = m[1]
+}
+
+func (c *consoleClient) act(fields ...string) int {
+	c.t.Helper()
+	f := url.Values{"csrf": {c.csrf}}
+	for i := 0; i+1 < len(fields); i += 2 {
+		f.Set(fields[i], fields[i+1])
+	}
+	st, _, _ := c.do("POST", "/console/actions", f, "")
+	return st
+}
+
+// TestConsoleOnTheAdminListener checks the console as the gateway mounts
+// it: the admin API's Host check still applies, the API itself still
+// needs its key, and the console's actions reach the gateway with who took
+// them.
+func TestConsoleOnTheAdminListener(t *testing.T) {
+	e := startConsoleEnv(t)
+	c := newConsoleClient(t, e.admin)
+	if st, _, _ := c.do("GET", "/console/login", nil, "evil.example"); st != http.StatusForbidden {
+		t.Fatalf("rebound host: %d, want 403", st)
+	}
+	if st, _, h := c.do("GET", "/", nil, ""); st != http.StatusFound || h.Get("Location") != "/console/" {
+		t.Fatalf("/: %d %q", st, h.Get("Location"))
+	}
+	c.login(consoleAdminKey)
+	// A session cookie is no admin API key.
+	if st, _, _ := c.do("GET", "/admin/status", nil, ""); st != http.StatusUnauthorized {
+		t.Fatalf("/admin/status with a console session: %d, want 401", st)
+	}
+	steps := []struct {
+		fields []string
+		check  func() bool
+		detail string
+	}{
+		{[]string{"action", "drain", "backend", "westeurope"}, func() bool { return e.g.Backend("westeurope").Drained() },
+			"drained backend westeurope (by admin)"},
+		{[]string{"action", "restore", "backend", "westeurope"}, func() bool { return !e.g.Backend("westeurope").Drained() },
+			"restored backend westeurope (by admin)"},
+		{[]string{"action", "breaker_open", "backend", "uksouth", "for", "5m"}, func() bool {
+			return e.g.Backend("uksouth").Breaker.Snapshot().State.String() == "open"
+		}, "forced the breaker of uksouth open (by admin)"},
+		{[]string{"action", "breaker_close", "backend", "uksouth"}, func() bool {
+			return e.g.Backend("uksouth").Breaker.Snapshot().State.String() == "closed"
+		}, "forced the breaker of uksouth closed (by admin)"},
+		{[]string{"action", "set_member", "pool", "chat-prod", "backend", "westeurope", "priority", "1", "weight", "3"}, func() bool {
+			for _, p := range e.g.Status().Pools {
+				for _, m := range p.Members {
+					if p.Name == "chat-prod" && m.Backend == "westeurope" {
+						return m.Overridden && m.Priority == 1 && m.Weight == 3
+					}
+				}
+			}
+			return false
+		}, "set westeurope in pool chat-prod to priority 1, weight 3 (by admin)"},
+		{[]string{"action", "reset_member", "pool", "chat-prod", "backend", "westeurope"}, func() bool { return true },
+			"reset westeurope in pool chat-prod to its configured priority and weight (by admin)"},
+		{[]string{"action", "reload"}, func() bool { return true }, "asked for a configuration reload (by admin)"},
+	}
+	for _, s := range steps {
+		if st := c.act(s.fields...); st != http.StatusSeeOther {
+			t.Fatalf("%v: %d", s.fields, st)
+		}
+		if !s.check() {
+			t.Errorf("%v: not done", s.fields)
+		}
+		found := false
+		for _, ev := range e.g.Status().Events {
+			found = found || ev.Detail == s.detail
+		}
+		if !found {
+			t.Errorf("%v: no event %q", s.fields, s.detail)
+		}
+	}
+	// The status has the figures the overview shows.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var attempts uint64
+		for _, p := range e.g.Status().Pools {
+			for _, m := range p.Members {
+				attempts += m.Attempts
+				if len(m.FirstByte) == 0 && m.Attempts > 0 {
+					t.Fatalf("%s has attempts and no first-byte histogram", m.Backend)
+				}
+			}
+		}
+		if attempts > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no attempts counted in the status")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
+	}
+	// The config page: secrets redacted, and what a reload would change.
+	path := e.g.Status().Path
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(data), "shutdown_grace: 1m", "shutdown_grace: 3s", 1)
+	changed = strings.Replace(changed, "trip: 60s", "trip: 90s", 1)
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, page, _ := c.do("GET", "/console/config", nil, "")
+	for _, want := range []string{"they need a restart: server.shutdown_grace", "trip: 1m30s", "shutdown_grace: 3s", "[redacted]", "configuration reloaded"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("config page lacks %q", want)
+		}
+	}
+	for _, secret := range []string{consoleAdminKey, consoleViewerKey, consoleAPIKey, consoleBackend} {
+		for _, p := range []string{"/console/", "/console/config", "/console/events", "/console/fleet", "/console/keys", "/console/api/view"} {
+			if _, body, _ := c.do("GET", p, nil, ""); strings.Contains(body, secret) {
+				t.Errorf("%s shows a secret", p)
+			}
+		}
+	}
+	if _, page, _ := c.do("GET", "/console/fleet", nil, ""); !strings.Contains(page, "shares no state with others") {
+		t.Error("fleet page without a fleet")
+	}
+}
+
+// TestConsoleStreamsEndAtShutdown checks that an open console stream does
+// not hold a shutdown for its grace period (a minute here): the console
+// ends its streams when the admin server shuts down.
+func TestConsoleStreamsEndAtShutdown(t *testing.T) {
+	e := startConsoleEnv(t)
+	c := newConsoleClient(t, e.admin)
+	c.login(consoleViewerKey)
+	c.c.Timeout = 0
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.admin+"/console/stream", nil)
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "retry:") {
+		t.Fatalf("stream began with %q, %v", line, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- e.shutdown() }()
+	io.Copy(io.Discard, br) // ends when the stream does
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the shutdown waited for the console's stream")
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the stream outlived the shutdown")
+	}
+}
