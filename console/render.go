@@ -43,7 +43,7 @@ var pages = func() map[string]*template.Template {
 			}
 			return fmt.Sprintf("%.0f ms", *f)
 		},
-		"usd":  func(f float64) string { return fmt.Sprintf("$%.4f", f) },
+		"usd":  usd,
 		"join": strings.Join,
 		"describe": func(kind, pool, backend string) string {
 			d := describe(Action{Kind: kind, Pool: pool, Backend: backend})
@@ -173,4 +173,13 @@ func scrub(b []byte, cfg *config.Config) []byte {
 func jsonEscape(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b[1 : len(b)-1])
+}
+
+// usd prints dollars to the cent, and small amounts (a few requests'
+// worth) to the micro-dollar so that they do not read as nothing.
+func usd(f float64) string {
+	if f != 0 && f < 1 && f > -1 {
+		return fmt.Sprintf("$%.6f", f)
+	}
+	return fmt.Sprintf("$%.2f", f)
 }

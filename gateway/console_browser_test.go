@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -64,6 +65,7 @@ func startConsoleEnv(t *testing.T) *consoleEnv {
 	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {level: error}\nserver: {drain_delay: 0s, shutdown_grace: 1m}\n")
 	fmt.Fprintf(&y, "keys: [{name: app, key: %s}]\n", consoleAPIKey)
 	fmt.Fprintf(&y, "admin:\n  listen: 127.0.0.1:0\n  key: %s\n  viewers: [{name: oncall-viewer, key: %s}]\n", consoleAdminKey, consoleViewerKey)
+	fmt.Fprintf(&y, "store: {sqlite: %q}\n", filepath.Join(t.TempDir(), "switchover.db"))
 	y.WriteString("backends:\n")
 	for _, e := range s.Deployments() {
 		// No health probes: the test counts every call a region gets.
@@ -190,6 +192,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
 		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
 	}
+	// A key of the store with a team and a budget, and a few requests
+	// with it, for the keys and usage page.
+	k, secret, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600, Budget: 50, BudgetPeriod: "month"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		req, _ := http.NewRequest("POST", e.api+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("a request with the store key: %d", resp.StatusCode)
+		}
+	}
 	pools, _ := json.Marshal(consolePools)
 	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second) // a guard against a hang, not a timing assertion
 	defer cancel()
@@ -199,15 +220,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
 		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "POOLS="+string(pools),
 		"FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
-		"SHOT_DIR="+shots, "CHROMIUM="+chromium)
+		"SHOT_DIR="+shots, "CHROMIUM="+chromium, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err = cmd.Run()
 	t.Logf("browser:\n%s", out.String())
 	if err != nil {
 		t.Fatalf("browser test failed: %v", err)
 	}
-	for _, f := range []string{"console-overview.png", "console-events.png"} {
+	for _, f := range []string{"console-overview.png", "console-events.png", "console-keys.png"} {
 		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
 			t.Errorf("screenshot %s: %v", f, err)
 		}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/ledger"
 )
 
 // consoleClient is a browser-like client of the console: cookies kept,
@@ -182,6 +184,38 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	}
 	if _, page, _ := c.do("GET", "/console/fleet", nil, ""); !strings.Contains(page, "shares no state with others") {
 		t.Error("fleet page without a fleet")
+	}
+
+	// The keys page lists the store's keys and the month's spend, never a
+	// secret.
+	k, secret, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.api+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a request with the store key: %d", resp.StatusCode)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		_, page, _ := c.do("GET", "/console/keys", nil, "")
+		if strings.Contains(page, secret) || strings.Contains(page, consoleAPIKey) {
+			t.Fatal("the keys page shows a secret")
+		}
+		if strings.Contains(page, k.ID) && strings.Contains(page, "research-bot") && strings.Contains(page, "research") && !strings.Contains(page, "No store configured") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the keys page lacks the key %s:\n%s", k.ID, page)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
 	}
 }
 

@@ -183,6 +183,21 @@ try {
   assert.ok(yaml.includes("[redacted]"), "no redaction shown");
   for (const k of [env("ADMIN_KEY"), env("VIEWER_KEY")]) assert.ok(!(await page.content()).includes(k), "a key is on the config page");
 
+  step("the keys page lists the store's key and its team's spend, never its secret");
+  const keyID = env("STORE_KEY_ID");
+  // The usage is written within a second of the requests: reload until the
+  // spend by team has it.
+  for (let i = 0; ; i++) {
+    await page.goto(base + "/console/keys");
+    const spend = await page.textContent('table.spend[data-by="team"]');
+    if (spend.includes("research")) break;
+    assert.ok(i < 50, `no spend of team research on the keys page: ${spend}`);
+    await page.waitForTimeout(200);
+  }
+  assert.ok((await page.textContent("#keys")).includes(keyID), `key ${keyID} not listed`);
+  assert.ok(!(await page.content()).includes(env("STORE_KEY_SECRET")), "the keys page shows a key's secret");
+  await page.screenshot({ path: join(shots, "console-keys.png"), fullPage: true });
+
   step(`undo: restore ${drained} and clear the fault`);
   await page.goto(base + "/console/");
   await page.click(`${row(pool, drained)} button[data-act="restore"]`);
