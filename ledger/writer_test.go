@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -296,3 +298,77 @@ type discard struct{}
 func newDiscard() discard { return discard{} }
 
 func (discard) RecordUsage(context.Context, []ledger.Usage) error { return nil }
+
+// TestWriterOnAFullDisk: SQLite answers SQLITE_FULL ("database or disk
+// is full") when its file may not grow, which is what a full disk makes
+// of every write. The writer keeps the records and retries; once there is
+// room they are all stored, once each, and nothing was dropped.
+func TestWriterOnAFullDisk(t *testing.T) {
+	ctx := context.Background()
+	s, err := ledger.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db := ledger.WriterDB(s) // one connection: the pragma holds for every write
+	var pages int
+	if err := db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+		t.Fatal(err)
+	}
+	clk := fakeclock.New()
+	failed := make(chan error, 100)
+	written := make(chan int, 100)
+	w := ledger.NewWriter(s, ledger.WriterOptions{
+		Batch: 1000, Every: time.Second, MinBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Clock: clk,
+		OnError:   func(err error) { failed <- err },
+		OnWritten: func(b []ledger.Usage) { written <- len(b) },
+		OnDrop:    func(n int) { t.Errorf("dropped %d", n) },
+	})
+	now := time.Now()
+	const n = 300
+	for i := range n {
+		u := usage(i)
+		u.At, u.KeyID, u.Cost = now, "key_a", 0.001
+		w.Add(u)
+	}
+	block(t, clk, time.Second)
+	clk.Advance(time.Second)
+	select {
+	case err := <-failed:
+		if !strings.Contains(err.Error(), "full") {
+			t.Fatalf("the write failed with %v, want SQLite's disk full", err)
+		}
+	case n := <-written:
+		t.Fatalf("%d records written to a database that may not grow", n)
+	case <-time.After(10 * time.Second): // a guard against a hang
+		t.Fatal("no write attempt")
+	}
+	if w.Pending() != n {
+		t.Fatalf("%d records pending after the failed write, want %d", w.Pending(), n)
+	}
+	// Room again: the held batch goes in on the next retry.
+	if _, err := db.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for got < n {
+		block(t, clk, 100*time.Millisecond)
+		clk.Advance(100 * time.Millisecond)
+		select {
+		case k := <-written:
+			got += k
+		case <-failed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no retry")
+		}
+	}
+	closeWriter(t, w)
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	rows, err := s.Spend(ctx, ledger.SpendQuery{From: day.AddDate(0, 0, -1), To: day.AddDate(0, 0, 2), Key: "key_a"})
+	if err != nil || len(rows) != 1 || rows[0].Requests != n {
+		t.Fatalf("stored %+v (%v), want %d requests", rows, err, n)
+	}
+}
