@@ -651,8 +651,10 @@ type Action struct {
 	Until    time.Time `json:"until,omitzero"` // ActionForceOpen: when it ends (zero: the trip)
 	Priority int       `json:"priority,omitempty"`
 	Weight   int       `json:"weight,omitempty"`
-	// Replica is where it was taken.
+	// Replica is where it was taken; By who took it ("admin", a console
+	// viewer's name), when known.
 	Replica string `json:"replica,omitempty"`
+	By      string `json:"by,omitempty"`
 }
 
 // Action kinds.

@@ -227,6 +227,7 @@ func (g *Gateway) actAs(a fleet.Action, who string) error {
 	if err := g.applyAs(a, "", who); err != nil {
 		return err
 	}
+	a.By = who
 	if g.fleet != nil {
 		g.fleet.Act(a)
 	}

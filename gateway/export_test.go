@@ -1,5 +1,15 @@
 package gateway
 
+import "github.com/switchover-gw/switchover/fleet"
+
 // LimitSyncs returns how many times this replica exchanged its keys'
 // rate-limit use with the fleet (tests wait on it instead of the clock).
 func (g *Gateway) LimitSyncs() int64 { return g.ten.lim.Syncs() }
+
+// DrainAs drains backend as an operator named who would from the console.
+func (g *Gateway) DrainAs(backend, who string) error {
+	return g.actAs(fleet.Action{Kind: fleet.ActionDrain, Backend: backend}, who)
+}
+
+// LocalEvents is this replica's own event history, without the fleet's.
+func (g *Gateway) LocalEvents() []Event { return g.events.list() }

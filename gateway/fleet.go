@@ -96,7 +96,7 @@ func (h fleetHost) Quota(backend string) *route.LocalQuota {
 	return nil
 }
 
-func (h fleetHost) Apply(a fleet.Action) error { return h.g.apply(a, a.Replica) }
+func (h fleetHost) Apply(a fleet.Action) error { return h.g.applyAs(a, a.Replica, a.By) }
 
 func (h fleetHost) Failovers(pool string, n int, at time.Time) {
 	if h.g.tracker != nil {

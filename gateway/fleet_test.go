@@ -596,3 +596,22 @@ func TestFleetStormCountsTheFleetsFailovers(t *testing.T) {
 		t.Fatalf("%d storm notifications across the fleet, want 1", n)
 	}
 }
+
+// TestFleetActionSaysWhoTookIt: a drain taken by a named operator on one
+// replica is recorded in the others' own history (and log) with that
+// name and the replica, as well as in the fleet's.
+func TestFleetActionSaysWhoTookIt(t *testing.T) {
+	e := startFleetEnv(t, 2, "", "", "")
+	a, b := e.replicas[0], e.replicas[1]
+	if err := a.gw.DrainAs("uksouth", "alice"); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyWhy(t, b.name+" records alice's drain", func() bool {
+		for _, ev := range b.gw.LocalEvents() {
+			if ev.Kind == "admin:drain" && strings.Contains(ev.Detail, "(by alice)") && strings.Contains(ev.Detail, "(on replica "+a.name+")") {
+				return true
+			}
+		}
+		return false
+	}, func() string { return fmt.Sprintf("%+v", b.gw.LocalEvents()) })
+}
