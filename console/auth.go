@@ -3,6 +3,8 @@ package console
 import (
 	"net/http"
 	"strings"
+
+	"github.com/switchover-gw/switchover/config"
 )
 
 // loginPage shows the login form; a signed-in visitor goes to the
@@ -18,8 +20,15 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) renderLogin(w http.ResponseWriter, status int, msg string) {
 	a := c.gw.Config().Admin
 	noKey := a == nil || a.Key == ""
-	c.render(w, status, "login", nil, map[string]any{"Error": msg, "NoAdminKey": noKey})
+	c.render(w, status, "login", nil, map[string]any{"Error": msg, "NoAdminKey": noKey && !openAdmin(a), "Open": openAdmin(a)})
 }
+
+// openAdmin reports whether the admin API takes requests without a key
+// (admin.allow_no_key, loopback only, no admin.key): the console then
+// signs in as admin without one too, since any local client may act
+// through the API anyway. The Host, same-origin and CSRF checks still
+// hold, so a web page cannot.
+func openAdmin(a *config.Admin) bool { return a != nil && a.Key == "" && a.AllowNoKey }
 
 // login checks the key entered, rate-limited per address, and starts a
 // session.
@@ -36,7 +45,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusTooManyRequests, "Too many attempts from your address; wait a few seconds and try again.")
 		return
 	}
-	user, role, ok := c.credential(strings.TrimSpace(r.PostFormValue("key")))
+	key := strings.TrimSpace(r.PostFormValue("key"))
+	user, role, ok := c.credential(key)
+	if !ok && key == "" && openAdmin(c.gw.Config().Admin) {
+		user, role, ok = "admin (no key: admin.allow_no_key)", RoleAdmin, true
+	}
 	if !ok {
 		c.log.Warn("console: sign-in refused", "remote", ip)
 		c.renderLogin(w, http.StatusUnauthorized, "That key is not the admin key or a viewer's key.")

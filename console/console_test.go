@@ -65,7 +65,11 @@ type fakeGateway struct {
 	store   ledger.Store
 }
 
-func (f *fakeGateway) Config() *config.Config { return f.cfg }
+func (f *fakeGateway) Config() *config.Config {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cfg
+}
 func (f *fakeGateway) Status() Status {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -131,7 +135,7 @@ func newFake(t *testing.T) *fakeGateway {
 	}}}, Events: []Event{
 		{At: time.Now(), Kind: "breaker", Backend: "uksouth", Detail: "closed -> open: 5 failures (last: 503)"},
 		{At: time.Now(), Kind: "admin:drain", Backend: "sweden", Detail: "drained backend sweden (by admin)"},
-		{At: time.Now(), Kind: "notification:failover", Pool: "chat", Detail: "switchover: pool chat failed over"},
+		{At: time.Now(), Kind: "notification:failover", Pool: "chat", Detail: "switchover: pool chat failed over from uksouth"},
 		// An event whose detail carries a secret, as an upstream error
 		// might: the page must not show it.
 		{At: time.Now(), Kind: "misconfigured", Backend: "uksouth", Detail: "answered 401: Incorrect API key provided: " + backendKey},
@@ -746,5 +750,69 @@ func TestSignInReplacesTheSession(t *testing.T) {
 	}
 	if _, page := e.do(c, "GET", "/console/", nil); !strings.Contains(page, `id="who">admin <span class="role">admin</span>`) {
 		t.Fatal("not signed in as admin")
+	}
+}
+
+// TestNotificationsOfTheirEvents: each notification is shown with the
+// event that sent it: a failover with the breaker transition it names, an
+// operator's notice with the action, a budget with its event; one with no
+// event in the window stands alone.
+func TestNotificationsOfTheirEvents(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	ev := []Event{
+		{At: t0, Kind: "breaker", Backend: "aoai-uksouth", Detail: "closed -> open: 3 failures"},
+		{At: t0.Add(10 * time.Millisecond), Kind: "breaker", Backend: "aoai-other", Detail: "closed -> open"},
+		{At: t0.Add(20 * time.Millisecond), Kind: "notification:failover", Pool: "chat", Detail: "Active backend changed on pool chat: aoai-uksouth → aoai-sweden. Reason: 5xx (aoai-uksouth: 3 failures)"},
+		{At: t0.Add(time.Minute), Kind: "admin:drain", Backend: "aoai-sweden", Detail: "drained backend aoai-sweden (by admin)"},
+		{At: t0.Add(time.Minute + time.Millisecond), Kind: "notification:admin", Detail: "switchover: an operator drained backend aoai-sweden (by admin) (2026-12-01T10:01:00Z)."},
+		{At: t0.Add(2 * time.Minute), Kind: "budget", Detail: "key key_a has spent 80% of its budget: $4.00 of $5 per day since 2026-12-01"},
+		{At: t0.Add(2*time.Minute + time.Millisecond), Kind: "notification:budget", Detail: "switchover: key key_a has spent 80% of its budget: $4.00 of $5 per day since 2026-12-01 (2026-12-01T10:02:00Z)."},
+		{At: t0.Add(time.Hour), Kind: "notification:failback", Pool: "chat", Detail: "Active backend changed on pool chat: aoai-sweden → aoai-uksouth"},
+	}
+	got := notificationsOf(ev)
+	want := map[int][]string{0: {ev[2].Detail}, 3: {ev[4].Detail}, 5: {ev[6].Detail}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i, w := range want {
+		if len(got[i]) != 1 || got[i][0] != w[0] {
+			t.Errorf("event %d (%s): %v, want %v", i, ev[i].Kind, got[i], w)
+		}
+	}
+	// On the page, the breaker's row carries its notification.
+	e := newEnv(t, false)
+	c, _ := e.login(viewerKey)
+	_, page := e.do(c, "GET", "/console/events?kind=breaker", nil)
+	if !strings.Contains(page, `<div class="sent">notified: switchover: pool chat failed over from uksouth</div>`) {
+		t.Errorf("the breaker's row lacks the failover it notified:\n%s", page)
+	}
+}
+
+// TestOpenAdminSignsInWithoutAKey: with admin.allow_no_key and no
+// admin.key (the demo's admin API), the console signs in as admin without
+// a key; with a key configured an empty one is refused.
+func TestOpenAdminSignsInWithoutAKey(t *testing.T) {
+	e := newEnv(t, false)
+	c := e.client()
+	if resp, _ := e.do(c, "POST", "/console/login", url.Values{"key": {""}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("an empty key with admin.key set: %d, want 401", resp.StatusCode)
+	}
+	open := strings.Replace(testYAML, "  key: "+adminKey+"\n", "  allow_no_key: true\n", 1)
+	cfg, err := config.Parse("test.yaml", []byte(open), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.gw.mu.Lock()
+	e.gw.cfg = cfg
+	e.gw.mu.Unlock()
+	if _, page := e.do(c, "GET", "/console/login", nil); !strings.Contains(page, `id="open-login"`) {
+		t.Fatalf("the login page of an open admin API:\n%s", page)
+	}
+	resp, _ := e.do(c, "POST", "/console/login", url.Values{"key": {""}})
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+		t.Fatalf("sign-in without a key on an open admin API: %d", resp.StatusCode)
+	}
+	if _, page := e.do(c, "GET", "/console/", nil); !strings.Contains(page, `data-act="drain"`) {
+		t.Error("signed in without a key, the overview has no actions")
 	}
 }

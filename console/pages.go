@@ -36,6 +36,8 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, s *session)
 	st := c.gw.Status()
 	kinds, pools, backends := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var shown []Event
+	sent := notificationsOf(st.Events)
+	var sentShown [][]string
 	for i := len(st.Events) - 1; i >= 0; i-- {
 		e := st.Events[i]
 		kinds[e.Kind] = true
@@ -50,6 +52,7 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, s *session)
 		}
 		if f.match(e) {
 			shown = append(shown, e)
+			sentShown = append(sentShown, sent[i])
 		}
 	}
 	for _, p := range st.Pools {
@@ -59,7 +62,7 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, s *session)
 		}
 	}
 	c.render(w, http.StatusOK, "events", s, map[string]any{
-		"Filter": f, "Events": shown, "Total": len(st.Events),
+		"Filter": f, "Events": shown, "Sent": sentShown, "Total": len(st.Events),
 		"Kinds": sortedKeys(kinds), "Pools": sortedKeys(pools), "Backends": sortedKeys(backends),
 	})
 }
@@ -299,4 +302,54 @@ func describe(a Action) string {
 		return "reload the configuration file"
 	}
 	return a.Kind
+}
+
+// causeWindow is how long after an event a notification may be its.
+const causeWindow = 5 * time.Second
+
+// notificationsOf finds, for each event of the timeline (oldest first),
+// the texts of the notifications it caused: a notification belongs to the
+// latest event before it, within causeWindow, that it tells of. An
+// operator's action, a budget or a misconfigured backend sends its own
+// notification; a change of a pool's active set (failover, failback,
+// flapping, storm) is told of the breaker transition, operator action or
+// unresponsive backend it names.
+func notificationsOf(events []Event) map[int][]string {
+	out := map[int][]string{}
+	for i, n := range events {
+		kind, ok := strings.CutPrefix(n.Kind, "notification:")
+		if !ok {
+			continue
+		}
+		for j := i - 1; j >= 0; j-- {
+			e := events[j]
+			if n.At.Sub(e.At) > causeWindow {
+				break
+			}
+			if strings.HasPrefix(e.Kind, "notification:") || !causes(kind, n, e) {
+				continue
+			}
+			out[j] = append(out[j], n.Detail)
+			break
+		}
+	}
+	return out
+}
+
+// causes reports whether event e is what notification n (of kind kind)
+// tells of.
+func causes(kind string, n, e Event) bool {
+	switch kind {
+	case "admin":
+		return strings.HasPrefix(e.Kind, "admin:") && e.Detail != "" && strings.Contains(n.Detail, e.Detail)
+	case "budget":
+		return e.Kind == "budget" && e.Detail != "" && strings.Contains(n.Detail, e.Detail)
+	case "misconfigured":
+		return e.Kind == "misconfigured" && e.Backend == n.Backend
+	}
+	switch {
+	case e.Kind == "breaker", e.Kind == "unresponsive", strings.HasPrefix(e.Kind, "admin:"):
+		return e.Backend != "" && strings.Contains(n.Detail, e.Backend)
+	}
+	return false
 }

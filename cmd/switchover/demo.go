@@ -36,7 +36,7 @@ log: {format: text, level: info}
 # No load balancer in front of the demo: Ctrl-C stops it at once. Behind
 # one, keep the default drain_delay (5s) so it takes the replica out first.
 server: {drain_delay: 0s}
-# The admin API, for switchover status. Without a key, for the demo only:
+# The admin API and its console, for switchover status. Without a key, for the demo only:
 # on loopback, any local process may use it. Give yours a key instead.
 admin: {listen: "127.0.0.1:0", allow_no_key: true}
 backend_defaults:
@@ -135,7 +135,9 @@ Take uksouth down, then bring it back (the breaker benches it, then one probe re
   curl -s -X POST %[2]s/_sim/deployments/uksouth/fault -d '{"mode":"blackhole"}'
   curl -s -X POST %[2]s/_sim/deployments/uksouth/fault -d '{"mode":"none"}'
 
-See the pools, breakers and events, and drain a region, from another terminal:
+See the pools, breakers and events, and drain a region, in the console:
+  %[5]s/console/
+or from another terminal:
   switchover status -admin %[5]s
   switchover status -admin %[5]s drain aoai-uksouth
 
