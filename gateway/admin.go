@@ -234,11 +234,8 @@ func (g *Gateway) actAs(a fleet.Action, who string) error {
 	return nil
 }
 
-// apply performs operator action a, taken on replica from ("" for this
-// one).
-func (g *Gateway) apply(a fleet.Action, from string) error { return g.applyAs(a, from, "") }
-
-// applyAs is apply, recording who took the action ("" when unknown).
+// applyAs performs operator action a, taken on replica from ("" for this
+// one) by who ("" when unknown).
 func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 	backend := a.Backend
 	switch a.Kind {
