@@ -6,6 +6,7 @@
 #
 #   scripts/bench.sh                 # defaults below
 #   DURATION=30s CONNS=128 scripts/bench.sh
+#   LIMITS=1 scripts/bench.sh        # the key with every limit and a budget (none reached)
 #
 # The upstream is switchover's own simulator with no latency and no quota,
 # so the numbers measure the HTTP path, not a model. Everything (wrk, the
@@ -37,11 +38,19 @@ go build -o "$tmp/switchover" ./cmd/switchover
 	--rpm 0 --tpm 0 --latency 0 --seed 1 --listen "127.0.0.1:$UP_PORT" >"$tmp/sim.log" 2>&1 &
 pids+=($!)
 
+limits=""
+if [ "${LIMITS:-}" = 1 ]; then
+	# Every limit a key can have, none of them reached: what enforcing
+	# them costs.
+	limits=", team: bench-team, rpm: 100m, tpm: 100000m, max_concurrent: 100000, budget: 1000000/day"
+fi
 cat >"$tmp/gw.yaml" <<YAML
 listen: 127.0.0.1:$GW_PORT
 log: {level: warn}
+teams:
+  - {name: bench-team, rpm: 100m, tpm: 100000m}
 keys:
-  - {name: bench, key: bench-key-0123456789abcdef}
+  - {name: bench, key: bench-key-0123456789abcdef$limits}
 backends:
   - {name: upstream, type: openai, url: "http://127.0.0.1:$UP_PORT/bench/v1", region: loopback}
 pools:
@@ -83,7 +92,7 @@ run() { # label url threads conns
 }
 
 echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)"
-echo "one POST chat completion per request, $DURATION per run"
+echo "one POST chat completion per request, $DURATION per run${LIMITS:+, the key with every limit}"
 echo
 echo "throughput: wrk -t$THREADS -c$CONNS"
 printf '%-8s %12s %10s %10s\n' "target" "requests/s" "p50" "p99"
