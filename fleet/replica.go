@@ -133,6 +133,7 @@ type Replica struct {
 
 	mu        sync.Mutex
 	probes    map[string]time.Time // backend -> end of the trip whose probe lease this replica holds
+	elsewhere map[string]time.Time // backend -> until when another replica holds its trip's probe lease
 	quota     map[string]*Message  // backend -> figures waiting to be published
 	quotaAt   map[string]time.Time // backend -> when its figures were last published
 	failovers map[string]int       // pool -> failovers not yet published
@@ -439,6 +440,9 @@ func (r *Replica) handle(raw []byte) {
 	case kindTrip:
 		r.adoptTrip(m)
 	case kindClose:
+		r.mu.Lock()
+		delete(r.elsewhere, m.Backend)
+		r.mu.Unlock()
 		if br := r.host.Breaker(m.Backend); br != nil && br.Snapshot().State != breaker.Closed {
 			br.Adopt(breaker.Snapshot{State: breaker.Closed}, "fleet: "+m.Cause+" (on "+m.Replica+")")
 		}
@@ -476,6 +480,7 @@ func (r *Replica) adoptTrip(m Message) {
 			return
 		}
 		if m.Prober != "" {
+			r.probedElsewhere(m.Backend, until.Add(r.o.ProbeGrace))
 			// The prober's verdict is due after the trip's end: wait
 			// for it. A trip sent by a replica that did not win the
 			// lease says nothing of who probes (this replica may be
@@ -485,6 +490,32 @@ func (r *Replica) adoptTrip(m Message) {
 	}
 	br.Adopt(breaker.Snapshot{State: breaker.Open, Until: until, RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
 		"fleet: "+m.Cause+" (on "+m.Replica+")")
+}
+
+// probedElsewhere notes that another replica holds the probe lease of
+// backend's trip until until.
+func (r *Replica) probedElsewhere(backend string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.elsewhere == nil {
+		r.elsewhere = map[string]time.Time{}
+	}
+	r.elsewhere[backend] = until
+}
+
+// ProbedElsewhere reports whether another replica holds the probe lease
+// of backend's trip in force while the store answers: that replica also
+// sends the health checks that may end the trip early, and its verdict
+// reaches this one, so the backend is not checked once per replica.
+// False when the store is out: each replica then checks for itself.
+func (r *Replica) ProbedElsewhere(backend string) bool {
+	if !r.Up() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.elsewhere[backend]
+	return ok && r.clk.Now().Before(until)
 }
 
 // probing reports whether this replica holds the probe lease of
@@ -520,6 +551,7 @@ func (r *Replica) Transition(t breaker.Transition) {
 		// its Retry-After closes on time everywhere by itself).
 		r.mu.Lock()
 		delete(r.probes, t.Name)
+		delete(r.elsewhere, t.Name)
 		r.mu.Unlock()
 		m := Message{Kind: kindClose, Replica: r.id, At: t.At, Backend: t.Name, Cause: t.Cause}
 		raw, _ := json.Marshal(m)
@@ -551,6 +583,7 @@ func (r *Replica) publishTrip(c context.Context, br *breaker.Breaker, m Message)
 			r.probes[m.Backend] = m.Until
 			r.mu.Unlock()
 		} else {
+			r.probedElsewhere(m.Backend, m.Until.Add(r.o.ProbeGrace))
 			br.Adopt(breaker.Snapshot{State: breaker.Open, Until: m.Until.Add(r.o.ProbeGrace), RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
 				"fleet: another replica probes "+m.Backend)
 		}

@@ -283,8 +283,12 @@ func TestFleetSharesQuotaFigures(t *testing.T) {
 func (e *fleetEnv) config(name, backendExtra, poolExtra, top string) string {
 	var y strings.Builder
 	fmt.Fprintf(&y, "log: {level: error}\nserver: {drain_delay: 0s}\nstate: {redis: {url: %q, timeout: 1s}, replica: %s}\n%sbackends:\n", e.redis.URL(), name, top)
+	probe := ", probe: {disabled: true}"
+	if strings.Contains(backendExtra, "probe:") {
+		probe = ""
+	}
 	for _, ep := range e.sim.Deployments() {
-		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, probe: {disabled: true}%s}\n", ep.Name, ep.URL, backendExtra)
+		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q%s%s}\n", ep.Name, ep.URL, probe, backendExtra)
 	}
 	y.WriteString("pools:\n  - name: chat-prod\n    members:\n      - {backend: uksouth, priority: 1}\n      - {backend: swedencentral, priority: 2}\n" + poolExtra)
 	return y.String()
@@ -614,4 +618,35 @@ func TestFleetActionSaysWhoTookIt(t *testing.T) {
 		}
 		return false
 	}, func() string { return fmt.Sprintf("%+v", b.gw.LocalEvents()) })
+}
+
+// TestFleetOneReplicaChecksABenchedBackend: while a trip is in force, its
+// health checks (which may end it early) are sent by the replica that
+// holds its probe lease only, not by every replica.
+func TestFleetOneReplicaChecksABenchedBackend(t *testing.T) {
+	e := startFleetEnv(t, 2, ", probe: {recovery_interval: 1s}, breaker: {failures: 1, trip: 1m}", "", "")
+	a, b := e.replicas[0], e.replicas[1]
+	e.fault(t, "uksouth", sim.FaultMode("down"))
+	a.chat(t) // trips uksouth on a, which wins the probe lease; b adopts the trip
+	eventually(t, b.name+" adopts the trip", func() bool { return state(b, "uksouth") == breaker.Open })
+	probes := func(r *replica) int {
+		for _, p := range r.gw.Status().Pools {
+			for _, m := range p.Members {
+				if m.Backend == "uksouth" && m.Probe != nil {
+					return m.Probe.Failures
+				}
+			}
+		}
+		return 0
+	}
+	eventually(t, a.name+" checks uksouth twice", func() bool { return probes(a) >= 2 })
+	if n := probes(b); n != 0 {
+		t.Fatalf("%s checked uksouth %d times while %s held the trip's probe lease", b.name, n, a.name)
+	}
+	// The check that passes ends the trip everywhere.
+	e.fault(t, "uksouth", sim.FaultMode("none"))
+	eventually(t, "the trip ends on "+b.name, func() bool { return state(b, "uksouth") == breaker.Closed })
+	if n := probes(b); n != 0 {
+		t.Errorf("%s checked uksouth %d times", b.name, n)
+	}
 }

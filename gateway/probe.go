@@ -149,6 +149,9 @@ func (p *prober) tick(ctx context.Context) {
 		// A trip that ended with no traffic leaves the breaker half-open:
 		// a probe decides it, so an idle pool fails back too.
 		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
+		if benched && p.g.fleet != nil && p.g.fleet.ProbedElsewhere(p.backend.Name) {
+			return // the replica that probes this trip checks it, and tells the fleet
+		}
 		if benched || idleHalfOpen {
 			p.recover(ctx)
 			return
