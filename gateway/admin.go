@@ -578,7 +578,11 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-func apiErr(err error) map[string]string { return map[string]string{"error": err.Error()} }
+// apiErr is the admin API's error body, {"error":{"message":"…"}}, the
+// same as its keys, teams and usage routes answer.
+func apiErr(err error) map[string]map[string]string {
+	return map[string]map[string]string{"error": {"message": err.Error()}}
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

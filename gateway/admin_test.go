@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"net"
 	"net/http"
 	"strings"
@@ -112,6 +113,40 @@ func TestAdminServerHasReadTimeouts(t *testing.T) {
 				t.Fatal("the admin server kept a connection whose headers never came")
 			}
 			return // closed by the server
+		}
+	}
+}
+
+// TestAdminErrorsHaveOneShape: every admin route answers an error as
+// {"error":{"message":"…"}}, the status and action routes as the keys
+// routes do (they answered {"error":"…"} before).
+func TestAdminErrorsHaveOneShape(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+"}\nkeys:", 1)
+	})
+	for _, c := range []struct {
+		method, path string
+		key          string
+		want         int
+	}{
+		{"POST", "/admin/backends/nope/drain", adminKey, http.StatusNotFound},
+		{"GET", "/admin/status", "wrong", http.StatusUnauthorized},
+		{"GET", "/admin/keys", adminKey, http.StatusConflict},
+	} {
+		req, _ := http.NewRequest(c.method, h.admin+c.path, strings.NewReader("{}"))
+		req.Header.Set("Authorization", "Bearer "+c.key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct{ Message string } `json:"error"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want || err != nil || body.Error.Message == "" {
+			t.Errorf("%s %s: %d, %v, message %q", c.method, c.path, resp.StatusCode, err, body.Error.Message)
 		}
 	}
 }

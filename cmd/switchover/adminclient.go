@@ -73,9 +73,9 @@ func (c *adminClient) call(ctx context.Context, method, path string, body any) (
 	return raw, nil
 }
 
-// apiMessage is the message of an admin API error, which is
-// {"error":{"message":"..."}} (keys, teams, usage) or {"error":"..."}
-// (status and actions), or else the body itself.
+// apiMessage is the message of an admin API error,
+// {"error":{"message":"..."}}; also {"error":"..."}, as gateways before
+// 2026-12 answered their status and actions; or else the body itself.
 func apiMessage(raw []byte) string {
 	var e struct {
 		Error json.RawMessage `json:"error"`

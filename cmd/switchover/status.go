@@ -78,12 +78,7 @@ Flags:
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		json.Unmarshal(raw, &e)
-		if e.Error == "" {
-			e.Error = strings.TrimSpace(string(raw))
-		}
-		return fmt.Errorf("admin API: %s: %s", resp.Status, e.Error)
+		return fmt.Errorf("admin API: %s: %s", resp.Status, apiMessage(raw))
 	}
 	if *asJSON {
 		_, err := stdout.Write(raw)
