@@ -344,6 +344,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 		Store:    g.Ledger(),
 		Now:      g.now,
 		OnChange: g.KeysChanged,
+		OnAction: g.keyAction,
 		Logger:   g.Logger,
 		Pools: func() []string {
 			var names []string
@@ -369,4 +370,13 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			return keys
 		},
 	}
+}
+
+// keyAction records a change of a key or team made through the admin API
+// in the events and the admin actions' metric (the handler logs it). No
+// notification: keys change as a matter of course.
+func (g *Gateway) keyAction(action, what string) {
+	g.Metrics.Admin(action)
+	verb := map[string]string{"key:create": "created", "key:update": "changed", "key:rotate": "rotated", "key:revoke": "revoked", "team:put": "set"}[action]
+	g.addEvent(Event{At: g.now(), Kind: "admin:" + action, Detail: verb + " " + what}, true)
 }

@@ -97,7 +97,8 @@ pools:
 		}
 		time.Sleep(50 * time.Millisecond) // polling the store, not waiting a duration
 	}
-	if code, o, e := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789"); code != exitOK || !strings.Contains(o, "store sqlite up; 1 keys, 0 usage records buffered, 0 dropped") {
+	if code, o, e := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789"); code != exitOK || !strings.Contains(o, "store sqlite up; 1 keys, 0 usage records buffered, 0 dropped") ||
+		!regexp.MustCompile(`admin:key:create\s+-\s+created key `+id+` \(app-team\)`).MatchString(o) {
 		t.Fatalf("status: %d\n%s\n%s", code, o, e)
 	}
 	if code, o, e := cli(t, admin, "keys", "revoke", id); code != exitOK {

@@ -45,6 +45,11 @@ type Handler struct {
 	// with "source":"config"; they cannot be changed here. Their Hash is
 	// never shown. Nil: none.
 	Static func() []ledger.Key
+	// OnAction, if set, is told of each change: its action ("key:create",
+	// "key:update", "key:rotate", "key:revoke", "team:put") and what it
+	// changed ("key key_… (name)", "team research"), never a secret; for
+	// the gateway's events and metrics. Nil: only logged.
+	OnAction func(action, what string)
 	// Logger gets one Warn line per change of a key or team (its ID and
 	// name, never a secret or hash) and the store's failures. Nil:
 	// slog.Default().

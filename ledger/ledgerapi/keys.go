@@ -293,4 +293,11 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 // hash or prefix.
 func (h *Handler) logAction(action string, k ledger.Key) {
 	h.logger().Warn("admin action", "action", "key:"+action, "key", k.ID, "name", k.Name, "team", k.Team)
+	if h.OnAction != nil {
+		what := "key " + k.ID
+		if k.Name != "" {
+			what += " (" + k.Name + ")"
+		}
+		h.OnAction("key:"+action, what)
+	}
 }

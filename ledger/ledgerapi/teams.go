@@ -67,6 +67,9 @@ func (h *Handler) putTeam(w http.ResponseWriter, r *http.Request, s ledger.Store
 		return
 	}
 	h.logger().Warn("admin action", "action", "team:put", "team", t.Name)
+	if h.OnAction != nil {
+		h.OnAction("team:put", "team "+t.Name)
+	}
 	h.changed()
 	writeJSON(w, http.StatusOK, struct {
 		Team ledger.Team `json:"team"`
