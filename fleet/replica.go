@@ -599,7 +599,16 @@ func (r *Replica) publishTrip(c context.Context, br *breaker.Breaker, m Message)
 // count within the breaker's window reaches its threshold and the local
 // breaker is still closed, it opens it (and so the fleet's).
 func (r *Replica) Failure(backend string, o breaker.Outcome, _ time.Time) {
-	id := fmt.Sprintf("%s:%d", r.id, r.seq.Add(1))
+	r.countFailure(backend, o, fmt.Sprintf("%s:%d", r.id, r.seq.Add(1)), 0)
+}
+
+// failureTries bounds the calls that count one failure: a count that timed
+// out may have been recorded without this replica hearing the total, and
+// the failure that reached the threshold would then open nothing. Counting
+// is idempotent by id, so a second call only reads the total again.
+const failureTries = 2
+
+func (r *Replica) countFailure(backend string, o breaker.Outcome, id string, try int) {
 	r.enqueue(func(c context.Context) error {
 		br := r.host.Breaker(backend)
 		if br == nil {
@@ -611,6 +620,9 @@ func (r *Replica) Failure(backend string, o breaker.Outcome, _ time.Time) {
 		// the replicas' queues delayed (the last of five sees five).
 		n, err := r.store.Count(c, keyFail+backend, id, r.clk.Now(), s.Window)
 		if err != nil {
+			if try+1 < failureTries {
+				r.countFailure(backend, o, id, try+1)
+			}
 			return err
 		}
 		if n >= s.Failures && br.Snapshot().State == breaker.Closed {

@@ -225,3 +225,51 @@ func TestTripFromALeaseLoserIsAdoptedAsItIs(t *testing.T) {
 		stop()
 	})
 }
+
+// lostAnswer is a store whose next Count is recorded but answered with a
+// timeout, as when the server counted and the answer came too late.
+type lostAnswer struct {
+	fleet.Store
+	lose atomic.Bool
+}
+
+func (s *lostAnswer) Count(ctx context.Context, key, id string, now time.Time, window time.Duration) (int, error) {
+	n, err := s.Store.Count(ctx, key, id, now, window)
+	if err == nil && s.lose.CompareAndSwap(true, false) {
+		return 0, context.DeadlineExceeded
+	}
+	return n, err
+}
+
+// TestFleetOpensWhenTheThresholdCountsAnswerIsLost is the regression test
+// for three replicas whose failures reached the fleet's threshold and
+// none opened (seen under load): the count of the last failure was
+// recorded, but its answer timed out, so no replica heard the total. The
+// count is asked again, which records nothing new and gives the total.
+func TestFleetOpensWhenTheThresholdCountsAnswerIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		st := &lostAnswer{Store: mem.View()}
+		h := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 2, Window: 30 * time.Second, Trip: time.Minute})}}
+		r, err := fleet.New(fleet.Options{Store: st, Host: h, ID: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() { r.Run(ctx); close(done) }()
+		synctest.Wait()
+		// Another replica's failure is in the window already.
+		if _, err := mem.View().Count(ctx, "fail/weu", "b:1", time.Now(), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		st.lose.Store(true)
+		r.Failure("weu", breaker.Outcome{Result: breaker.Failure, Cause: "503"}, time.Now())
+		synctest.Wait()
+		if s := h.breakers["weu"].Snapshot(); s.State != breaker.Open {
+			t.Fatalf("breaker %+v after the fleet's second failure, whose count's answer was lost; want open", s)
+		}
+		cancel()
+		<-done
+	})
+}
