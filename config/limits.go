@@ -12,8 +12,9 @@ import (
 
 // Limits are what one key or team may use. Zero fields are unlimited.
 type Limits struct {
-	// RPM bounds requests per minute, a token bucket that holds a
-	// minute's worth. Default unlimited.
+	// RPM bounds requests per minute: a token bucket refilled at that
+	// rate that holds ten seconds' worth, as providers count their
+	// quotas over short windows. Default unlimited.
 	RPM Count `yaml:"rpm"`
 	// TPM bounds tokens (prompt and completion) per minute. A request
 	// takes its estimate (a token per 4 bytes of body, plus max_tokens)

@@ -313,5 +313,27 @@ func Builtin() []Scenario {
 					Description: "Retry on another region; a region that refused once is out of the pool for 60 s, then one probe."},
 			},
 		},
+		{
+			Name:  "noisy-neighbour",
+			Title: "Noisy neighbour",
+			Description: "Two teams share three regions of 60 requests a minute each (3 req/s in all). The main team " +
+				"sends 1 req/s for a minute; a batch job on another team's key sends 5 req/s at the same time, far past " +
+				"what the regions hold. Without per-team limits the batch job takes the quota and the main team's " +
+				"requests are refused with it; with the batch key held to 60 requests a minute (keys[].rpm) the " +
+				"regions keep room for the main team, and the batch job is refused at the gateway, before any region " +
+				"counts it.",
+			Targets:  "with the batch key limited, the main team gets ≥ 99% of its 60 requests answered.",
+			Compress: 1,
+			Regions:  benchmarkRegions(60, 300000),
+			Load:     Load{Rate: 1, Duration: d(60 * time.Second), Total: 60, MaxTokens: 16, Timeout: d(30 * time.Second)},
+			Noise:    &Load{Rate: 5, Duration: d(60 * time.Second), Total: 300, MaxTokens: 16, Timeout: d(30 * time.Second)},
+			Setups: []Setup{
+				{Name: "gateway: switchover defaults, no per-key limits", Mode: "gateway", Defaults: true, Members: weights(1, 1, 1),
+					Description: "switchover's shipped defaults; both keys unlimited."},
+				{Name: "gateway: switchover defaults, batch key at 60 rpm", Mode: "gateway", Defaults: true, Members: weights(1, 1, 1),
+					NoiseLimits: &KeyLimits{RPM: 60},
+					Description: "switchover's shipped defaults; the batch job's key has rpm: 60."},
+			},
+		},
 	}
 }

@@ -369,7 +369,18 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 	if len(keys) > 0 {
 		y.WriteString("keys:\n")
 		for _, k := range keys {
-			fmt.Fprintf(&y, "  - {name: %s, key: %q}\n", k.Name, k.Key)
+			limits := ""
+			if l := st.NoiseLimits; l != nil && k.Name == noiseKey {
+				for _, f := range []struct {
+					name string
+					n    int
+				}{{"rpm", l.RPM}, {"tpm", l.TPM}, {"max_concurrent", l.MaxConcurrent}} {
+					if f.n > 0 {
+						limits += fmt.Sprintf(", %s: %d", f.name, f.n)
+					}
+				}
+			}
+			fmt.Fprintf(&y, "  - {name: %s, key: %q%s}\n", k.Name, k.Key, limits)
 		}
 	}
 	quota := ""

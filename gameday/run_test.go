@@ -538,3 +538,33 @@ func TestResponsesScenario(t *testing.T) {
 		t.Fatalf("the outage was not seen: %+v", o)
 	}
 }
+
+// TestPoolYAMLNoiseLimits: a setup's noise_limits are the noise key's
+// limits in its gateway, scaled with the scenario; the main key has none.
+func TestPoolYAMLNoiseLimits(t *testing.T) {
+	eps := []sim.Endpoint{{Name: "uksouth", Region: "uksouth", URL: "http://127.0.0.1:1"}}
+	sc := Scenario{Name: "n", Regions: []Region{{Name: "uksouth"}}, Load: Load{Rate: 1, Total: 1}, Noise: &Load{Rate: 1, Total: 1},
+		Setups: []Setup{{Name: "s", Mode: "gateway", Defaults: true, Members: weights(1), NoiseLimits: &KeyLimits{RPM: 60, MaxConcurrent: 2}}}}
+	if err := sc.validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc = sc.scaled(10)
+	y := poolYAML(sc.Setups[0], eps, "", runKeys(sc), 0)
+	cfg, err := config.Parse("g", []byte(y), nil)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	for _, k := range cfg.Keys {
+		switch {
+		case k.Name == noiseKey && (k.RPM != 600 || k.MaxConcurrent != 2):
+			t.Errorf("noise key %+v, want rpm 600 (60 at 10x) and max_concurrent 2", k.Limits)
+		case k.Name == mainKey && k.Limits != (config.Limits{}):
+			t.Errorf("main key has limits %+v", k.Limits)
+		}
+	}
+	bad := sc
+	bad.Noise = nil
+	if err := bad.validate(); err == nil || !strings.Contains(err.Error(), "noise_limits without a noise load") {
+		t.Errorf("noise_limits without a noise: %v", err)
+	}
+}

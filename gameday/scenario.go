@@ -158,6 +158,19 @@ type Setup struct {
 	// After is a duration or a quantile such as p90, Share the most
 	// hedged share of requests. Gateway setups only.
 	Hedge *Hedge `yaml:"hedge"`
+	// NoiseLimits, if set, are the noise key's limits in this setup's
+	// gateway (keys[].rpm, tpm, max_concurrent): what a per-team key
+	// does for the other callers. Per-minute figures are scaled like the
+	// regions' quotas. Gateway setups of a scenario with a noise load
+	// only.
+	NoiseLimits *KeyLimits `yaml:"noise_limits"`
+}
+
+// KeyLimits are a gateway key's limits in a setup.
+type KeyLimits struct {
+	RPM           int `yaml:"rpm"`
+	TPM           int `yaml:"tpm"`
+	MaxConcurrent int `yaml:"max_concurrent"`
 }
 
 // Hedge is a setup's pools[].hedge.
@@ -261,6 +274,16 @@ func (s *Scenario) validate() error {
 		if st.Attempts < 0 {
 			errs = append(errs, fmt.Errorf("setup %q: attempts must not be negative", st.Name))
 		}
+		if l := st.NoiseLimits; l != nil {
+			switch {
+			case s.Noise == nil:
+				errs = append(errs, fmt.Errorf("setup %q: noise_limits without a noise load", st.Name))
+			case st.Mode != "gateway":
+				errs = append(errs, fmt.Errorf("setup %q: noise_limits are the gateway's keys: only for gateway setups", st.Name))
+			case l.RPM < 0 || l.TPM < 0 || l.MaxConcurrent < 0:
+				errs = append(errs, fmt.Errorf("setup %q: noise_limits must not be negative", st.Name))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -333,6 +356,11 @@ func (s Scenario) scaled(k float64) Scenario {
 			out.Setups[i].Breaker = &nb
 		}
 		out.Setups[i].Faults = scaledFaults(s.Setups[i].Faults, k)
+		if l := out.Setups[i].NoiseLimits; l != nil {
+			nl := *l
+			nl.RPM, nl.TPM = mul(l.RPM), mul(l.TPM)
+			out.Setups[i].NoiseLimits = &nl
+		}
 	}
 	return out
 }

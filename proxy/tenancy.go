@@ -111,7 +111,7 @@ func writeRefusal(w http.ResponseWriter, f translate.Format, r *tenant.Refusal) 
 			unit = "tokens"
 		}
 		h.Set("X-Ratelimit-Limit-"+unit, strconv.FormatInt(int64(r.Max), 10))
-		h.Set("X-Ratelimit-Remaining-"+unit, strconv.FormatInt(max(int64(r.Max-r.Used), 0), 10))
+		h.Set("X-Ratelimit-Remaining-"+unit, strconv.FormatInt(max(int64(r.Remaining), 0), 10))
 		h.Set("X-Ratelimit-Reset-"+unit, r.RetryAfter.Round(time.Millisecond).String())
 	}
 	if r.Code == "model_not_allowed" || r.RetryAfter > time.Minute {

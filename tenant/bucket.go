@@ -2,42 +2,55 @@ package tenant
 
 import "time"
 
-// bucket is a token bucket that holds a minute's worth of its limit and
-// may go into debt: a request takes its estimate up front (at most the
-// whole bucket need be there), and what it really used is settled later.
+// burstShare is the share of a per-minute limit a bucket holds: ten
+// seconds' worth. Azure OpenAI and the other providers enforce a
+// per-minute quota over short windows (Azure's RPM as RPM/6 per 10 s), so
+// a key allowed its whole minute in one burst would use up the regions'
+// windows for every other caller; held to ten seconds' worth it keeps to
+// its rate as the regions count it.
+const burstShare = 1.0 / 6
+
+// bucket is a token bucket refilled at limit per minute, holding ten
+// seconds' worth of it (at least one), that may go into debt: a request
+// takes its estimate up front (at most the whole bucket need be there),
+// and what it really used is settled later.
 type bucket struct {
-	limit float64 // per minute, and the capacity
+	limit float64 // per minute
+	cap   float64
 	level float64
 	at    time.Time
 }
 
+func capacity(limit float64) float64 { return max(limit*burstShare, 1) }
+
 func newBucket(limit float64, now time.Time) *bucket {
-	return &bucket{limit: limit, level: limit, at: now}
+	c := capacity(limit)
+	return &bucket{limit: limit, cap: c, level: c, at: now}
 }
 
 // fill refills the bucket up to now.
 func (b *bucket) fill(now time.Time) {
 	if d := now.Sub(b.at); d > 0 {
-		b.level = min(b.limit, b.level+b.limit*d.Minutes())
+		b.level = min(b.cap, b.level+b.limit*d.Minutes())
 		b.at = now
 	}
 }
 
-// resize changes the limit, keeping the share used.
+// resize changes the limit, keeping what is used.
 func (b *bucket) resize(limit float64, now time.Time) {
 	if limit == b.limit || limit <= 0 {
 		return
 	}
 	b.fill(now)
-	used := b.limit - b.level
-	b.limit = limit
-	b.level = limit - used
+	used := b.cap - b.level
+	b.limit, b.cap = limit, capacity(limit)
+	b.level = b.cap - used
 }
 
 // need is what must be in the bucket for a take of n: n, but never more
-// than the whole bucket, so that a request larger than the limit still
-// runs once the bucket is full.
-func (b *bucket) need(n float64) float64 { return min(n, b.limit) }
+// than the whole bucket, so that a request larger than it still runs once
+// the bucket is full.
+func (b *bucket) need(n float64) float64 { return min(n, b.cap) }
 
 // wait returns how long until a take of n fits (0 if it does now).
 func (b *bucket) wait(n float64, now time.Time) time.Duration {
@@ -55,8 +68,8 @@ func (b *bucket) take(n float64, now time.Time) {
 	b.level -= n
 }
 
-// used is what has been taken and not refilled: the bucket's used share.
+// used is what has been taken and not refilled.
 func (b *bucket) used(now time.Time) float64 {
 	b.fill(now)
-	return b.limit - b.level
+	return b.cap - b.level
 }

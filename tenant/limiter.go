@@ -192,9 +192,9 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 			}
 			used := math.Ceil(c.b.used(now))
 			return nil, &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: c.subj, Name: c.name,
-				Limit: c.limit, Max: c.b.limit, Used: used, Reset: now.Add(w), RetryAfter: w,
-				Message: fmt.Sprintf("switchover: %s is over its limit of %s %s (%s used); retry in %s",
-					who, formatCount(c.b.limit), c.limit, formatCount(used), w)}
+				Limit: c.limit, Max: c.b.limit, Used: used, Remaining: math.Floor(max(c.b.level, 0)), Reset: now.Add(w), RetryAfter: w,
+				Message: fmt.Sprintf("switchover: %s is over its limit of %s %s (at most %s in any 10 s; %s used); retry in %s",
+					who, formatCount(c.b.limit), c.limit, formatCount(c.b.cap), formatCount(used), w)}
 		}
 	}
 	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est}

@@ -19,7 +19,8 @@ func TestRPMRefusesPastTheLimitAndRefills(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
 	p := key("k", Limits{RPM: 60})
-	for i := range 60 {
+	// Ten seconds' worth at once: 10 of 60 a minute.
+	for i := range 10 {
 		tk, r := l.Admit(p, "pool", "pool", 0)
 		if r != nil {
 			t.Fatalf("request %d refused: %v", i, r)
@@ -28,10 +29,10 @@ func TestRPMRefusesPastTheLimitAndRefills(t *testing.T) {
 	}
 	_, r := l.Admit(p, "pool", "pool", 0)
 	if r == nil || r.Status != http.StatusTooManyRequests || r.Code != "rate_limit_exceeded" || r.Limit != "requests per minute" {
-		t.Fatalf("61st request: %+v, want 429 rate_limit_exceeded on requests per minute", r)
+		t.Fatalf("11th request at once: %+v, want 429 rate_limit_exceeded on requests per minute", r)
 	}
-	if r.Max != 60 || r.Used != 60 || r.RetryAfter != time.Second {
-		t.Errorf("refusal says max %v used %v retry after %v; want 60, 60, 1s", r.Max, r.Used, r.RetryAfter)
+	if r.Max != 60 || r.Used != 10 || r.Remaining != 0 || r.RetryAfter != time.Second {
+		t.Errorf("refusal says max %v used %v remaining %v retry after %v; want 60, 10, 0, 1s", r.Max, r.Used, r.Remaining, r.RetryAfter)
 	}
 	c.Advance(time.Second) // 60 a minute is one a second
 	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
@@ -40,12 +41,24 @@ func TestRPMRefusesPastTheLimitAndRefills(t *testing.T) {
 	if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
 		t.Fatal("a second request within the same second was admitted")
 	}
+	// Sustained, it keeps to its rate: a caller trying every 100 ms for a
+	// minute gets 60 (and the burst it started with, spent already).
+	admitted := 0
+	for range 600 {
+		c.Advance(100 * time.Millisecond)
+		if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+			admitted++
+		}
+	}
+	if admitted < 59 || admitted > 61 {
+		t.Fatalf("%d admitted in a minute of tries on 60 rpm", admitted)
+	}
 }
 
 func TestTPMTakesTheEstimateAndSettlesTheAnswer(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
-	p := key("k", Limits{TPM: 1000})
+	p := key("k", Limits{TPM: 6000}) // 1000 at once
 	tk, r := l.Admit(p, "pool", "pool", 800)
 	if r != nil {
 		t.Fatal(r)
@@ -57,28 +70,28 @@ func TestTPMTakesTheEstimateAndSettlesTheAnswer(t *testing.T) {
 	if _, r := l.Admit(p, "pool", "pool", 300); r != nil {
 		t.Fatalf("after the answer gave 700 back: %v", r)
 	}
-	// A request larger than the whole limit runs once the bucket is full,
-	// and leaves it in debt.
+	// A request larger than the whole bucket runs once it is full, and
+	// leaves it in debt.
 	c.Advance(time.Minute)
 	tk, r = l.Admit(p, "pool", "pool", 5000)
 	if r != nil {
-		t.Fatalf("a request over the limit with a full bucket: %v", r)
+		t.Fatalf("a request over the bucket with the bucket full: %v", r)
 	}
 	tk.Done(5000, true, 0)
-	c.Advance(time.Minute)
+	c.Advance(10 * time.Second)
 	_, r = l.Admit(p, "pool", "pool", 10)
 	if r == nil || r.Limit != "tokens per minute" {
-		t.Fatalf("a bucket 4000 in debt admitted a request: %+v", r)
+		t.Fatalf("a bucket 3000 in debt admitted a request: %+v", r)
 	}
-	if r.RetryAfter != 3*time.Minute+600*time.Millisecond {
-		t.Errorf("retry after %v, want 3m0.6s (3010 tokens at 1000 a minute)", r.RetryAfter)
+	if r.RetryAfter != 30100*time.Millisecond {
+		t.Errorf("retry after %v, want 30.1s (3010 tokens at 6000 a minute)", r.RetryAfter)
 	}
 }
 
 func TestTeamLimitsApplyOnTopOfTheKeys(t *testing.T) {
 	c := fakeclock.New()
-	l := NewLimiter(c, nil, func(n string) (Limits, bool) { return Limits{RPM: 3}, n == "apps" })
-	a := &Principal{ID: "a", Team: "apps", Limits: Limits{RPM: 100}}
+	l := NewLimiter(c, nil, func(n string) (Limits, bool) { return Limits{RPM: 18}, n == "apps" }) // 3 at once
+	a := &Principal{ID: "a", Team: "apps", Limits: Limits{RPM: 600}}
 	b := &Principal{ID: "b", Team: "apps"}
 	for _, p := range []*Principal{a, b, a} {
 		if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
@@ -210,15 +223,15 @@ func (f *fakeExchange) Swap(_ context.Context, mine map[string]Taken) (map[strin
 func TestSyncDebitsWhatOtherReplicasTook(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
-	p := key("k", Limits{RPM: 10})
+	p := key("k", Limits{RPM: 60}) // 10 at once
 	tk, _ := l.Admit(p, "pool", "pool", 0)
 	tk.Done(0, false, 0)
 	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {"key:k": {Requests: 6}}}}
 	if err := l.Sync(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
-	if got := ex.mine["key:k"].Requests; got != 1 {
-		t.Errorf("published %v requests, want 1", got)
+	if got := ex.mine["key:k"]; got.Requests != 1 || got.RPM != 60 {
+		t.Errorf("published %+v, want 1 request at rpm 60", got)
 	}
 	for i := range 3 { // 10 - 1 - 6
 		if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
@@ -226,10 +239,10 @@ func TestSyncDebitsWhatOtherReplicasTook(t *testing.T) {
 		}
 	}
 	if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
-		t.Fatal("the fleet's 11th request in a minute was admitted")
+		t.Fatal("the fleet's 11th request at once was admitted")
 	}
 	// The same totals again debit nothing more.
-	c.Advance(6 * time.Second) // one request back
+	c.Advance(time.Second) // one request back
 	l.Sync(context.Background(), ex)
 	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
 		t.Fatalf("after a refill and an unchanged exchange: %v", r)
@@ -245,7 +258,7 @@ func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
 	if err := l.Sync(context.Background(), ex); err == nil {
 		t.Fatal("Sync hid the store's error")
 	}
-	p := key("k", Limits{RPM: 40})
+	p := key("k", Limits{RPM: 240}) // 40 at once for the fleet, 10 for this replica alone
 	admitted := 0
 	for range 40 {
 		if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
@@ -253,7 +266,7 @@ func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
 		}
 	}
 	if admitted != 10 {
-		t.Fatalf("%d admitted of 40 rpm with four replicas and no exchange; want 10", admitted)
+		t.Fatalf("%d admitted of 240 rpm with four replicas and no exchange; want 10", admitted)
 	}
 	ex.err = nil
 	l.Sync(context.Background(), ex)
@@ -268,12 +281,12 @@ func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
 func TestSyncKeepsTheAccountOfAKeyMetElsewhereFirst(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
-	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 10}}}}
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 60}}}}
 	if err := l.Sync(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
-	if _, r := l.Admit(key("k", Limits{RPM: 10}), "pool", "pool", 0); r == nil {
-		t.Fatal("a key whose 10 a minute were taken on another replica was admitted here")
+	if _, r := l.Admit(key("k", Limits{RPM: 60}), "pool", "pool", 0); r == nil {
+		t.Fatal("a key whose 10 at once were taken on another replica was admitted here")
 	}
 }
 

@@ -97,8 +97,10 @@ type Refusal struct {
 	// minute", "concurrent requests", "budget", "pool" or "model".
 	Limit string
 	// Max and Used are the limit and what is used of it (dollars for a
-	// budget).
-	Max, Used float64
+	// budget). For a rate, Max is per minute and Used what the last ten
+	// seconds took of the ten seconds' worth a key may use at once;
+	// Remaining is what is left of that now.
+	Max, Used, Remaining float64
 	// Reset is when the limit has room again (for a budget, the end of
 	// its period); RetryAfter the wait until then.
 	Reset      time.Time

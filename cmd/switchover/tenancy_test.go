@@ -54,7 +54,7 @@ pools:
 	admin := "http://" + re.FindStringSubmatch(errOut.String())[1]
 	gw := "http://" + api.FindStringSubmatch(errOut.String())[1]
 
-	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "2")
+	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "12")
 	m := secretRE.FindStringSubmatch(o)
 	if code != exitOK || m == nil {
 		t.Fatalf("keys create: %d\n%s\n%s", code, o, e)
@@ -78,7 +78,7 @@ pools:
 		}
 	}
 	if st := chat(); st != http.StatusTooManyRequests {
-		t.Fatalf("third request on rpm 2: %d", st)
+		t.Fatalf("third request at once on rpm 12 (2 at once): %d", st)
 	}
 	code, o, _ = cli(t, admin, "keys", "list")
 	if code != exitOK || !strings.Contains(o, id) || !regexp.MustCompile(`yaml-app\s+yaml-app\s+.*config`).MatchString(o) {
