@@ -3,6 +3,7 @@ package tenant
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -115,5 +116,45 @@ func TestDirectoryRemembersMisses(t *testing.T) {
 	other, _, _ := ledger.NewSecret()
 	if _, err := d.Authenticate(ctx, other); err == nil || errors.Is(err, ErrUnknownKey) {
 		t.Fatalf("store down: %v, want the store's error", err)
+	}
+}
+
+// memKeys is a KeyStore in memory, for benchmarks with many keys.
+type memKeys struct{ keys []ledger.Key }
+
+func (m *memKeys) Keys(context.Context) ([]ledger.Key, error)   { return m.keys, nil }
+func (m *memKeys) Teams(context.Context) ([]ledger.Team, error) { return nil, nil }
+func (m *memKeys) KeyByPrefix(_ context.Context, p string) (ledger.Key, error) {
+	for _, k := range m.keys {
+		if k.Prefix == p {
+			return k, nil
+		}
+	}
+	return ledger.Key{}, ledger.ErrNotFound
+}
+
+// BenchmarkAuthenticate checks a store key's secret among 10 and among
+// 10,000 keys: the cost does not grow with the number of keys.
+func BenchmarkAuthenticate(b *testing.B) {
+	for _, n := range []int{10, 10000} {
+		b.Run(fmt.Sprintf("keys=%d", n), func(b *testing.B) {
+			m := &memKeys{}
+			var secret string
+			for i := range n {
+				s, prefix, hash := ledger.NewSecret()
+				m.keys = append(m.keys, ledger.Key{ID: fmt.Sprintf("key_%d", i), Prefix: prefix, Hash: hash})
+				secret = s
+			}
+			d := NewDirectory(fakeclock.New(), m)
+			if err := d.Refresh(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := d.Authenticate(context.Background(), secret); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
