@@ -246,9 +246,14 @@ func (c *Config) validateTenancy(poolNames map[string]bool) []Problem {
 	return ps
 }
 
-// warnTenancy finds budgets that cannot outlive a restart.
+// warnTenancy finds budgets that cannot outlive a restart, and an
+// embedded store shared state suggests several replicas would each keep.
 func (c *Config) warnTenancy() Problems {
 	if c.Store.Enabled() {
+		if c.Store.SQLite != "" && c.State.Redis != nil {
+			return Problems{{Path: "store.sqlite",
+				Msg: "state.redis says several replicas share this gateway, but an SQLite store is one replica's: each would keep its own keys and spend (a key made on one unknown to the others, budgets per replica); use store.postgres"}}
+		}
 		return nil
 	}
 	var ws Problems

@@ -121,3 +121,14 @@ func TestKeyNamesLikeStoreIDsAreRefused(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestSQLiteStoreWithSharedStateWarns(t *testing.T) {
+	y := "store: {sqlite: /var/lib/switchover/s.db}\nstate: {redis: {url: \"redis://127.0.0.1:6379\"}}\nbackends:\n  - {name: a, type: openai, api_key: sk-0000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	cfg, err := Parse("w.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := cfg.Warnings(); len(ws) != 1 || !strings.Contains(ws.Error(), "w.yaml:1: store.sqlite: state.redis says several replicas") {
+		t.Fatalf("warnings: %v", ws)
+	}
+}
