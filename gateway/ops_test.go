@@ -569,6 +569,11 @@ func TestTracingSpans(t *testing.T) {
 	if attr(*req, "switchover.failover") != "true" || attr(*req, "switchover.attempts") != "2" {
 		t.Fatalf("request attributes %v", req.Attributes)
 	}
+	// Who asked, and what the answer used.
+	if attr(*req, "switchover.key") != "app-team" || attr(*req, "gen_ai.usage.input_tokens") != "3" || attr(*req, "gen_ai.usage.output_tokens") != "3" ||
+		attr(*req, "gen_ai.response.model") != "gpt-4o" || attr(*req, "switchover.cost_usd") == "" {
+		t.Fatalf("request attributes %v", req.Attributes)
+	}
 	// The upstream got the trace context, under the gateway's span.
 	tp2 := h.sec.Header(0).Get("Traceparent")
 	if !strings.Contains(tp2, callerTrace) || !strings.Contains(tp2, req.SpanContext.SpanID().String()) {

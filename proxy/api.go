@@ -407,9 +407,6 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 	if l.report != nil && l.report.Served != nil {
 		backend = l.report.Served.Backend.Name
 	}
-	if l.span != nil {
-		endSpan(l, backend)
-	}
 	status := l.status
 	if l.clientGone {
 		status = 0
@@ -431,6 +428,9 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		l.cost, l.priced = h.Spender.Spent(sp)
 	}
 	l.settle()
+	if l.span != nil {
+		endSpan(l, backend)
+	}
 	h.writeLine(l, time.Now(), backend, total)
 }
 

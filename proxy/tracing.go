@@ -43,6 +43,28 @@ func endSpan(l *logLine, backend string) {
 			attribute.Bool("switchover.failover", l.report.Failover),
 		)
 	}
+	if l.key != "" {
+		s.SetAttributes(attribute.String("switchover.key", l.key))
+		if l.who != nil && l.who.Team != "" {
+			s.SetAttributes(attribute.String("switchover.team", l.who.Team))
+		}
+	}
+	if l.refused != "" {
+		s.SetAttributes(attribute.String("switchover.refused", l.refused))
+	}
+	if u := l.usage; u.Known {
+		// OpenTelemetry's GenAI attribute names for the tokens.
+		s.SetAttributes(
+			attribute.Int64("gen_ai.usage.input_tokens", u.Prompt),
+			attribute.Int64("gen_ai.usage.output_tokens", u.Completion),
+		)
+		if u.Model != "" {
+			s.SetAttributes(attribute.String("gen_ai.response.model", u.Model))
+		}
+		if l.priced {
+			s.SetAttributes(attribute.Float64("switchover.cost_usd", l.cost))
+		}
+	}
 	if l.status >= 500 || (l.err != nil && !l.clientGone) {
 		msg := ""
 		if l.err != nil {
