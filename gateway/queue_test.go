@@ -83,3 +83,65 @@ func TestPatientCallerWaitsForQuota(t *testing.T) {
 		t.Fatalf("%d calls refused upstream: the waiting is the gateway's", st.Refused)
 	}
 }
+
+// TestKeyPatienceMakesItsCallersPatient: a key with patience (a batch
+// job's) has its requests wait for quota without sending
+// x-switchover-max-wait; another key's are refused at once.
+func TestKeyPatienceMakesItsCallersPatient(t *testing.T) {
+	clk := fakeclock.New()
+	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: []sim.Deployment{
+		{Name: "uksouth", Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 6}},
+	}}, sim.WithClock(clk), sim.WithWaiter(instant{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ep := s.Deployments()[0]
+	y := fmt.Sprintf("log: {level: error}\nserver: {drain_delay: 0s}\nkeys:\n  - {name: app, key: app-key-0123456789abcdef}\n  - {name: batch, key: batch-key-0123456789abcdef, patience: 30s}\n"+
+		"backends:\n  - {name: uksouth, type: azure, url: %q, probe: {disabled: true}}\npools:\n  - name: chat-prod\n    members: [{backend: uksouth}]\n", ep.URL)
+	cfg, err := config.Parse("patience.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(cfg, gateway.Options{Clock: clk, Logger: gateway.NewLogger(io.Discard, "text", "error")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+	post := func(key string) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := testClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := post("app-key-0123456789abcdef"); resp.StatusCode != 200 {
+		t.Fatalf("first call: %d", resp.StatusCode)
+	}
+	if resp := post("app-key-0123456789abcdef"); resp.StatusCode != 429 {
+		t.Fatalf("a key without patience: %d, want 429 at once", resp.StatusCode)
+	}
+	before := clk.Pending()
+	got := make(chan *http.Response, 1)
+	go func() { got <- post("batch-key-0123456789abcdef") }()
+	wctx, wcancel := context.WithTimeout(t.Context(), 10*time.Second) // a guard against a hang
+	defer wcancel()
+	if err := clk.BlockUntilContext(wctx, before+2); err != nil { // its deadline and the window's reset
+		resp := <-got
+		t.Fatalf("the patient key's request did not wait: %d", resp.StatusCode)
+	}
+	clk.Advance(10 * time.Second)
+	resp := <-got
+	if resp.StatusCode != 200 || resp.Header.Get(route.HeaderQueueWait) == "" {
+		t.Fatalf("the patient key: %d, waited %q", resp.StatusCode, resp.Header.Get(route.HeaderQueueWait))
+	}
+}

@@ -41,6 +41,10 @@ type Key struct {
 	// BudgetPeriod is "day", "week" or "month" (calendar periods in UTC,
 	// see PeriodStart), or "" when Budget is 0.
 	BudgetPeriod string `json:"budget_period,omitempty"`
+	// Patience is this key's default wait for quota (a request's
+	// x-switchover-max-wait wins; capped by the pool's max_wait_limit);
+	// zero is the pool's. Shown by the admin API as "30s".
+	Patience time.Duration `json:"-"`
 	// Expires is when the key stops working; zero is never.
 	Expires time.Time `json:"expires,omitzero"`
 	// Created is set by NewKey.

@@ -37,8 +37,8 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 	}
 	db := ledger.WriterDB(s)
 	var n int
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("schema_migrations has %d rows (%v), want 1", n, err)
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != ledger.Migrations("sqlite") {
+		t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, ledger.Migrations("sqlite"))
 	}
 	var mode string
 	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil || mode != "wal" {
@@ -92,7 +92,40 @@ func TestPostgresReplicasMigrateTogether(t *testing.T) {
 	}
 	defer db.Close()
 	var n int
-	if err := db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != 1 {
-		t.Fatalf("schema_migrations has %d rows (%v), want 1", n, err)
+	if err := db.QueryRow("SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil || n != ledger.Migrations("postgres") {
+		t.Fatalf("schema_migrations has %d rows (%v), want %d", n, err, ledger.Migrations("postgres"))
+	}
+}
+
+// TestSQLiteUpgradesAVersion1Database: a database made before keys had a
+// patience (schema version 1, with a key in it) is migrated on open, and
+// its key reads with the pool's patience.
+func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := ledger.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, secret, err := ledger.NewKey(ctx, s, ledger.Key{Name: "old"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back to version 1: without the column and its migration's row.
+	db := ledger.WriterDB(s)
+	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "DELETE FROM schema_migrations WHERE version = 2"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	s, err = ledger.OpenSQLite(ctx, path)
+	if err != nil {
+		t.Fatalf("opening a version 1 database: %v", err)
+	}
+	defer s.Close()
+	got, err := ledger.Verify(ctx, s, secret, time.Now())
+	if err != nil || got.ID != k.ID || got.Patience != 0 {
+		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
 	}
 }

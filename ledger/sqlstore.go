@@ -24,7 +24,7 @@ type sqlStore struct {
 var _ Store = (*sqlStore)(nil)
 
 const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
-	budget_nusd, budget_period, expires_us, created_us, revoked_us`
+	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms`
 
 func (s *sqlStore) q(query string) string { return s.d.bind(query) }
 
@@ -36,10 +36,10 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 		return fmt.Errorf("%w: a key needs an ID, prefix and hash (use NewKey)", ErrInvalid)
 	}
 	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
 		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
-		micros(k.Expires), micros(k.Created), micros(k.Revoked))
+		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds())
 	if err != nil && s.d.isUnique(err) {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
 	}
@@ -86,10 +86,10 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 		return err
 	}
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
-		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?
+		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?
 		WHERE id = ?`),
 		k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
-		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.ID)
+		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(), k.ID)
 	return oneRow(res, err, "update key", k.ID)
 }
 
@@ -409,11 +409,12 @@ type scanner interface{ Scan(dest ...any) error }
 func scanKey(row scanner) (Key, error) {
 	var k Key
 	var pools, models string
-	var maxConc, budget, expires, created, revoked int64
+	var maxConc, budget, expires, created, revoked, patience int64
 	if err := row.Scan(&k.ID, &k.Name, &k.Team, &k.Prefix, &k.Hash, &pools, &models, &k.RPM, &k.TPM,
-		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked); err != nil {
+		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked, &patience); err != nil {
 		return Key{}, err
 	}
+	k.Patience = time.Duration(patience) * time.Millisecond
 	if err := json.Unmarshal([]byte(pools), &k.Pools); err != nil {
 		return Key{}, fmt.Errorf("pools of %s: %w", k.ID, err)
 	}

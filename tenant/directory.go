@@ -154,7 +154,7 @@ func (d *Directory) publish() {
 }
 
 func principalOf(k ledger.Key) *Principal {
-	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store",
+	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store", Patience: k.Patience,
 		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
 	return p.withNames()
 }

@@ -41,13 +41,13 @@ func TestDirectoryStoreKeys(t *testing.T) {
 	if !d.Required() {
 		t.Fatal("a directory over a store must require keys")
 	}
-	k, secret, err := ledger.NewKey(ctx, store, ledger.Key{Name: "ci", Team: "apps", RPM: 7, Expires: c.Now().Add(time.Hour)}, c.Now())
+	k, secret, err := ledger.NewKey(ctx, store, ledger.Key{Name: "ci", Team: "apps", RPM: 7, Patience: time.Minute, Expires: c.Now().Add(time.Hour)}, c.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Not refreshed yet: found in the store on the miss.
 	p, err := d.Authenticate(ctx, secret)
-	if err != nil || p.ID != k.ID || p.Limits.RPM != 7 || p.Source != "store" {
+	if err != nil || p.ID != k.ID || p.Limits.RPM != 7 || p.Patience != time.Minute || p.Source != "store" {
 		t.Fatalf("a key made before the refresh: %+v, %v", p, err)
 	}
 	if err := d.Refresh(ctx); err != nil {

@@ -38,6 +38,7 @@ Limits (create and update):
   --max-concurrent N      requests in flight (0: unlimited)
   --budget AMOUNT/PERIOD  USD per day, week or month: 50/month (none: no budget)
   --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
+  --patience WAIT         the key's default wait for quota: 30s, 2m (none: the pool's)
 
 Every subcommand takes -admin URL (default $SWITCHOVER_ADMIN or
 http://127.0.0.1:8081), -key KEY (default $SWITCHOVER_ADMIN_KEY) and -json
@@ -91,21 +92,22 @@ func adminFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, func() *
 type keyFlags struct {
 	fs                                                *flag.FlagSet
 	name, team, pools, models, rpm, tpm, conc, budget *string
-	expires                                           *string
+	expires, patience                                 *string
 }
 
 func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 	return &keyFlags{
-		fs:      fs,
-		name:    fs.String("name", "", "a label for people, such as the team or application"),
-		team:    fs.String("team", "", "the team whose limits and budget also apply"),
-		pools:   fs.String("pools", "", "comma-separated pools the key may use (empty: all)"),
-		models:  fs.String("models", "", "comma-separated models the key may ask for (empty: all)"),
-		rpm:     fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)"),
-		tpm:     fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
-		conc:    fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
-		budget:  fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)"),
-		expires: fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
+		fs:       fs,
+		name:     fs.String("name", "", "a label for people, such as the team or application"),
+		team:     fs.String("team", "", "the team whose limits and budget also apply"),
+		pools:    fs.String("pools", "", "comma-separated pools the key may use (empty: all)"),
+		models:   fs.String("models", "", "comma-separated models the key may ask for (empty: all)"),
+		rpm:      fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)"),
+		tpm:      fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
+		conc:     fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
+		budget:   fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)"),
+		expires:  fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
+		patience: fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
 	}
 }
 
@@ -141,6 +143,13 @@ func (kf *keyFlags) body() (map[string]any, error) {
 				err = fmt.Errorf("--expires: %v", err)
 			}
 			b["expires"] = v
+		case "patience":
+			if v != "" && !strings.EqualFold(v, "none") {
+				if d, e := time.ParseDuration(v); e != nil || d < 0 {
+					err = fmt.Errorf("--patience: %q is not a wait such as 30s or 2m", v)
+				}
+			}
+			b["patience"] = v
 		}
 	})
 	if err != nil {
@@ -213,7 +222,7 @@ func keysUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(body) == 0 {
-		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires")}
+		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience")}
 	}
 	raw, err := client().call(ctx, http.MethodPatch, "/admin/keys/"+url.PathEscape(id), body)
 	if err != nil {
@@ -281,6 +290,7 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	line("max concurrent", formatCount(int64(k.MaxConcurrent)))
 	line("budget", formatBudget(k.Budget, k.BudgetPeriod))
 	line("expires", formatTime(k.Expires))
+	line("patience", dash(k.Patience))
 	line("created", formatTime(k.Created))
 	if !k.Revoked.IsZero() {
 		line("revoked", formatTime(k.Revoked))

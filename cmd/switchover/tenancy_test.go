@@ -54,9 +54,9 @@ pools:
 	admin := "http://" + re.FindStringSubmatch(errOut.String())[1]
 	gw := "http://" + api.FindStringSubmatch(errOut.String())[1]
 
-	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "12")
+	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "12", "--patience", "45s")
 	m := secretRE.FindStringSubmatch(o)
-	if code != exitOK || m == nil {
+	if code != exitOK || m == nil || !regexp.MustCompile(`patience\s+45s`).MatchString(o) {
 		t.Fatalf("keys create: %d\n%s\n%s", code, o, e)
 	}
 	secret := m[1]

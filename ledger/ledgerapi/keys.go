@@ -27,8 +27,11 @@ const (
 // where it comes from and whether it works now.
 type KeyView struct {
 	ledger.Key
-	Source string `json:"source"`
-	State  string `json:"state"`
+	// Patience is the key's default wait for quota, as "30s"; absent when
+	// it has none.
+	Patience string `json:"patience,omitempty"`
+	Source   string `json:"source"`
+	State    string `json:"state"`
 }
 
 func view(k ledger.Key, source string, now time.Time) KeyView {
@@ -40,7 +43,11 @@ func view(k ledger.Key, source string, now time.Time) KeyView {
 		state = StateExpired
 	}
 	k.Hash = nil
-	return KeyView{Key: k, Source: source, State: state}
+	v := KeyView{Key: k, Source: source, State: state}
+	if k.Patience > 0 {
+		v.Patience = k.Patience.String()
+	}
+	return v
 }
 
 // keyBody is the body of POST /admin/keys and PATCH /admin/keys/{id}.
@@ -58,7 +65,13 @@ type keyBody struct {
 	BudgetUSD     any       `json:"budget_usd"`
 	BudgetPeriod  any       `json:"budget_period"`
 	Expires       any       `json:"expires"`
+	// Patience is a duration ("30s", "2m"); "", "none" or 0 removes it.
+	Patience any `json:"patience"`
 }
+
+// maxPatience bounds a key's patience; a pool's max_wait_limit caps it
+// further.
+const maxPatience = 24 * time.Hour
 
 // maxConcurrent bounds max_concurrent, which is an int.
 const maxConcurrent = 1 << 30
@@ -110,6 +123,28 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 	if b.Expires != nil {
 		if k.Expires, err = expiry(b.Expires, now); err != nil {
 			return err
+		}
+	}
+	if b.Patience != nil {
+		switch v := b.Patience.(type) {
+		case string:
+			switch v = strings.TrimSpace(v); v {
+			case "", "none", "0":
+				k.Patience = 0
+			default:
+				d, err := time.ParseDuration(v)
+				if err != nil || d < 0 || d > maxPatience {
+					return badField("patience", "%q is not a wait such as 30s or 2m (at most 24h)", v)
+				}
+				k.Patience = d
+			}
+		case float64:
+			if v != 0 {
+				return badField("patience", "write a duration such as \"30s\", not a number")
+			}
+			k.Patience = 0
+		default:
+			return badField("patience", "write a duration such as \"30s\"")
 		}
 	}
 	return nil

@@ -178,14 +178,23 @@ func TestPatchKey(t *testing.T) {
 			k.Team, k.Pools, k.Models, k.RPM, k.Budget, k.BudgetPeriod, k.Expires = "", nil, nil, 0, 0, "", time.Time{}
 		}},
 		{"rename", `{"name":"ci-2"}`, func(k *ledger.Key) { k.Name = "ci-2" }},
+		{"patience", `{"patience":"90s"}`, func(k *ledger.Key) { k.Patience = 90 * time.Second }},
+		{"patience removed", `{"patience":"none"}`, func(k *ledger.Key) { k.Patience = 0 }},
 	}
 	want := c.Key.Key
 	for _, st := range steps {
 		st.want(&want)
 		var got keyAnswer
 		e.json("PATCH", "/admin/keys/"+id, st.body, http.StatusOK, &got)
-		if !reflect.DeepEqual(got.Key.Key, want) {
-			t.Fatalf("%s: PATCH %s answered\n%+v\nwant\n%+v", st.name, st.body, got.Key.Key, want)
+		// The answer shows the patience as a string of its own.
+		shownPatience := ""
+		if want.Patience > 0 {
+			shownPatience = want.Patience.String()
+		}
+		wantShown := want
+		wantShown.Patience = 0
+		if !reflect.DeepEqual(got.Key.Key, wantShown) || got.Key.Patience != shownPatience {
+			t.Fatalf("%s: PATCH %s answered\n%+v (patience %q)\nwant\n%+v (patience %q)", st.name, st.body, got.Key.Key, got.Key.Patience, wantShown, shownPatience)
 		}
 		stored, _ := s.Keys(t.Context())
 		stored[0].Hash = nil
@@ -202,8 +211,14 @@ func TestPatchKey(t *testing.T) {
 	e.h.Now = func() time.Time { return now }
 	e.json("PATCH", "/admin/keys/"+id, `{"expires":"2026-12-02T00:00:00Z"}`, http.StatusOK, nil)
 	e.h.Now = func() time.Time { return now.Add(48 * time.Hour) }
+	e.h.Now = func() time.Time { return now }
+	e.json("PATCH", "/admin/keys/"+id, `{"patience":"2m"}`, http.StatusOK, nil)
+	e.h.Now = func() time.Time { return now.Add(48 * time.Hour) }
 	var shown keyAnswer
-	e.json("GET", "/admin/keys/"+id, "", http.StatusOK, &shown)
+	raw := e.json("GET", "/admin/keys/"+id, "", http.StatusOK, &shown)
+	if !strings.Contains(string(raw), `"patience": "2m0s"`) && !strings.Contains(string(raw), `"patience":"2m0s"`) {
+		t.Errorf("the key's patience as shown: %s", raw)
+	}
 	if shown.Key.State != "expired" {
 		t.Errorf("state after expiry = %q, want expired", shown.Key.State)
 	}
@@ -252,6 +267,9 @@ func TestBadKeyInput(t *testing.T) {
 		{"expires in the past", "POST", `{"name":"a","expires":"2026-11-01T00:00:00Z"}`, "expires:"},
 		{"expires negative", "PATCH", `{"expires":"-3d"}`, "expires:"},
 		{"expires a number", "POST", `{"name":"a","expires":90}`, "expires:"},
+		{"patience unreadable", "POST", `{"name":"a","patience":"forever"}`, "patience:"},
+		{"patience negative", "PATCH", `{"patience":"-1s"}`, "patience:"},
+		{"patience a number", "POST", `{"name":"a","patience":30}`, "patience:"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

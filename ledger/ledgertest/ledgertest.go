@@ -47,7 +47,7 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	k, secret, err := ledger.NewKey(ctx, s, ledger.Key{
 		Name: "ci", Team: "infra", Pools: []string{"main"}, Models: []string{"gpt-4o", "gpt-4o-mini"},
 		RPM: 60, TPM: 100000, MaxConcurrent: 4, Budget: 12.5, BudgetPeriod: ledger.PeriodMonth,
-		Expires: t0.Add(48 * time.Hour),
+		Expires: t0.Add(48 * time.Hour), Patience: 90 * time.Second,
 	}, t0)
 	if err != nil {
 		t.Fatalf("NewKey: %v", err)
@@ -87,12 +87,12 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	}
 
 	// Update changes limits, not the secret.
-	k.RPM, k.Models, k.Expires, k.BudgetPeriod = 120, nil, time.Time{}, ledger.PeriodDay
+	k.RPM, k.Models, k.Expires, k.BudgetPeriod, k.Patience = 120, nil, time.Time{}, ledger.PeriodDay, 5*time.Second
 	if err := s.UpdateKey(ctx, k); err != nil {
 		t.Fatalf("UpdateKey: %v", err)
 	}
-	if got, err := ledger.Verify(ctx, s, secret, t0.Add(72*time.Hour)); err != nil || got.RPM != 120 || got.Models != nil || !got.Expires.IsZero() {
-		t.Fatalf("after UpdateKey, Verify = %+v, %v; want RPM 120, all models, no expiry", got, err)
+	if got, err := ledger.Verify(ctx, s, secret, t0.Add(72*time.Hour)); err != nil || got.RPM != 120 || got.Models != nil || !got.Expires.IsZero() || got.Patience != 5*time.Second {
+		t.Fatalf("after UpdateKey, Verify = %+v, %v; want RPM 120, all models, no expiry, patience 5s", got, err)
 	}
 	if err := s.UpdateKey(ctx, ledger.Key{ID: "key_nope"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("UpdateKey(unknown) = %v, want ErrNotFound", err)
