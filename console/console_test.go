@@ -651,7 +651,7 @@ func TestKeysFromSQLite(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	now := time.Now()
-	k, secret, err := ledger.NewKey(ctx, st, ledger.Key{Name: "ci-runner", Team: "search", RPM: 600, Budget: 50, BudgetPeriod: ledger.PeriodMonth}, now)
+	k, secret, err := ledger.NewKey(ctx, st, ledger.Key{Name: "ci-runner", Team: "search", RPM: 600, Budget: 50, BudgetPeriod: ledger.PeriodMonth, Patience: 90 * time.Second}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -674,7 +674,7 @@ func TestKeysFromSQLite(t *testing.T) {
 	e.gw.store = st
 	c, _ := e.login(viewerKey)
 	_, page := e.do(c, "GET", "/console/keys", nil)
-	for _, want := range []string{k.ID, "ci-runner", "search", k.Prefix + "…", "600", "$50.00/month", "old-laptop", `class="revoked"`,
+	for _, want := range []string{k.ID, "ci-runner", "search", k.Prefix + "…", "600", "$50.00/month", "<td>1m30s</td>", "old-laptop", `class="revoked"`,
 		`data-by="team"`, `data-by="pool"`, `data-by="backend"`, `data-by="model"`, "gpt-4o", "$0.0200", "2000", "$500.00/month"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("keys page lacks %q", want)
