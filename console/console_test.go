@@ -675,7 +675,7 @@ func TestKeysFromSQLite(t *testing.T) {
 	c, _ := e.login(viewerKey)
 	_, page := e.do(c, "GET", "/console/keys", nil)
 	for _, want := range []string{k.ID, "ci-runner", "search", k.Prefix + "…", "600", "$50.00/month", "<td>1m30s</td>", "old-laptop", `class="revoked"`,
-		`data-by="team"`, `data-by="pool"`, `data-by="backend"`, `data-by="model"`, "gpt-4o", "$0.0200", "2000", "$500.00/month"} {
+		`data-by="team"`, `data-by="pool"`, `data-by="backend"`, `data-by="model"`, `data-by="day and backend"`, now.UTC().Format(time.DateOnly) + " · sweden", "gpt-4o", "$0.0200", "2000", "$500.00/month"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("keys page lacks %q", want)
 		}

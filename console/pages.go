@@ -121,8 +121,19 @@ type spendTable struct {
 	Rows []ledger.SpendRow
 }
 
+// byDayAndBackend is the table of spend by day and backend: where a
+// failover to a pricier backend shows the day it starts.
+const byDayAndBackend = "day and backend"
+
 // Label is the row's value of the grouping.
 func (t spendTable) Label(r ledger.SpendRow) string {
+	if t.By == byDayAndBackend {
+		b := r.Backend
+		if b == "" {
+			b = "(none)"
+		}
+		return r.Day.UTC().Format(time.DateOnly) + " · " + b
+	}
 	v := map[string]string{ledger.ByTeam: r.Team, ledger.ByPool: r.Pool, ledger.ByBackend: r.Backend, ledger.ByModel: r.Model}[t.By]
 	if v == "" {
 		return "(none)"
@@ -153,6 +164,9 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *session) {
 			errs = append(errs, err)
 			d.Spend = append(d.Spend, spendTable{By: by, Rows: rows})
 		}
+		rows, err := st.Spend(ctx, ledger.SpendQuery{From: d.From, To: d.From.AddDate(0, 1, 0), By: []string{ledger.ByDay, ledger.ByBackend}})
+		errs = append(errs, err)
+		d.Spend = append(d.Spend, spendTable{By: byDayAndBackend, Rows: rows})
 		if err := errors.Join(errs...); err != nil {
 			d.Err = err.Error()
 		}
