@@ -18,13 +18,11 @@ import (
 	"github.com/switchover-gw/switchover/sim"
 )
 
-// TestPatientCallerWaitsForQuota: with one region whose window holds one
-// call, a caller that sends x-switchover-max-wait is held until the
-// window refills and then answered; one that does not gets 429 at once;
-// a bad header value gets 400. The region and the gateway share a fake
-// clock.
-func TestPatientCallerWaitsForQuota(t *testing.T) {
-	clk := fakeclock.New()
+// startQuotaGateway is one simulated region whose window holds one call
+// a 10 s slice, behind a gateway with the keys YAML keys ("" for none),
+// both on clk; it returns the chat URL and the simulator.
+func startQuotaGateway(t *testing.T, clk *fakeclock.Clock, keys string) (string, *sim.Sim) {
+	t.Helper()
 	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: []sim.Deployment{
 		{Name: "uksouth", Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 6}},
 	}}, sim.WithClock(clk), sim.WithWaiter(instant{}))
@@ -33,7 +31,7 @@ func TestPatientCallerWaitsForQuota(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	ep := s.Deployments()[0]
-	y := fmt.Sprintf("log: {level: error}\nserver: {drain_delay: 0s}\nbackends:\n  - {name: uksouth, type: azure, url: %q, probe: {disabled: true}}\npools:\n  - name: chat-prod\n    members: [{backend: uksouth}]\n", ep.URL)
+	y := fmt.Sprintf("log: {level: error}\nserver: {drain_delay: 0s}\n%sbackends:\n  - {name: uksouth, type: azure, url: %q, probe: {disabled: true}}\npools:\n  - name: chat-prod\n    members: [{backend: uksouth}]\n", keys, ep.URL)
 	cfg, err := config.Parse("queue.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +45,17 @@ func TestPatientCallerWaitsForQuota(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
-	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+	return "http://" + ln.Addr().String() + "/v1/chat/completions", s
+}
+
+// TestPatientCallerWaitsForQuota: with one region whose window holds one
+// call, a caller that sends x-switchover-max-wait is held until the
+// window refills and then answered; one that does not gets 429 at once;
+// a bad header value gets 400. The region and the gateway share a fake
+// clock.
+func TestPatientCallerWaitsForQuota(t *testing.T) {
+	clk := fakeclock.New()
+	url, s := startQuotaGateway(t, clk, "")
 	post := func(maxWait string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
 		if maxWait != "" {
@@ -89,30 +97,7 @@ func TestPatientCallerWaitsForQuota(t *testing.T) {
 // x-switchover-max-wait; another key's are refused at once.
 func TestKeyPatienceMakesItsCallersPatient(t *testing.T) {
 	clk := fakeclock.New()
-	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: []sim.Deployment{
-		{Name: "uksouth", Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 6}},
-	}}, sim.WithClock(clk), sim.WithWaiter(instant{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	ep := s.Deployments()[0]
-	y := fmt.Sprintf("log: {level: error}\nserver: {drain_delay: 0s}\nkeys:\n  - {name: app, key: app-key-0123456789abcdef}\n  - {name: batch, key: batch-key-0123456789abcdef, patience: 30s}\n"+
-		"backends:\n  - {name: uksouth, type: azure, url: %q, probe: {disabled: true}}\npools:\n  - name: chat-prod\n    members: [{backend: uksouth}]\n", ep.URL)
-	cfg, err := config.Parse("patience.yaml", []byte(y), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(cfg, gateway.Options{Clock: clk, Logger: gateway.NewLogger(io.Discard, "text", "error")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
+	url, _ := startQuotaGateway(t, clk, "keys:\n  - {name: app, key: app-key-0123456789abcdef}\n  - {name: batch, key: batch-key-0123456789abcdef, patience: 30s}\n")
 	post := func(key string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
 		req.Header.Set("Authorization", "Bearer "+key)

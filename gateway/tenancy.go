@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -72,12 +70,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if sc := cfg.Store; store == nil && sc.Enabled() {
 		var err error
 		if sc.SQLite != "" {
-			if dir := filepath.Dir(sc.SQLite); dir != "" {
-				if err := os.MkdirAll(dir, 0o700); err != nil {
-					return fmt.Errorf("store.sqlite: %w", err)
-				}
-			}
-			store, err = ledger.OpenSQLite(ctx, sc.SQLite)
+			store, err = ledger.OpenSQLite(ctx, sc.SQLite) // makes the file's directory
 			t.kind = "sqlite"
 		} else {
 			store, err = ledger.OpenPostgres(ctx, sc.Postgres.Value())

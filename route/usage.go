@@ -67,17 +67,7 @@ func answerUsage(f translate.Format, body []byte) Usage {
 	}
 	model, usage, ok := peekUsage(body)
 	if !ok {
-		// Keys with escapes, or not an object: the decoder decides.
-		var a struct {
-			Model string     `json:"model"`
-			Usage *usageBody `json:"usage"`
-		}
-		if json.Unmarshal(body, &a) != nil || a.Usage == nil {
-			return Usage{}
-		}
-		u := a.Usage.usage(f)
-		u.Model = a.Model
-		return u
+		return decodeUsage(f, body) // keys with escapes, or not an object: the decoder decides
 	}
 	if !usage.ok() || body[usage.start] != '{' {
 		return Usage{}
@@ -90,6 +80,21 @@ func answerUsage(f translate.Format, body []byte) Usage {
 	if model.ok() && body[model.start] == '"' {
 		u.Model, _ = unquote(body[model.start:model.end])
 	}
+	return u
+}
+
+// decodeUsage is answerUsage by encoding/json over the whole body: slower,
+// and what peekUsage must agree with.
+func decodeUsage(f translate.Format, body []byte) Usage {
+	var a struct {
+		Model string     `json:"model"`
+		Usage *usageBody `json:"usage"`
+	}
+	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
+		return Usage{}
+	}
+	u := a.Usage.usage(f)
+	u.Model = a.Model
 	return u
 }
 

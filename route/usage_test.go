@@ -2,7 +2,6 @@ package route
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -54,22 +53,13 @@ func TestAnswerUsageOfEachFormat(t *testing.T) {
 	}
 }
 
-// decodedUsage is answerUsage by encoding/json alone, which peekUsage
-// must agree with.
+// decodedUsage is decodeUsage behind answerUsage's first check, which
+// peekUsage must agree with.
 func decodedUsage(f translate.Format, body []byte) Usage {
 	if !bytes.Contains(body, []byte(`"usage"`)) {
 		return Usage{}
 	}
-	var a struct {
-		Model string     `json:"model"`
-		Usage *usageBody `json:"usage"`
-	}
-	if json.Unmarshal(body, &a) != nil || a.Usage == nil {
-		return Usage{}
-	}
-	u := a.Usage.usage(f)
-	u.Model = a.Model
-	return u
+	return decodeUsage(f, body)
 }
 
 func TestAnswerUsageAgreesWithTheDecoder(t *testing.T) {
