@@ -234,18 +234,7 @@ pools:
     members: [{backend: weu, priority: 1}, {backend: sec, priority: 2}]
 `, up.URL, up.URL)
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
-	ctx, cancel := context.WithCancel(t.Context())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "-c", cfgPath}, &out, &errOut) }()
-	defer func() { cancel(); <-done }()
-	re := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
-	defer wcancel()
-	if err := errOut.WaitFor(wctx, re.MatchString); err != nil {
-		t.Fatalf("no admin address in: %s", errOut.String())
-	}
-	admin := re.FindStringSubmatch(errOut.String())[1]
+	admin, _, _ := serveFile(t, cfgPath)
 	status := func(args ...string) (int, string, string) {
 		var o, e syncBuffer
 		code := run(t.Context(), append([]string{"status", "-admin", admin, "-key", "admin-key-0123456789"}, args...), &o, &e)
@@ -276,6 +265,27 @@ pools:
 	if code, _, e := run2(t, "status", "-admin", admin, "-key", "wrong"); code != exitError || !strings.Contains(e, "401") {
 		t.Fatalf("wrong key: %d %s", code, e)
 	}
+}
+
+// serveFile runs switchover serve on the configuration at path until the
+// test ends, and returns its admin API's and API's addresses (host:port)
+// and its log.
+func serveFile(t *testing.T, path string) (admin, api string, log *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	var out syncBuffer
+	log = &syncBuffer{}
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"serve", "-c", path}, &out, log) }()
+	t.Cleanup(func() { cancel(); <-done })
+	adminRE := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
+	apiRE := regexp.MustCompile(`msg="switchover listening" addr=(127\.0\.0\.1:\d+)`)
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
+	defer wcancel()
+	if err := log.WaitFor(wctx, func(s string) bool { return adminRE.MatchString(s) && apiRE.MatchString(s) }); err != nil {
+		t.Fatalf("no addresses in: %s", log.String())
+	}
+	return adminRE.FindStringSubmatch(log.String())[1], apiRE.FindStringSubmatch(log.String())[1], log
 }
 
 func run2(t *testing.T, args ...string) (int, string, string) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,21 +38,8 @@ pools:
   - name: chat-prod
     members: [{backend: weu}]
 `, filepath.Join(dir, "data", "switchover.db"), up.URL)), 0o600)
-	ctx, cancel := context.WithCancel(t.Context())
-	var out, errOut syncBuffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"serve", "-c", cfgPath}, &out, &errOut) }()
-	defer func() { cancel(); <-done }()
-	re := regexp.MustCompile(`admin API listening.*addr=(127\.0\.0\.1:\d+)`)
-	api := regexp.MustCompile(`msg="switchover listening" addr=(127\.0\.0\.1:\d+)`)
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second) // a guard against a hang, not a timing assertion
-	defer wcancel()
-	if err := errOut.WaitFor(wctx, func(s string) bool { return re.MatchString(s) && api.MatchString(s) }); err != nil {
-		t.Fatalf("no addresses in: %s", errOut.String())
-	}
-	admin := "http://" + re.FindStringSubmatch(errOut.String())[1]
-	gw := "http://" + api.FindStringSubmatch(errOut.String())[1]
-
+	adminAddr, apiAddr, log := serveFile(t, cfgPath)
+	admin, gw := "http://"+adminAddr, "http://"+apiAddr
 	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "12", "--patience", "45s")
 	m := secretRE.FindStringSubmatch(o)
 	if code != exitOK || m == nil || !regexp.MustCompile(`patience\s+45s`).MatchString(o) {
@@ -107,7 +93,7 @@ pools:
 	if st := chat(); st != http.StatusUnauthorized {
 		t.Fatalf("a request right after the revocation: %d", st)
 	}
-	if strings.Contains(errOut.String(), secret) {
+	if strings.Contains(log.String(), secret) {
 		t.Error("the secret is in the gateway's log")
 	}
 }
