@@ -83,6 +83,21 @@ func (h *host) Apply(a fleet.Action) error {
 	return nil
 }
 
+// runOne runs a replica of o in a synctest bubble, and returns it once it
+// has settled, with the function that stops it.
+func runOne(t *testing.T, o fleet.Options) (*fleet.Replica, func()) {
+	t.Helper()
+	r, err := fleet.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	synctest.Wait()
+	return r, func() { cancel(); <-done }
+}
+
 // runPair runs replicas "a" and "b" of ha and hb on mem, in a synctest
 // bubble, and returns them once both have joined, with the function that
 // stops them.
@@ -106,18 +121,11 @@ func TestReplicaCarriesOnWhenTheStoreFails(t *testing.T) {
 		f := &flaky{Store: fleet.NewMemory().View()}
 		var mu sync.Mutex
 		var health []bool
-		r, err := fleet.New(fleet.Options{Store: f, Host: &host{}, ID: "a", OnHealth: func(up bool) {
+		r, stop := runOne(t, fleet.Options{Store: f, Host: &host{}, ID: "a", OnHealth: func(up bool) {
 			mu.Lock()
 			health = append(health, up)
 			mu.Unlock()
 		}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.Run(ctx); close(done) }()
-		synctest.Wait()
 		if !r.Up() || !r.Joined() || !r.Leader() {
 			t.Fatalf("alone with a working store: up %v joined %v leader %v", r.Up(), r.Joined(), r.Leader())
 		}
@@ -133,8 +141,7 @@ func TestReplicaCarriesOnWhenTheStoreFails(t *testing.T) {
 		if !r.Up() {
 			t.Fatal("the store is back but the replica does not share")
 		}
-		cancel()
-		<-done
+		stop()
 		mu.Lock()
 		defer mu.Unlock()
 		if len(health) != 2 || health[0] || !health[1] {
@@ -251,16 +258,9 @@ func TestFleetOpensWhenTheThresholdCountsAnswerIsLost(t *testing.T) {
 		mem := fleet.NewMemory()
 		st := &lostAnswer{Store: mem.View()}
 		h := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 2, Window: 30 * time.Second, Trip: time.Minute})}}
-		r, err := fleet.New(fleet.Options{Store: st, Host: h, ID: "a"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		done := make(chan struct{})
-		go func() { r.Run(ctx); close(done) }()
-		synctest.Wait()
+		r, stop := runOne(t, fleet.Options{Store: st, Host: h, ID: "a"})
 		// Another replica's failure is in the window already.
-		if _, err := mem.View().Count(ctx, "fail/weu", "b:1", time.Now(), 30*time.Second); err != nil {
+		if _, err := mem.View().Count(t.Context(), "fail/weu", "b:1", time.Now(), 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		st.lose.Store(true)
@@ -269,7 +269,6 @@ func TestFleetOpensWhenTheThresholdCountsAnswerIsLost(t *testing.T) {
 		if s := h.breakers["weu"].Snapshot(); s.State != breaker.Open {
 			t.Fatalf("breaker %+v after the fleet's second failure, whose count's answer was lost; want open", s)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
