@@ -62,8 +62,9 @@ type Interface interface {
 	// Snapshot returns the current state without changing it.
 	Snapshot() Snapshot
 	// Force puts the breaker into Open (until the given time) or Closed,
-	// for operators. cause is recorded in the transition.
-	Force(to State, until time.Time, cause string)
+	// for operators and health checks. kind and cause are recorded in the
+	// transition.
+	Force(to State, until time.Time, kind Kind, cause string)
 }
 
 var _ Interface = (*Breaker)(nil)
@@ -90,6 +91,9 @@ type Breaker struct {
 	// class is the Class of the failure that opened the breaker; it stays
 	// through HalfOpen and is cleared on closing.
 	class string
+	// kind is the Kind of the transition that opened the breaker; it stays
+	// through HalfOpen and is cleared on closing.
+	kind Kind
 	// gen changes on every transition, so outcomes of calls allowed in an
 	// earlier state are not counted against the current one.
 	gen uint64
@@ -154,7 +158,7 @@ func (b *Breaker) allow(early bool) (Done, bool) {
 				b.probeLocked(c)
 			}
 		case early && !b.retryAt.IsZero() && !now.Before(b.retryAt):
-			ev = b.setLocked(HalfOpen, now, time.Time{}, "backend's retry-after elapsed, early probe")
+			ev = b.setLocked(HalfOpen, now, time.Time{}, KindRetryAfter, "backend's retry-after elapsed, early probe")
 			b.probeLocked(c)
 		default:
 			b.mu.Unlock()
@@ -180,10 +184,10 @@ func (b *Breaker) Snapshot() Snapshot {
 	defer b.mu.Unlock()
 	s := Snapshot{State: b.state, Probing: b.probe != nil, Seq: b.seq}
 	if b.state == Open {
-		s.Until, s.RetryAt, s.Throttled = b.until, b.retryAt, b.throttled
+		s.Until, s.RetryAt, s.Throttled, s.NoProbe = b.until, b.retryAt, b.throttled, b.noProbe
 	}
 	if b.state != Closed {
-		s.Class = b.class
+		s.Class, s.Kind = b.class, b.kind
 	}
 	s.Failures = b.countLocked(now)
 	return s
@@ -192,7 +196,7 @@ func (b *Breaker) Snapshot() Snapshot {
 // Force implements Interface. Forcing Open with a zero until opens the
 // breaker for Trip. Forcing HalfOpen is treated as Closed. A forced open
 // state has no RetryAt and no Class.
-func (b *Breaker) Force(to State, until time.Time, cause string) {
+func (b *Breaker) Force(to State, until time.Time, kind Kind, cause string) {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
 	var ev *Transition
@@ -200,9 +204,9 @@ func (b *Breaker) Force(to State, until time.Time, cause string) {
 		if until.IsZero() {
 			until = now.Add(b.s.Trip)
 		}
-		ev = b.setLocked(Open, now, until, cause)
+		ev = b.setLocked(Open, now, until, kind, cause)
 	} else {
-		ev = b.setLocked(Closed, now, time.Time{}, cause)
+		ev = b.setLocked(Closed, now, time.Time{}, kind, cause)
 	}
 	b.mu.Unlock()
 	b.emit(ev)
@@ -224,10 +228,10 @@ func (b *Breaker) Restore(s Snapshot) {
 	b.stopTimersLocked()
 	b.gen++
 	b.seq = max(b.seq, s.Seq) + 1
-	b.fails, b.head, b.probe, b.class = b.fails[:0], 0, nil, ""
+	b.fails, b.head, b.probe, b.class, b.kind = b.fails[:0], 0, nil, "", KindUnknown
 	b.noProbe, b.retryAt, b.throttled = false, time.Time{}, false
 	if s.State == Open {
-		b.state, b.until = Open, s.Until
+		b.state, b.until, b.kind = Open, s.Until, s.Kind
 		b.retryAt, b.throttled = s.RetryAt, s.Throttled
 		b.noProbe = b.s.FollowRetryAfter && !s.RetryAt.IsZero() && !s.RetryAt.Before(s.Until)
 		b.armTripLocked(now)
@@ -243,8 +247,8 @@ func (b *Breaker) Restore(s Snapshot) {
 // and the trip is the backend's Retry-After), or Closed (the count of
 // failures starts over). Other states are ignored. Adopting an open state
 // into an open breaker whose trip ends later changes nothing; it never
-// shortens a trip.
-func (b *Breaker) Adopt(s Snapshot, cause string) {
+// shortens a trip. kind is the kind of the decision where it was taken.
+func (b *Breaker) Adopt(s Snapshot, kind Kind, cause string) {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
 	var ev *Transition
@@ -254,11 +258,12 @@ func (b *Breaker) Adopt(s Snapshot, cause string) {
 			b.mu.Unlock()
 			return
 		}
-		ev = b.setLocked(Open, now, s.Until, cause)
+		ev = b.setLocked(Open, now, s.Until, kind, cause)
 		b.retryAt, b.throttled, b.class = s.RetryAt, s.Throttled, s.Class
 		b.noProbe = b.s.FollowRetryAfter && !s.RetryAt.IsZero() && !s.RetryAt.Before(s.Until)
+		b.describeLocked(ev)
 	case Closed:
-		ev = b.setLocked(Closed, now, time.Time{}, cause)
+		ev = b.setLocked(Closed, now, time.Time{}, kind, cause)
 	}
 	b.mu.Unlock()
 	if ev != nil {
@@ -320,16 +325,16 @@ func (b *Breaker) recordLocked(c *ticket, o Outcome, now time.Time) *Transition 
 				return nil
 			}
 			if !o.Partial {
-				return b.setLocked(Closed, now, time.Time{}, "probe succeeded")
+				return probed(b.setLocked(Closed, now, time.Time{}, KindProbe, "probe succeeded"))
 			}
-			ev := b.setLocked(Closed, now, time.Time{}, "probe answering")
+			ev := b.setLocked(Closed, now, time.Time{}, KindProbe, "probe answering")
 			c.gen = b.gen // its end counts against the closed breaker
-			return ev
+			return probed(ev)
 		case Failure:
 			if o.Hold > 0 {
-				return b.openLocked(now, o, "probe failed, held open: "+o.Cause)
+				return probed(b.openLocked(now, o, "probe failed, held open: "+o.Cause))
 			}
-			return b.openLocked(now, o, "probe failed: "+o.Cause)
+			return probed(b.openLocked(now, o, "probe failed: "+o.Cause))
 		default:
 			if !o.Partial {
 				b.releaseProbeLocked()
@@ -365,16 +370,34 @@ func (b *Breaker) recordLocked(c *ticket, o Outcome, now time.Time) *Transition 
 // Trip and its Hold, or per its Retry-After. Requires b.mu held.
 func (b *Breaker) openLocked(now time.Time, o Outcome, cause string) *Transition {
 	if o.Hold > 0 {
-		ev := b.setLocked(Open, now, now.Add(max(b.s.Trip, min(o.Hold, b.s.MaxRetryAfter))), cause)
+		ev := b.setLocked(Open, now, now.Add(max(b.s.Trip, min(o.Hold, b.s.MaxRetryAfter))), o.Kind, cause)
 		b.throttled, b.class = o.Throttled, o.Class
-		return ev
+		return b.describeLocked(ev)
 	}
-	ev := b.setLocked(Open, now, b.tripEnd(now, o.RetryAfter), cause)
+	ev := b.setLocked(Open, now, b.tripEnd(now, o.RetryAfter), o.Kind, cause)
 	b.noProbe = b.s.FollowRetryAfter && o.RetryAfter > 0
 	if o.RetryAfter > 0 {
 		b.retryAt = now.Add(min(o.RetryAfter, b.s.MaxRetryAfter))
 	}
 	b.throttled, b.class = o.Throttled, o.Class
+	return b.describeLocked(ev)
+}
+
+// describeLocked completes ev, a transition to Open, with what describes
+// the open state (set after setLocked), so that an observer needs no
+// Snapshot that may already be newer. Requires b.mu held.
+func (b *Breaker) describeLocked(ev *Transition) *Transition {
+	if ev != nil && ev.To == Open {
+		ev.RetryAt, ev.Throttled, ev.Class, ev.NoProbe = b.retryAt, b.throttled, b.class, b.noProbe
+	}
+	return ev
+}
+
+// probed marks ev, if any, as a half-open probe's verdict.
+func probed(ev *Transition) *Transition {
+	if ev != nil {
+		ev.Probe = true
+	}
 	return ev
 }
 
@@ -396,9 +419,9 @@ func (b *Breaker) tripEnd(now time.Time, retryAfter time.Duration) time.Time {
 // breaker Open.
 func (b *Breaker) endTripLocked(now time.Time) *Transition {
 	if b.noProbe {
-		return b.setLocked(Closed, now, time.Time{}, "retry-after elapsed")
+		return b.setLocked(Closed, now, time.Time{}, KindRetryAfter, "retry-after elapsed")
 	}
-	return b.setLocked(HalfOpen, now, time.Time{}, "trip ended")
+	return b.setLocked(HalfOpen, now, time.Time{}, KindTripEnded, "trip ended")
 }
 
 // tripEnded runs on the clock's timer at the end of the open period of
@@ -503,7 +526,7 @@ func (b *Breaker) countLocked(now time.Time) int {
 // after the lock is released, or nil when nothing changed or the breaker is
 // retired. The caller sets what describes an open state (noProbe, retryAt,
 // throttled, class) after it. Requires b.mu held.
-func (b *Breaker) setLocked(to State, now, until time.Time, cause string) *Transition {
+func (b *Breaker) setLocked(to State, now, until time.Time, kind Kind, cause string) *Transition {
 	from := b.state
 	if from == to && to != Open {
 		return nil
@@ -515,17 +538,17 @@ func (b *Breaker) setLocked(to State, now, until time.Time, cause string) *Trans
 	b.seq++
 	switch to {
 	case Open:
-		b.class = ""
+		b.class, b.kind = "", kind
 		b.armTripLocked(now)
 	case Closed:
-		b.class = ""
+		b.class, b.kind = "", KindUnknown
 		b.fails = b.fails[:0]
 		b.head = 0
 	}
 	if b.retired {
 		return nil
 	}
-	return &Transition{Name: b.name, From: from, To: to, At: now, Until: until, Cause: cause, Seq: b.seq}
+	return &Transition{Name: b.name, From: from, To: to, At: now, Until: until, Kind: kind, Cause: cause, Seq: b.seq}
 }
 
 func (b *Breaker) emit(ev *Transition) {

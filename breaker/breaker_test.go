@@ -287,12 +287,12 @@ func TestDoneTwiceCountsOnce(t *testing.T) {
 
 func TestForce(t *testing.T) {
 	b, clk, rec := newTest(Settings{Trip: time.Minute})
-	b.Force(Open, time.Time{}, "manual")
+	b.Force(Open, time.Time{}, KindManual, "manual")
 	s := b.Snapshot()
 	if s.State != Open || !s.Until.Equal(clk.Now().Add(time.Minute)) {
 		t.Fatalf("forced open: %+v", s)
 	}
-	b.Force(Closed, time.Time{}, "manual")
+	b.Force(Closed, time.Time{}, KindManual, "manual")
 	if b.Snapshot().State != Closed {
 		t.Fatal("forced closed failed")
 	}
@@ -454,12 +454,12 @@ func allow(t *testing.T, b *Breaker) Done {
 
 func TestTransitionsAreNumbered(t *testing.T) {
 	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute})
-	call(t, b, fail)                   // closed > open
-	clk.Advance(time.Minute)           // open > half_open, by the timer
-	call(t, b, fail)                   // half_open > open
-	b.Force(Open, time.Time{}, "op")   // open > open
-	b.Force(Closed, time.Time{}, "op") // open > closed
-	b.Force(Closed, time.Time{}, "op") // no change, no number
+	call(t, b, fail)                               // closed > open
+	clk.Advance(time.Minute)                       // open > half_open, by the timer
+	call(t, b, fail)                               // half_open > open
+	b.Force(Open, time.Time{}, KindManual, "op")   // open > open
+	b.Force(Closed, time.Time{}, KindManual, "op") // open > closed
+	b.Force(Closed, time.Time{}, KindManual, "op") // no change, no number
 	evs := rec.all()
 	if len(evs) != 5 {
 		t.Fatalf("transitions %v", rec.states())
@@ -496,9 +496,9 @@ func TestTransitionSeqFollowsTheOrderOfStatesUnderConcurrency(t *testing.T) {
 			defer wg.Done()
 			for j := 0; j < 50; j++ {
 				if (i+j)%2 == 0 {
-					b.Force(Open, time.Time{}, "op")
+					b.Force(Open, time.Time{}, KindManual, "op")
 				} else {
-					b.Force(Closed, time.Time{}, "op")
+					b.Force(Closed, time.Time{}, KindManual, "op")
 				}
 			}
 		}()
@@ -548,7 +548,7 @@ func TestIdleBreakerDoesNotStayOpenPastItsTrip(t *testing.T) {
 				}
 			}, time.Minute, HalfOpen, "trip ended"},
 		{"forced open", Settings{},
-			func(b *Breaker, now time.Time) { b.Force(Open, now.Add(10*time.Minute), "manual") },
+			func(b *Breaker, now time.Time) { b.Force(Open, now.Add(10*time.Minute), KindManual, "manual") },
 			10 * time.Minute, HalfOpen, "trip ended"},
 		{"held open", Settings{Trip: time.Minute},
 			func(b *Breaker, _ time.Time) {
@@ -603,8 +603,8 @@ func TestIdleBreakerDoesNotStayOpenPastItsTrip(t *testing.T) {
 func TestOtherTransitionsStopTheTripTimer(t *testing.T) {
 	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute})
 	call(t, b, fail)
-	b.Force(Closed, time.Time{}, "manual")
-	b.Force(Open, clk.Now().Add(5*time.Minute), "manual")
+	b.Force(Closed, time.Time{}, KindManual, "manual")
+	b.Force(Open, clk.Now().Add(5*time.Minute), KindManual, "manual")
 	clk.Advance(time.Minute) // the first trip's end: nothing happens
 	if s := b.Snapshot(); s.State != Open {
 		t.Fatalf("the replaced trip's timer fired: %+v", s)
@@ -614,7 +614,7 @@ func TestOtherTransitionsStopTheTripTimer(t *testing.T) {
 	// The lazy path in Allow and the timer do not both end a trip.
 	b2, clk2, rec2 := newTest(Settings{Failures: 1, Trip: time.Minute})
 	call(t, b2, fail)
-	b2.Force(Open, clk2.Now(), "ends now") // due, not yet run
+	b2.Force(Open, clk2.Now(), KindManual, "ends now") // due, not yet run
 	allow(t, b2)
 	clk2.Advance(time.Second)
 	wantStates(t, rec2, "closed>open", "open>open", "open>half_open")
@@ -735,7 +735,7 @@ func TestPartialOutcomes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, clk, _ := newTest(Settings{Failures: 3, Trip: time.Minute})
 			if tc.halfOpen {
-				b.Force(Open, clk.Now(), "test")
+				b.Force(Open, clk.Now(), KindManual, "test")
 				clk.Advance(0)
 			}
 			d := allow(t, b)
@@ -855,7 +855,7 @@ func TestRetryAtAndThrottledInSnapshot(t *testing.T) {
 			b, clk, _ := newTest(tc.settings)
 			now := clk.Now()
 			if tc.force {
-				b.Force(Open, time.Time{}, "manual")
+				b.Force(Open, time.Time{}, KindManual, "manual")
 			} else {
 				call(t, b, tc.outcome)
 			}
@@ -975,11 +975,11 @@ func TestSnapshotNamesTheOpeningClass(t *testing.T) {
 	if s := b.Snapshot(); s.State != HalfOpen || s.Class != "stream" {
 		t.Fatalf("half-open: %+v", s)
 	}
-	b.Force(Open, time.Time{}, "operator")
+	b.Force(Open, time.Time{}, KindManual, "operator")
 	if s := b.Snapshot(); s.State != Open || s.Class != "" {
 		t.Fatalf("forced: %+v", s)
 	}
-	b.Force(Closed, time.Time{}, "operator")
+	b.Force(Closed, time.Time{}, KindManual, "operator")
 	if s := b.Snapshot(); s.Class != "" {
 		t.Fatalf("closed: %+v", s)
 	}
@@ -994,14 +994,14 @@ func TestAdoptTakesAnotherReplicasDecision(t *testing.T) {
 	var trs []Transition
 	b := New("weu", Settings{Clock: clk, FollowRetryAfter: true, OnTransition: func(tr Transition) { trs = append(trs, tr) }})
 	now := clk.Now()
-	b.Adopt(Snapshot{State: Open, Until: now.Add(10 * time.Second), RetryAt: now.Add(10 * time.Second), Throttled: true}, "fleet: 429")
+	b.Adopt(Snapshot{State: Open, Until: now.Add(10 * time.Second), RetryAt: now.Add(10 * time.Second), Throttled: true}, KindUnknown, "fleet: 429")
 	if s := b.Snapshot(); s.State != Open || !s.Until.Equal(now.Add(10*time.Second)) || !s.Throttled {
 		t.Fatalf("adopted %+v", s)
 	}
 	if len(trs) != 1 || !trs[0].Adopted || trs[0].To != Open {
 		t.Fatalf("transitions %+v", trs)
 	}
-	b.Adopt(Snapshot{State: Open, Until: now.Add(5 * time.Second)}, "shorter")
+	b.Adopt(Snapshot{State: Open, Until: now.Add(5 * time.Second)}, KindUnknown, "shorter")
 	if s := b.Snapshot(); !s.Until.Equal(now.Add(10*time.Second)) || len(trs) != 1 {
 		t.Fatalf("a shorter trip was adopted: %+v", s)
 	}
@@ -1009,8 +1009,8 @@ func TestAdoptTakesAnotherReplicasDecision(t *testing.T) {
 	if s := b.Snapshot(); s.State != Closed {
 		t.Fatalf("after the followed retry-after: %+v, want closed without a probe", s)
 	}
-	b.Adopt(Snapshot{State: Open, Until: clk.Now().Add(time.Minute)}, "fleet: 5 failures")
-	b.Adopt(Snapshot{State: Closed}, "fleet: probe succeeded")
+	b.Adopt(Snapshot{State: Open, Until: clk.Now().Add(time.Minute)}, KindUnknown, "fleet: 5 failures")
+	b.Adopt(Snapshot{State: Closed}, KindUnknown, "fleet: probe succeeded")
 	if s := b.Snapshot(); s.State != Closed || !trs[len(trs)-1].Adopted {
 		t.Fatalf("closed: %+v %+v", s, trs[len(trs)-1])
 	}

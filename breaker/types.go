@@ -65,8 +65,11 @@ type Outcome struct {
 	// Settings.AcceptRetryAfter and sets it with Settings.FollowRetryAfter.
 	// Capped by Settings.MaxRetryAfter.
 	RetryAfter time.Duration
+	// Kind classifies a Failure (set by the routing engine); a
+	// transition the failure causes carries it. KindUnknown when unset.
+	Kind Kind
 	// Cause is a short description used in transition events, such as
-	// "429" or "timeout". Optional.
+	// "429" or "timeout", for people: code decides on Kind. Optional.
 	Cause string
 	// Hold, for a Failure, opens the breaker at once, whatever the count,
 	// for the longer of Trip and Hold (capped by MaxRetryAfter): for
@@ -135,6 +138,14 @@ type Snapshot struct {
 	// of a backend whose streams stalled should be a stream). Empty when
 	// Closed, for a Force or a Hold.
 	Class string
+	// Kind is the kind of the transition that opened the breaker (see
+	// Transition.Kind), while it is Open or HalfOpen; KindUnknown when
+	// Closed.
+	Kind Kind
+	// NoProbe is true for an open breaker whose trip ends by closing
+	// without a probe (a followed Retry-After); false unless State is
+	// Open.
+	NoProbe bool
 	// Failures is the number of failures counted in the current window.
 	Failures int
 	// Probing is true while a half-open probe is in flight and holds its
@@ -177,9 +188,29 @@ type Transition struct {
 	At   time.Time
 	// Until is when the breaker will let a probe through, for To == Open.
 	Until time.Time
-	// Cause describes the outcome that caused the change, such as
-	// "5 failures in 30s, last 429" or "probe succeeded".
+	// Kind is what caused the change: the kind of the failure that
+	// opened the breaker (or reopened it from half-open), or who decided
+	// it (KindTripEnded, KindRetryAfter, KindProbe, KindHealthProbe,
+	// KindManual, or the kind given to Force or Adopt).
+	Kind Kind
+	// Cause describes the change to people, such as "5 failures in 30s,
+	// last 429" or "probe succeeded". Nothing parses it: decide on Kind.
 	Cause string
+	// Probe is true when a half-open probe's verdict made the change
+	// (closed on its success, reopened on its failure).
+	Probe bool
+	// RetryAt, Throttled and Class describe an open state as its
+	// Snapshot would, taken with the transition under the breaker's lock
+	// (zero unless To is Open): when the backend's Retry-After ends,
+	// whether a quota refusal opened it, and the class of call that
+	// failed.
+	RetryAt   time.Time
+	Throttled bool
+	Class     string
+	// NoProbe is true, for To == Open, when the trip ends by closing
+	// without a probe: the breaker follows the backend's Retry-After and
+	// the trip is exactly that.
+	NoProbe bool
 	// Seq numbers the breaker's transitions: strictly increasing per
 	// breaker, assigned under its lock when the transition happens. Since
 	// transitions are delivered outside the lock, an observer may get them

@@ -345,7 +345,9 @@ func (r *Replica) reconcile(ctx context.Context) {
 			continue
 		}
 		if s := br.Snapshot(); s.State == breaker.Open && len(kept[keyTrip+name]) == 0 {
-			r.Transition(breaker.Transition{Name: name, To: breaker.Open, At: r.clk.Now(), Until: s.Until, Cause: "benched while the fleet could not hear (" + name + ")"})
+			r.Transition(breaker.Transition{Name: name, To: breaker.Open, At: r.clk.Now(), Until: s.Until, RetryAt: s.RetryAt,
+				Throttled: s.Throttled, Class: s.Class, NoProbe: s.NoProbe, Kind: s.Kind,
+				Cause: "benched while the fleet could not hear (" + name + ")"})
 		}
 	}
 }
@@ -406,8 +408,11 @@ type Message struct {
 	Throttled bool      `json:"throttled,omitempty"`
 	Class     string    `json:"class,omitempty"`
 	Cause     string    `json:"cause,omitempty"`
-	Prober    string    `json:"prober,omitempty"`
-	NoProbe   bool      `json:"no_probe,omitempty"`
+	// CauseKind is the kind of the trip's or the close's cause (a
+	// replica that does not send it is read as breaker.KindUnknown).
+	CauseKind breaker.Kind `json:"cause_kind,omitempty"`
+	Prober    string       `json:"prober,omitempty"`
+	NoProbe   bool         `json:"no_probe,omitempty"`
 	// Quota figures: an answer's status and rate-limit headers, and when
 	// its call was sent.
 	Sent   time.Time         `json:"sent,omitzero"`
@@ -444,7 +449,7 @@ func (r *Replica) handle(raw []byte) {
 		delete(r.elsewhere, m.Backend)
 		r.mu.Unlock()
 		if br := r.host.Breaker(m.Backend); br != nil && br.Snapshot().State != breaker.Closed {
-			br.Adopt(breaker.Snapshot{State: breaker.Closed}, "fleet: "+m.Cause+" (on "+m.Replica+")")
+			br.Adopt(breaker.Snapshot{State: breaker.Closed}, m.CauseKind, "fleet: "+m.Cause+" (on "+m.Replica+")")
 		}
 	case kindQuota:
 		if q := r.host.Quota(m.Backend); q != nil {
@@ -489,7 +494,7 @@ func (r *Replica) adoptTrip(m Message) {
 		}
 	}
 	br.Adopt(breaker.Snapshot{State: breaker.Open, Until: until, RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
-		"fleet: "+m.Cause+" (on "+m.Replica+")")
+		m.CauseKind, "fleet: "+m.Cause+" (on "+m.Replica+")")
 }
 
 // probedElsewhere notes that another replica holds the probe lease of
@@ -529,31 +534,29 @@ func (r *Replica) probing(backend string) bool {
 
 // Transition publishes a breaker transition decided here (not one
 // adopted from the fleet, nor an operator's, which goes as an Action): a
-// trip, with the race for its probe lease, or a probe's verdict.
+// trip, with the race for its probe lease, or a probe's verdict. The
+// transition says all that is published. The caller gives it transitions
+// in order: one that arrives after a later transition of the same
+// breaker must be dropped first (breaker.Order).
 func (r *Replica) Transition(t breaker.Transition) {
-	if t.Adopted || strings.HasPrefix(t.Cause, "manual:") {
+	if t.Adopted || t.Kind == breaker.KindManual {
 		return
 	}
 	br := r.host.Breaker(t.Name)
 	switch {
 	case br == nil:
 	case t.To == breaker.Open:
-		s := br.Snapshot()
-		if s.State != breaker.Open {
-			return
-		}
-		noProbe := br.Settings().FollowRetryAfter && !s.RetryAt.IsZero() && !s.RetryAt.Before(s.Until)
-		m := Message{Kind: kindTrip, Replica: r.id, At: t.At, Backend: t.Name, Until: s.Until, RetryAt: s.RetryAt,
-			Throttled: s.Throttled, Class: s.Class, Cause: t.Cause, NoProbe: noProbe}
+		m := Message{Kind: kindTrip, Replica: r.id, At: t.At, Backend: t.Name, Until: t.Until, RetryAt: t.RetryAt,
+			Throttled: t.Throttled, Class: t.Class, Cause: t.Cause, CauseKind: t.Kind, NoProbe: t.NoProbe}
 		r.enqueue(func(c context.Context) error { return r.publishTrip(c, br, m) })
-	case t.To == breaker.Closed && t.From != breaker.Closed && t.Cause != "retry-after elapsed":
+	case t.To == breaker.Closed && t.From != breaker.Closed && t.Kind != breaker.KindRetryAfter:
 		// A probe's verdict, or a health check's (a trip that closes on
 		// its Retry-After closes on time everywhere by itself).
 		r.mu.Lock()
 		delete(r.probes, t.Name)
 		delete(r.elsewhere, t.Name)
 		r.mu.Unlock()
-		m := Message{Kind: kindClose, Replica: r.id, At: t.At, Backend: t.Name, Cause: t.Cause}
+		m := Message{Kind: kindClose, Replica: r.id, At: t.At, Backend: t.Name, Cause: t.Cause, CauseKind: t.Kind}
 		raw, _ := json.Marshal(m)
 		r.enqueue(func(c context.Context) error {
 			if err := r.store.Delete(c, keyTrip+t.Name); err != nil {
@@ -585,7 +588,7 @@ func (r *Replica) publishTrip(c context.Context, br *breaker.Breaker, m Message)
 		} else {
 			r.probedElsewhere(m.Backend, m.Until.Add(r.o.ProbeGrace))
 			br.Adopt(breaker.Snapshot{State: breaker.Open, Until: m.Until.Add(r.o.ProbeGrace), RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
-				"fleet: another replica probes "+m.Backend)
+				m.CauseKind, "fleet: another replica probes "+m.Backend)
 		}
 	}
 	raw, _ := json.Marshal(m)
@@ -627,7 +630,7 @@ func (r *Replica) countFailure(backend string, o breaker.Outcome, id string, try
 		}
 		if n >= s.Failures && br.Snapshot().State == breaker.Closed {
 			cause := fmt.Sprintf("%d failures across the fleet in %s, last %s", n, s.Window, o.Cause)
-			br.Force(breaker.Open, time.Time{}, cause) // a transition of this replica's: published
+			br.Force(breaker.Open, time.Time{}, o.Kind, cause) // a transition of this replica's: published
 		}
 		return nil
 	})

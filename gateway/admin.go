@@ -283,12 +283,12 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 			}
 			g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open", from, who)
 			g.operatorHold.Store(backend, true)
-			b.Breaker.Force(breaker.Open, a.Until, "manual: forced open by an operator")
+			b.Breaker.Force(breaker.Open, a.Until, breaker.KindManual, "manual: forced open by an operator")
 			return nil
 		}
 		g.operatorHold.Delete(backend)
 		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from, who)
-		b.Breaker.Force(breaker.Closed, time.Time{}, "manual: forced closed by an operator")
+		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "manual: forced closed by an operator")
 		return nil
 	case fleet.ActionSetMember:
 		if err := g.changeMember(a.Pool, backend, func(o *override, ok bool) bool {

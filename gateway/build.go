@@ -180,7 +180,7 @@ func (g *Gateway) publish(st *state, reason string) {
 	st.retire = nil
 	for _, name := range st.renewed {
 		g.Metrics.RemoveBackend(name)
-		g.seqs.forget(name)
+		g.seqs.Forget(name)
 	}
 	st.renewed = nil
 	g.state.Store(st)
@@ -189,7 +189,7 @@ func (g *Gateway) publish(st *state, reason string) {
 		for name := range old.backends {
 			if _, ok := st.backends[name]; !ok {
 				g.Metrics.RemoveBackend(name)
-				g.seqs.forget(name)
+				g.seqs.Forget(name)
 				retire(old.backends[name])
 			}
 		}

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -51,31 +50,34 @@ func (h *history) list() []Event {
 }
 
 // reasonOf says why a breaker transition changed what a pool can use, in
-// the words of the published active-region notifications: 429 quota, 5xx, timeout, …
+// the words of the published active-region notifications: 429 quota, 5xx,
+// timeout, …; the transition's Cause follows in brackets.
 func reasonOf(t breaker.Transition) string {
-	c := t.Cause
 	var kind string
 	switch {
 	case t.To == breaker.Closed:
 		kind = "recovered"
-	case strings.Contains(c, "manual") || strings.Contains(c, "admin"):
-		kind = "manual"
-	case strings.Contains(c, "insufficient_quota"):
-		kind = "quota exhausted (insufficient_quota)"
-	case strings.Contains(c, "health probe"):
-		kind = "health probe"
-	case strings.Contains(c, "429"):
-		kind = "429 quota"
-	case strings.Contains(c, "timeout"):
-		kind = "timeout"
-	case strings.Contains(c, "connect") || strings.Contains(c, "connection"):
-		kind = "connection errors"
-	case strings.Contains(c, "last 5") || strings.Contains(c, "failed: 5"):
-		kind = "5xx"
 	default:
-		kind = "breaker " + t.To.String()
+		switch t.Kind {
+		case breaker.KindManual:
+			kind = "manual"
+		case breaker.KindQuotaExhausted:
+			kind = "quota exhausted (insufficient_quota)"
+		case breaker.KindHealthProbe:
+			kind = "health probe"
+		case breaker.KindThrottled:
+			kind = "429 quota"
+		case breaker.KindTimeout, breaker.KindUnresponsive:
+			kind = "timeout"
+		case breaker.KindConnection:
+			kind = "connection errors"
+		case breaker.KindServerError:
+			kind = "5xx"
+		default:
+			kind = "breaker " + t.To.String()
+		}
 	}
-	return kind + " (" + t.Name + ": " + c + ")"
+	return kind + " (" + t.Name + ": " + t.Cause + ")"
 }
 
 // updateActive tells the tracker about every pool that has backend as a
@@ -122,38 +124,4 @@ func (g *Gateway) updatePool(st *state, pool, reason string) {
 		}
 	}
 	g.Metrics.Active(pool, names, active)
-}
-
-// transitionOrder keeps, per backend, the Seq of the last breaker
-// transition applied, to tell a late one. It is safe for concurrent use;
-// the zero value is ready.
-type transitionOrder struct {
-	mu   sync.Mutex
-	last map[string]uint64
-}
-
-// fresh reports whether t is newer than the last transition applied for its
-// backend, and if so records it. A Seq of 0 (not numbered) is always fresh.
-func (o *transitionOrder) fresh(t breaker.Transition) bool {
-	if t.Seq == 0 {
-		return true
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if t.Seq <= o.last[t.Name] {
-		return false
-	}
-	if o.last == nil {
-		o.last = map[string]uint64{}
-	}
-	o.last[t.Name] = t.Seq
-	return true
-}
-
-// forget drops what is known of backend, whose next breaker numbers its
-// transitions afresh.
-func (o *transitionOrder) forget(backend string) {
-	o.mu.Lock()
-	delete(o.last, backend)
-	o.mu.Unlock()
 }

@@ -100,7 +100,7 @@ type Gateway struct {
 	notifier *notify.Dispatcher
 	events   *history
 	// seqs orders breaker transitions for the active sets.
-	seqs transitionOrder
+	seqs breaker.Order
 
 	state atomic.Pointer[state]
 	// mu serialises changes of state: reloads and admin actions.
@@ -264,7 +264,7 @@ func (g *Gateway) now() time.Time {
 // not update the pools' active sets, so a stale cause never explains a
 // change.
 func (g *Gateway) onTransition(t breaker.Transition) {
-	fresh := g.seqs.fresh(t)
+	fresh := g.seqs.Fresh(t)
 	level := slog.LevelInfo
 	attrs := []slog.Attr{
 		slog.String("backend", t.Name),
@@ -283,10 +283,10 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	g.Logger.LogAttrs(context.Background(), level, "breaker", attrs...)
 	g.Metrics.Transition(t)
 	g.addEvent(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause}, !t.Adopted)
-	if g.fleet != nil {
-		g.fleet.Transition(t)
-	}
 	if fresh {
+		if g.fleet != nil {
+			g.fleet.Transition(t)
+		}
 		g.updateActive(t.Name, reasonOf(t))
 	}
 	if g.opts.OnTransition != nil {

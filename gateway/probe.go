@@ -177,7 +177,7 @@ func (p *prober) recover(ctx context.Context) {
 	g, b := p.g, p.backend
 	if s := b.Breaker.Snapshot(); (s.State == breaker.Open && !s.Throttled) || (s.State == breaker.HalfOpen && !s.Probing) {
 		g.Logger.Info("health probe passed: trip ended early", "backend", b.Name)
-		b.Breaker.Force(breaker.Closed, time.Time{}, "health probe passed: trip ended early")
+		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindHealthProbe, "health probe passed: trip ended early")
 	}
 }
 
@@ -260,14 +260,14 @@ func (p *prober) once(ctx context.Context) {
 	switch {
 	case err != nil && *p.cfg.MarkUnavailable && failures >= p.cfg.Failures && state != breaker.Open:
 		g.Logger.Warn("health probe failing: backend marked unavailable", "backend", b.Name, "failures", failures, "result", result)
-		br.Force(breaker.Open, g.now().Add(2*p.cfg.Interval.D()), "health probe failed "+itoa(failures)+" times: "+result)
+		br.Force(breaker.Open, g.now().Add(2*p.cfg.Interval.D()), breaker.KindHealthProbe, "health probe failed "+itoa(failures)+" times: "+result)
 		p.setOpenedBy(true)
 	case err != nil && openedBy && state == breaker.Open:
 		// Still failing: keep it benched until the next probe.
-		br.Force(breaker.Open, g.now().Add(2*p.cfg.Interval.D()), "health probe still failing: "+result)
+		br.Force(breaker.Open, g.now().Add(2*p.cfg.Interval.D()), breaker.KindHealthProbe, "health probe still failing: "+result)
 	case err == nil && state != breaker.Closed && !st.Throttled && (openedBy || *p.cfg.EndTrip):
 		g.Logger.Info("health probe passed: breaker closed", "backend", b.Name)
-		br.Force(breaker.Closed, time.Time{}, "health probe succeeded")
+		br.Force(breaker.Closed, time.Time{}, breaker.KindHealthProbe, "health probe succeeded")
 		p.setOpenedBy(false)
 	case err == nil:
 		p.setOpenedBy(false)

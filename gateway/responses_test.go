@@ -98,9 +98,11 @@ func TestResponsesStateStaysWithItsOwner(t *testing.T) {
 	c := e.openai()
 	ctx := t.Context()
 	bench := func(name string) {
-		e.gw.Backend(name).Breaker.Force(breaker.Open, time.Now().Add(time.Hour), "test")
+		e.gw.Backend(name).Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
 	}
-	unbench := func(name string) { e.gw.Backend(name).Breaker.Force(breaker.Closed, time.Time{}, "test") }
+	unbench := func(name string) {
+		e.gw.Backend(name).Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "test")
+	}
 	served := func(raw *http.Response) string { return raw.Header.Get(route.HeaderBackend) }
 
 	var raw *http.Response
@@ -233,7 +235,7 @@ func TestResponsesToolsAcrossAFailover(t *testing.T) {
 		t.Fatalf("turn 1 from %q: %+v", raw.Header.Get(route.HeaderBackend), r1.Output)
 	}
 
-	e.gw.Backend("aoai-weu").Breaker.Force(breaker.Open, time.Now().Add(time.Hour), "test")
+	e.gw.Backend("aoai-weu").Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
 	out := responses.ResponseInputItemParamOfFunctionCallOutput(`{"temp_c":21}`)
 	out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
 	p.Input.OfInputItemList = responses.ResponseInputParam{user,

@@ -332,7 +332,7 @@ func (at *attempt) failed(ctx, actx context.Context, a *Attempt, err error) (*ht
 	}
 	a.Reason, a.Retryable, a.Message = reason, true, describeTransportError(reason, err, b)
 	a.Abandoned = reason == ReasonFirstByteTimeout || reason == ReasonTimeout
-	at.record(breaker.Outcome{Result: breaker.Failure, Cause: string(reason)})
+	at.record(breaker.Outcome{Result: breaker.Failure, Kind: reason.kind(), Cause: string(reason)})
 	return nil, *a, nil
 }
 
@@ -396,7 +396,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 			// No token for this backend: another backend may still serve.
 			a.Duration = clk.Now().Sub(began)
 			at.release()
-			at.record(breaker.Outcome{Result: breaker.Failure, Cause: string(ReasonAuth)})
+			at.record(breaker.Outcome{Result: breaker.Failure, Kind: ReasonAuth.kind(), Cause: string(ReasonAuth)})
 			a.Reason, a.Retryable, a.Message = ReasonAuth, true, b.redact(err.Error())
 			return nil, a, nil
 		}
@@ -550,7 +550,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		if native != client {
 			resp.Body.Close()
 			at.release()
-			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			at.record(breaker.Outcome{Result: breaker.Failure, Kind: breaker.KindInvalidResponse, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, fmt.Sprintf("the answer is over %d bytes, too large to translate", bound)
 			return resp, a, nil
 		}
@@ -570,7 +570,7 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 	if native != client {
 		var cerr error
 		if out, cerr = convertResponse(native, client, raw, o.Model, r.Body); cerr != nil {
-			at.record(breaker.Outcome{Result: breaker.Failure, Cause: "invalid response"})
+			at.record(breaker.Outcome{Result: breaker.Failure, Kind: breaker.KindInvalidResponse, Cause: "invalid response"})
 			a.Reason, a.Retryable, a.Message = ReasonInvalidResponse, true, b.redact(cerr.Error())
 			return resp, a, nil
 		}
@@ -640,7 +640,7 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	case misconfigured(status) && !(status == http.StatusNotFound && r.Path != ""):
 		// (A 404 of a call on an object says the object is gone: the
 		// caller's answer, not the backend's fault.)
-		at.record(breaker.Outcome{Result: breaker.Failure, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
+		at.record(breaker.Outcome{Result: breaker.Failure, Kind: breaker.KindMisconfigured, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
 		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
 		seen := *a // a copy, so that a itself can stay on try's stack
 		p.observe(Event{Kind: EventMisconfigured, Backend: b, Attempt: &seen, Reason: ReasonMisconfigured})
@@ -650,11 +650,11 @@ func (p *Pool) failedStatus(r *Request, b *Backend, resp *http.Response, errBody
 	}
 	o := breaker.Outcome{Result: breaker.Success}
 	if counts {
-		o = breaker.Outcome{Result: breaker.Failure, RetryAfter: a.RetryAfter, Cause: strconv.Itoa(status),
+		o = breaker.Outcome{Result: breaker.Failure, Kind: statusReason(status).kind(), RetryAfter: a.RetryAfter, Cause: strconv.Itoa(status),
 			Throttled: status == http.StatusTooManyRequests && a.RetryAfter > 0}
 		if code == "insufficient_quota" {
 			// The account is out of credit: no use asking again soon.
-			o.Hold, o.Cause, o.Throttled = insufficientQuotaHold, "insufficient_quota", false
+			o.Hold, o.Kind, o.Cause, o.Throttled = insufficientQuotaHold, breaker.KindQuotaExhausted, "insufficient_quota", false
 		}
 	}
 	at.record(o)

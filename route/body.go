@@ -99,7 +99,7 @@ func (b *body) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		if b.end != nil && !b.end.complete() {
 			berr := &BodyError{Backend: b.backend, Reason: ReasonStreamError, Err: ErrStreamIncomplete}
-			b.finish(breaker.Outcome{Result: breaker.Failure, Cause: "stream incomplete"}, berr)
+			b.finish(breaker.Outcome{Result: breaker.Failure, Kind: breaker.KindStreamBroken, Cause: "stream incomplete"}, berr)
 			return n, berr
 		}
 		b.finish(breaker.Outcome{Result: breaker.Success}, nil)
@@ -114,7 +114,7 @@ func (b *body) Read(p []byte) (int, error) {
 		return n, err
 	}
 	berr := &BodyError{Backend: b.backend, Reason: reason, Err: err}
-	b.finish(breaker.Outcome{Result: breaker.Failure, Cause: "body " + string(reason)}, berr)
+	b.finish(breaker.Outcome{Result: breaker.Failure, Kind: reason.kind(), Cause: "body " + string(reason)}, berr)
 	return n, berr
 }
 
@@ -162,7 +162,7 @@ func (t *translatedBody) Read(p []byte) (int, error) {
 		return n, err
 	}
 	berr := &BodyError{Backend: t.raw.backend, Reason: ReasonStreamError, Err: err, Reported: reported}
-	t.raw.finish(breaker.Outcome{Result: breaker.Failure, Cause: "stream error"}, berr)
+	t.raw.finish(breaker.Outcome{Result: breaker.Failure, Kind: breaker.KindStreamBroken, Cause: "stream error"}, berr)
 	return n, berr
 }
 

@@ -121,7 +121,7 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
 		}
 		cause := fmt.Sprintf("unresponsive: a call waited %s with no first byte and a health check failed (%s)", waited.Round(time.Millisecond), result)
 		if br := b.Breaker; br != nil && br.Snapshot().State != breaker.Open {
-			br.Force(breaker.Open, time.Time{}, cause)
+			br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, cause)
 		}
 		n := b.check.abortWaiting(errUnresponsive)
 		p.observe(Event{Kind: EventUnresponsive, Backend: b, Reason: ReasonUnresponsive, Err: fmt.Errorf("%s; %d waiting attempts failed over", cause, n)})

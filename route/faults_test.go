@@ -783,7 +783,7 @@ func TestAllMembersDrainedSaysOutOfService(t *testing.T) {
 				b.Drain()
 			}
 			if tc.bench {
-				e.backends["weu"].Breaker.Force(breaker.Open, e.clock.Now().Add(time.Minute), "test")
+				e.backends["weu"].Breaker.Force(breaker.Open, e.clock.Now().Add(time.Minute), breaker.KindManual, "test")
 			}
 			resp, rep, body := e.do(t, chatBody)
 			if resp.StatusCode != http.StatusServiceUnavailable || decodeError(t, body).Error.Code != "pool_out_of_service" {

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"syscall"
+
+	"github.com/switchover-gw/switchover/breaker"
 )
 
 // Reason classifies why an attempt did not produce the answer. Reasons are
@@ -75,6 +77,34 @@ var (
 	errIdleTimeout      = errors.New("switchover: stream idle timeout")
 	errBudget           = errors.New("switchover: the request's time budget ran out")
 )
+
+// kind classifies r for the breaker (breaker.Outcome.Kind): the failure
+// kinds that the fleet and the notifications decide on.
+func (r Reason) kind() breaker.Kind {
+	switch r {
+	case ReasonRateLimited:
+		return breaker.KindThrottled
+	case ReasonServerError:
+		return breaker.KindServerError
+	case ReasonStatus:
+		return breaker.KindStatus
+	case ReasonFirstByteTimeout, ReasonTimeout:
+		return breaker.KindTimeout
+	case ReasonConnect, ReasonConnection:
+		return breaker.KindConnection
+	case ReasonUnresponsive:
+		return breaker.KindUnresponsive
+	case ReasonInvalidResponse:
+		return breaker.KindInvalidResponse
+	case ReasonStreamError:
+		return breaker.KindStreamBroken
+	case ReasonMisconfigured:
+		return breaker.KindMisconfigured
+	case ReasonAuth:
+		return breaker.KindCredential
+	}
+	return breaker.KindUnknown
+}
 
 // statusReason names a status that failed an attempt.
 func statusReason(status int) Reason {
