@@ -17,7 +17,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
-	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/load"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/sim"
@@ -36,6 +36,25 @@ type Options struct {
 	// Webhook, if set, also gets every run's notifications, as a gateway
 	// configured with notifications.webhooks would send them.
 	Webhook string
+	// Gateway starts the gateway that gateway setups send their load
+	// through. Nil means a scenario with a gateway setup fails; client
+	// setups build the routing engine themselves (package engine).
+	// switchover gameday passes the real gateway.
+	Gateway StartGateway
+}
+
+// StartGateway starts a gateway built from cfg, serving on ln, for one
+// run of a gateway setup: its breaker transitions go to Hooks.OnTransition
+// and its notifications to Hooks.Sinks. stop ends it gracefully (requests
+// in flight finish, queued notifications are delivered) and returns once
+// it has.
+type StartGateway func(cfg *config.Config, ln net.Listener, h Hooks) (stop func(), err error)
+
+// Hooks are what a run observes of the gateway it starts.
+type Hooks struct {
+	Logger       *slog.Logger
+	OnTransition func(breaker.Transition)
+	Sinks        []notify.Sink
 }
 
 // Run runs the scenarios, each setup of each in turn, and returns the
@@ -68,7 +87,7 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 			if opts.Progress != nil {
 				fmt.Fprintf(opts.Progress, "%s / %s: running (%s)\n", sc.Name, st.Name, res.Load)
 			}
-			rr, err := runSetup(ctx, run, st, opts.Webhook)
+			rr, err := runSetup(ctx, run, st, opts)
 			if err != nil {
 				return nil, fmt.Errorf("scenario %s, setup %s: %w", sc.Name, st.Name, err)
 			}
@@ -115,7 +134,7 @@ func (n *notes) Send(_ context.Context, x notify.Notification) error {
 }
 
 // runSetup runs one setup of a scaled scenario.
-func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunResult, error) {
+func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResult, error) {
 	rr := RunResult{Setup: st.Name, Description: st.Description, Mode: st.Mode}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	faults := sc.faults(st)
@@ -126,28 +145,28 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	defer s.Close()
 
 	keys := runKeys(sc)
-	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), webhook, keys, sc.Slice.D())), os.LookupEnv)
+	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), opts.Webhook, keys, sc.Slice.D())), os.LookupEnv)
 	if err != nil {
 		return rr, fmt.Errorf("setup config: %w", err)
 	}
 	trs := &transitions{}
 	sink := &notes{}
-	g, err := gateway.New(cfg, gateway.Options{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}})
-	if err != nil {
-		return rr, err
-	}
 	var url string
 	var client *http.Client
+	var stop func()
 	switch st.Mode {
 	case "gateway":
+		if opts.Gateway == nil {
+			return rr, fmt.Errorf("gameday: a gateway setup needs a gateway to start (Options.Gateway)")
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return rr, err
 		}
-		gctx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- g.Serve(gctx, ln) }()
-		defer func() { stop(); <-done }()
+		if stop, err = opts.Gateway(cfg, ln, Hooks{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}}); err != nil {
+			ln.Close()
+			return rr, err
+		}
 		url = "http://" + ln.Addr().String() + "/v1/" + sc.Load.request().Path()
 		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
 		defer client.CloseIdleConnections()
@@ -155,10 +174,20 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 		// The routing engine inside the caller: the pool is the client's
 		// transport, and calls go straight to the regions. A noise load
 		// shares it, as another part of the same application would.
-		defer g.Close(context.Background())
+		eng, err := engine.Build(cfg, nil, engine.Deps{OnTransition: trs.add})
+		if err != nil {
+			return rr, err
+		}
+		stop = eng.Close
 		url = "http://client.invalid/v1/" + sc.Load.request().Path()
-		client = &http.Client{Transport: g.Pool("chat-prod")}
+		client = &http.Client{Transport: eng.Pool("chat-prod")}
 	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
 	caller := newCaller(sc.Load, url, client, keyOf(keys, mainKey))
 	caller.WaitRetryAfter = st.WaitRetryAfter
 	if st.MaxWait > 0 {
@@ -222,9 +251,10 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	if sc.Outage != "" {
 		rr.Outage = outage(sc.Outage, rr)
 	}
-	// Notifications are delivered in the background: give the queue a
-	// moment, then take what arrived.
-	g.Close(ctxWithTimeout(2 * time.Second))
+	// Notifications are delivered in the background: stopping the gateway
+	// delivers what is queued; then take what arrived.
+	stop()
+	stopped = true
 	sink.mu.Lock()
 	for _, n := range sink.got {
 		if n.Kind == notify.KindAdmin {
@@ -234,12 +264,6 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, webhook string) (RunRe
 	}
 	sink.mu.Unlock()
 	return rr, nil
-}
-
-func ctxWithTimeout(d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	time.AfterFunc(d, cancel)
-	return ctx
 }
 
 // The names of the gateway keys of a run with a noise load: the main

@@ -32,7 +32,7 @@ func fastRegions(rpm int) []Region {
 
 func runOne(t *testing.T, sc Scenario) ScenarioResult {
 	t.Helper()
-	rep, err := Run(t.Context(), []Scenario{sc}, Options{})
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{Gateway: testGateway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestOutageDetectsFailoverAndFailback(t *testing.T) {
 			StreamFirstByteTimeout: d(300 * time.Millisecond),
 		}},
 	}
-	rep, err := Run(t.Context(), []Scenario{sc}, Options{Webhook: recv.URL})
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{Webhook: recv.URL, Gateway: testGateway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestTextMarkdownJSON(t *testing.T) {
 		Load:    Load{Concurrency: 2, Total: 10, MaxTokens: 5},
 		Setups:  []Setup{{Name: "gw", Mode: "gateway", Members: weights(1), Attempts: 1}},
 	}
-	rep, err := Run(t.Context(), []Scenario{sc}, Options{Command: "switchover gameday -only tiny"})
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{Command: "switchover gameday -only tiny", Gateway: testGateway})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +526,7 @@ func TestResponsesScenario(t *testing.T) {
 			Members: []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
 		}},
 	}
-	rep, err := Run(t.Context(), []Scenario{sc}, Options{})
+	rep, err := Run(t.Context(), []Scenario{sc}, Options{Gateway: testGateway})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
-	"github.com/switchover-gw/switchover/route"
 )
 
 // ErrNotFound is returned by admin actions naming an unknown pool, backend
@@ -107,16 +106,16 @@ func (g *Gateway) Status() Status {
 	}
 	g.mu.Unlock()
 	counts, firstByte := g.attemptCounts()
-	for _, pc := range st.cfg.Pools {
+	for _, pc := range st.Config.Pools {
 		ps := PoolStatus{Name: pc.Name, Aliases: pc.Aliases, Active: []string{}}
 		if g.tracker != nil {
 			if set, since := g.tracker.Active(pc.Name); set != nil {
 				ps.Active, ps.ActiveSince = set, since
 			}
 		}
-		for _, m := range st.pools[pc.Name].Members {
+		for _, m := range st.Pools[pc.Name].Members {
 			b := m.Backend
-			bc := st.bcfg[b.Name]
+			bc := st.BackendConfigs[b.Name]
 			ms := MemberStatus{Backend: b.Name, Type: bc.Type, Region: b.Region, Model: m.Model,
 				Priority: max(m.Priority, 1), Weight: max(m.Weight, 1), Overridden: overrides[memberKey{pc.Name, b.Name}],
 				Drained: b.Drained(), Usable: b.Usable(now), ModelVersion: b.Model()}
@@ -242,7 +241,7 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 	case fleet.ActionDrain, fleet.ActionRestore:
 		drain := a.Kind == fleet.ActionDrain
 		g.mu.Lock()
-		b := g.state.Load().backends[backend]
+		b := g.state.Load().Backends[backend]
 		if b == nil {
 			g.mu.Unlock()
 			return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
@@ -321,9 +320,9 @@ func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed
 	defer g.mu.Unlock()
 	old := g.state.Load()
 	var pc *config.Pool
-	for i := range old.cfg.Pools {
-		if old.cfg.Pools[i].Name == pool {
-			pc = &old.cfg.Pools[i]
+	for i := range old.Config.Pools {
+		if old.Config.Pools[i].Name == pool {
+			pc = &old.Config.Pools[i]
 		}
 	}
 	if pc == nil {
@@ -343,12 +342,7 @@ func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed
 	} else {
 		delete(g.overrides, k)
 	}
-	st := &state{cfg: old.cfg, backends: old.backends, bcfg: old.bcfg, pools: map[string]*route.Pool{}}
-	for name, p := range old.pools {
-		st.pools[name] = p
-	}
-	st.pools[pool] = g.newPool(*pc, old.backends)
-	g.publish(st, "manual: "+backend+" in "+pool+" changed by an operator")
+	g.publish(old.WithPool(pool, g.deps()), "manual: "+backend+" in "+pool+" changed by an operator")
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/console"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/ledger"
 )
@@ -102,7 +103,7 @@ func (c consoleGateway) Reload(who string) error {
 
 // ReloadPreview reads the configuration file as ReloadFile would, and
 // compares it with the configuration in force as `switchover check
-// -against` does (RestartOnly).
+// -against` does (engine.RestartOnly).
 func (c consoleGateway) ReloadPreview() console.Preview {
 	g := c.g
 	running := g.Config()
@@ -119,7 +120,7 @@ func (c consoleGateway) ReloadPreview() console.Preview {
 		p.Err = err.Error()
 		return p
 	}
-	p.Restart = RestartOnly(running, next)
+	p.Restart = engine.RestartOnly(running, next)
 	p.Next = console.RedactedYAML(next)
 	return p
 }

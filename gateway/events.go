@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/notify"
 )
 
@@ -87,7 +88,7 @@ func (g *Gateway) updateActive(backend, reason string) {
 	if st == nil {
 		return
 	}
-	for _, p := range st.cfg.Pools {
+	for _, p := range st.Config.Pools {
 		for _, m := range p.Members {
 			if m.Backend == backend {
 				g.updatePool(st, p.Name, reason)
@@ -99,8 +100,8 @@ func (g *Gateway) updateActive(backend, reason string) {
 
 // updatePool gives the tracker the pool's member states and exports its
 // active set.
-func (g *Gateway) updatePool(st *state, pool, reason string) {
-	p := st.pools[pool]
+func (g *Gateway) updatePool(st *engine.Engine, pool, reason string) {
+	p := st.Pools[pool]
 	if p == nil {
 		return
 	}

@@ -109,7 +109,7 @@ func (h fleetHost) Failovers(pool string, n int, at time.Time) {
 func (h fleetHost) Backends() []string {
 	var out []string
 	if st := h.g.state.Load(); st != nil {
-		for name := range st.backends {
+		for name := range st.Backends {
 			out = append(out, name)
 		}
 	}
@@ -119,7 +119,7 @@ func (h fleetHost) Backends() []string {
 func (h fleetHost) InFlight() map[string]int {
 	out := map[string]int{}
 	if st := h.g.state.Load(); st != nil {
-		for name, b := range st.backends {
+		for name, b := range st.Backends {
 			if n := b.InFlight(); n > 0 {
 				out[name] = int(n)
 			}
@@ -189,15 +189,6 @@ func (g *Gateway) fleetStatus() (*FleetStatus, []Event) {
 		out = append(out, Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail, Replica: e.Replica})
 	}
 	return fs, out
-}
-
-// onFailure is backend's breaker's OnFailure: with a fleet, failures are
-// counted across it.
-func (g *Gateway) onFailure(backend string) func(breaker.Outcome, time.Time) {
-	if g.fleet == nil {
-		return nil
-	}
-	return func(o breaker.Outcome, at time.Time) { g.fleet.Failure(backend, o, at) }
 }
 
 // mergeEvents is the fleet's history followed by this replica's own

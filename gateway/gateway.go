@@ -26,6 +26,7 @@ import (
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/internal/asynclog"
@@ -102,7 +103,7 @@ type Gateway struct {
 	// seqs orders breaker transitions for the active sets.
 	seqs breaker.Order
 
-	state atomic.Pointer[state]
+	state atomic.Pointer[engine.Engine]
 	// mu serialises changes of state: reloads and admin actions.
 	mu sync.Mutex
 	// overrides are operators' changes to members, kept across reloads
@@ -139,19 +140,6 @@ type Gateway struct {
 
 	// ten is the keys, limits and usage store.
 	ten *tenancy
-}
-
-// state is what one configuration built. It is immutable once published.
-type state struct {
-	cfg      *config.Config
-	backends map[string]*route.Backend
-	bcfg     map[string]config.Backend
-	pools    map[string]*route.Pool
-	// retire and renewed are build's notes for publish, cleared there:
-	// the backends st replaces, and the names of those among them whose
-	// identity changed (their new breaker starts afresh).
-	retire  []*route.Backend
-	renewed []string
 }
 
 type memberKey struct{ pool, backend string }
@@ -235,19 +223,19 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 }
 
 // Config returns the configuration in force.
-func (g *Gateway) Config() *config.Config { return g.state.Load().cfg }
+func (g *Gateway) Config() *config.Config { return g.state.Load().Config }
 
 // Backend returns the backend named name in the configuration in force,
 // or nil.
 func (g *Gateway) Backend(name string) *route.Backend {
 	if st := g.state.Load(); st != nil {
-		return st.backends[name]
+		return st.Backends[name]
 	}
 	return nil
 }
 
 // Pool returns the pool named name (not an alias), or nil.
-func (g *Gateway) Pool(name string) *route.Pool { return g.state.Load().pools[name] }
+func (g *Gateway) Pool(name string) *route.Pool { return g.state.Load().Pools[name] }
 
 func (g *Gateway) now() time.Time {
 	if g.opts.Clock != nil {
@@ -356,13 +344,13 @@ func (g *Gateway) observeModel(e route.Event) {
 	if st == nil {
 		return
 	}
-	for _, p := range st.pools {
+	for _, p := range st.Pools {
 		in := false
 		versions := map[string][]string{} // type -> "backend=model"
 		for _, m := range p.Members {
 			in = in || m.Backend == e.Backend
 			if v := m.Backend.Model(); v != "" {
-				t := st.bcfg[m.Backend.Name].Type
+				t := st.BackendConfigs[m.Backend.Name].Type
 				if t == config.TypeOpenAICompatible {
 					t = config.TypeOpenAI
 				}
@@ -521,6 +509,30 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 	return serveErr
 }
 
+// Start builds a gateway from cfg and serves it on ln in the background,
+// for a harness that runs one in the process (the game day). stop ends
+// it: queued notifications are delivered (for at most stopWait), then the
+// server shuts down as Serve does, and stop returns once it has.
+func Start(cfg *config.Config, ln net.Listener, opts Options) (stop func(), err error) {
+	g, err := New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, ln) }()
+	return func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), stopWait)
+		g.Close(cctx)
+		ccancel()
+		cancel()
+		<-done
+	}, nil
+}
+
+// stopWait bounds how long Start's stop waits for notifications.
+const stopWait = 2 * time.Second
+
 // drainDelay is s.DrainDelay; a configuration built without Load (nil)
 // gets the default.
 func drainDelay(s config.Server) time.Duration {
@@ -565,9 +577,7 @@ func (g *Gateway) close(ctx context.Context) error {
 	}
 	// No breaker timer may log, count or notify after Close.
 	if st := g.state.Load(); st != nil {
-		for _, b := range st.backends {
-			retire(b)
-		}
+		st.Close()
 	}
 	g.mu.Unlock()
 	var errs []error
@@ -604,7 +614,7 @@ func (g *Gateway) Ready() error {
 // PoolHealth reports whether every pool has a member that would take a
 // call, for GET /healthz/pools; its error names the pools that have none.
 func (g *Gateway) PoolHealth() error {
-	return proxy.PoolsReady(g.state.Load().pools, g.now())
+	return proxy.PoolsReady(g.state.Load().Pools, g.now())
 }
 
 // Listen opens the listeners the configuration names: the API's, and the
@@ -631,7 +641,7 @@ func (g *Gateway) Spent(s proxy.Spend) (float64, bool) {
 	if u.Known {
 		var price pricing.Price
 		if st := g.state.Load(); st != nil {
-			if bc, ok := st.bcfg[s.Backend]; ok && bc.Price != nil {
+			if bc, ok := st.BackendConfigs[s.Backend]; ok && bc.Price != nil {
 				price, priced = *bc.Price, true
 			}
 		}

@@ -48,7 +48,7 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 		StormWindow:    n.Storm.Window.D(),
 		StormFor: func(pool string) (int, time.Duration) {
 			if st := g.state.Load(); st != nil {
-				for _, p := range st.cfg.Pools {
+				for _, p := range st.Config.Pools {
 					if p.Name == pool {
 						return p.Storm.Failovers, p.Storm.Window.D()
 					}

@@ -11,6 +11,7 @@ import (
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -46,21 +47,21 @@ type prober struct {
 // syncProbes starts probes for backends that have one configured and stops
 // those whose backend or probe settings changed. Requires g.mu held (or no
 // other user of g yet).
-func (g *Gateway) syncProbes(st *state) {
+func (g *Gateway) syncProbes(st *engine.Engine) {
 	want := map[string]bool{}
-	for _, bc := range st.cfg.Backends {
+	for _, bc := range st.Config.Backends {
 		if bc.Probe == nil {
 			continue
 		}
 		want[bc.Name] = true
-		b := st.backends[bc.Name]
+		b := st.Backends[bc.Name]
 		if p, ok := g.probes[bc.Name]; ok && p.backend == b && reflect.DeepEqual(p.cfg, *bc.Probe) {
 			continue
 		}
 		if p, ok := g.probes[bc.Name]; ok {
 			p.stop()
 		}
-		p := &prober{g: g, backend: b, cfg: *bc.Probe, model: probeModel(st.cfg, bc.Name), done: make(chan struct{})}
+		p := &prober{g: g, backend: b, cfg: *bc.Probe, model: probeModel(st.Config, bc.Name), done: make(chan struct{})}
 		var ctx context.Context
 		ctx, p.cancel = context.WithCancel(g.bg)
 		g.probes[bc.Name] = p

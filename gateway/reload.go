@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
-	"reflect"
-	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
@@ -30,12 +28,12 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		g.Logger.Error("configuration reload failed; keeping the configuration in force", "error", err)
 		return err
 	}
-	for _, name := range RestartOnly(old.cfg, cfg) {
+	for _, name := range st.Reload.RestartOnly {
 		g.Logger.Warn("a setting changed that a reload does not apply; it takes effect at the next restart", "setting", name)
 	}
-	for _, p := range old.cfg.Pools {
-		if _, ok := st.pools[p.Name]; !ok && g.tracker != nil {
-			g.tracker.Forget(p.Name)
+	for _, name := range st.Reload.RemovedPools {
+		if g.tracker != nil {
+			g.tracker.Forget(name)
 		}
 	}
 	g.publish(st, "configuration reloaded")
@@ -100,46 +98,4 @@ func (g *Gateway) Watch(ctx context.Context) {
 		g.Logger.Info("configuration file changed; reloading", "file", g.opts.Path)
 		g.ReloadFile()
 	}
-}
-
-// RestartOnly names the settings that differ between old and cfg and that
-// a reload does not apply (`switchover check -against` prints them): the listeners, the HTTP server's timeouts and
-// limits, logging, tracing, the reload interval and notifications. The
-// rest (backends, pools, keys, max_body, max_body_memory,
-// max_concurrent_requests) take effect at once.
-func RestartOnly(old, cfg *config.Config) []string {
-	var names []string
-	changed := func(name string, a, b any) {
-		if !reflect.DeepEqual(a, b) {
-			names = append(names, name)
-		}
-	}
-	changed("listen", old.Listen, cfg.Listen)
-	changed("admin", old.Admin, cfg.Admin)
-	was, now := old.Server, cfg.Server
-	// Applied on reload: they are the handler's, not the HTTP server's.
-	was.MaxBody, now.MaxBody = 0, 0
-	was.MaxBodyMemory, now.MaxBodyMemory = 0, 0
-	was.MaxConcurrentRequests, now.MaxConcurrentRequests = 0, 0
-	st := reflect.TypeOf(was)
-	ov, nv := reflect.ValueOf(was), reflect.ValueOf(now)
-	for i := range st.NumField() {
-		changed("server."+strings.Split(st.Field(i).Tag.Get("yaml"), ",")[0], ov.Field(i).Interface(), nv.Field(i).Interface())
-	}
-	changed("log", old.Log, cfg.Log)
-	changed("tracing", old.Tracing, cfg.Tracing)
-	changed("reload.interval", old.Reload.Interval, cfg.Reload.Interval)
-	changed("notifications", old.Notifications, cfg.Notifications)
-	changed("state", old.State, cfg.State)
-	changed("store", old.Store, cfg.Store)
-	storms := map[string]config.Storm{}
-	for _, p := range old.Pools {
-		storms[p.Name] = p.Storm
-	}
-	for _, p := range cfg.Pools {
-		if was, ok := storms[p.Name]; ok {
-			changed("pools."+p.Name+".storm", was, p.Storm)
-		}
-	}
-	return names
 }

@@ -252,7 +252,7 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 	}
 	region := ""
 	if st := g.state.Load(); st != nil {
-		region = st.bcfg[s.Backend].Region
+		region = st.BackendConfigs[s.Backend].Region
 	}
 	model := s.Usage.Model
 	if model == "" {

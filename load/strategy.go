@@ -5,16 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
-	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -116,17 +113,14 @@ func ClientPool(name string, yaml []byte, model string) (p *route.Pool, closeFn 
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := gateway.New(cfg, gateway.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	eng, err := engine.Build(cfg, nil, engine.Deps{})
 	if err != nil {
 		return nil, nil, err
 	}
-	closeFn = func() { g.Close(context.Background()) }
-	for _, pc := range cfg.Pools {
-		if pc.Name == model || slices.Contains(pc.Aliases, model) {
-			return g.Pool(pc.Name), closeFn, nil
-		}
+	if p := eng.Pool(model); p != nil {
+		return p, eng.Close, nil
 	}
-	closeFn()
+	eng.Close()
 	return nil, nil, fmt.Errorf("load: %s has no pool %q", name, model)
 }
 

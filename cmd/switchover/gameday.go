@@ -6,11 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gameday"
+	"github.com/switchover-gw/switchover/gateway"
 )
 
 func gamedayCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -82,7 +85,8 @@ Flags:
 		}
 		return tw.Flush()
 	}
-	opts := gameday.Options{Realtime: *realtime, Only: names, Command: "switchover gameday " + strings.Join(args, " "), Webhook: *webhook}
+	opts := gameday.Options{Realtime: *realtime, Only: names, Command: "switchover gameday " + strings.Join(args, " "), Webhook: *webhook,
+		Gateway: startGateway}
 	if !*quiet {
 		opts.Progress = stderr
 	}
@@ -111,4 +115,9 @@ Flags:
 		fmt.Fprintf(stderr, "wrote %s\n", w.path)
 	}
 	return nil
+}
+
+// startGateway is the game day's gateway: the real one, in the process.
+func startGateway(cfg *config.Config, ln net.Listener, h gameday.Hooks) (func(), error) {
+	return gateway.Start(cfg, ln, gateway.Options{Logger: h.Logger, OnTransition: h.OnTransition, Sinks: h.Sinks})
 }

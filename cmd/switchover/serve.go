@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/gateway"
 )
 
@@ -128,7 +129,7 @@ func check(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("-against %s: %w", *against, err)
 		}
-		for _, name := range gateway.RestartOnly(running, cfg) {
+		for _, name := range engine.RestartOnly(running, cfg) {
 			fmt.Fprintf(stdout, "restart needed: %s changed; a reload does not apply it\n", name)
 		}
 	}

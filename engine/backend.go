@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// newBackend builds bc's backend: its provider, transport, timeouts,
+// quota state and breaker.
+func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
+	u, err := url.Parse(bc.URL)
+	if err != nil {
+		return nil, err
+	}
+	b := &route.Backend{
+		Name:                   bc.Name,
+		Region:                 bc.Region,
+		Transport:              route.NewTransport(route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D()}),
+		Counts:                 statusSet(bc.Breaker.Statuses),
+		FirstByteTimeout:       bc.FirstByteTimeout.D(),
+		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),
+		Timeout:                bc.Timeout.D(),
+		IdleTimeout:            bc.IdleTimeout.D(),
+	}
+	if bc.Probe != nil {
+		b.HealthCheck = route.ProbeKind(bc.Probe.Kind)
+	}
+	if bc.QuotaAware == nil || *bc.QuotaAware {
+		q := &route.LocalQuota{Slice: bc.QuotaSlice.D()}
+		b.Quota = q
+		if d.Quota != nil {
+			b.Quota = d.Quota(bc.Name, q)
+		}
+	}
+	if b.Provider, err = newProvider(bc, u, d); err != nil {
+		return nil, err
+	}
+	if !bc.Breaker.Disabled {
+		var onFailure func(breaker.Outcome, time.Time)
+		if d.OnFailure != nil {
+			onFailure = d.OnFailure(bc.Name)
+		}
+		b.Breaker = breaker.New(bc.Name, breaker.Settings{
+			Failures:         bc.Breaker.Failures,
+			Window:           bc.Breaker.Window.D(),
+			Trip:             bc.Breaker.Trip.D(),
+			AcceptRetryAfter: *bc.Breaker.AcceptRetryAfter,
+			FollowRetryAfter: *bc.Breaker.FollowRetryAfter,
+			MaxRetryAfter:    bc.Breaker.MaxRetryAfter.D(),
+			Clock:            d.Clock,
+			OnTransition:     d.OnTransition,
+			OnFailure:        onFailure,
+		})
+	}
+	return b, nil
+}
+
+// newProvider is the provider of bc's type, at base URL u.
+func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) {
+	var hdr http.Header
+	if len(bc.Headers) > 0 {
+		hdr = http.Header{}
+		for k, v := range bc.Headers {
+			hdr.Set(k, v)
+		}
+	}
+	noResponses := bc.ResponsesAPI != nil && !*bc.ResponsesAPI
+	switch bc.Type {
+	case config.TypeOpenAI, config.TypeOpenAICompatible:
+		return &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Organization: bc.Organization, Project: bc.Project, Header: hdr,
+			NoResponses: noResponses, StreamUsage: bc.Type == config.TypeOpenAI}, nil
+	case config.TypeAzure:
+		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr, NoResponses: noResponses}
+		if e := bc.Entra; e != nil {
+			reg := d.Entra
+			if reg == nil {
+				reg = &entra.Registry{}
+			}
+			src, err := reg.Source(entra.Settings{
+				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
+				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
+				Scope: e.Scope, AuthorityHost: e.AuthorityHost,
+			})
+			if err != nil {
+				return nil, err
+			}
+			az.Token = src
+		}
+		return az, nil
+	case config.TypeAnthropic:
+		return &route.Anthropic{BaseURL: u, APIKey: bc.APIKey.Value(), Version: bc.AnthropicVersion, Header: hdr}, nil
+	case config.TypeGemini:
+		return &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}, nil
+	}
+	return nil, fmt.Errorf("unknown type %q", bc.Type)
+}
+
+// statusSet is the set of statuses l lists.
+func statusSet(l config.StatusList) *route.StatusSet {
+	s := &route.StatusSet{}
+	for _, r := range l {
+		s.AddRange(r.Lo, r.Hi)
+	}
+	return s
+}

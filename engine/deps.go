@@ -1,0 +1,46 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// Deps are what an engine reports to and draws on. The zero value is
+// valid: the wall clock, no observer, nothing told of transitions or
+// failures, quotas kept in the process, no operator overrides.
+type Deps struct {
+	// Clock drives breakers, selection, queues and hedges. Nil means the
+	// wall clock.
+	Clock breaker.Clock
+	// Observer receives every engine event of every pool. Nil means none.
+	Observer route.Observer
+	// OnTransition receives every breaker transition (see
+	// breaker.Settings.OnTransition). Nil means none.
+	OnTransition func(breaker.Transition)
+	// OnFailure, if set, gives a backend's breaker its OnFailure (a
+	// fleet counts failures across replicas); nil, or a nil result,
+	// means none.
+	OnFailure func(backend string) func(breaker.Outcome, time.Time)
+	// Quota, if set, wraps a quota-aware backend's local quota (a fleet
+	// shares the figures each replica hears). Nil means the local quota
+	// alone.
+	Quota func(backend string, q *route.LocalQuota) route.Quota
+	// Entra supplies Entra ID token sources for Azure backends that use
+	// them. Nil means a registry made for the one Build: pass the same
+	// registry to every Build to share tokens across reloads.
+	Entra *entra.Registry
+	// Override, if set, is an operator's change to a member: a priority
+	// or weight above zero replaces the configured one. Nil means none.
+	Override func(pool, backend string) (priority, weight int)
+}
+
+// now is the time on d's clock.
+func (d Deps) now() time.Time {
+	if d.Clock != nil {
+		return d.Clock.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/proxy"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// routes is what the request pipeline serves from e: every pool by name
+// and alias, the configuration's keys, the pinned routes, the pool of
+// unknown paths, and the body and concurrency limits.
+func (e *Engine) routes(d Deps) *proxy.Routes {
+	cfg := e.Config
+	r := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
+		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests}
+	for _, pc := range cfg.Pools {
+		p := e.Pools[pc.Name]
+		r.Pools[pc.Name] = p
+		for _, a := range pc.Aliases {
+			r.Pools[a] = p
+		}
+	}
+	for _, k := range cfg.Keys {
+		r.Keys = append(r.Keys, proxy.NewKey(k.Name, k.Key.Value()))
+	}
+	for _, pc := range cfg.Pinned {
+		p := e.pinnedPool(pc.Backend, pc.Pool, d)
+		for _, path := range pc.Paths {
+			r.Pinned = append(r.Pinned, proxy.Pinned{Path: config.PinnedPath(path), Pool: p})
+		}
+	}
+	if u := cfg.UnknownPaths; u != nil {
+		r.Unknown = e.pinnedPool(u.Backend, "", d)
+	}
+	return r
+}
+
+// pinnedPool is the pool of a pinned route: the backend alone, or the
+// pool's members, with one attempt either way (a create is never sent
+// twice; calls on an object go to its owner).
+func (e *Engine) pinnedPool(backend, pool string, d Deps) *route.Pool {
+	p := &route.Pool{Attempts: 1, Observer: d.Observer, Clock: d.Clock}
+	if backend != "" {
+		p.Name = "pinned:" + backend
+		p.Members = []*route.Member{{Backend: e.Backends[backend], Priority: 1}}
+		return p
+	}
+	src := e.Pools[pool]
+	p.Name, p.Members = src.Name, src.Members
+	return p
+}
