@@ -110,23 +110,57 @@ func formatMillis(v float64) string {
 	return trimFloat(v) + " ms"
 }
 
+// Breaker markers name their backend in a strip above the rps plot's area,
+// of markerRows rows markerRowHeight pixels high.
+const (
+	markerRows      = 2
+	markerRowHeight = 12.0
+)
+
 // rpsPlot draws the requests per second of a run, stacked by backend with
 // failures on top, with fault windows shaded and breaker opens and closes
 // marked.
 func rpsPlot(run *RunResult, b rpsBuckets, span time.Duration, id string, col colours) template.HTML {
-	items := make([]legendItem, 0, len(b.Backends)+4)
-	for _, be := range b.Backends {
-		items = append(items, legendItem{label: backendLabel(be), colour: col.of(be)})
+	markers := breakerMarkers(run.Transitions)
+	items := rpsLegend(b.Backends, len(run.Faults) > 0, markers, col)
+	top := 6 + legendHeight(items, plotWidth) + 18
+	if len(markers) > 0 {
+		top += markerRows * markerRowHeight
 	}
-	items = append(items, legendItem{label: "failed", colour: colourFailed})
+	const area = 200.0
+	p := newSVGPlot(plotWidth, top+area+38, margins{top: top, right: plotRight, bottom: 38, left: plotLeft},
+		"plot rps", "requests per second by backend over time")
+	p.legend(items, 6)
+	p.setX(0, span.Seconds())
+	drawStack(p, b, span, col)
+	drawFaultWindows(p, run.Faults, span, "hatch-"+id)
+	drawBreakerMarkers(p, markers)
+	p.xAxis(secondsTicks(span), timeCaption)
+	return p.html()
+}
+
+// breakerMarkers are the transitions the rps plot marks, breakers opening
+// and closing, in time order.
+func breakerMarkers(transitions []Transition) []Transition {
 	var markers []Transition
-	for _, t := range run.Transitions {
+	for _, t := range transitions {
 		if t.To == "open" || t.To == "closed" {
 			markers = append(markers, t)
 		}
 	}
 	slices.SortStableFunc(markers, func(a, b Transition) int { return cmpDuration(a.At, b.At) })
-	if len(run.Faults) > 0 {
+	return markers
+}
+
+// rpsLegend lists what the rps plot shows: each backend, failures, and the
+// fault windows and kinds of breaker marker if there are any.
+func rpsLegend(backends []string, faults bool, markers []Transition, col colours) []legendItem {
+	items := make([]legendItem, 0, len(backends)+4)
+	for _, be := range backends {
+		items = append(items, legendItem{label: backendLabel(be), colour: col.of(be)})
+	}
+	items = append(items, legendItem{label: "failed", colour: colourFailed})
+	if faults {
 		items = append(items, legendItem{label: "fault window", colour: colourFault})
 	}
 	if slices.ContainsFunc(markers, func(t Transition) bool { return t.To == "open" }) {
@@ -135,40 +169,21 @@ func rpsPlot(run *RunResult, b rpsBuckets, span time.Duration, id string, col co
 	if slices.ContainsFunc(markers, func(t Transition) bool { return t.To == "closed" }) {
 		items = append(items, legendItem{label: "breaker closed", colour: colourClosedMarker, shape: "line"})
 	}
-	legendH := legendHeight(items, plotWidth)
-	const markerRows, markerRow = 2, 12.0
-	top := 6 + legendH + 18
-	if len(markers) > 0 {
-		top += markerRows * markerRow
-	}
-	const area = 200.0
-	p := newSVGPlot(plotWidth, top+area+38, margins{top: top, right: plotRight, bottom: 38, left: plotLeft},
-		"plot rps", "requests per second by backend over time")
-	p.legend(items, 6)
+	return items
+}
 
-	// Stack the series: lower and upper edges per bucket, in req/s.
+// drawStack sets p's y axis to fit b and draws b's series stacked in req/s:
+// successes by backend from the bottom, failures on top.
+func drawStack(p *svgPlot, b rpsBuckets, span time.Duration, col colours) {
 	n := len(b.Failed)
 	perSec := 1 / b.Width.Seconds()
 	series := append(slices.Clone(b.OK), b.Failed)
-	lower := make([]float64, n)
-	peak := 0.0
-	for i := range n {
-		total := 0
-		for _, s := range series {
-			total += s[i]
-		}
-		peak = max(peak, float64(total)*perSec)
-	}
-	p.setX(0, span.Seconds())
-	// Headroom above the peak for the fault labels, up to a whole tick.
-	step := niceStep(peak * 1.05 / 6)
-	ymax := math.Ceil(peak*1.05/step) * step
-	if peak == 0 {
-		ymax = 1
-	}
+	ymax := stackTop(series, n, perSec)
 	p.setY(0, ymax, false)
 	p.yAxis(linearTicks(0, ymax, 6, trimFloat), "req/s")
 
+	// Lower and upper edges per bucket, in req/s.
+	lower := make([]float64, n)
 	p.open("g", "class", "stack")
 	for si, s := range series {
 		name, colour := colourFailed, colourFailed
@@ -191,66 +206,94 @@ func rpsPlot(run *RunResult, b rpsBuckets, span time.Duration, id string, col co
 		lower = upper
 	}
 	p.close("g")
+}
 
-	// Fault windows over the stack, see-through and hatched.
-	if len(run.Faults) > 0 {
-		hatch := "hatch-" + id
-		p.open("defs")
-		p.open("pattern", "id", hatch, "width", "6", "height", "6", "patternUnits", "userSpaceOnUse", "patternTransform", "rotate(45)")
-		p.line(0, 0, 0, 6, "stroke", colourFault, "stroke-width", "2")
-		p.close("pattern")
-		p.close("defs")
-		p.open("g", "class", "faults")
-		for _, f := range run.Faults {
-			x0 := p.px(max(f.From, 0).Seconds())
-			x1 := p.px(min(f.To, span).Seconds())
-			if f.To <= f.From || x1 <= x0 {
-				x1 = x0 + 1
+// stackTop is the top of the rps plot's y axis for series of n buckets
+// (counts, perSec turning them into req/s): the peak of their stack, with
+// headroom above it for the fault labels, up to a whole tick; 1 if every
+// bucket is empty.
+func stackTop(series [][]int, n int, perSec float64) float64 {
+	peak := 0.0
+	for i := range n {
+		total := 0
+		for _, s := range series {
+			total += s[i]
+		}
+		peak = max(peak, float64(total)*perSec)
+	}
+	step := niceStep(peak * 1.05 / 6)
+	ymax := math.Ceil(peak*1.05/step) * step
+	if peak == 0 {
+		ymax = 1
+	}
+	return ymax
+}
+
+// drawFaultWindows shades faults over the stack, see-through and hatched
+// with a pattern of id hatch (unique on the page), each labelled with its
+// fault and region.
+func drawFaultWindows(p *svgPlot, faults []FaultWindow, span time.Duration, hatch string) {
+	if len(faults) == 0 {
+		return
+	}
+	p.open("defs")
+	p.open("pattern", "id", hatch, "width", "6", "height", "6", "patternUnits", "userSpaceOnUse", "patternTransform", "rotate(45)")
+	p.line(0, 0, 0, 6, "stroke", colourFault, "stroke-width", "2")
+	p.close("pattern")
+	p.close("defs")
+	p.open("g", "class", "faults")
+	for _, f := range faults {
+		x0 := p.px(max(f.From, 0).Seconds())
+		x1 := p.px(min(f.To, span).Seconds())
+		if f.To <= f.From || x1 <= x0 {
+			x1 = x0 + 1
+		}
+		label := f.Mode + " · " + f.Region
+		p.open("g", "class", "fault", "data-region", f.Region)
+		p.title(fmt.Sprintf("fault %s on %s from %s to %s", f.Mode, f.Region, formatDuration(f.From), formatDuration(f.To)))
+		p.rect(x0, p.top(), x1-x0, p.bottom()-p.top(), "class", "fault", "fill", "url(#"+hatch+")", "fill-opacity", "0.45", "stroke", colourFault, "stroke-dasharray", "4 3")
+		p.text(x0+3, p.top()+12, label, "fill", "#444", "font-style", "italic", "stroke", "#fff", "stroke-width", "3", "paint-order", "stroke", "stroke-opacity", "0.8")
+		p.close("g")
+	}
+	p.close("g")
+}
+
+// drawBreakerMarkers marks each of markers (breakers opening or closing)
+// with a line down the plot, a triangle on top and the backend's name in
+// the strip above, where there is room for it.
+func drawBreakerMarkers(p *svgPlot, markers []Transition) {
+	if len(markers) == 0 {
+		return
+	}
+	p.open("g", "class", "markers")
+	// rowEnd is where the last name written in each row of the strip ends.
+	var rowEnd [markerRows]float64
+	for i := range rowEnd {
+		rowEnd[i] = math.Inf(-1)
+	}
+	for _, t := range markers {
+		x := p.px(t.At.Seconds())
+		colour := colourOpen
+		if t.To == "closed" {
+			colour = colourClosedMarker
+		}
+		p.open("g", "class", "marker "+t.To, "data-backend", t.Backend)
+		p.title(fmt.Sprintf("%s breaker %s → %s at %s: %s", t.Backend, t.From, t.To, formatDuration(t.At), t.Cause))
+		p.line(x, p.top(), x, p.bottom(), "stroke", colour, "stroke-width", "1.5", "stroke-dasharray", "5 3")
+		p.path("M"+num(x-4)+" "+num(p.top()-6)+"h8l-4 6z", "fill", colour)
+		label := t.Backend + " " + t.To
+		w := textWidth(label)
+		lx := min(max(x-w/2, p.left()), p.right()-w)
+		for row := range markerRows {
+			if lx >= rowEnd[row]+6 {
+				rowEnd[row] = lx + w
+				p.text(lx, p.top()-10-float64(row)*markerRowHeight, label, "fill", colour)
+				break
 			}
-			label := f.Mode + " · " + f.Region
-			p.open("g", "class", "fault", "data-region", f.Region)
-			p.title(fmt.Sprintf("fault %s on %s from %s to %s", f.Mode, f.Region, formatDuration(f.From), formatDuration(f.To)))
-			p.rect(x0, p.top(), x1-x0, p.bottom()-p.top(), "class", "fault", "fill", "url(#"+hatch+")", "fill-opacity", "0.45", "stroke", colourFault, "stroke-dasharray", "4 3")
-			p.text(x0+3, p.top()+12, label, "fill", "#444", "font-style", "italic", "stroke", "#fff", "stroke-width", "3", "paint-order", "stroke", "stroke-opacity", "0.8")
-			p.close("g")
 		}
 		p.close("g")
 	}
-
-	// Breaker markers: a line down the plot, a triangle on top and the
-	// backend's name in a strip above, where there is room for it.
-	if len(markers) > 0 {
-		p.open("g", "class", "markers")
-		var rowEnd [markerRows]float64
-		for i := range rowEnd {
-			rowEnd[i] = math.Inf(-1)
-		}
-		for _, t := range markers {
-			x := p.px(t.At.Seconds())
-			colour := colourOpen
-			if t.To == "closed" {
-				colour = colourClosedMarker
-			}
-			p.open("g", "class", "marker "+t.To, "data-backend", t.Backend)
-			p.title(fmt.Sprintf("%s breaker %s → %s at %s: %s", t.Backend, t.From, t.To, formatDuration(t.At), t.Cause))
-			p.line(x, p.top(), x, p.bottom(), "stroke", colour, "stroke-width", "1.5", "stroke-dasharray", "5 3")
-			p.path("M"+num(x-4)+" "+num(p.top()-6)+"h8l-4 6z", "fill", colour)
-			label := t.Backend + " " + t.To
-			w := textWidth(label)
-			lx := min(max(x-w/2, p.left()), p.right()-w)
-			for row := range markerRows {
-				if lx >= rowEnd[row]+6 {
-					rowEnd[row] = lx + w
-					p.text(lx, p.top()-10-float64(row)*markerRow, label, "fill", colour)
-					break
-				}
-			}
-			p.close("g")
-		}
-		p.close("g")
-	}
-	p.xAxis(secondsTicks(span), timeCaption)
-	return p.html()
+	p.close("g")
 }
 
 // stepArea is the path of a stacked step area between lower and upper
