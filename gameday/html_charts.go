@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchover-gw/switchover/load"
 )
 
 // Plot geometry and limits.
@@ -330,36 +332,15 @@ func stepArea(p *svgPlot, w, span time.Duration, lower, upper []float64) string 
 // crosses, with the run's p50 and p95 as reference lines. It returns the
 // plot and how many requests it shows.
 func latencyPlot(run *RunResult, backends []string, span time.Duration, col colours) (template.HTML, int) {
-	items := make([]legendItem, 0, len(backends)+3)
-	for _, be := range backends {
-		items = append(items, legendItem{label: backendLabel(be), colour: col.of(be), shape: "dot"})
-	}
-	items = append(items, legendItem{label: "failed", colour: colourFailed, shape: "cross"})
 	lat := run.Summary.Latency
-	if lat.N > 0 {
-		items = append(items, legendItem{label: "p50 / p95 of all requests", colour: colourReference, shape: "line"})
-	}
+	items := latencyLegend(backends, lat.N > 0, col)
 	top := 6 + legendHeight(items, plotWidth) + 18
 	const area = 180.0
 	p := newSVGPlot(plotWidth, top+area+38, margins{top: top, right: plotRight, bottom: 38, left: plotLeft},
 		"plot latency", "latency of each request at its start time")
 	p.legend(items, 6)
 	p.setX(0, span.Seconds())
-
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	lo, hi := math.Inf(1), 0.0
-	for _, s := range run.Samples {
-		v := math.Max(ms(s.Latency), 0.1)
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
-	}
-	if len(run.Samples) == 0 {
-		lo, hi = 1, 1000
-	}
-	ylo := math.Pow(10, math.Floor(math.Log10(lo)))
-	yhi := math.Pow(10, math.Ceil(math.Log10(hi)))
-	if yhi <= ylo {
-		yhi = ylo * 10
-	}
+	ylo, yhi := latencyRange(run.Samples)
 	p.setY(ylo, yhi, true)
 	p.yAxis(logTicks(ylo, yhi, formatMillis), "latency")
 
@@ -367,13 +348,61 @@ func latencyPlot(run *RunResult, backends []string, span time.Duration, col colo
 		x0, x1 := p.px(max(f.From, 0).Seconds()), p.px(min(f.To, span).Seconds())
 		p.rect(x0, p.top(), max(x1-x0, 1), p.bottom()-p.top(), "class", "fault", "fill", colourFault, "fill-opacity", "0.12")
 	}
-
 	shown := thinSamples(run.Samples, maxScatterPoints)
+	drawLatencyPoints(p, shown, backends, ylo, col)
+	if lat.N > 0 {
+		drawPercentiles(p, lat, ylo)
+	}
+	p.xAxis(secondsTicks(span), timeCaption)
+	return p.html(), len(shown)
+}
+
+// millis is d in milliseconds, the latency plot's unit.
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// latencyLegend lists what the latency plot shows: each backend's dots,
+// failures' crosses, and the reference lines if there are any.
+func latencyLegend(backends []string, percentiles bool, col colours) []legendItem {
+	items := make([]legendItem, 0, len(backends)+3)
+	for _, be := range backends {
+		items = append(items, legendItem{label: backendLabel(be), colour: col.of(be), shape: "dot"})
+	}
+	items = append(items, legendItem{label: "failed", colour: colourFailed, shape: "cross"})
+	if percentiles {
+		items = append(items, legendItem{label: "p50 / p95 of all requests", colour: colourReference, shape: "line"})
+	}
+	return items
+}
+
+// latencyRange is the latency plot's y range in milliseconds: the powers
+// of ten around the samples' latencies (at least 0.1 ms), at least one
+// decade apart; 1 ms to 1 s when there are no samples.
+func latencyRange(samples []load.Sample) (ylo, yhi float64) {
+	lo, hi := math.Inf(1), 0.0
+	for _, s := range samples {
+		v := math.Max(millis(s.Latency), 0.1)
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if len(samples) == 0 {
+		lo, hi = 1, 1000
+	}
+	ylo = math.Pow(10, math.Floor(math.Log10(lo)))
+	yhi = math.Pow(10, math.Ceil(math.Log10(hi)))
+	if yhi <= ylo {
+		yhi = ylo * 10
+	}
+	return ylo, yhi
+}
+
+// drawLatencyPoints draws shown at their start time and latency (at least
+// ylo): successes as a dot series per backend, backends first and others
+// in order of appearance, failures as one series of crosses.
+func drawLatencyPoints(p *svgPlot, shown []load.Sample, backends []string, ylo float64, col colours) {
 	names := slices.Clone(backends)
 	dots := make([]*strings.Builder, len(names))
 	var crosses strings.Builder
 	for _, s := range shown {
-		x, y := p.px(s.Start.Seconds()), p.py(math.Max(ms(s.Latency), ylo))
+		x, y := p.px(s.Start.Seconds()), p.py(math.Max(millis(s.Latency), ylo))
 		if !s.OK {
 			crosses.WriteString(crossPath(x, y, 2.5))
 			continue
@@ -398,25 +427,25 @@ func latencyPlot(run *RunResult, backends []string, span time.Duration, col colo
 		p.path(crosses.String(), "class", "series failed", "data-series", "failed", "stroke", colourFailed, "stroke-width", "1.2")
 	}
 	p.close("g")
+}
 
-	if lat.N > 0 {
-		p.open("g", "class", "reference")
-		// p50's label goes under its line and p95's over its own, so the
-		// two do not collide when the lines are close.
-		for _, ref := range []struct {
-			name string
-			d    time.Duration
-			dy   float64
-		}{{"p50", lat.P50, 12}, {"p95", lat.P95, -4}} {
-			y := p.py(math.Max(ms(ref.d), ylo))
-			p.line(p.left(), y, p.right(), y, "stroke", colourReference, "stroke-width", "1", "stroke-dasharray", "6 4")
-			p.text(p.right()-4, y+ref.dy, ref.name+" "+formatDuration(ref.d), "text-anchor", "end", "fill", colourReference,
-				"stroke", "#fff", "stroke-width", "3", "paint-order", "stroke")
-		}
-		p.close("g")
+// drawPercentiles draws lat's p50 and p95 (at least ylo) as labelled
+// reference lines across the plot.
+func drawPercentiles(p *svgPlot, lat load.Percentiles, ylo float64) {
+	p.open("g", "class", "reference")
+	// p50's label goes under its line and p95's over its own, so the
+	// two do not collide when the lines are close.
+	for _, ref := range []struct {
+		name string
+		d    time.Duration
+		dy   float64
+	}{{"p50", lat.P50, 12}, {"p95", lat.P95, -4}} {
+		y := p.py(math.Max(millis(ref.d), ylo))
+		p.line(p.left(), y, p.right(), y, "stroke", colourReference, "stroke-width", "1", "stroke-dasharray", "6 4")
+		p.text(p.right()-4, y+ref.dy, ref.name+" "+formatDuration(ref.d), "text-anchor", "end", "fill", colourReference,
+			"stroke", "#fff", "stroke-width", "3", "paint-order", "stroke")
 	}
-	p.xAxis(secondsTicks(span), timeCaption)
-	return p.html(), len(shown)
+	p.close("g")
 }
 
 // stateColour is the band colour of a breaker state.
