@@ -162,23 +162,8 @@ func buildRun(sc *ScenarioResult, run *RunResult, id string, first bool, kinds [
 	if sum.Dropped > 0 {
 		h.Requests += fmt.Sprintf(" (+%s dropped)", formatCount(sum.Dropped))
 	}
-	for _, k := range kinds {
-		if n := sum.Failures[k]; n > 0 {
-			h.Failures = append(h.Failures, formatCount(n))
-		} else {
-			h.Failures = append(h.Failures, "–")
-		}
-	}
-	if o := run.Outage; o != nil {
-		h.Outage = &htmlOutage{
-			Primary: o.Primary,
-			Failed:  outageFailed(o),
-			Moved:   formatDuration(o.Moved),
-			Benched: formatDuration(o.Benched),
-			Back:    formatDuration(o.Back),
-			Closed:  formatDuration(o.Closed),
-		}
-	}
+	h.Failures = failureCells(sum.Failures, kinds)
+	h.Outage = outageCells(run.Outage)
 	if run.Noise != nil {
 		h.Noise = noiseLine(run.Noise)
 	}
@@ -186,12 +171,46 @@ func buildRun(sc *ScenarioResult, run *RunResult, id string, first bool, kinds [
 		h.Notes = append(h.Notes, fmt.Sprintf("%s at %s: %s", n.Kind, formatDuration(n.At), n.Text))
 	}
 	h.SummaryLine = fmt.Sprintf("%s · %s — %s success, p95 %s, %s failovers", run.Setup, run.Mode, h.Success, h.P95, h.Failovers)
+	plotRun(&h, sc, run, col)
+	return h
+}
 
+// failureCells are a run's cells of failures by kind, one per kind.
+func failureCells(failures map[string]int, kinds []string) []string {
+	var cells []string
+	for _, k := range kinds {
+		if n := failures[k]; n > 0 {
+			cells = append(cells, formatCount(n))
+		} else {
+			cells = append(cells, "–")
+		}
+	}
+	return cells
+}
+
+// outageCells formats o, nil for a run without an outage.
+func outageCells(o *OutageResult) *htmlOutage {
+	if o == nil {
+		return nil
+	}
+	return &htmlOutage{
+		Primary: o.Primary,
+		Failed:  outageFailed(o),
+		Moved:   formatDuration(o.Moved),
+		Benched: formatDuration(o.Benched),
+		Back:    formatDuration(o.Back),
+		Closed:  formatDuration(o.Closed),
+	}
+}
+
+// plotRun draws run's plots into h, on one time axis, with what their
+// captions say about them.
+func plotRun(h *htmlRun, sc *ScenarioResult, run *RunResult, col colours) {
 	backends := runBackends(sc, run)
 	span := runSpan(run)
 	buckets := bucketRequests(run.Samples, backends, span, bucketWidth(span))
 	h.BucketWidth = formatDuration(buckets.Width)
-	h.RPS = rpsPlot(run, buckets, span, id, col)
+	h.RPS = rpsPlot(run, buckets, span, h.ID, col)
 	var shown int
 	h.Latency, shown = latencyPlot(run, backends, span, col)
 	if shown < len(run.Samples) {
@@ -200,7 +219,6 @@ func buildRun(sc *ScenarioResult, run *RunResult, id string, first bool, kinds [
 		h.ShownPoints = fmt.Sprintf("all %s requests", formatCount(len(run.Samples)))
 	}
 	h.Breakers = breakerPlot(run, backends, span)
-	return h
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
