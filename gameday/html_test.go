@@ -130,159 +130,199 @@ func TestWriteHTML(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("got plots for %d runs, want 2", len(runs))
 	}
+	for _, tc := range []struct {
+		name  string
+		check func(t *testing.T, page string, runs [][3]*node)
+	}{
+		{"results table", checkResultsTable},
+		{"legends name every region", checkLegends},
+		{"stacked series", checkStackedSeries},
+		{"breaker markers", checkBreakerMarkers},
+		{"breaker bands", checkBreakerBands},
+		{"fault windows", checkFaultWindows},
+		{"self-contained", checkSelfContained},
+		{"header", checkHeader},
+		{"details", checkDetails},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, page, runs) })
+	}
+}
+
+// checkResultsTable checks on the fixture's page that the results table has
+// a row per run with its success, calls and outage cells, and the failure
+// kinds in order.
+func checkResultsTable(t *testing.T, page string, runs [][3]*node) {
+	rows := regexp.MustCompile(`(?s)<tr class="run".*?</tr>`).FindAllString(page, -1)
+	if len(rows) != 2 {
+		t.Fatalf("got %d run rows, want 2", len(rows))
+	}
+	for i, want := range []struct{ setup, success, calls string }{
+		{"gateway", `<td class="success">95.0%</td>`, "<td>1.28</td>"},
+		{"client", `<td class="success">70.0%</td>`, "<td>–</td>"},
+	} {
+		for _, s := range []string{">" + want.setup + "</a>", want.success, want.calls} {
+			if !strings.Contains(rows[i], s) {
+				t.Errorf("row %d lacks %q:\n%s", i, s, rows[i])
+			}
+		}
+	}
+	// Failures by kind, in FailureKinds order; outage columns.
+	if !regexp.MustCompile(`<th>429</th><th>503</th><th>connection</th><th>timeout</th>`).MatchString(page) {
+		t.Errorf("failure kind headers missing or out of order")
+	}
+	for _, s := range []string{"<td>150/300</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
+		if !strings.Contains(rows[1]+page, s) {
+			t.Errorf("outage cells lack %q", s)
+		}
+	}
+}
+
+// checkLegends checks on the fixture's page that the rps and latency plots'
+// legends name every region and failures.
+func checkLegends(t *testing.T, page string, runs [][3]*node) {
+	for i, r := range runs {
+		for _, plot := range r[:2] {
+			legend := plot.find(byClass("legend"))
+			if len(legend) != 1 {
+				t.Fatalf("run %d %s: %d legends", i, plot.attr["class"], len(legend))
+			}
+			text := legend[0].allText()
+			for _, name := range append(slices.Clone(fixtureRegions), "failed") {
+				if !strings.Contains(text, name) {
+					t.Errorf("run %d %s legend lacks %q: %s", i, plot.attr["class"], name, text)
+				}
+			}
+		}
+	}
+}
+
+// checkStackedSeries checks on the fixture's page that each rps plot stacks
+// the backends that answered, failures on top, and the latency plot has a
+// series for each.
+func checkStackedSeries(t *testing.T, page string, runs [][3]*node) {
 	gw, cl := runs[0], runs[1]
+	series := func(plot *node) []string {
+		var names []string
+		for _, n := range plot.find(byClass("series")) {
+			if n.name == "path" {
+				names = append(names, n.attr["data-series"])
+			}
+		}
+		return names
+	}
+	if got, want := series(gw[0]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("gateway run stacks %v, want %v", got, want)
+	}
+	if got, want := series(cl[0]), []string{"uksouth", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("client run stacks %v, want %v", got, want)
+	}
+	if got, want := series(gw[1]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("gateway latency series %v, want %v", got, want)
+	}
+}
 
-	t.Run("results table", func(t *testing.T) {
-		rows := regexp.MustCompile(`(?s)<tr class="run".*?</tr>`).FindAllString(page, -1)
-		if len(rows) != 2 {
-			t.Fatalf("got %d run rows, want 2", len(rows))
+// checkBreakerMarkers checks on the fixture's page that the gateway run
+// marks uksouth's breaker opening and closing, and the client run has no
+// markers.
+func checkBreakerMarkers(t *testing.T, page string, runs [][3]*node) {
+	gw, cl := runs[0], runs[1]
+	markers := func(plot *node, state string) []string {
+		var out []string
+		for _, n := range plot.find(byClass("marker", state)) {
+			out = append(out, n.attr["data-backend"])
 		}
-		for i, want := range []struct{ setup, success, calls string }{
-			{"gateway", `<td class="success">95.0%</td>`, "<td>1.28</td>"},
-			{"client", `<td class="success">70.0%</td>`, "<td>–</td>"},
-		} {
-			for _, s := range []string{">" + want.setup + "</a>", want.success, want.calls} {
-				if !strings.Contains(rows[i], s) {
-					t.Errorf("row %d lacks %q:\n%s", i, s, rows[i])
-				}
-			}
-		}
-		// Failures by kind, in FailureKinds order; outage columns.
-		if !regexp.MustCompile(`<th>429</th><th>503</th><th>connection</th><th>timeout</th>`).MatchString(page) {
-			t.Errorf("failure kind headers missing or out of order")
-		}
-		for _, s := range []string{"<td>150/300</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
-			if !strings.Contains(rows[1]+page, s) {
-				t.Errorf("outage cells lack %q", s)
-			}
-		}
-	})
+		return out
+	}
+	if got := markers(gw[0], "open"); !slices.Equal(got, []string{"uksouth"}) {
+		t.Errorf("gateway run open markers %v, want [uksouth]", got)
+	}
+	if got := markers(gw[0], "closed"); !slices.Equal(got, []string{"uksouth"}) {
+		t.Errorf("gateway run closed markers %v, want [uksouth]", got)
+	}
+	if got := cl[0].find(byClass("marker")); len(got) != 0 {
+		t.Errorf("client run has %d markers, want none", len(got))
+	}
+}
 
-	t.Run("legends name every region", func(t *testing.T) {
-		for i, r := range runs {
-			for _, plot := range r[:2] {
-				legend := plot.find(byClass("legend"))
-				if len(legend) != 1 {
-					t.Fatalf("run %d %s: %d legends", i, plot.attr["class"], len(legend))
-				}
-				text := legend[0].allText()
-				for _, name := range append(slices.Clone(fixtureRegions), "failed") {
-					if !strings.Contains(text, name) {
-						t.Errorf("run %d %s legend lacks %q: %s", i, plot.attr["class"], name, text)
-					}
-				}
-			}
+// checkBreakerBands checks on the fixture's page that the gateway run has a
+// band per region, uksouth's showing each state in turn, and the client run
+// none.
+func checkBreakerBands(t *testing.T, page string, runs [][3]*node) {
+	gw, cl := runs[0], runs[1]
+	var states []string
+	for _, g := range gw[2].find(byClass("bands")) {
+		if g.attr["data-backend"] != "uksouth" {
+			continue
 		}
-	})
+		for _, r := range g.find(byClass("band")) {
+			states = append(states, strings.Fields(r.attr["class"])[1])
+		}
+	}
+	if want := []string{"closed", "open", "half_open", "closed"}; !slices.Equal(states, want) {
+		t.Errorf("uksouth bands %v, want %v", states, want)
+	}
+	if n := len(gw[2].find(byClass("bands"))); n != len(fixtureRegions) {
+		t.Errorf("gateway run has %d bands, want one per region", n)
+	}
+	if n := len(cl[2].find(byClass("band"))); n != 0 {
+		t.Errorf("client run (no transitions) has %d bands, want none", n)
+	}
+	if !strings.Contains(cl[2].allText(), "No breaker changed state") {
+		t.Errorf("client run's breaker plot does not say there were no changes")
+	}
+}
 
-	t.Run("stacked series", func(t *testing.T) {
-		series := func(plot *node) []string {
-			var names []string
-			for _, n := range plot.find(byClass("series")) {
-				if n.name == "path" {
-					names = append(names, n.attr["data-series"])
-				}
-			}
-			return names
+// checkFaultWindows checks on the fixture's page that every run's rps plot
+// shades and labels the outage.
+func checkFaultWindows(t *testing.T, page string, runs [][3]*node) {
+	for i, r := range runs {
+		rects := r[0].find(func(n *node) bool { return n.name == "rect" && n.hasClass("fault") })
+		if len(rects) != 1 {
+			t.Errorf("run %d rps plot has %d fault rects, want 1", i, len(rects))
 		}
-		if got, want := series(gw[0]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
-			t.Errorf("gateway run stacks %v, want %v", got, want)
+		if f := r[0].find(byClass("fault")); len(f) == 0 || !strings.Contains(f[0].allText(), "outage · uksouth") {
+			t.Errorf("run %d fault window is not labelled", i)
 		}
-		if got, want := series(cl[0]), []string{"uksouth", "failed"}; !slices.Equal(got, want) {
-			t.Errorf("client run stacks %v, want %v", got, want)
-		}
-		if got, want := series(gw[1]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
-			t.Errorf("gateway latency series %v, want %v", got, want)
-		}
-	})
+	}
+}
 
-	t.Run("breaker markers", func(t *testing.T) {
-		markers := func(plot *node, state string) []string {
-			var out []string
-			for _, n := range plot.find(byClass("marker", state)) {
-				out = append(out, n.attr["data-backend"])
-			}
-			return out
+// checkSelfContained checks on the fixture's page that the page refers to
+// nothing off itself and has only its own script.
+func checkSelfContained(t *testing.T, page string, runs [][3]*node) {
+	for _, bad := range []string{"http://", "https://", "src=", "@import", "<link", "<img", "<iframe"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
 		}
-		if got := markers(gw[0], "open"); !slices.Equal(got, []string{"uksouth"}) {
-			t.Errorf("gateway run open markers %v, want [uksouth]", got)
+	}
+	for _, m := range regexp.MustCompile(`(?:href="|url\()([^")]*)`).FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(m[1], "#") {
+			t.Errorf("reference %q leaves the page", m[0])
 		}
-		if got := markers(gw[0], "closed"); !slices.Equal(got, []string{"uksouth"}) {
-			t.Errorf("gateway run closed markers %v, want [uksouth]", got)
-		}
-		if got := cl[0].find(byClass("marker")); len(got) != 0 {
-			t.Errorf("client run has %d markers, want none", len(got))
-		}
-	})
+	}
+	if n := strings.Count(page, "<script"); n != 1 {
+		t.Errorf("page has %d scripts, want the one toggle script", n)
+	}
+}
 
-	t.Run("breaker bands", func(t *testing.T) {
-		var states []string
-		for _, g := range gw[2].find(byClass("bands")) {
-			if g.attr["data-backend"] != "uksouth" {
-				continue
-			}
-			for _, r := range g.find(byClass("band")) {
-				states = append(states, strings.Fields(r.attr["class"])[1])
-			}
+// checkHeader checks on the fixture's page that the page says when, where
+// and how the game day ran, and that time was compressed.
+func checkHeader(t *testing.T, page string, runs [][3]*node) {
+	for _, s := range []string{"<h1>switchover game day</h1>", "2026-03-14 09:30:00 UTC", "linux/amd64, 2 CPUs",
+		"switchover gameday -scenario primary-outage", "model latency and network timeouts were not", "Time compressed 30×"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
 		}
-		if want := []string{"closed", "open", "half_open", "closed"}; !slices.Equal(states, want) {
-			t.Errorf("uksouth bands %v, want %v", states, want)
-		}
-		if n := len(gw[2].find(byClass("bands"))); n != len(fixtureRegions) {
-			t.Errorf("gateway run has %d bands, want one per region", n)
-		}
-		if n := len(cl[2].find(byClass("band"))); n != 0 {
-			t.Errorf("client run (no transitions) has %d bands, want none", n)
-		}
-		if !strings.Contains(cl[2].allText(), "No breaker changed state") {
-			t.Errorf("client run's breaker plot does not say there were no changes")
-		}
-	})
+	}
+}
 
-	t.Run("fault windows", func(t *testing.T) {
-		for i, r := range runs {
-			rects := r[0].find(func(n *node) bool { return n.name == "rect" && n.hasClass("fault") })
-			if len(rects) != 1 {
-				t.Errorf("run %d rps plot has %d fault rects, want 1", i, len(rects))
-			}
-			if f := r[0].find(byClass("fault")); len(f) == 0 || !strings.Contains(f[0].allText(), "outage · uksouth") {
-				t.Errorf("run %d fault window is not labelled", i)
-			}
+// checkDetails checks on the fixture's page that the first run's details
+// are open and the second's closed.
+func checkDetails(t *testing.T, page string, runs [][3]*node) {
+	for _, s := range []string{`<details id="s1-r1" class="run" open>`, `<details id="s1-r2" class="run">`} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
 		}
-	})
-
-	t.Run("self-contained", func(t *testing.T) {
-		for _, bad := range []string{"http://", "https://", "src=", "@import", "<link", "<img", "<iframe"} {
-			if strings.Contains(page, bad) {
-				t.Errorf("page contains %q", bad)
-			}
-		}
-		for _, m := range regexp.MustCompile(`(?:href="|url\()([^")]*)`).FindAllStringSubmatch(page, -1) {
-			if !strings.HasPrefix(m[1], "#") {
-				t.Errorf("reference %q leaves the page", m[0])
-			}
-		}
-		if n := strings.Count(page, "<script"); n != 1 {
-			t.Errorf("page has %d scripts, want the one toggle script", n)
-		}
-	})
-
-	t.Run("header", func(t *testing.T) {
-		for _, s := range []string{"<h1>switchover game day</h1>", "2026-03-14 09:30:00 UTC", "linux/amd64, 2 CPUs",
-			"switchover gameday -scenario primary-outage", "model latency and network timeouts were not", "Time compressed 30×"} {
-			if !strings.Contains(page, s) {
-				t.Errorf("page lacks %q", s)
-			}
-		}
-	})
-
-	t.Run("details", func(t *testing.T) {
-		for _, s := range []string{`<details id="s1-r1" class="run" open>`, `<details id="s1-r2" class="run">`} {
-			if !strings.Contains(page, s) {
-				t.Errorf("page lacks %q", s)
-			}
-		}
-	})
+	}
 }
 
 func TestWriteHTMLListsNotifications(t *testing.T) {
