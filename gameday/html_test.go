@@ -2,8 +2,6 @@ package gameday
 
 import (
 	"bytes"
-	"encoding/xml"
-	"errors"
 	"io"
 	"regexp"
 	"slices"
@@ -102,87 +100,6 @@ func render(t *testing.T, r *Report) string {
 	return b.String()
 }
 
-// node is a parsed XML element, for asserting on SVG structure.
-type node struct {
-	name     string
-	attr     map[string]string
-	children []*node
-	text     string // character data directly inside, concatenated
-}
-
-// parseXML parses s as a single well-formed XML element.
-func parseXML(t *testing.T, s string) *node {
-	t.Helper()
-	d := xml.NewDecoder(strings.NewReader(s))
-	d.Strict = true
-	root := &node{}
-	stack := []*node{root}
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%s", err, s)
-		}
-		switch tok := tok.(type) {
-		case xml.StartElement:
-			n := &node{name: tok.Name.Local, attr: map[string]string{}}
-			for _, a := range tok.Attr {
-				n.attr[a.Name.Local] = a.Value
-			}
-			top := stack[len(stack)-1]
-			top.children = append(top.children, n)
-			stack = append(stack, n)
-		case xml.EndElement:
-			stack = stack[:len(stack)-1]
-		case xml.CharData:
-			stack[len(stack)-1].text += string(tok)
-		}
-	}
-	if len(root.children) != 1 {
-		t.Fatalf("want one root element, got %d", len(root.children))
-	}
-	return root.children[0]
-}
-
-// find returns the elements under n (n included) for which match is true,
-// in document order.
-func (n *node) find(match func(*node) bool) []*node {
-	var out []*node
-	if match(n) {
-		out = append(out, n)
-	}
-	for _, c := range n.children {
-		out = append(out, c.find(match)...)
-	}
-	return out
-}
-
-// hasClass reports whether n's class attribute holds every one of classes.
-func (n *node) hasClass(classes ...string) bool {
-	have := strings.Fields(n.attr["class"])
-	for _, c := range classes {
-		if !slices.Contains(have, c) {
-			return false
-		}
-	}
-	return true
-}
-
-func byClass(classes ...string) func(*node) bool {
-	return func(n *node) bool { return n.hasClass(classes...) }
-}
-
-// allText is the character data of n and its descendants.
-func (n *node) allText() string {
-	s := n.text
-	for _, c := range n.children {
-		s += " " + c.allText()
-	}
-	return s
-}
-
 var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
 
 // plots parses every SVG in page, and groups them by run: each run has its
@@ -213,159 +130,199 @@ func TestWriteHTML(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("got plots for %d runs, want 2", len(runs))
 	}
+	for _, tc := range []struct {
+		name  string
+		check func(t *testing.T, page string, runs [][3]*node)
+	}{
+		{"results table", checkResultsTable},
+		{"legends name every region", checkLegends},
+		{"stacked series", checkStackedSeries},
+		{"breaker markers", checkBreakerMarkers},
+		{"breaker bands", checkBreakerBands},
+		{"fault windows", checkFaultWindows},
+		{"self-contained", checkSelfContained},
+		{"header", checkHeader},
+		{"details", checkDetails},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.check(t, page, runs) })
+	}
+}
+
+// checkResultsTable checks on the fixture's page that the results table has
+// a row per run with its success, calls and outage cells, and the failure
+// kinds in order.
+func checkResultsTable(t *testing.T, page string, runs [][3]*node) {
+	rows := regexp.MustCompile(`(?s)<tr class="run".*?</tr>`).FindAllString(page, -1)
+	if len(rows) != 2 {
+		t.Fatalf("got %d run rows, want 2", len(rows))
+	}
+	for i, want := range []struct{ setup, success, calls string }{
+		{"gateway", `<td class="success">95.0%</td>`, "<td>1.28</td>"},
+		{"client", `<td class="success">70.0%</td>`, "<td>–</td>"},
+	} {
+		for _, s := range []string{">" + want.setup + "</a>", want.success, want.calls} {
+			if !strings.Contains(rows[i], s) {
+				t.Errorf("row %d lacks %q:\n%s", i, s, rows[i])
+			}
+		}
+	}
+	// Failures by kind, in FailureKinds order; outage columns.
+	if !regexp.MustCompile(`<th>429</th><th>503</th><th>connection</th><th>timeout</th>`).MatchString(page) {
+		t.Errorf("failure kind headers missing or out of order")
+	}
+	for _, s := range []string{"<td>150/300</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
+		if !strings.Contains(rows[1]+page, s) {
+			t.Errorf("outage cells lack %q", s)
+		}
+	}
+}
+
+// checkLegends checks on the fixture's page that the rps and latency plots'
+// legends name every region and failures.
+func checkLegends(t *testing.T, page string, runs [][3]*node) {
+	for i, r := range runs {
+		for _, plot := range r[:2] {
+			legend := plot.find(byClass("legend"))
+			if len(legend) != 1 {
+				t.Fatalf("run %d %s: %d legends", i, plot.attr["class"], len(legend))
+			}
+			text := legend[0].allText()
+			for _, name := range append(slices.Clone(fixtureRegions), "failed") {
+				if !strings.Contains(text, name) {
+					t.Errorf("run %d %s legend lacks %q: %s", i, plot.attr["class"], name, text)
+				}
+			}
+		}
+	}
+}
+
+// checkStackedSeries checks on the fixture's page that each rps plot stacks
+// the backends that answered, failures on top, and the latency plot has a
+// series for each.
+func checkStackedSeries(t *testing.T, page string, runs [][3]*node) {
 	gw, cl := runs[0], runs[1]
+	series := func(plot *node) []string {
+		var names []string
+		for _, n := range plot.find(byClass("series")) {
+			if n.name == "path" {
+				names = append(names, n.attr["data-series"])
+			}
+		}
+		return names
+	}
+	if got, want := series(gw[0]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("gateway run stacks %v, want %v", got, want)
+	}
+	if got, want := series(cl[0]), []string{"uksouth", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("client run stacks %v, want %v", got, want)
+	}
+	if got, want := series(gw[1]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
+		t.Errorf("gateway latency series %v, want %v", got, want)
+	}
+}
 
-	t.Run("results table", func(t *testing.T) {
-		rows := regexp.MustCompile(`(?s)<tr class="run".*?</tr>`).FindAllString(page, -1)
-		if len(rows) != 2 {
-			t.Fatalf("got %d run rows, want 2", len(rows))
+// checkBreakerMarkers checks on the fixture's page that the gateway run
+// marks uksouth's breaker opening and closing, and the client run has no
+// markers.
+func checkBreakerMarkers(t *testing.T, page string, runs [][3]*node) {
+	gw, cl := runs[0], runs[1]
+	markers := func(plot *node, state string) []string {
+		var out []string
+		for _, n := range plot.find(byClass("marker", state)) {
+			out = append(out, n.attr["data-backend"])
 		}
-		for i, want := range []struct{ setup, success, calls string }{
-			{"gateway", `<td class="success">95.0%</td>`, "<td>1.28</td>"},
-			{"client", `<td class="success">70.0%</td>`, "<td>–</td>"},
-		} {
-			for _, s := range []string{">" + want.setup + "</a>", want.success, want.calls} {
-				if !strings.Contains(rows[i], s) {
-					t.Errorf("row %d lacks %q:\n%s", i, s, rows[i])
-				}
-			}
-		}
-		// Failures by kind, in FailureKinds order; outage columns.
-		if !regexp.MustCompile(`<th>429</th><th>503</th><th>connection</th><th>timeout</th>`).MatchString(page) {
-			t.Errorf("failure kind headers missing or out of order")
-		}
-		for _, s := range []string{"<td>150/300</td><td>never</td><td>never</td><td>20 ms</td><td>never</td>", "moved after", "closed after"} {
-			if !strings.Contains(rows[1]+page, s) {
-				t.Errorf("outage cells lack %q", s)
-			}
-		}
-	})
+		return out
+	}
+	if got := markers(gw[0], "open"); !slices.Equal(got, []string{"uksouth"}) {
+		t.Errorf("gateway run open markers %v, want [uksouth]", got)
+	}
+	if got := markers(gw[0], "closed"); !slices.Equal(got, []string{"uksouth"}) {
+		t.Errorf("gateway run closed markers %v, want [uksouth]", got)
+	}
+	if got := cl[0].find(byClass("marker")); len(got) != 0 {
+		t.Errorf("client run has %d markers, want none", len(got))
+	}
+}
 
-	t.Run("legends name every region", func(t *testing.T) {
-		for i, r := range runs {
-			for _, plot := range r[:2] {
-				legend := plot.find(byClass("legend"))
-				if len(legend) != 1 {
-					t.Fatalf("run %d %s: %d legends", i, plot.attr["class"], len(legend))
-				}
-				text := legend[0].allText()
-				for _, name := range append(slices.Clone(fixtureRegions), "failed") {
-					if !strings.Contains(text, name) {
-						t.Errorf("run %d %s legend lacks %q: %s", i, plot.attr["class"], name, text)
-					}
-				}
-			}
+// checkBreakerBands checks on the fixture's page that the gateway run has a
+// band per region, uksouth's showing each state in turn, and the client run
+// none.
+func checkBreakerBands(t *testing.T, page string, runs [][3]*node) {
+	gw, cl := runs[0], runs[1]
+	var states []string
+	for _, g := range gw[2].find(byClass("bands")) {
+		if g.attr["data-backend"] != "uksouth" {
+			continue
 		}
-	})
+		for _, r := range g.find(byClass("band")) {
+			states = append(states, strings.Fields(r.attr["class"])[1])
+		}
+	}
+	if want := []string{"closed", "open", "half_open", "closed"}; !slices.Equal(states, want) {
+		t.Errorf("uksouth bands %v, want %v", states, want)
+	}
+	if n := len(gw[2].find(byClass("bands"))); n != len(fixtureRegions) {
+		t.Errorf("gateway run has %d bands, want one per region", n)
+	}
+	if n := len(cl[2].find(byClass("band"))); n != 0 {
+		t.Errorf("client run (no transitions) has %d bands, want none", n)
+	}
+	if !strings.Contains(cl[2].allText(), "No breaker changed state") {
+		t.Errorf("client run's breaker plot does not say there were no changes")
+	}
+}
 
-	t.Run("stacked series", func(t *testing.T) {
-		series := func(plot *node) []string {
-			var names []string
-			for _, n := range plot.find(byClass("series")) {
-				if n.name == "path" {
-					names = append(names, n.attr["data-series"])
-				}
-			}
-			return names
+// checkFaultWindows checks on the fixture's page that every run's rps plot
+// shades and labels the outage.
+func checkFaultWindows(t *testing.T, page string, runs [][3]*node) {
+	for i, r := range runs {
+		rects := r[0].find(func(n *node) bool { return n.name == "rect" && n.hasClass("fault") })
+		if len(rects) != 1 {
+			t.Errorf("run %d rps plot has %d fault rects, want 1", i, len(rects))
 		}
-		if got, want := series(gw[0]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
-			t.Errorf("gateway run stacks %v, want %v", got, want)
+		if f := r[0].find(byClass("fault")); len(f) == 0 || !strings.Contains(f[0].allText(), "outage · uksouth") {
+			t.Errorf("run %d fault window is not labelled", i)
 		}
-		if got, want := series(cl[0]), []string{"uksouth", "failed"}; !slices.Equal(got, want) {
-			t.Errorf("client run stacks %v, want %v", got, want)
-		}
-		if got, want := series(gw[1]), []string{"uksouth", "swedencentral", "failed"}; !slices.Equal(got, want) {
-			t.Errorf("gateway latency series %v, want %v", got, want)
-		}
-	})
+	}
+}
 
-	t.Run("breaker markers", func(t *testing.T) {
-		markers := func(plot *node, state string) []string {
-			var out []string
-			for _, n := range plot.find(byClass("marker", state)) {
-				out = append(out, n.attr["data-backend"])
-			}
-			return out
+// checkSelfContained checks on the fixture's page that the page refers to
+// nothing off itself and has only its own script.
+func checkSelfContained(t *testing.T, page string, runs [][3]*node) {
+	for _, bad := range []string{"http://", "https://", "src=", "@import", "<link", "<img", "<iframe"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
 		}
-		if got := markers(gw[0], "open"); !slices.Equal(got, []string{"uksouth"}) {
-			t.Errorf("gateway run open markers %v, want [uksouth]", got)
+	}
+	for _, m := range regexp.MustCompile(`(?:href="|url\()([^")]*)`).FindAllStringSubmatch(page, -1) {
+		if !strings.HasPrefix(m[1], "#") {
+			t.Errorf("reference %q leaves the page", m[0])
 		}
-		if got := markers(gw[0], "closed"); !slices.Equal(got, []string{"uksouth"}) {
-			t.Errorf("gateway run closed markers %v, want [uksouth]", got)
-		}
-		if got := cl[0].find(byClass("marker")); len(got) != 0 {
-			t.Errorf("client run has %d markers, want none", len(got))
-		}
-	})
+	}
+	if n := strings.Count(page, "<script"); n != 1 {
+		t.Errorf("page has %d scripts, want the one toggle script", n)
+	}
+}
 
-	t.Run("breaker bands", func(t *testing.T) {
-		var states []string
-		for _, g := range gw[2].find(byClass("bands")) {
-			if g.attr["data-backend"] != "uksouth" {
-				continue
-			}
-			for _, r := range g.find(byClass("band")) {
-				states = append(states, strings.Fields(r.attr["class"])[1])
-			}
+// checkHeader checks on the fixture's page that the page says when, where
+// and how the game day ran, and that time was compressed.
+func checkHeader(t *testing.T, page string, runs [][3]*node) {
+	for _, s := range []string{"<h1>switchover game day</h1>", "2026-03-14 09:30:00 UTC", "linux/amd64, 2 CPUs",
+		"switchover gameday -scenario primary-outage", "model latency and network timeouts were not", "Time compressed 30×"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
 		}
-		if want := []string{"closed", "open", "half_open", "closed"}; !slices.Equal(states, want) {
-			t.Errorf("uksouth bands %v, want %v", states, want)
-		}
-		if n := len(gw[2].find(byClass("bands"))); n != len(fixtureRegions) {
-			t.Errorf("gateway run has %d bands, want one per region", n)
-		}
-		if n := len(cl[2].find(byClass("band"))); n != 0 {
-			t.Errorf("client run (no transitions) has %d bands, want none", n)
-		}
-		if !strings.Contains(cl[2].allText(), "No breaker changed state") {
-			t.Errorf("client run's breaker plot does not say there were no changes")
-		}
-	})
+	}
+}
 
-	t.Run("fault windows", func(t *testing.T) {
-		for i, r := range runs {
-			rects := r[0].find(func(n *node) bool { return n.name == "rect" && n.hasClass("fault") })
-			if len(rects) != 1 {
-				t.Errorf("run %d rps plot has %d fault rects, want 1", i, len(rects))
-			}
-			if f := r[0].find(byClass("fault")); len(f) == 0 || !strings.Contains(f[0].allText(), "outage · uksouth") {
-				t.Errorf("run %d fault window is not labelled", i)
-			}
+// checkDetails checks on the fixture's page that the first run's details
+// are open and the second's closed.
+func checkDetails(t *testing.T, page string, runs [][3]*node) {
+	for _, s := range []string{`<details id="s1-r1" class="run" open>`, `<details id="s1-r2" class="run">`} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
 		}
-	})
-
-	t.Run("self-contained", func(t *testing.T) {
-		for _, bad := range []string{"http://", "https://", "src=", "@import", "<link", "<img", "<iframe"} {
-			if strings.Contains(page, bad) {
-				t.Errorf("page contains %q", bad)
-			}
-		}
-		for _, m := range regexp.MustCompile(`(?:href="|url\()([^")]*)`).FindAllStringSubmatch(page, -1) {
-			if !strings.HasPrefix(m[1], "#") {
-				t.Errorf("reference %q leaves the page", m[0])
-			}
-		}
-		if n := strings.Count(page, "<script"); n != 1 {
-			t.Errorf("page has %d scripts, want the one toggle script", n)
-		}
-	})
-
-	t.Run("header", func(t *testing.T) {
-		for _, s := range []string{"<h1>switchover game day</h1>", "2026-03-14 09:30:00 UTC", "linux/amd64, 2 CPUs",
-			"switchover gameday -scenario primary-outage", "model latency and network timeouts were not", "Time compressed 30×"} {
-			if !strings.Contains(page, s) {
-				t.Errorf("page lacks %q", s)
-			}
-		}
-	})
-
-	t.Run("details", func(t *testing.T) {
-		for _, s := range []string{`<details id="s1-r1" class="run" open>`, `<details id="s1-r2" class="run">`} {
-			if !strings.Contains(page, s) {
-				t.Errorf("page lacks %q", s)
-			}
-		}
-	})
+	}
 }
 
 func TestWriteHTMLListsNotifications(t *testing.T) {
@@ -474,238 +431,6 @@ func TestWriteHTMLSize(t *testing.T) {
 		t.Errorf("page is %d bytes, want under 2 MiB", len(page))
 	}
 	t.Logf("25 runs of %d requests: %d bytes", len(samples), len(page))
-}
-
-func TestBucketRequests(t *testing.T) {
-	ok := func(end time.Duration, backend string) load.Sample {
-		return load.Sample{Start: end - 100*time.Millisecond, Latency: 100 * time.Millisecond, OK: true, Backend: backend}
-	}
-	fail := func(end time.Duration) load.Sample {
-		return load.Sample{Start: end - 100*time.Millisecond, Latency: 100 * time.Millisecond, Failure: "503"}
-	}
-	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-	samples := []load.Sample{
-		ok(ms(500), "uksouth"), ok(ms(999), "uksouth"), ok(ms(1000), "uksouth"),
-		fail(ms(1500)), fail(ms(1600)),
-		ok(ms(1700), "swedencentral"), ok(ms(2500), "swedencentral"), ok(ms(3900), "swedencentral"),
-		ok(ms(4000), "uksouth"), // at the span: last bucket
-		ok(ms(9000), "uksouth"), // past the span: last bucket
-		ok(ms(200), "zeta"),     // not a region: a series of its own
-		ok(ms(300), ""),         // no backend header
-	}
-	got := bucketRequests(samples, fixtureRegions, 4*time.Second, time.Second)
-	want := rpsBuckets{
-		Width:    time.Second,
-		Backends: []string{"uksouth", "swedencentral", "francecentral", "", "zeta"},
-		OK: [][]int{
-			{2, 1, 0, 2},
-			{0, 1, 1, 1},
-			{0, 0, 0, 0},
-			{1, 0, 0, 0},
-			{1, 0, 0, 0},
-		},
-		Failed: []int{0, 2, 0, 0},
-	}
-	if !slices.Equal(got.Backends, want.Backends) || got.Width != want.Width || !slices.Equal(got.Failed, want.Failed) ||
-		!slices.EqualFunc(got.OK, want.OK, slices.Equal) {
-		t.Errorf("bucketRequests =\n%+v\nwant\n%+v", got, want)
-	}
-}
-
-// TestBucketRequestsFailover checks on the fixture that the region that
-// took over carries traffic only after the failover, and the primary again
-// after the failback.
-func TestBucketRequestsFailover(t *testing.T) {
-	run := fixtureReport().Scenarios[0].Runs[0]
-	const w = 500 * time.Millisecond
-	b := bucketRequests(run.Samples, fixtureRegions, runSpan(&run), w)
-	primary, backup := b.OK[0], b.OK[1]
-	for i := range b.Failed {
-		at := time.Duration(i) * w
-		switch {
-		case at < 3500*time.Millisecond:
-			if backup[i] != 0 {
-				t.Errorf("swedencentral answered %d in bucket %v, before the failover", backup[i], at)
-			}
-		case at >= 4*time.Second && at < 6500*time.Millisecond:
-			if backup[i] == 0 || primary[i] != 0 {
-				t.Errorf("bucket %v: swedencentral %d, uksouth %d; want only swedencentral", at, backup[i], primary[i])
-			}
-		case at >= 7*time.Second && at < 10*time.Second:
-			if primary[i] == 0 || backup[i] != 0 {
-				t.Errorf("bucket %v: uksouth %d, swedencentral %d; want only uksouth after the failback", at, primary[i], backup[i])
-			}
-		}
-	}
-	total := 0
-	for _, s := range append(slices.Clone(b.OK), b.Failed) {
-		for _, c := range s {
-			total += c
-		}
-	}
-	if total != len(run.Samples) {
-		t.Errorf("buckets hold %d requests, want %d", total, len(run.Samples))
-	}
-}
-
-func TestBucketWidth(t *testing.T) {
-	for _, tc := range []struct {
-		span, want time.Duration
-	}{
-		{0, time.Millisecond},
-		{50 * time.Millisecond, time.Millisecond},
-		{time.Second, 10 * time.Millisecond},
-		{10 * time.Second, 100 * time.Millisecond},
-		{25 * time.Second, 250 * time.Millisecond},
-		{30 * time.Second, 250 * time.Millisecond},
-		{31 * time.Second, 500 * time.Millisecond},
-		{10 * time.Minute, 5 * time.Second},
-	} {
-		got := bucketWidth(tc.span)
-		if got != tc.want {
-			t.Errorf("bucketWidth(%v) = %v, want %v", tc.span, got, tc.want)
-		}
-		if n := (tc.span + got - 1) / got; n > maxBuckets {
-			t.Errorf("bucketWidth(%v) makes %d buckets, more than %d", tc.span, n, maxBuckets)
-		}
-	}
-}
-
-func TestBreakerSpans(t *testing.T) {
-	s := time.Second
-	for _, tc := range []struct {
-		name string
-		ts   []Transition
-		want []stateSpan
-	}{
-		{"none", nil, []stateSpan{{0, 10 * s, "closed", ""}}},
-		{"other backend only", []Transition{{At: s, Backend: "b", From: "closed", To: "open"}}, []stateSpan{{0, 10 * s, "closed", ""}}},
-		{"trip and recover, out of order", []Transition{
-			{At: 6 * s, Backend: "a", From: "half_open", To: "closed", Cause: "probe ok"},
-			{At: 2 * s, Backend: "a", From: "closed", To: "open", Cause: "failures"},
-			{At: 5 * s, Backend: "a", From: "open", To: "half_open", Cause: "trip ended"},
-		}, []stateSpan{{0, 2 * s, "closed", ""}, {2 * s, 5 * s, "open", "failures"}, {5 * s, 6 * s, "half_open", "trip ended"}, {6 * s, 10 * s, "closed", "probe ok"}}},
-		{"open at the start", []Transition{{At: 0, Backend: "a", From: "closed", To: "open"}},
-			[]stateSpan{{0, 10 * s, "open", ""}}},
-		{"starts in From", []Transition{{At: 4 * s, Backend: "a", From: "open", To: "half_open"}},
-			[]stateSpan{{0, 4 * s, "open", ""}, {4 * s, 10 * s, "half_open", ""}}},
-		{"after the span", []Transition{{At: 12 * s, Backend: "a", From: "closed", To: "open"}},
-			[]stateSpan{{0, 10 * s, "closed", ""}}},
-		{"same instant", []Transition{{At: 3 * s, Backend: "a", From: "closed", To: "open"}, {At: 3 * s, Backend: "a", From: "open", To: "half_open"}},
-			[]stateSpan{{0, 3 * s, "closed", ""}, {3 * s, 10 * s, "half_open", ""}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := breakerSpans(tc.ts, "a", 10*s)
-			if !slices.Equal(got, tc.want) {
-				t.Errorf("breakerSpans =\n%v\nwant\n%v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestThinSamples(t *testing.T) {
-	var s []load.Sample
-	for i := range 10000 {
-		s = append(s, load.Sample{Start: time.Duration(9999-i) * time.Millisecond})
-	}
-	got := thinSamples(s, 2500)
-	if len(got) != 2500 {
-		t.Fatalf("got %d samples, want 2500", len(got))
-	}
-	for i, x := range got {
-		if want := time.Duration(4*i) * time.Millisecond; x.Start != want {
-			t.Fatalf("sample %d starts at %v, want %v (every 4th, in start order)", i, x.Start, want)
-		}
-	}
-	if got := thinSamples(s[:100], 2500); len(got) != 100 || got[0].Start != 9900*time.Millisecond {
-		t.Errorf("thinSamples of 100 = %d samples from %v, want all 100 sorted", len(got), got[0].Start)
-	}
-}
-
-func TestFormatDuration(t *testing.T) {
-	for _, tc := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{-1, "never"},
-		{0, "0 ms"},
-		{850 * time.Microsecond, "850 µs"},
-		{999_600 * time.Nanosecond, "1.0 ms"},
-		{3400 * time.Microsecond, "3.4 ms"},
-		{9960 * time.Microsecond, "10 ms"},
-		{340 * time.Millisecond, "340 ms"},
-		{999_600 * time.Microsecond, "1.0 s"},
-		{1234 * time.Millisecond, "1.2 s"},
-		{12345 * time.Millisecond, "12.3 s"},
-		{125 * time.Second, "125 s"},
-	} {
-		if got := formatDuration(tc.d); got != tc.want {
-			t.Errorf("formatDuration(%v) = %q, want %q", tc.d, got, tc.want)
-		}
-	}
-}
-
-func TestFormatPercent(t *testing.T) {
-	for _, tc := range []struct {
-		rate float64
-		want string
-	}{
-		{1, "100%"},
-		{0, "0%"},
-		{0.95, "95.0%"},
-		{0.7, "70.0%"},
-		{0.12345, "12.3%"},
-		{0.9996, "99.96%"},
-		{0.99999, ">99.99%"},
-		{0.0004, "0.04%"},
-		{0.000001, "<0.01%"},
-	} {
-		if got := formatPercent(tc.rate); got != tc.want {
-			t.Errorf("formatPercent(%v) = %q, want %q", tc.rate, got, tc.want)
-		}
-	}
-}
-
-func TestFormatCount(t *testing.T) {
-	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 600000: "600,000", 1234567: "1,234,567", -4500: "-4,500"} {
-		if got := formatCount(n); got != want {
-			t.Errorf("formatCount(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
-func TestTicks(t *testing.T) {
-	labels := func(ts []tick) []string {
-		var out []string
-		for _, t := range ts {
-			out = append(out, t.label)
-		}
-		return out
-	}
-	if got, want := labels(linearTicks(0, 10.23, 10, trimFloat)), []string{"0", "2", "4", "6", "8", "10"}; !slices.Equal(got, want) {
-		t.Errorf("linearTicks(0, 10.23) = %v, want %v", got, want)
-	}
-	if got, want := labels(linearTicks(0, 0.7, 7, trimFloat)), []string{"0", "0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"}; !slices.Equal(got, want) {
-		t.Errorf("linearTicks(0, 0.7) = %v, want %v", got, want)
-	}
-	if got, want := labels(logTicks(0.1, 100, formatMillis)), []string{"0.1 ms", "0.2 ms", "0.5 ms", "1 ms", "2 ms", "5 ms", "10 ms", "20 ms", "50 ms", "100 ms"}; !slices.Equal(got, want) {
-		t.Errorf("logTicks(0.1, 100) = %v, want %v", got, want)
-	}
-	if got, want := labels(logTicks(1, 100000, formatMillis)), []string{"1 ms", "10 ms", "100 ms", "1 s", "10 s", "100 s"}; !slices.Equal(got, want) {
-		t.Errorf("logTicks(1, 1e5) = %v, want %v", got, want)
-	}
-}
-
-func TestSVGPlotEscapes(t *testing.T) {
-	p := newSVGPlot(100, 50, margins{}, `a"b`, "<&>")
-	p.text(1, 2, "x<y & \"z\"\x01", "data-x", `'"<`)
-	n := parseXML(t, string(p.html()))
-	if n.attr["aria-label"] != "<&>" || n.attr["class"] != `a"b` {
-		t.Errorf("attributes = %v", n.attr)
-	}
-	if txt := n.children[0]; txt.text != `x<y & "z"` || txt.attr["data-x"] != `'"<` {
-		t.Errorf("text = %q, attrs %v", txt.text, txt.attr)
-	}
 }
 
 func BenchmarkWriteHTML(b *testing.B) {
