@@ -194,16 +194,6 @@ func (e *Engine) Close() {
 	}
 }
 
-// Discard retires the breakers e made that prev does not share, for an
-// engine built and then not put in force.
-func (e *Engine) Discard(prev *Engine) {
-	for name, b := range e.Backends {
-		if prev == nil || prev.Backends[name] != b {
-			retire(b)
-		}
-	}
-}
-
 // Pool returns the pool a caller reaches by model name (a pool's name or
 // one of its aliases), or nil.
 func (e *Engine) Pool(model string) *route.Pool {

@@ -21,6 +21,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
 )
 
 // fakeCred issues numbered tokens valid for ttl from clk's now; block, if
@@ -214,17 +215,10 @@ func TestManagedIdentityAgainstLocalEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	s2.Token(context.Background()) // starts the refresh
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, func() bool {
 		tok, _ := s2.Token(context.Background())
-		if tok != first {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("token %q never refreshed (%d requests)", first, hits.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return tok != first
+	}, func() string { return fmt.Sprintf("token %q never refreshed (%d requests)", first, hits.Load()) })
 }
 
 // fakeAAD is a local Entra ID token endpoint over TLS: the tenant's

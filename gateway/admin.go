@@ -89,7 +89,7 @@ type MemberStatus struct {
 func (g *Gateway) Status() Status {
 	st := g.state.Load()
 	now := g.now()
-	s := Status{At: now, Path: g.opts.Path, Events: g.events.list()}
+	s := Status{At: now, Path: g.opts.Path, Events: g.notes.events.list()}
 	var fleetEvents []Event
 	if s.Fleet, fleetEvents = g.fleetStatus(); fleetEvents != nil {
 		s.Events = mergeEvents(fleetEvents, s.Events, s.Fleet.Replica)
@@ -97,7 +97,7 @@ func (g *Gateway) Status() Status {
 	s.Store = g.storeStatus()
 	g.mu.Lock()
 	probes := map[string]ProbeStatus{}
-	for name, p := range g.probes {
+	for name, p := range g.probes.byBackend {
 		probes[name] = p.snapshot()
 	}
 	overrides := map[memberKey]bool{}
@@ -108,8 +108,8 @@ func (g *Gateway) Status() Status {
 	counts, firstByte := g.attemptCounts()
 	for _, pc := range st.Config.Pools {
 		ps := PoolStatus{Name: pc.Name, Aliases: pc.Aliases, Active: []string{}}
-		if g.tracker != nil {
-			if set, since := g.tracker.Active(pc.Name); set != nil {
+		if g.notes.tracker != nil {
+			if set, since := g.notes.tracker.Active(pc.Name); set != nil {
 				ps.Active, ps.ActiveSince = set, since
 			}
 		}
@@ -162,8 +162,8 @@ func (g *Gateway) admin(action, pool, backend, detail, from, who string) {
 	g.Logger.Warn("admin action", "action", action, "pool", pool, "backend", backend, "detail", detail)
 	g.Metrics.Admin(action)
 	g.addEvent(Event{At: g.now(), Kind: "admin:" + action, Pool: pool, Backend: backend, Detail: detail}, from == "")
-	if g.tracker != nil && from == "" {
-		g.tracker.Send(notify.Notification{Kind: "admin", Pool: pool, Reason: "manual: " + detail, At: g.now(),
+	if g.notes.tracker != nil && from == "" {
+		g.notes.tracker.Send(notify.Notification{Kind: "admin", Pool: pool, Reason: "manual: " + detail, At: g.now(),
 			Text: fmt.Sprintf("switchover: an operator %s (%s).", detail, g.now().UTC().Format(time.RFC3339))})
 	}
 }
@@ -227,9 +227,7 @@ func (g *Gateway) actAs(a fleet.Action, who string) error {
 		return err
 	}
 	a.By = who
-	if g.fleet != nil {
-		g.fleet.Act(a)
-	}
+	g.fleet.act(a)
 	return nil
 }
 
@@ -281,11 +279,11 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 				return nil
 			}
 			g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open", from, who)
-			g.operatorHold.Store(backend, true)
+			g.probes.held.Store(backend, true)
 			b.Breaker.Force(breaker.Open, a.Until, breaker.KindManual, "manual: forced open by an operator")
 			return nil
 		}
-		g.operatorHold.Delete(backend)
+		g.probes.held.Delete(backend)
 		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from, who)
 		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "manual: forced closed by an operator")
 		return nil
@@ -358,7 +356,7 @@ func (g *Gateway) AdminHandler() http.Handler {
 func (g *Gateway) adminHandler() (http.Handler, func()) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.Status()) })
-	mux.HandleFunc("GET /admin/events", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.events.list()) })
+	mux.HandleFunc("GET /admin/events", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.notes.events.list()) })
 	mux.HandleFunc("POST /admin/backends/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
 		g.answer(w, g.Drain(r.PathValue("name")))
 	})

@@ -19,13 +19,17 @@ func (g *Gateway) build(cfg *config.Config, old *engine.Engine) (*engine.Engine,
 // and transition handler, the operators' overrides and, with a fleet, the
 // failures counted and the quota figures shared across replicas.
 func (g *Gateway) deps() engine.Deps {
-	d := engine.Deps{Clock: g.opts.Clock, Observer: g.observer, OnTransition: g.onTransition, Entra: g.entra, Override: g.override}
+	obs := multiObserver{g.Metrics, route.ObserverFunc(g.observe), g.tracer}
+	if g.opts.Observer != nil {
+		obs = append(obs, g.opts.Observer)
+	}
+	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override}
 	if f := g.fleet; f != nil {
 		d.OnFailure = func(backend string) func(breaker.Outcome, time.Time) {
 			return func(o breaker.Outcome, at time.Time) { f.Failure(backend, o, at) }
 		}
 		d.Quota = func(backend string, q *route.LocalQuota) route.Quota {
-			return &fleetQuota{LocalQuota: q, backend: backend, fleet: f}
+			return &fleetQuota{LocalQuota: q, backend: backend, fleet: f.Replica}
 		}
 	}
 	return d
@@ -53,13 +57,13 @@ func (g *Gateway) publish(e *engine.Engine, reason string) {
 	e.Replace()
 	for _, name := range e.Reload.Renewed {
 		g.Metrics.RemoveBackend(name)
-		g.seqs.Forget(name)
+		g.notes.seqs.Forget(name)
 	}
 	g.state.Store(e)
 	g.Handler.Update(e.Routes)
 	for _, name := range e.Reload.Removed {
 		g.Metrics.RemoveBackend(name)
-		g.seqs.Forget(name)
+		g.notes.seqs.Forget(name)
 	}
 	for _, name := range e.Reload.RemovedPools {
 		g.Metrics.RemovePool(name)

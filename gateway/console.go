@@ -24,7 +24,7 @@ type LatencyBucket struct {
 // newConsole is the web console of this gateway, sampling its status
 // until the gateway closes.
 func (g *Gateway) newConsole() *console.Console {
-	return console.New(g.bg, consoleGateway{g}, console.Options{Logger: g.Logger})
+	return console.New(g.life.bg, consoleGateway{g}, console.Options{Logger: g.Logger})
 }
 
 // consoleGateway is the gateway as the console sees it.

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -139,8 +141,7 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 		}
 	}
 	// The status has the figures the overview shows.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, func() bool {
 		var attempts uint64
 		for _, p := range e.g.Status().Pools {
 			for _, m := range p.Members {
@@ -150,14 +151,8 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 				}
 			}
 		}
-		if attempts > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no attempts counted in the status")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
-	}
+		return attempts > 0
+	}, func() string { return "no attempts counted in the status" })
 	// The config page: secrets redacted, and what a reload would change.
 	path := e.g.Status().Path
 	data, err := os.ReadFile(path)
@@ -203,20 +198,14 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a request with the store key: %d", resp.StatusCode)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		_, page, _ := c.do("GET", "/console/keys", nil, "")
+	var page string
+	poll.Until(t, 10*time.Second, func() bool {
+		_, page, _ = c.do("GET", "/console/keys", nil, "")
 		if strings.Contains(page, secret) || strings.Contains(page, consoleAPIKey) {
 			t.Fatal("the keys page shows a secret")
 		}
-		if strings.Contains(page, k.ID) && strings.Contains(page, "research-bot") && strings.Contains(page, "research") && !strings.Contains(page, "No store configured") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the keys page lacks the key %s:\n%s", k.ID, page)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, with a deadline
-	}
+		return strings.Contains(page, k.ID) && strings.Contains(page, "research-bot") && strings.Contains(page, "research") && !strings.Contains(page, "No store configured")
+	}, func() string { return fmt.Sprintf("the keys page lacks the key %s:\n%s", k.ID, page) })
 }
 
 // TestConsoleStreamsEndAtShutdown checks that an open console stream does

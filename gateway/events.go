@@ -117,9 +117,9 @@ func (g *Gateway) updatePool(st *engine.Engine, pool, reason string) {
 		names = append(names, m.Backend.Name)
 	}
 	active := map[string]bool{}
-	if g.tracker != nil {
-		g.tracker.Update(pool, members, reason, now)
-		set, _ := g.tracker.Active(pool)
+	if g.notes.tracker != nil {
+		g.notes.tracker.Update(pool, members, reason, now)
+		set, _ := g.notes.tracker.Active(pool)
 		for _, b := range set {
 			active[b] = true
 		}

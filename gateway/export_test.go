@@ -12,4 +12,4 @@ func (g *Gateway) DrainAs(backend, who string) error {
 }
 
 // LocalEvents is this replica's own event history, without the fleet's.
-func (g *Gateway) LocalEvents() []Event { return g.events.list() }
+func (g *Gateway) LocalEvents() []Event { return g.notes.events.list() }

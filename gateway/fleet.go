@@ -10,14 +10,15 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/fleet/redisstore"
+	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/route"
 )
 
 // joinFleet makes the gateway a replica of the fleet the configuration's
 // state block (or Options.Store) names, before its backends are built
 // (their quotas and breakers report to it); without either it keeps
-// everything in the process. runFleet starts it once the backends are in
-// force.
+// everything in the process. fleetMember.run starts it once the backends
+// are in force.
 func (g *Gateway) joinFleet(cfg *config.Config) error {
 	store := g.opts.Store
 	sc := cfg.State
@@ -47,33 +48,101 @@ func (g *Gateway) joinFleet(cfg *config.Config) error {
 		store.Close()
 		return err
 	}
-	g.fleet, g.fleetStore = r, store
+	g.fleet = &fleetMember{Replica: r, store: store}
 	g.Metrics.FleetStore(true)
 	return nil
 }
 
-// runFleet starts the replica's work with the store.
-func (g *Gateway) runFleet() {
-	if g.fleet == nil {
+// fleetMember is the gateway's membership of a fleet: its replica, the
+// store they share, and the end of the replica's work.
+type fleetMember struct {
+	*fleet.Replica
+	store fleet.Store
+	// done is closed when the replica's work (Run) has ended; nil until
+	// it starts.
+	done chan struct{}
+}
+
+// What the gateway tells its fleet. A gateway alone has a nil
+// *fleetMember, on which each of these does what a fleet of one would:
+// nothing to share, every notification its own.
+
+// run starts the replica's work with the store, until ctx ends.
+func (f *fleetMember) run(ctx context.Context) {
+	if f == nil {
 		return
 	}
-	g.fleetDone = make(chan struct{})
+	f.done = make(chan struct{})
 	go func() {
-		defer close(g.fleetDone)
-		g.fleet.Run(g.bg)
+		defer close(f.done)
+		f.Run(ctx)
 	}()
 }
 
-// stopFleet leaves the fleet: the replica's goroutines end, and the
-// store's connections close.
-func (g *Gateway) stopFleet() {
-	if g.fleet == nil {
+// stop leaves the fleet: waits for the replica's work to end (its
+// context must be done), and closes the store's connections.
+func (f *fleetMember) stop() {
+	if f == nil {
 		return
 	}
-	if g.fleetDone != nil {
-		<-g.fleetDone
+	if f.done != nil {
+		<-f.done
 	}
-	g.fleetStore.Close()
+	f.store.Close()
+}
+
+// act hands an operator's action to the other replicas.
+func (f *fleetMember) act(a fleet.Action) {
+	if f != nil {
+		f.Act(a)
+	}
+}
+
+// transition publishes a breaker transition decided here.
+func (f *fleetMember) transition(t breaker.Transition) {
+	if f != nil {
+		f.Transition(t)
+	}
+}
+
+// failover counts a failover of pool for the fleet's storm alert.
+func (f *fleetMember) failover(pool string) {
+	if f != nil {
+		f.Failover(pool)
+	}
+}
+
+// record adds an event that happened here to the fleet's history.
+func (f *fleetMember) record(e Event) {
+	if f != nil {
+		f.Record(fleet.Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail})
+	}
+}
+
+// sends reports whether this replica sends n: the changes of a pool's
+// active set are sent by the replica that holds the notification lease;
+// an operator's action and a budget's alert by the replica where they
+// happened (a budget's after its own lease, see leaseOnce).
+func (f *fleetMember) sends(n notify.Notification) bool {
+	return f == nil || n.Kind == notify.KindAdmin || n.Kind == notify.KindBudget || f.Leader()
+}
+
+// probedElsewhere reports whether another replica probes backend's trip.
+func (f *fleetMember) probedElsewhere(backend string) bool {
+	return f != nil && f.ProbedElsewhere(backend)
+}
+
+// leaseOnce reports whether this replica is the one to act once for the
+// fleet on key (it took the lease, for ttl); true when alone, and when
+// the store does not answer in time (better twice than never).
+func (f *fleetMember) leaseOnce(ctx context.Context, key string, ttl time.Duration) bool {
+	if f == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	mine, err := f.store.Acquire(ctx, key, f.ID(), ttl)
+	return err != nil || mine
 }
 
 // fleetHost is the gateway as the fleet's replica sees it.
@@ -99,9 +168,9 @@ func (h fleetHost) Quota(backend string) *route.LocalQuota {
 func (h fleetHost) Apply(a fleet.Action) error { return h.g.applyAs(a, a.Replica, a.By) }
 
 func (h fleetHost) Failovers(pool string, n int, at time.Time) {
-	if h.g.tracker != nil {
+	if h.g.notes.tracker != nil {
 		for range min(n, 10000) {
-			h.g.tracker.Failover(pool, at)
+			h.g.notes.tracker.Failover(pool, at)
 		}
 	}
 }
@@ -147,9 +216,9 @@ func (q *fleetQuota) Observe(now, sent time.Time, status int, h http.Header) {
 // it to the fleet's too (an event that happened here, not one applied
 // from another replica).
 func (g *Gateway) addEvent(e Event, shared bool) {
-	g.events.add(e)
-	if shared && g.fleet != nil {
-		g.fleet.Record(fleet.Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail})
+	g.notes.events.add(e)
+	if shared {
+		g.fleet.record(e)
 	}
 }
 

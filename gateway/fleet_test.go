@@ -14,6 +14,7 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/fleet/redisstore"
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/internal/redistest"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/route"
@@ -163,13 +164,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // fails.
 func eventuallyWhy(t *testing.T, what string, cond func() bool, why func() string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s %s", what, why())
-		}
-		time.Sleep(5 * time.Millisecond) // a poll of a condition, not a wait standing for one
-	}
+	poll.Until(t, 10*time.Second, cond, func() string { return what + " " + why() })
 }
 
 // describe is every replica's uksouth breaker and transitions, for a

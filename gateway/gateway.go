@@ -93,53 +93,72 @@ type Gateway struct {
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
 
-	opts     Options
-	entra    *entra.Registry
-	observer route.Observer
-	tracer   *tracing
+	opts   Options
+	tracer *tracing
+	// state is the engine in force; mu serialises its changes: reloads
+	// and admin actions.
+	state atomic.Pointer[engine.Engine]
+	mu    sync.Mutex
+	// overrides are operators' changes to members, kept across reloads
+	// until reset. Guarded by mu.
+	overrides map[memberKey]override
+	// notes is what the gateway tells: notifications, the history,
+	// the order of transitions.
+	notes notices
+	// probes are the backends' health probes.
+	probes probing
+	// fileSum is the hash of the configuration file last loaded.
+	fileSum atomic.Pointer[[32]byte]
+	// logs is the log's buffered output when the gateway made its own.
+	logs logOutput
+	life lifecycle
+	// fleet is this gateway's membership of a fleet of replicas sharing
+	// state; nil when it keeps everything in the process.
+	fleet *fleetMember
+	// ten is the keys, limits and usage store.
+	ten *tenancy
+}
+
+// notices is what the gateway tells of what happens: notifications (the
+// tracker decides, the dispatcher delivers), the recent history, and the
+// order of breaker transitions for the active sets.
+type notices struct {
 	tracker  *notify.Tracker
 	notifier *notify.Dispatcher
 	events   *history
-	// seqs orders breaker transitions for the active sets.
-	seqs breaker.Order
-
-	state atomic.Pointer[engine.Engine]
-	// mu serialises changes of state: reloads and admin actions.
-	mu sync.Mutex
-	// overrides are operators' changes to members, kept across reloads
-	// until reset.
-	overrides map[memberKey]override
-	probes    map[string]*prober
-	// operatorHold holds the names of backends whose breaker an operator
-	// forced open: recovery probes leave those alone.
-	operatorHold sync.Map
+	seqs     breaker.Order
 	// misconfigured holds, per backend name, when its misconfiguration
 	// was last notified.
 	misconfigured sync.Map
-	// fileSum is the hash of the configuration file last loaded.
-	fileSum atomic.Pointer[[32]byte]
+}
 
-	// draining is set once a shutdown has begun: /readyz fails from then.
-	draining atomic.Bool
-	// logOut is the log's buffered writer when the gateway made its own
-	// logger; Close writes out what it holds.
-	logOut     *asynclog.Writer
-	requestLog *proxy.RequestLog // nil when Options.Logger was given
+// probing is the backends' health probes.
+type probing struct {
+	// byBackend are the running probers; guarded by Gateway.mu.
+	byBackend map[string]*prober
+	// held holds the names of backends whose breaker an operator forced
+	// open: recovery probes leave those alone.
+	held sync.Map
+}
 
-	closeOnce sync.Once
-	closeErr  error
-	// cancel stops the background work (probes, tracker, fleet).
+// logOutput is the log's buffered writer when the gateway made its own
+// logger (Close writes out what it holds), and the request log's
+// formatter on it; both nil when Options.Logger was given.
+type logOutput struct {
+	out     *asynclog.Writer
+	request *proxy.RequestLog
+}
+
+// lifecycle is the gateway's background work and its end.
+type lifecycle struct {
+	// bg is the background work's context (probes, tracker, fleet);
+	// cancel ends it.
 	bg     context.Context
 	cancel context.CancelFunc
-
-	// fleet is this gateway's membership of a fleet of replicas sharing
-	// state; nil when it keeps everything in the process.
-	fleet      *fleet.Replica
-	fleetStore fleet.Store
-	fleetDone  chan struct{}
-
-	// ten is the keys, limits and usage store.
-	ten *tenancy
+	// draining is set once a shutdown has begun: /readyz fails from then.
+	draining  atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 type memberKey struct{ pool, backend string }
@@ -151,10 +170,10 @@ type override struct{ priority, weight int }
 // New builds a gateway from a validated configuration. Close it when done
 // (Serve does on return).
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	g := &Gateway{Metrics: metrics.New(), opts: opts, entra: opts.Entra, overrides: map[memberKey]override{},
-		probes: map[string]*prober{}, events: newHistory(200)}
-	if g.entra == nil {
-		g.entra = &entra.Registry{}
+	g := &Gateway{Metrics: metrics.New(), opts: opts, overrides: map[memberKey]override{},
+		probes: probing{byBackend: map[string]*prober{}}, notes: notices{events: newHistory(200)}}
+	if g.opts.Entra == nil {
+		g.opts.Entra = &entra.Registry{}
 	}
 	g.Logger = opts.Logger
 	if g.Logger == nil {
@@ -162,30 +181,25 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		if out == nil {
 			out = os.Stderr
 		}
-		g.logOut = asynclog.New(out, asynclog.Options{OnDrop: g.Metrics.LogLineDropped})
-		g.Logger = NewLogger(g.logOut, cfg.Log.Format, cfg.Log.Level)
+		g.logs.out = asynclog.New(out, asynclog.Options{OnDrop: g.Metrics.LogLineDropped})
+		g.Logger = NewLogger(g.logs.out, cfg.Log.Format, cfg.Log.Level)
 		// The request line, a line per request, is written by a formatter
 		// of its own, in the same format (see proxy.RequestLog).
-		g.requestLog = proxy.NewRequestLog(g.logOut, cfg.Log.Format, logLevel(cfg.Log.Level))
+		g.logs.request = proxy.NewRequestLog(g.logs.out, cfg.Log.Format, logLevel(cfg.Log.Level))
 	}
 	g.logWarnings(cfg)
-	g.bg, g.cancel = context.WithCancel(context.Background())
+	g.life.bg, g.life.cancel = context.WithCancel(context.Background())
 	var err error
 	if g.tracer, err = newTracing(cfg.Tracing, opts.Tracer); err != nil {
-		if g.logOut != nil {
-			g.logOut.Close()
+		if g.logs.out != nil {
+			g.logs.out.Close()
 		}
 		return nil, err
 	}
 	g.startNotifications(cfg)
-	obs := multiObserver{g.Metrics, route.ObserverFunc(g.observe), g.tracer}
-	if opts.Observer != nil {
-		obs = append(obs, opts.Observer)
-	}
-	g.observer = obs
 	g.Handler = &proxy.Handler{
 		Logger:          g.Logger,
-		RequestLog:      g.requestLog,
+		RequestLog:      g.logs.request,
 		Recorder:        g.Metrics,
 		Spender:         g,
 		Refusals:        g.Metrics,
@@ -202,7 +216,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.Close(context.Background())
 		return nil, err
 	}
-	if err := g.startTenancy(g.bg, cfg); err != nil {
+	if err := g.startTenancy(g.life.bg, cfg); err != nil {
 		g.Close(context.Background())
 		return nil, err
 	}
@@ -212,7 +226,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.publish(st, "configuration loaded")
-	g.runFleet()
+	g.fleet.run(g.life.bg)
 	g.runTenancy()
 	if opts.Path != "" {
 		if data, err := os.ReadFile(opts.Path); err == nil {
@@ -252,7 +266,7 @@ func (g *Gateway) now() time.Time {
 // not update the pools' active sets, so a stale cause never explains a
 // change.
 func (g *Gateway) onTransition(t breaker.Transition) {
-	fresh := g.seqs.Fresh(t)
+	fresh := g.notes.seqs.Fresh(t)
 	level := slog.LevelInfo
 	attrs := []slog.Attr{
 		slog.String("backend", t.Name),
@@ -272,9 +286,7 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	g.Metrics.Transition(t)
 	g.addEvent(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause}, !t.Adopted)
 	if fresh {
-		if g.fleet != nil {
-			g.fleet.Transition(t)
-		}
+		g.fleet.transition(t)
 		g.updateActive(t.Name, reasonOf(t))
 	}
 	if g.opts.OnTransition != nil {
@@ -287,12 +299,10 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 func (g *Gateway) observe(e route.Event) {
 	switch e.Kind {
 	case route.EventFailover:
-		if g.tracker != nil {
-			g.tracker.Failover(e.Pool, g.now())
+		if g.notes.tracker != nil {
+			g.notes.tracker.Failover(e.Pool, g.now())
 		}
-		if g.fleet != nil {
-			g.fleet.Failover(e.Pool)
-		}
+		g.fleet.failover(e.Pool)
 	case route.EventModel:
 		g.observeModel(e)
 	case route.EventMisconfigured:
@@ -321,14 +331,14 @@ func (g *Gateway) observeMisconfigured(e route.Event) {
 	a := e.Attempt
 	g.Logger.Error("backend misconfigured: benched, requests fail over", "backend", e.Backend.Name, "pool", e.Pool, "status", a.Status, "message", a.Message)
 	now := g.now()
-	if last, ok := g.misconfigured.Load(e.Backend.Name); ok && now.Sub(last.(time.Time)) < misconfiguredEvery {
+	if last, ok := g.notes.misconfigured.Load(e.Backend.Name); ok && now.Sub(last.(time.Time)) < misconfiguredEvery {
 		return
 	}
-	g.misconfigured.Store(e.Backend.Name, now)
+	g.notes.misconfigured.Store(e.Backend.Name, now)
 	detail := fmt.Sprintf("backend %s answered %d: %s", e.Backend.Name, a.Status, a.Message)
 	g.addEvent(Event{At: now, Kind: "misconfigured", Pool: e.Pool, Backend: e.Backend.Name, Detail: detail}, true)
-	if g.tracker != nil {
-		g.tracker.Send(notify.Notification{Kind: notify.KindMisconfigured, Pool: e.Pool, Reason: detail, At: now,
+	if g.notes.tracker != nil {
+		g.notes.tracker.Send(notify.Notification{Kind: notify.KindMisconfigured, Pool: e.Pool, Reason: detail, At: now,
 			Text: fmt.Sprintf("switchover: backend %s of pool %s is misconfigured: it answered %d (%s). Its key or deployment is wrong; it is benched and its requests go to the other members until it answers again (%s).",
 				e.Backend.Name, e.Pool, a.Status, a.Message, now.UTC().Format(time.RFC3339))})
 	}
@@ -466,7 +476,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 	}
 	clk := clock.Or(g.opts.Clock)
 	s := g.Config().Server
-	g.draining.Store(true)
+	g.life.draining.Store(true)
 	if d := drainDelay(s); d > 0 && serveErr == nil {
 		g.Logger.Info("draining: /readyz fails while requests are still served", "drain_delay", d)
 		srv.SetKeepAlivesEnabled(false)
@@ -564,16 +574,16 @@ func boolInt(b bool) int {
 // writes out the buffered log.
 // Later calls return the first call's result.
 func (g *Gateway) Close(ctx context.Context) error {
-	g.closeOnce.Do(func() { g.closeErr = g.close(ctx) })
-	return g.closeErr
+	g.life.closeOnce.Do(func() { g.life.closeErr = g.close(ctx) })
+	return g.life.closeErr
 }
 
 func (g *Gateway) close(ctx context.Context) error {
-	g.cancel()
+	g.life.cancel()
 	g.mu.Lock()
-	for name, p := range g.probes {
+	for name, p := range g.probes.byBackend {
 		p.stop()
-		delete(g.probes, name)
+		delete(g.probes.byBackend, name)
 	}
 	// No breaker timer may log, count or notify after Close.
 	if st := g.state.Load(); st != nil {
@@ -582,15 +592,15 @@ func (g *Gateway) close(ctx context.Context) error {
 	g.mu.Unlock()
 	var errs []error
 	errs = append(errs, g.stopTenancy(ctx))
-	g.stopFleet()
-	if g.notifier != nil {
-		errs = append(errs, g.notifier.Close(ctx))
+	g.fleet.stop()
+	if g.notes.notifier != nil {
+		errs = append(errs, g.notes.notifier.Close(ctx))
 	}
 	errs = append(errs, g.tracer.shutdown(ctx))
-	if g.logOut != nil {
+	if g.logs.out != nil {
 		// Last, so that what the shutdown logged goes out; the logger
 		// writes straight through from now on.
-		errs = append(errs, g.logOut.Close())
+		errs = append(errs, g.logs.out.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -603,7 +613,7 @@ func (g *Gateway) close(ctx context.Context) error {
 // balancer at once (PoolHealth reports that).
 func (g *Gateway) Ready() error {
 	switch {
-	case g.draining.Load():
+	case g.life.draining.Load():
 		return errors.New("draining: the gateway is shutting down")
 	case g.state.Load() == nil:
 		return errors.New("no configuration loaded")

@@ -20,6 +20,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/switchover-gw/switchover/internal/pgtest"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/pricing"
 )
@@ -158,18 +159,18 @@ func spend(t *testing.T, s ledger.Store, key string, n int64) ledger.SpendRow {
 	var row ledger.SpendRow
 	now := time.Now().UTC()
 	from := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		rows, err := s.Spend(context.Background(), ledger.SpendQuery{From: from, To: from.AddDate(0, 0, 2), Key: key})
+	var rows []ledger.SpendRow
+	var err error
+	poll.Until(t, 30*time.Second, func() bool {
+		rows, err = s.Spend(context.Background(), ledger.SpendQuery{From: from, To: from.AddDate(0, 0, 2), Key: key})
 		if err == nil && len(rows) == 1 && rows[0].Requests >= n {
 			row = rows[0]
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the store holds %+v (error %v) for key %s, want %d requests", rows, err, key, n)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the store, not waiting for a duration
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("the store holds %+v (error %v) for key %s, want %d requests", rows, err, key, n)
+	})
 	if row.Requests != n {
 		t.Fatalf("the store holds %d requests for key %s, want %d", row.Requests, key, n)
 	}

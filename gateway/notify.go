@@ -33,7 +33,7 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 		sinks = append(sinks, &notify.Exec{Command: e.Command, Timeout: e.Timeout.D(), Env: env})
 	}
 	sinks = append(sinks, g.opts.Sinks...)
-	g.notifier = notify.NewDispatcher(notify.DispatcherSettings{
+	g.notes.notifier = notify.NewDispatcher(notify.DispatcherSettings{
 		AttemptTimeout: n.Timeout.D(),
 		Attempts:       n.Attempts,
 		Logger:         g.Logger,
@@ -41,7 +41,7 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 			g.Metrics.Notification(d.Sink, string(d.Notification.Kind), d.Outcome.String())
 		}),
 	}, sinks...)
-	g.tracker = notify.NewTracker(notify.TrackerSettings{
+	g.notes.tracker = notify.NewTracker(notify.TrackerSettings{
 		Clock:          g.opts.Clock,
 		FlapWindow:     n.FlapWindow.D(),
 		StormThreshold: n.Storm.Failovers,
@@ -58,7 +58,7 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 		},
 		Notify: g.notified,
 	})
-	go g.tracker.Run(g.bg, time.Second)
+	go g.notes.tracker.Run(g.life.bg, time.Second)
 }
 
 // notified logs a notification, records it in the history and queues it
@@ -69,13 +69,13 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 // it was taken on, and a budget's by the replica that took its lease (see
 // budgetAlert).
 func (g *Gateway) notified(n notify.Notification) {
-	if g.fleet != nil && n.Kind != notify.KindAdmin && n.Kind != notify.KindBudget && !g.fleet.Leader() {
+	if !g.fleet.sends(n) {
 		g.Logger.Debug("notification left to the fleet's notifier", "kind", string(n.Kind), "pool", n.Pool)
-		g.events.add(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text + " (sent by the fleet's notifier)"})
+		g.notes.events.add(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text + " (sent by the fleet's notifier)"})
 		return
 	}
 	g.Logger.Warn("notification", "kind", string(n.Kind), "pool", n.Pool,
 		"from", strings.Join(n.From, ","), "to", strings.Join(n.To, ","), "reason", n.Reason)
 	g.addEvent(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text}, true)
-	g.notifier.Enqueue(n)
+	g.notes.notifier.Enqueue(n)
 }

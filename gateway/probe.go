@@ -55,22 +55,22 @@ func (g *Gateway) syncProbes(st *engine.Engine) {
 		}
 		want[bc.Name] = true
 		b := st.Backends[bc.Name]
-		if p, ok := g.probes[bc.Name]; ok && p.backend == b && reflect.DeepEqual(p.cfg, *bc.Probe) {
+		if p, ok := g.probes.byBackend[bc.Name]; ok && p.backend == b && reflect.DeepEqual(p.cfg, *bc.Probe) {
 			continue
 		}
-		if p, ok := g.probes[bc.Name]; ok {
+		if p, ok := g.probes.byBackend[bc.Name]; ok {
 			p.stop()
 		}
 		p := &prober{g: g, backend: b, cfg: *bc.Probe, model: probeModel(st.Config, bc.Name), done: make(chan struct{})}
 		var ctx context.Context
-		ctx, p.cancel = context.WithCancel(g.bg)
-		g.probes[bc.Name] = p
+		ctx, p.cancel = context.WithCancel(g.life.bg)
+		g.probes.byBackend[bc.Name] = p
 		go p.run(ctx)
 	}
-	for name, p := range g.probes {
+	for name, p := range g.probes.byBackend {
 		if !want[name] {
 			p.stop()
-			delete(g.probes, name)
+			delete(g.probes.byBackend, name)
 		}
 	}
 }
@@ -143,14 +143,14 @@ func (p *prober) tick(ctx context.Context) {
 	if br != nil {
 		s := br.Snapshot()
 		if s.State != breaker.Open {
-			p.g.operatorHold.Delete(p.backend.Name)
+			p.g.probes.held.Delete(p.backend.Name)
 		}
-		_, held := p.g.operatorHold.Load(p.backend.Name)
+		_, held := p.g.probes.held.Load(p.backend.Name)
 		benched := s.State == breaker.Open && !s.Throttled && !held && !p.openedByProbe()
 		// A trip that ended with no traffic leaves the breaker half-open:
 		// a probe decides it, so an idle pool fails back too.
 		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
-		if benched && p.g.fleet != nil && p.g.fleet.ProbedElsewhere(p.backend.Name) {
+		if benched && p.g.fleet.probedElsewhere(p.backend.Name) {
 			return // the replica that probes this trip checks it, and tells the fleet
 		}
 		if benched || idleHalfOpen {

@@ -63,7 +63,7 @@ pools:
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
 	g.mu.Lock()
-	p := g.probes["weu"]
+	p := g.probes.byBackend["weu"]
 	g.mu.Unlock()
 	if p == nil {
 		t.Fatal("no probe for weu")
@@ -337,7 +337,7 @@ pools:
 	}
 	t.Cleanup(func() { g.Close(context.Background()) })
 	g.mu.Lock()
-	p := g.probes["weu"]
+	p := g.probes.byBackend["weu"]
 	g.mu.Unlock()
 	// The first probe, at start, hangs until the clock moves past its 3 s.
 	<-arrived

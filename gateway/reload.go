@@ -32,8 +32,8 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 		g.Logger.Warn("a setting changed that a reload does not apply; it takes effect at the next restart", "setting", name)
 	}
 	for _, name := range st.Reload.RemovedPools {
-		if g.tracker != nil {
-			g.tracker.Forget(name)
+		if g.notes.tracker != nil {
+			g.notes.tracker.Forget(name)
 		}
 	}
 	g.publish(st, "configuration reloaded")

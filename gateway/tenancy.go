@@ -163,7 +163,7 @@ func (g *Gateway) KeysChanged() {
 	if g.ten == nil || g.ten.store == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(g.bg, 5*time.Second)
+	ctx, cancel := context.WithTimeout(g.life.bg, 5*time.Second)
 	defer cancel()
 	if err := g.ten.dir.Refresh(ctx); err != nil {
 		g.Logger.Warn("key store: refresh after a change failed", "error", err)
@@ -184,7 +184,7 @@ func (g *Gateway) runTenancy() {
 		refresh := time.NewTicker(t.refresh)
 		defer refresh.Stop()
 		var sync <-chan time.Time
-		if g.fleetStore != nil {
+		if g.fleet.store != nil {
 			tk := time.NewTicker(limitsSync)
 			defer tk.Stop()
 			sync = tk.C
@@ -192,21 +192,21 @@ func (g *Gateway) runTenancy() {
 		ex := &limitsExchange{g: g}
 		for {
 			select {
-			case <-g.bg.Done():
+			case <-g.life.bg.Done():
 				return
 			case <-refresh.C:
 			case <-t.kick:
 			case <-sync:
-				ctx, cancel := context.WithTimeout(g.bg, time.Second)
+				ctx, cancel := context.WithTimeout(g.life.bg, time.Second)
 				t.lim.Sync(ctx, ex)
 				cancel()
 				continue
 			}
 			if t.store == nil {
-				t.spend.Refresh(g.bg) // prunes old days
+				t.spend.Refresh(g.life.bg) // prunes old days
 				continue
 			}
-			ctx, cancel := context.WithTimeout(g.bg, 10*time.Second)
+			ctx, cancel := context.WithTimeout(g.life.bg, 10*time.Second)
 			g.refreshTenancy(ctx, t)
 			cancel()
 		}
@@ -269,14 +269,9 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 // replicas share state (the first to take the alert's lease sends it).
 func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	thr := strconv.FormatFloat(a.Threshold, 'f', -1, 64)
-	if g.fleetStore != nil && g.fleet != nil {
-		ctx, cancel := context.WithTimeout(g.bg, 200*time.Millisecond)
-		key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.DateOnly), thr)
-		mine, err := g.fleetStore.Acquire(ctx, key, g.fleet.ID(), 32*24*time.Hour)
-		cancel()
-		if err == nil && !mine {
-			return // another replica sent it
-		}
+	key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.DateOnly), thr)
+	if !g.fleet.leaseOnce(g.life.bg, key, 32*24*time.Hour) {
+		return // another replica sent it
 	}
 	g.Metrics.BudgetAlert(a.Subject, thr)
 	who := a.Subject + " " + a.Name
@@ -291,8 +286,8 @@ func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, a.PeriodStart.UTC().Format(time.DateOnly))
 	g.Logger.Warn("budget", "subject", a.Subject, "name", a.Name, "threshold", a.Threshold, "spent_usd", a.Spent, "budget_usd", a.Budget, "period", a.Period)
 	g.addEvent(Event{At: now, Kind: "budget", Detail: detail}, true)
-	if g.tracker != nil {
-		g.tracker.Send(notify.Notification{Kind: notify.KindBudget, Reason: detail, At: now,
+	if g.notes.tracker != nil {
+		g.notes.tracker.Send(notify.Notification{Kind: notify.KindBudget, Reason: detail, At: now,
 			Text:    fmt.Sprintf("switchover: %s (%s).", detail, now.UTC().Format(time.RFC3339)),
 			Details: map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}})
 	}
@@ -305,7 +300,7 @@ type limitsExchange struct{ g *Gateway }
 const limitsKey = "limits/"
 
 func (e *limitsExchange) Swap(ctx context.Context, mine map[string]tenant.Taken) (map[string]map[string]tenant.Taken, error) {
-	st, id := e.g.fleetStore, e.g.fleet.ID()
+	st, id := e.g.fleet.store, e.g.fleet.ID()
 	b, err := json.Marshal(mine)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/internal/poll"
 )
 
 // guard bounds a wait so that a regression fails instead of hanging the
@@ -138,13 +140,9 @@ func dispatcherGoroutines() int {
 // rather than sleeps, and gives up after guard.
 func waitGoroutines(t *testing.T, want int) {
 	t.Helper()
-	deadline := time.Now().Add(guard)
-	for n := dispatcherGoroutines(); n != want; n = dispatcherGoroutines() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d dispatcher goroutines, want %d: leak", n, want)
-		}
-		runtime.Gosched()
-	}
+	var n int
+	poll.Until(t, guard, func() bool { n = dispatcherGoroutines(); return n == want },
+		func() string { return fmt.Sprintf("%d dispatcher goroutines, want %d: leak", n, want) })
 }
 
 func closeWithin(t *testing.T, d *Dispatcher) {

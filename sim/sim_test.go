@@ -17,6 +17,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
 )
 
 // testAPIVersion is the api-version the Azure clients in tests send.
@@ -174,13 +175,7 @@ func setFaultHTTP(t *testing.T, s *Sim, name, body string) {
 // goroutines to wind down, not for asserting timing.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, 5*time.Second, cond, func() string { return "waiting for " + what })
 }
 
 // simGoroutines lists goroutines running sim code or net/http server

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"github.com/switchover-gw/switchover/internal/redistest"
-	"github.com/switchover-gw/switchover/internal/syncbuf"
-
 	"context"
 	"fmt"
 	"io"
@@ -18,6 +15,10 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+
+	"github.com/switchover-gw/switchover/internal/poll"
+	"github.com/switchover-gw/switchover/internal/redistest"
+	"github.com/switchover-gw/switchover/internal/syncbuf"
 )
 
 type syncBuffer = syncbuf.Buffer
@@ -338,17 +339,12 @@ pools:
 		code := run(t.Context(), append([]string{"status", "-admin", admins[0], "-key", "admin-key-0123456789"}, args...), &o, &e)
 		return code, o.String() + e.String()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, o := status()
-		if code == exitOK && strings.Contains(o, "fleet (this replica: gw-1; shared state store up)") && regexp.MustCompile(`(?m)^\s+gw-2\s`).MatchString(o) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the fleet is not shown:\n%s", o)
-		}
-		time.Sleep(20 * time.Millisecond) // polling the heartbeats, not standing in for one
-	}
+	var o string
+	poll.Until(t, 10*time.Second, func() bool {
+		var code int
+		code, o = status()
+		return code == exitOK && strings.Contains(o, "fleet (this replica: gw-1; shared state store up)") && regexp.MustCompile(`(?m)^\s+gw-2\s`).MatchString(o)
+	}, func() string { return "the fleet is not shown:\n" + o })
 	code, o := status("drain", "weu")
 	if code != exitOK || !regexp.MustCompile(`admin:drain\s+weu @gw-1`).MatchString(o) {
 		t.Fatalf("drain through gw-1:\n%s", o)

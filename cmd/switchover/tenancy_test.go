@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/internal/poll"
 )
 
 // TestKeysAgainstAServingGateway: the whole life of a virtual key on a
@@ -72,17 +74,10 @@ pools:
 	}
 	// The usage of the two answered requests, once the writer has stored
 	// it (within a second).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, 10*time.Second, func() bool {
 		code, o, e = cli(t, admin, "usage", "--by", "key,backend", "--format", "csv")
-		if code == exitOK && strings.Contains(o, id+",weu,2,0,200,20,") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("usage: %d\n%s\n%s", code, o, e)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the store, not waiting a duration
-	}
+		return code == exitOK && strings.Contains(o, id+",weu,2,0,200,20,")
+	}, func() string { return fmt.Sprintf("usage: %d\n%s\n%s", code, o, e) })
 	if code, o, e := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789"); code != exitOK || !strings.Contains(o, "store sqlite up; 1 keys, 0 usage records buffered, 0 dropped") ||
 		!regexp.MustCompile(`admin:key:create\s+-\s+created key `+id+` \(app-team\)`).MatchString(o) {
 		t.Fatalf("status: %d\n%s\n%s", code, o, e)
