@@ -198,14 +198,14 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a request with the store key: %d", resp.StatusCode)
 	}
-	var page string
+	var keysPage string
 	poll.Until(t, 10*time.Second, func() bool {
-		_, page, _ = c.do("GET", "/console/keys", nil, "")
-		if strings.Contains(page, secret) || strings.Contains(page, consoleAPIKey) {
+		_, keysPage, _ = c.do("GET", "/console/keys", nil, "")
+		if strings.Contains(keysPage, secret) || strings.Contains(keysPage, consoleAPIKey) {
 			t.Fatal("the keys page shows a secret")
 		}
-		return strings.Contains(page, k.ID) && strings.Contains(page, "research-bot") && strings.Contains(page, "research") && !strings.Contains(page, "No store configured")
-	}, func() string { return fmt.Sprintf("the keys page lacks the key %s:\n%s", k.ID, page) })
+		return strings.Contains(keysPage, k.ID) && strings.Contains(keysPage, "research-bot") && strings.Contains(keysPage, "research") && !strings.Contains(keysPage, "No store configured")
+	}, func() string { return fmt.Sprintf("the keys page lacks the key %s:\n%s", k.ID, keysPage) })
 }
 
 // TestConsoleStreamsEndAtShutdown checks that an open console stream does
