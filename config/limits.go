@@ -2,12 +2,13 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/switchover-gw/switchover/internal/quantity"
 )
 
 // Limits are what one key or team may use. Zero fields are unlimited.
@@ -76,32 +77,9 @@ func (c *Count) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // ParseCount reads a count: digits with an optional k (thousand) or m
-// (million) suffix, "200k", "1.5m"; never negative.
-func ParseCount(s string) (int64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	mult := 1.0
-	switch {
-	case strings.HasSuffix(t, "k"):
-		mult, t = 1e3, strings.TrimSuffix(t, "k")
-	case strings.HasSuffix(t, "m"):
-		mult, t = 1e6, strings.TrimSuffix(t, "m")
-	}
-	f, err := strconv.ParseFloat(strings.ReplaceAll(t, "_", ""), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0, fmt.Errorf("%q is not a count (write 600, 200k or 1.5m)", s)
-	}
-	f *= mult
-	if f < 0 {
-		return 0, fmt.Errorf("count %q is negative", s)
-	}
-	if f > 1e15 {
-		return 0, fmt.Errorf("count %q is too large", s)
-	}
-	if f != math.Trunc(f) {
-		return 0, fmt.Errorf("count %q is not a whole number", s)
-	}
-	return int64(f), nil
-}
+// (million) suffix, "200k", "1.5m"; never negative. It is
+// quantity.ParseCount, which the admin API shares.
+func ParseCount(s string) (int64, error) { return quantity.ParseCount(s) }
 
 // Budget is an amount in US dollars per calendar period.
 type Budget struct {
@@ -134,47 +112,19 @@ func (b *Budget) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // ParseBudget reads "50/month", "$5/day", "200/week" (also "monthly",
-// "daily", "weekly" and "mo", "d", "w").
+// "daily", "weekly" and "mo", "d", "w"), with quantity.ParseBudget, which
+// the admin API shares.
 func ParseBudget(s string) (Budget, error) {
-	amount, period, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		return Budget{}, fmt.Errorf("%q is not a budget (write an amount in US dollars and a period: 50/month, 5/day, 200/week)", s)
+	usd, period, err := quantity.ParseBudget(s)
+	if err != nil {
+		return Budget{}, err
 	}
-	f, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(amount), "$"), 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
-		return Budget{}, fmt.Errorf("budget %q: %q is not an amount above 0", s, amount)
-	}
-	if f > 1e9 {
-		return Budget{}, fmt.Errorf("budget %q is too large", s)
-	}
-	switch strings.ToLower(strings.TrimSpace(period)) {
-	case "day", "daily", "d":
-		period = "day"
-	case "week", "weekly", "w":
-		period = "week"
-	case "month", "monthly", "mo":
-		period = "month"
-	default:
-		return Budget{}, fmt.Errorf("budget %q: period %q is not day, week or month", s, period)
-	}
-	return Budget{USD: f, Period: period}, nil
+	return Budget{USD: usd, Period: period}, nil
 }
 
 // ParseAge reads a time from now: a Go duration ("36h") or days ("90d").
-func ParseAge(s string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(strings.TrimSpace(s), "d"); ok {
-		n, err := strconv.Atoi(d)
-		if err != nil || n <= 0 || n > 36500 {
-			return 0, fmt.Errorf("%q is not a number of days such as 90d", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("%q is not a time such as 90d or 36h", s)
-	}
-	return d, nil
-}
+// It is quantity.ParseAge, which the admin API shares.
+func ParseAge(s string) (time.Duration, error) { return quantity.ParseAge(s) }
 
 // validateTenancy checks keys' limits, teams and the store.
 func (c *Config) validateTenancy(poolNames map[string]bool) []Problem {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // Secrets of the test configuration: none may appear on any page.
@@ -645,7 +646,7 @@ func TestKeysWithoutStore(t *testing.T) {
 func TestKeysFromSQLite(t *testing.T) {
 	e := newEnv(t, false)
 	ctx := t.Context()
-	st, err := ledger.OpenSQLite(ctx, t.TempDir()+"/ledger.db")
+	st, err := sqlite.Open(ctx, t.TempDir()+"/ledger.db")
 	if err != nil {
 		t.Fatal(err)
 	}

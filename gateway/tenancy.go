@@ -13,6 +13,8 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+	"github.com/switchover-gw/switchover/ledger/postgres"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/tenant"
@@ -70,10 +72,10 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if sc := cfg.Store; store == nil && sc.Enabled() {
 		var err error
 		if sc.SQLite != "" {
-			store, err = ledger.OpenSQLite(ctx, sc.SQLite) // makes the file's directory
+			store, err = sqlite.Open(ctx, sc.SQLite) // makes the file's directory
 			t.kind = "sqlite"
 		} else {
-			store, err = ledger.OpenPostgres(ctx, sc.Postgres.Value())
+			store, err = postgres.Open(ctx, sc.Postgres.Value())
 			t.kind = "postgres"
 		}
 		if err != nil {

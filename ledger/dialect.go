@@ -2,24 +2,32 @@ package ledger
 
 import "strings"
 
-// dialect holds what differs between the SQL databases: little, since the
-// schema uses only types both have.
-type dialect struct {
-	// name is also the migrations folder.
-	name string
-	// dollar: placeholders are $1, $2… instead of ?.
-	dollar bool
-	// migrateLock, when set, runs first in the migration transaction so
-	// that replicas starting together migrate one at a time.
-	migrateLock string
-	// isUnique reports a unique-constraint violation.
-	isUnique func(error) bool
+// Dialect holds what differs between the SQL databases the store runs on:
+// little, since the schema uses only types both have. The driver packages
+// ledger/sqlite and ledger/postgres each define one and pass it to
+// Migrate and NewSQLStore. A Dialect is a plain value, safe for
+// concurrent use once made.
+type Dialect struct {
+	// Name is the database ("sqlite" or "postgres") and the folder of its
+	// migrations in this package. Migrate fails for any other name, as
+	// there are no migrations for it.
+	Name string
+	// Dollar: placeholders are $1, $2… instead of ?. Default false (?).
+	Dollar bool
+	// MigrateLock, when set, runs first in the migration transaction so
+	// that replicas starting together migrate one at a time. Default ""
+	// (no lock: fine for a database one process migrates).
+	MigrateLock string
+	// IsUnique reports a unique-constraint violation, which the store
+	// turns into ErrConflict. Required: the store calls it on every
+	// failed insert of a key.
+	IsUnique func(error) bool
 }
 
 // bind rewrites the ? placeholders of query for d. The queries of this
 // package have no ? inside literals.
-func (d dialect) bind(query string) string {
-	if !d.dollar {
+func (d Dialect) bind(query string) string {
+	if !d.Dollar {
 		return query
 	}
 	var b strings.Builder

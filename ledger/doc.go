@@ -4,6 +4,15 @@
 // sharing one database). Both run the same schema, migrated at open by
 // numbered, embedded migrations.
 //
+// # Layout
+//
+// This package holds the Store interface and its types, the SQL store
+// both databases share (NewSQLStore), what differs between them
+// (Dialect), the migrations (Migrate) and the Writer. It links no
+// database driver: packages that only use a Store (tenant, proxy) stay
+// free of them. The drivers live in packages of their own, which open a
+// Store: ledger/sqlite (sqlite.Open) and ledger/postgres (postgres.Open).
+//
 // # Keys
 //
 // NewKey creates a key and returns its secret once; the store keeps only

@@ -8,11 +8,7 @@ func WriterDB(s Store) *sql.DB { return s.(*sqlStore).w }
 
 // Migrations returns how many migrations the sqlite or postgres schema has.
 func Migrations(name string) int {
-	d := sqliteDialect
-	if name == "postgres" {
-		d = postgresDialect
-	}
-	ms, err := migrations(d)
+	ms, err := migrations(Dialect{Name: name})
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,8 @@ import (
 )
 
 // Migrations are numbered .sql files per dialect (0001_init.sql, …),
-// applied in order at Open, each once: the schema_migrations table records
+// applied in order by Migrate when a driver package opens a store, each
+// once: the schema_migrations table records
 // the versions applied. Never edit a released migration; add the next
 // number, for both dialects.
 //
@@ -27,8 +28,8 @@ type migration struct {
 	sql     string
 }
 
-func migrations(d dialect) ([]migration, error) {
-	dir := path.Join("migrations", d.name)
+func migrations(d Dialect) ([]migration, error) {
+	dir := path.Join("migrations", d.Name)
 	entries, err := fs.ReadDir(migrationsFS, dir)
 	if err != nil {
 		return nil, err
@@ -50,10 +51,12 @@ func migrations(d dialect) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies the migrations db lacks, in one transaction. A database
+// Migrate applies the migrations of dialect d that db lacks, in one
+// transaction, recording now as the time each was applied. A database
 // migrated by a newer switchover (a version this one does not know) is
-// refused rather than used with a schema this code may misread.
-func migrate(ctx context.Context, db *sql.DB, d dialect, now time.Time) error {
+// refused rather than used with a schema this code may misread. The
+// driver packages call it when they open a store, before NewSQLStore.
+func Migrate(ctx context.Context, db *sql.DB, d Dialect, now time.Time) error {
 	ms, err := migrations(d)
 	if err != nil {
 		return err
@@ -63,8 +66,8 @@ func migrate(ctx context.Context, db *sql.DB, d dialect, now time.Time) error {
 		return fmt.Errorf("ledger: migrate: %w", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
-	if d.migrateLock != "" {
-		if _, err := tx.ExecContext(ctx, d.migrateLock); err != nil {
+	if d.MigrateLock != "" {
+		if _, err := tx.ExecContext(ctx, d.MigrateLock); err != nil {
 			return fmt.Errorf("ledger: migrate: lock: %w", err)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/switchover-gw/switchover/internal/pgtest"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/postgres"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // TestSQLiteReopenKeepsDataAndMigratesOnce: a second Open finds the schema
@@ -18,7 +20,7 @@ import (
 func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(ctx, path)
+	s, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +29,7 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	s, err = ledger.OpenSQLite(ctx, path)
+	s, err = sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -49,7 +51,7 @@ func TestSQLiteReopenKeepsDataAndMigratesOnce(t *testing.T) {
 func TestSQLiteRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(ctx, path)
+	s, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +59,11 @@ func TestSQLiteRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	if s, err := ledger.OpenSQLite(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
+	if s, err := sqlite.Open(ctx, path); err == nil || !strings.Contains(err.Error(), "newer") {
 		if s != nil {
 			s.Close()
 		}
-		t.Fatalf("OpenSQLite on a schema from a newer switchover = %v, want a refusal", err)
+		t.Fatalf("sqlite.Open on a schema from a newer switchover = %v, want a refusal", err)
 	}
 }
 
@@ -73,7 +75,7 @@ func TestPostgresReplicasMigrateTogether(t *testing.T) {
 	errs := make([]error, 4)
 	for i := range errs {
 		wg.Go(func() {
-			s, err := ledger.OpenPostgres(context.Background(), dsn)
+			s, err := postgres.Open(context.Background(), dsn)
 			if err == nil {
 				s.Close()
 			}
@@ -103,7 +105,7 @@ func TestPostgresReplicasMigrateTogether(t *testing.T) {
 func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "ledger.db")
-	s, err := ledger.OpenSQLite(ctx, path)
+	s, err := sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		}
 	}
 	s.Close()
-	s, err = ledger.OpenSQLite(ctx, path)
+	s, err = sqlite.Open(ctx, path)
 	if err != nil {
 		t.Fatalf("opening a version 1 database: %v", err)
 	}

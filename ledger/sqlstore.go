@@ -18,10 +18,20 @@ import (
 // read).
 type sqlStore struct {
 	r, w *sql.DB
-	d    dialect
+	d    Dialect
 }
 
 var _ Store = (*sqlStore)(nil)
+
+// NewSQLStore returns the Store over database/sql in dialect d: reads go
+// through r and writes through w, which may be the same pool. The
+// database must be migrated already (see Migrate); the driver packages
+// ledger/sqlite and ledger/postgres do both. The Store owns the pools:
+// its Close closes w, and r too when it is another pool. The Store is
+// safe for concurrent use.
+func NewSQLStore(r, w *sql.DB, d Dialect) Store {
+	return &sqlStore{r: r, w: w, d: d}
+}
 
 const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
 	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms`
@@ -40,7 +50,7 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
 		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
 		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds())
-	if err != nil && s.d.isUnique(err) {
+	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
 	}
 	if err != nil {
@@ -95,7 +105,7 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 
 func (s *sqlStore) RotateKey(ctx context.Context, id, prefix string, hash []byte) error {
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET prefix = ?, hash = ? WHERE id = ?`), prefix, hash, id)
-	if err != nil && s.d.isUnique(err) {
+	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: prefix of %s: %v", ErrConflict, id, err)
 	}
 	return oneRow(res, err, "rotate key", id)

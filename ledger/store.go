@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// Store keeps keys, teams and usage. OpenSQLite and OpenPostgres return
-// the two implementations, which share one schema and behave the same
-// (the conformance suite in ledgertest runs against both). A Store is safe
-// for concurrent use.
+// Store keeps keys, teams and usage. sqlite.Open and postgres.Open (in
+// ledger/sqlite and ledger/postgres) return the two implementations,
+// which share one schema and behave the same (the conformance suite in
+// ledgertest runs against both). A Store is safe for concurrent use.
 type Store interface {
 	KeyLookup
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // fakeRecorder keeps what it is given, after failing the first fails
@@ -305,7 +306,7 @@ func (discard) RecordUsage(context.Context, []ledger.Usage) error { return nil }
 // room they are all stored, once each, and nothing was dropped.
 func TestWriterOnAFullDisk(t *testing.T) {
 	ctx := context.Background()
-	s, err := ledger.OpenSQLite(ctx, filepath.Join(t.TempDir(), "ledger.db"))
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // ledgerNow is the admin API's clock in these tests.
@@ -23,7 +24,7 @@ var ledgerNow = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // a check of the admin key, and returns its URL and the store.
 func ledgerAdmin(t *testing.T) (string, ledger.Store) {
 	t.Helper()
-	s, err := ledger.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,9 +61,10 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		q.Set(name, v)
 	}
 	groups := splitList(*by)
+	groupings := ledgerapi.Groupings()
 	for _, g := range groups {
-		if !slices.Contains(ledgerapi.Groupings, g) {
-			return usageError{fmt.Errorf("--by: %q is not one of %s", g, strings.Join(ledgerapi.Groupings, ", "))}
+		if !slices.Contains(groupings, g) {
+			return usageError{fmt.Errorf("--by: %q is not one of %s", g, strings.Join(groupings, ", "))}
 		}
 	}
 	if len(groups) > 0 {

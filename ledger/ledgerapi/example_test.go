@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // The handler on a mux of its own, over a SQLite ledger: create a key,
@@ -23,7 +24,7 @@ func ExampleHandler() {
 	dir, _ := os.MkdirTemp("", "ledgerapi")
 	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	store, err := ledger.OpenSQLite(ctx, filepath.Join(dir, "ledger.db"))
+	store, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -19,6 +19,8 @@ import (
 	"github.com/switchover-gw/switchover/internal/syncbuf"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+	"github.com/switchover-gw/switchover/ledger/postgres"
+	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // now is the handler's clock in every test: Tuesday 1 December 2026.
@@ -26,7 +28,7 @@ var now = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
 func openSQLite(t *testing.T) ledger.Store {
 	t.Helper()
-	s, err := ledger.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func eachStore(t *testing.T, f func(t *testing.T, s ledger.Store)) {
 	t.Run("sqlite", func(t *testing.T) { f(t, openSQLite(t)) })
 	t.Run("postgres", func(t *testing.T) {
 		srv := pgtest.StartServer(t)
-		s, err := ledger.OpenPostgres(context.Background(), srv.NewDatabase(t))
+		s, err := postgres.Open(context.Background(), srv.NewDatabase(t))
 		if err != nil {
 			t.Fatal(err)
 		}

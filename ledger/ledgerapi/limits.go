@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
 // count reads rpm, tpm or max_concurrent: a JSON number or a string such
-// as "200k" (see config.ParseCount).
+// as "200k" (see quantity.ParseCount).
 func count(field string, v any) (int64, error) {
 	var s string
 	switch x := v.(type) {
@@ -24,7 +24,7 @@ func count(field string, v any) (int64, error) {
 	default:
 		return 0, badField(field, "expected a number or a string such as \"200k\"")
 	}
-	n, err := config.ParseCount(s)
+	n, err := quantity.ParseCount(s)
 	if err != nil {
 		return 0, badField(field, "%v", err)
 	}
@@ -52,11 +52,11 @@ func (b *budget) apply(text, usd, period any) error {
 			b.usd, b.period = 0, ""
 			break
 		}
-		v, err := config.ParseBudget(x)
+		v, p, err := quantity.ParseBudget(x)
 		if err != nil {
 			return badField("budget", "%v", err)
 		}
-		b.usd, b.period = v.USD, v.Period
+		b.usd, b.period = v, p
 	case json.Number:
 		usd = x
 	default:
@@ -114,7 +114,7 @@ func expiry(v any, now time.Time) (time.Time, error) {
 		}
 		return t.UTC(), nil
 	}
-	d, err := config.ParseAge(s)
+	d, err := quantity.ParseAge(s)
 	if err != nil {
 		return time.Time{}, badField("expires", "%q is neither a time from now such as 90d or 36h nor an RFC 3339 time", s)
 	}

@@ -12,8 +12,13 @@ import (
 	"github.com/switchover-gw/switchover/ledger"
 )
 
-// Groupings are the values "by" takes, in ledger's SpendQuery.By.
-var Groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay}
+// groupings are the values "by" takes, in ledger's SpendQuery.By.
+var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay}
+
+// Groupings returns the values "by" takes, in ledger's SpendQuery.By, in
+// the order error messages list them. Each call returns a fresh slice,
+// which the caller may change.
+func Groupings() []string { return slices.Clone(groupings) }
 
 // Usage is the JSON answer of GET /admin/usage.
 type Usage struct {
@@ -93,8 +98,8 @@ func parseBy(v string) ([]string, error) {
 		if b == "" || slices.Contains(by, b) {
 			continue
 		}
-		if !slices.Contains(Groupings, b) {
-			return nil, badField("by", "%q is not one of %s", b, strings.Join(Groupings, ", "))
+		if !slices.Contains(groupings, b) {
+			return nil, badField("by", "%q is not one of %s", b, strings.Join(groupings, ", "))
 		}
 		by = append(by, b)
 	}

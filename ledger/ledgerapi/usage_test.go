@@ -2,11 +2,13 @@ package ledgerapi_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
 
 func at(s string) time.Time {
@@ -147,5 +149,19 @@ func TestUsageBadInput(t *testing.T) {
 		if !strings.HasPrefix(a.Error.Message, field) {
 			t.Errorf("GET /admin/usage%s: %q does not start with %s", query, a.Error.Message, field)
 		}
+	}
+}
+
+// TestGroupingsIsACopy: changing what Groupings returned does not change
+// the next answer (it was a package variable anyone could overwrite).
+func TestGroupingsIsACopy(t *testing.T) {
+	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay}
+	g := ledgerapi.Groupings()
+	if !slices.Equal(g, want) {
+		t.Fatalf("Groupings() = %v, want %v", g, want)
+	}
+	g[0] = "region"
+	if g := ledgerapi.Groupings(); !slices.Equal(g, want) {
+		t.Fatalf("after changing a returned slice, Groupings() = %v, want %v", g, want)
 	}
 }

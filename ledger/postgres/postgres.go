@@ -1,4 +1,9 @@
-package ledger
+// Package postgres opens a ledger.Store in a PostgreSQL database, for
+// several replicas sharing one store. It holds the PostgreSQL driver
+// (github.com/jackc/pgx/v5), so that only the programs that open a store
+// by configuration link it, not the packages that merely use a
+// ledger.Store.
+package postgres
 
 import (
 	"context"
@@ -9,26 +14,28 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+
+	"github.com/switchover-gw/switchover/ledger"
 )
 
-var postgresDialect = dialect{
-	name:   "postgres",
-	dollar: true,
+var dialect = ledger.Dialect{
+	Name:   "postgres",
+	Dollar: true,
 	// Any constant will do, as long as nothing else in the database uses
 	// it: "switchover ledger" in ASCII.
-	migrateLock: `SELECT pg_advisory_xact_lock(7310857318723601)`,
-	isUnique: func(err error) bool {
+	MigrateLock: `SELECT pg_advisory_xact_lock(7310857318723601)`,
+	IsUnique: func(err error) bool {
 		var e *pgconn.PgError
 		return errors.As(err, &e) && e.Code == "23505" // unique_violation
 	},
 }
 
-// OpenPostgres connects to the PostgreSQL database named by dsn (a URL,
+// Open connects to the PostgreSQL database named by dsn (a URL,
 // postgres://user:pass@host:port/db?sslmode=…, or key=value pairs) and
 // applies the migrations it lacks. Several replicas may share one
 // database: migrations take an advisory lock, so replicas starting
-// together apply them once.
-func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
+// together apply them once. The Store is safe for concurrent use.
+func Open(ctx context.Context, dsn string) (ledger.Store, error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open postgres: %w", err)
@@ -37,9 +44,9 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("ledger: open postgres: %w", err)
 	}
-	if err := migrate(ctx, db, postgresDialect, time.Now()); err != nil {
+	if err := ledger.Migrate(ctx, db, dialect, time.Now()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("ledger: open postgres: %w", err)
 	}
-	return &sqlStore{r: db, w: db, d: postgresDialect}, nil
+	return ledger.NewSQLStore(db, db, dialect), nil
 }
