@@ -24,12 +24,19 @@ const (
 	DefaultDrainDelay = 5 * time.Second
 )
 
-// DefaultBreakerStatuses are the statuses that count as failures when a
-// breaker lists none.
-var DefaultBreakerStatuses = StatusList{{429, 429}, {500, 599}}
+// DefaultBreakerStatuses returns the statuses that count as failures when
+// a breaker lists none: 429 and 500-599. Each call returns a new list, so
+// a caller may change it without changing the default.
+func DefaultBreakerStatuses() StatusList {
+	return StatusList{{429, 429}, {500, 599}}
+}
 
-// DefaultRetryOn are the statuses retried when a pool lists none.
-var DefaultRetryOn = StatusList{{429, 429}, {500, 500}, {502, 504}, {529, 529}}
+// DefaultRetryOn returns the statuses retried when a pool lists none: 429,
+// 500, 502-504 and 529. Each call returns a new list, so a caller may
+// change it without changing the default.
+func DefaultRetryOn() StatusList {
+	return StatusList{{429, 429}, {500, 500}, {502, 504}, {529, 529}}
+}
 
 // setDur sets *d, when it is 0, to fallback, and when that is 0 too, to
 // builtin.
@@ -142,7 +149,7 @@ func (br *Breaker) applyDefaults(d Breaker) {
 		br.Statuses = d.Statuses
 	}
 	if br.Statuses == nil {
-		br.Statuses = DefaultBreakerStatuses
+		br.Statuses = DefaultBreakerStatuses()
 	}
 	setDefault(&br.AcceptRetryAfter, d.AcceptRetryAfter, new(true))
 	setDefault(&br.FollowRetryAfter, d.FollowRetryAfter, new(true))
@@ -183,7 +190,7 @@ func (p *Pool) applyDefaults(storm Storm) {
 	}
 	setDefault(&p.Retry.Attempts, 3)
 	if p.Retry.On == nil {
-		p.Retry.On = DefaultRetryOn
+		p.Retry.On = DefaultRetryOn()
 	}
 	setDur(&p.Retry.Budget, 0, DefaultRetryBudget)
 	setDefault(&p.Storm.Failovers, storm.Failovers)
