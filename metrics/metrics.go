@@ -70,9 +70,13 @@ type Metrics struct {
 
 var _ route.Observer = (*Metrics)(nil)
 
-// LatencyBuckets are the classic histogram buckets, in seconds, chosen for
-// LLM calls: from a fast refusal (tens of ms) to a long completion.
-var LatencyBuckets = []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+// LatencyBuckets returns the classic histogram buckets, in seconds, chosen
+// for LLM calls: from a fast refusal (tens of ms) to a long completion.
+// Each call returns a new slice, so a caller may change it without
+// changing the buckets of any histogram.
+func LatencyBuckets() []float64 {
+	return []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+}
 
 // New returns metrics registered in a new registry, with the Go runtime and
 // process collectors.
@@ -81,7 +85,7 @@ func New() *Metrics {
 		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:                        name,
 			Help:                        help,
-			Buckets:                     LatencyBuckets,
+			Buckets:                     LatencyBuckets(),
 			NativeHistogramBucketFactor: 1.1,
 		}, labels)
 	}
