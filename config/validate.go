@@ -75,7 +75,7 @@ func (c *Config) validate() []Problem {
 		poolNames[pl.Name] = true
 	}
 	ps = append(ps, c.validatePinned(backendType, poolNames)...)
-	ps = append(ps, c.validateTenancy(poolNames)...)
+	c.validateTenancy(&ps, poolNames)
 	ps = append(ps, c.validateConsole()...)
 	c.validatePools(&ps, backendType, poolNames)
 	return ps
