@@ -74,7 +74,7 @@ func (c *Config) validate() []Problem {
 	for _, pl := range c.Pools {
 		poolNames[pl.Name] = true
 	}
-	ps = append(ps, c.validatePinned(backendType, poolNames)...)
+	c.validatePinned(&ps, backendType, poolNames)
 	c.validateTenancy(&ps, poolNames)
 	ps = append(ps, c.validateConsole()...)
 	c.validatePools(&ps, backendType, poolNames)
