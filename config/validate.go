@@ -76,7 +76,7 @@ func (c *Config) validate() []Problem {
 	}
 	c.validatePinned(&ps, backendType, poolNames)
 	c.validateTenancy(&ps, poolNames)
-	ps = append(ps, c.validateConsole()...)
+	c.validateConsole(&ps)
 	c.validatePools(&ps, backendType, poolNames)
 	return ps
 }
