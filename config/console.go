@@ -15,14 +15,10 @@ type Viewer struct {
 
 // validateConsole checks admin.viewers: each has a name and a long key,
 // and no two names or keys (admin.key included) are the same.
-func (c *Config) validateConsole() []Problem {
+func (c *Config) validateConsole(ps *Problems) {
 	a := c.Admin
 	if a == nil {
-		return nil
-	}
-	var ps []Problem
-	add := func(path, format string, args ...any) {
-		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+		return
 	}
 	names := map[string]bool{}
 	keys := map[Secret]string{}
@@ -33,24 +29,23 @@ func (c *Config) validateConsole() []Problem {
 		p := fmt.Sprintf("admin.viewers[%d]", i)
 		switch {
 		case v.Name == "":
-			add(p+".name", "a viewer needs a name (it is shown as who signed in)")
+			ps.add(p+".name", "a viewer needs a name (it is shown as who signed in)")
 		case v.Name == "admin":
-			add(p+".name", "the name admin is the admin key's; choose another")
+			ps.add(p+".name", "the name admin is the admin key's; choose another")
 		case names[v.Name]:
-			add(p+".name", "viewer name %q is used twice", v.Name)
+			ps.add(p+".name", "viewer name %q is used twice", v.Name)
 		}
 		names[v.Name] = true
 		switch {
 		case v.Key == "":
-			add(p+".key", "a viewer needs a key")
+			ps.add(p+".key", "a viewer needs a key")
 		case len(v.Key) < 16:
-			add(p+".key", "key is shorter than 16 characters; use a long random value")
+			ps.add(p+".key", "key is shorter than 16 characters; use a long random value")
 		case keys[v.Key] != "":
 			// Never the key itself: say which other entry it repeats.
-			add(p+".key", "key is the same as %s; give every viewer a key of its own", keys[v.Key])
+			ps.add(p+".key", "key is the same as %s; give every viewer a key of its own", keys[v.Key])
 		default:
 			keys[v.Key] = p + ".key"
 		}
 	}
-	return ps
 }

@@ -58,63 +58,80 @@ func PinnedPath(p string) string {
 var routedPaths = []string{"chat/completions", "completions", "embeddings", "messages", "messages/count_tokens",
 	"responses", "audio", "images", "moderations", "models", "realtime"}
 
-func (c *Config) validatePinned(backendType map[string]string, pools map[string]bool) []Problem {
-	var ps []Problem
-	add := func(path, format string, args ...any) {
-		ps = append(ps, Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
-	}
-	seen := map[string]int{}
+// validatePinned checks the pinned routes and unknown_paths. backendType
+// maps every backend's name to its type; pools holds every pool's name.
+func (c *Config) validatePinned(ps *Problems, backendType map[string]string, pools map[string]bool) {
+	seen := map[string]int{} // pinned path -> the index of its route
 	for i, r := range c.Pinned {
 		p := fmt.Sprintf("pinned[%d]", i)
-		switch {
-		case r.Backend == "" && r.Pool == "":
-			add(p, "name a backend or a pool for these paths")
-		case r.Backend != "" && r.Pool != "":
-			add(p, "name a backend or a pool, not both")
-		case r.Backend != "" && backendType[r.Backend] == "":
-			add(p+".backend", "no backend is named %q", r.Backend)
-		case r.Pool != "" && !pools[r.Pool]:
-			add(p+".pool", "no pool is named %q", r.Pool)
-		}
+		r.validateTarget(ps, p, backendType, pools)
 		if len(r.Paths) == 0 {
-			add(p+".paths", "list the API paths this route takes, such as [files, batches]")
+			ps.add(p+".paths", "list the API paths this route takes, such as [files, batches]")
 		}
 		for j, raw := range r.Paths {
 			pp := fmt.Sprintf("%s.paths[%d]", p, j)
 			path := PinnedPath(raw)
-			switch {
-			case path == "":
-				add(pp, "an empty path would take every call")
-			case strings.ContainsAny(path, "?#* "):
-				add(pp, "%q is a path prefix such as files or fine_tuning/jobs, without a query or wildcards", raw)
-			default:
-				for _, routed := range routedPaths {
-					if path == routed || strings.HasPrefix(routed, path+"/") || strings.HasPrefix(path, routed+"/") && routed != "messages" {
-						add(pp, "%q is routed by the pools (by model, with failover); pinned routes are for the paths of stored objects", raw)
-						break
-					}
-				}
-			}
+			validatePinnedPath(ps, pp, raw, path)
 			if other, dup := seen[path]; dup {
-				add(pp, "%q is already pinned by pinned[%d]", raw, other)
+				ps.add(pp, "%q is already pinned by pinned[%d]", raw, other)
 			}
 			seen[path] = i
-			anthropicPath := path == "messages/batches" || strings.HasPrefix(path, "messages/batches/")
-			if t := backendType[r.Backend]; r.Backend != "" && t != "" && (t == TypeAnthropic) != anthropicPath {
-				if anthropicPath {
-					add(pp, "messages/batches is Anthropic's API: pin it to an anthropic backend, not %s (%s)", r.Backend, t)
-				} else {
-					add(pp, "%q is an OpenAI API path: pin it to an openai, openai_compatible or azure backend, not %s (%s)", raw, r.Backend, t)
-				}
-			}
+			r.validatePathAPI(ps, pp, raw, path, backendType[r.Backend])
 		}
 	}
 	if u := c.UnknownPaths; u != nil {
 		if u.Backend == "" || backendType[u.Backend] == "" {
-			add("unknown_paths.backend", "no backend is named %q", u.Backend)
+			ps.add("unknown_paths.backend", "no backend is named %q", u.Backend)
 		} else if backendType[u.Backend] == TypeAnthropic || backendType[u.Backend] == TypeGemini {
-			add("unknown_paths.backend", "unknown paths are OpenAI API paths: name an openai, openai_compatible or azure backend, not %s", u.Backend)
+			ps.add("unknown_paths.backend", "unknown paths are OpenAI API paths: name an openai, openai_compatible or azure backend, not %s", u.Backend)
 		}
 	}
-	return ps
+}
+
+// validateTarget checks that the route at p names exactly one of a
+// backend and a pool, and that it exists.
+func (r Pinned) validateTarget(ps *Problems, p string, backendType map[string]string, pools map[string]bool) {
+	switch {
+	case r.Backend == "" && r.Pool == "":
+		ps.add(p, "name a backend or a pool for these paths")
+	case r.Backend != "" && r.Pool != "":
+		ps.add(p, "name a backend or a pool, not both")
+	case r.Backend != "" && backendType[r.Backend] == "":
+		ps.add(p+".backend", "no backend is named %q", r.Backend)
+	case r.Pool != "" && !pools[r.Pool]:
+		ps.add(p+".pool", "no pool is named %q", r.Pool)
+	}
+}
+
+// validatePinnedPath checks that path (raw as written, at pp) is a path
+// prefix that the pools do not route.
+func validatePinnedPath(ps *Problems, pp, raw, path string) {
+	switch {
+	case path == "":
+		ps.add(pp, "an empty path would take every call")
+	case strings.ContainsAny(path, "?#* "):
+		ps.add(pp, "%q is a path prefix such as files or fine_tuning/jobs, without a query or wildcards", raw)
+	default:
+		for _, routed := range routedPaths {
+			if path == routed || strings.HasPrefix(routed, path+"/") || strings.HasPrefix(path, routed+"/") && routed != "messages" {
+				ps.add(pp, "%q is routed by the pools (by model, with failover); pinned routes are for the paths of stored objects", raw)
+				break
+			}
+		}
+	}
+}
+
+// validatePathAPI checks that a path pinned to a backend (of type t, ""
+// when the route names none or an unknown one) is of that backend's API:
+// messages/batches is Anthropic's, every other path OpenAI's.
+func (r Pinned) validatePathAPI(ps *Problems, pp, raw, path, t string) {
+	anthropicPath := path == "messages/batches" || strings.HasPrefix(path, "messages/batches/")
+	if r.Backend == "" || t == "" || (t == TypeAnthropic) == anthropicPath {
+		return
+	}
+	if anthropicPath {
+		ps.add(pp, "messages/batches is Anthropic's API: pin it to an anthropic backend, not %s (%s)", r.Backend, t)
+	} else {
+		ps.add(pp, "%q is an OpenAI API path: pin it to an openai, openai_compatible or azure backend, not %s (%s)", raw, r.Backend, t)
+	}
 }

@@ -70,153 +70,28 @@ type Metrics struct {
 
 var _ route.Observer = (*Metrics)(nil)
 
-// LatencyBuckets are the classic histogram buckets, in seconds, chosen for
-// LLM calls: from a fast refusal (tens of ms) to a long completion.
-var LatencyBuckets = []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+// LatencyBuckets returns the classic histogram buckets, in seconds, chosen
+// for LLM calls: from a fast refusal (tens of ms) to a long completion.
+// Each call returns a new slice, so a caller may change it without
+// changing the buckets of any histogram.
+func LatencyBuckets() []float64 {
+	return []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+}
 
 // New returns metrics registered in a new registry, with the Go runtime and
 // process collectors.
 func New() *Metrics {
-	hist := func(name, help string, labels ...string) *prometheus.HistogramVec {
-		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:                        name,
-			Help:                        help,
-			Buckets:                     LatencyBuckets,
-			NativeHistogramBucketFactor: 1.1,
-		}, labels)
-	}
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		seqs:     map[string]uint64{},
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_requests_total",
-			Help: "Requests answered by the gateway, by pool, the backend that answered (\"none\" when none did) and status class (2xx, 4xx, 429, 5xx, or canceled when the client went away).",
-		}, []string{"pool", "backend", "code"}),
-		requestDuration: hist("switchover_request_duration_seconds",
-			"End-to-end request time, from arrival to the last byte of the response, by pool.", "pool"),
-		requestFirstByte: hist("switchover_request_first_byte_seconds",
-			"Time from arrival until the response headers went to the client (failover time included), by pool.", "pool"),
-		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_upstream_attempts_total",
-			Help: "Upstream attempts by pool, backend and result: the status class (2xx, 4xx, 429, 5xx) or the failure (first_byte_timeout, timeout, connect_error, connection_error, client_canceled).",
-		}, []string{"pool", "backend", "result"}),
-		upstreamDuration: hist("switchover_upstream_duration_seconds",
-			"Time from sending an attempt to its response headers (for streams, its first bytes) or its failure, by backend.", "backend"),
-		failovers: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_failovers_total",
-			Help: "Requests answered by a backend other than the one they would have gone to with every backend healthy: from the backend that failed or was benched, to the one that answered, and why.",
-		}, []string{"pool", "from", "to", "reason"}),
-		streamErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_upstream_stream_errors_total",
-			Help: "Response bodies that failed after their headers reached the client (a stream that broke or stalled mid-way), by backend.",
-		}, []string{"backend"}),
-		breakerState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_breaker_state",
-			Help: "Circuit breaker state per backend: 1 for the current state (closed, open, half_open), 0 for the others.",
-		}, []string{"backend", "state"}),
-		breakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_breaker_transitions_total",
-			Help: "Circuit breaker state changes per backend.",
-		}, []string{"backend", "from", "to"}),
-		backendInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_backend_info",
-			Help: "Configured backends: always 1, with the backend's region and type as labels.",
-		}, []string{"backend", "region", "type"}),
-		backendModel: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_backend_model_info",
-			Help: "The model version each backend last answered with (the response's model, or Gemini's modelVersion): 1 for the current one.",
-		}, []string{"backend", "model"}),
-		backendDrained: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_backend_drained",
-			Help: "1 while an operator has drained the backend (no new traffic), else 0.",
-		}, []string{"backend"}),
-		poolActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_pool_active_backend",
-			Help: "1 for each backend in the pool's active set (the usable members of its best usable tier), 0 for the other members.",
-		}, []string{"pool", "backend"}),
-		probeUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_probe_up",
-			Help: "Result of the backend's last health probe: 1 passed, 0 failed.",
-		}, []string{"backend"}),
-		probes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_probes_total",
-			Help: "Health probes by backend and result (ok, or the failure: a status class or first_byte_timeout, timeout, connect_error…).",
-		}, []string{"backend", "result"}),
-		probeDuration: hist("switchover_probe_duration_seconds", "Health probe latency, by backend.", "backend"),
-		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_notifications_total",
-			Help: "Notification deliveries by sink, kind (failover, failback, change, flapping, storm, admin) and result (sent, failed, dropped).",
-		}, []string{"sink", "kind", "result"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_config_reloads_total",
-			Help: "Configuration reloads by result (ok, or invalid: the old configuration stays).",
-		}, []string{"result"}),
-		adminActions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_admin_actions_total",
-			Help: "Operator actions through the admin API, by action.",
-		}, []string{"action"}),
-		misconfigured: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_backend_misconfigured_total",
-			Help: "Upstream answers that say a backend's own key or deployment is wrong (401, 403, 404), by backend and status; the backend is benched and its requests fail over.",
-		}, []string{"backend", "status"}),
-		unresponsive: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_backend_unresponsive_total",
-			Help: "Times a backend was found not answering (a call waited past its slow threshold and a health check got no answer) and was benched, its waiting calls failed over.",
-		}, []string{"backend"}),
-		quotaHeld: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_backend_quota_held_total",
-			Help: "Requests that passed a backend over because its rate-limit headers said the call would be refused (quota_aware): no call was sent to find out. By pool and backend.",
-		}, []string{"pool", "backend"}),
-		retryBudget: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_retry_budget_exhausted_total",
-			Help: "Retries refused because the pool's retry budget was spent: the request was answered with its last failure at once. By pool.",
-		}, []string{"pool"}),
-		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_hedges_total",
-			Help: "Hedged requests (pools[].hedge), by pool and result: primary (the first attempt answered first), hedge (the hedge did), neither (both failed), refused (a hedge was due but the hedge share was spent).",
-		}, []string{"pool", "result"}),
-		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_tokens_total",
-			Help: "Tokens the answers passed on said they used, by pool, backend, model (as the answer names it), gateway key and kind: prompt (cached included), completion (reasoning included), cached, reasoning.",
-		}, []string{"pool", "backend", "model", "key", "kind"}),
-		cost: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_cost_total",
-			Help: "What those tokens cost in US dollars, at the backend's configured price or the shipped list price of the model; answers of unpriced models are not counted. By pool, backend, model and gateway key.",
-		}, []string{"pool", "backend", "model", "key"}),
-		fleetUp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "switchover_fleet_store_up",
-			Help: "1 while the shared state store (state.redis) answers this replica, 0 while it does not and the replica decides alone; absent without shared state.",
-		}),
-		fleetDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "switchover_fleet_dropped_total",
-			Help: "Updates for the shared state store dropped because it was not keeping up (a slow or unreachable store): the other replicas did not hear of them.",
-		}),
-		queueLength: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "switchover_queue_length",
-			Help: "Requests waiting in the pool's queue for quota, by pool.",
-		}, []string{"pool"}),
-		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "switchover_queue_wait_seconds",
-			Help:    "How long requests waited in the pool's queue for quota, by pool (answered, refused past their deadline, or gone).",
-			Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300},
-		}, []string{"pool"}),
-		poolFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_pool_fallbacks_total",
-			Help: "Requests sent on to a fallback pool, by pool, fallback pool and cause (exhausted, context_window).",
-		}, []string{"pool", "to", "cause"}),
-		abandoned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_upstream_abandoned_total",
-			Help: "Upstream calls given up after the request was sent, to fail over (first-byte or attempt timeout, retry budget, unresponsive backend), by backend and reason. The backend may still complete and bill them.",
-		}, []string{"backend", "reason"}),
-		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "switchover_requests_refused_total",
-			Help: "Requests refused with 503 at one of the gateway's own limits, their body unread, by code: request_body_memory_full (server.max_body_memory) or too_many_concurrent_requests (server.max_concurrent_requests).",
-		}, []string{"code"}),
-		logDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "switchover_log_lines_dropped_total",
-			Help: "Log lines dropped because the log's buffer was full: its output (stderr, or what reads it) was not keeping up.",
-		}),
 	}
+	m.newRequestMetrics()
+	m.newUpstreamMetrics()
+	m.newBackendMetrics()
+	m.newProbeMetrics()
+	m.newPoolMetrics()
+	m.newOperationsMetrics()
+	m.newFleetMetrics()
 	// Series that alerts read with increase() exist from the start, so
 	// their first event is seen.
 	for _, r := range []string{"ok", "invalid"} {
@@ -225,19 +100,22 @@ func New() *Metrics {
 	for _, c := range RefusalCodes() {
 		m.refused.WithLabelValues(c)
 	}
-	m.Registry.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
-		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
-		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost,
-	)
+	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Registry.MustRegister(m.registered()...)
 	// fleetUp and fleetDropped are registered by FleetStore, once a replica
 	// shares state; switchover_store_up by StoreUp, once a store is open.
 	m.tenancy()
 	return m
+}
+
+// registered are the collectors New registers, the Go and process
+// collectors and those registered later (fleet, tenancy) aside.
+func (m *Metrics) registered() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
+		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
+		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
+		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
+		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost}
 }
 
 // Names returns the name of every metric family switchover defines (Go
@@ -246,11 +124,7 @@ func New() *Metrics {
 func (m *Metrics) Names() []string {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, c := range []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
-			m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
-			m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
-			m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
-			m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost, m.fleetUp, m.fleetDropped} {
+		for _, c := range append(m.registered(), m.fleetUp, m.fleetDropped) {
 			c.Describe(ch)
 		}
 		for _, c := range m.tenancyCollectors() {

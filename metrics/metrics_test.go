@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -135,4 +136,34 @@ func TestBreakerStateIsClosedFromRegistration(t *testing.T) {
 	wantGauge(t, m, "weu", breaker.Closed)
 	m.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open, Seq: 1})
 	wantGauge(t, m, "weu", breaker.Open)
+}
+
+// TestChangingLatencyBucketsLeavesTheHistograms is the regression test for
+// the shared buckets: LatencyBuckets was an exported variable that every
+// latency histogram used as its own bounds (Prometheus does not copy
+// them), so a caller changing it changed the buckets of every series made
+// afterwards, in every registry.
+func TestChangingLatencyBucketsLeavesTheHistograms(t *testing.T) {
+	want := []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
+	m := New()
+	LatencyBuckets()[0] = 99
+	m.Request("p", "b", 200, 10*time.Millisecond, 10*time.Millisecond)
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "switchover_request_duration_seconds" {
+			continue
+		}
+		var got []float64
+		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+			got = append(got, b.GetUpperBound())
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("buckets %v, want %v", got, want)
+		}
+		return
+	}
+	t.Fatal("no switchover_request_duration_seconds")
 }

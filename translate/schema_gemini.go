@@ -56,6 +56,9 @@ var geminiTypes = map[string]string{
 	"array": "ARRAY", "object": "OBJECT", "null": "NULL",
 }
 
+// conv converts the schema v found at at. Each keyword is converted on its
+// own, in the caller's order; then what they imply together is applied
+// (enumType, collapseAnyOf) and nullable set.
 func (c *schemaConv) conv(v any, at string) (map[string]any, error) {
 	c.budget--
 	if c.budget < 0 {
@@ -71,148 +74,215 @@ func (c *schemaConv) conv(v any, at string) (map[string]any, error) {
 	out := map[string]any{}
 	nullable := false
 	for _, k := range o.keys {
-		val := o.vals[k]
-		switch k {
-		case "type":
-			t, null, err := geminiType(val, at)
-			if err != nil {
-				return nil, err
-			}
-			if t != "" {
-				out["type"] = t
-			}
-			nullable = nullable || null
-		case "description", "title", "format", "pattern":
-			s, ok := val.(string)
-			if !ok {
-				return nil, errBadBody("openai request", schemaErr(at, k, "a string"))
-			}
-			out[k] = s
-		case "nullable":
-			b, ok := val.(bool)
-			if !ok {
-				return nil, errBadBody("openai request", schemaErr(at, k, "a boolean"))
-			}
-			nullable = nullable || b
-		case "default", "example":
-			out[k] = plain(val)
-		case "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
-			n, ok := val.(json.Number)
-			if !ok {
-				return nil, errBadBody("openai request", schemaErr(at, k, "a number"))
-			}
-			out[k] = n
-		case "required", "propertyOrdering":
-			list, ok := stringList(val)
-			if !ok {
-				return nil, errBadBody("openai request", schemaErr(at, k, "a list of strings"))
-			}
-			out[k] = list
-		case "enum", "const":
-			values := []any{val}
-			if k == "enum" {
-				if values, ok = val.([]any); !ok {
-					return nil, errBadBody("openai request", schemaErr(at, k, "a list"))
-				}
-			}
-			var strs []string
-			for _, e := range values {
-				switch e := e.(type) {
-				case string:
-					strs = append(strs, e)
-				case nil:
-					nullable = true
-				default:
-					return nil, unsupported(Gemini, "%s with a value that is not a string (at %s)", k, at)
-				}
-			}
-			out["enum"] = strs
-		case "properties":
-			props, ok := val.(*object)
-			if !ok {
-				return nil, errBadBody("openai request", schemaErr(at, k, "an object"))
-			}
-			m := map[string]any{}
-			for _, name := range props.keys {
-				s, err := c.conv(props.vals[name], at+".properties."+name)
-				if err != nil {
-					return nil, err
-				}
-				m[name] = s
-			}
-			out["properties"] = m
-			if _, given := o.get("propertyOrdering"); c.ordering && !given && len(props.keys) > 1 {
-				out["propertyOrdering"] = props.keys
-			}
-		case "items":
-			s, err := c.conv(val, at+".items")
-			if err != nil {
-				return nil, err
-			}
-			out["items"] = s
-		case "anyOf":
-			list, ok := val.([]any)
-			if !ok || len(list) == 0 {
-				return nil, errBadBody("openai request", schemaErr(at, k, "a non-empty list"))
-			}
-			var branches []map[string]any
-			for i, b := range list {
-				s, err := c.conv(b, at+".anyOf["+itoa(i)+"]")
-				if err != nil {
-					return nil, err
-				}
-				if len(s) == 1 && s["type"] == "NULL" {
-					nullable = true
-					continue
-				}
-				branches = append(branches, s)
-			}
-			out["anyOf"] = branches
-		case "additionalProperties":
-			if b, ok := val.(bool); !ok || b {
-				return nil, unsupported(Gemini, "JSON Schema additionalProperties other than false (at %s)", at)
-			}
-		case "$schema", "$id", "$comment", "$defs", "definitions", "examples", "deprecated", "readOnly", "writeOnly":
-			// annotations and definitions: nothing to constrain
-		default:
-			return nil, unsupported(Gemini, "JSON Schema keyword %q (at %s)", k, at)
+		null, err := c.keyword(out, o, k, at)
+		if err != nil {
+			return nil, err
 		}
+		nullable = nullable || null
 	}
-	// An enum or const without a type is a string enum.
-	if _, ok := out["enum"]; ok {
-		if t, typed := out["type"]; typed && t != "STRING" {
-			return nil, unsupported(Gemini, "enum of type %s (at %s)", strings.ToLower(t.(string)), at)
-		}
-		out["type"] = "STRING"
+	if err := enumType(out, at); err != nil {
+		return nil, err
 	}
-	// anyOf with a single non-null branch (Optional[X]) collapses into it.
-	if branches, ok := out["anyOf"].([]map[string]any); ok {
-		switch {
-		case len(branches) == 0:
-			delete(out, "anyOf")
-			out["type"] = "NULL"
-		case len(branches) == 1:
-			delete(out, "anyOf")
-			for k, v := range branches[0] {
-				if _, own := out[k]; !own {
-					out[k] = v
-				}
-			}
-			if b, ok := branches[0]["nullable"].(bool); ok && b {
-				nullable = true
-			}
-		default:
-			anyOf := make([]any, len(branches))
-			for i, b := range branches {
-				anyOf[i] = b
-			}
-			out["anyOf"] = anyOf
-		}
+	if collapseAnyOf(out) {
+		nullable = true
 	}
 	if nullable && out["type"] != "NULL" {
 		out["nullable"] = true
 	}
 	return out, nil
+}
+
+// keyword converts keyword k of the schema o into out, and reports
+// whether it makes the schema nullable. Keywords kept as they are go to
+// keepKeyword, which refuses the unknown ones.
+func (c *schemaConv) keyword(out map[string]any, o *object, k, at string) (bool, error) {
+	val := o.vals[k]
+	switch k {
+	case "type":
+		t, null, err := geminiType(val, at)
+		if err != nil {
+			return false, err
+		}
+		if t != "" {
+			out["type"] = t
+		}
+		return null, nil
+	case "nullable":
+		b, ok := val.(bool)
+		if !ok {
+			return false, errBadBody("openai request", schemaErr(at, k, "a boolean"))
+		}
+		return b, nil
+	case "enum", "const":
+		return geminiEnum(out, k, val, at)
+	case "properties":
+		return false, c.properties(out, o, val, at)
+	case "items":
+		s, err := c.conv(val, at+".items")
+		if err != nil {
+			return false, err
+		}
+		out["items"] = s
+	case "anyOf":
+		return c.anyOf(out, val, at)
+	case "additionalProperties":
+		if b, ok := val.(bool); !ok || b {
+			return false, unsupported(Gemini, "JSON Schema additionalProperties other than false (at %s)", at)
+		}
+	case "$schema", "$id", "$comment", "$defs", "definitions", "examples", "deprecated", "readOnly", "writeOnly":
+		// annotations and definitions: nothing to constrain
+	default:
+		return false, keepKeyword(out, k, val, at)
+	}
+	return false, nil
+}
+
+// keepKeyword copies into out a keyword Gemini takes as it is, once its
+// value has the right type; any other keyword is refused.
+func keepKeyword(out map[string]any, k string, val any, at string) error {
+	switch k {
+	case "description", "title", "format", "pattern":
+		return keepAs[string](out, k, val, at, "a string")
+	case "default", "example":
+		out[k] = plain(val)
+	case "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties":
+		return keepAs[json.Number](out, k, val, at, "a number")
+	case "required", "propertyOrdering":
+		list, ok := stringList(val)
+		if !ok {
+			return errBadBody("openai request", schemaErr(at, k, "a list of strings"))
+		}
+		out[k] = list
+	default:
+		return unsupported(Gemini, "JSON Schema keyword %q (at %s)", k, at)
+	}
+	return nil
+}
+
+// keepAs sets out[k] to val if it is a T, and otherwise says that k must
+// be want.
+func keepAs[T any](out map[string]any, k string, val any, at, want string) error {
+	v, ok := val.(T)
+	if !ok {
+		return errBadBody("openai request", schemaErr(at, k, want))
+	}
+	out[k] = v
+	return nil
+}
+
+// geminiEnum converts an enum (a list) or a const (one value) of strings
+// into out's enum; a null among them makes the schema nullable.
+func geminiEnum(out map[string]any, k string, val any, at string) (null bool, err error) {
+	values := []any{val}
+	if k == "enum" {
+		var ok bool
+		if values, ok = val.([]any); !ok {
+			return false, errBadBody("openai request", schemaErr(at, k, "a list"))
+		}
+	}
+	var strs []string
+	for _, e := range values {
+		switch e := e.(type) {
+		case string:
+			strs = append(strs, e)
+		case nil:
+			null = true
+		default:
+			return false, unsupported(Gemini, "%s with a value that is not a string (at %s)", k, at)
+		}
+	}
+	out["enum"] = strs
+	return null, nil
+}
+
+// properties converts the properties of the schema o, and with ordering
+// gives them the caller's order unless o gives its own.
+func (c *schemaConv) properties(out map[string]any, o *object, val any, at string) error {
+	props, ok := val.(*object)
+	if !ok {
+		return errBadBody("openai request", schemaErr(at, "properties", "an object"))
+	}
+	m := map[string]any{}
+	for _, name := range props.keys {
+		s, err := c.conv(props.vals[name], at+".properties."+name)
+		if err != nil {
+			return err
+		}
+		m[name] = s
+	}
+	out["properties"] = m
+	if _, given := o.get("propertyOrdering"); c.ordering && !given && len(props.keys) > 1 {
+		out["propertyOrdering"] = props.keys
+	}
+	return nil
+}
+
+// anyOf converts the branches of an anyOf into out; a {"type":"null"}
+// branch is left out and makes the schema nullable.
+func (c *schemaConv) anyOf(out map[string]any, val any, at string) (null bool, err error) {
+	list, ok := val.([]any)
+	if !ok || len(list) == 0 {
+		return false, errBadBody("openai request", schemaErr(at, "anyOf", "a non-empty list"))
+	}
+	var branches []map[string]any
+	for i, b := range list {
+		s, err := c.conv(b, at+".anyOf["+itoa(i)+"]")
+		if err != nil {
+			return false, err
+		}
+		if len(s) == 1 && s["type"] == "NULL" {
+			null = true
+			continue
+		}
+		branches = append(branches, s)
+	}
+	out["anyOf"] = branches
+	return null, nil
+}
+
+// enumType makes an enum (or const) without a type a string enum, and
+// refuses one of another type.
+func enumType(out map[string]any, at string) error {
+	if _, ok := out["enum"]; !ok {
+		return nil
+	}
+	if t, typed := out["type"]; typed && t != "STRING" {
+		return unsupported(Gemini, "enum of type %s (at %s)", strings.ToLower(t.(string)), at)
+	}
+	out["type"] = "STRING"
+	return nil
+}
+
+// collapseAnyOf rewrites out's converted anyOf: no branch left means the
+// null type, a single branch (Optional[X]) collapses into the schema,
+// several stay. It reports whether the collapsed branch was nullable.
+func collapseAnyOf(out map[string]any) (nullable bool) {
+	branches, ok := out["anyOf"].([]map[string]any)
+	if !ok {
+		return false
+	}
+	switch {
+	case len(branches) == 0:
+		delete(out, "anyOf")
+		out["type"] = "NULL"
+	case len(branches) == 1:
+		delete(out, "anyOf")
+		for k, v := range branches[0] {
+			if _, own := out[k]; !own {
+				out[k] = v
+			}
+		}
+		if b, ok := branches[0]["nullable"].(bool); ok && b {
+			return true
+		}
+	default:
+		anyOf := make([]any, len(branches))
+		for i, b := range branches {
+			anyOf[i] = b
+		}
+		out["anyOf"] = anyOf
+	}
+	return false
 }
 
 // ref inlines a local reference. Besides $ref only annotations and

@@ -1,0 +1,28 @@
+package config
+
+import "fmt"
+
+// validateKeys checks the gateway keys of the file: each has a name and a
+// long key, and no two names or keys are the same. Their limits are
+// validateTenancy's.
+func (c *Config) validateKeys(ps *Problems) {
+	names := map[string]bool{}
+	values := map[Secret]string{}
+	for i, k := range c.Keys {
+		p := fmt.Sprintf("keys[%d]", i)
+		if k.Name == "" {
+			ps.add(p+".name", "a key needs a name (it identifies the caller in logs)")
+		} else if names[k.Name] {
+			ps.add(p+".name", "key name %q is used twice", k.Name)
+		}
+		names[k.Name] = true
+		if k.Key == "" {
+			ps.add(p+".key", "empty key")
+		} else if len(k.Key) < 16 {
+			ps.add(p+".key", "key is shorter than 16 characters; use a long random value")
+		} else if other, dup := values[k.Key]; dup {
+			ps.add(p+".key", "same key as %q", other)
+		}
+		values[k.Key] = k.Name
+	}
+}

@@ -1,0 +1,95 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// validateTenancy checks keys' limits, teams and the store. pools holds
+// every pool's name.
+func (c *Config) validateTenancy(ps *Problems, pools map[string]bool) {
+	teams := c.validateTeams(ps)
+	c.validateKeyLimits(ps, pools, teams)
+	if s := c.Store; s != nil {
+		s.validate(ps)
+	}
+}
+
+// validateTeams checks that every team has a unique name and limits a
+// team may have, and returns the teams' names.
+func (c *Config) validateTeams(ps *Problems) (names map[string]bool) {
+	names = map[string]bool{}
+	for i, t := range c.Teams {
+		p := fmt.Sprintf("teams[%d]", i)
+		switch {
+		case t.Name == "":
+			ps.add(p+".name", "a team needs a name")
+		case names[t.Name]:
+			ps.add(p+".name", "team name %q is used twice", t.Name)
+		}
+		names[t.Name] = true
+		validateLimits(ps, p, t.Limits, true)
+	}
+	return names
+}
+
+// validateKeyLimits checks the file's keys against the store's names,
+// their limits, and the pools, models and team they name.
+func (c *Config) validateKeyLimits(ps *Problems, pools, teams map[string]bool) {
+	models := map[string]bool{}
+	for _, pl := range c.Pools {
+		models[pl.Name] = true
+		for _, a := range pl.Aliases {
+			models[a] = true
+		}
+	}
+	for i, k := range c.Keys {
+		p := fmt.Sprintf("keys[%d]", i)
+		if strings.HasPrefix(k.Name, "key_") {
+			ps.add(p+".name", "%q: names starting with key_ are the store's key IDs; choose another", k.Name)
+		}
+		validateLimits(ps, p, k.Limits, false)
+		for j, pl := range k.Pools {
+			if !pools[pl] {
+				ps.add(fmt.Sprintf("%s.pools[%d]", p, j), "no pool is named %q", pl)
+			}
+		}
+		for j, m := range k.Models {
+			if !models[m] {
+				ps.add(fmt.Sprintf("%s.models[%d]", p, j), "no pool is named %q or has it as an alias", m)
+			}
+		}
+		if k.Team != "" && !teams[k.Team] && !c.Store.Enabled() {
+			ps.add(p+".team", "no team is named %q (add it under teams)", k.Team)
+		}
+	}
+}
+
+// validateLimits checks the limits l of a key, or with team of a team, at
+// path p.
+func validateLimits(ps *Problems, p string, l Limits, team bool) {
+	if l.MaxConcurrent < 0 {
+		ps.add(p+".max_concurrent", "must not be negative")
+	}
+	if team && l.MaxConcurrent != 0 {
+		ps.add(p+".max_concurrent", "is a limit of keys, not teams")
+	}
+}
+
+// validate checks a store that is set: exactly one database, a buffer
+// and a refresh interval that make sense.
+func (s *Store) validate(ps *Problems) {
+	if s.SQLite != "" && s.Postgres != "" {
+		ps.add("store", "set sqlite or postgres, not both")
+	}
+	if !s.Enabled() {
+		ps.add("store", "set sqlite (a file, for one replica) or postgres (for several)")
+	}
+	if s.Buffer < 0 {
+		ps.add("store.buffer", "must not be negative")
+	}
+	if s.Refresh != 0 && s.Refresh.D() < 100*time.Millisecond {
+		ps.add("store.refresh", "%s is too often; use 1s or more", s.Refresh)
+	}
+}
