@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
