@@ -151,43 +151,17 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	}
 	trs := &transitions{}
 	sink := &notes{}
-	var url string
-	var client *http.Client
-	var stop func()
-	switch st.Mode {
-	case "gateway":
-		if opts.Gateway == nil {
-			return rr, fmt.Errorf("gameday: a gateway setup needs a gateway to start (Options.Gateway)")
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return rr, err
-		}
-		if stop, err = opts.Gateway(cfg, ln, Hooks{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}}); err != nil {
-			ln.Close()
-			return rr, err
-		}
-		url = "http://" + ln.Addr().String() + "/v1/" + sc.Load.request().Path()
-		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
-		defer client.CloseIdleConnections()
-	default:
-		// The routing engine inside the caller: the pool is the client's
-		// transport, and calls go straight to the regions. A noise load
-		// shares it, as another part of the same application would.
-		eng, err := engine.Build(cfg, nil, engine.Deps{OnTransition: trs.add})
-		if err != nil {
-			return rr, err
-		}
-		stop = eng.Close
-		url = "http://client.invalid/v1/" + sc.Load.request().Path()
-		client = &http.Client{Transport: eng.Pool("chat-prod")}
+	tg, err := startTarget(sc, st, cfg, opts.Gateway, Hooks{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}})
+	if err != nil {
+		return rr, err
 	}
 	stopped := false
 	defer func() {
 		if !stopped {
-			stop()
+			tg.stop()
 		}
 	}()
+	url, client := tg.url, tg.client
 	caller := newCaller(sc.Load, url, client, keyOf(keys, mainKey))
 	caller.WaitRetryAfter = st.WaitRetryAfter
 	if st.MaxWait > 0 {
@@ -217,25 +191,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	rr.Summary = res.Summary
 	rr.Duration = time.Since(res.Began)
 
-	up := &load.Upstream{}
-	for _, st := range s.Stats() {
-		up.Calls += st.Calls
-		up.Refused += st.Refused
-		up.Errors += st.Errors
-		up.Answered += st.Answered
-	}
-	if noise != nil {
-		rr.Noise = noiseResult(noise)
-		// The regions' counters are both loads'; the noise's share of the
-		// calls is what its answers' x-switchover-attempts say.
-		up.Calls = max(up.Calls-rr.Noise.Upstream.Calls, 0)
-		up.Answered = max(up.Answered-int64(noise.Summary.Succeeded), 0)
-		rr.Duration = max(rr.Duration, time.Since(noise.Began))
-	}
-	if res.Summary.Requests > 0 {
-		up.CallsPerRequest = float64(up.Calls) / float64(res.Summary.Requests)
-	}
-	rr.Summary.Upstream = up
+	rr.Summary.Upstream = upstream(s.Stats(), res, noise, &rr)
 
 	trs.mu.Lock()
 	for _, t := range trs.evs {
@@ -253,7 +209,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	}
 	// Notifications are delivered in the background: stopping the gateway
 	// delivers what is queued; then take what arrived.
-	stop()
+	tg.stop()
 	stopped = true
 	sink.mu.Lock()
 	for _, n := range sink.got {
@@ -264,6 +220,75 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	}
 	sink.mu.Unlock()
 	return rr, nil
+}
+
+// target is what a run's load is sent to: a gateway over loopback, or
+// the routing engine inside the caller.
+type target struct {
+	url    string
+	client *http.Client
+	// stop ends the gateway (delivering its queued notifications) or
+	// retires the engine's breakers.
+	stop func()
+}
+
+// startTarget starts what st's load goes to: a gateway setup's gateway
+// (from start, with hooks h), or for a client setup the engine built
+// from cfg as the client's transport, straight to the regions (a noise
+// load shares it, as another part of the same application would).
+func startTarget(sc Scenario, st Setup, cfg *config.Config, start StartGateway, h Hooks) (*target, error) {
+	path := "/v1/" + sc.Load.request().Path()
+	if st.Mode != "gateway" {
+		eng, err := engine.Build(cfg, nil, engine.Deps{OnTransition: h.OnTransition})
+		if err != nil {
+			return nil, err
+		}
+		return &target{url: "http://client.invalid" + path, client: &http.Client{Transport: eng.Pool("chat-prod")}, stop: eng.Close}, nil
+	}
+	if start == nil {
+		return nil, fmt.Errorf("gameday: a gateway setup needs a gateway to start (Options.Gateway)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	stop, err := start(cfg, ln, h)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096, IdleConnTimeout: 10 * time.Second}}
+	return &target{url: "http://" + ln.Addr().String() + path, client: client, stop: func() {
+		client.CloseIdleConnections()
+		stop()
+	}}, nil
+}
+
+// upstream is what the regions saw of a run's main load (stats are the
+// regions' counters of both loads; the noise's share of the calls is what
+// its answers' x-switchover-attempts say). It sets rr.Noise and stretches
+// rr.Duration to the noise's end.
+func upstream(stats map[string]sim.Stats, res, noise *load.Result, rr *RunResult) *load.Upstream {
+	up := &load.Upstream{}
+	for _, st := range stats {
+		up.Calls += st.Calls
+		up.Refused += st.Refused
+		up.Errors += st.Errors
+		up.Answered += st.Answered
+	}
+	if noise != nil {
+		rr.Noise = noiseResult(noise)
+		// The regions' counters are both loads'; the noise's share of the
+		// calls is what its answers' x-switchover-attempts say.
+		up.Calls = max(up.Calls-rr.Noise.Upstream.Calls, 0)
+		up.Answered = max(up.Answered-int64(noise.Summary.Succeeded), 0)
+		rr.Duration = max(rr.Duration, time.Since(noise.Began))
+	}
+	if res.Summary.Requests > 0 {
+		up.CallsPerRequest = float64(up.Calls) / float64(res.Summary.Requests)
+	}
+	return up
+
 }
 
 // The names of the gateway keys of a run with a noise load: the main
