@@ -186,7 +186,7 @@ func (g *Gateway) runTenancy() {
 		refresh := time.NewTicker(t.refresh)
 		defer refresh.Stop()
 		var sync <-chan time.Time
-		if g.fleet.store != nil {
+		if g.fleet != nil {
 			tk := time.NewTicker(limitsSync)
 			defer tk.Stop()
 			sync = tk.C
