@@ -1,0 +1,213 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/fleet"
+	"github.com/switchover-gw/switchover/notify"
+)
+
+// ErrNotFound is returned by admin actions naming an unknown pool, backend
+// or member.
+var ErrNotFound = errors.New("not found")
+
+// admin records an operator action: log, metric, history, and a
+// notification, so that no change goes unnoticed. from is the replica the
+// action was taken on, "" for this one: only there is it notified and
+// added to the fleet's history. who, if not "", is the operator who took
+// it (the console's signed-in user).
+func (g *Gateway) admin(action, pool, backend, detail, from, who string) {
+	if who != "" {
+		detail += " (by " + who + ")"
+	}
+	if from != "" {
+		detail += " (on replica " + from + ")"
+	}
+	g.Logger.Warn("admin action", "action", action, "pool", pool, "backend", backend, "detail", detail)
+	g.Metrics.Admin(action)
+	g.addEvent(Event{At: g.now(), Kind: "admin:" + action, Pool: pool, Backend: backend, Detail: detail}, from == "")
+	if g.notes.tracker != nil && from == "" {
+		g.notes.tracker.Send(notify.Notification{Kind: "admin", Pool: pool, Reason: "manual: " + detail, At: g.now(),
+			Text: fmt.Sprintf("switchover: an operator %s (%s).", detail, g.now().UTC().Format(time.RFC3339))})
+	}
+}
+
+// Drain stops new traffic to a backend in every pool; requests in flight
+// finish. It lasts until Restore, across reloads (and, with shared state,
+// on every replica and across restarts).
+func (g *Gateway) Drain(backend string) error {
+	return g.act(fleet.Action{Kind: fleet.ActionDrain, Backend: backend})
+}
+
+// Restore undoes Drain.
+func (g *Gateway) Restore(backend string) error {
+	return g.act(fleet.Action{Kind: fleet.ActionRestore, Backend: backend})
+}
+
+// ForceBreaker opens a backend's breaker for d (0: its trip) or closes it.
+func (g *Gateway) ForceBreaker(backend string, open bool, d time.Duration) error {
+	return g.act(g.forceAction(backend, open, d))
+}
+
+// forceAction is the action of ForceBreaker.
+func (g *Gateway) forceAction(backend string, open bool, d time.Duration) fleet.Action {
+	a := fleet.Action{Kind: fleet.ActionForceClosed, Backend: backend}
+	if open {
+		a.Kind = fleet.ActionForceOpen
+		if d > 0 {
+			a.Until = g.now().Add(d)
+		} else if b := g.Backend(backend); b != nil && b.Breaker != nil {
+			if br, ok := b.Breaker.(*breaker.Breaker); ok {
+				a.Until = g.now().Add(br.Settings().Trip)
+			}
+		}
+	}
+	return a
+}
+
+// SetMember changes a member's priority and weight (0 keeps the value in
+// force) while an incident lasts; the change survives reloads until
+// ResetMember.
+func (g *Gateway) SetMember(pool, backend string, priority, weight int) error {
+	if priority < 0 || weight < 0 {
+		return errors.New("priority and weight must be positive")
+	}
+	return g.act(fleet.Action{Kind: fleet.ActionSetMember, Pool: pool, Backend: backend, Priority: priority, Weight: weight})
+}
+
+// ResetMember drops an operator's change to a member: the configured
+// priority and weight apply again.
+func (g *Gateway) ResetMember(pool, backend string) error {
+	return g.act(fleet.Action{Kind: fleet.ActionResetMember, Pool: pool, Backend: backend})
+}
+
+// act performs an operator action taken on this replica and, with shared
+// state, hands it to the fleet.
+func (g *Gateway) act(a fleet.Action) error { return g.actAs(a, "") }
+
+// actAs is act, recording who took the action.
+func (g *Gateway) actAs(a fleet.Action, who string) error {
+	if err := g.applyAs(a, "", who); err != nil {
+		return err
+	}
+	a.By = who
+	g.fleet.act(a)
+	return nil
+}
+
+// applyAs performs operator action a, taken on replica from ("" for this
+// one) by who ("" when unknown).
+func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
+	backend := a.Backend
+	switch a.Kind {
+	case fleet.ActionDrain, fleet.ActionRestore:
+		drain := a.Kind == fleet.ActionDrain
+		g.mu.Lock()
+		b := g.state.Load().Backends[backend]
+		if b == nil {
+			g.mu.Unlock()
+			return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+		}
+		if drain == b.Drained() && from != "" {
+			g.mu.Unlock()
+			return nil // already so: a kept action applied again
+		}
+		if drain {
+			b.Drain()
+		} else {
+			b.Restore()
+		}
+		g.Metrics.Drained(backend, drain)
+		g.mu.Unlock()
+		if drain {
+			g.admin("drain", "", backend, "drained backend "+backend, from, who)
+			g.updateActive(backend, "manual: "+backend+" drained by an operator")
+		} else {
+			g.admin("restore", "", backend, "restored backend "+backend, from, who)
+			g.updateActive(backend, "manual: "+backend+" restored by an operator")
+		}
+		return nil
+	case fleet.ActionForceOpen, fleet.ActionForceClosed:
+		b := g.Backend(backend)
+		if b == nil {
+			return fmt.Errorf("backend %q: %w", backend, ErrNotFound)
+		}
+		if b.Breaker == nil {
+			return fmt.Errorf("backend %q has its breaker disabled", backend)
+		}
+		if a.Kind == fleet.ActionForceOpen {
+			if !a.Until.IsZero() && !g.now().Before(a.Until) {
+				return nil // a kept action that has ended
+			}
+			if s := b.Breaker.Snapshot(); from != "" && s.State == breaker.Open && s.Until.Equal(a.Until) {
+				return nil
+			}
+			g.admin("breaker_open", "", backend, "forced the breaker of "+backend+" open", from, who)
+			g.probes.held.Store(backend, true)
+			b.Breaker.Force(breaker.Open, a.Until, breaker.KindManual, "manual: forced open by an operator")
+			return nil
+		}
+		g.probes.held.Delete(backend)
+		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from, who)
+		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "manual: forced closed by an operator")
+		return nil
+	case fleet.ActionSetMember:
+		if err := g.changeMember(a.Pool, backend, func(o *override, ok bool) bool {
+			if a.Priority > 0 {
+				o.priority = a.Priority
+			}
+			if a.Weight > 0 {
+				o.weight = a.Weight
+			}
+			return true
+		}); err != nil {
+			return err
+		}
+		g.admin("set_member", a.Pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, a.Pool, a.Priority, a.Weight), from, who)
+		return nil
+	case fleet.ActionResetMember:
+		if err := g.changeMember(a.Pool, backend, func(*override, bool) bool { return false }); err != nil {
+			return err
+		}
+		g.admin("reset_member", a.Pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, a.Pool), from, who)
+		return nil
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// changeMember applies f to a member's override (keep reports whether it
+// stays) and publishes the rebuilt pool.
+func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed bool) (keep bool)) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.state.Load()
+	var pc *config.Pool
+	for i := range old.Config.Pools {
+		if old.Config.Pools[i].Name == pool {
+			pc = &old.Config.Pools[i]
+		}
+	}
+	if pc == nil {
+		return fmt.Errorf("pool %q: %w", pool, ErrNotFound)
+	}
+	found := false
+	for _, m := range pc.Members {
+		found = found || m.Backend == backend
+	}
+	if !found {
+		return fmt.Errorf("pool %q has no member %q: %w", pool, backend, ErrNotFound)
+	}
+	k := memberKey{pool, backend}
+	o, existed := g.overrides[k]
+	if f(&o, existed) {
+		g.overrides[k] = o
+	} else {
+		delete(g.overrides, k)
+	}
+	g.publish(old.WithPool(pool, g.deps()), "manual: "+backend+" in "+pool+" changed by an operator")
+	return nil
+}
