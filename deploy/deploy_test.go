@@ -353,6 +353,22 @@ func TestDashboard(t *testing.T) {
 	d := loadDashboard(t)
 	e := &env{schema: s} // no recording rules: the dashboard works without the rule file
 
+	checkDashboardHeader(t, d)
+	q := &dashboardQueries{e: e, vars: dashboardVariables(t, e, d.Templating.List), used: map[string]bool{}}
+	q.checkPanels(t, flatten(d.Panels))
+	for _, a := range d.Annotations.List {
+		q.checkAnnotation(t, a)
+	}
+	if q.exprs == 0 {
+		t.Fatal("the dashboard has no queries")
+	}
+	checkEveryMetricShown(t, q.used)
+	checkStormThresholdDrawn(t, d)
+}
+
+// checkDashboardHeader: a uid, a title, a schema that references data
+// sources by uid, and the Prometheus input an import asks for.
+func checkDashboardHeader(t *testing.T, d dashboard) {
 	if d.UID == "" || d.Title == "" {
 		t.Error("the dashboard needs a uid and a title")
 	}
@@ -362,40 +378,17 @@ func TestDashboard(t *testing.T) {
 	if !slices.Contains(d.Inputs, input{Name: "DS_PROMETHEUS", Type: "datasource", PluginID: "prometheus"}) {
 		t.Error("__inputs has no DS_PROMETHEUS Prometheus datasource")
 	}
+}
 
-	// Variables: what $names may refer to, and their label_values queries.
+// dashboardVariables checks the variables' label_values queries and that
+// the variables the panels need exist, and returns what $names may refer
+// to.
+func dashboardVariables(t *testing.T, e *env, list []variable) map[string]bool {
 	vars := map[string]bool{}
-	for _, v := range d.Templating.List {
+	for _, v := range list {
 		vars[v.Name] = true
-		if v.Type != "query" {
-			continue
-		}
-		if err := checkDataSource(v.Datasource); err != nil {
-			t.Errorf("variable %s: %v", v.Name, err)
-		}
-		var q string
-		if err := json.Unmarshal(v.Query, &q); err != nil {
-			var obj struct{ Query string }
-			if err := json.Unmarshal(v.Query, &obj); err != nil {
-				t.Errorf("variable %s: query is neither a string nor {query}: %s", v.Name, v.Query)
-			}
-			q = obj.Query
-		}
-		m := reLabelValues.FindStringSubmatch(q)
-		if m == nil {
-			t.Errorf("variable %s: query %q is not label_values(selector, label)", v.Name, q)
-			continue
-		}
-		if m[1] == "" {
-			t.Errorf("variable %s: label_values(%s) without a metric lists every series' label", v.Name, m[2])
-			continue
-		}
-		c := e.check(m[1])
-		for _, p := range c.problems {
-			t.Errorf("variable %s: %s", v.Name, p)
-		}
-		if c.labels != nil && !c.labels[m[2]] {
-			t.Errorf("variable %s: %q is not a label of %s (it has %s)", v.Name, m[2], m[1], c.labels)
+		if v.Type == "query" {
+			checkVariableQuery(t, e, v)
 		}
 	}
 	for _, name := range []string{"DS_PROMETHEUS", "pool", "backend"} {
@@ -403,19 +396,67 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("the dashboard has no %s variable", name)
 		}
 	}
-	checkVars := func(where, text string) {
-		for _, m := range reAnyVar.FindAllStringSubmatch(text, -1) {
-			name := m[1] + m[3]
-			if !vars[name] && !strings.HasPrefix(name, "__") {
-				t.Errorf("%s: $%s is not a dashboard variable", where, name)
-			}
+	return vars
+}
+
+// checkVariableQuery: a query variable reads the Prometheus data source
+// with label_values(selector, label), and label is a label of selector.
+func checkVariableQuery(t *testing.T, e *env, v variable) {
+	if err := checkDataSource(v.Datasource); err != nil {
+		t.Errorf("variable %s: %v", v.Name, err)
+	}
+	var q string
+	if err := json.Unmarshal(v.Query, &q); err != nil {
+		var obj struct{ Query string }
+		if err := json.Unmarshal(v.Query, &obj); err != nil {
+			t.Errorf("variable %s: query is neither a string nor {query}: %s", v.Name, v.Query)
+		}
+		q = obj.Query
+	}
+	m := reLabelValues.FindStringSubmatch(q)
+	if m == nil {
+		t.Errorf("variable %s: query %q is not label_values(selector, label)", v.Name, q)
+		return
+	}
+	if m[1] == "" {
+		t.Errorf("variable %s: label_values(%s) without a metric lists every series' label", v.Name, m[2])
+		return
+	}
+	c := e.check(m[1])
+	for _, p := range c.problems {
+		t.Errorf("variable %s: %s", v.Name, p)
+	}
+	if c.labels != nil && !c.labels[m[2]] {
+		t.Errorf("variable %s: %q is not a label of %s (it has %s)", v.Name, m[2], m[1], c.labels)
+	}
+}
+
+// dashboardQueries checks the panels' and annotations' queries against
+// the exported schema and the dashboard's variables, and gathers the
+// metrics they show.
+type dashboardQueries struct {
+	e     *env
+	vars  map[string]bool // what $names may refer to
+	used  map[string]bool // metrics the dashboard shows
+	exprs int             // queries checked
+}
+
+// checkVarRefs: every $name in text is a dashboard variable (or one of
+// Grafana's own, __name).
+func (q *dashboardQueries) checkVarRefs(t *testing.T, where, text string) {
+	for _, m := range reAnyVar.FindAllStringSubmatch(text, -1) {
+		name := m[1] + m[3]
+		if !q.vars[name] && !strings.HasPrefix(name, "__") {
+			t.Errorf("%s: $%s is not a dashboard variable", where, name)
 		}
 	}
+}
 
-	used := map[string]bool{} // metrics the dashboard shows
-	var exprs int
+// checkPanels: each panel has an id of its own and a place on the grid,
+// and each panel that is not a row has targets to draw.
+func (q *dashboardQueries) checkPanels(t *testing.T, panels []panel) {
 	ids := map[int]bool{}
-	for _, p := range flatten(d.Panels) {
+	for _, p := range panels {
 		where := fmt.Sprintf("panel %d %q", p.ID, p.Title)
 		if ids[p.ID] {
 			t.Errorf("%s: id %d is used twice", where, p.ID)
@@ -424,8 +465,8 @@ func TestDashboard(t *testing.T) {
 		if p.GridPos == nil {
 			t.Errorf("%s: no gridPos", where)
 		}
-		checkVars(where, p.Title)
-		if p.Repeat != "" && !vars[p.Repeat] {
+		q.checkVarRefs(t, where, p.Title)
+		if p.Repeat != "" && !q.vars[p.Repeat] {
 			t.Errorf("%s: repeats over %q, which is not a variable", where, p.Repeat)
 		}
 		if p.Type == "row" {
@@ -444,64 +485,74 @@ func TestDashboard(t *testing.T) {
 				t.Errorf("%s: refId empty or repeated", tw)
 			}
 			refs[tg.RefID] = true
-			if tg.Datasource != nil {
-				if err := checkDataSource(tg.Datasource); err != nil {
-					t.Errorf("%s: %v", tw, err)
-				}
-			}
-			exprs++
-			c := e.check(tg.Expr)
-			for _, pr := range c.problems {
-				t.Errorf("%s: %s\n\texpr: %s", tw, pr, tg.Expr)
-			}
-			if len(c.problems) == 0 && c.typ != vVector && c.typ != vScalar {
-				t.Errorf("%s: the expression is a %s; a panel needs an instant vector or a scalar", tw, c.typ)
-			}
-			for _, m := range c.metrics {
-				used[m] = true
-			}
-			checkVars(tw, tg.Expr+" "+tg.LegendFormat)
-			for _, m := range reLegendRef.FindAllStringSubmatch(tg.LegendFormat, -1) {
-				if c.labels != nil && !c.labels[m[1]] {
-					t.Errorf("%s: legend uses {{%s}}, but the series' labels are %s", tw, m[1], c.labels)
-				}
-			}
+			q.checkTarget(t, tw, tg)
 		}
 	}
-	for _, a := range d.Annotations.List {
-		if a.BuiltIn != 0 {
-			continue
-		}
-		where := fmt.Sprintf("annotation %q", a.Name)
-		if err := checkDataSource(a.Datasource); err != nil {
-			t.Errorf("%s: %v", where, err)
-		}
-		exprs++
-		c := e.check(a.Expr)
-		for _, p := range c.problems {
-			t.Errorf("%s: %s\n\texpr: %s", where, p, a.Expr)
-		}
-		for _, m := range c.metrics {
-			used[m] = true
-		}
-		checkVars(where, a.Expr)
-		refs := reLegendRef.FindAllStringSubmatch(a.TitleFormat, -1)
-		for _, k := range strings.Split(a.TagKeys, ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				refs = append(refs, []string{k, k})
-			}
-		}
-		for _, m := range refs {
-			if c.labels != nil && !c.labels[m[1]] {
-				t.Errorf("%s: uses label %s, but the series' labels are %s", where, m[1], c.labels)
-			}
-		}
-	}
-	if exprs == 0 {
-		t.Fatal("the dashboard has no queries")
-	}
+}
 
-	// Every metric the gateway exports has a place on the dashboard.
+// checkTarget: a panel's query is a valid instant vector or scalar of
+// exported metrics, and its legend uses labels the series have.
+func (q *dashboardQueries) checkTarget(t *testing.T, tw string, tg target) {
+	if tg.Datasource != nil {
+		if err := checkDataSource(tg.Datasource); err != nil {
+			t.Errorf("%s: %v", tw, err)
+		}
+	}
+	q.exprs++
+	c := q.e.check(tg.Expr)
+	for _, pr := range c.problems {
+		t.Errorf("%s: %s\n\texpr: %s", tw, pr, tg.Expr)
+	}
+	if len(c.problems) == 0 && c.typ != vVector && c.typ != vScalar {
+		t.Errorf("%s: the expression is a %s; a panel needs an instant vector or a scalar", tw, c.typ)
+	}
+	for _, m := range c.metrics {
+		q.used[m] = true
+	}
+	q.checkVarRefs(t, tw, tg.Expr+" "+tg.LegendFormat)
+	for _, m := range reLegendRef.FindAllStringSubmatch(tg.LegendFormat, -1) {
+		if c.labels != nil && !c.labels[m[1]] {
+			t.Errorf("%s: legend uses {{%s}}, but the series' labels are %s", tw, m[1], c.labels)
+		}
+	}
+}
+
+// checkAnnotation: a query annotation (not Grafana's built-in one) is a
+// valid query of exported metrics, and its title and tags use labels the
+// series have.
+func (q *dashboardQueries) checkAnnotation(t *testing.T, a annotation) {
+	if a.BuiltIn != 0 {
+		return
+	}
+	where := fmt.Sprintf("annotation %q", a.Name)
+	if err := checkDataSource(a.Datasource); err != nil {
+		t.Errorf("%s: %v", where, err)
+	}
+	q.exprs++
+	c := q.e.check(a.Expr)
+	for _, p := range c.problems {
+		t.Errorf("%s: %s\n\texpr: %s", where, p, a.Expr)
+	}
+	for _, m := range c.metrics {
+		q.used[m] = true
+	}
+	q.checkVarRefs(t, where, a.Expr)
+	refs := reLegendRef.FindAllStringSubmatch(a.TitleFormat, -1)
+	for _, k := range strings.Split(a.TagKeys, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			refs = append(refs, []string{k, k})
+		}
+	}
+	for _, m := range refs {
+		if c.labels != nil && !c.labels[m[1]] {
+			t.Errorf("%s: uses label %s, but the series' labels are %s", where, m[1], c.labels)
+		}
+	}
+}
+
+// checkEveryMetricShown: every metric the gateway exports has a place on
+// the dashboard (a histogram by its _bucket, _sum or _count series).
+func checkEveryMetricShown(t *testing.T, used map[string]bool) {
 	for _, name := range metrics.New().Names() {
 		shown := false
 		for m := range used {
@@ -513,8 +564,11 @@ func TestDashboard(t *testing.T) {
 			t.Errorf("no panel shows %s", name)
 		}
 	}
+}
 
-	// The failover panels draw the storm threshold the alert pages on.
+// checkStormThresholdDrawn: the failover panels draw the storm threshold
+// the alert pages on.
+func checkStormThresholdDrawn(t *testing.T, d dashboard) {
 	storm := 0.0
 	for _, g := range loadRules(t).Groups {
 		for _, r := range g.Rules {

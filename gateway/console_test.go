@@ -96,6 +96,19 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 	if st, _, _ := c.do("GET", "/admin/status", nil, ""); st != http.StatusUnauthorized {
 		t.Fatalf("/admin/status with a console session: %d, want 401", st)
 	}
+	checkConsoleActions(t, e, c)
+	checkConsoleStatusFigures(t, e)
+	checkConsoleConfigPage(t, e, c) // after the actions: it shows their reload
+	checkConsolePagesHideSecrets(t, c)
+	if _, page, _ := c.do("GET", "/console/fleet", nil, ""); !strings.Contains(page, "shares no state with others") {
+		t.Error("fleet page without a fleet")
+	}
+	checkConsoleKeysPage(t, e, c)
+}
+
+// checkConsoleActions: each of the console's actions, in turn, is done
+// and leaves an event that says who took it.
+func checkConsoleActions(t *testing.T, e *consoleEnv, c *consoleClient) {
 	steps := []struct {
 		fields []string
 		check  func() bool
@@ -140,7 +153,12 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 			t.Errorf("%v: no event %q", s.fields, s.detail)
 		}
 	}
-	// The status has the figures the overview shows.
+}
+
+// checkConsoleStatusFigures: the status has the figures the overview
+// shows: attempts counted, and a first-byte histogram wherever there are
+// attempts.
+func checkConsoleStatusFigures(t *testing.T, e *consoleEnv) {
 	poll.Until(t, 10*time.Second, func() bool {
 		var attempts uint64
 		for _, p := range e.g.Status().Pools {
@@ -153,7 +171,12 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 		}
 		return attempts > 0
 	}, func() string { return "no attempts counted in the status" })
-	// The config page: secrets redacted, and what a reload would change.
+}
+
+// checkConsoleConfigPage: the config page has the secrets redacted, and
+// says what a reload would change (and what of it needs a restart) once
+// the file on disk is edited.
+func checkConsoleConfigPage(t *testing.T, e *consoleEnv, c *consoleClient) {
 	path := e.g.Status().Path
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -170,6 +193,11 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 			t.Errorf("config page lacks %q", want)
 		}
 	}
+}
+
+// checkConsolePagesHideSecrets: no console page shows a key of the
+// config or a backend's key.
+func checkConsolePagesHideSecrets(t *testing.T, c *consoleClient) {
 	for _, secret := range []string{consoleAdminKey, consoleViewerKey, consoleAPIKey, consoleBackend} {
 		for _, p := range []string{"/console/", "/console/config", "/console/events", "/console/fleet", "/console/keys", "/console/api/view"} {
 			if _, body, _ := c.do("GET", p, nil, ""); strings.Contains(body, secret) {
@@ -177,12 +205,11 @@ func TestConsoleOnTheAdminListener(t *testing.T) {
 			}
 		}
 	}
-	if _, page, _ := c.do("GET", "/console/fleet", nil, ""); !strings.Contains(page, "shares no state with others") {
-		t.Error("fleet page without a fleet")
-	}
+}
 
-	// The keys page lists the store's keys and the month's spend, never a
-	// secret.
+// checkConsoleKeysPage: the keys page lists the store's keys and the
+// month's spend, never a secret.
+func checkConsoleKeysPage(t *testing.T, e *consoleEnv, c *consoleClient) {
 	k, secret, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600}, time.Now())
 	if err != nil {
 		t.Fatal(err)

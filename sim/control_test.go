@@ -335,48 +335,56 @@ func flavourRequest(ep Endpoint, stream bool) (string, string, map[string]string
 	return generateURL(ep, stream), geminiRequest("hi", ""), nil
 }
 
+// faultExpect is what a fault in TestFaultsAnthropicAndGemini does to
+// the request.
+type faultExpect int
+
+const (
+	expectAnswer  faultExpect = iota // status and body
+	expectTimeout                    // the client gives up
+	expectReset                      // connection reset
+	expectSlow                       // 200 after 3x the latency
+	expectStall                      // 200, 2 events, then held open
+	expectDrop                       // 200, 3 events, then cut
+	expectQuota                      // second request refused
+)
+
+// faultCase is a fault set on a deployment of one flavour and what it
+// does to a request.
+type faultCase struct {
+	name       string
+	fl         Flavour
+	fault      string
+	stream     bool
+	expect     faultExpect
+	wantStatus int
+	wantBody   string
+}
+
 func TestFaultsAnthropicAndGemini(t *testing.T) {
-	type expect int
-	const (
-		answer  expect = iota // status and body
-		timeout               // the client gives up
-		reset                 // connection reset
-		slow                  // 200 after 3x the latency
-		stall                 // 200, 2 events, then held open
-		drop                  // 200, 3 events, then cut
-		quota                 // second request refused
-	)
-	tests := []struct {
-		name       string
-		fl         Flavour
-		fault      string
-		stream     bool
-		expect     expect
-		wantStatus int
-		wantBody   string
-	}{
-		{"anthropic down", Anthropic, `{"mode":"down"}`, false, answer, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
-		{"anthropic overloaded", Anthropic, `{"mode":"overloaded"}`, false, answer, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
-		{"anthropic error500", Anthropic, `{"mode":"error500"}`, false, answer, 500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`},
-		{"anthropic error_rate 503", Anthropic, `{"mode":"error_rate","rate":1,"status":503}`, false, answer, 503, `{"type":"error","error":{"type":"api_error",`},
-		{"anthropic blackhole", Anthropic, `{"mode":"blackhole"}`, false, timeout, 0, ""},
-		{"anthropic reset", Anthropic, `{"mode":"reset"}`, false, reset, 0, ""},
-		{"anthropic slow", Anthropic, `{"mode":"slow","factor":3}`, false, slow, 200, `"type":"message"`},
-		{"anthropic stall_stream", Anthropic, `{"mode":"stall_stream","after":2}`, true, stall, 200, ""},
-		{"anthropic drop_stream", Anthropic, `{"mode":"drop_stream"}`, true, drop, 200, ""},
-		{"anthropic quota", Anthropic, `{"mode":"quota","rpm":6}`, false, quota, 429, `"type":"rate_limit_error","message":"This request would exceed your organization's rate limit of 6 requests per minute`},
-		{"gemini down", Gemini, `{"mode":"down"}`, false, answer, 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`},
-		{"gemini overloaded", Gemini, `{"mode":"overloaded"}`, false, answer, 503, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`},
-		{"gemini error500", Gemini, `{"mode":"error500"}`, false, answer, 500, `{"error":{"code":500,"message":"An internal error has occurred.`},
-		{"gemini error_rate 500", Gemini, `{"mode":"error_rate","rate":1,"status":500}`, false, answer, 500, `"status":"INTERNAL"`},
-		{"gemini blackhole", Gemini, `{"mode":"blackhole"}`, true, timeout, 0, ""},
-		{"gemini reset", Gemini, `{"mode":"reset"}`, false, reset, 0, ""},
-		{"gemini slow", Gemini, `{"mode":"slow","factor":3}`, false, slow, 200, `"candidates"`},
-		{"gemini stall_stream", Gemini, `{"mode":"stall_stream","after":2}`, true, stall, 200, ""},
-		{"gemini drop_stream", Gemini, `{"mode":"drop_stream"}`, true, drop, 200, ""},
-		{"gemini quota", Gemini, `{"mode":"quota","rpm":6}`, false, quota, 429, `"status":"RESOURCE_EXHAUSTED"`},
-		{"openai overloaded", OpenAI, `{"mode":"overloaded"}`, false, answer, 503, `"message":"The engine is currently overloaded, please try again later.","type":"server_error"`},
-		{"azure overloaded", Azure, `{"mode":"overloaded"}`, false, answer, 503, `{"error":{"code":"ServiceUnavailable",`},
+	tests := []faultCase{
+		{"anthropic down", Anthropic, `{"mode":"down"}`, false, expectAnswer, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"anthropic overloaded", Anthropic, `{"mode":"overloaded"}`, false, expectAnswer, 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`},
+		{"anthropic error500", Anthropic, `{"mode":"error500"}`, false, expectAnswer, 500, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`},
+		{"anthropic error_rate 503", Anthropic, `{"mode":"error_rate","rate":1,"status":503}`, false, expectAnswer, 503, `{"type":"error","error":{"type":"api_error",`},
+		{"anthropic blackhole", Anthropic, `{"mode":"blackhole"}`, false, expectTimeout, 0, ""},
+		{"anthropic reset", Anthropic, `{"mode":"reset"}`, false, expectReset, 0, ""},
+		{"anthropic slow", Anthropic, `{"mode":"slow","factor":3}`, false, expectSlow, 200, `"type":"message"`},
+		{"anthropic stall_stream", Anthropic, `{"mode":"stall_stream","after":2}`, true, expectStall, 200, ""},
+		{"anthropic drop_stream", Anthropic, `{"mode":"drop_stream"}`, true, expectDrop, 200, ""},
+		{"anthropic quota", Anthropic, `{"mode":"quota","rpm":6}`, false, expectQuota, 429, `"type":"rate_limit_error","message":"This request would exceed your organization's rate limit of 6 requests per minute`},
+		{"gemini down", Gemini, `{"mode":"down"}`, false, expectAnswer, 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`},
+		{"gemini overloaded", Gemini, `{"mode":"overloaded"}`, false, expectAnswer, 503, `{"error":{"code":503,"message":"The model is overloaded. Please try again later.","status":"UNAVAILABLE"}}`},
+		{"gemini error500", Gemini, `{"mode":"error500"}`, false, expectAnswer, 500, `{"error":{"code":500,"message":"An internal error has occurred.`},
+		{"gemini error_rate 500", Gemini, `{"mode":"error_rate","rate":1,"status":500}`, false, expectAnswer, 500, `"status":"INTERNAL"`},
+		{"gemini blackhole", Gemini, `{"mode":"blackhole"}`, true, expectTimeout, 0, ""},
+		{"gemini reset", Gemini, `{"mode":"reset"}`, false, expectReset, 0, ""},
+		{"gemini slow", Gemini, `{"mode":"slow","factor":3}`, false, expectSlow, 200, `"candidates"`},
+		{"gemini stall_stream", Gemini, `{"mode":"stall_stream","after":2}`, true, expectStall, 200, ""},
+		{"gemini drop_stream", Gemini, `{"mode":"drop_stream"}`, true, expectDrop, 200, ""},
+		{"gemini quota", Gemini, `{"mode":"quota","rpm":6}`, false, expectQuota, 429, `"status":"RESOURCE_EXHAUSTED"`},
+		{"openai overloaded", OpenAI, `{"mode":"overloaded"}`, false, expectAnswer, 503, `"message":"The engine is currently overloaded, please try again later.","type":"server_error"`},
+		{"azure overloaded", Azure, `{"mode":"overloaded"}`, false, expectAnswer, 503, `{"error":{"code":"ServiceUnavailable",`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -394,80 +402,108 @@ func TestFaultsAnthropicAndGemini(t *testing.T) {
 			}
 			wantErrors := int64(1)
 			switch tc.expect {
-			case answer, slow, quota:
-				if tc.expect != answer {
-					// Past the key check: send the right one.
-					if hdr == nil {
-						hdr = map[string]string{}
-					}
-					hdr["x-api-key"], hdr["x-goog-api-key"] = "k", "k"
-				}
-				resp, b := do(t, http.MethodPost, url, body, hdr)
-				if tc.expect == quota {
-					if resp.StatusCode != 200 {
-						t.Fatalf("first request under the cut: %d %s", resp.StatusCode, b)
-					}
-					resp, b = do(t, http.MethodPost, url, body, hdr)
-					wantErrors = 0
-				}
-				if resp.StatusCode != tc.wantStatus || !strings.Contains(string(b), tc.wantBody) {
-					t.Fatalf("got %d %s\nwant %d with %s", resp.StatusCode, b, tc.wantStatus, tc.wantBody)
-				}
-				if tc.expect == slow {
-					wantErrors = 0
-					if got := w.all(); !equalDurations(got, []time.Duration{300 * time.Millisecond}) {
-						t.Errorf("waits = %v, want [300ms]", got)
-					}
-				}
-			case timeout:
-				client := &http.Client{Timeout: 150 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
-				_, err := client.Post(url, "application/json", strings.NewReader(body))
-				var ne net.Error
-				if !errors.As(err, &ne) || !ne.Timeout() {
-					t.Fatalf("err = %v, want a client timeout", err)
-				}
-				eventually(t, "blackholed request to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
-			case reset:
-				_, err := noKeepAlive.Post(url, "application/json", strings.NewReader(body))
-				if !errors.Is(err, syscall.ECONNRESET) {
-					t.Fatalf("err = %v, want connection reset", err)
-				}
-			case stall, drop:
-				hdr = map[string]string{"x-api-key": "k", "x-goog-api-key": "k", "anthropic-version": "2023-06-01"}
-				ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-				defer cancel()
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-				for k, v := range hdr {
-					req.Header.Set(k, v)
-				}
-				resp, err := noKeepAlive.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer resp.Body.Close()
-				if resp.StatusCode != 200 {
-					t.Fatalf("status %d", resp.StatusCode)
-				}
-				b, err := io.ReadAll(resp.Body)
-				wantErr, wantEvents := error(io.ErrUnexpectedEOF), 3
-				if tc.expect == stall {
-					wantErr, wantEvents = context.DeadlineExceeded, 2
-				}
-				if !errors.Is(err, wantErr) {
-					t.Fatalf("read err = %v, want %v", err, wantErr)
-				}
-				if n := strings.Count(string(b), "data: "); n != wantEvents {
-					t.Errorf("%d events before the fault, want %d:\n%s", n, wantEvents, b)
-				}
-				eventually(t, "faulted stream to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
+			case expectAnswer, expectSlow, expectQuota:
+				wantErrors = answerUnderFault(t, tc, w, url, body, hdr)
+			case expectTimeout:
+				timeoutUnderFault(t, s, url, body)
+			case expectReset:
+				resetUnderFault(t, url, body)
+			case expectStall, expectDrop:
+				streamUnderFault(t, tc, s, url, body)
 			}
 			st := s.Stats()["d1"]
 			if st.Errors != wantErrors {
 				t.Errorf("stats = %+v, want %d errors", st, wantErrors)
 			}
-			if tc.expect == quota && st.Refused != 1 {
+			if tc.expect == expectQuota && st.Refused != 1 {
 				t.Errorf("stats = %+v, want 1 refused", st)
 			}
 		})
 	}
+}
+
+// answerUnderFault: the fault answers with tc's status and body. A slow
+// fault answers after 3x the latency; a quota lets the first request
+// through and refuses the second. Both are past the key check, so they
+// send the right key. It returns the errors the stats should count: none
+// for a slow answer or a refusal.
+func answerUnderFault(t *testing.T, tc faultCase, w *recordWaiter, url, body string, hdr map[string]string) int64 {
+	wantErrors := int64(1)
+	if tc.expect != expectAnswer {
+		if hdr == nil {
+			hdr = map[string]string{}
+		}
+		hdr["x-api-key"], hdr["x-goog-api-key"] = "k", "k"
+	}
+	resp, b := do(t, http.MethodPost, url, body, hdr)
+	if tc.expect == expectQuota {
+		if resp.StatusCode != 200 {
+			t.Fatalf("first request under the cut: %d %s", resp.StatusCode, b)
+		}
+		resp, b = do(t, http.MethodPost, url, body, hdr)
+		wantErrors = 0
+	}
+	if resp.StatusCode != tc.wantStatus || !strings.Contains(string(b), tc.wantBody) {
+		t.Fatalf("got %d %s\nwant %d with %s", resp.StatusCode, b, tc.wantStatus, tc.wantBody)
+	}
+	if tc.expect == expectSlow {
+		wantErrors = 0
+		if got := w.all(); !equalDurations(got, []time.Duration{300 * time.Millisecond}) {
+			t.Errorf("waits = %v, want [300ms]", got)
+		}
+	}
+	return wantErrors
+}
+
+// timeoutUnderFault: a blackhole holds the request until the client
+// gives up, and then lets it go.
+func timeoutUnderFault(t *testing.T, s *Sim, url, body string) {
+	client := &http.Client{Timeout: 150 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
+	_, err := client.Post(url, "application/json", strings.NewReader(body))
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatalf("err = %v, want a client timeout", err)
+	}
+	eventually(t, "blackholed request to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
+}
+
+// resetUnderFault: a reset is a connection error, not an answer.
+func resetUnderFault(t *testing.T, url, body string) {
+	_, err := noKeepAlive.Post(url, "application/json", strings.NewReader(body))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("err = %v, want connection reset", err)
+	}
+}
+
+// streamUnderFault: a stream starts with 200; a stall sends 2 events and
+// holds the stream open until the client gives up, a drop sends 3 and
+// cuts it.
+func streamUnderFault(t *testing.T, tc faultCase, s *Sim, url, body string) {
+	hdr := map[string]string{"x-api-key": "k", "x-goog-api-key": "k", "anthropic-version": "2023-06-01"}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	b, err := io.ReadAll(resp.Body)
+	wantErr, wantEvents := error(io.ErrUnexpectedEOF), 3
+	if tc.expect == expectStall {
+		wantErr, wantEvents = context.DeadlineExceeded, 2
+	}
+	if !errors.Is(err, wantErr) {
+		t.Fatalf("read err = %v, want %v", err, wantErr)
+	}
+	if n := strings.Count(string(b), "data: "); n != wantEvents {
+		t.Errorf("%d events before the fault, want %d:\n%s", n, wantEvents, b)
+	}
+	eventually(t, "faulted stream to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
 }

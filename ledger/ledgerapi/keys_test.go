@@ -24,129 +24,172 @@ func TestKeyLifecycle(t *testing.T) {
 				return []ledger.Key{{ID: "cfg_app", Name: "app", Prefix: "cfg", Hash: []byte("config-hash")}}
 			}
 		})
-		ctx := t.Context()
-		var created keyAnswer
-		raw := e.json("POST", "/admin/keys", `{"name":"app-team","team":"research","pools":["chat-prod","embed"],
-			"models":["gpt-4o"],"rpm":600,"tpm":"200k","max_concurrent":10,"budget":"50/month","expires":"90d"}`,
-			http.StatusCreated, &created)
-		k := created.Key
-		secrets := []string{created.Secret}
-		if !strings.HasPrefix(created.Secret, ledger.SecretPrefix) || !strings.HasPrefix(k.ID, "key_") {
-			t.Fatalf("create answered %s", raw)
-		}
-		want := ledger.Key{ID: k.ID, Name: "app-team", Team: "research", Prefix: k.Prefix,
-			Pools: []string{"chat-prod", "embed"}, Models: []string{"gpt-4o"}, RPM: 600, TPM: 200000,
-			MaxConcurrent: 10, Budget: 50, BudgetPeriod: "month", Expires: now.Add(90 * 24 * time.Hour), Created: now}
-		if !reflect.DeepEqual(k.Key, want) || k.Source != "store" || k.State != "active" {
-			t.Fatalf("created %+v\nwant %+v, source store, state active", k, want)
-		}
-		if strings.Contains(string(raw), "hash") {
-			t.Fatalf("create shows a hash: %s", raw)
-		}
-		if n := e.changes.Load(); n != 1 {
-			t.Fatalf("OnChange called %d times after create, want 1", n)
-		}
-
-		// The secret works, and the stored key is what the API showed.
-		got, err := ledger.Verify(ctx, s, created.Secret, now)
-		if err != nil {
-			t.Fatalf("Verify(created secret): %v", err)
-		}
-		got.Hash = nil
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("stored %+v\nwant %+v", got, want)
-		}
-
-		var list struct{ Keys []ledgerapi.KeyView }
-		raw = e.json("GET", "/admin/keys", "", http.StatusOK, &list)
-		if len(list.Keys) != 2 || list.Keys[0].ID != k.ID || list.Keys[0].Source != "store" ||
-			list.Keys[1].ID != "cfg_app" || list.Keys[1].Source != "config" || list.Keys[1].State != "active" {
-			t.Fatalf("list = %s; want the store's key then the config's", raw)
-		}
-		gets := [][]byte{raw}
-		gets = append(gets, e.json("GET", "/admin/keys/"+k.ID, "", http.StatusOK, nil))
-		gets = append(gets, e.json("GET", "/admin/keys/cfg_app", "", http.StatusOK, nil))
-
-		// Rotation: a new secret, the old one stops working at once.
-		var rotated keyAnswer
-		e.json("POST", "/admin/keys/"+k.ID+"/rotate", "", http.StatusOK, &rotated)
-		secrets = append(secrets, rotated.Secret)
-		if rotated.Secret == "" || rotated.Secret == created.Secret || rotated.Key.Prefix == k.Prefix || rotated.Key.ID != k.ID {
-			t.Fatalf("rotate = %+v; want a new secret and prefix for %s", rotated.Key, k.ID)
-		}
-		if _, err := ledger.Verify(ctx, s, created.Secret, now); !errors.Is(err, ledger.ErrNotFound) {
-			t.Fatalf("Verify(old secret) after rotate = %v, want ErrNotFound", err)
-		}
-		if _, err := ledger.Verify(ctx, s, rotated.Secret, now); err != nil {
-			t.Fatalf("Verify(new secret) = %v", err)
-		}
-
-		// Revocation: the key stays listed, revoked; its secret fails.
-		var revoked keyAnswer
-		raw = e.json("POST", "/admin/keys/"+k.ID+"/revoke", "", http.StatusOK, &revoked)
-		if revoked.Key.State != "revoked" || !revoked.Key.Revoked.Equal(now) || revoked.Secret != "" {
-			t.Fatalf("revoke = %s; want state revoked at %v and no secret", raw, now)
-		}
-		if _, err := ledger.Verify(ctx, s, rotated.Secret, now); !errors.Is(err, ledger.ErrRevoked) {
-			t.Fatalf("Verify after revoke = %v, want ErrRevoked", err)
-		}
-		gets = append(gets, e.json("GET", "/admin/keys", "", http.StatusOK, &list))
-		if len(list.Keys) != 2 || list.Keys[0].State != "revoked" {
-			t.Fatalf("list after revoke = %+v", list.Keys)
-		}
-		gets = append(gets, e.json("GET", "/admin/keys/"+k.ID, "", http.StatusOK, nil))
-		if n := e.changes.Load(); n != 3 {
-			t.Fatalf("OnChange called %d times after create, rotate, revoke; want 3", n)
-		}
-
-		// A revoked key gets no new secret.
-		var again errorAnswer
-		e.json("POST", "/admin/keys/"+k.ID+"/rotate", "", http.StatusConflict, &again)
-		if !strings.Contains(again.Error.Message, "is revoked") {
-			t.Errorf("rotating a revoked key: %q; want it to say the key is revoked", again.Error.Message)
-		}
-
-		// Unknown keys are 404; keys of the config cannot change here.
-		for _, p := range []string{"/admin/keys/key_nope/rotate", "/admin/keys/key_nope/revoke"} {
-			e.json("POST", p, "", http.StatusNotFound, nil)
-		}
-		e.json("GET", "/admin/keys/key_nope", "", http.StatusNotFound, nil)
-		e.json("PATCH", "/admin/keys/key_nope", `{"rpm":1}`, http.StatusNotFound, nil)
-		var ro errorAnswer
-		e.json("POST", "/admin/keys/cfg_app/rotate", "", http.StatusConflict, &ro)
-		if !strings.Contains(ro.Error.Message, "config file") {
-			t.Errorf("rotating a config key: %q; want it to say the key is in the config file", ro.Error.Message)
-		}
-		e.json("PATCH", "/admin/keys/cfg_app", `{"rpm":1}`, http.StatusConflict, nil)
-		e.json("POST", "/admin/keys/cfg_app/revoke", "", http.StatusConflict, nil)
-		if n := e.changes.Load(); n != 3 {
-			t.Fatalf("OnChange called %d times after refused changes, want still 3", n)
-		}
-
-		// No secret and no hash in any GET answer, nor in the log.
-		logged := e.log.String()
-		for _, sec := range secrets {
-			body := sec[len(ledger.SecretPrefix)+ledger.PrefixLen:] // the part that is not the prefix
-			for _, g := range gets {
-				if strings.Contains(string(g), body) || strings.Contains(string(g), "hash") {
-					t.Fatalf("a GET answer shows a secret or hash: %s", g)
-				}
-			}
-			if strings.Contains(logged, body) {
-				t.Fatalf("the log shows a secret:\n%s", logged)
-			}
-		}
-		for _, g := range gets {
-			if strings.Contains(string(g), "config-hash") || strings.Contains(string(g), "Y29uZmlnLWhhc2g") {
-				t.Fatalf("a GET answer shows a config key's hash: %s", g)
-			}
-		}
-		for _, action := range []string{"key:create", "key:rotate", "key:revoke"} {
-			if !strings.Contains(logged, "level=WARN msg=\"admin action\" action="+action+" key="+k.ID+" name=app-team") {
-				t.Errorf("no Warn line for %s of %s in the log:\n%s", action, k.ID, logged)
-			}
-		}
+		lc := &keyLifecycle{e: e, s: s}
+		lc.create(t)
+		lc.list(t)
+		lc.rotate(t)
+		lc.revoke(t)
+		lc.refuseRevoked(t)
+		lc.refuseUnknownAndConfig(t)
+		lc.showNoSecret(t)
 	})
+}
+
+// keyLifecycle is one store key through TestKeyLifecycle's steps, which
+// run in order, each on what the ones before did.
+type keyLifecycle struct {
+	e       *env
+	s       ledger.Store
+	created keyAnswer         // the answer to create
+	k       ledgerapi.KeyView // the key as create showed it
+	rotated keyAnswer         // the answer to rotate
+	gets    [][]byte          // every GET answer, to look for secrets in
+}
+
+// create: the answer has a secret and the key as asked, no hash, and
+// OnChange is called; the secret works, and the stored key is what the
+// API showed.
+func (lc *keyLifecycle) create(t *testing.T) {
+	e := lc.e
+	raw := e.json("POST", "/admin/keys", `{"name":"app-team","team":"research","pools":["chat-prod","embed"],
+			"models":["gpt-4o"],"rpm":600,"tpm":"200k","max_concurrent":10,"budget":"50/month","expires":"90d"}`,
+		http.StatusCreated, &lc.created)
+	created := lc.created
+	k := created.Key
+	lc.k = k
+	if !strings.HasPrefix(created.Secret, ledger.SecretPrefix) || !strings.HasPrefix(k.ID, "key_") {
+		t.Fatalf("create answered %s", raw)
+	}
+	want := ledger.Key{ID: k.ID, Name: "app-team", Team: "research", Prefix: k.Prefix,
+		Pools: []string{"chat-prod", "embed"}, Models: []string{"gpt-4o"}, RPM: 600, TPM: 200000,
+		MaxConcurrent: 10, Budget: 50, BudgetPeriod: "month", Expires: now.Add(90 * 24 * time.Hour), Created: now}
+	if !reflect.DeepEqual(k.Key, want) || k.Source != "store" || k.State != "active" {
+		t.Fatalf("created %+v\nwant %+v, source store, state active", k, want)
+	}
+	if strings.Contains(string(raw), "hash") {
+		t.Fatalf("create shows a hash: %s", raw)
+	}
+	if n := e.changes.Load(); n != 1 {
+		t.Fatalf("OnChange called %d times after create, want 1", n)
+	}
+
+	got, err := ledger.Verify(t.Context(), lc.s, created.Secret, now)
+	if err != nil {
+		t.Fatalf("Verify(created secret): %v", err)
+	}
+	got.Hash = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("stored %+v\nwant %+v", got, want)
+	}
+}
+
+// list: the store's key, then the config's; each can be got by its ID.
+func (lc *keyLifecycle) list(t *testing.T) {
+	e, k := lc.e, lc.k
+	var list struct{ Keys []ledgerapi.KeyView }
+	raw := e.json("GET", "/admin/keys", "", http.StatusOK, &list)
+	if len(list.Keys) != 2 || list.Keys[0].ID != k.ID || list.Keys[0].Source != "store" ||
+		list.Keys[1].ID != "cfg_app" || list.Keys[1].Source != "config" || list.Keys[1].State != "active" {
+		t.Fatalf("list = %s; want the store's key then the config's", raw)
+	}
+	lc.gets = append(lc.gets, raw)
+	lc.gets = append(lc.gets, e.json("GET", "/admin/keys/"+k.ID, "", http.StatusOK, nil))
+	lc.gets = append(lc.gets, e.json("GET", "/admin/keys/cfg_app", "", http.StatusOK, nil))
+}
+
+// rotate: a new secret, the old one stops working at once.
+func (lc *keyLifecycle) rotate(t *testing.T) {
+	ctx, k, created := t.Context(), lc.k, lc.created
+	lc.e.json("POST", "/admin/keys/"+k.ID+"/rotate", "", http.StatusOK, &lc.rotated)
+	rotated := lc.rotated
+	if rotated.Secret == "" || rotated.Secret == created.Secret || rotated.Key.Prefix == k.Prefix || rotated.Key.ID != k.ID {
+		t.Fatalf("rotate = %+v; want a new secret and prefix for %s", rotated.Key, k.ID)
+	}
+	if _, err := ledger.Verify(ctx, lc.s, created.Secret, now); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatalf("Verify(old secret) after rotate = %v, want ErrNotFound", err)
+	}
+	if _, err := ledger.Verify(ctx, lc.s, rotated.Secret, now); err != nil {
+		t.Fatalf("Verify(new secret) = %v", err)
+	}
+}
+
+// revoke: the key stays listed, revoked; its secret fails.
+func (lc *keyLifecycle) revoke(t *testing.T) {
+	e, k := lc.e, lc.k
+	var revoked keyAnswer
+	raw := e.json("POST", "/admin/keys/"+k.ID+"/revoke", "", http.StatusOK, &revoked)
+	if revoked.Key.State != "revoked" || !revoked.Key.Revoked.Equal(now) || revoked.Secret != "" {
+		t.Fatalf("revoke = %s; want state revoked at %v and no secret", raw, now)
+	}
+	if _, err := ledger.Verify(t.Context(), lc.s, lc.rotated.Secret, now); !errors.Is(err, ledger.ErrRevoked) {
+		t.Fatalf("Verify after revoke = %v, want ErrRevoked", err)
+	}
+	var list struct{ Keys []ledgerapi.KeyView }
+	lc.gets = append(lc.gets, e.json("GET", "/admin/keys", "", http.StatusOK, &list))
+	if len(list.Keys) != 2 || list.Keys[0].State != "revoked" {
+		t.Fatalf("list after revoke = %+v", list.Keys)
+	}
+	lc.gets = append(lc.gets, e.json("GET", "/admin/keys/"+k.ID, "", http.StatusOK, nil))
+	if n := e.changes.Load(); n != 3 {
+		t.Fatalf("OnChange called %d times after create, rotate, revoke; want 3", n)
+	}
+}
+
+// refuseRevoked: a revoked key gets no new secret.
+func (lc *keyLifecycle) refuseRevoked(t *testing.T) {
+	var again errorAnswer
+	lc.e.json("POST", "/admin/keys/"+lc.k.ID+"/rotate", "", http.StatusConflict, &again)
+	if !strings.Contains(again.Error.Message, "is revoked") {
+		t.Errorf("rotating a revoked key: %q; want it to say the key is revoked", again.Error.Message)
+	}
+}
+
+// refuseUnknownAndConfig: unknown keys are 404; keys of the config cannot
+// change here; neither calls OnChange.
+func (lc *keyLifecycle) refuseUnknownAndConfig(t *testing.T) {
+	e := lc.e
+	for _, p := range []string{"/admin/keys/key_nope/rotate", "/admin/keys/key_nope/revoke"} {
+		e.json("POST", p, "", http.StatusNotFound, nil)
+	}
+	e.json("GET", "/admin/keys/key_nope", "", http.StatusNotFound, nil)
+	e.json("PATCH", "/admin/keys/key_nope", `{"rpm":1}`, http.StatusNotFound, nil)
+	var ro errorAnswer
+	e.json("POST", "/admin/keys/cfg_app/rotate", "", http.StatusConflict, &ro)
+	if !strings.Contains(ro.Error.Message, "config file") {
+		t.Errorf("rotating a config key: %q; want it to say the key is in the config file", ro.Error.Message)
+	}
+	e.json("PATCH", "/admin/keys/cfg_app", `{"rpm":1}`, http.StatusConflict, nil)
+	e.json("POST", "/admin/keys/cfg_app/revoke", "", http.StatusConflict, nil)
+	if n := e.changes.Load(); n != 3 {
+		t.Fatalf("OnChange called %d times after refused changes, want still 3", n)
+	}
+}
+
+// showNoSecret: no secret and no hash in any GET answer, nor in the log,
+// which has a Warn line for each change.
+func (lc *keyLifecycle) showNoSecret(t *testing.T) {
+	logged := lc.e.log.String()
+	for _, sec := range []string{lc.created.Secret, lc.rotated.Secret} {
+		body := sec[len(ledger.SecretPrefix)+ledger.PrefixLen:] // the part that is not the prefix
+		for _, g := range lc.gets {
+			if strings.Contains(string(g), body) || strings.Contains(string(g), "hash") {
+				t.Fatalf("a GET answer shows a secret or hash: %s", g)
+			}
+		}
+		if strings.Contains(logged, body) {
+			t.Fatalf("the log shows a secret:\n%s", logged)
+		}
+	}
+	for _, g := range lc.gets {
+		if strings.Contains(string(g), "config-hash") || strings.Contains(string(g), "Y29uZmlnLWhhc2g") {
+			t.Fatalf("a GET answer shows a config key's hash: %s", g)
+		}
+	}
+	for _, action := range []string{"key:create", "key:rotate", "key:revoke"} {
+		if !strings.Contains(logged, "level=WARN msg=\"admin action\" action="+action+" key="+lc.k.ID+" name=app-team") {
+			t.Errorf("no Warn line for %s of %s in the log:\n%s", action, lc.k.ID, logged)
+		}
+	}
 }
 
 // TestPatchKey: PATCH changes the fields given, leaves absent and null
