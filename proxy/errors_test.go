@@ -22,6 +22,7 @@ import (
 	"github.com/switchover-gw/switchover/internal/syncbuf"
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/tenant"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/answers.golden")
@@ -422,5 +423,12 @@ func TestErrorAnswers(t *testing.T) {
 				t.Fatalf("answers differ from %s at line %d:\n got: %s\nwant: %s", golden, i+1, g, w)
 			}
 		}
+	}
+}
+
+func TestStreamErrorEventIsOneEvent(t *testing.T) {
+	ev := string(streamErrorEvent(translate.OpenAI, `quote " and newline`+"\n", "c"))
+	if !strings.HasPrefix(ev, "data: {\"error\":") || !strings.HasSuffix(ev, "}\n\n") || strings.Count(ev, "\n") != 2 {
+		t.Fatalf("event %q", ev)
 	}
 }

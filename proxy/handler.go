@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -348,120 +347,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a client calling the wrong URL shows up in the log.
 func (h *Handler) logRefused(r *http.Request, id string, status int) {
 	h.finish(&logLine{id: id, method: r.Method, path: truncate(r.URL.Path, 200), status: status}, time.Now())
-}
-
-type pathKind uint8
-
-const (
-	pathUnknown pathKind = iota
-	pathAPI
-	pathModels
-	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
-	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
-	pathRealtime
-)
-
-// classify maps a request path to what it asks for: an API operation (with
-// the deployment, for Azure-style paths), the model list, or a stored
-// response (objectPath, relative to the API root: "responses/{id}…").
-func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
-	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
-		rest, ok := strings.CutPrefix(path, prefix)
-		if !ok {
-			continue
-		}
-		rest = strings.TrimSuffix(rest, "/")
-		if rest == "realtime" && prefix != "/" {
-			return pathRealtime, route.Realtime, "", ""
-		}
-		if prefix == "/openai/" {
-			if rest == "responses" {
-				return pathAPI, route.Responses, "", "" // with an api-version
-			}
-			if strings.HasPrefix(rest, "responses/") {
-				return pathObject, route.Responses, "", rest
-			}
-			dep, after, ok := strings.Cut(strings.TrimPrefix(rest, "deployments/"), "/")
-			if !strings.HasPrefix(rest, "deployments/") || !ok || dep == "" {
-				return pathUnknown, "", "", ""
-			}
-			if o := route.Operation(after); isDeploymentOp(o) {
-				return pathAPI, o, dep, ""
-			}
-			return pathUnknown, "", "", ""
-		}
-		if o := route.Operation(rest); isOp(o) {
-			return pathAPI, o, "", ""
-		}
-		if prefix == "/v1/" && (rest == "messages" || rest == string(route.CountTokens)) {
-			return pathAPI, route.Operation(rest), "", ""
-		}
-		if strings.HasPrefix(rest, "responses/") && prefix != "/" {
-			return pathObject, route.Responses, "", rest
-		}
-		if rest == "models" {
-			return pathModels, "", "", ""
-		}
-		if id, ok := strings.CutPrefix(rest, "models/"); ok && id != "" {
-			return pathModels, "", "", id
-		}
-		return pathUnknown, "", "", ""
-	}
-	return pathUnknown, "", "", ""
-}
-
-// isOp reports whether o is an operation routed by the model in its body
-// under /v1/ and /openai/v1/.
-func isOp(o route.Operation) bool {
-	switch o {
-	case route.Messages, route.CountTokens:
-		return false
-	}
-	for _, op := range route.Operations() {
-		if o == op {
-			return true
-		}
-	}
-	return false
-}
-
-// isDeploymentOp reports whether Azure serves o under
-// /openai/deployments/{deployment}/.
-func isDeploymentOp(o route.Operation) bool {
-	switch o {
-	case route.ChatCompletions, route.Completions, route.Embeddings, route.AudioTranscriptions, route.AudioTranslations,
-		route.AudioSpeech, route.ImagesGenerations, route.ImagesEdits, route.ImagesVariations:
-		return true
-	}
-	return false
-}
-
-type model struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-func serveModels(w http.ResponseWriter, rt *Routes, id string) {
-	w.Header().Set("Content-Type", "application/json")
-	if id != "" {
-		p, ok := rt.Pools[id]
-		if !ok {
-			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("The model %q does not exist on this gateway", truncate(id, 100)))
-			return
-		}
-		json.NewEncoder(w).Encode(model{ID: p.Name, Object: "model", OwnedBy: "switchover"})
-		return
-	}
-	list := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
-	for _, name := range rt.Models {
-		list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "switchover"})
-	}
-	json.NewEncoder(w).Encode(list)
 }
 
 func (h *Handler) ready() error {

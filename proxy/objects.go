@@ -88,34 +88,3 @@ func ownerPool(rt *Routes, owner string) *route.Pool {
 	}
 	return nil
 }
-
-// hasAnthropicMember reports whether p has a member that speaks the
-// Anthropic API, and so can count tokens itself.
-func hasAnthropicMember(p *route.Pool) bool {
-	for _, m := range p.Members {
-		if m.Backend.Provider.Format() == translate.Anthropic {
-			return true
-		}
-	}
-	return false
-}
-
-// HeaderEstimate marks an answer the gateway computed itself instead of
-// asking a backend: a count_tokens for a pool with no Anthropic member.
-const HeaderEstimate = "X-Switchover-Estimate"
-
-// serveTokenEstimate answers POST /v1/messages/count_tokens for a pool
-// with no Anthropic member with the gateway's own estimate, labelled as
-// such: text at four bytes a token, a flat figure per image or document.
-func (h *Handler) serveTokenEstimate(w http.ResponseWriter, lg *logLine, body []byte) {
-	n, err := translate.EstimateAnthropicTokens(body)
-	if err != nil {
-		lg.status = http.StatusBadRequest
-		writeErrorAs(w, translate.Anthropic, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
-		return
-	}
-	lg.status = http.StatusOK
-	w.Header().Set(HeaderEstimate, "true")
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, "{\"input_tokens\":%d}", n)
-}

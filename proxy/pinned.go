@@ -5,7 +5,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -153,23 +152,4 @@ func pinnedOwnerPool(rt *Routes, owner string) *route.Pool {
 		return rt.Unknown
 	}
 	return ownerPool(rt, owner)
-}
-
-// routeList is the 404's list of what the gateway routes.
-func routeList(rt *Routes) string {
-	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id})", "audio/transcriptions",
-		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
-		"realtime", "messages", "messages/count_tokens"}
-	var pinned []string
-	for _, p := range rt.Pinned {
-		pinned = append(pinned, p.Path)
-	}
-	sort.Strings(pinned)
-	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ")
-	if len(pinned) > 0 {
-		s += "; pinned to their backends: " + strings.Join(pinned, ", ")
-	} else {
-		s += "; stored-object paths (files, batches, fine_tuning …) need a pinned route in the configuration"
-	}
-	return s
 }
