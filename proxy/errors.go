@@ -2,32 +2,110 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/switchover-gw/switchover/translate"
 )
 
-// apiError is the OpenAI error body: {"error":{"message","type","param","code"}}.
-type apiError struct {
+// errorObject is the OpenAI error body's member:
+// {"error":{"message","type","param","code"}}.
+type errorObject struct {
 	Message string  `json:"message"`
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    string  `json:"code"`
 }
 
-// writeError answers with an OpenAI-style error. The message must never
-// contain a secret.
-func writeError(w http.ResponseWriter, status int, typ, code, msg string) {
-	writeErrorAs(w, translate.OpenAI, status, typ, code, msg)
+// apiError is how a stage ends its request with a failure: what the
+// caller is answered (the status, the error object's type, code and
+// message, more headers) and what the log line records. fail alone writes
+// it. Build one with requestError, serverError or gatewayBusy, and add to
+// it with its methods.
+type apiError struct {
+	status         int
+	typ, code, msg string // msg never holds a secret
+	// header holds the answer's headers besides Content-Type and
+	// Content-Length (Retry-After, Allow, Connection …); nil is none.
+	header http.Header
+	// cause is the error the log line records; nil is none.
+	cause error
+	// atLimit marks a refusal at one of the gateway's own limits,
+	// counted with Refusals.Refused(code).
+	atLimit bool
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// requestError is an invalid_request_error: the caller's request is at
+// fault, or names what is not there.
+func requestError(status int, code, msg string) *apiError {
+	return &apiError{status: status, typ: "invalid_request_error", code: code, msg: msg}
+}
+
+// serverError is a server_error: the gateway cannot answer.
+func serverError(status int, code, msg string) *apiError {
+	return &apiError{status: status, typ: "server_error", code: code, msg: msg}
+}
+
+// gatewayBusy is 503 with Retry-After: 1 for a request refused because
+// the gateway is at one of its limits, counted with Refusals.
+func gatewayBusy(code, msg string) *apiError {
+	e := serverError(http.StatusServiceUnavailable, code, msg).with("Retry-After", "1")
+	e.atLimit = true
+	return e
+}
+
+// with sets the answer's header key to value.
+func (e *apiError) with(key, value string) *apiError {
+	if e.header == nil {
+		e.header = http.Header{}
+	}
+	e.header.Set(key, value)
+	return e
+}
+
+// fail answers err, the error x's pipeline stopped at, in the caller's
+// format (OpenAI's error body, or Anthropic's for /v1/messages), and
+// records it in the log line and the refusal counts: the one place a
+// request's failure is written. A nil err writes nothing. An error that
+// is not an *apiError is a bug of a stage: it is answered 500.
+func (x *exchange) fail(err error) {
+	if err == nil {
+		return
+	}
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = serverError(http.StatusInternalServerError, "internal_error", "switchover: internal error")
+		e.cause = err
+	}
+	x.lg.status, x.lg.err = e.status, e.cause
+	h := x.w.Header()
+	for k, v := range e.header {
+		h[k] = v
+	}
+	if e.atLimit {
+		x.h.refused(e.code)
+	}
+	body, _ := json.Marshal(struct {
+		Error errorObject `json:"error"`
+	}{errorObject{Message: e.msg, Type: e.typ, Code: e.code}})
+	if x.format == translate.Anthropic {
+		body = translate.ErrorToAnthropic(translate.OpenAI, e.status, body)
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	x.w.WriteHeader(e.status)
+	x.w.Write(body)
 }
 
 // writeErrorAs answers with an error in the client's format: OpenAI's, or
 // Anthropic's for /v1/messages.
 func writeErrorAs(w http.ResponseWriter, f translate.Format, status int, typ, code, msg string) {
 	body, _ := json.Marshal(struct {
-		Error apiError `json:"error"`
-	}{apiError{Message: msg, Type: typ, Code: code}})
+		Error errorObject `json:"error"`
+	}{errorObject{Message: msg, Type: typ, Code: code}})
 	if f == translate.Anthropic {
 		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
 	}
@@ -66,8 +144,8 @@ func streamErrorEvent(f translate.Format, msg, code string) []byte {
 		return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
 	}
 	b, _ := json.Marshal(struct {
-		Error apiError `json:"error"`
-	}{apiError{Message: msg, Type: "server_error", Code: code}})
+		Error errorObject `json:"error"`
+	}{errorObject{Message: msg, Type: "server_error", Code: code}})
 	out := make([]byte, 0, len(b)+8)
 	out = append(out, "data: "...)
 	out = append(out, b...)

@@ -23,7 +23,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchover-gw/switchover/route"
-	"github.com/switchover-gw/switchover/translate"
 )
 
 // Routes is what the handler serves: pools by model name, and the keys
@@ -245,108 +244,49 @@ func (h *Handler) logger() *slog.Logger {
 	return h.Logger
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveProbe answers the health, readiness and metrics endpoints, outside
+// the pipeline: no cap, no key, no log line. It reports false for every
+// other path, and for /metrics without Metrics.
+func (h *Handler) serveProbe(w http.ResponseWriter, r *http.Request) bool {
 	switch r.URL.Path {
 	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
-		return
+		return true
 	case "/readyz":
 		h.serveCheck(w, h.ready, "not ready", "ready")
-		return
+		return true
 	case "/healthz/pools":
 		h.serveCheck(w, h.poolHealth, "unhealthy", "ok")
-		return
+		return true
 	case "/metrics":
 		if h.Metrics != nil {
 			h.Metrics.ServeHTTP(w, r)
-			return
+			return true
 		}
 	}
-	rt := h.routes.Load()
-	if rt == nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "not_ready", "switchover: no configuration loaded")
-		return
-	}
-	id := requestID(r)
-	w.Header().Set("X-Request-Id", id)
-	r.Header.Set("X-Request-Id", id)
-
-	kind, op, dep, modelID := classify(r.URL.Path)
-	var pinned *route.Pool
-	if kind == pathUnknown {
-		if rel, ok := apiRelative(r.URL.Path); ok {
-			if p := pinnedFor(rt, rel); p != nil {
-				kind, pinned, modelID = pathPinned, p.Pool, rel
-			} else if rt.Unknown != nil && (strings.HasPrefix(r.URL.Path, "/v1/") || strings.HasPrefix(r.URL.Path, "/openai/v1/")) {
-				kind, pinned, modelID = pathPinned, rt.Unknown, rel
-			}
-		}
-	}
-	if kind == pathUnknown {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s; %s", r.Method, truncate(r.URL.Path, 200), routeList(rt)))
-		h.logRefused(r, id, http.StatusNotFound)
-		return
-	}
-	format := translate.OpenAI
-	switch op {
-	case route.Messages, route.CountTokens:
-		format = translate.Anthropic
-	case route.Responses:
-		format = translate.Responses
-	}
-	if !h.inflight.acquire(rt.MaxConcurrentRequests) {
-		h.refused(codeTooManyRequests)
-		writeBusy(w, format, codeTooManyRequests, "switchover: the gateway is serving as many requests as it may at once (server.max_concurrent_requests); retry shortly")
-		return
-	}
-	defer h.inflight.release()
-	want := http.MethodPost
-	switch kind {
-	case pathModels:
-		want = http.MethodGet
-	case pathObject:
-		want = objectMethod(modelID, r.Method)
-	case pathPinned:
-		want = r.Method // the backend's API decides
-	case pathRealtime:
-		want = http.MethodGet
-	}
-	if r.Method != want {
-		w.Header().Set("Allow", want)
-		writeErrorAs(w, format, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
-		h.logRefused(r, id, http.StatusMethodNotAllowed)
-		return
-	}
-	who, ok := h.authenticate(w, r, rt, format, id)
-	if !ok {
-		return
-	}
-	if kind == pathModels {
-		serveModels(w, rt, modelID)
-		return
-	}
-	if kind == pathObject {
-		h.serveObject(w, r, rt, modelID, who, id)
-		return
-	}
-	if kind == pathRealtime {
-		h.serveRealtime(w, r, rt, who, id)
-		return
-	}
-	if kind == pathPinned {
-		h.servePinned(w, r, rt, pinned, modelID, who, id)
-		return
-	}
-	h.serveAPI(w, r, rt, op, format, dep, who, id)
+	return false
 }
 
-// logRefused logs a request refused before it reached a pool (unknown
-// path, wrong method, wrong key) as the request log's usual line, so that
-// a client calling the wrong URL shows up in the log.
-func (h *Handler) logRefused(r *http.Request, id string, status int) {
-	h.finish(&logLine{id: id, method: r.Method, path: truncate(r.URL.Path, 200), status: status}, time.Now())
+// loadRoutes is the stage that takes the routes in force: the request is
+// served on them to its end, whatever Update does meanwhile.
+func loadRoutes(x *exchange) error {
+	if x.rt = x.h.routes.Load(); x.rt == nil {
+		return serverError(http.StatusServiceUnavailable, "not_ready", "switchover: no configuration loaded")
+	}
+	return nil
+}
+
+// identify is the stage that gives the request its id, sent back and
+// upstream in X-Request-Id, and opens its log line. Until begin, the line
+// is a refusal's: the path cut to 200 bytes, no key, no duration.
+func identify(x *exchange) error {
+	id := requestID(x.r)
+	x.w.Header().Set("X-Request-Id", id)
+	x.r.Header.Set("X-Request-Id", id)
+	x.lg.id, x.lg.method, x.lg.path = id, x.r.Method, truncate(x.r.URL.Path, 200)
+	x.logged = true
+	return nil
 }
 
 func (h *Handler) ready() error {

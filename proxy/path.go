@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 type pathKind uint8
@@ -17,6 +20,58 @@ const (
 	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
 	pathRealtime
 )
+
+// classifyPath is the stage that finds what the path asks for (an API
+// operation, the model list, a stored response, a pinned path, a realtime
+// session) and the API format the caller speaks, in which its errors are
+// answered: Anthropic's for /v1/messages, OpenAI's otherwise. A path that
+// nothing routes gets 404 with the list of what is routed.
+func classifyPath(x *exchange) error {
+	path := x.r.URL.Path
+	x.kind, x.op, x.dep, x.rel = classify(path)
+	if x.kind == pathUnknown {
+		if rel, ok := apiRelative(path); ok {
+			if p := pinnedFor(x.rt, rel); p != nil {
+				x.kind, x.pool, x.rel = pathPinned, p.Pool, rel
+			} else if x.rt.Unknown != nil && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/openai/v1/")) {
+				x.kind, x.pool, x.rel = pathPinned, x.rt.Unknown, rel
+			}
+		}
+	}
+	if x.kind == pathUnknown {
+		return requestError(http.StatusNotFound, "not_found",
+			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
+	}
+	switch x.op {
+	case route.Messages, route.CountTokens:
+		x.format = translate.Anthropic
+	case route.Responses:
+		x.format = translate.Responses
+	}
+	return nil
+}
+
+// checkMethod is the stage that refuses a method the path does not take,
+// with 405 and the Allow header.
+func checkMethod(x *exchange) error {
+	want := http.MethodPost
+	switch x.kind {
+	case pathModels:
+		want = http.MethodGet
+	case pathObject:
+		want = objectMethod(x.rel, x.r.Method)
+	case pathPinned:
+		want = x.r.Method // the backend's API decides
+	case pathRealtime:
+		want = http.MethodGet
+	}
+	if x.r.Method != want {
+		return requestError(http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("switchover: %s %s is not allowed; use %s", x.r.Method, truncate(x.r.URL.Path, 200), want)).
+			with("Allow", want)
+	}
+	return nil
+}
 
 // classify maps a request path to what it asks for: an API operation (with
 // the deployment, for Azure-style paths), the model list, or a stored

@@ -32,16 +32,28 @@ type caller struct {
 	p    *tenant.Principal
 }
 
-// authenticate finds the caller with h.Tenants, or with rt.Keys when there
-// are none; ok false when the answer has been written.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, rt *Routes, format translate.Format, id string) (caller, bool) {
+// authenticate is the stage that finds who sent the request: its key,
+// with Tenants when set, else among Routes.Keys (none: anyone may call).
+// A missing or wrong key gets 401; a key the store could not check, 503
+// with Retry-After: 1.
+func authenticate(x *exchange) error {
+	who, err := x.h.caller(x.r, x.rt)
+	x.who = who
+	return err
+}
+
+const msgBadKey = "switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\""
+
+// caller finds the key r presents with h.Tenants, or with rt.Keys when
+// there are none.
+func (h *Handler) caller(r *http.Request, rt *Routes) (caller, error) {
 	if h.Tenants != nil && h.Tenants.Required() {
 		secret, _ := presentedKey(r)
 		p, err := h.Tenants.Authenticate(r.Context(), secret)
 		if err == nil {
-			return caller{name: p.ID, p: p}, true
+			return caller{name: p.ID, p: p}, nil
 		}
-		status, code, msg := http.StatusUnauthorized, "invalid_api_key", "switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\""
+		msg := msgBadKey
 		switch {
 		case errors.Is(err, tenant.ErrRevoked):
 			msg = "switchover: this gateway key has been revoked"
@@ -50,25 +62,20 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, rt *Route
 		case errors.Is(err, tenant.ErrNoKey), errors.Is(err, tenant.ErrUnknownKey):
 		default:
 			// The store could not say: the key may be good.
-			status, code, msg = http.StatusServiceUnavailable, "key_store_unavailable", "switchover: the key could not be checked (the gateway's key store is unavailable); retry shortly"
-			w.Header().Set("Retry-After", "1")
 			h.logger().Warn("key check failed", "error", err)
+			return caller{}, requestError(http.StatusServiceUnavailable, "key_store_unavailable",
+				"switchover: the key could not be checked (the gateway's key store is unavailable); retry shortly").with("Retry-After", "1")
 		}
-		writeErrorAs(w, format, status, "invalid_request_error", code, msg)
-		h.logRefused(r, id, status)
-		return caller{}, false
+		return caller{}, requestError(http.StatusUnauthorized, "invalid_api_key", msg)
 	}
 	if len(rt.Keys) == 0 {
-		return caller{}, true
+		return caller{}, nil
 	}
 	name, ok := rt.authenticate(r)
 	if !ok {
-		writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-			"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
-		h.logRefused(r, id, http.StatusUnauthorized)
-		return caller{}, false
+		return caller{}, requestError(http.StatusUnauthorized, "invalid_api_key", msgBadKey)
 	}
-	return caller{name: name}, true
+	return caller{name: name}, nil
 }
 
 // admit runs the caller's limits for a request to pool; false when it was
@@ -138,13 +145,13 @@ func writeRefusal(w http.ResponseWriter, f translate.Format, r *tenant.Refusal) 
 	}
 	body, _ := json.Marshal(struct {
 		Error struct {
-			apiError
+			errorObject
 			Limit limit `json:"switchover_limit"`
 		} `json:"error"`
 	}{Error: struct {
-		apiError
+		errorObject
 		Limit limit `json:"switchover_limit"`
-	}{apiError{Message: r.Message, Type: typ, Code: r.Code}, l}})
+	}{errorObject{Message: r.Message, Type: typ, Code: r.Code}, l}})
 	if f == translate.Anthropic {
 		body = translate.ErrorToAnthropic(translate.OpenAI, r.Status, body)
 	}
