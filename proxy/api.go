@@ -8,46 +8,24 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
 )
 
-// serveAPI answers one API call: read the body once (bounded), find the
-// pool, let the engine route it, and pass the response on.
-func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, op route.Operation, format translate.Format, dep string, who caller, id string) {
-	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
-		writeErrorAs(w, format, status, typ, code, msg)
-	}
-	start := time.Now()
-	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
-	if h.Tracer != nil {
-		var span trace.Span
-		r, span = h.startSpan(r)
-		lg.span = span
-	}
-	defer func() { h.finish(lg, start) }()
-
-	body, res, ok := h.readRequestBody(w, r, rt, lg, format, start)
-	// The reservation is held until the response ends: the engine keeps
-	// the body for retries, and the transport until the answer is read.
-	defer res.close()
-	if !ok {
-		return
-	}
-	var err error
+// parseCall is the stage that makes the API call's route.Request of its
+// body: the model (or the Azure deployment the path names), the stream
+// flag, the caller's max wait. A body that is not the operation's, or an
+// unreadable max wait, gets 400.
+func parseCall(x *exchange) error {
+	r, op := x.r, x.op
 	var req *route.Request
+	var err error
 	if op.Multipart() {
-		req, err = route.NewMultipartRequest(op, body, r.Header.Get("Content-Type"), r.Header)
+		req, err = route.NewMultipartRequest(op, x.body, r.Header.Get("Content-Type"), r.Header)
 	} else {
-		req, err = route.NewRequest(op, body, r.Header)
-	}
-	if err == nil {
-		req.Format = format
+		req, err = route.NewRequest(op, x.body, r.Header)
 	}
 	if err != nil {
-		lg.status = http.StatusBadRequest
 		code := "invalid_json"
 		var oc *route.OwnerConflictError
 		switch {
@@ -56,41 +34,42 @@ func (h *Handler) serveAPI(w http.ResponseWriter, r *http.Request, rt *Routes, o
 		case op.Multipart():
 			code = "invalid_request"
 		}
-		writeError(w, lg.status, "invalid_request_error", code, "switchover: "+err.Error())
-		return
+		return requestError(http.StatusBadRequest, code, "switchover: "+err.Error())
 	}
-	if dep != "" {
-		req.Model = dep
+	req.Format = x.format
+	if x.dep != "" {
+		req.Model = x.dep
 	}
 	if v := r.Header.Get(HeaderMaxWait); v != "" {
 		d, ok := parseMaxWait(v)
 		if !ok {
-			lg.status = http.StatusBadRequest
-			writeError(w, lg.status, "invalid_request_error", "invalid_max_wait", fmt.Sprintf("switchover: %s must be a duration (120s, 2m) or a number of seconds, not %q", HeaderMaxWait, truncate(v, 40)))
-			return
+			return requestError(http.StatusBadRequest, "invalid_max_wait",
+				fmt.Sprintf("switchover: %s must be a duration (120s, 2m) or a number of seconds, not %q", HeaderMaxWait, truncate(v, 40)))
 		}
 		req.MaxWait = d
 	}
-	lg.model, lg.stream = req.Model, req.Stream
-	if req.Model == "" {
-		lg.status = http.StatusBadRequest
-		writeError(w, lg.status, "invalid_request_error", "missing_model", "switchover: the request names no model; set \"model\" to one of the gateway's pools (GET /v1/models lists them)")
-		return
+	x.req = req
+	x.lg.model, x.lg.stream = req.Model, req.Stream
+	return nil
+}
+
+// findPool is the stage that finds the pool the call's model names: 400
+// without a model, 404 for a name that is no pool's. The key's allowed
+// pools and models apply to a call routed so.
+func findPool(x *exchange) error {
+	model := x.req.Model
+	if model == "" {
+		return requestError(http.StatusBadRequest, "missing_model",
+			"switchover: the request names no model; set \"model\" to one of the gateway's pools (GET /v1/models lists them)")
 	}
-	pool, ok := rt.Pools[req.Model]
+	pool, ok := x.rt.Pools[model]
 	if !ok {
-		lg.status = http.StatusNotFound
-		writeError(w, lg.status, "invalid_request_error", "model_not_found",
-			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(req.Model, 100)))
-		return
+		return requestError(http.StatusNotFound, "model_not_found",
+			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(model, 100)))
 	}
-	lg.routed = true
-	if op == route.CountTokens && !hasAnthropicMember(pool) {
-		lg.pool = pool.Name
-		h.serveTokenEstimate(w, lg, body)
-		return
-	}
-	h.run(w, r, lg, pool, req, format, id, start)
+	x.lg.routed = true
+	x.routeTo(pool, x.req)
+	return nil
 }
 
 // HeaderMaxWait is how long a caller will wait inside the gateway for
@@ -132,18 +111,21 @@ func hasAnthropicMember(p *route.Pool) bool {
 // asking a backend: a count_tokens for a pool with no Anthropic member.
 const HeaderEstimate = "X-Switchover-Estimate"
 
-// serveTokenEstimate answers POST /v1/messages/count_tokens for a pool
-// with no Anthropic member with the gateway's own estimate, labelled as
-// such: text at four bytes a token, a flat figure per image or document.
-func (h *Handler) serveTokenEstimate(w http.ResponseWriter, lg *logLine, body []byte) {
-	n, err := translate.EstimateAnthropicTokens(body)
-	if err != nil {
-		lg.status = http.StatusBadRequest
-		writeErrorAs(w, translate.Anthropic, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
-		return
+// estimateTokens is the stage that answers POST /v1/messages/count_tokens
+// for a pool with no Anthropic member, which could count them, with the
+// gateway's own estimate, labelled as such: text at four bytes a token, a
+// flat figure per image or document. The key's limits do not apply to it.
+func estimateTokens(x *exchange) error {
+	if x.op != route.CountTokens || hasAnthropicMember(x.pool) {
+		return nil
 	}
-	lg.status = http.StatusOK
-	w.Header().Set(HeaderEstimate, "true")
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, "{\"input_tokens\":%d}", n)
+	n, err := translate.EstimateAnthropicTokens(x.body)
+	if err != nil {
+		return requestError(http.StatusBadRequest, "invalid_request", "switchover: "+err.Error())
+	}
+	x.w.Header().Set(HeaderEstimate, "true")
+	x.w.Header().Set("Content-Type", "application/json")
+	x.writeHeader(http.StatusOK)
+	fmt.Fprintf(x.w, "{\"input_tokens\":%d}", n)
+	return errAnswered
 }

@@ -7,64 +7,65 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/switchover-gw/switchover/translate"
 )
 
-// readRequestBody reads r's body, bounded by the routes' limits, and
-// answers the error itself when it cannot (ok false). The reservation of
-// body memory it returns must be closed once the response has ended.
-func (h *Handler) readRequestBody(w http.ResponseWriter, r *http.Request, rt *Routes, lg *logLine, format translate.Format, start time.Time) (body []byte, res *reservation, ok bool) {
-	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
-		writeErrorAs(w, format, status, typ, code, msg)
-	}
+// readRequestBody is the stage that reads the request's body whole, once,
+// bounded by Routes.MaxBody (413) and, with the bodies of every request
+// in flight, by Routes.MaxBodyMemory (503 request_body_memory_full,
+// counted with Refusals). The request holds its share of that memory
+// until it ends: the engine keeps the body for retries, and the transport
+// until the answer is read. The read is bounded by BodyReadTimeout (408).
+func readRequestBody(x *exchange) error {
+	r, rt := x.r, x.rt
 	if r.ContentLength > rt.MaxBody {
 		// Refused before a byte of it is read; the connection is not
 		// worth draining.
-		lg.status = http.StatusRequestEntityTooLarge
-		w.Header().Set("Connection", "close")
-		writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
-		return
+		return bodyTooLarge(rt.MaxBody).with("Connection", "close")
 	}
-	res, ok = h.bodies.open(r.ContentLength, rt.MaxBodyMemory)
+	res, ok := x.h.bodies.open(r.ContentLength, rt.MaxBodyMemory)
+	x.res = res
 	if !ok {
-		lg.status = http.StatusServiceUnavailable
-		w.Header().Set("Connection", "close") // not worth draining either
-		h.refused(codeBodyMemoryFull)
-		writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
-		return body, res, false
+		return bodyMemoryFull() // not worth draining either
 	}
-
-	rc := http.NewResponseController(w)
-	if h.BodyReadTimeout > 0 {
-		rc.SetReadDeadline(start.Add(h.BodyReadTimeout))
+	rc := http.NewResponseController(x.w)
+	if x.h.BodyReadTimeout > 0 {
+		rc.SetReadDeadline(x.start.Add(x.h.BodyReadTimeout))
 	}
-	body, err := readBody(res.reader(http.MaxBytesReader(w, r.Body, rt.MaxBody)), r.ContentLength)
-	if h.BodyReadTimeout > 0 {
+	body, err := readBody(res.reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody)), r.ContentLength)
+	if x.h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		var ne net.Error
-		switch {
-		case errors.Is(err, errBodyMemoryFull):
-			lg.status = http.StatusServiceUnavailable
-			w.Header().Set("Connection", "close") // the rest is unread
-			h.refused(codeBodyMemoryFull)
-			writeBusy(w, format, codeBodyMemoryFull, msgBodyMemoryFull)
-		case errors.As(err, &tooBig):
-			lg.status = http.StatusRequestEntityTooLarge
-			writeError(w, lg.status, "invalid_request_error", "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", rt.MaxBody))
-		case errors.As(err, &ne) && ne.Timeout():
-			lg.status, lg.err = http.StatusRequestTimeout, err
-			w.Header().Set("Connection", "close")
-			writeError(w, lg.status, "invalid_request_error", "request_timeout", "switchover: the request body took too long to arrive")
-		default:
-			lg.status, lg.err = 0, err // the client went away while sending
-		}
-		return nil, res, false
+		return bodyReadError(err, rt.MaxBody)
 	}
-	return body, res, true
+	x.body = body
+	return nil
+}
+
+// bodyReadError is the answer to a body that could not be read whole.
+func bodyReadError(err error, maxBody int64) *apiError {
+	var tooBig *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.Is(err, errBodyMemoryFull):
+		return bodyMemoryFull() // the rest is unread
+	case errors.As(err, &tooBig):
+		return bodyTooLarge(maxBody)
+	case errors.As(err, &ne) && ne.Timeout():
+		return requestError(http.StatusRequestTimeout, "request_timeout", "switchover: the request body took too long to arrive").
+			with("Connection", "close").because(err)
+	}
+	return clientGone(err) // while sending
+}
+
+func bodyTooLarge(maxBody int64) *apiError {
+	return requestError(http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("switchover: request body is over the %d byte limit", maxBody))
+}
+
+// bodyMemoryFull is the refusal of a body the memory for request bodies
+// has no room for; the connection is closed, the rest of the body unread.
+func bodyMemoryFull() *apiError {
+	return gatewayBusy(codeBodyMemoryFull, msgBodyMemoryFull).with("Connection", "close")
 }
 
 const msgBodyMemoryFull = "switchover: the gateway holds as many request bodies as its memory for them allows (server.max_body_memory); retry shortly"

@@ -34,6 +34,9 @@ type apiError struct {
 	// atLimit marks a refusal at one of the gateway's own limits,
 	// counted with Refusals.Refused(code).
 	atLimit bool
+	// gone marks a client that went away: nothing is answered, and the
+	// log line says 499 with the cause.
+	gone bool
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -57,6 +60,16 @@ func gatewayBusy(code, msg string) *apiError {
 	return e
 }
 
+// clientGone is the end of a request whose client went away (err says
+// how): there is no one to answer.
+func clientGone(err error) *apiError { return &apiError{gone: true, cause: err} }
+
+// because sets the cause the log line records.
+func (e *apiError) because(err error) *apiError {
+	e.cause = err
+	return e
+}
+
 // with sets the answer's header key to value.
 func (e *apiError) with(key, value string) *apiError {
 	if e.header == nil {
@@ -69,18 +82,20 @@ func (e *apiError) with(key, value string) *apiError {
 // fail answers err, the error x's pipeline stopped at, in the caller's
 // format (OpenAI's error body, or Anthropic's for /v1/messages), and
 // records it in the log line and the refusal counts: the one place a
-// request's failure is written. A nil err writes nothing. An error that
+// request's failure is written. A nil err, or errAnswered, writes nothing. An error that
 // is not an *apiError is a bug of a stage: it is answered 500.
 func (x *exchange) fail(err error) {
-	if err == nil {
+	if err == nil || errors.Is(err, errAnswered) {
 		return
 	}
 	var e *apiError
 	if !errors.As(err, &e) {
-		e = serverError(http.StatusInternalServerError, "internal_error", "switchover: internal error")
-		e.cause = err
+		e = serverError(http.StatusInternalServerError, "internal_error", "switchover: internal error").because(err)
 	}
 	x.lg.status, x.lg.err = e.status, e.cause
+	if e.gone {
+		return
+	}
 	h := x.w.Header()
 	for k, v := range e.header {
 		h[k] = v
@@ -121,14 +136,6 @@ const (
 	codeBodyMemoryFull  = "request_body_memory_full"
 	codeTooManyRequests = "too_many_concurrent_requests"
 )
-
-// writeBusy answers 503 with Retry-After: 1 in the client's format, for a
-// request refused because the gateway is at a limit, without reading its
-// body.
-func writeBusy(w http.ResponseWriter, f translate.Format, code, msg string) {
-	w.Header().Set("Retry-After", "1")
-	writeErrorAs(w, f, http.StatusServiceUnavailable, "server_error", code, msg)
-}
 
 // streamErrorEvent is the SSE event sent when a stream breaks after its
 // first bytes reached the client, in the client's format. OpenAI's SDKs

@@ -13,6 +13,15 @@ import (
 	"github.com/switchover-gw/switchover/tenant"
 )
 
+// begin is the stage that makes the request's log line its own, once its
+// caller is known: from here on the line counts the request's duration,
+// names its key and shows its whole path.
+func begin(x *exchange) error {
+	x.start = time.Now()
+	x.lg.key, x.lg.who, x.lg.path = x.who.name, x.who.p, x.r.URL.Path
+	return nil
+}
+
 // logLine is what one request's log line says.
 type logLine struct {
 	id, key, method, path string

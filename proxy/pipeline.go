@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -27,23 +28,41 @@ import (
 //
 // then those of its kind of path (stagesOf):
 //
-//	the model list   listModels (models.go)
-//	the others       dispatch
+//	the model list      listModels      models.go
+//
+//	an API call         begin           logline.go   the log line, the key's now, with the duration
+//	                    traceRequest    tracing.go   the span, with Tracer set
+//	                    readRequestBody body.go      the body, bounded; 413, 503, 408
+//	                    parseCall       api.go       the route.Request; 400
+//	                    findPool        api.go       the pool the model names; 400, 404
+//	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
+//	                    runCall         relay.go     the call through the pool, the answer relayed
+//
+//	a stored response   begin, routeObject (objects.go: its backend; 404), runCall
+//
+//	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
+//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404), runCall
+//
+//	a realtime session  dispatch
 var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMethod, authenticate}
 
 // stagesOf are the stages a request runs after everyRequest's, by the
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
 	pathModels:   {listModels},
-	pathAPI:      {dispatch},
-	pathObject:   {dispatch},
-	pathPinned:   {dispatch},
+	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, runCall},
+	pathObject:   {begin, routeObject, runCall},
+	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, runCall},
 	pathRealtime: {dispatch},
 }
 
 // stage is one step of a request's pipeline: nil goes on to the next, an
 // error stops the request and is answered by fail.
 type stage func(*exchange) error
+
+// errAnswered is the error of a stage that has answered its request in
+// full: the pipeline stops, and nothing more is written.
+var errAnswered = errors.New("answered")
 
 // exchange is one request's state as it goes through the pipeline: what
 // the stages have found out so far, and what the request holds until it
@@ -61,6 +80,9 @@ type exchange struct {
 	format translate.Format // the caller's API format, in which errors are answered
 	pool   *route.Pool      // where the request goes (for a pinned path, as its route has it)
 	who    caller
+	body   []byte
+	res    *reservation   // the body's share of Routes.MaxBodyMemory, held to the end
+	req    *route.Request // what goes to the pool
 
 	slot   bool // holds a slot under the concurrency cap
 	logged bool // gets a log line
@@ -92,9 +114,10 @@ func (x *exchange) run(stages []stage) error {
 	return nil
 }
 
-// end is the pipeline's last step: it writes the request's log line, then
-// gives back its slot.
+// end is the pipeline's last step: it gives back the body's memory,
+// writes the request's log line, then gives back its slot.
 func (x *exchange) end() {
+	x.res.close()
 	if x.logged {
 		start := x.start
 		if start.IsZero() {
@@ -107,20 +130,16 @@ func (x *exchange) end() {
 	}
 }
 
-// dispatch is the stage that serves the kinds of path not yet in stages
-// of their own. Their serve functions write their own log lines.
+// routeTo sends the request to pool as req; the log line names the pool.
+func (x *exchange) routeTo(pool *route.Pool, req *route.Request) {
+	x.pool, x.req = pool, req
+	x.lg.pool = pool.Name
+}
+
+// dispatch is the stage that serves a realtime session, not yet in stages
+// of its own. Its serve function writes its own log line.
 func dispatch(x *exchange) error {
 	x.logged = false
-	w, r, rt, who, id := x.w, x.r, x.rt, x.who, x.lg.id
-	switch x.kind {
-	case pathObject:
-		x.h.serveObject(w, r, rt, x.rel, who, id)
-	case pathRealtime:
-		x.h.serveRealtime(w, r, rt, who, id)
-	case pathPinned:
-		x.h.servePinned(w, r, rt, x.pool, x.rel, who, id)
-	default:
-		x.h.serveAPI(w, r, rt, x.op, x.format, x.dep, who, id)
-	}
+	x.h.serveRealtime(x.w, x.r, x.rt, x.who, x.lg.id)
 	return nil
 }

@@ -15,6 +15,20 @@ import (
 	"github.com/switchover-gw/switchover/translate"
 )
 
+// runCall is the stage that sends the call through its pool and relays
+// the answer (run).
+func runCall(x *exchange) error {
+	x.h.run(x.w, x.r, &x.lg, x.pool, x.req, x.format, x.lg.id, x.start)
+	return nil
+}
+
+// writeHeader sends the answer's header with status, which the log line
+// records.
+func (x *exchange) writeHeader(status int) {
+	x.lg.status = status
+	x.w.WriteHeader(status)
+}
+
 // run sends req through pool and relays the answer: the half of an API
 // call after its body is read and its pool found.
 func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool *route.Pool, req *route.Request, format translate.Format, id string, start time.Time) {
