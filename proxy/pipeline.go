@@ -43,7 +43,8 @@ import (
 //	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404), runCall
 //
-//	a realtime session  dispatch
+//	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
+//	                    admitRealtime, tunnel (realtime.go: the session, joined to its backend's)
 var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMethod, authenticate}
 
 // stagesOf are the stages a request runs after everyRequest's, by the
@@ -53,7 +54,7 @@ var stagesOf = [...][]stage{
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, runCall},
 	pathObject:   {begin, routeObject, runCall},
 	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, runCall},
-	pathRealtime: {dispatch},
+	pathRealtime: {begin, routeRealtime, admitRealtime, tunnel},
 }
 
 // stage is one step of a request's pipeline: nil goes on to the next, an
@@ -134,12 +135,4 @@ func (x *exchange) end() {
 func (x *exchange) routeTo(pool *route.Pool, req *route.Request) {
 	x.pool, x.req = pool, req
 	x.lg.pool = pool.Name
-}
-
-// dispatch is the stage that serves a realtime session, not yet in stages
-// of its own. Its serve function writes its own log line.
-func dispatch(x *exchange) error {
-	x.logged = false
-	x.h.serveRealtime(x.w, x.r, x.rt, x.who, x.lg.id)
-	return nil
 }
