@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/switchover-gw/switchover/tenant"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -37,6 +38,10 @@ type apiError struct {
 	// gone marks a client that went away: nothing is answered, and the
 	// log line says 499 with the cause.
 	gone bool
+	// refusal is the key's or team's limit that refused the request
+	// (keyRefusal): the body says which, the log line names its code,
+	// and Refusals counts it with KeyRefused.
+	refusal *tenant.Refusal
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -103,9 +108,13 @@ func (x *exchange) fail(err error) {
 	if e.atLimit {
 		x.h.refused(e.code)
 	}
-	body, _ := json.Marshal(struct {
-		Error errorObject `json:"error"`
-	}{errorObject{Message: e.msg, Type: e.typ, Code: e.code}})
+	if e.refusal != nil {
+		x.lg.refused = e.code
+		if x.h.Refusals != nil {
+			x.h.Refusals.KeyRefused(x.lg.key, e.code, e.refusal.Limit)
+		}
+	}
+	body := e.body()
 	if x.format == translate.Anthropic {
 		body = translate.ErrorToAnthropic(translate.OpenAI, e.status, body)
 	}
@@ -113,6 +122,23 @@ func (x *exchange) fail(err error) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	x.w.WriteHeader(e.status)
 	x.w.Write(body)
+}
+
+// body is e's answer as OpenAI's error body; a key's refusal adds its
+// limit (switchover_limit).
+func (e *apiError) body() []byte {
+	var b struct {
+		Error struct {
+			errorObject
+			Limit *limitObject `json:"switchover_limit,omitempty"`
+		} `json:"error"`
+	}
+	b.Error.errorObject = errorObject{Message: e.msg, Type: e.typ, Code: e.code}
+	if e.refusal != nil {
+		b.Error.Limit = newLimitObject(e.refusal)
+	}
+	body, _ := json.Marshal(b)
+	return body
 }
 
 // writeErrorAs answers with an error in the client's format: OpenAI's, or

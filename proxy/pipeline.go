@@ -36,25 +36,29 @@ import (
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
+//	                    admit           tenancy.go   the key's limits (Tenants); 429, 403
+//	                    applyPatience   tenancy.go   the key's patience as the call's max wait
 //	                    runCall         relay.go     the call through the pool, the answer relayed
 //
-//	a stored response   begin, routeObject (objects.go: its backend; 404), runCall
+//	a stored response   begin, routeObject (objects.go: its backend; 404),
+//	                    admit, applyPatience, runCall
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
-//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404), runCall
+//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
+//	                    admit, applyPatience, runCall
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
-//	                    admitRealtime, tunnel (realtime.go: the session, joined to its backend's)
+//	                    admit, tunnel (realtime.go: the session, joined to its backend's)
 var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMethod, authenticate}
 
 // stagesOf are the stages a request runs after everyRequest's, by the
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
 	pathModels:   {listModels},
-	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, runCall},
-	pathObject:   {begin, routeObject, runCall},
-	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, runCall},
-	pathRealtime: {begin, routeRealtime, admitRealtime, tunnel},
+	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, runCall},
+	pathObject:   {begin, routeObject, admit, applyPatience, runCall},
+	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, runCall},
+	pathRealtime: {begin, routeRealtime, admit, tunnel},
 }
 
 // stage is one step of a request's pipeline: nil goes on to the next, an

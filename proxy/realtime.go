@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/route"
-	"github.com/switchover-gw/switchover/translate"
 )
 
 // switchedHeaders are the headers of a backend's 101 that reach the
@@ -48,14 +47,6 @@ func routeRealtime(x *exchange) error {
 	}
 	x.lg.stream, x.lg.routed = true, true
 	x.routeTo(pool, &route.Request{Op: route.Realtime, Model: model, Header: r.Header, RawQuery: r.URL.RawQuery})
-	return nil
-}
-
-// admitRealtime is the stage that runs the caller's limits for a session.
-func admitRealtime(x *exchange) error {
-	if !x.h.admit(x.w, &x.lg, translate.OpenAI, x.pool.Name, x.req.Model, 0) {
-		return errAnswered
-	}
 	return nil
 }
 

@@ -36,12 +36,6 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool 
 		writeErrorAs(w, format, status, typ, code, msg)
 	}
 	lg.pool = pool.Name
-	if !h.admit(w, lg, format, pool.Name, req.Model, int64(req.EstimatedTokens())) {
-		return
-	}
-	if lg.who != nil && lg.who.Patience > 0 && req.MaxWait == 0 {
-		req.MaxWait = lg.who.Patience
-	}
 
 	// ctx ends when the client goes away or the gateway halts at the end
 	// of a shutdown's grace period (Halt).
