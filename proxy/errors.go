@@ -22,8 +22,8 @@ type errorObject struct {
 // apiError is how a stage ends its request with a failure: what the
 // caller is answered (the status, the error object's type, code and
 // message, more headers) and what the log line records. fail alone writes
-// it. Build one with requestError, serverError or gatewayBusy, and add to
-// it with its methods.
+// it. Build one with requestError, serverError, gatewayBusy, keyRefusal,
+// clientGone or streamBroken, and add to it with its methods.
 type apiError struct {
 	status         int
 	typ, code, msg string // msg never holds a secret
@@ -38,13 +38,22 @@ type apiError struct {
 	// gone marks a client that went away: nothing is answered, and the
 	// log line says 499 with the cause.
 	gone bool
+	// ended marks an answer that has ended as it should after its
+	// header went out (a stream ended by the backend's own error event):
+	// nothing is added to it.
+	ended bool
 	// refusal is the key's or team's limit that refused the request
 	// (keyRefusal): the body says which, the log line names its code,
 	// and Refusals counts it with KeyRefused.
 	refusal *tenant.Refusal
 }
 
-func (e *apiError) Error() string { return e.msg }
+func (e *apiError) Error() string {
+	if e.msg == "" && e.cause != nil {
+		return e.cause.Error()
+	}
+	return e.msg
+}
 
 // requestError is an invalid_request_error: the caller's request is at
 // fault, or names what is not there.
@@ -75,20 +84,33 @@ func (e *apiError) because(err error) *apiError {
 	return e
 }
 
+// streamBroken is the end of a stream that failed after its header went
+// out: an error event with code and msg, then the end of the response.
+func streamBroken(code, msg string, cause error) *apiError {
+	return &apiError{typ: "server_error", code: code, msg: msg, cause: cause}
+}
+
 // with sets the answer's header key to value.
 func (e *apiError) with(key, value string) *apiError {
+	e.headers().Set(key, value)
+	return e
+}
+
+// headers returns the answer's headers, for setting.
+func (e *apiError) headers() http.Header {
 	if e.header == nil {
 		e.header = http.Header{}
 	}
-	e.header.Set(key, value)
-	return e
+	return e.header
 }
 
 // fail answers err, the error x's pipeline stopped at, in the caller's
 // format (OpenAI's error body, or Anthropic's for /v1/messages), and
 // records it in the log line and the refusal counts: the one place a
-// request's failure is written. A nil err, or errAnswered, writes nothing. An error that
-// is not an *apiError is a bug of a stage: it is answered 500.
+// request's failure is written. After the answer's header it cuts the
+// response short instead (cutShort). A nil err, or errAnswered, writes
+// nothing. An error that is not an *apiError is a stage's bug: it is
+// answered 500.
 func (x *exchange) fail(err error) {
 	if err == nil || errors.Is(err, errAnswered) {
 		return
@@ -96,6 +118,11 @@ func (x *exchange) fail(err error) {
 	var e *apiError
 	if !errors.As(err, &e) {
 		e = serverError(http.StatusInternalServerError, "internal_error", "switchover: internal error").because(err)
+	}
+	if x.sent {
+		x.lg.err = e.cause
+		x.cutShort(e)
+		return
 	}
 	x.lg.status, x.lg.err = e.status, e.cause
 	if e.gone {
@@ -124,6 +151,26 @@ func (x *exchange) fail(err error) {
 	x.w.Write(body)
 }
 
+// cutShort ends with e a response whose header has gone out, which can
+// no longer be answered with an error: a stream with an SSE error event
+// in the caller's format that its SDKs surface (streamErrorEvent), or
+// with nothing more when it has ended already (e.ended); any other
+// response is aborted (http.ErrAbortHandler), so that the client sees the
+// failure instead of a short body that looks whole. For a client that
+// went away there is nothing to do but record it.
+func (x *exchange) cutShort(e *apiError) {
+	switch {
+	case e.gone:
+		x.lg.clientGone = true
+	case x.eventStream && e.ended:
+	case x.eventStream && e.msg != "":
+		x.w.Write(streamErrorEvent(x.format, e.msg, e.code))
+		http.NewResponseController(x.w).Flush()
+	default:
+		panic(http.ErrAbortHandler)
+	}
+}
+
 // body is e's answer as OpenAI's error body; a key's refusal adds its
 // limit (switchover_limit).
 func (e *apiError) body() []byte {
@@ -139,22 +186,6 @@ func (e *apiError) body() []byte {
 	}
 	body, _ := json.Marshal(b)
 	return body
-}
-
-// writeErrorAs answers with an error in the client's format: OpenAI's, or
-// Anthropic's for /v1/messages.
-func writeErrorAs(w http.ResponseWriter, f translate.Format, status int, typ, code, msg string) {
-	body, _ := json.Marshal(struct {
-		Error errorObject `json:"error"`
-	}{errorObject{Message: msg, Type: typ, Code: code}})
-	if f == translate.Anthropic {
-		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write(body)
 }
 
 // Codes of the 503 answered when the gateway is at one of its limits.

@@ -38,14 +38,14 @@ import (
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
 //	                    admit           tenancy.go   the key's limits (Tenants); 429, 403
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
-//	                    runCall         relay.go     the call through the pool, the answer relayed
+//	                    relay           relay.go     the call through the pool, its answer passed on
 //
 //	a stored response   begin, routeObject (objects.go: its backend; 404),
-//	                    admit, applyPatience, runCall
+//	                    admit, applyPatience, relay
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
-//	                    admit, applyPatience, runCall
+//	                    admit, applyPatience, relay
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
@@ -55,9 +55,9 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMe
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
 	pathModels:   {listModels},
-	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, runCall},
-	pathObject:   {begin, routeObject, admit, applyPatience, runCall},
-	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, runCall},
+	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
+	pathObject:   {begin, routeObject, admit, applyPatience, relay},
+	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
 }
 
@@ -89,10 +89,12 @@ type exchange struct {
 	res    *reservation   // the body's share of Routes.MaxBodyMemory, held to the end
 	req    *route.Request // what goes to the pool
 
-	slot   bool // holds a slot under the concurrency cap
-	logged bool // gets a log line
-	lg     logLine
-	start  time.Time // when the request began, for its log line; zero before
+	slot        bool // holds a slot under the concurrency cap
+	logged      bool // gets a log line
+	sent        bool // the answer's header has gone out: an error now cuts it short
+	eventStream bool // the answer is an event stream
+	lg          logLine
+	start       time.Time // when the request began, for its log line; zero before
 }
 
 // ServeHTTP implements http.Handler: the probes, then the pipeline.

@@ -15,72 +15,98 @@ import (
 	"github.com/switchover-gw/switchover/translate"
 )
 
-// runCall is the stage that sends the call through its pool and relays
-// the answer (run).
-func runCall(x *exchange) error {
-	x.h.run(x.w, x.r, &x.lg, x.pool, x.req, x.format, x.lg.id, x.start)
+// relay is the stage that sends the call through its pool (the engine
+// routes it, retries and fails over) and passes the answer on: its
+// header, then its body as it arrives, flushed on every read for a stream
+// or a body of unknown length. The call is cancelled when the client goes
+// away, or when the gateway halts at the end of a shutdown's grace period
+// (Halt).
+func relay(x *exchange) error {
+	ctx, cancel := context.WithCancelCause(x.r.Context())
+	defer cancel(nil)
+	x.h.halting.add(&x.lg, cancel)
+	defer x.h.halting.remove(&x.lg)
+	resp, rep, err := x.pool.Do(ctx, x.req)
+	x.lg.report = rep
+	if err != nil {
+		return x.callError(ctx, err)
+	}
+	defer resp.Body.Close()
+	x.passHeader(resp.Header, rep)
+	x.writeHeader(resp.StatusCode)
+	x.lg.firstByte = time.Since(x.start)
+
+	x.eventStream = route.IsEventStream(resp.Header)
+	bufs := &plainBufs
+	if x.eventStream {
+		bufs = &streamBufs
+	}
+	n, err := copyBody(x.w, resp.Body, x.eventStream || resp.ContentLength < 0, bufs)
+	x.lg.bytes = n
+	if err != nil {
+		return x.bodyError(ctx, err)
+	}
 	return nil
 }
 
-// writeHeader sends the answer's header with status, which the log line
-// records.
-func (x *exchange) writeHeader(status int) {
-	x.lg.status = status
-	x.w.WriteHeader(status)
+// callError is the answer to a call the pool could not make (err), whose
+// context is ctx.
+func (x *exchange) callError(ctx context.Context, err error) error {
+	if cerr := x.r.Context().Err(); cerr != nil {
+		return clientGone(cerr)
+	}
+	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return serverError(http.StatusServiceUnavailable, "shutting_down", "switchover: the gateway is shutting down; send the request again").
+			with("Connection", "close").because(ErrShuttingDown)
+	}
+	if errors.Is(err, route.ErrBadBody) {
+		return requestError(http.StatusBadRequest, "invalid_request", "switchover: "+err.Error()).because(err)
+	}
+	var ou *route.OwnerUnavailableError
+	if errors.As(err, &ou) {
+		e := serverError(http.StatusServiceUnavailable, "owner_unavailable", "switchover: "+err.Error()+
+			"; no other backend has that state, so the request is not sent elsewhere (to keep a conversation failover-safe, send it with store: false and its whole context each turn)").
+			because(err)
+		if ou.RetryAfter > 0 {
+			route.SetRetryAfter(e.headers(), ou.RetryAfter)
+		}
+		return e
+	}
+	return serverError(http.StatusBadGateway, "bad_gateway", "switchover: "+err.Error()).because(err)
 }
 
-// run sends req through pool and relays the answer: the half of an API
-// call after its body is read and its pool found.
-func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool *route.Pool, req *route.Request, format translate.Format, id string, start time.Time) {
-	writeError := func(w http.ResponseWriter, status int, typ, code, msg string) {
-		writeErrorAs(w, format, status, typ, code, msg)
+// bodyError is how an answer whose body failed (err) after its header
+// went out ends (see cutShort); ctx is the call's context.
+func (x *exchange) bodyError(ctx context.Context, err error) error {
+	if cerr := x.r.Context().Err(); cerr != nil {
+		return clientGone(cerr)
 	}
-	lg.pool = pool.Name
-
-	// ctx ends when the client goes away or the gateway halts at the end
-	// of a shutdown's grace period (Halt).
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	h.halting.add(lg, cancel)
-	defer h.halting.remove(lg)
-	resp, rep, err := pool.Do(ctx, req)
-	lg.report = rep
-	if err != nil {
-		if r.Context().Err() != nil {
-			lg.status, lg.err = 0, r.Context().Err()
-			return
-		}
-		if errors.Is(context.Cause(ctx), ErrShuttingDown) {
-			lg.status, lg.err = http.StatusServiceUnavailable, ErrShuttingDown
-			w.Header().Set("Connection", "close")
-			writeError(w, lg.status, "server_error", "shutting_down", "switchover: the gateway is shutting down; send the request again")
-			return
-		}
-		if errors.Is(err, route.ErrBadBody) {
-			lg.status, lg.err = http.StatusBadRequest, err
-			writeError(w, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
-			return
-		}
-		var ou *route.OwnerUnavailableError
-		if errors.As(err, &ou) {
-			lg.status, lg.err = http.StatusServiceUnavailable, err
-			if ou.RetryAfter > 0 {
-				route.SetRetryAfter(w.Header(), ou.RetryAfter)
-			}
-			writeError(w, lg.status, "server_error", "owner_unavailable", "switchover: "+err.Error()+
-				"; no other backend has that state, so the request is not sent elsewhere (to keep a conversation failover-safe, send it with store: false and its whole context each turn)")
-			return
-		}
-		lg.status = http.StatusBadGateway
-		lg.err = err
-		writeError(w, lg.status, "server_error", "bad_gateway", "switchover: "+err.Error())
-		return
+	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
+		return streamBroken("shutting_down", "switchover: the gateway is shutting down; the response is incomplete", ErrShuttingDown)
 	}
-	defer resp.Body.Close()
+	var be *route.BodyError
+	if errors.As(err, &be) && be.Reported {
+		return &apiError{ended: true, cause: err} // the backend's own error event, translated, has ended a stream
+	}
+	if errors.As(err, &be) {
+		// A stream broke after bytes reached the client: failover is no
+		// longer possible. It ends with an error the SDKs surface, and a
+		// clean end of the response, never a silent truncation.
+		return streamBroken("upstream_stream_error",
+			fmt.Sprintf("switchover: the stream from backend %s failed mid-way (%s); the response is incomplete", be.Backend, be.Reason), err)
+	}
+	return &apiError{cause: err}
+}
 
-	hdr := w.Header()
-	route.RemoveHopHeaders(resp.Header)
-	for k, vv := range resp.Header {
+// passHeader puts the answer's header h, its hop-by-hop headers removed,
+// in the response's: the backend's X-Request-Id as X-Upstream-Request-Id
+// beside the request's own, Anthropic's Request-Id when a translated
+// answer has none, and the trace the caller asked for (HeaderTrace).
+func (x *exchange) passHeader(h http.Header, rep *route.Report) {
+	id := x.lg.id
+	hdr := x.w.Header()
+	route.RemoveHopHeaders(h)
+	for k, vv := range h {
 		if k == "X-Request-Id" {
 			hdr["X-Upstream-Request-Id"] = vv
 			continue
@@ -88,59 +114,21 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request, lg *logLine, pool 
 		hdr[k] = vv
 	}
 	if v := hdr["X-Request-Id"]; len(v) != 1 || v[0] != id {
-		hdr.Set("X-Request-Id", id) // ServeHTTP has set it already
+		hdr.Set("X-Request-Id", id) // identify has set it already
 	}
-	if format == translate.Anthropic && hdr.Get("Request-Id") == "" {
+	if x.format == translate.Anthropic && hdr.Get("Request-Id") == "" {
 		hdr.Set("Request-Id", id) // what Anthropic's SDKs read, when a translated answer has none
 	}
-	if h.TraceHeader && r.Header.Get(HeaderTrace) != "" {
+	if x.h.TraceHeader && x.r.Header.Get(HeaderTrace) != "" {
 		hdr.Set(HeaderTrace, traceHeader(rep))
 	}
-	lg.status = resp.StatusCode
-	w.WriteHeader(resp.StatusCode)
-	lg.firstByte = time.Since(start)
+}
 
-	stream := route.IsEventStream(resp.Header)
-	bufs := &plainBufs
-	if stream {
-		bufs = &streamBufs
-	}
-	n, err := copyBody(w, resp.Body, stream || resp.ContentLength < 0, bufs)
-	lg.bytes = n
-	if err == nil {
-		return
-	}
-	if r.Context().Err() != nil {
-		lg.err = r.Context().Err()
-		lg.clientGone = true
-		return
-	}
-	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
-		lg.err = ErrShuttingDown
-		if !stream {
-			panic(http.ErrAbortHandler)
-		}
-		w.Write(streamErrorEvent(format, "switchover: the gateway is shutting down; the response is incomplete", "shutting_down"))
-		http.NewResponseController(w).Flush()
-		return
-	}
-	lg.err = err
-	var be *route.BodyError
-	if stream && errors.As(err, &be) && be.Reported {
-		return // the backend's own error event, translated, has ended the stream
-	}
-	if stream && errors.As(err, &be) {
-		// The stream broke after bytes reached the client: failover is no
-		// longer possible. End with an error the SDKs surface, and a clean
-		// end of the response, never a silent truncation.
-		msg := fmt.Sprintf("switchover: the stream from backend %s failed mid-way (%s); the response is incomplete", be.Backend, be.Reason)
-		w.Write(streamErrorEvent(format, msg, "upstream_stream_error"))
-		http.NewResponseController(w).Flush()
-		return
-	}
-	// A plain body cut short: abort the response so the client sees the
-	// failure instead of a short body that looks whole.
-	panic(http.ErrAbortHandler)
+// writeHeader sends the answer's header with status, which the log line
+// records. From here on an error cuts the response short.
+func (x *exchange) writeHeader(status int) {
+	x.lg.status, x.sent = status, true
+	x.w.WriteHeader(status)
 }
 
 // Copy buffers. A stream holds its buffer for as long as it is open,
