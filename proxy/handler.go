@@ -279,7 +279,7 @@ func loadRoutes(x *exchange) error {
 
 // identify is the stage that gives the request its id, sent back and
 // upstream in X-Request-Id, and opens its log line. Until begin, the line
-// is a refusal's: the path cut to 200 bytes, no key, no duration.
+// is a refusal's: the path cut to 200 bytes, no duration.
 func identify(x *exchange) error {
 	id := requestID(x.r)
 	x.w.Header().Set("X-Request-Id", id)

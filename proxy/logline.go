@@ -13,12 +13,12 @@ import (
 	"github.com/switchover-gw/switchover/tenant"
 )
 
-// begin is the stage that makes the request's log line its own, once its
-// caller is known: from here on the line counts the request's duration,
-// names its key and shows its whole path.
+// begin is the stage that starts the request proper, once it is known to
+// be a call its caller may make: from here on its log line counts the
+// duration and shows the whole path.
 func begin(x *exchange) error {
 	x.start = time.Now()
-	x.lg.key, x.lg.who, x.lg.path = x.who.name, x.who.p, x.r.URL.Path
+	x.lg.path = x.r.URL.Path
 	return nil
 }
 

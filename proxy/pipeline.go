@@ -30,7 +30,7 @@ import (
 //
 //	the model list      listModels      models.go
 //
-//	an API call         begin           logline.go   the log line, the key's now, with the duration
+//	an API call         begin           logline.go   the start, for the log line's duration
 //	                    traceRequest    tracing.go   the span, with Tracer set
 //	                    readRequestBody body.go      the body, bounded; 413, 503, 408
 //	                    parseCall       api.go       the route.Request; 400
@@ -84,7 +84,6 @@ type exchange struct {
 	rel    string           // what else the path names: a model's id, a stored response's path, a pinned path
 	format translate.Format // the caller's API format, in which errors are answered
 	pool   *route.Pool      // where the request goes (for a pinned path, as its route has it)
-	who    caller
 	body   []byte
 	res    *reservation   // the body's share of Routes.MaxBodyMemory, held to the end
 	req    *route.Request // what goes to the pool

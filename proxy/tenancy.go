@@ -30,13 +30,14 @@ type caller struct {
 	p    *tenant.Principal
 }
 
-// authenticate is the stage that finds who sent the request: its key,
-// with Tenants when set, else among Routes.Keys (none: anyone may call).
+// authenticate is the stage that finds who sent the request, named in its
+// log line: its key, with Tenants when set, else among Routes.Keys (none:
+// anyone may call).
 // A missing or wrong key gets 401; a key the store could not check, 503
 // with Retry-After: 1.
 func authenticate(x *exchange) error {
 	who, err := x.h.caller(x.r, x.rt)
-	x.who = who
+	x.lg.key, x.lg.who = who.name, who.p
 	return err
 }
 
