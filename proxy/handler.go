@@ -278,8 +278,10 @@ func loadRoutes(x *exchange) error {
 }
 
 // identify is the stage that gives the request its id, sent back and
-// upstream in X-Request-Id, and opens its log line. Until begin, the line
-// is a refusal's: the path cut to 200 bytes, no duration.
+// upstream in X-Request-Id, and opens its log line, so that a request
+// refused from here on (a wrong path, method or key) shows up in the log.
+// Until begin, the line is a refusal's: the path cut to 200 bytes, no
+// duration.
 func identify(x *exchange) error {
 	id := requestID(x.r)
 	x.w.Header().Set("X-Request-Id", id)

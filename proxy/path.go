@@ -10,6 +10,8 @@ import (
 	"github.com/switchover-gw/switchover/translate"
 )
 
+// pathKind is what a request's path asks for; each kind has its stages
+// (stagesOf).
 type pathKind uint8
 
 const (

@@ -11,8 +11,9 @@ import (
 	"github.com/switchover-gw/switchover/tenant"
 )
 
-// Tenants finds who a request is from and whether it may start;
-// tenant.Gate implements it.
+// Tenants finds who a request is from and whether it may start: the
+// pipeline's authenticate and admit stages ask it. tenant.Gate implements
+// it.
 type Tenants interface {
 	// Required reports whether callers must present a key.
 	Required() bool
@@ -32,9 +33,8 @@ type caller struct {
 
 // authenticate is the stage that finds who sent the request, named in its
 // log line: its key, with Tenants when set, else among Routes.Keys (none:
-// anyone may call).
-// A missing or wrong key gets 401; a key the store could not check, 503
-// with Retry-After: 1.
+// anyone may call). A missing or wrong key gets 401; a key the store
+// could not check, 503 with Retry-After: 1.
 func authenticate(x *exchange) error {
 	who, err := x.h.caller(x.r, x.rt)
 	x.lg.key, x.lg.who = who.name, who.p
