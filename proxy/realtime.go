@@ -67,6 +67,8 @@ func tunnel(x *exchange) error {
 		if cerr := x.r.Context().Err(); cerr != nil {
 			return clientGone(cerr)
 		}
+		// An invalid_request_error, unlike an API call's bad_gateway, as
+		// it has always been.
 		return requestError(http.StatusBadGateway, "bad_gateway", "switchover: "+err.Error()).because(err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
