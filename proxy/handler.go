@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/switchover-gw/switchover/route"
-	"github.com/switchover-gw/switchover/translate"
 )
 
 // Routes is what the handler serves: pools by model name, and the keys
@@ -246,222 +244,51 @@ func (h *Handler) logger() *slog.Logger {
 	return h.Logger
 }
 
-// ServeHTTP implements http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serveProbe answers the health, readiness and metrics endpoints, outside
+// the pipeline: no cap, no key, no log line. It reports false for every
+// other path, and for /metrics without Metrics.
+func (h *Handler) serveProbe(w http.ResponseWriter, r *http.Request) bool {
 	switch r.URL.Path {
 	case "/healthz":
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
-		return
+		return true
 	case "/readyz":
 		h.serveCheck(w, h.ready, "not ready", "ready")
-		return
+		return true
 	case "/healthz/pools":
 		h.serveCheck(w, h.poolHealth, "unhealthy", "ok")
-		return
+		return true
 	case "/metrics":
 		if h.Metrics != nil {
 			h.Metrics.ServeHTTP(w, r)
-			return
-		}
-	}
-	rt := h.routes.Load()
-	if rt == nil {
-		writeError(w, http.StatusServiceUnavailable, "server_error", "not_ready", "switchover: no configuration loaded")
-		return
-	}
-	id := requestID(r)
-	w.Header().Set("X-Request-Id", id)
-	r.Header.Set("X-Request-Id", id)
-
-	kind, op, dep, modelID := classify(r.URL.Path)
-	var pinned *route.Pool
-	if kind == pathUnknown {
-		if rel, ok := apiRelative(r.URL.Path); ok {
-			if p := pinnedFor(rt, rel); p != nil {
-				kind, pinned, modelID = pathPinned, p.Pool, rel
-			} else if rt.Unknown != nil && (strings.HasPrefix(r.URL.Path, "/v1/") || strings.HasPrefix(r.URL.Path, "/openai/v1/")) {
-				kind, pinned, modelID = pathPinned, rt.Unknown, rel
-			}
-		}
-	}
-	if kind == pathUnknown {
-		writeError(w, http.StatusNotFound, "invalid_request_error", "not_found", fmt.Sprintf("switchover: no route for %s %s; %s", r.Method, truncate(r.URL.Path, 200), routeList(rt)))
-		h.logRefused(r, id, http.StatusNotFound)
-		return
-	}
-	format := translate.OpenAI
-	switch op {
-	case route.Messages, route.CountTokens:
-		format = translate.Anthropic
-	case route.Responses:
-		format = translate.Responses
-	}
-	if !h.inflight.acquire(rt.MaxConcurrentRequests) {
-		h.refused(codeTooManyRequests)
-		writeBusy(w, format, codeTooManyRequests, "switchover: the gateway is serving as many requests as it may at once (server.max_concurrent_requests); retry shortly")
-		return
-	}
-	defer h.inflight.release()
-	want := http.MethodPost
-	switch kind {
-	case pathModels:
-		want = http.MethodGet
-	case pathObject:
-		want = objectMethod(modelID, r.Method)
-	case pathPinned:
-		want = r.Method // the backend's API decides
-	case pathRealtime:
-		want = http.MethodGet
-	}
-	if r.Method != want {
-		w.Header().Set("Allow", want)
-		writeErrorAs(w, format, http.StatusMethodNotAllowed, "invalid_request_error", "method_not_allowed", fmt.Sprintf("switchover: %s %s is not allowed; use %s", r.Method, truncate(r.URL.Path, 200), want))
-		h.logRefused(r, id, http.StatusMethodNotAllowed)
-		return
-	}
-	who, ok := h.authenticate(w, r, rt, format, id)
-	if !ok {
-		return
-	}
-	if kind == pathModels {
-		serveModels(w, rt, modelID)
-		return
-	}
-	if kind == pathObject {
-		h.serveObject(w, r, rt, modelID, who, id)
-		return
-	}
-	if kind == pathRealtime {
-		h.serveRealtime(w, r, rt, who, id)
-		return
-	}
-	if kind == pathPinned {
-		h.servePinned(w, r, rt, pinned, modelID, who, id)
-		return
-	}
-	h.serveAPI(w, r, rt, op, format, dep, who, id)
-}
-
-// logRefused logs a request refused before it reached a pool (unknown
-// path, wrong method, wrong key) as the request log's usual line, so that
-// a client calling the wrong URL shows up in the log.
-func (h *Handler) logRefused(r *http.Request, id string, status int) {
-	h.finish(&logLine{id: id, method: r.Method, path: truncate(r.URL.Path, 200), status: status}, time.Now())
-}
-
-type pathKind uint8
-
-const (
-	pathUnknown pathKind = iota
-	pathAPI
-	pathModels
-	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
-	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
-	pathRealtime
-)
-
-// classify maps a request path to what it asks for: an API operation (with
-// the deployment, for Azure-style paths), the model list, or a stored
-// response (objectPath, relative to the API root: "responses/{id}…").
-func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
-	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
-		rest, ok := strings.CutPrefix(path, prefix)
-		if !ok {
-			continue
-		}
-		rest = strings.TrimSuffix(rest, "/")
-		if rest == "realtime" && prefix != "/" {
-			return pathRealtime, route.Realtime, "", ""
-		}
-		if prefix == "/openai/" {
-			if rest == "responses" {
-				return pathAPI, route.Responses, "", "" // with an api-version
-			}
-			if strings.HasPrefix(rest, "responses/") {
-				return pathObject, route.Responses, "", rest
-			}
-			dep, after, ok := strings.Cut(strings.TrimPrefix(rest, "deployments/"), "/")
-			if !strings.HasPrefix(rest, "deployments/") || !ok || dep == "" {
-				return pathUnknown, "", "", ""
-			}
-			if o := route.Operation(after); isDeploymentOp(o) {
-				return pathAPI, o, dep, ""
-			}
-			return pathUnknown, "", "", ""
-		}
-		if o := route.Operation(rest); isOp(o) {
-			return pathAPI, o, "", ""
-		}
-		if prefix == "/v1/" && (rest == "messages" || rest == string(route.CountTokens)) {
-			return pathAPI, route.Operation(rest), "", ""
-		}
-		if strings.HasPrefix(rest, "responses/") && prefix != "/" {
-			return pathObject, route.Responses, "", rest
-		}
-		if rest == "models" {
-			return pathModels, "", "", ""
-		}
-		if id, ok := strings.CutPrefix(rest, "models/"); ok && id != "" {
-			return pathModels, "", "", id
-		}
-		return pathUnknown, "", "", ""
-	}
-	return pathUnknown, "", "", ""
-}
-
-// isOp reports whether o is an operation routed by the model in its body
-// under /v1/ and /openai/v1/.
-func isOp(o route.Operation) bool {
-	switch o {
-	case route.Messages, route.CountTokens:
-		return false
-	}
-	for _, op := range route.Operations() {
-		if o == op {
 			return true
 		}
 	}
 	return false
 }
 
-// isDeploymentOp reports whether Azure serves o under
-// /openai/deployments/{deployment}/.
-func isDeploymentOp(o route.Operation) bool {
-	switch o {
-	case route.ChatCompletions, route.Completions, route.Embeddings, route.AudioTranscriptions, route.AudioTranslations,
-		route.AudioSpeech, route.ImagesGenerations, route.ImagesEdits, route.ImagesVariations:
-		return true
+// loadRoutes is the stage that takes the routes in force: the request is
+// served on them to its end, whatever Update does meanwhile.
+func loadRoutes(x *exchange) error {
+	if x.rt = x.h.routes.Load(); x.rt == nil {
+		return serverError(http.StatusServiceUnavailable, "not_ready", "switchover: no configuration loaded")
 	}
-	return false
+	return nil
 }
 
-type model struct {
-	ID      string `json:"id"`
-	Object  string `json:"object"`
-	Created int64  `json:"created"`
-	OwnedBy string `json:"owned_by"`
-}
-
-func serveModels(w http.ResponseWriter, rt *Routes, id string) {
-	w.Header().Set("Content-Type", "application/json")
-	if id != "" {
-		p, ok := rt.Pools[id]
-		if !ok {
-			writeError(w, http.StatusNotFound, "invalid_request_error", "model_not_found", fmt.Sprintf("The model %q does not exist on this gateway", truncate(id, 100)))
-			return
-		}
-		json.NewEncoder(w).Encode(model{ID: p.Name, Object: "model", OwnedBy: "switchover"})
-		return
-	}
-	list := struct {
-		Object string  `json:"object"`
-		Data   []model `json:"data"`
-	}{Object: "list", Data: []model{}}
-	for _, name := range rt.Models {
-		list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "switchover"})
-	}
-	json.NewEncoder(w).Encode(list)
+// identify is the stage that gives the request its id, sent back and
+// upstream in X-Request-Id, and opens its log line, so that a request
+// refused from here on (a wrong path, method or key) shows up in the log.
+// Until begin, the line is a refusal's: the path cut to 200 bytes, no
+// duration.
+func identify(x *exchange) error {
+	id := requestID(x.r)
+	x.w.Header().Set("X-Request-Id", id)
+	x.r.Header.Set("X-Request-Id", id)
+	x.lg.id, x.lg.method, x.lg.path = id, x.r.Method, truncate(x.r.URL.Path, 200)
+	x.logged = true
+	return nil
 }
 
 func (h *Handler) ready() error {

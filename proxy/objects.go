@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
@@ -41,36 +40,30 @@ func splitObjectPath(path string) (id, sub string) {
 	return id, sub
 }
 
-// serveObject answers a call on a stored response (GET or DELETE
-// responses/{id}, POST responses/{id}/cancel, GET
-// responses/{id}/input_items) from the backend that made it, which the
-// id names (see route.TagID); no other backend has it.
-func (h *Handler) serveObject(w http.ResponseWriter, r *http.Request, rt *Routes, path string, who caller, id string) {
-	start := time.Now()
-	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
-	defer func() { h.finish(lg, start) }()
-	fail := func(status int, code, msg string) {
-		lg.status = status
-		writeErrorAs(w, translate.OpenAI, status, "invalid_request_error", code, msg)
-	}
-	objID, sub := splitObjectPath(path)
+// routeObject is the stage that routes a call on a stored response (GET
+// or DELETE responses/{id}, POST responses/{id}/cancel, GET
+// responses/{id}/input_items) to the backend that made it, which the id
+// names (see route.TagID); no other backend has it. An id the gateway did
+// not return, or whose backend is gone, gets 404.
+func routeObject(x *exchange) error {
+	r := x.r
+	objID, sub := splitObjectPath(x.rel)
 	if sub != "" && sub != "/cancel" && sub != "/input_items" {
-		fail(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
-		return
+		return requestError(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
 	}
 	owner, orig, ok := route.UntagID(objID)
 	if !ok {
-		fail(http.StatusNotFound, "response_not_found", fmt.Sprintf("switchover: %q is not a response id this gateway returned: the ids it returns name the backend that holds the response", truncate(objID, 100)))
-		return
+		return requestError(http.StatusNotFound, "response_not_found",
+			fmt.Sprintf("switchover: %q is not a response id this gateway returned: the ids it returns name the backend that holds the response", truncate(objID, 100)))
 	}
-	pool := ownerPool(rt, owner)
+	pool := ownerPool(x.rt, owner)
 	if pool == nil {
-		fail(http.StatusNotFound, "response_not_found", fmt.Sprintf("switchover: the response %q was made by backend %s, which is not in this gateway's configuration any more", truncate(objID, 100), owner))
-		return
+		return requestError(http.StatusNotFound, "response_not_found",
+			fmt.Sprintf("switchover: the response %q was made by backend %s, which is not in this gateway's configuration any more", truncate(objID, 100), owner))
 	}
-	req := &route.Request{Op: route.Responses, Format: translate.Responses, Header: r.Header, Owner: owner,
-		Method: r.Method, Path: "responses/" + orig + sub, RawQuery: r.URL.RawQuery}
-	h.run(w, r, lg, pool, req, translate.Responses, id, start)
+	x.routeTo(pool, &route.Request{Op: route.Responses, Format: translate.Responses, Header: r.Header, Owner: owner,
+		Method: r.Method, Path: "responses/" + orig + sub, RawQuery: r.URL.RawQuery})
+	return nil
 }
 
 // ownerPool is a pool that has the backend named owner as a member, the
@@ -87,35 +80,4 @@ func ownerPool(rt *Routes, owner string) *route.Pool {
 		}
 	}
 	return nil
-}
-
-// hasAnthropicMember reports whether p has a member that speaks the
-// Anthropic API, and so can count tokens itself.
-func hasAnthropicMember(p *route.Pool) bool {
-	for _, m := range p.Members {
-		if m.Backend.Provider.Format() == translate.Anthropic {
-			return true
-		}
-	}
-	return false
-}
-
-// HeaderEstimate marks an answer the gateway computed itself instead of
-// asking a backend: a count_tokens for a pool with no Anthropic member.
-const HeaderEstimate = "X-Switchover-Estimate"
-
-// serveTokenEstimate answers POST /v1/messages/count_tokens for a pool
-// with no Anthropic member with the gateway's own estimate, labelled as
-// such: text at four bytes a token, a flat figure per image or document.
-func (h *Handler) serveTokenEstimate(w http.ResponseWriter, lg *logLine, body []byte) {
-	n, err := translate.EstimateAnthropicTokens(body)
-	if err != nil {
-		lg.status = http.StatusBadRequest
-		writeErrorAs(w, translate.Anthropic, lg.status, "invalid_request_error", "invalid_request", "switchover: "+err.Error())
-		return
-	}
-	lg.status = http.StatusOK
-	w.Header().Set(HeaderEstimate, "true")
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, "{\"input_tokens\":%d}", n)
 }

@@ -5,9 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
@@ -54,91 +52,106 @@ func pinnedFor(rt *Routes, rel string) *Pinned {
 	return best
 }
 
-// servePinned passes a call on a pinned path (or, with pool the
-// operator's backend for unknown paths, any path) to its backend as it
-// is, but for ids: the tagged ids in its path, query and JSON body are
-// replaced by the provider's, and they pick the backend (the one that
-// made the object) over the route's own choice.
-func (h *Handler) servePinned(w http.ResponseWriter, r *http.Request, rt *Routes, pool *route.Pool, rel string, who caller, id string) {
-	start := time.Now()
-	format := translate.OpenAI
-	op := objectsOp
-	if rel == "messages/batches" || strings.HasPrefix(rel, "messages/batches/") {
-		format, op = translate.Anthropic, route.Messages
+// pinnedFormat is the stage that tells Anthropic's message batches,
+// answered in its format, from the OpenAI-format objects of the other
+// pinned paths.
+func pinnedFormat(x *exchange) error {
+	x.op = objectsOp
+	if x.rel == "messages/batches" || strings.HasPrefix(x.rel, "messages/batches/") {
+		x.format, x.op = translate.Anthropic, route.Messages
 	}
-	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
-	defer func() { h.finish(lg, start) }()
-	fail := func(status int, code, msg string) {
-		lg.status = status
-		writeErrorAs(w, format, status, "invalid_request_error", code, msg)
-	}
+	return nil
+}
 
-	body, res, ok := h.readRequestBody(w, r, rt, lg, format, start)
-	defer res.close()
-	if !ok {
-		return
+// routePinned is the stage that passes a call on a pinned path (or, with
+// x.pool the operator's backend for unknown paths, any path) to its
+// backend as it is, but for ids: the tagged ids in its path, query and
+// JSON body are replaced by the provider's, and they pick the backend
+// (the one that made the object) over the route's own choice. Ids of two
+// backends get 400; of a backend no route reaches any more, 404.
+func routePinned(x *exchange) error {
+	r := x.r
+	var owner objectOwner
+	path, query, err := owner.untagURL(x.rel, r.URL.Query())
+	if err != nil {
+		return err
 	}
-	owner := ""
-	note := func(b string) bool {
-		if owner != "" && owner != b {
-			fail(http.StatusBadRequest, "owners_conflict", fmt.Sprintf("switchover: the request names objects held by two backends, %s and %s; no one backend can answer it", owner, b))
-			return false
-		}
-		owner = b
-		return true
-	}
-	// Ids in the path.
-	segs := strings.Split(rel, "/")
-	for i, s := range segs {
-		if b, orig, ok := route.UntagID(s); ok {
-			if !note(b) {
-				return
-			}
-			segs[i] = url.PathEscape(orig)
-		} else {
-			segs[i] = url.PathEscape(s)
-		}
-	}
-	// Ids in the query (list cursors: after, before).
-	q := r.URL.Query()
-	q.Del("api-version") // calls go to the v1 API
-	for k, vs := range q {
-		for i, v := range vs {
-			if b, orig, ok := route.UntagID(v); ok {
-				if !note(b) {
-					return
-				}
-				vs[i] = orig
-			}
-		}
-		q[k] = vs
-	}
+	body := x.body
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
 	if len(body) > 0 && (mt == "application/json" || mt == "") {
 		out, b, err := route.UntagIDs(body)
 		if err != nil {
-			fail(http.StatusBadRequest, "owners_conflict", "switchover: "+err.Error())
-			return
+			return requestError(http.StatusBadRequest, "owners_conflict", "switchover: "+err.Error())
 		}
-		if b != "" && !note(b) {
-			return
+		if b != "" {
+			if err := owner.note(b); err != nil {
+				return err
+			}
 		}
 		body = out
 	}
-	if owner != "" && pool.Member(owner) == nil {
-		pool = pinnedOwnerPool(rt, owner)
-		if pool == nil {
-			fail(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: the object was made by backend %s, which no route of this gateway reaches any more", owner))
-			return
+	pool := x.pool
+	if owner != "" && pool.Member(string(owner)) == nil {
+		if pool = pinnedOwnerPool(x.rt, string(owner)); pool == nil {
+			return requestError(http.StatusNotFound, "not_found",
+				fmt.Sprintf("switchover: the object was made by backend %s, which no route of this gateway reaches any more", owner))
 		}
 	}
-	req := &route.Request{Op: op, Format: format, Body: body, Header: r.Header, Owner: owner,
-		Method: r.Method, Path: strings.Join(segs, "/"), RawQuery: q.Encode()}
+	req := &route.Request{Op: x.op, Format: x.format, Body: body, Header: r.Header, Owner: string(owner),
+		Method: r.Method, Path: path, RawQuery: query}
 	if len(body) > 0 && mt != "application/json" {
 		req.ContentType = ct
 	}
-	h.run(w, r, lg, pool, req, format, id, start)
+	x.routeTo(pool, req)
+	return nil
+}
+
+// objectOwner is the backend that the tagged ids of a call name, found as
+// they are untagged; "" until one is.
+type objectOwner string
+
+// untagURL returns the path rel and query q of a call with their tagged
+// ids untagged (in the query, list cursors: after, before), escaped, and
+// api-version dropped from the query: calls go to the v1 API.
+func (o *objectOwner) untagURL(rel string, q url.Values) (path, rawQuery string, err error) {
+	segs := strings.Split(rel, "/")
+	for i, s := range segs {
+		if s, err = o.untag(s); err != nil {
+			return "", "", err
+		}
+		segs[i] = url.PathEscape(s)
+	}
+	q.Del("api-version")
+	for k, vs := range q {
+		for i, v := range vs {
+			if vs[i], err = o.untag(v); err != nil {
+				return "", "", err
+			}
+		}
+		q[k] = vs
+	}
+	return strings.Join(segs, "/"), q.Encode(), nil
+}
+
+// untag returns id without its tag, noting the backend the tag names; an
+// id that is not tagged is returned as it is.
+func (o *objectOwner) untag(id string) (string, error) {
+	b, orig, ok := route.UntagID(id)
+	if !ok {
+		return id, nil
+	}
+	return orig, o.note(b)
+}
+
+// note notes backend b as the owner: an error if another was noted.
+func (o *objectOwner) note(b string) error {
+	if *o != "" && string(*o) != b {
+		return requestError(http.StatusBadRequest, "owners_conflict",
+			fmt.Sprintf("switchover: the request names objects held by two backends, %s and %s; no one backend can answer it", *o, b))
+	}
+	*o = objectOwner(b)
+	return nil
 }
 
 // pinnedOwnerPool is a pinned route's pool, else any pool, that has the
@@ -153,23 +166,4 @@ func pinnedOwnerPool(rt *Routes, owner string) *route.Pool {
 		return rt.Unknown
 	}
 	return ownerPool(rt, owner)
-}
-
-// routeList is the 404's list of what the gateway routes.
-func routeList(rt *Routes) string {
-	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id})", "audio/transcriptions",
-		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
-		"realtime", "messages", "messages/count_tokens"}
-	var pinned []string
-	for _, p := range rt.Pinned {
-		pinned = append(pinned, p.Path)
-	}
-	sort.Strings(pinned)
-	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ")
-	if len(pinned) > 0 {
-		s += "; pinned to their backends: " + strings.Join(pinned, ", ")
-	} else {
-		s += "; stored-object paths (files, batches, fine_tuning …) need a pinned route in the configuration"
-	}
-	return s
 }

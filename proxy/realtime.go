@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/route"
-	"github.com/switchover-gw/switchover/translate"
 )
 
 // switchedHeaders are the headers of a backend's 101 that reach the
@@ -22,86 +21,88 @@ import (
 var switchedHeaders = []string{"Sec-Websocket-Accept", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions",
 	route.HeaderBackend, route.HeaderRegion, route.HeaderFailover, route.HeaderAttempts}
 
-// serveRealtime proxies a realtime session (GET /v1/realtime?model=…, or
-// Azure's /openai/realtime?deployment=…): the engine makes the upgrade
-// request with the backend's credential, failing over until a backend
-// switches protocols; the gateway then answers the client's upgrade with
-// that backend's handshake and joins the two connections, byte for byte,
-// until either end closes. The session stays on its backend.
-func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, rt *Routes, who caller, id string) {
-	start := time.Now()
-	lg := &logLine{id: id, key: who.name, who: who.p, method: r.Method, path: r.URL.Path}
-	defer func() { h.finish(lg, start) }()
-	fail := func(status int, code, msg string) {
-		lg.status = status
-		writeErrorAs(w, translate.OpenAI, status, "invalid_request_error", code, msg)
-	}
+// routeRealtime is the stage that finds the pool of a realtime session
+// (GET /v1/realtime?model=…, or Azure's /openai/realtime?deployment=…):
+// 426 for a request that is not a WebSocket upgrade, 400 without a model,
+// 404 for a name that is no pool's.
+func routeRealtime(x *exchange) error {
+	r := x.r
 	if !headerHas(r.Header, "Connection", "upgrade") || !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
-		w.Header().Set("Upgrade", "websocket")
-		fail(http.StatusUpgradeRequired, "websocket_required", "switchover: the realtime API is a WebSocket: connect with an upgrade request")
-		return
+		return requestError(http.StatusUpgradeRequired, "websocket_required", "switchover: the realtime API is a WebSocket: connect with an upgrade request").
+			with("Upgrade", "websocket")
 	}
 	q := r.URL.Query()
 	model := q.Get("model")
 	if model == "" {
 		model = q.Get("deployment") // Azure's preview form
 	}
-	lg.model = model
+	x.lg.model = model
 	if model == "" {
-		fail(http.StatusBadRequest, "missing_model", "switchover: name the pool in the model query parameter: /v1/realtime?model=…")
-		return
+		return requestError(http.StatusBadRequest, "missing_model", "switchover: name the pool in the model query parameter: /v1/realtime?model=…")
 	}
-	pool, ok := rt.Pools[model]
+	pool, ok := x.rt.Pools[model]
 	if !ok {
-		fail(http.StatusNotFound, "model_not_found", fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(model, 100)))
-		return
+		return requestError(http.StatusNotFound, "model_not_found",
+			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(model, 100)))
 	}
-	lg.pool, lg.stream, lg.routed = pool.Name, true, true
-	if !h.admit(w, lg, translate.OpenAI, pool.Name, model, 0) {
-		return
-	}
+	x.lg.stream, x.lg.routed = true, true
+	x.routeTo(pool, &route.Request{Op: route.Realtime, Model: model, Header: r.Header, RawQuery: r.URL.RawQuery})
+	return nil
+}
 
-	ctx, cancel := context.WithCancelCause(r.Context())
+// tunnel is the stage that opens a realtime session: the engine makes the
+// upgrade request with the backend's credential, failing over until a
+// backend switches protocols; the gateway then answers the client's
+// upgrade with that backend's handshake and joins the two connections,
+// byte for byte, until either end closes. The session stays on its
+// backend. When no backend switched, the engine's answer is passed on.
+func tunnel(x *exchange) error {
+	ctx, cancel := context.WithCancelCause(x.r.Context())
 	defer cancel(nil)
-	h.halting.add(lg, cancel)
-	defer h.halting.remove(lg)
-	req := &route.Request{Op: route.Realtime, Model: model, Header: r.Header, RawQuery: r.URL.RawQuery}
-	resp, rep, err := pool.Do(ctx, req)
-	lg.report = rep
+	x.h.halting.add(&x.lg, cancel)
+	defer x.h.halting.remove(&x.lg)
+	resp, rep, err := x.pool.Do(ctx, x.req)
+	x.lg.report = rep
 	if err != nil {
-		if r.Context().Err() != nil {
-			lg.status, lg.err = 0, r.Context().Err()
-			return
+		if cerr := x.r.Context().Err(); cerr != nil {
+			return clientGone(cerr)
 		}
-		lg.err = err
-		fail(http.StatusBadGateway, "bad_gateway", "switchover: "+err.Error())
-		return
+		// An invalid_request_error, unlike an API call's bad_gateway, as
+		// it has always been.
+		return requestError(http.StatusBadGateway, "bad_gateway", "switchover: "+err.Error()).because(err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		// Every backend refused: the engine's answer, as for any call.
 		defer resp.Body.Close()
-		hdr := w.Header()
+		hdr := x.w.Header()
 		route.RemoveHopHeaders(resp.Header)
 		for k, vv := range resp.Header {
 			hdr[k] = vv
 		}
-		lg.status = resp.StatusCode
-		w.WriteHeader(resp.StatusCode)
-		n, _ := io.Copy(w, resp.Body)
-		lg.bytes = n
-		return
+		x.writeHeader(resp.StatusCode)
+		x.lg.bytes, _ = io.Copy(x.w, resp.Body)
+		return nil
 	}
 	up := resp.Body.(io.ReadWriteCloser)
 	defer up.Close()
+	x.switchProtocols(ctx, resp, up)
+	return nil
+}
 
-	conn, brw, err := http.NewResponseController(w).Hijack()
+// switchProtocols answers the client's upgrade, on its hijacked
+// connection, with the handshake of the backend's 101 resp, and joins the
+// connection to the backend's, up, until the session ends. The log line
+// records how it ended: nothing can be answered on the connection once it
+// is hijacked.
+func (x *exchange) switchProtocols(ctx context.Context, resp *http.Response, up io.ReadWriteCloser) {
+	conn, brw, err := http.NewResponseController(x.w).Hijack()
 	if err != nil {
-		lg.status, lg.err = http.StatusInternalServerError, err
+		x.lg.status, x.lg.err = http.StatusInternalServerError, err
 		return
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Time{}) // a session lasts as long as its ends keep it
-	lg.status = http.StatusSwitchingProtocols
+	x.lg.status = http.StatusSwitchingProtocols
 	var hs strings.Builder
 	hs.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n")
 	for _, k := range switchedHeaders {
@@ -109,19 +110,19 @@ func (h *Handler) serveRealtime(w http.ResponseWriter, r *http.Request, rt *Rout
 			hs.WriteString(k + ": " + strings.NewReplacer("\r", "", "\n", "").Replace(v) + "\r\n")
 		}
 	}
-	hs.WriteString("X-Request-Id: " + id + "\r\n\r\n")
+	hs.WriteString("X-Request-Id: " + x.lg.id + "\r\n\r\n")
 	if _, err := brw.WriteString(hs.String()); err != nil {
-		lg.err = err
+		x.lg.err = err
 		return
 	}
 	if err := brw.Flush(); err != nil {
-		lg.err = err
+		x.lg.err = err
 		return
 	}
-	lg.firstByte = time.Since(start)
-	lg.bytes, lg.err = join(ctx, conn, brw.Reader, up)
+	x.lg.firstByte = time.Since(x.start)
+	x.lg.bytes, x.lg.err = join(ctx, conn, brw.Reader, up)
 	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
-		lg.err = ErrShuttingDown
+		x.lg.err = ErrShuttingDown
 	}
 }
 

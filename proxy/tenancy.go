@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
@@ -10,11 +9,11 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/tenant"
-	"github.com/switchover-gw/switchover/translate"
 )
 
-// Tenants finds who a request is from and whether it may start;
-// tenant.Gate implements it.
+// Tenants finds who a request is from and whether it may start: the
+// pipeline's authenticate and admit stages ask it. tenant.Gate implements
+// it.
 type Tenants interface {
 	// Required reports whether callers must present a key.
 	Required() bool
@@ -32,16 +31,28 @@ type caller struct {
 	p    *tenant.Principal
 }
 
-// authenticate finds the caller with h.Tenants, or with rt.Keys when there
-// are none; ok false when the answer has been written.
-func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, rt *Routes, format translate.Format, id string) (caller, bool) {
+// authenticate is the stage that finds who sent the request, named in its
+// log line: its key, with Tenants when set, else among Routes.Keys (none:
+// anyone may call). A missing or wrong key gets 401; a key the store
+// could not check, 503 with Retry-After: 1.
+func authenticate(x *exchange) error {
+	who, err := x.h.caller(x.r, x.rt)
+	x.lg.key, x.lg.who = who.name, who.p
+	return err
+}
+
+const msgBadKey = "switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\""
+
+// caller finds the key r presents with h.Tenants, or with rt.Keys when
+// there are none.
+func (h *Handler) caller(r *http.Request, rt *Routes) (caller, error) {
 	if h.Tenants != nil && h.Tenants.Required() {
 		secret, _ := presentedKey(r)
 		p, err := h.Tenants.Authenticate(r.Context(), secret)
 		if err == nil {
-			return caller{name: p.ID, p: p}, true
+			return caller{name: p.ID, p: p}, nil
 		}
-		status, code, msg := http.StatusUnauthorized, "invalid_api_key", "switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\""
+		msg := msgBadKey
 		switch {
 		case errors.Is(err, tenant.ErrRevoked):
 			msg = "switchover: this gateway key has been revoked"
@@ -50,73 +61,63 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, rt *Route
 		case errors.Is(err, tenant.ErrNoKey), errors.Is(err, tenant.ErrUnknownKey):
 		default:
 			// The store could not say: the key may be good.
-			status, code, msg = http.StatusServiceUnavailable, "key_store_unavailable", "switchover: the key could not be checked (the gateway's key store is unavailable); retry shortly"
-			w.Header().Set("Retry-After", "1")
 			h.logger().Warn("key check failed", "error", err)
+			return caller{}, requestError(http.StatusServiceUnavailable, "key_store_unavailable",
+				"switchover: the key could not be checked (the gateway's key store is unavailable); retry shortly").with("Retry-After", "1")
 		}
-		writeErrorAs(w, format, status, "invalid_request_error", code, msg)
-		h.logRefused(r, id, status)
-		return caller{}, false
+		return caller{}, requestError(http.StatusUnauthorized, "invalid_api_key", msg)
 	}
 	if len(rt.Keys) == 0 {
-		return caller{}, true
+		return caller{}, nil
 	}
 	name, ok := rt.authenticate(r)
 	if !ok {
-		writeErrorAs(w, format, http.StatusUnauthorized, "invalid_request_error", "invalid_api_key",
-			"switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\"")
-		h.logRefused(r, id, http.StatusUnauthorized)
-		return caller{}, false
+		return caller{}, requestError(http.StatusUnauthorized, "invalid_api_key", msgBadKey)
 	}
-	return caller{name: name}, true
+	return caller{name: name}, nil
 }
 
-// admit runs the caller's limits for a request to pool; false when it was
-// refused and the answer written.
-func (h *Handler) admit(w http.ResponseWriter, lg *logLine, format translate.Format, pool, model string, tokens int64) bool {
-	if h.Tenants == nil || lg.who == nil {
-		return true
+// admit is the stage that runs the caller's limits before the call goes
+// to its pool (Tenants.Admit): its key's and team's rates, concurrency
+// and budgets, and for a call routed by its model, the pools and models
+// the key may use. A refusal gets 429, or 403 for a pool or model the key
+// may not use (keyRefusal). Without Tenants, or a key it found, every
+// call is admitted.
+func admit(x *exchange) error {
+	p := x.lg.who
+	if x.h.Tenants == nil || p == nil {
+		return nil
 	}
-	if !lg.routed {
+	pool, model := x.pool.Name, x.req.Model
+	if !x.lg.routed {
 		pool, model = "", "" // a stored object's call: only rates, concurrency and budgets apply
 	}
-	t, refusal := h.Tenants.Admit(lg.who, pool, model, tokens)
-	if refusal == nil {
-		lg.ticket = t
-		return true
+	t, refusal := x.h.Tenants.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
+	if refusal != nil {
+		return keyRefusal(refusal)
 	}
-	lg.status, lg.refused = refusal.Status, refusal.Code
-	if h.Refusals != nil {
-		h.Refusals.KeyRefused(lg.key, refusal.Code, refusal.Limit)
-	}
-	writeRefusal(w, format, refusal)
-	return false
+	x.lg.ticket = t
+	return nil
 }
 
-// writeRefusal answers a request refused at its key's or team's limit,
-// before any backend saw it: OpenAI's error body with the limit, what is
-// used and when it resets, Retry-After, and the x-ratelimit-* headers
-// OpenAI sends. A budget or a model the key may not use is not worth
-// retrying soon: x-should-retry: false tells the OpenAI SDKs so.
-func writeRefusal(w http.ResponseWriter, f translate.Format, r *tenant.Refusal) {
-	h := w.Header()
-	if r.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64(math.Ceil(r.RetryAfter.Seconds())), 10))
-		h.Set("Retry-After-Ms", strconv.FormatInt(max(r.RetryAfter.Milliseconds(), 1), 10))
+// applyPatience is the stage that gives a call without a max wait of its
+// own its key's patience: how long it may wait in the pool's queue for
+// quota.
+func applyPatience(x *exchange) error {
+	if p := x.lg.who; p != nil && p.Patience > 0 && x.req.MaxWait == 0 {
+		x.req.MaxWait = p.Patience
 	}
-	switch r.Limit {
-	case "requests per minute", "tokens per minute":
-		unit := "requests"
-		if r.Limit == "tokens per minute" {
-			unit = "tokens"
-		}
-		h.Set("X-Ratelimit-Limit-"+unit, strconv.FormatInt(int64(r.Max), 10))
-		h.Set("X-Ratelimit-Remaining-"+unit, strconv.FormatInt(max(int64(r.Remaining), 0), 10))
-		h.Set("X-Ratelimit-Reset-"+unit, r.RetryAfter.Round(time.Millisecond).String())
-	}
-	if r.Code == "model_not_allowed" || r.RetryAfter > time.Minute {
-		h.Set("X-Should-Retry", "false") // the OpenAI SDKs would retry a 429 at once
-	}
+	return nil
+}
+
+// keyRefusal is the answer to a request refused at its key's or team's
+// limit, before any backend saw it: OpenAI's error body with the limit,
+// what is used and when it resets (switchover_limit), Retry-After, and
+// the x-ratelimit-* headers OpenAI sends. A budget or a model the key may
+// not use is not worth retrying soon: x-should-retry: false tells the
+// OpenAI SDKs so. The log line names the refusal's code, and Refusals
+// counts it (KeyRefused).
+func keyRefusal(r *tenant.Refusal) *apiError {
 	typ := "rate_limit_exceeded"
 	switch r.Code {
 	case "budget_exceeded":
@@ -124,34 +125,43 @@ func writeRefusal(w http.ResponseWriter, f translate.Format, r *tenant.Refusal) 
 	case "model_not_allowed":
 		typ = "invalid_request_error"
 	}
-	type limit struct {
-		Subject string  `json:"subject"`
-		Name    string  `json:"name"`
-		Limit   string  `json:"limit"`
-		Max     float64 `json:"max,omitempty"`
-		Used    float64 `json:"used,omitempty"`
-		Reset   string  `json:"reset,omitempty"`
+	e := &apiError{status: r.Status, typ: typ, code: r.Code, msg: r.Message, refusal: r}
+	if r.RetryAfter > 0 {
+		e.with("Retry-After", strconv.FormatInt(int64(math.Ceil(r.RetryAfter.Seconds())), 10))
+		e.with("Retry-After-Ms", strconv.FormatInt(max(r.RetryAfter.Milliseconds(), 1), 10))
 	}
-	l := limit{Subject: r.Subject, Name: r.Name, Limit: r.Limit, Max: r.Max, Used: r.Used}
+	switch r.Limit {
+	case "requests per minute", "tokens per minute":
+		unit := "requests"
+		if r.Limit == "tokens per minute" {
+			unit = "tokens"
+		}
+		e.with("X-Ratelimit-Limit-"+unit, strconv.FormatInt(int64(r.Max), 10))
+		e.with("X-Ratelimit-Remaining-"+unit, strconv.FormatInt(max(int64(r.Remaining), 0), 10))
+		e.with("X-Ratelimit-Reset-"+unit, r.RetryAfter.Round(time.Millisecond).String())
+	}
+	if r.Code == "model_not_allowed" || r.RetryAfter > time.Minute {
+		e.with("X-Should-Retry", "false") // the OpenAI SDKs would retry a 429 at once
+	}
+	return e
+}
+
+// limitObject is the switchover_limit member of a refusal's error body.
+type limitObject struct {
+	Subject string  `json:"subject"`
+	Name    string  `json:"name"`
+	Limit   string  `json:"limit"`
+	Max     float64 `json:"max,omitempty"`
+	Used    float64 `json:"used,omitempty"`
+	Reset   string  `json:"reset,omitempty"`
+}
+
+func newLimitObject(r *tenant.Refusal) *limitObject {
+	l := &limitObject{Subject: r.Subject, Name: r.Name, Limit: r.Limit, Max: r.Max, Used: r.Used}
 	if !r.Reset.IsZero() {
 		l.Reset = r.Reset.UTC().Format(time.RFC3339Nano)
 	}
-	body, _ := json.Marshal(struct {
-		Error struct {
-			apiError
-			Limit limit `json:"switchover_limit"`
-		} `json:"error"`
-	}{Error: struct {
-		apiError
-		Limit limit `json:"switchover_limit"`
-	}{apiError{Message: r.Message, Type: typ, Code: r.Code}, l}})
-	if f == translate.Anthropic {
-		body = translate.ErrorToAnthropic(translate.OpenAI, r.Status, body)
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(r.Status)
-	w.Write(body)
+	return l
 }
 
 // settle ends the request's ticket with what its answer used.

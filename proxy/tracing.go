@@ -12,6 +12,15 @@ import (
 // propagator carries W3C trace context (and baggage) in and out.
 var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
+// traceRequest is the stage that starts the request's span, with Tracer
+// set; its context goes upstream, and end ends it.
+func traceRequest(x *exchange) error {
+	if x.h.Tracer != nil {
+		x.r, x.lg.span = x.h.startSpan(x.r)
+	}
+	return nil
+}
+
 // startSpan starts the request's span, under the caller's trace when its
 // headers carry one, and puts the span's context in the request's headers
 // so that upstream calls are its children.

@@ -1,0 +1,40 @@
+package proxy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// model is an entry of the model list.
+type model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// listModels is the stage that answers GET /v1/models and
+// /v1/models/{id}, which are not logged.
+func listModels(x *exchange) error {
+	x.logged = false
+	w := x.w
+	w.Header().Set("Content-Type", "application/json")
+	if id := x.rel; id != "" {
+		p, ok := x.rt.Pools[id]
+		if !ok {
+			return requestError(http.StatusNotFound, "model_not_found", fmt.Sprintf("The model %q does not exist on this gateway", truncate(id, 100)))
+		}
+		json.NewEncoder(w).Encode(model{ID: p.Name, Object: "model", OwnedBy: "switchover"})
+		return nil
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, name := range x.rt.Models {
+		list.Data = append(list.Data, model{ID: name, Object: "model", OwnedBy: "switchover"})
+	}
+	json.NewEncoder(w).Encode(list)
+	return nil
+}

@@ -1,0 +1,170 @@
+package proxy
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// pathKind is what a request's path asks for; each kind has its stages
+// (stagesOf).
+type pathKind uint8
+
+const (
+	pathUnknown pathKind = iota
+	pathAPI
+	pathModels
+	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
+	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
+	pathRealtime
+)
+
+// classifyPath is the stage that finds what the path asks for (an API
+// operation, the model list, a stored response, a pinned path, a realtime
+// session) and the API format the caller speaks, in which its errors are
+// answered: Anthropic's for /v1/messages, OpenAI's otherwise. A path that
+// nothing routes gets 404 with the list of what is routed.
+func classifyPath(x *exchange) error {
+	path := x.r.URL.Path
+	x.kind, x.op, x.dep, x.rel = classify(path)
+	if x.kind == pathUnknown {
+		if rel, ok := apiRelative(path); ok {
+			if p := pinnedFor(x.rt, rel); p != nil {
+				x.kind, x.pool, x.rel = pathPinned, p.Pool, rel
+			} else if x.rt.Unknown != nil && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/openai/v1/")) {
+				x.kind, x.pool, x.rel = pathPinned, x.rt.Unknown, rel
+			}
+		}
+	}
+	if x.kind == pathUnknown {
+		return requestError(http.StatusNotFound, "not_found",
+			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
+	}
+	switch x.op {
+	case route.Messages, route.CountTokens:
+		x.format = translate.Anthropic
+	case route.Responses:
+		x.format = translate.Responses
+	}
+	return nil
+}
+
+// checkMethod is the stage that refuses a method the path does not take,
+// with 405 and the Allow header.
+func checkMethod(x *exchange) error {
+	want := http.MethodPost
+	switch x.kind {
+	case pathModels:
+		want = http.MethodGet
+	case pathObject:
+		want = objectMethod(x.rel, x.r.Method)
+	case pathPinned:
+		want = x.r.Method // the backend's API decides
+	case pathRealtime:
+		want = http.MethodGet
+	}
+	if x.r.Method != want {
+		return requestError(http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("switchover: %s %s is not allowed; use %s", x.r.Method, truncate(x.r.URL.Path, 200), want)).
+			with("Allow", want)
+	}
+	return nil
+}
+
+// classify maps a request path to what it asks for: an API operation (with
+// the deployment, for Azure-style paths), the model list, or a stored
+// response (objectPath, relative to the API root: "responses/{id}…").
+func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
+	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
+		rest, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			continue
+		}
+		rest = strings.TrimSuffix(rest, "/")
+		if rest == "realtime" && prefix != "/" {
+			return pathRealtime, route.Realtime, "", ""
+		}
+		if prefix == "/openai/" {
+			if rest == "responses" {
+				return pathAPI, route.Responses, "", "" // with an api-version
+			}
+			if strings.HasPrefix(rest, "responses/") {
+				return pathObject, route.Responses, "", rest
+			}
+			dep, after, ok := strings.Cut(strings.TrimPrefix(rest, "deployments/"), "/")
+			if !strings.HasPrefix(rest, "deployments/") || !ok || dep == "" {
+				return pathUnknown, "", "", ""
+			}
+			if o := route.Operation(after); isDeploymentOp(o) {
+				return pathAPI, o, dep, ""
+			}
+			return pathUnknown, "", "", ""
+		}
+		if o := route.Operation(rest); isOp(o) {
+			return pathAPI, o, "", ""
+		}
+		if prefix == "/v1/" && (rest == "messages" || rest == string(route.CountTokens)) {
+			return pathAPI, route.Operation(rest), "", ""
+		}
+		if strings.HasPrefix(rest, "responses/") && prefix != "/" {
+			return pathObject, route.Responses, "", rest
+		}
+		if rest == "models" {
+			return pathModels, "", "", ""
+		}
+		if id, ok := strings.CutPrefix(rest, "models/"); ok && id != "" {
+			return pathModels, "", "", id
+		}
+		return pathUnknown, "", "", ""
+	}
+	return pathUnknown, "", "", ""
+}
+
+// isOp reports whether o is an operation routed by the model in its body
+// under /v1/ and /openai/v1/.
+func isOp(o route.Operation) bool {
+	switch o {
+	case route.Messages, route.CountTokens:
+		return false
+	}
+	for _, op := range route.Operations() {
+		if o == op {
+			return true
+		}
+	}
+	return false
+}
+
+// isDeploymentOp reports whether Azure serves o under
+// /openai/deployments/{deployment}/.
+func isDeploymentOp(o route.Operation) bool {
+	switch o {
+	case route.ChatCompletions, route.Completions, route.Embeddings, route.AudioTranscriptions, route.AudioTranslations,
+		route.AudioSpeech, route.ImagesGenerations, route.ImagesEdits, route.ImagesVariations:
+		return true
+	}
+	return false
+}
+
+// routeList is the 404's list of what the gateway routes.
+func routeList(rt *Routes) string {
+	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id})", "audio/transcriptions",
+		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
+		"realtime", "messages", "messages/count_tokens"}
+	var pinned []string
+	for _, p := range rt.Pinned {
+		pinned = append(pinned, p.Path)
+	}
+	sort.Strings(pinned)
+	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ")
+	if len(pinned) > 0 {
+		s += "; pinned to their backends: " + strings.Join(pinned, ", ")
+	} else {
+		s += "; stored-object paths (files, batches, fine_tuning …) need a pinned route in the configuration"
+	}
+	return s
+}

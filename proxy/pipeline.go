@@ -1,0 +1,156 @@
+package proxy
+
+import (
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// The request pipeline. ServeHTTP answers the probes (health, readiness,
+// metrics) itself; every other request is an exchange that goes through
+// stages in order, each a small function of one concern, in the file of
+// that concern. A stage returns nil to go on, or an error to stop the
+// request there: fail (errors.go) answers that error in the caller's
+// format, the one place a failure is written. end runs last, whatever
+// happened, a panic included.
+//
+// Every request runs these:
+//
+//	loadRoutes    handler.go      the routes in force; 503 not_ready without
+//	identify      handler.go      its X-Request-Id; opens the log line
+//	classifyPath  path.go         what the path asks for, in which API format; 404
+//	holdSlot      concurrency.go  a slot under server.max_concurrent_requests; 503
+//	checkMethod   path.go         405
+//	authenticate  tenancy.go      the caller's key; 401, or 503 when the store cannot say
+//
+// then those of its kind of path (stagesOf):
+//
+//	the model list      listModels      models.go
+//
+//	an API call         begin           logline.go   the start, for the log line's duration
+//	                    traceRequest    tracing.go   the span, with Tracer set
+//	                    readRequestBody body.go      the body, bounded; 413, 503, 408
+//	                    parseCall       api.go       the route.Request; 400
+//	                    findPool        api.go       the pool the model names; 400, 404
+//	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
+//	                    admit           tenancy.go   the key's limits (Tenants); 429, 403
+//	                    applyPatience   tenancy.go   the key's patience as the call's max wait
+//	                    relay           relay.go     the call through the pool, its answer passed on
+//
+//	a stored response   begin, routeObject (objects.go: its backend; 404),
+//	                    admit, applyPatience, relay
+//
+//	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
+//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
+//	                    admit, applyPatience, relay
+//
+//	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
+//	                    admit, tunnel (realtime.go: the session, joined to its backend's)
+var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMethod, authenticate}
+
+// stagesOf are the stages a request runs after everyRequest's, by the
+// kind of its path. (pathUnknown has none: classifyPath refuses it.)
+var stagesOf = [...][]stage{
+	pathModels:   {listModels},
+	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
+	pathObject:   {begin, routeObject, admit, applyPatience, relay},
+	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, relay},
+	pathRealtime: {begin, routeRealtime, admit, tunnel},
+}
+
+// stage is one step of a request's pipeline: nil goes on to the next, an
+// error stops the request and is answered by fail.
+type stage func(*exchange) error
+
+// errAnswered is the error of a stage that has answered its request in
+// full: the pipeline stops, and nothing more is written.
+var errAnswered = errors.New("answered")
+
+// exchange is one request's state as it goes through the pipeline: what
+// the stages have found out so far, and what the request holds until it
+// ends. It belongs to its request and is not safe for concurrent use.
+type exchange struct {
+	h  *Handler
+	w  http.ResponseWriter
+	r  *http.Request
+	rt *Routes // the routes in force when the request arrived
+
+	kind   pathKind
+	op     route.Operation
+	dep    string           // the Azure deployment named in the path
+	rel    string           // what else the path names: a model's id, a stored response's path, a pinned path
+	format translate.Format // the caller's API format, in which errors are answered
+	pool   *route.Pool      // where the request goes (for a pinned path, as its route has it)
+	body   []byte
+	res    *reservation   // the body's share of Routes.MaxBodyMemory, held to the end
+	req    *route.Request // what goes to the pool
+
+	slot        bool // holds a slot under the concurrency cap
+	logged      bool // gets a log line
+	sent        bool // the answer's header has gone out: an error now cuts it short
+	eventStream bool // the answer is an event stream
+	lg          logLine
+	start       time.Time // when the request began, for its log line; zero before
+}
+
+// exchanges are the exchanges of ended requests, for new ones: one fewer
+// allocation per request. Nothing keeps an exchange, or its log line,
+// past end: the halting set lets go of it when the call ends, a realtime
+// session's goroutines have ended, and the engine holds only its
+// route.Request.
+var exchanges = sync.Pool{New: func() any { return new(exchange) }}
+
+// ServeHTTP implements http.Handler: the probes, then the pipeline.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.serveProbe(w, r) {
+		return
+	}
+	x := exchanges.Get().(*exchange)
+	*x = exchange{h: h, w: w, r: r, format: translate.OpenAI}
+	defer func() {
+		x.end()
+		*x = exchange{}
+		exchanges.Put(x)
+	}()
+	err := x.run(everyRequest)
+	if err == nil {
+		err = x.run(stagesOf[x.kind])
+	}
+	x.fail(err)
+}
+
+// run runs stages in order until one returns an error, and returns it.
+func (x *exchange) run(stages []stage) error {
+	for _, s := range stages {
+		if err := s(x); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// end is the pipeline's last step: it gives back the body's memory,
+// writes the request's log line, then gives back its slot.
+func (x *exchange) end() {
+	x.res.close()
+	if x.logged {
+		start := x.start
+		if start.IsZero() {
+			start = time.Now()
+		}
+		x.h.finish(&x.lg, start)
+	}
+	if x.slot {
+		x.h.inflight.release()
+	}
+}
+
+// routeTo sends the request to pool as req; the log line names the pool.
+func (x *exchange) routeTo(pool *route.Pool, req *route.Request) {
+	x.pool, x.req = pool, req
+	x.lg.pool = pool.Name
+}
