@@ -167,7 +167,7 @@ func (g *answersGateway) routes(t *testing.T) *Routes {
 	plainBreak := backend("plain-break", breakAfter("application/json", "500", `{"id":"1","object":"chat.completion","choices":[`))
 	g.owner = backend("owner", answer)
 	benched := backend("benched", answer)
-	benched.Breaker.Force(breaker.Open, time.Now().Add(time.Hour), "test")
+	benched.Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
 	pool := func(name string, b *route.Backend) *route.Pool {
 		return &route.Pool{Name: name, Members: []*route.Member{{Backend: b, Priority: 1}}}
 	}

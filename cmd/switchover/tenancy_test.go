@@ -84,7 +84,7 @@ pools:
 		code, o, e = run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789")
 		return code == exitOK && strings.Contains(o, "store sqlite up; 1 keys, 0 usage records buffered, 0 dropped")
 	}, func() string { return fmt.Sprintf("status: %d\n%s\n%s", code, o, e) })
-	if !regexp.MustCompile(`admin:key:create\s+-\s+created key `+id+` \(app-team\)`).MatchString(o) {
+	if !regexp.MustCompile(`admin:key:create\s+-\s+created key ` + id + ` \(app-team\)`).MatchString(o) {
 		t.Fatalf("status: %d\n%s\n%s", code, o, e)
 	}
 	if code, o, e := cli(t, admin, "keys", "revoke", id); code != exitOK {
