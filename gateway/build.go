@@ -126,7 +126,7 @@ func (g *Gateway) newPool(pc config.Pool, backends map[string]*route.Backend) *r
 		}
 	}
 	for _, mc := range pc.Members {
-		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens}
+		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Deployment: mc.Model, MaxTokens: mc.MaxTokens}
 		if o, ok := g.overrides[memberKey{pc.Name, mc.Backend}]; ok {
 			if o.priority > 0 {
 				m.Priority = o.priority

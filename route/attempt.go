@@ -47,7 +47,7 @@ func prepare(r *Request, m *Member) (*Outgoing, error) {
 // attempt holds it).
 func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	prov := m.Backend.Provider
-	model := m.Model
+	model := m.Deployment
 	if model == "" {
 		model = r.Model
 	}

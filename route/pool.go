@@ -34,9 +34,11 @@ type Member struct {
 	// Weight is the member's share of its tier's traffic. Values below 1
 	// count as 1.
 	Weight int
-	// Model is the model or deployment name to ask this backend for. Empty
-	// means the name the client used.
-	Model string
+	// Deployment is the model or deployment name this backend is asked
+	// for: the body's model, or for an Azure deployment path the
+	// deployment in the URL. Empty means the name the client used. (Not
+	// Backend.Model, the model version the backend answered with.)
+	Deployment string
 	// MaxTokens is the max_tokens sent to a backend that requires one
 	// (Anthropic) when the request sets none. Zero means 4096.
 	MaxTokens int

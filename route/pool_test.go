@@ -574,7 +574,7 @@ func TestModelRenameAndAzurePaths(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &route.Pool{Name: "chat-prod", Members: []*route.Member{{Backend: &route.Backend{Name: "b", Provider: tc.provider}, Model: tc.model}}}
+			p := &route.Pool{Name: "chat-prod", Members: []*route.Member{{Backend: &route.Backend{Name: "b", Provider: tc.provider}, Deployment: tc.model}}}
 			r, _ := route.NewRequest(route.ChatCompletions, []byte(chatBody), http.Header{"Api-Key": {"caller"}, "Authorization": {"Bearer caller"}})
 			resp, _, err := p.Do(t.Context(), r)
 			if err != nil {
