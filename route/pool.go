@@ -529,6 +529,9 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 		rep.Failover = true
 		rep.FailoverFrom = top.Backend.Name
 		rep.FailoverReason = ReasonUnavailable
+		if top.Backend.Drained() {
+			rep.FailoverReason = ReasonDrained
+		}
 	}
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
