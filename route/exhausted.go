@@ -297,3 +297,30 @@ func later(a, b time.Time) time.Time {
 	}
 	return b
 }
+
+// unanswered is the pool's answer when no member answered r: rep says
+// what was tried. A request every member skipped is refused as
+// unsupported; one for state on a single backend (Request.Owner) fails
+// with an OwnerUnavailableError saying why the owner could not take it;
+// any other gets the pool's exhausted answer, with lastHeader, the relayed
+// headers of the last failure.
+func (p *Pool) unanswered(r *Request, rep *Report, lastHeader http.Header) (*http.Response, *Report, error) {
+	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
+		if r.Owner != "" {
+			return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it cannot take this call: " + rep.Skipped[0].Reason}
+		}
+		return p.unsupported(r, rep), rep, nil
+	}
+	if r.Owner != "" {
+		if len(rep.Attempts) == 0 {
+			return nil, rep, p.ownerBenched(r.Owner)
+		}
+		a := rep.Attempts[len(rep.Attempts)-1]
+		why := "its call failed: " + string(a.Reason)
+		if a.Status != 0 {
+			why = fmt.Sprintf("its call failed: %d %s", a.Status, a.Reason)
+		}
+		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: a.RetryAfter}
+	}
+	return p.exhausted(r, rep, lastHeader), rep, nil
+}

@@ -3,7 +3,6 @@ package route
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -172,119 +171,35 @@ func (p *Pool) observeCtx(ctx context.Context, e Event) {
 	p.observe(e)
 }
 
-// do is Do within this pool alone, fallbacks aside (see fallback.go).
-func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
-	rep := &Report{Pool: p.Name}
-	if r.Owner != "" && p.Member(r.Owner) == nil {
-		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it is not a member of the pool " + p.Name}
+// prepareAttempt allocates the attempt on m, which next selected with
+// done and release, and prepares its request. A member that cannot honour
+// r is skipped and noted in rep; a request that cannot be made at all is
+// err. Either way at is nil, m counts as tried and its admission and quota
+// are given back.
+func (p *Pool) prepareAttempt(r *Request, rep *Report, tried *memberSet, m *Member, done breaker.Done, release func()) (*attempt, error) {
+	at := new(attempt) // one allocation for the attempt's state and request
+	at.quotaRelease = release
+	if err := prepareInto(r, m, &at.o); err != nil {
+		done(breaker.Outcome{Result: breaker.Ignore})
+		at.releaseQuota()
+		p.markTried(tried, m.Backend)
+		var ue *translate.UnsupportedError
+		if errors.As(err, &ue) {
+			rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
+			return nil, nil
+		}
+		return nil, err
 	}
-	var tried memberSet
-	var lastHeader http.Header
-	var deadline time.Time
-	if p.TryDuration > 0 {
-		deadline = p.now().Add(p.TryDuration)
+	return at, nil
+}
+
+// noteAttempt adds attempt a, on b, to the report and tells the observer.
+func (p *Pool) noteAttempt(ctx context.Context, rep *Report, b *Backend, a Attempt) {
+	if rep.Attempts == nil {
+		rep.Attempts = rep.first[:0] // still nil when no attempt is made
 	}
-	for len(rep.Attempts) < p.attempts() {
-		if err := ctx.Err(); err != nil {
-			return nil, rep, err
-		}
-		if !deadline.IsZero() && len(rep.Attempts) > 0 && !p.now().Before(deadline) {
-			rep.BudgetSpent = true
-			break
-		}
-		m, done, release := p.next(r, rep, &tried)
-		if m == nil {
-			break
-		}
-		if r.onPick != nil {
-			r.onPick()
-		}
-		at := new(attempt) // one allocation for the attempt's state and request
-		at.quotaRelease = release
-		if err := prepareInto(r, m, &at.o); err != nil {
-			done(breaker.Outcome{Result: breaker.Ignore})
-			at.releaseQuota()
-			p.markTried(&tried, m.Backend)
-			var ue *translate.UnsupportedError
-			if errors.As(err, &ue) {
-				rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
-				continue
-			}
-			return nil, rep, err
-		}
-		// The first attempt deposits in the retry budget; a retry the
-		// budget refuses is not made.
-		if rb := p.RetryBudget; rb != nil {
-			if len(rep.Attempts) == 0 {
-				rb.Request(p.now())
-			} else if !rb.TryRetry(p.now()) {
-				done(breaker.Outcome{Result: breaker.Ignore})
-				at.releaseQuota()
-				rep.RetryBudgetSpent = true
-				p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
-				break
-			}
-		}
-		if h := p.Hedge; h != nil && len(rep.Attempts) == 0 && p.attempts() > 1 && r.hedgeable() {
-			h.admit(p.now())
-			if delay, ok := h.delay(m.Backend, r.Stream); ok {
-				resp, served, lh, err := p.hedged(ctx, r, m, at, done, deadline, rep, &tried, delay)
-				if err != nil {
-					return nil, rep, err
-				}
-				if lh != nil {
-					lastHeader = lh
-				}
-				if served != nil {
-					p.served(rep, served, resp)
-					return resp, rep, nil
-				}
-				continue
-			}
-		}
-		// The budget bounds retries: the first attempt always gets its
-		// full first-byte timeout.
-		var dl time.Time
-		if len(rep.Attempts) > 0 {
-			dl = deadline
-		}
-		resp, a, err := p.try(ctx, r, m, at, done, dl)
-		if rep.Attempts == nil {
-			rep.Attempts = rep.first[:0] // still nil when no attempt is made
-		}
-		rep.Attempts = append(rep.Attempts, a)
-		p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
-		if err != nil {
-			return nil, rep, err
-		}
-		p.markTried(&tried, m.Backend)
-		if !a.Retryable {
-			rep.Usage = &at.use
-			p.served(rep, m, resp)
-			return resp, rep, nil
-		}
-		if resp != nil {
-			lastHeader = m.Backend.relayHeader(resp.Header)
-		}
-	}
-	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
-		if r.Owner != "" {
-			return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it cannot take this call: " + rep.Skipped[0].Reason}
-		}
-		return p.unsupported(r, rep), rep, nil
-	}
-	if r.Owner != "" {
-		if len(rep.Attempts) == 0 {
-			return nil, rep, p.ownerBenched(r.Owner)
-		}
-		a := rep.Attempts[len(rep.Attempts)-1]
-		why := "its call failed: " + string(a.Reason)
-		if a.Status != 0 {
-			why = fmt.Sprintf("its call failed: %d %s", a.Status, a.Reason)
-		}
-		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: a.RetryAfter}
-	}
-	return p.exhausted(r, rep, lastHeader), rep, nil
+	rep.Attempts = append(rep.Attempts, a)
+	p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: b, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 }
 
 // Member returns the pool's member on the backend named backend, nil when
