@@ -301,7 +301,21 @@ func noopDone(breaker.Outcome) {}
 func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
 	var buf [8]*Member
-	cands := buf[:0]
+	cands := p.candidates(buf[:0], now, r, rep, tried)
+	switch {
+	case len(cands) > 0:
+		return p.admit(now, r, rep, cands)
+	case r != nil && r.Owner != "":
+		return nil, nil, nil
+	}
+	return p.admitEarly(now, r, rep, tried)
+}
+
+// candidates appends to dst, and returns, the members that may take r at
+// now: not tried, usable (not drained, breaker ready), the owner alone
+// for a request on its state, and with quota for the call. A member whose
+// quota says the call would not fit is noted in rep and counts as tried.
+func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
@@ -317,27 +331,16 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 				continue
 			}
 		}
-		cands = append(cands, m)
+		dst = append(dst, m)
 	}
-	if len(cands) == 0 {
-		if owner != "" {
-			return nil, nil, nil
-		}
-		m, done := p.early(now, tried)
-		if m == nil {
-			return nil, nil, nil
-		}
-		if q := m.Backend.Quota; q != nil && r != nil {
-			release, ok, until := q.Admit(now, r)
-			if !ok {
-				done(breaker.Outcome{Result: breaker.Ignore})
-				p.holdForQuota(rep, m, until)
-				return nil, nil, nil
-			}
-			return m, done, release
-		}
-		return m, done, nil
-	}
+	return dst
+}
+
+// admit picks among cands (Pool.Selector) and admits the pick: its quota
+// reserves the call and its breaker lets it through. A pick that either
+// refuses (another request took the last of its quota, or its half-open
+// probe, since cands were gathered) is dropped and the pick made again.
+func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*Member, breaker.Done, func()) {
 	for len(cands) > 0 {
 		i := p.pick(r, cands)
 		if i < 0 || i >= len(cands) {
@@ -369,6 +372,26 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 		cands = append(cands[:i], cands[i+1:]...)
 	}
 	return nil, nil, nil
+}
+
+// admitEarly is the selection when no member is a candidate: a benched
+// member whose Retry-After has passed is let through as its breaker's
+// probe (early), if its quota takes the call.
+func (p *Pool) admitEarly(now time.Time, r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
+	m, done := p.early(now, tried)
+	if m == nil {
+		return nil, nil, nil
+	}
+	if q := m.Backend.Quota; q != nil && r != nil {
+		release, ok, until := q.Admit(now, r)
+		if !ok {
+			done(breaker.Outcome{Result: breaker.Ignore})
+			p.holdForQuota(rep, m, until)
+			return nil, nil, nil
+		}
+		return m, done, release
+	}
+	return m, done, nil
 }
 
 // holdForQuota notes that m was passed over for r because its quota will
