@@ -38,22 +38,37 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 		return prepareRealtime(r, m, model, o)
 	}
 	if wireFormat(prov, r.Op) == from && serves(prov, r.Op) {
-		if ib, ok := prov.(interface{ ignoresBodyModel(Operation) bool }); ok && ib.ignoresBodyModel(r.Op) {
-			o.Body = r.Body
-		} else {
-			o.Body = r.BodyFor(model)
-		}
-		if su, ok := prov.(asksStreamUsage); ok && su.streamUsage() && r.Stream && from == translate.OpenAI &&
-			(r.Op == ChatCompletions || r.Op == Completions) && !asksUsage(r.Body) {
-			// Ask for the usage chunk, to count the stream's tokens; the
-			// caller does not get it.
-			o.Body, o.AskedUsage = withUsageAsked(o.Body)
-		}
+		prepareNative(r, prov, model, from, o)
 		return nil
 	}
 	if !r.Op.Translatable() || r.Path != "" {
 		return &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
 	}
+	return prepareTranslated(r, m, model, target, from, o)
+}
+
+// prepareNative sets o's body for a backend that takes r in the client's
+// own format (from): r's body with the backend's model, or as it is where the
+// provider ignores the body's model (an Azure deployment path), and with
+// the stream's usage chunk asked for where the provider takes it.
+func prepareNative(r *Request, prov Provider, model string, from translate.Format, o *Outgoing) {
+	if ib, ok := prov.(interface{ ignoresBodyModel(Operation) bool }); ok && ib.ignoresBodyModel(r.Op) {
+		o.Body = r.Body
+	} else {
+		o.Body = r.BodyFor(model)
+	}
+	if su, ok := prov.(asksStreamUsage); ok && su.streamUsage() && r.Stream && from == translate.OpenAI &&
+		(r.Op == ChatCompletions || r.Op == Completions) && !asksUsage(r.Body) {
+		// Ask for the usage chunk, to count the stream's tokens; the
+		// caller does not get it.
+		o.Body, o.AskedUsage = withUsageAsked(o.Body)
+	}
+}
+
+// prepareTranslated sets o's operation and body for a backend of another
+// format than the client's: r translated, through the OpenAI format, into
+// the backend's (target), with its model.
+func prepareTranslated(r *Request, m *Member, model string, target, from translate.Format, o *Outgoing) error {
 	canon, err := r.canonical()
 	if err != nil {
 		return badBody(err)
