@@ -242,9 +242,12 @@ func (p *Pool) tryHedged(ctx context.Context, r *Request, m *Member, at *attempt
 	at.firstByte = make(chan struct{})
 	fb := at.firstByte
 	// The delay runs from before the first attempt starts, so that it
-	// bounds the attempt's whole wait.
-	fire := make(chan struct{})
-	timer := p.clock().AfterFunc(delay, func() { close(fire) })
+	// bounds the attempt's whole wait. The timer closes its own channel:
+	// the loop sets fire to nil when it stops waiting for it, and the
+	// timer may fire as it is stopped.
+	fired := make(chan struct{})
+	timer := p.clock().AfterFunc(delay, func() { close(fired) })
+	fire := fired
 	defer timer.Stop()
 	p.race(ctx, r, raced{m: m, at: at}, done, time.Time{}, results)
 
