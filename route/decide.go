@@ -235,22 +235,9 @@ func (p *Pool) tryOnce(ctx context.Context, r *Request, m *Member, at *attempt, 
 // with lastHeader from the last failure), or err when the client went
 // away.
 func (p *Pool) tryHedged(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, deadline time.Time, rep *Report, tried *memberSet, delay time.Duration) (resp *http.Response, served *Member, lastHeader http.Header, err error) {
-	// The estimate is cached on first use; take it here, so that the two
-	// attempts' goroutines and next's admission only read it.
-	r.Tokens()
-	results := make(chan raced, 2)
-	at.firstByte = make(chan struct{})
-	fb := at.firstByte
-	// The delay runs from before the first attempt starts, so that it
-	// bounds the attempt's whole wait. The timer closes its own channel:
-	// the loop sets fire to nil when it stops waiting for it, and the
-	// timer may fire as it is stopped.
-	fired := make(chan struct{})
-	timer := p.clock().AfterFunc(delay, func() { close(fired) })
-	fire := fired
+	results, fire, timer := p.startRace(ctx, r, m, at, done, delay)
 	defer timer.Stop()
-	p.race(ctx, r, raced{m: m, at: at}, done, time.Time{}, results)
-
+	fb := at.firstByte
 	running := []*attempt{at}
 	var winner, hedge *raced
 	for len(running) > 0 {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 )
 
 // Defaults of a Hedge's settings.
@@ -192,6 +193,27 @@ func (p *Pool) hedgeDelay(r *Request, rep *Report, m *Member) (time.Duration, bo
 	}
 	h.admit(p.now())
 	return h.delay(m.Backend, r.Stream)
+}
+
+// startRace starts a hedged request's first attempt, at on m, admitted
+// with done, and the hedge's timer, which fires after delay. It returns
+// the channel of the attempts' results (room for both), the channel the
+// timer closes when it fires, and the timer; at.firstByte is closed at
+// the attempt's first byte.
+func (p *Pool) startRace(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, delay time.Duration) (chan raced, chan struct{}, clock.Timer) {
+	// The estimate is cached on first use; take it here, so that the two
+	// attempts' goroutines and next's admission only read it.
+	r.Tokens()
+	results := make(chan raced, 2)
+	at.firstByte = make(chan struct{})
+	// The delay runs from before the first attempt starts, so that it
+	// bounds the attempt's whole wait. The timer closes its own channel:
+	// the race lets go of it when it stops waiting for it, and the timer
+	// may fire as it is stopped.
+	fired := make(chan struct{})
+	timer := p.clock().AfterFunc(delay, func() { close(fired) })
+	p.race(ctx, r, raced{m: m, at: at}, done, time.Time{}, results)
+	return results, fired, timer
 }
 
 // race starts attempt c of a hedged request, admitted with done, with its
