@@ -28,7 +28,7 @@ func newPool(pc config.Pool, backends map[string]*route.Backend, d Deps) *route.
 	}
 	p.Selector = selector(pc.Strategy, d)
 	for _, mc := range pc.Members {
-		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Model: mc.Model, MaxTokens: mc.MaxTokens}
+		m := &route.Member{Backend: backends[mc.Backend], Priority: mc.Priority, Weight: mc.Weight, Deployment: mc.Model, MaxTokens: mc.MaxTokens}
 		if d.Override != nil {
 			if prio, weight := d.Override(pc.Name, mc.Backend); prio > 0 || weight > 0 {
 				if prio > 0 {

@@ -100,7 +100,7 @@ func (g *Gateway) Status() Status {
 		for _, m := range st.Pools[pc.Name].Members {
 			b := m.Backend
 			bc := st.BackendConfigs[b.Name]
-			ms := MemberStatus{Backend: b.Name, Type: bc.Type, Region: b.Region, Model: m.Model,
+			ms := MemberStatus{Backend: b.Name, Type: bc.Type, Region: b.Region, Model: m.Deployment,
 				Priority: max(m.Priority, 1), Weight: max(m.Weight, 1), Overridden: overrides[memberKey{pc.Name, b.Name}],
 				Drained: b.Drained(), Usable: b.Usable(now), ModelVersion: b.Model()}
 			ms.Breaker.State = "disabled"

@@ -22,46 +22,36 @@ import (
 // any: its x-ratelimit-* headers are passed on.
 func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.Response {
 	now := p.now()
-	status, code := http.StatusServiceUnavailable, "no_backend_available"
-	msg := fmt.Sprintf("switchover: no backend of pool %q is available", p.Name)
-	wait := p.retryAfter(rep, now)
 	h := http.Header{}
-	if n := len(rep.Attempts); n > 0 {
-		last := rep.Attempts[n-1]
-		code = "backends_exhausted"
-		switch {
-		case rep.all(ReasonTooLarge):
-			// No backend's whole limit fits the request: waiting will not
-			// help, and OpenAI's SDKs honour x-should-retry.
-			status, code = http.StatusTooManyRequests, "tokens_exceed_limit"
-			h.Set("X-Should-Retry", "false")
-		case last.Reason == ReasonMisconfigured:
-			// Not the caller's 401 or 404: the gateway's own backend is
-			// refusing its key or lacks the deployment.
-			status, code = http.StatusBadGateway, "backends_misconfigured"
-		case last.Status >= 400:
-			status = last.Status
-		case last.Reason == ReasonTimeout || last.Reason == ReasonFirstByteTimeout || last.Reason == ReasonUnresponsive:
-			status = http.StatusGatewayTimeout
-		default:
-			// A connection error, or a 2xx that could not be read or
-			// translated: never relayed as a success.
-			status = http.StatusBadGateway
+	status, code, msg, wait := p.exhaustedStatus(r, rep, now, h)
+	body := exhaustedBody(r, rep, status, code, msg)
+	for k, vv := range lastHeader {
+		if strings.HasPrefix(k, "X-Ratelimit-") {
+			h[k] = vv
 		}
-		var parts []string
-		for _, a := range rep.Attempts {
-			parts = append(parts, a.Backend+": "+a.describe())
-		}
-		msg = fmt.Sprintf("switchover: every attempt for pool %q failed (%s)", p.Name, strings.Join(parts, "; "))
-		if code == "tokens_exceed_limit" {
-			msg = fmt.Sprintf("switchover: the request needs about %d tokens, more than the whole per-minute token limit of every backend of pool %q (%s); reduce max_tokens or the prompt", r.estimateTokens(), p.Name, strings.Join(parts, "; "))
-		}
-		if rep.BudgetSpent {
-			msg += "; the request's time budget ran out"
-		}
-		if rep.RetryBudgetSpent {
-			msg += "; the pool's retry budget is spent, so no more backends were tried"
-		}
+	}
+	h.Set("Content-Type", "application/json")
+	if wait > 0 && code != "tokens_exceed_limit" {
+		SetRetryAfter(h, wait)
+	}
+	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
+	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
+	if rep.rateLimited = code == "backends_rate_limited"; rep.rateLimited {
+		rep.retryAfter = p.soonestWait(rep, now)
+	}
+	return newResponse(status, h, body)
+}
+
+// exhaustedStatus says why no backend answered: the status, the error
+// code and message, and how long to wait before trying again. Headers it
+// implies (X-Should-Retry) go in h.
+func (p *Pool) exhaustedStatus(r *Request, rep *Report, now time.Time, h http.Header) (status int, code, msg string, wait time.Duration) {
+	status, code = http.StatusServiceUnavailable, "no_backend_available"
+	msg = fmt.Sprintf("switchover: no backend of pool %q is available", p.Name)
+	wait = p.retryAfter(rep, now)
+	if len(rep.Attempts) > 0 {
+		status, code = attemptsStatus(rep, h)
+		msg = p.attemptsMessage(r, rep, code)
 	} else if p.allDrained() {
 		status, code = http.StatusServiceUnavailable, "pool_out_of_service"
 		msg = fmt.Sprintf("switchover: pool %q has been taken out of service: an operator drained every backend", p.Name)
@@ -79,49 +69,86 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 	if len(rep.Skipped) > 0 {
 		msg += "; " + skipped(rep)
 	}
+	return status, code, msg, wait
+}
 
-	type attempt struct {
-		Backend    string `json:"backend"`
-		Region     string `json:"region,omitempty"`
-		Status     int    `json:"status,omitempty"`
-		Reason     Reason `json:"reason"`
-		Message    string `json:"message,omitempty"`
-		DurationMS int64  `json:"duration_ms"`
+// attemptsStatus is the status and error code of a request whose every
+// attempt failed, from the last one.
+func attemptsStatus(rep *Report, h http.Header) (int, string) {
+	last := rep.Attempts[len(rep.Attempts)-1]
+	code := "backends_exhausted"
+	switch {
+	case rep.all(ReasonTooLarge):
+		// No backend's whole limit fits the request: waiting will not
+		// help, and OpenAI's SDKs honour x-should-retry.
+		h.Set("X-Should-Retry", "false")
+		return http.StatusTooManyRequests, "tokens_exceed_limit"
+	case last.Reason == ReasonMisconfigured:
+		// Not the caller's 401 or 404: the gateway's own backend is
+		// refusing its key or lacks the deployment.
+		return http.StatusBadGateway, "backends_misconfigured"
+	case last.Status >= 400:
+		return last.Status, code
+	case last.Reason == ReasonTimeout || last.Reason == ReasonFirstByteTimeout || last.Reason == ReasonUnresponsive:
+		return http.StatusGatewayTimeout, code
 	}
+	// A connection error, or a 2xx that could not be read or translated:
+	// never relayed as a success.
+	return http.StatusBadGateway, code
+}
+
+// attemptsMessage is the error message of a request whose every attempt
+// failed: each attempt, and what ended the retries.
+func (p *Pool) attemptsMessage(r *Request, rep *Report, code string) string {
+	var parts []string
+	for _, a := range rep.Attempts {
+		parts = append(parts, a.Backend+": "+a.describe())
+	}
+	msg := fmt.Sprintf("switchover: every attempt for pool %q failed (%s)", p.Name, strings.Join(parts, "; "))
+	if code == "tokens_exceed_limit" {
+		msg = fmt.Sprintf("switchover: the request needs about %d tokens, more than the whole per-minute token limit of every backend of pool %q (%s); reduce max_tokens or the prompt", r.estimateTokens(), p.Name, strings.Join(parts, "; "))
+	}
+	if rep.BudgetSpent {
+		msg += "; the request's time budget ran out"
+	}
+	if rep.RetryBudgetSpent {
+		msg += "; the pool's retry budget is spent, so no more backends were tried"
+	}
+	return msg
+}
+
+// exhaustedAttempt is one attempt as the exhausted answer lists it.
+type exhaustedAttempt struct {
+	Backend    string `json:"backend"`
+	Region     string `json:"region,omitempty"`
+	Status     int    `json:"status,omitempty"`
+	Reason     Reason `json:"reason"`
+	Message    string `json:"message,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// exhaustedBody is the exhausted answer's body: an OpenAI-style error
+// listing each attempt, in Anthropic's format for an Anthropic client.
+func exhaustedBody(r *Request, rep *Report, status int, code, msg string) []byte {
 	var e struct {
 		Error struct {
-			Message  string    `json:"message"`
-			Type     string    `json:"type"`
-			Param    *string   `json:"param"`
-			Code     string    `json:"code"`
-			Attempts []attempt `json:"attempts"`
+			Message  string             `json:"message"`
+			Type     string             `json:"type"`
+			Param    *string            `json:"param"`
+			Code     string             `json:"code"`
+			Attempts []exhaustedAttempt `json:"attempts"`
 		} `json:"error"`
 	}
 	e.Error.Message, e.Error.Type, e.Error.Code = msg, "switchover_error", code
-	e.Error.Attempts = make([]attempt, 0, len(rep.Attempts))
+	e.Error.Attempts = make([]exhaustedAttempt, 0, len(rep.Attempts))
 	for _, a := range rep.Attempts {
-		e.Error.Attempts = append(e.Error.Attempts, attempt{a.Backend, a.Region, a.Status, a.Reason, a.Message, a.Duration.Milliseconds()})
+		e.Error.Attempts = append(e.Error.Attempts, exhaustedAttempt{a.Backend, a.Region, a.Status, a.Reason, a.Message, a.Duration.Milliseconds()})
 	}
 	body, _ := json.Marshal(e)
 	if r.format() == translate.Anthropic {
 		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
 	}
-
-	for k, vv := range lastHeader {
-		if strings.HasPrefix(k, "X-Ratelimit-") {
-			h[k] = vv
-		}
-	}
-	h.Set("Content-Type", "application/json")
-	if wait > 0 && code != "tokens_exceed_limit" {
-		SetRetryAfter(h, wait)
-	}
-	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
-	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
-	if rep.rateLimited = code == "backends_rate_limited"; rep.rateLimited {
-		rep.retryAfter = p.soonestWait(rep, now)
-	}
-	return newResponse(status, h, body)
+	return body
 }
 
 // unsupported is the answer when no member of the pool can honour the
@@ -296,4 +323,31 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// unanswered is the pool's answer when no member answered r: rep says
+// what was tried. A request every member skipped is refused as
+// unsupported; one for state on a single backend (Request.Owner) fails
+// with an OwnerUnavailableError saying why the owner could not take it;
+// any other gets the pool's exhausted answer, with lastHeader, the relayed
+// headers of the last failure.
+func (p *Pool) unanswered(r *Request, rep *Report, lastHeader http.Header) (*http.Response, *Report, error) {
+	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
+		if r.Owner != "" {
+			return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it cannot take this call: " + rep.Skipped[0].Reason}
+		}
+		return p.unsupported(r, rep), rep, nil
+	}
+	if r.Owner != "" {
+		if len(rep.Attempts) == 0 {
+			return nil, rep, p.ownerBenched(r.Owner)
+		}
+		a := rep.Attempts[len(rep.Attempts)-1]
+		why := "its call failed: " + string(a.Reason)
+		if a.Status != 0 {
+			why = fmt.Sprintf("its call failed: %d %s", a.Status, a.Reason)
+		}
+		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: a.RetryAfter}
+	}
+	return p.exhausted(r, rep, lastHeader), rep, nil
 }

@@ -2,7 +2,6 @@ package route
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,62 +24,6 @@ const (
 	// its context window (Pool.ContextFallback).
 	FallbackContextWindow FallbackCause = "context_window"
 )
-
-// Do sends r to the pool's members until one answers in a way that is
-// passed on, or attempts or members run out. It returns the response to
-// give the client, with the X-Switchover-* headers set: the upstream's own,
-// or, when every attempt failed, an OpenAI-style error listing each attempt
-// with a Retry-After of the soonest time a backend will take traffic again.
-// The error is non-nil only when ctx ended (the client went away) or r
-// cannot be sent at all. The caller must close the response body; a
-// half-open breaker's probe is decided when the body ends.
-//
-// When the pool cannot answer and has a Fallback, or a member refused r
-// for its context window and the pool has a ContextFallback, r goes to
-// that pool in turn, whose own members, model names, rules and fallbacks
-// apply, up to MaxFallbackDepth pools past this one; a pool already
-// tried for r is never tried again, so a cycle of fallbacks ends. The
-// answer is the last pool's, with X-Switchover-Fallback naming the pool
-// it fell back from, and its Report's FallbackFrom, FallbackCause and
-// Prior saying the same (Prior is the report of the pool fallen back
-// from). An answer that fails in the last pool is that pool's failure.
-//
-// A request with a MaxWait that every member (and every fallback) refuses
-// for quota waits in the pool's queue for the soonest reset and is tried
-// again, within its MaxWait.
-func (p *Pool) Do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
-	return p.doPatient(ctx, r, p.doFallbacks)
-}
-
-// doFallbacks is Do without the waiting: the pool, then its fallbacks.
-func (p *Pool) doFallbacks(ctx context.Context, r *Request) (*http.Response, *Report, error) {
-	resp, rep, err := p.do(ctx, r)
-	if p.Fallback == nil && p.ContextFallback == nil {
-		return resp, rep, err
-	}
-	var tried [MaxFallbackDepth + 1]*Pool
-	tried[0] = p
-	cur := p
-	for n := 1; n <= MaxFallbackDepth; n++ {
-		next, cause := cur.fallbackFor(r, resp, rep, err)
-		if next == nil || contains(tried[:n], next) {
-			break
-		}
-		resp.Body.Close()
-		cur.observeCtx(ctx, Event{Kind: EventFallback, From: cur.Name, To: next.Name, Cause: cause})
-		prior := rep
-		resp, rep, err = next.do(ctx, r)
-		rep.FallbackFrom, rep.FallbackCause, rep.Prior = cur.Name, cause, prior
-		if resp != nil {
-			if resp.Header == nil {
-				resp.Header = http.Header{}
-			}
-			resp.Header.Set(HeaderFallback, cur.Name)
-		}
-		tried[n], cur = next, next
-	}
-	return resp, rep, err
-}
 
 // fallbackFor returns the pool that a request answered by p with resp,
 // rep and err goes to next, and why; nil when it stays with this answer.

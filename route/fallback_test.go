@@ -93,7 +93,7 @@ func TestFallbackWhenThePoolIsExhausted(t *testing.T) {
 			clk := fakeclock.New()
 			a := poolEnv(t, clk, "chat-prod", tc.primary...)
 			b := poolEnv(t, clk, "chat-spare", answering("spare"))
-			b.pool.Members[0].Model = "gpt-4o-spare"
+			b.pool.Members[0].Deployment = "gpt-4o-spare"
 			if tc.prepare != nil {
 				tc.prepare(t, a)
 			}
@@ -194,7 +194,7 @@ func TestContextFallback(t *testing.T) {
 			clk := fakeclock.New()
 			a := poolEnv(t, clk, "chat-8k", memberSpec{name: "small", priority: 1, script: []step{raw(tc.status, tc.refuse)}, tune: tc.tune})
 			big := poolEnv(t, clk, "chat-1m", answering("large"))
-			big.pool.Members[0].Model = "gpt-4.1"
+			big.pool.Members[0].Deployment = "gpt-4.1"
 			spare := poolEnv(t, clk, "chat-spare", answering("spare"))
 			a.pool.ContextFallback, a.pool.Fallback = big.pool, spare.pool
 

@@ -2,6 +2,7 @@ package route
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -177,3 +178,26 @@ func (hb *headerBuf) setAll(k string, vv []string, more ...string) {
 	n := len(hb.vals)
 	hb.h[k] = hb.vals[i:n:n]
 }
+
+// hopHeaders are response headers a proxy must not pass on.
+var hopHeaders = []string{
+	"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+// RemoveHopHeaders deletes hop-by-hop headers, including those named by
+// Connection, from a response header before it is passed on.
+func RemoveHopHeaders(h http.Header) {
+	for _, v := range h["Connection"] {
+		for _, tok := range strings.Split(v, ",") {
+			if tok = strings.TrimSpace(tok); tok != "" {
+				h.Del(tok)
+			}
+		}
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

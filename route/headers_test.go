@@ -94,3 +94,22 @@ func TestRelayHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveHopHeaders: hop-by-hop headers, and those Connection names,
+// are not passed on; the rest are.
+func TestRemoveHopHeaders(t *testing.T) {
+	h := http.Header{
+		"Connection":        {"close, X-Hop"},
+		"X-Hop":             {"1"},
+		"Keep-Alive":        {"timeout=5"},
+		"Transfer-Encoding": {"chunked"},
+		"Upgrade":           {"websocket"},
+		"Content-Type":      {"application/json"},
+		"X-Request-Id":      {"req-1"},
+	}
+	RemoveHopHeaders(h)
+	want := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"req-1"}}
+	if len(h) != len(want) || h.Get("Content-Type") != "application/json" || h.Get("X-Request-Id") != "req-1" {
+		t.Errorf("after RemoveHopHeaders: %v, want %v", h, want)
+	}
+}

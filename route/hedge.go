@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
-	"github.com/switchover-gw/switchover/translate"
+	"github.com/switchover-gw/switchover/clock"
 )
 
 // Defaults of a Hedge's settings.
@@ -149,121 +149,6 @@ type raced struct {
 	done  breaker.Done // the hedge's breaker admission, until it starts
 }
 
-// hedged makes the request's first attempt, on m, with a hedge: it waits
-// for the first byte as long as the Hedge says, then, if the budget and
-// a second member allow, starts a second attempt, and passes on whichever
-// answers first, cancelling the other. It returns what do's loop needs: the
-// winning response and its member (served is nil when neither answered
-// and the loop should go on, with lastHeader from the last failure), or
-// err when the client went away.
-func (p *Pool) hedged(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, deadline time.Time, rep *Report, tried *memberSet, delay time.Duration) (resp *http.Response, served *Member, lastHeader http.Header, err error) {
-	clk := p.clock()
-	// The estimate is cached on first use; take it here, so that the two
-	// attempts' goroutines and next's admission only read it.
-	r.Tokens()
-	results := make(chan raced, 2)
-	start := func(c raced, done breaker.Done, dl time.Time) {
-		c.at.actx, c.at.cancel = context.WithCancelCause(ctx)
-		go func() {
-			c.resp, c.a, c.err = p.try(ctx, r, c.m, c.at, done, dl)
-			results <- c
-		}()
-	}
-	at.firstByte = make(chan struct{})
-	fb := at.firstByte
-	// The delay runs from before the first attempt starts, so that it
-	// bounds the attempt's whole wait.
-	fire := make(chan struct{})
-	timer := clk.AfterFunc(delay, func() { close(fire) })
-	defer timer.Stop()
-	start(raced{m: m, at: at}, done, time.Time{})
-
-	running := []*attempt{at}
-	var winner *raced
-	var hedge *raced
-	for len(running) > 0 {
-		select {
-		case <-fb:
-			// The first attempt has its first byte: no hedge.
-			fb, fire = nil, nil
-			timer.Stop()
-		case <-fire:
-			fire, fb = nil, nil
-			if c, ok := p.startHedge(ctx, r, m, rep, tried, deadline); ok {
-				hedge = &c
-				start(c, c.done, deadline)
-				running = append(running, c.at)
-			}
-		case c := <-results:
-			running = removeAttempt(running, c.at)
-			if len(running) == 0 {
-				fire, fb = nil, nil
-			}
-			c.a.Hedge = c.hedge
-			if winner != nil {
-				// The one that lost the race: its answer, if it had one
-				// already, goes unread.
-				if c.resp != nil && c.resp.Body != nil {
-					c.resp.Body.Close()
-				}
-				// (One that answered at the same moment was not abandoned:
-				// its answer is complete, only unread.)
-				c.a.Reason, c.a.Retryable, c.a.Abandoned = ReasonOutpaced, false, c.resp == nil
-				if !c.hedge && c.a.Abandoned {
-					// Cancelled past the hedge delay, the first attempt's
-					// time to first byte was at least this long: counted
-					// so, the backend's quantile stays honest instead of
-					// learning only the answers that beat their hedge.
-					c.m.Backend.lat.observe(r.Stream, c.a.Duration)
-				}
-				p.noteAttempt(ctx, rep, c)
-				continue
-			}
-			p.noteAttempt(ctx, rep, c)
-			if c.err != nil {
-				// The client went away: so is the other attempt's reason.
-				for _, o := range running {
-					o.cancel(context.Cause(ctx))
-				}
-				p.drain(ctx, rep, results, len(running))
-				return nil, nil, nil, c.err
-			}
-			p.markTried(tried, c.m.Backend)
-			if c.a.Retryable {
-				if c.resp != nil {
-					lastHeader = c.m.Backend.relayHeader(c.resp.Header)
-				}
-				continue
-			}
-			cc := c
-			winner = &cc
-			for _, o := range running {
-				o.cancel(errOutpaced)
-			}
-		}
-	}
-	if n := len(rep.Attempts); n >= 2 && rep.Attempts[n-1].Start.Before(rep.Attempts[n-2].Start) {
-		// Reported in the order they began, as attempts always are.
-		rep.Attempts[n-1], rep.Attempts[n-2] = rep.Attempts[n-2], rep.Attempts[n-1]
-	}
-	if hedge != nil {
-		res := HedgeNeither
-		switch {
-		case winner != nil && winner.hedge:
-			res = HedgeWon
-		case winner != nil:
-			res = HedgePrimary
-		}
-		rep.Hedge = res
-		p.observe(Event{Kind: EventHedge, Backend: hedge.m.Backend, From: m.Backend.Name, Hedge: res})
-	}
-	if winner == nil {
-		return nil, nil, lastHeader, nil
-	}
-	rep.Usage = &winner.at.use
-	return winner.resp, winner.m, lastHeader, nil
-}
-
 // startHedge picks and prepares the hedge of a request whose first
 // attempt is on first, if the hedge budget and a member allow.
 func (p *Pool) startHedge(ctx context.Context, r *Request, first *Member, rep *Report, tried *memberSet, deadline time.Time) (raced, bool) {
@@ -283,17 +168,9 @@ func (p *Pool) startHedge(ctx context.Context, r *Request, first *Member, rep *R
 		if m == nil {
 			return raced{}, false
 		}
-		at := new(attempt)
-		at.quotaRelease = release
-		if err := prepareInto(r, m, &at.o); err != nil {
-			done(breaker.Outcome{Result: breaker.Ignore})
-			at.releaseQuota()
-			p.markTried(tried, m.Backend)
-			var ue *translate.UnsupportedError
-			if errors.As(err, &ue) {
-				rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
-			}
-			continue
+		at, _ := p.prepareAttempt(r, rep, tried, m, done, release)
+		if at == nil {
+			continue // m cannot take r, or r cannot be sent to it
 		}
 		if !h.budget.TryRetry(now) {
 			done(breaker.Outcome{Result: breaker.Ignore})
@@ -304,26 +181,105 @@ func (p *Pool) startHedge(ctx context.Context, r *Request, first *Member, rep *R
 	}
 }
 
-// noteAttempt adds an attempt of a hedged request to its report and tells
-// the observer.
-func (p *Pool) noteAttempt(ctx context.Context, rep *Report, c raced) {
-	if rep.Attempts == nil {
-		rep.Attempts = rep.first[:0]
+// hedgeDelay reports whether the attempt on m is hedged, and how long it
+// waits for its first byte before the hedge is sent: only the pool's first
+// attempt of a request without side effects (Request.hedgeable), in a pool
+// that allows a second attempt, and only once the backend's delay is
+// known. Every request that may be hedged counts in the hedge budget.
+func (p *Pool) hedgeDelay(r *Request, rep *Report, m *Member) (time.Duration, bool) {
+	h := p.Hedge
+	if h == nil || len(rep.Attempts) != 0 || p.attempts() <= 1 || !r.hedgeable() {
+		return 0, false
 	}
-	rep.Attempts = append(rep.Attempts, c.a)
-	p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: c.m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
+	h.admit(p.now())
+	return h.delay(m.Backend, r.Stream)
 }
 
-// drain waits for the n attempts still running after the client went
-// away, and records them.
-func (p *Pool) drain(ctx context.Context, rep *Report, results <-chan raced, n int) {
-	for range n {
+// startRace starts a hedged request's first attempt, at on m, admitted
+// with done, and the hedge's timer, which fires after delay. It returns
+// the channel of the attempts' results (room for both), the channel the
+// timer closes when it fires, and the timer; at.firstByte is closed at
+// the attempt's first byte.
+func (p *Pool) startRace(ctx context.Context, r *Request, m *Member, at *attempt, done breaker.Done, delay time.Duration) (chan raced, chan struct{}, clock.Timer) {
+	// The estimate is cached on first use; take it here, so that the two
+	// attempts' goroutines and next's admission only read it.
+	r.Tokens()
+	results := make(chan raced, 2)
+	at.firstByte = make(chan struct{})
+	// The delay runs from before the first attempt starts, so that it
+	// bounds the attempt's whole wait. The timer closes its own channel:
+	// the race lets go of it when it stops waiting for it, and the timer
+	// may fire as it is stopped.
+	fired := make(chan struct{})
+	timer := p.clock().AfterFunc(delay, func() { close(fired) })
+	p.race(ctx, r, raced{m: m, at: at}, done, time.Time{}, results)
+	return results, fired, timer
+}
+
+// race starts attempt c of a hedged request, admitted with done, with its
+// own context, in a goroutine of its own; its result goes to results.
+func (p *Pool) race(ctx context.Context, r *Request, c raced, done breaker.Done, deadline time.Time, results chan<- raced) {
+	c.at.actx, c.at.cancel = context.WithCancelCause(ctx)
+	go func() {
+		c.resp, c.a, c.err = p.try(ctx, r, c.m, c.at, done, deadline)
+		results <- c
+	}()
+}
+
+// outpaced records c, an attempt of a hedged request that ended after the
+// other had won: its answer, if it had one already, goes unread.
+func (p *Pool) outpaced(ctx context.Context, r *Request, rep *Report, c *raced) {
+	if c.resp != nil && c.resp.Body != nil {
+		c.resp.Body.Close()
+	}
+	// (One that answered at the same moment was not abandoned: its answer
+	// is complete, only unread.)
+	c.a.Reason, c.a.Retryable, c.a.Abandoned = ReasonOutpaced, false, c.resp == nil
+	if !c.hedge && c.a.Abandoned {
+		// Cancelled past the hedge delay, the first attempt's time to
+		// first byte was at least this long: counted so, the backend's
+		// quantile stays honest instead of learning only the answers that
+		// beat their hedge.
+		c.m.Backend.lat.observe(r.Stream, c.a.Duration)
+	}
+	p.noteAttempt(ctx, rep, c.m.Backend, c.a)
+}
+
+// reportRace ends the report of a hedged request whose first attempt was
+// on first: its attempts in the order they began, as attempts always are,
+// and, when a hedge was sent, how the race ended (Report.Hedge,
+// EventHedge).
+func (p *Pool) reportRace(rep *Report, first *Member, winner, hedge *raced) {
+	if n := len(rep.Attempts); n >= 2 && rep.Attempts[n-1].Start.Before(rep.Attempts[n-2].Start) {
+		rep.Attempts[n-1], rep.Attempts[n-2] = rep.Attempts[n-2], rep.Attempts[n-1]
+	}
+	if hedge == nil {
+		return
+	}
+	res := HedgeNeither
+	switch {
+	case winner != nil && winner.hedge:
+		res = HedgeWon
+	case winner != nil:
+		res = HedgePrimary
+	}
+	rep.Hedge = res
+	p.observe(Event{Kind: EventHedge, Backend: hedge.m.Backend, From: first.Backend.Name, Hedge: res})
+}
+
+// drain cancels the attempts still running after the client went away,
+// with the client's cause, then waits for them and records them.
+func (p *Pool) drain(ctx context.Context, rep *Report, results <-chan raced, running []*attempt) {
+	for _, o := range running {
+		o.cancel(context.Cause(ctx))
+	}
+	for range len(running) {
 		c := <-results
 		if c.resp != nil && c.resp.Body != nil {
 			c.resp.Body.Close()
 		}
 		c.a.Hedge = c.hedge
-		p.noteAttempt(ctx, rep, c)
+		p.noteAttempt(ctx, rep, c.m.Backend, c.a)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -367,5 +368,54 @@ func TestHedgeThenBothFailGoesOnToTheNextMember(t *testing.T) {
 	r := await(t, t.Context(), res)
 	if r.err != nil || r.resp.Header.Get(route.HeaderBackend) != "weu" || r.rep.Hedge != route.HedgeNeither || len(r.rep.Attempts) != 3 {
 		t.Fatalf("got %v %+v", r.err, r.rep)
+	}
+}
+
+// firingOnStop is a fake clock whose timers of duration d fire as they
+// are stopped, as a real timer may: its callback already under way in its
+// own goroutine when Stop is called.
+type firingOnStop struct {
+	*fakeclock.Clock
+	d time.Duration
+}
+
+func (c firingOnStop) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := c.Clock.AfterFunc(d, f)
+	if d != c.d {
+		return t
+	}
+	return &firesOnStop{Timer: t, f: f}
+}
+
+type firesOnStop struct {
+	clock.Timer
+	f func()
+}
+
+// Stop fires the timer if it was still pending: it was too late to stop.
+func (t *firesOnStop) Stop() bool {
+	if t.Timer.Stop() {
+		t.f()
+	}
+	return false
+}
+
+// TestHedgeTimerFiringAsItIsStoppedIsHarmless: a first attempt whose first
+// byte comes just as the hedge delay is up stops the hedge's timer while
+// the timer fires. The timer's callback closed the race's channel
+// variable, which the race sets to nil before it stops the timer: "close
+// of nil channel", a panic in the timer's goroutine that ended the
+// process. It now closes the channel it was made for, which no one waits
+// on any more; no hedge is sent.
+func TestHedgeTimerFiringAsItIsStoppedIsHarmless(t *testing.T) {
+	const delay = 1234 * time.Millisecond
+	e := hedgedPool(t, delay, []step{answer("uks")}, []step{answer("swc")})
+	e.pool.Clock = firingOnStop{Clock: e.clock, d: delay}
+	resp, rep, body := e.do(t, chatBody)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, "uks") || len(rep.Attempts) != 1 || rep.Hedge != "" {
+		t.Fatalf("status %d, %d attempts, hedge %q, body %s", resp.StatusCode, len(rep.Attempts), rep.Hedge, body)
+	}
+	if n := e.ups["swc"].Calls(); n != 0 {
+		t.Fatalf("the hedge's backend got %d calls", n)
 	}
 }

@@ -3,7 +3,6 @@ package route
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -34,9 +33,11 @@ type Member struct {
 	// Weight is the member's share of its tier's traffic. Values below 1
 	// count as 1.
 	Weight int
-	// Model is the model or deployment name to ask this backend for. Empty
-	// means the name the client used.
-	Model string
+	// Deployment is the model or deployment name this backend is asked
+	// for: the body's model, or for an Azure deployment path the
+	// deployment in the URL. Empty means the name the client used. (Not
+	// Backend.Model, the model version the backend answered with.)
+	Deployment string
 	// MaxTokens is the max_tokens sent to a backend that requires one
 	// (Anthropic) when the request sets none. Zero means 4096.
 	MaxTokens int
@@ -170,119 +171,35 @@ func (p *Pool) observeCtx(ctx context.Context, e Event) {
 	p.observe(e)
 }
 
-// do is Do within this pool alone, fallbacks aside (see fallback.go).
-func (p *Pool) do(ctx context.Context, r *Request) (*http.Response, *Report, error) {
-	rep := &Report{Pool: p.Name}
-	if r.Owner != "" && p.Member(r.Owner) == nil {
-		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it is not a member of the pool " + p.Name}
+// prepareAttempt allocates the attempt on m, which next selected with
+// done and release, and prepares its request. A member that cannot honour
+// r is skipped and noted in rep; a request that cannot be made at all is
+// err. Either way at is nil, m counts as tried and its admission and quota
+// are given back.
+func (p *Pool) prepareAttempt(r *Request, rep *Report, tried *memberSet, m *Member, done breaker.Done, release func()) (*attempt, error) {
+	at := new(attempt) // one allocation for the attempt's state and request
+	at.quotaRelease = release
+	if err := prepareInto(r, m, &at.o); err != nil {
+		done(breaker.Outcome{Result: breaker.Ignore})
+		at.releaseQuota()
+		p.markTried(tried, m.Backend)
+		var ue *translate.UnsupportedError
+		if errors.As(err, &ue) {
+			rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
+			return nil, nil
+		}
+		return nil, err
 	}
-	var tried memberSet
-	var lastHeader http.Header
-	var deadline time.Time
-	if p.TryDuration > 0 {
-		deadline = p.now().Add(p.TryDuration)
+	return at, nil
+}
+
+// noteAttempt adds attempt a, on b, to the report and tells the observer.
+func (p *Pool) noteAttempt(ctx context.Context, rep *Report, b *Backend, a Attempt) {
+	if rep.Attempts == nil {
+		rep.Attempts = rep.first[:0] // still nil when no attempt is made
 	}
-	for len(rep.Attempts) < p.attempts() {
-		if err := ctx.Err(); err != nil {
-			return nil, rep, err
-		}
-		if !deadline.IsZero() && len(rep.Attempts) > 0 && !p.now().Before(deadline) {
-			rep.BudgetSpent = true
-			break
-		}
-		m, done, release := p.next(r, rep, &tried)
-		if m == nil {
-			break
-		}
-		if r.onPick != nil {
-			r.onPick()
-		}
-		at := new(attempt) // one allocation for the attempt's state and request
-		at.quotaRelease = release
-		if err := prepareInto(r, m, &at.o); err != nil {
-			done(breaker.Outcome{Result: breaker.Ignore})
-			at.releaseQuota()
-			p.markTried(&tried, m.Backend)
-			var ue *translate.UnsupportedError
-			if errors.As(err, &ue) {
-				rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
-				continue
-			}
-			return nil, rep, err
-		}
-		// The first attempt deposits in the retry budget; a retry the
-		// budget refuses is not made.
-		if rb := p.RetryBudget; rb != nil {
-			if len(rep.Attempts) == 0 {
-				rb.Request(p.now())
-			} else if !rb.TryRetry(p.now()) {
-				done(breaker.Outcome{Result: breaker.Ignore})
-				at.releaseQuota()
-				rep.RetryBudgetSpent = true
-				p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
-				break
-			}
-		}
-		if h := p.Hedge; h != nil && len(rep.Attempts) == 0 && p.attempts() > 1 && r.hedgeable() {
-			h.admit(p.now())
-			if delay, ok := h.delay(m.Backend, r.Stream); ok {
-				resp, served, lh, err := p.hedged(ctx, r, m, at, done, deadline, rep, &tried, delay)
-				if err != nil {
-					return nil, rep, err
-				}
-				if lh != nil {
-					lastHeader = lh
-				}
-				if served != nil {
-					p.served(rep, served, resp)
-					return resp, rep, nil
-				}
-				continue
-			}
-		}
-		// The budget bounds retries: the first attempt always gets its
-		// full first-byte timeout.
-		var dl time.Time
-		if len(rep.Attempts) > 0 {
-			dl = deadline
-		}
-		resp, a, err := p.try(ctx, r, m, at, done, dl)
-		if rep.Attempts == nil {
-			rep.Attempts = rep.first[:0] // still nil when no attempt is made
-		}
-		rep.Attempts = append(rep.Attempts, a)
-		p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: m.Backend, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
-		if err != nil {
-			return nil, rep, err
-		}
-		p.markTried(&tried, m.Backend)
-		if !a.Retryable {
-			rep.Usage = &at.use
-			p.served(rep, m, resp)
-			return resp, rep, nil
-		}
-		if resp != nil {
-			lastHeader = m.Backend.relayHeader(resp.Header)
-		}
-	}
-	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
-		if r.Owner != "" {
-			return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it cannot take this call: " + rep.Skipped[0].Reason}
-		}
-		return p.unsupported(r, rep), rep, nil
-	}
-	if r.Owner != "" {
-		if len(rep.Attempts) == 0 {
-			return nil, rep, p.ownerBenched(r.Owner)
-		}
-		a := rep.Attempts[len(rep.Attempts)-1]
-		why := "its call failed: " + string(a.Reason)
-		if a.Status != 0 {
-			why = fmt.Sprintf("its call failed: %d %s", a.Status, a.Reason)
-		}
-		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: a.RetryAfter}
-	}
-	return p.exhausted(r, rep, lastHeader), rep, nil
+	rep.Attempts = append(rep.Attempts, a)
+	p.observeCtx(ctx, Event{Kind: EventAttempt, Backend: b, Attempt: &rep.Attempts[len(rep.Attempts)-1]})
 }
 
 // Member returns the pool's member on the backend named backend, nil when
@@ -384,7 +301,21 @@ func noopDone(breaker.Outcome) {}
 func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
 	var buf [8]*Member
-	cands := buf[:0]
+	cands := p.candidates(buf[:0], now, r, rep, tried)
+	switch {
+	case len(cands) > 0:
+		return p.admit(now, r, rep, cands)
+	case r != nil && r.Owner != "":
+		return nil, nil, nil
+	}
+	return p.admitEarly(now, r, rep, tried)
+}
+
+// candidates appends to dst, and returns, the members that may take r at
+// now: not tried, usable (not drained, breaker ready), the owner alone
+// for a request on its state, and with quota for the call. A member whose
+// quota says the call would not fit is noted in rep and counts as tried.
+func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
@@ -400,27 +331,16 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 				continue
 			}
 		}
-		cands = append(cands, m)
+		dst = append(dst, m)
 	}
-	if len(cands) == 0 {
-		if owner != "" {
-			return nil, nil, nil
-		}
-		m, done := p.early(now, tried)
-		if m == nil {
-			return nil, nil, nil
-		}
-		if q := m.Backend.Quota; q != nil && r != nil {
-			release, ok, until := q.Admit(now, r)
-			if !ok {
-				done(breaker.Outcome{Result: breaker.Ignore})
-				p.holdForQuota(rep, m, until)
-				return nil, nil, nil
-			}
-			return m, done, release
-		}
-		return m, done, nil
-	}
+	return dst
+}
+
+// admit picks among cands (Pool.Selector) and admits the pick: its quota
+// reserves the call and its breaker lets it through. A pick that either
+// refuses (another request took the last of its quota, or its half-open
+// probe, since cands were gathered) is dropped and the pick made again.
+func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*Member, breaker.Done, func()) {
 	for len(cands) > 0 {
 		i := p.pick(r, cands)
 		if i < 0 || i >= len(cands) {
@@ -452,6 +372,26 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 		cands = append(cands[:i], cands[i+1:]...)
 	}
 	return nil, nil, nil
+}
+
+// admitEarly is the selection when no member is a candidate: a benched
+// member whose Retry-After has passed is let through as its breaker's
+// probe (early), if its quota takes the call.
+func (p *Pool) admitEarly(now time.Time, r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
+	m, done := p.early(now, tried)
+	if m == nil {
+		return nil, nil, nil
+	}
+	if q := m.Backend.Quota; q != nil && r != nil {
+		release, ok, until := q.Admit(now, r)
+		if !ok {
+			done(breaker.Outcome{Result: breaker.Ignore})
+			p.holdForQuota(rep, m, until)
+			return nil, nil, nil
+		}
+		return m, done, release
+	}
+	return m, done, nil
 }
 
 // holdForQuota notes that m was passed over for r because its quota will
@@ -527,6 +467,9 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 		rep.Failover = true
 		rep.FailoverFrom = top.Backend.Name
 		rep.FailoverReason = ReasonUnavailable
+		if top.Backend.Drained() {
+			rep.FailoverReason = ReasonDrained
+		}
 	}
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})

@@ -246,6 +246,52 @@ func TestBreakerBenchesBackendAfterFailures(t *testing.T) {
 	}
 }
 
+// TestDrainedMemberFailoverIsReportedAsDrained: a request sent to a lower
+// tier because the top member is drained reports the failover as
+// "drained", not "breaker_open", in the report and to the observer (the
+// failovers metric's reason); a drained member whose breaker is also open
+// is still drained. An open breaker alone stays "breaker_open".
+func TestDrainedMemberFailoverIsReportedAsDrained(t *testing.T) {
+	tests := []struct {
+		name  string
+		drain bool
+		open  bool
+		want  route.Reason
+	}{
+		{"drained", true, false, route.ReasonDrained},
+		{"drained with its breaker open", true, true, route.ReasonDrained},
+		{"breaker open", false, true, route.ReasonUnavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t,
+				memberSpec{name: "weu", priority: 1, script: []step{answer("weu")}},
+				memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+			)
+			if tc.drain {
+				e.backends["weu"].Drain()
+			}
+			if tc.open {
+				e.backends["weu"].Breaker.Force(breaker.Open, e.clock.Now().Add(time.Minute), breaker.KindManual, "test")
+			}
+			resp, rep, _ := e.do(t, chatBody)
+			if resp.Header.Get(route.HeaderBackend) != "sec" || resp.Header.Get(route.HeaderFailover) != "true" {
+				t.Fatalf("headers %v", resp.Header)
+			}
+			if rep.FailoverReason != tc.want || rep.FailoverFrom != "weu" {
+				t.Errorf("report: failover from %q for %q, want from weu for %q", rep.FailoverFrom, rep.FailoverReason, tc.want)
+			}
+			evs := e.events.kinds(route.EventFailover)
+			if len(evs) != 1 || evs[0].Reason != tc.want || evs[0].From != "weu" || evs[0].To != "sec" {
+				t.Errorf("failover events %+v, want one weu -> sec for %q", evs, tc.want)
+			}
+			if n := e.ups["weu"].Calls(); n != 0 {
+				t.Errorf("weu got %d calls, want none", n)
+			}
+		})
+	}
+}
+
 func TestRetryAfterLengthensTripThroughEngine(t *testing.T) {
 	e := newEnv(t,
 		memberSpec{name: "weu", priority: 1, script: []step{status(429, "Retry-After-Ms", "90000", "Retry-After", "90")},
@@ -574,7 +620,7 @@ func TestModelRenameAndAzurePaths(t *testing.T) {
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &route.Pool{Name: "chat-prod", Members: []*route.Member{{Backend: &route.Backend{Name: "b", Provider: tc.provider}, Model: tc.model}}}
+			p := &route.Pool{Name: "chat-prod", Members: []*route.Member{{Backend: &route.Backend{Name: "b", Provider: tc.provider}, Deployment: tc.model}}}
 			r, _ := route.NewRequest(route.ChatCompletions, []byte(chatBody), http.Header{"Api-Key": {"caller"}, "Authorization": {"Bearer caller"}})
 			resp, _, err := p.Do(t.Context(), r)
 			if err != nil {

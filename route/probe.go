@@ -66,7 +66,7 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 		}
 		r, _ := NewRequest(ChatCompletions, []byte(body), nil)
 		var o *Outgoing
-		if o, err = prepare(r, &Member{Backend: b, Model: model, MaxTokens: 1}); err == nil {
+		if o, err = prepare(r, &Member{Backend: b, Deployment: model, MaxTokens: 1}); err == nil {
 			req, err = b.Provider.NewRequest(pctx, o)
 		}
 	}

@@ -73,11 +73,11 @@ var errNoConnection = errors.New("switchover: the backend switched protocols but
 // switched takes a 101 Switching Protocols: the session is under way, the
 // attempt a success; no bound of the attempt's applies to a session, which
 // lasts as long as its two ends keep it.
-func (p *Pool) switched(resp *http.Response, a *Attempt, at *attempt, failed func(error) (*http.Response, Attempt, error)) (*http.Response, Attempt, error) {
+func (p *Pool) switched(resp *http.Response, a *Attempt, at *attempt) (*http.Response, Attempt, error) {
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
 		resp.Body.Close()
-		return failed(errNoConnection)
+		return at.failed(a, errNoConnection)
 	}
 	a.Duration = at.gotFirstByte()
 	a.Reason = ReasonOK

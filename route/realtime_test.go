@@ -12,7 +12,7 @@ import (
 // never the caller's key (a subprotocol or Azure's api-key query).
 func TestPrepareRealtimeSendsNoCallerSecret(t *testing.T) {
 	base, _ := url.Parse("http://127.0.0.1:1/v1")
-	m := &Member{Backend: &Backend{Name: "oa", Provider: &OpenAI{BaseURL: base, APIKey: "sk-backend"}}, Model: "gpt-rt"}
+	m := &Member{Backend: &Backend{Name: "oa", Provider: &OpenAI{BaseURL: base, APIKey: "sk-backend"}}, Deployment: "gpt-rt"}
 	r := &Request{Op: Realtime, Model: "chat", RawQuery: "model=chat&api-key=caller-secret&deployment=chat&api-version=2025-04-01-preview",
 		Header: http.Header{
 			"Sec-Websocket-Key":      {"k=="},

@@ -69,6 +69,9 @@ const (
 	// ReasonUnavailable: the backend was skipped because its breaker was
 	// open; used for failovers to a lower priority tier.
 	ReasonUnavailable Reason = "breaker_open"
+	// ReasonDrained: the backend was skipped because an operator drained
+	// it (Backend.Drain); used for failovers to a lower priority tier.
+	ReasonDrained Reason = "drained"
 )
 
 var (

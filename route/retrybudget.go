@@ -1,9 +1,12 @@
 package route
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
 )
 
 // Defaults of a RetryBudget's settings.
@@ -191,4 +194,28 @@ func (b *RetryBudget) start(now time.Time) {
 	// Bounded so that the balance cannot overflow: 2^52 units is far
 	// beyond any budget's use.
 	b.reserve = int64(min(math.Round(floor*(b.width*retryBuckets).Seconds()*retryUnit), 1<<52))
+}
+
+// retryAllowed applies the pool's RetryBudget to the attempt on m, at,
+// admitted with done: the first attempt deposits, a retry withdraws, and
+// a retry the budget refuses is not made: m's admission and quota are
+// given back, and the refusal is noted (Report.RetryBudgetSpent,
+// EventRetryBudget). Without a budget every attempt is allowed.
+func (p *Pool) retryAllowed(ctx context.Context, rep *Report, m *Member, at *attempt, done breaker.Done) bool {
+	rb := p.RetryBudget
+	if rb == nil {
+		return true
+	}
+	if len(rep.Attempts) == 0 {
+		rb.Request(p.now())
+		return true
+	}
+	if rb.TryRetry(p.now()) {
+		return true
+	}
+	done(breaker.Outcome{Result: breaker.Ignore})
+	at.releaseQuota()
+	rep.RetryBudgetSpent = true
+	p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
+	return false
 }

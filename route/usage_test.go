@@ -7,16 +7,6 @@ import (
 	"github.com/switchover-gw/switchover/translate"
 )
 
-// TestAzureStreamUsageOnlyWhereTheAPITakesIt: stream_options is asked of
-// Azure only on API versions that take it.
-func TestAzureStreamUsageOnlyWhereTheAPITakesIt(t *testing.T) {
-	for v, want := range map[string]bool{"2024-10-21": true, "2024-09-01-preview": true, "2025-04-01-preview": true, "v1": true, "2024-06-01": false, "2024-02-15-preview": false} {
-		if got := (&Azure{APIVersion: v}).streamUsage(); got != want {
-			t.Errorf("api-version %s: asks %v, want %v", v, got, want)
-		}
-	}
-}
-
 // TestWithUsageAsked: the option goes in as the body's first member; a
 // body that sets stream_options keeps its own.
 func TestWithUsageAsked(t *testing.T) {

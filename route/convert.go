@@ -1,0 +1,87 @@
+package route
+
+import (
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// convertResponse translates a non-streaming success body from the
+// backend's format to the client's, through the OpenAI format. req is the
+// client's request body (a Responses answer echoes some of it).
+func convertResponse(native, client translate.Format, body []byte, model string, req []byte) ([]byte, error) {
+	if native == client {
+		return body, nil
+	}
+	var err error
+	switch native {
+	case translate.Anthropic:
+		body, err = translate.AnthropicResponseToOpenAI(body)
+	case translate.Gemini:
+		body, err = translate.GeminiResponseToOpenAI(body, model)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch client {
+	case translate.Anthropic:
+		return translate.OpenAIResponseToAnthropic(body)
+	case translate.Responses:
+		return translate.OpenAIResponseToResponses(body, req)
+	}
+	return body, nil
+}
+
+// errorFormat is the format of f's error bodies: the Responses API's are
+// OpenAI's.
+func errorFormat(f translate.Format) translate.Format {
+	if f == translate.Responses {
+		return translate.OpenAI
+	}
+	return f
+}
+
+// convertError translates an error body into the client's format, keeping
+// the backend's own message.
+func convertError(native, client translate.Format, status int, body []byte) []byte {
+	native, client = errorFormat(native), errorFormat(client)
+	if client == translate.Anthropic {
+		if native == translate.Anthropic {
+			return body
+		}
+		return translate.ErrorToAnthropic(translate.OpenAI, status, translate.ErrorToOpenAI(native, status, body))
+	}
+	return translate.ErrorToOpenAI(native, status, body)
+}
+
+// streamConverter returns the converter of a stream from the backend's
+// format to the client's, or nil when they are the same. The Anthropic
+// client's message_start carries an estimate of the input tokens, which
+// chat streams report only at their end.
+func streamConverter(native, client translate.Format, model string, r *Request) translate.StreamConverter {
+	if native == client {
+		return nil
+	}
+	var toOpenAI translate.StreamConverter // the backend's stream as chat chunks
+	// The usage chunk is always made, to count the stream's tokens; a
+	// caller that did not ask for it does not get it (see usageReader).
+	switch native {
+	case translate.Anthropic:
+		toOpenAI = translate.NewAnthropicToOpenAIStream(true)
+	case translate.Gemini:
+		toOpenAI = translate.NewGeminiToOpenAIStream(model, true)
+	}
+	var fromOpenAI translate.StreamConverter
+	switch client {
+	case translate.Anthropic:
+		est, _ := translate.EstimateAnthropicTokens(r.Body)
+		fromOpenAI = translate.NewOpenAIToAnthropicStreamWith(translate.AnthropicStreamOptions{InputTokens: est})
+	case translate.Responses:
+		fromOpenAI = translate.NewOpenAIToResponsesStream(r.Body)
+	}
+	switch {
+	case toOpenAI == nil:
+		return fromOpenAI
+	case fromOpenAI == nil:
+		return toOpenAI
+	}
+	return translate.Chain(toOpenAI, fromOpenAI)
+}
