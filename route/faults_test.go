@@ -157,128 +157,136 @@ func decodeError(t *testing.T, body string) apiError {
 }
 
 func TestHungBackendIsCheckedAndItsWaitingCallsFailOver(t *testing.T) {
-	t.Run("check times out: benched, every waiting call fails over", func(t *testing.T) {
-		ctx := safety(t)
-		clk := fakeclock.New()
-		probed, arrived := make(chan struct{}, 8), make(chan struct{}, 8)
-		hung := func(w http.ResponseWriter, r *http.Request) {
-			if isHealthCheck(r) {
-				probed <- struct{}{}
-			} else {
-				arrived <- struct{}{}
-			}
-			hang(w, r)
-		}
-		e := newEnvClock(t, clk,
-			memberSpec{name: "weu", priority: 1, script: []step{hung}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
-			memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
-		)
-		weu := e.backends["weu"]
-		slow, check := weu.SlowAfter(false), weu.CheckTimeout()
-		if slow+check >= weu.FirstByteTimeout {
-			t.Fatalf("slow threshold %v + check timeout %v reach the first-byte timeout %v: the test would prove nothing", slow, check, weu.FirstByteTimeout)
-		}
-		const n = 4
-		var calls []<-chan result
-		for range n {
-			calls = append(calls, e.goDo(ctx, chatBody))
-		}
-		// Every call is waiting on the hung backend (each armed its
-		// first-byte and slow timers before it sent).
-		for i := range n {
-			select {
-			case <-arrived:
-			case <-ctx.Done():
-				t.Fatalf("%d of %d calls reached the hung backend", i, n)
-			}
-		}
-		clk.Advance(slow)
-		select {
-		case <-probed:
-		case <-ctx.Done():
-			t.Fatal("no health check reached the hung backend after the slow threshold")
-		}
-		if err := clk.BlockUntilTimer(ctx, check); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(check)
+	t.Run("check times out: benched, every waiting call fails over", hungCheckTimesOut)
+	t.Run("check answers: not benched, the call keeps waiting", hungCheckAnswers)
+}
 
-		for i, ch := range calls {
-			res := await(t, ctx, ch)
-			if res.err != nil {
-				t.Fatalf("request %d: %v", i, res.err)
-			}
-			if res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
-				t.Fatalf("request %d: %d from %q, want 200 from sec", i, res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend))
-			}
-			if len(res.rep.Attempts) != 2 || res.rep.Attempts[0].Reason != route.ReasonUnresponsive || !res.rep.Attempts[0].Retryable {
-				t.Fatalf("request %d: attempts %+v, want weu unresponsive then sec", i, res.rep.Attempts)
-			}
+// hungCheckTimesOut: calls wait on a hung backend; the health check the
+// slow threshold starts times out, so the backend is benched and every
+// waiting call fails over at once.
+func hungCheckTimesOut(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	probed, arrived := make(chan struct{}, 8), make(chan struct{}, 8)
+	hung := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+		} else {
+			arrived <- struct{}{}
 		}
-		if ctx.Err() != nil {
-			t.Fatal("the client's context ended: the calls waited it out")
-		}
-		if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
-			t.Fatalf("hung backend's breaker %v after a failed health check, want open", s.State)
-		}
-		if evs := e.events.kinds(route.EventUnresponsive); len(evs) != 1 || evs[0].Backend != weu {
-			t.Fatalf("unresponsive events %+v, want one for weu", evs)
-		}
-		if got := e.ups["weu"].Calls(); got != n+1 {
-			t.Fatalf("hung backend got %d calls, want %d and one health check", got, n)
-		}
-	})
-
-	t.Run("check answers: not benched, the call keeps waiting", func(t *testing.T) {
-		ctx := safety(t)
-		clk := fakeclock.New()
-		slowButAlive := func(w http.ResponseWriter, r *http.Request) {
-			if isHealthCheck(r) {
-				answer("weu")(w, r)
-				return
-			}
-			hang(w, r)
-		}
-		e := newEnvClock(t, clk,
-			memberSpec{name: "weu", priority: 1, script: []step{slowButAlive}, tune: func(b *route.Backend) { b.FirstByteTimeout = 16 * time.Second }},
-			memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
-		)
-		weu := e.backends["weu"]
-		slow, check := weu.SlowAfter(false), weu.CheckTimeout()
-		if slow >= weu.FirstByteTimeout || slow+check <= weu.FirstByteTimeout {
-			t.Fatalf("slow threshold %v, check timeout %v: want the check to start before the first-byte timeout %v and to end after it", slow, check, weu.FirstByteTimeout)
-		}
-		watch := &stopWatch{Clock: clk, d: check, stopped: make(chan struct{})}
-		e.pool.Clock = watch
-		call := e.goDo(ctx, chatBody)
-		if err := clk.BlockUntilContext(ctx, 2); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(slow)
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{hung}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	weu := e.backends["weu"]
+	slow, check := weu.SlowAfter(false), weu.CheckTimeout()
+	if slow+check >= weu.FirstByteTimeout {
+		t.Fatalf("slow threshold %v + check timeout %v reach the first-byte timeout %v: the test would prove nothing", slow, check, weu.FirstByteTimeout)
+	}
+	const n = 4
+	var calls []<-chan result
+	for range n {
+		calls = append(calls, e.goDo(ctx, chatBody))
+	}
+	// Every call is waiting on the hung backend (each armed its
+	// first-byte and slow timers before it sent).
+	for i := range n {
 		select {
-		case <-watch.stopped:
+		case <-arrived:
 		case <-ctx.Done():
-			t.Fatal("the health check did not end")
+			t.Fatalf("%d of %d calls reached the hung backend", i, n)
 		}
-		if s := weu.Breaker.Snapshot(); s.State != breaker.Closed || s.Failures != 0 {
-			t.Fatalf("a slow backend whose health check passed was benched: %+v", s)
-		}
-		if evs := e.events.kinds(route.EventUnresponsive); len(evs) != 0 {
-			t.Fatalf("unresponsive events %+v for a backend that answered its check", evs)
-		}
-		// The call was not abandoned: its own first-byte timeout decides.
-		clk.Advance(weu.FirstByteTimeout - slow)
-		res := await(t, ctx, call)
+	}
+	clk.Advance(slow)
+	select {
+	case <-probed:
+	case <-ctx.Done():
+		t.Fatal("no health check reached the hung backend after the slow threshold")
+	}
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+
+	for i, ch := range calls {
+		res := await(t, ctx, ch)
 		if res.err != nil {
-			t.Fatal(res.err)
+			t.Fatalf("request %d: %v", i, res.err)
 		}
-		if len(res.rep.Attempts) != 2 || res.rep.Attempts[0].Reason != route.ReasonFirstByteTimeout || res.resp.Header.Get(route.HeaderBackend) != "sec" {
-			t.Fatalf("attempts %+v, want weu first_byte_timeout then sec", res.rep.Attempts)
+		if res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+			t.Fatalf("request %d: %d from %q, want 200 from sec", i, res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend))
 		}
-		if s := weu.Breaker.Snapshot(); s.State != breaker.Closed {
-			t.Fatalf("breaker %v after one slow call whose check passed", s.State)
+		if len(res.rep.Attempts) != 2 || res.rep.Attempts[0].Reason != route.ReasonUnresponsive || !res.rep.Attempts[0].Retryable {
+			t.Fatalf("request %d: attempts %+v, want weu unresponsive then sec", i, res.rep.Attempts)
 		}
-	})
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the client's context ended: the calls waited it out")
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
+		t.Fatalf("hung backend's breaker %v after a failed health check, want open", s.State)
+	}
+	if evs := e.events.kinds(route.EventUnresponsive); len(evs) != 1 || evs[0].Backend != weu {
+		t.Fatalf("unresponsive events %+v, want one for weu", evs)
+	}
+	if got := e.ups["weu"].Calls(); got != n+1 {
+		t.Fatalf("hung backend got %d calls, want %d and one health check", got, n)
+	}
+}
+
+// hungCheckAnswers: a slow backend whose health check answers is not
+// benched, and its call waits for its own first-byte timeout.
+func hungCheckAnswers(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	slowButAlive := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			answer("weu")(w, r)
+			return
+		}
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{slowButAlive}, tune: func(b *route.Backend) { b.FirstByteTimeout = 16 * time.Second }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	weu := e.backends["weu"]
+	slow, check := weu.SlowAfter(false), weu.CheckTimeout()
+	if slow >= weu.FirstByteTimeout || slow+check <= weu.FirstByteTimeout {
+		t.Fatalf("slow threshold %v, check timeout %v: want the check to start before the first-byte timeout %v and to end after it", slow, check, weu.FirstByteTimeout)
+	}
+	watch := &stopWatch{Clock: clk, d: check, stopped: make(chan struct{})}
+	e.pool.Clock = watch
+	call := e.goDo(ctx, chatBody)
+	if err := clk.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(slow)
+	select {
+	case <-watch.stopped:
+	case <-ctx.Done():
+		t.Fatal("the health check did not end")
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Closed || s.Failures != 0 {
+		t.Fatalf("a slow backend whose health check passed was benched: %+v", s)
+	}
+	if evs := e.events.kinds(route.EventUnresponsive); len(evs) != 0 {
+		t.Fatalf("unresponsive events %+v for a backend that answered its check", evs)
+	}
+	// The call was not abandoned: its own first-byte timeout decides.
+	clk.Advance(weu.FirstByteTimeout - slow)
+	res := await(t, ctx, call)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if len(res.rep.Attempts) != 2 || res.rep.Attempts[0].Reason != route.ReasonFirstByteTimeout || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+		t.Fatalf("attempts %+v, want weu first_byte_timeout then sec", res.rep.Attempts)
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Closed {
+		t.Fatalf("breaker %v after one slow call whose check passed", s.State)
+	}
 }
 
 func TestMisconfiguredBackendFailsOverAndIsBenched(t *testing.T) {
