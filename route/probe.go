@@ -144,11 +144,7 @@ func modelsRequest(ctx context.Context, p Provider) (*http.Request, error) {
 	case *Anthropic:
 		u = *p.BaseURL
 		u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/models"
-		v := p.Version
-		if v == "" {
-			v = "2023-06-01"
-		}
-		h.Set("Anthropic-Version", v)
+		h.Set("Anthropic-Version", p.version())
 		if p.APIKey != "" {
 			h.Set("X-Api-Key", p.APIKey)
 		}

@@ -51,13 +51,18 @@ func (p *Anthropic) NewRequest(ctx context.Context, o *Outgoing) (*http.Request,
 		return nil, err
 	}
 	req, hb := newUpstream(ctx, t, o, p.Header, 2)
-	v := p.Version
-	if v == "" {
-		v = "2023-06-01"
-	}
-	hb.set("Anthropic-Version", v)
+	hb.set("Anthropic-Version", p.version())
 	if p.APIKey != "" {
 		hb.set("X-Api-Key", p.APIKey)
 	}
 	return req, nil
+}
+
+// version is the anthropic-version header the provider sends: Version, or
+// 2023-06-01.
+func (p *Anthropic) version() string {
+	if p.Version == "" {
+		return "2023-06-01"
+	}
+	return p.Version
 }
