@@ -36,11 +36,3 @@ type Deps struct {
 	// or weight above zero replaces the configured one. Nil means none.
 	Override func(pool, backend string) (priority, weight int)
 }
-
-// now is the time on d's clock.
-func (d Deps) now() time.Time {
-	if d.Clock != nil {
-		return d.Clock.Now()
-	}
-	return time.Now()
-}

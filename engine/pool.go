@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -56,11 +57,12 @@ func selector(name string, d Deps) route.Selector {
 		return nil // config.Validate refuses unknown names
 	}
 	if h, ok := sel.(*route.Headroom); ok {
+		clk := clock.Or(d.Clock)
 		h.Remaining = func(b *route.Backend) (float64, bool) {
 			if q, ok := b.Quota.(interface {
 				Headroom(time.Time) (float64, bool)
 			}); ok {
-				return q.Headroom(d.now())
+				return q.Headroom(clk.Now())
 			}
 			return 0, false
 		}
