@@ -3,6 +3,7 @@ package route_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,5 +128,48 @@ func TestQueuedRequestWhoseClientLeaves(t *testing.T) {
 	e.clock.Advance(10 * time.Second)
 	if code := <-served; code != 200 {
 		t.Fatalf("next in line: %d", code)
+	}
+}
+
+// fitsAtObserve is a LocalQuota that, as each answer's figures come in,
+// first records whether another call would fit at that moment.
+type fitsAtObserve struct {
+	*route.LocalQuota
+	probe *route.Request
+
+	mu   sync.Mutex
+	fits []bool
+}
+
+func (q *fitsAtObserve) Observe(now, sent time.Time, status int, h http.Header) {
+	ok, _ := q.LocalQuota.Fits(now, q.probe)
+	q.mu.Lock()
+	q.fits = append(q.fits, ok)
+	q.mu.Unlock()
+	q.LocalQuota.Observe(now, sent, status, h)
+}
+
+// TestReservationOutlastsItsAnswerUntilObserved: a call's quota
+// reservation ends only once its answer's rate-limit figures are
+// recorded. It used to end as the answer's headers came in, before they
+// were read: in between, the window had reset and nothing was reserved,
+// so another call (the next in the queue) fitted, and was sent into the
+// window the answer was about to say is spent. That is why
+// TestPatientRequestsAreServedInArrivalOrder hung about once in 700 runs:
+// two queued requests were served in one window, and the timers the test
+// waited for were never armed.
+func TestReservationOutlastsItsAnswerUntilObserved(t *testing.T) {
+	e := newEnv(t, memberSpec{name: "uks", priority: 1, script: []step{limitedAnswer("uks", 0)}})
+	q := &fitsAtObserve{LocalQuota: &route.LocalQuota{}, probe: patient(t, 0)}
+	e.backends["uks"].Quota = q
+	e.do(t, chatBody)                 // the window is spent for 10 s
+	e.clock.Advance(10 * time.Second) // it resets: room for one call until one answers
+	if resp, _, _ := e.do(t, chatBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the call in the new window: %d", resp.StatusCode)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.fits) != 2 || q.fits[1] {
+		t.Fatalf("another call fitted as the second answer came in (%v): its reservation had ended before its figures were read", q.fits)
 	}
 }
