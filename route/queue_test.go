@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -171,5 +172,45 @@ func TestReservationOutlastsItsAnswerUntilObserved(t *testing.T) {
 	defer q.mu.Unlock()
 	if len(q.fits) != 2 || q.fits[1] {
 		t.Fatalf("another call fitted as the second answer came in (%v): its reservation had ended before its figures were read", q.fits)
+	}
+}
+
+// TestQueuedRequestWakesAtTheResetThoughTheClockMovedMeanwhile: a
+// request queued for quota tries again at the reset its pool named, even
+// when the clock moved between that answer and the queue arming its wait
+// (here an observer of the queueing takes 4 s). It used to turn the reset
+// into a delay and count it again from the later reading, and woke 4 s
+// late; a test that moved its fake clock to the reset while a request was
+// in between waited for it forever.
+func TestQueuedRequestWakesAtTheResetThoughTheClockMovedMeanwhile(t *testing.T) {
+	e := spentEnv(t) // the window resets in 10 s
+	reset := e.clock.Now().Add(10 * time.Second)
+	e.pool.Observer = route.ObserverFunc(func(ev route.Event) {
+		if ev.Kind == route.EventQueued {
+			e.clock.Advance(4 * time.Second)
+		}
+	})
+	type result struct {
+		status int
+		waited string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, _, err := e.pool.Do(t.Context(), patient(t, time.Minute))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		done <- result{resp.StatusCode, resp.Header.Get(route.HeaderQueueWait), nil}
+	}()
+	e.clock.BlockUntil(2) // its deadline, and its wait for the reset
+	e.clock.Advance(reset.Sub(e.clock.Now()))
+	poll.Until(t, 10*time.Second, func() bool { return len(done) > 0 }, func() string {
+		return "the request still waits at the reset, " + e.clock.Now().Format(time.TimeOnly)
+	})
+	if r := <-done; r.err != nil || r.status != http.StatusOK || r.waited != "10000" {
+		t.Fatalf("answered %+v, want 200 after 10000 ms", r)
 	}
 }
