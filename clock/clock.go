@@ -35,6 +35,21 @@ func (wall) Now() time.Time { return time.Now() }
 
 func (wall) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
+// At arms f to run once c reads t, as c.AfterFunc(t.Sub(c.Now()), f)
+// does, and returns the Timer that can stop it. A clock with an
+// AfterFuncAt method (a test's fake clock) arms it at t in one step:
+// a delay read from the clock and armed a moment later runs late by as
+// far as the clock moved in between, which is nothing on the wall clock
+// but a whole step on a clock a test moves while the code arms it.
+func At(c Clock, t time.Time, f func()) Timer {
+	if a, ok := c.(interface {
+		AfterFuncAt(t time.Time, f func()) Timer
+	}); ok {
+		return a.AfterFuncAt(t, f)
+	}
+	return c.AfterFunc(t.Sub(c.Now()), f)
+}
+
 // Or returns c, or Wall when c is nil.
 func Or(c Clock) Clock {
 	if c == nil {

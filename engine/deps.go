@@ -5,12 +5,14 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
 
 // Deps are what an engine reports to and draws on. The zero value is
 // valid: the wall clock, no observer, nothing told of transitions or
-// failures, quotas kept in the process, no operator overrides.
+// failures, quotas kept in the process, no operator overrides, and
+// callers known by the configuration's keys alone, without limits.
 type Deps struct {
 	// Clock drives breakers, selection, queues and hedges. Nil means the
 	// wall clock.
@@ -35,4 +37,11 @@ type Deps struct {
 	// Override, if set, is an operator's change to a member: a priority
 	// or weight above zero replaces the configured one. Nil means none.
 	Override func(pool, backend string) (priority, weight int)
+	// Resolver and Admission are the request pipeline's tenancy hooks
+	// (proxy.Routes.Resolver and Admission): who a caller is, and whether
+	// its request may start. The gateway's key directory and limiter
+	// outlive every engine it builds. Nil means the configuration's keys
+	// (Routes.Keys), without limits.
+	Resolver  proxy.KeyResolver
+	Admission proxy.Admission
 }

@@ -7,12 +7,13 @@ import (
 )
 
 // routes is what the request pipeline serves from e: every pool by name
-// and alias, the configuration's keys, the pinned routes, the pool of
-// unknown paths, and the body and concurrency limits.
+// and alias, the configuration's keys, the tenancy hooks of d, the pinned
+// routes, the pool of unknown paths, and the body and concurrency limits.
 func (e *Engine) routes(d Deps) *proxy.Routes {
 	cfg := e.Config
 	r := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
-		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests}
+		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
+		Resolver: d.Resolver, Admission: d.Admission}
 	for _, pc := range cfg.Pools {
 		p := e.Pools[pc.Name]
 		r.Pools[pc.Name] = p

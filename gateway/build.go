@@ -15,15 +15,20 @@ func (g *Gateway) build(cfg *config.Config, old *engine.Engine) (*engine.Engine,
 	return engine.Build(cfg, old, g.deps())
 }
 
-// deps are what the engines the gateway builds report to: its observer
-// and transition handler, the operators' overrides and, with a fleet, the
-// failures counted and the quota figures shared across replicas.
+// deps are what the engines the gateway builds report to and draw on: its
+// observer and transition handler, the operators' overrides, the key
+// directory and limiter of its tenancy (the request pipeline's hooks)
+// and, with a fleet, the failures counted and the quota figures shared
+// across replicas.
 func (g *Gateway) deps() engine.Deps {
 	obs := multiObserver{g.Metrics, route.ObserverFunc(g.observe), g.tracer}
 	if g.opts.Observer != nil {
 		obs = append(obs, g.opts.Observer)
 	}
 	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override}
+	if t := g.ten; t != nil {
+		d.Resolver, d.Admission = t.dir, t.lim
+	}
 	if f := g.fleet; f != nil {
 		d.OnFailure = func(backend string) func(breaker.Outcome, time.Time) {
 			return func(o breaker.Outcome, at time.Time) { f.Failure(backend, o, at) }

@@ -27,7 +27,6 @@ type tenancy struct {
 	dir    *tenant.Directory
 	spend  *tenant.Spend
 	lim    *tenant.Limiter
-	gate   *tenant.Gate
 	// refresh is how often keys and spend are read back from the store.
 	refresh time.Duration
 	kick    chan struct{}
@@ -64,8 +63,9 @@ func (g *Gateway) storeStatus() *StoreStatus {
 const limitsSync = 500 * time.Millisecond
 
 // startTenancy opens the store (Options.Ledger, or the configuration's
-// store block) and builds the key directory and the limiter. Store
-// settings need a restart to change.
+// store block) and builds the key directory and the limiter, which every
+// engine's routes then use (deps). Store settings need a restart to
+// change.
 func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	t := &tenancy{kick: make(chan struct{}, 1), refresh: 5 * time.Second}
 	store := g.opts.Ledger
@@ -120,9 +120,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	}
 	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
 	t.lim.OnBudget = g.budgetAlert
-	t.gate = &tenant.Gate{Directory: t.dir, Limiter: t.lim}
 	g.ten = t
-	g.Handler.Tenants = t.gate
 	return nil
 }
 

@@ -27,10 +27,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/answers.golden")
 
-// answerTenants is a Tenants whose answers the secret picks: "revoked",
-// "expired", "down" (the store cannot say), "unknown"; any other secret is
-// a key of that ID, refused at the limit its ID names (rpm, tpm, budget,
-// model, concurrent) or admitted.
+// answerTenants is a KeyResolver and an Admission whose answers the
+// secret picks: "revoked", "expired", "down" (the store cannot say),
+// "unknown"; any other secret is a key of that ID, refused at the limit
+// its ID names (rpm, tpm, budget, model, concurrent) or admitted.
 type answerTenants struct{}
 
 func (answerTenants) Required() bool { return true }
@@ -71,7 +71,10 @@ func (answerTenants) Admit(p *tenant.Principal, pool, model string, tokens int64
 	return nil, nil
 }
 
-var _ Tenants = answerTenants{}
+var (
+	_ KeyResolver = answerTenants{}
+	_ Admission   = answerTenants{}
+)
 
 // countRefusals records refusals as lines of text.
 type countRefusals struct{ b *syncbuf.Buffer }
@@ -110,11 +113,10 @@ func newAnswersGateway(t *testing.T, tenants bool, ready bool) *answersGateway {
 	t.Helper()
 	g := &answersGateway{ended: make(chan struct{}, 1), logs: &syncbuf.Buffer{}, count: &syncbuf.Buffer{}}
 	g.h = &Handler{Logger: slog.New(slog.NewJSONHandler(g.logs, nil)), Refusals: countRefusals{g.count}}
-	if tenants {
-		g.h.Tenants = answerTenants{}
-	}
 	rt := g.routes(t)
-	if !tenants {
+	if tenants {
+		rt.Resolver, rt.Admission = answerTenants{}, answerTenants{}
+	} else {
 		rt.Keys = []Key{NewKey("app", "app-key")}
 	}
 	if ready {
@@ -392,7 +394,8 @@ var keyAnswerCases = []answerCase{
 	{name: "served", method: "POST", path: "/v1/chat/completions", header: answerKey, body: answerChat},
 }
 
-// tenantAnswerCases run on a gateway with Tenants (answerTenants).
+// tenantAnswerCases run on a gateway with a KeyResolver and an Admission
+// (answerTenants).
 var tenantAnswerCases = []answerCase{
 	{name: "tenant no key", method: "POST", path: "/v1/chat/completions", body: answerChat},
 	{name: "tenant revoked", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Authorization": "Bearer revoked"}},

@@ -33,8 +33,16 @@ type Routes struct {
 	Pools map[string]*route.Pool
 	// Models are the names listed by GET /v1/models: one per pool.
 	Models []string
-	// Keys are the gateway keys. Empty means no authentication.
+	// Keys are the gateway keys. Empty means no authentication. Unused
+	// while Resolver requires keys.
 	Keys []Key
+	// Resolver, if set, finds the caller's key (with its team and
+	// limits) in place of Keys, while its Required says keys are
+	// required. Nil means Keys.
+	Resolver KeyResolver
+	// Admission, if set, runs the limits of a key Resolver found before
+	// its call goes to a pool. Nil means no limits.
+	Admission Admission
 	// keyIndex finds a key by its hash: one lookup whatever the number
 	// of keys (Update builds it).
 	keyIndex map[[sha256.Size]byte]string
@@ -92,7 +100,7 @@ type Spend struct {
 type Refusals interface {
 	Refused(code string)
 	// KeyRefused counts a request refused at its key's or team's limits
-	// (Tenants), with the key, the code and the limit.
+	// (Routes.Admission), with the key, the code and the limit.
 	KeyRefused(key, code, limit string)
 }
 
@@ -111,9 +119,6 @@ type Handler struct {
 	// Spender, if set, gets the tokens each answer used (after its body
 	// went out), for metrics and spend; the request log has them either way.
 	Spender Spender
-	// Tenants, if set, finds the caller's key and enforces its limits,
-	// in place of Routes.Keys. Nil means Routes.Keys, without limits.
-	Tenants Tenants
 	// Refusals counts requests refused at a limit. Nil means none.
 	Refusals Refusals
 	// Metrics serves GET /metrics. Nil means 404.

@@ -39,9 +39,9 @@ type logLine struct {
 	usage  route.Usage
 	cost   float64
 	priced bool
-	// who is the caller's key when Tenants found it, ticket its admitted
-	// request (settled in finish), refused the code of a refusal at its
-	// limits.
+	// who is the caller's key when Routes.Resolver found it, ticket its
+	// admitted request (settled in finish), refused the code of a refusal
+	// at its limits.
 	who     *tenant.Principal
 	ticket  *tenant.Ticket
 	refused string

@@ -37,7 +37,7 @@ import (
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
-//	                    admit           tenancy.go   the key's limits (Tenants); 429, 403
+//	                    admit           tenancy.go   the key's limits (Routes.Admission); 429, 403
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //

@@ -85,20 +85,22 @@ func tunnel(x *exchange) error {
 	}
 	up := resp.Body.(io.ReadWriteCloser)
 	defer up.Close()
-	x.switchProtocols(ctx, resp, up)
-	return nil
+	return x.switchProtocols(ctx, resp, up)
 }
 
 // switchProtocols answers the client's upgrade, on its hijacked
 // connection, with the handshake of the backend's 101 resp, and joins the
-// connection to the backend's, up, until the session ends. The log line
-// records how it ended: nothing can be answered on the connection once it
-// is hijacked.
-func (x *exchange) switchProtocols(ctx context.Context, resp *http.Response, up io.ReadWriteCloser) {
+// connection to the backend's, up, until the session ends. When the
+// connection cannot be taken over (its ResponseWriter cannot hijack, as
+// over HTTP/2 or behind a wrapper that hides it), nothing has been
+// written: that is answered 500 upgrade_failed, as any error, and the
+// backend's session closed. Once hijacked, nothing can be answered on
+// the connection: the log line records how the session ended.
+func (x *exchange) switchProtocols(ctx context.Context, resp *http.Response, up io.ReadWriteCloser) error {
 	conn, brw, err := http.NewResponseController(x.w).Hijack()
 	if err != nil {
-		x.lg.status, x.lg.err = http.StatusInternalServerError, err
-		return
+		return serverError(http.StatusInternalServerError, "upgrade_failed",
+			"switchover: the connection could not be switched to a WebSocket session").because(err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Time{}) // a session lasts as long as its ends keep it
@@ -113,17 +115,18 @@ func (x *exchange) switchProtocols(ctx context.Context, resp *http.Response, up 
 	hs.WriteString("X-Request-Id: " + x.lg.id + "\r\n\r\n")
 	if _, err := brw.WriteString(hs.String()); err != nil {
 		x.lg.err = err
-		return
+		return nil
 	}
 	if err := brw.Flush(); err != nil {
 		x.lg.err = err
-		return
+		return nil
 	}
 	x.lg.firstByte = time.Since(x.start)
 	x.lg.bytes, x.lg.err = join(ctx, conn, brw.Reader, up)
 	if errors.Is(context.Cause(ctx), ErrShuttingDown) {
 		x.lg.err = ErrShuttingDown
 	}
+	return nil
 }
 
 // join copies frames both ways between the client's connection (read

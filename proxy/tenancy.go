@@ -11,29 +11,46 @@ import (
 	"github.com/switchover-gw/switchover/tenant"
 )
 
-// Tenants finds who a request is from and whether it may start: the
-// pipeline's authenticate and admit stages ask it. tenant.Gate implements
-// it.
-type Tenants interface {
-	// Required reports whether callers must present a key.
+// KeyResolver finds the key a caller presented: the pipeline's
+// authenticate stage asks it (Routes.Resolver). *tenant.Directory
+// implements it.
+type KeyResolver interface {
+	// Required reports whether callers must present a key; while it is
+	// false, Routes.Keys decide.
 	Required() bool
-	// Authenticate returns the key a caller presented.
+	// Authenticate returns the key whose secret a caller presented:
+	// tenant.ErrNoKey, ErrUnknownKey, ErrRevoked or ErrExpired when it
+	// is refused, any other error when it could not be checked.
 	Authenticate(ctx context.Context, secret string) (*tenant.Principal, error)
+}
+
+// Admission decides whether a caller's request may start, by its key's
+// and team's limits: the pipeline's admit stage asks it
+// (Routes.Admission). The Ticket it returns settles the request when it
+// ends (its Done, with the tokens and cost the answer used).
+// *tenant.Limiter implements it.
+type Admission interface {
 	// Admit decides whether p may start a request to pool, by the model
-	// name model, estimated at tokens.
+	// name model, estimated at tokens: a Ticket, or the Refusal that
+	// answers it.
 	Admit(p *tenant.Principal, pool, model string, tokens int64) (*tenant.Ticket, *tenant.Refusal)
 }
 
+var (
+	_ KeyResolver = (*tenant.Directory)(nil)
+	_ Admission   = (*tenant.Limiter)(nil)
+)
+
 // caller is who sent a request: its key's name (or ID) for logs and
-// metrics, and the key's limits when Tenants found it.
+// metrics, and the key's limits when a KeyResolver found it.
 type caller struct {
 	name string
 	p    *tenant.Principal
 }
 
 // authenticate is the stage that finds who sent the request, named in its
-// log line: its key, with Tenants when set, else among Routes.Keys (none:
-// anyone may call). A missing or wrong key gets 401; a key the store
+// log line: its key, with Routes.Resolver when set and it requires keys,
+// else among Routes.Keys (none: anyone may call). A missing or wrong key gets 401; a key the store
 // could not check, 503 with Retry-After: 1.
 func authenticate(x *exchange) error {
 	who, err := x.h.caller(x.r, x.rt)
@@ -43,12 +60,12 @@ func authenticate(x *exchange) error {
 
 const msgBadKey = "switchover: missing or incorrect gateway key; send it as \"Authorization: Bearer KEY\", \"api-key: KEY\" or \"x-api-key: KEY\""
 
-// caller finds the key r presents with h.Tenants, or with rt.Keys when
-// there are none.
+// caller finds the key r presents with rt.Resolver, or with rt.Keys when
+// there is none or it requires no key.
 func (h *Handler) caller(r *http.Request, rt *Routes) (caller, error) {
-	if h.Tenants != nil && h.Tenants.Required() {
+	if rt.Resolver != nil && rt.Resolver.Required() {
 		secret, _ := presentedKey(r)
-		p, err := h.Tenants.Authenticate(r.Context(), secret)
+		p, err := rt.Resolver.Authenticate(r.Context(), secret)
 		if err == nil {
 			return caller{name: p.ID, p: p}, nil
 		}
@@ -78,21 +95,21 @@ func (h *Handler) caller(r *http.Request, rt *Routes) (caller, error) {
 }
 
 // admit is the stage that runs the caller's limits before the call goes
-// to its pool (Tenants.Admit): its key's and team's rates, concurrency
+// to its pool (Routes.Admission): its key's and team's rates, concurrency
 // and budgets, and for a call routed by its model, the pools and models
 // the key may use. A refusal gets 429, or 403 for a pool or model the key
-// may not use (keyRefusal). Without Tenants, or a key it found, every
-// call is admitted.
+// may not use (keyRefusal). Without an Admission, or a key the
+// KeyResolver found, every call is admitted.
 func admit(x *exchange) error {
 	p := x.lg.who
-	if x.h.Tenants == nil || p == nil {
+	if x.rt.Admission == nil || p == nil {
 		return nil
 	}
 	pool, model := x.pool.Name, x.req.Model
 	if !x.lg.routed {
 		pool, model = "", "" // a stored object's call: only rates, concurrency and budgets apply
 	}
-	t, refusal := x.h.Tenants.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
+	t, refusal := x.rt.Admission.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
 	if refusal != nil {
 		return keyRefusal(refusal)
 	}

@@ -226,10 +226,8 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		return at.unbuilt(&a, err)
 	}
 	resp, err := at.b.transport().RoundTrip(req)
-	// Answered or not, the backend has counted the call (or never got it):
-	// the reservation ends, and its own figures replace it.
-	at.releaseQuota()
 	if err != nil {
+		at.releaseQuota() // no answer, so no figures to replace the reservation
 		return at.failed(&a, err)
 	}
 	return at.answered(&a, resp)

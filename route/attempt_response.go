@@ -53,6 +53,11 @@ func (at *attempt) answered(a *Attempt, resp *http.Response) (*http.Response, At
 		}
 		q.Observe(at.clk.Now(), at.began, status, resp.Header)
 	}
+	// The backend has counted the call: its figures, now recorded, replace
+	// the reservation. Not before: a call admitted in between would find
+	// the reservation gone and the window's old figures, and be sent into
+	// a window the answer says is spent.
+	at.releaseQuota()
 	a.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return at.p.switched(resp, a, at)

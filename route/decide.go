@@ -69,11 +69,14 @@ func (p *Pool) waitForQuota(ctx context.Context, r *Request, maxWait time.Durati
 	}()
 	var err error
 	for outOfQuota(resp, rep) {
-		wait := rep.retryAfter
-		if wait <= 0 {
-			wait = max(RetryAfter(resp.Header, clk.Now()), time.Millisecond)
+		// The instant the pool named, not a delay to count again from a
+		// later reading of the clock, which would wait longer by however
+		// far the clock had moved.
+		until := rep.retryAt
+		if until.IsZero() {
+			now := clk.Now()
+			until = now.Add(max(RetryAfter(resp.Header, now), time.Millisecond))
 		}
-		until := clk.Now().Add(wait)
 		if until.After(deadline) {
 			break // the usual 429: quota does not come back in time
 		}

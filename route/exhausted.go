@@ -37,7 +37,7 @@ func (p *Pool) exhausted(r *Request, rep *Report, lastHeader http.Header) *http.
 	h.Set(HeaderAttempts, itoa(len(rep.Attempts)))
 	h.Set(HeaderFailover, boolString(len(rep.Attempts) > 1))
 	if rep.rateLimited = code == "backends_rate_limited"; rep.rateLimited {
-		rep.retryAfter = p.soonestWait(rep, now)
+		rep.retryAt = now.Add(p.soonestWait(rep, now))
 	}
 	return newResponse(status, h, body)
 }

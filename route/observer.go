@@ -152,10 +152,10 @@ type Report struct {
 	// Waited is how long the request waited in the pool's queue for quota
 	// (Request.MaxWait); zero when it did not.
 	Waited time.Duration
-	// rateLimited and retryAfter say the pool answered 429
+	// rateLimited and retryAt say the pool answered 429
 	// backends_rate_limited, and when a member will take calls again.
 	rateLimited bool
-	retryAfter  time.Duration
+	retryAt     time.Time
 	// RetryBudgetSpent is true when a retry was refused by the pool's
 	// RetryBudget: the request was answered with its last failure.
 	RetryBudgetSpent bool

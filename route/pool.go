@@ -466,10 +466,7 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	} else if top := p.topMember(); top != nil && m.priority() > top.priority() {
 		rep.Failover = true
 		rep.FailoverFrom = top.Backend.Name
-		rep.FailoverReason = ReasonUnavailable
-		if top.Backend.Drained() {
-			rep.FailoverReason = ReasonDrained
-		}
+		rep.FailoverReason = passedOver(rep, top.Backend)
 	}
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
@@ -487,6 +484,22 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 		hb.set(HeaderHedge, string(rep.Hedge))
 	}
 	resp.Header = hb.h
+}
+
+// passedOver is why b, the pool's top member, took no attempt for a
+// request a lower tier served: an operator drained it, it cannot honour
+// the request, its quota would not take the call, or else its breaker
+// kept the call out (open, or its half-open probe taken).
+func passedOver(rep *Report, b *Backend) Reason {
+	switch {
+	case b.Drained():
+		return ReasonDrained
+	case slices.ContainsFunc(rep.Skipped, func(s Skip) bool { return s.Backend == b.Name }):
+		return ReasonUnsupported
+	case slices.ContainsFunc(rep.OutOfQuota, func(h QuotaHold) bool { return h.Backend == b.Name }):
+		return ReasonQuotaHeld
+	}
+	return ReasonUnavailable
 }
 
 // topMember is the first member, in configuration order, of the pool's

@@ -292,6 +292,61 @@ func TestDrainedMemberFailoverIsReportedAsDrained(t *testing.T) {
 	}
 }
 
+// TestTopMemberPassedOverIsReportedWithItsReason: a request sent to a
+// lower tier because the top member's quota would not take it, or because
+// the top member cannot honour it (an operation its provider lacks), is
+// reported with that reason ("quota_held", "unsupported") in the report
+// and to the observer (the failovers metric's reason), not as
+// "breaker_open", which both used to be.
+func TestTopMemberPassedOverIsReportedWithItsReason(t *testing.T) {
+	tests := []struct {
+		name  string
+		top   []step
+		setup func(e *env) *route.Request
+		want  route.Reason
+	}{
+		{"out of quota", []step{limitedAnswer("weu", 0)}, func(e *env) *route.Request {
+			e.backends["weu"].Quota = &route.LocalQuota{}
+			e.do(t, chatBody) // weu answers that its window is spent
+			r, _ := route.NewRequest(route.ChatCompletions, []byte(chatBody), nil)
+			return r
+		}, route.ReasonQuotaHeld},
+		{"lacks the operation", nil, func(e *env) *route.Request {
+			e.backends["weu"].Provider = &route.Anthropic{BaseURL: &url.URL{Scheme: "http", Host: "127.0.0.1:1"}}
+			r, _ := route.NewRequest(route.Embeddings, []byte(`{"model":"chat-prod","input":"hi"}`), nil)
+			return r
+		}, route.ReasonUnsupported},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t,
+				memberSpec{name: "weu", priority: 1, script: tc.top},
+				memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+			)
+			r := tc.setup(e)
+			calls := e.ups["weu"].Calls()
+			resp, rep, err := e.pool.Do(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.Header.Get(route.HeaderBackend) != "sec" || resp.Header.Get(route.HeaderFailover) != "true" {
+				t.Fatalf("headers %v", resp.Header)
+			}
+			if rep.FailoverReason != tc.want || rep.FailoverFrom != "weu" {
+				t.Errorf("report: failover from %q for %q, want from weu for %q", rep.FailoverFrom, rep.FailoverReason, tc.want)
+			}
+			evs := e.events.kinds(route.EventFailover)
+			if len(evs) != 1 || evs[0].Reason != tc.want || evs[0].From != "weu" || evs[0].To != "sec" {
+				t.Errorf("failover events %+v, want one weu -> sec for %q", evs, tc.want)
+			}
+			if n := e.ups["weu"].Calls() - calls; n != 0 {
+				t.Errorf("weu got %d calls, want none", n)
+			}
+		})
+	}
+}
+
 func TestRetryAfterLengthensTripThroughEngine(t *testing.T) {
 	e := newEnv(t,
 		memberSpec{name: "weu", priority: 1, script: []step{status(429, "Retry-After-Ms", "90000", "Retry-After", "90")},

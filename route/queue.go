@@ -75,23 +75,18 @@ func (t *ticket) leave() {
 
 // wait blocks until the ticket is the head of the queue and until has
 // come, on clk. It returns an error when ctx ends or deadline comes first
-// (context.DeadlineExceeded).
+// (context.DeadlineExceeded). Its timers are armed at those instants
+// (clock.At), and the clock read once they are: one that has reached
+// an instant by then does not wait for its timer.
 func (t *ticket) wait(ctx context.Context, clk clock.Clock, until, deadline time.Time) error {
-	now := clk.Now()
-	if !deadline.IsZero() && !now.Before(deadline) {
-		return context.DeadlineExceeded
-	}
 	expired := make(chan struct{})
-	var stop func() bool
 	if !deadline.IsZero() {
-		tm := clk.AfterFunc(deadline.Sub(now), func() { close(expired) })
-		stop = tm.Stop
-	}
-	defer func() {
-		if stop != nil {
-			stop()
+		tm := clock.At(clk, deadline, func() { close(expired) })
+		defer tm.Stop()
+		if !clk.Now().Before(deadline) {
+			return context.DeadlineExceeded
 		}
-	}()
+	}
 	select {
 	case <-t.head:
 	case <-expired:
@@ -99,13 +94,12 @@ func (t *ticket) wait(ctx context.Context, clk clock.Clock, until, deadline time
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	now = clk.Now()
-	if !until.After(now) {
+	ready := make(chan struct{})
+	tm := clock.At(clk, until, func() { close(ready) })
+	defer tm.Stop()
+	if !until.After(clk.Now()) {
 		return nil
 	}
-	ready := make(chan struct{})
-	tm := clk.AfterFunc(until.Sub(now), func() { close(ready) })
-	defer tm.Stop()
 	select {
 	case <-ready:
 		return nil

@@ -3,9 +3,11 @@ package route_test
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -127,5 +129,88 @@ func TestQueuedRequestWhoseClientLeaves(t *testing.T) {
 	e.clock.Advance(10 * time.Second)
 	if code := <-served; code != 200 {
 		t.Fatalf("next in line: %d", code)
+	}
+}
+
+// fitsAtObserve is a LocalQuota that, as each answer's figures come in,
+// first records whether another call would fit at that moment.
+type fitsAtObserve struct {
+	*route.LocalQuota
+	probe *route.Request
+
+	mu   sync.Mutex
+	fits []bool
+}
+
+func (q *fitsAtObserve) Observe(now, sent time.Time, status int, h http.Header) {
+	ok, _ := q.LocalQuota.Fits(now, q.probe)
+	q.mu.Lock()
+	q.fits = append(q.fits, ok)
+	q.mu.Unlock()
+	q.LocalQuota.Observe(now, sent, status, h)
+}
+
+// TestReservationOutlastsItsAnswerUntilObserved: a call's quota
+// reservation ends only once its answer's rate-limit figures are
+// recorded. It used to end as the answer's headers came in, before they
+// were read: in between, the window had reset and nothing was reserved,
+// so another call (the next in the queue) fitted, and was sent into the
+// window the answer was about to say is spent. That is why
+// TestPatientRequestsAreServedInArrivalOrder hung about once in 700 runs:
+// two queued requests were served in one window, and the timers the test
+// waited for were never armed.
+func TestReservationOutlastsItsAnswerUntilObserved(t *testing.T) {
+	e := newEnv(t, memberSpec{name: "uks", priority: 1, script: []step{limitedAnswer("uks", 0)}})
+	q := &fitsAtObserve{LocalQuota: &route.LocalQuota{}, probe: patient(t, 0)}
+	e.backends["uks"].Quota = q
+	e.do(t, chatBody)                 // the window is spent for 10 s
+	e.clock.Advance(10 * time.Second) // it resets: room for one call until one answers
+	if resp, _, _ := e.do(t, chatBody); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the call in the new window: %d", resp.StatusCode)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.fits) != 2 || q.fits[1] {
+		t.Fatalf("another call fitted as the second answer came in (%v): its reservation had ended before its figures were read", q.fits)
+	}
+}
+
+// TestQueuedRequestWakesAtTheResetThoughTheClockMovedMeanwhile: a
+// request queued for quota tries again at the reset its pool named, even
+// when the clock moved between that answer and the queue arming its wait
+// (here an observer of the queueing takes 4 s). It used to turn the reset
+// into a delay and count it again from the later reading, and woke 4 s
+// late; a test that moved its fake clock to the reset while a request was
+// in between waited for it forever.
+func TestQueuedRequestWakesAtTheResetThoughTheClockMovedMeanwhile(t *testing.T) {
+	e := spentEnv(t) // the window resets in 10 s
+	reset := e.clock.Now().Add(10 * time.Second)
+	e.pool.Observer = route.ObserverFunc(func(ev route.Event) {
+		if ev.Kind == route.EventQueued {
+			e.clock.Advance(4 * time.Second)
+		}
+	})
+	type result struct {
+		status int
+		waited string
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, _, err := e.pool.Do(t.Context(), patient(t, time.Minute))
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		resp.Body.Close()
+		done <- result{resp.StatusCode, resp.Header.Get(route.HeaderQueueWait), nil}
+	}()
+	e.clock.BlockUntil(2) // its deadline, and its wait for the reset
+	e.clock.Advance(reset.Sub(e.clock.Now()))
+	poll.Until(t, 10*time.Second, func() bool { return len(done) > 0 }, func() string {
+		return "the request still waits at the reset, " + e.clock.Now().Format(time.TimeOnly)
+	})
+	if r := <-done; r.err != nil || r.status != http.StatusOK || r.waited != "10000" {
+		t.Fatalf("answered %+v, want 200 after 10000 ms", r)
 	}
 }

@@ -72,6 +72,15 @@ const (
 	// ReasonDrained: the backend was skipped because an operator drained
 	// it (Backend.Drain); used for failovers to a lower priority tier.
 	ReasonDrained Reason = "drained"
+	// ReasonQuotaHeld: the backend was skipped because its rate-limit
+	// headers said the call would not fit (Backend.Quota): no call was
+	// sent to find out. Used for failovers to a lower priority tier.
+	ReasonQuotaHeld Reason = "quota_held"
+	// ReasonUnsupported: the backend was skipped because it cannot
+	// honour the request (an operation or a feature its provider lacks;
+	// Report.Skipped says which). Used for failovers to a lower priority
+	// tier.
+	ReasonUnsupported Reason = "unsupported"
 )
 
 var (

@@ -162,6 +162,19 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return t
 }
 
+// AfterFuncAt arms f to run once the clock reaches t, in one step (see
+// clock.At): f runs on the goroutine that calls Advance, at the next
+// Advance when t has passed already.
+func (c *Clock) AfterFuncAt(t time.Time, f func()) clock.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	tm := &timer{c: c, at: t, f: f, pending: true, seq: c.seq}
+	c.timers = append(c.timers, tm)
+	c.armed.Broadcast()
+	return tm
+}
+
 type timer struct {
 	c       *Clock
 	at      time.Time

@@ -3,6 +3,8 @@ package fakeclock
 import (
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/clock"
 )
 
 func TestAdvanceFiresDueTimersInOrder(t *testing.T) {
@@ -58,5 +60,26 @@ func TestResetMovesATimer(t *testing.T) {
 	}
 	if c.Pending() != 0 {
 		t.Fatalf("Pending = %d", c.Pending())
+	}
+}
+
+// TestAtArmsAnInstant: clock.At on the fake clock arms the instant itself,
+// whatever the clock reads when it is armed: it fires when Advance reaches
+// that instant, reading it, and one armed for an instant already passed
+// fires at the next Advance.
+func TestAtArmsAnInstant(t *testing.T) {
+	c := New()
+	start := c.Now()
+	var at []time.Duration
+	clock.At(c, start.Add(3*time.Second), func() { at = append(at, c.Now().Sub(start)) })
+	c.Advance(2 * time.Second)
+	if len(at) != 0 {
+		t.Fatalf("fired at %v, before its instant", at)
+	}
+	c.Advance(time.Second)
+	clock.At(c, start, func() { at = append(at, c.Now().Sub(start)) })
+	c.Advance(0)
+	if want := []time.Duration{3 * time.Second, 3 * time.Second}; len(at) != 2 || at[0] != want[0] || at[1] != want[1] {
+		t.Fatalf("fired at %v, want %v", at, want)
 	}
 }
