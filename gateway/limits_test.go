@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // rawGet sends GET /healthz on c, keeping the connection open.
@@ -75,40 +73,5 @@ func TestServerErrorLogIsAtErrorLevel(t *testing.T) {
 	logs := h.logs.String()
 	if !strings.Contains(logs, `"level":"ERROR","msg":"http: Accept error`) {
 		t.Fatalf("the server's error was not logged at ERROR:\n%s", logs)
-	}
-}
-
-// A request past server.max_concurrent_requests gets 503 at once and is
-// counted in switchover_requests_refused_total by its code.
-func TestMaxConcurrentRequestsRefusedAndCounted(t *testing.T) {
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	held := func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-release
-		answer("weu")(w, r)
-	}
-	h := start(t, []upstreamtest.Step{held}, nil, "", func(y string) string {
-		return strings.Replace(y, "server: {", "server: {max_concurrent_requests: 1, ", 1)
-	})
-	done := make(chan int, 1)
-	go func() {
-		resp, _ := h.post("/v1/chat/completions", chat)
-		done <- resp.StatusCode
-	}()
-	<-arrived
-	resp, body := h.post("/v1/chat/completions", chat)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
-		!strings.Contains(body, `"code":"too_many_concurrent_requests"`) {
-		t.Fatalf("past the limit: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
-	}
-	if resp, _ := h.get("/healthz"); resp.StatusCode != 200 {
-		t.Fatalf("/healthz at the limit: %d", resp.StatusCode)
-	}
-	if got := metric(t, h.gw, "switchover_requests_refused_total", "code", "too_many_concurrent_requests"); got != 1 {
-		t.Fatalf("switchover_requests_refused_total = %v, want 1", got)
-	}
-	close(release)
-	if code := <-done; code != 200 {
-		t.Fatalf("the request in flight got %d", code)
 	}
 }
