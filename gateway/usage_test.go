@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 )
 
@@ -138,4 +139,8 @@ func TestUsageIsCountedForAnthropicAndResponsesClients(t *testing.T) {
 			}
 		})
 	}
+}
+
+func (e *providerEnv) anthropic() anthropic.Client {
+	return anthropic.NewClient(aoption.WithBaseURL(e.url), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
 }
