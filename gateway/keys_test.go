@@ -532,3 +532,11 @@ func TestFleetNotifiesABudgetOnce(t *testing.T) {
 		t.Errorf("%s, which saw the budget run out first, sent %v", order[0].name, got)
 	}
 }
+
+func responseParams(input string) responses.ResponseNewParams {
+	return responses.ResponseNewParams{
+		Model:           "chat-prod",
+		Input:           responses.ResponseNewParamsInputUnion{OfString: openai.String(input)},
+		MaxOutputTokens: openai.Int(256),
+	}
+}
