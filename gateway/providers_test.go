@@ -126,13 +126,6 @@ func startProvidersWith(t *testing.T, order []string, edit func(*sim.Deployment)
 	return &providerEnv{sim: s, gw: g, url: "http://" + ln.Addr().String(), logs: logs}
 }
 
-func (e *providerEnv) fault(t *testing.T, name, mode string) {
-	t.Helper()
-	if err := e.sim.SetFault(name, sim.Fault{Mode: sim.FaultMode(mode)}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func (e *providerEnv) openai() openai.Client {
 	return openai.NewClient(option.WithBaseURL(e.url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 }
