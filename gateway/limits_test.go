@@ -2,11 +2,14 @@ package gateway_test
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // rawGet sends GET /healthz on c, keeping the connection open.
@@ -73,5 +76,47 @@ func TestServerErrorLogIsAtErrorLevel(t *testing.T) {
 	logs := h.logs.String()
 	if !strings.Contains(logs, `"level":"ERROR","msg":"http: Accept error`) {
 		t.Fatalf("the server's error was not logged at ERROR:\n%s", logs)
+	}
+}
+
+func TestReadTimeoutDoesNotCutStreams(t *testing.T) {
+	// A stream that runs well past read_timeout must finish: the timeout
+	// bounds reading the request, not the life of the response.
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 6; i++ {
+			io.WriteString(w, "data: {}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}
+	h := start(t, []upstreamtest.Step{slow}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string {
+			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 200ms", 1)
+		})
+	resp, body := h.post("/v1/chat/completions", `{"model":"chat-prod","stream":true}`)
+	if resp.StatusCode != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream cut: %d %q", resp.StatusCode, body)
+	}
+}
+
+func TestSlowRequestBodyTimesOut(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string {
+			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 200ms", 1)
+		})
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() }) // the rest never comes
+	go pw.Write([]byte(`{"model":"chat-prod",`))
+	req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", pr)
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
 	}
 }
