@@ -25,7 +25,7 @@ pools:
 
 func parse(t *testing.T, y string) *config.Config {
 	t.Helper()
-	c, err := config.Parse("engine.yaml", []byte(y), nil)
+	c, err := config.Parse("engine.yaml", []byte(y), testEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,18 +13,66 @@ import (
 
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/internal/syncbuf"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
+	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/sim"
 	"github.com/switchover-gw/switchover/tenant"
 )
 
-// served is an engine built from a configuration over simulated regions,
-// served by the request pipeline alone (no gateway), with its request log.
+// served is an engine built from a configuration, served by the request
+// pipeline alone (no gateway), with its request log and metrics.
 type served struct {
-	url  string
-	sim  *sim.Sim
+	url    string
+	engine *Engine
+	// sim is the simulated regions the backends are, when the harness
+	// started them.
+	sim *sim.Sim
+	// logs is the handler's log and request log, in JSON.
 	logs *syncbuf.Buffer
+	// metrics observes the engine and records the handler's requests and
+	// refusals, and is served on /metrics.
+	metrics *metrics.Metrics
+}
+
+// serveConfig builds yaml on clk (nil: the wall clock) and serves the
+// engine's routes with a handler that logs, counts in metrics and, when
+// the configuration allows it, sends the trace header, as a gateway's
+// does (the server's timeouts, tracing, tenancy and spend are the
+// gateway's, and tested there).
+func serveConfig(t *testing.T, yaml string, clk *fakeclock.Clock) *served {
+	t.Helper()
+	var d Deps
+	if clk != nil {
+		d.Clock = clk
+	}
+	return serveDeps(t, yaml, d)
+}
+
+// serveDeps is serveConfig with the engine built on d (its Observer is
+// the harness's metrics).
+func serveDeps(t *testing.T, yaml string, d Deps) *served {
+	t.Helper()
+	m := metrics.New()
+	d.Observer = m
+	e := build(t, yaml, nil, d)
+	logs := &syncbuf.Buffer{}
+	h := &proxy.Handler{
+		Logger:      slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		RequestLog:  proxy.NewRequestLog(logs, "json", slog.LevelInfo),
+		Recorder:    m,
+		Refusals:    m,
+		Metrics:     m.Handler(),
+		TraceHeader: *e.Config.Server.TraceHeader,
+	}
+	h.Update(e.Routes)
+	srv := httptest.NewServer(h)
+	// Requests still in flight when the test ends are ended, as a
+	// gateway's shutdown ends them, so that closing the server does not
+	// wait on an upstream.
+	t.Cleanup(func() { h.Halt(); srv.Close() })
+	return &served{url: srv.URL, engine: e, logs: logs, metrics: m}
 }
 
 // serve starts the simulated Azure regions names, builds yaml (its %s are
@@ -50,13 +98,135 @@ func serveWith(t *testing.T, d Deps, yaml string, names ...string) *served {
 	for _, ep := range s.Deployments() {
 		urls = append(urls, ep.URL)
 	}
-	e := build(t, fmt.Sprintf(yaml, urls...), nil, d)
-	logs := &syncbuf.Buffer{}
-	h := &proxy.Handler{Logger: slog.New(slog.NewJSONHandler(logs, nil)), RequestLog: proxy.NewRequestLog(logs, "json", slog.LevelInfo)}
-	h.Update(e.Routes)
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return &served{url: srv.URL, sim: s, logs: logs}
+	sv := serveDeps(t, fmt.Sprintf(yaml, urls...), d)
+	sv.sim = s
+	return sv
+}
+
+const (
+	appKey    = "app-key-0123456789abcdef"
+	weuSecret = "weu-backend-secret-9f8e7d"
+	secSecret = "sec-backend-secret-1a2b3c"
+)
+
+// testEnv is the environment the configurations of these tests read their
+// keys from.
+func testEnv(name string) (string, bool) {
+	v, ok := map[string]string{"TEST_APP_KEY": appKey, "TEST_WEU_KEY": weuSecret, "TEST_SEC_KEY": secSecret}[name]
+	return v, ok
+}
+
+// harness is an engine served in front of two scripted upstreams, on a
+// fake clock.
+type harness struct {
+	*served
+	t     testing.TB
+	clock *fakeclock.Clock
+	weu   *upstreamtest.Upstream
+	sec   *upstreamtest.Upstream
+}
+
+// start builds a configuration with two backends (weu: priority 1, azure;
+// sec: priority 2, openai), the key appKey and extra YAML appended to the
+// weu backend, each of mods applied to it, and serves it. The test fails
+// if a key or a backend's credential reaches the log.
+func start(t *testing.T, weu, sec []upstreamtest.Step, weuExtra string, mods ...func(string) string) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: fakeclock.New()}
+	h.weu = upstreamtest.New(t, weu...)
+	h.sec = upstreamtest.New(t, sec...)
+	yaml := fmt.Sprintf(`
+listen: 127.0.0.1:0
+log: {format: json, level: debug}
+server: {max_body: 64KiB, shutdown_grace: 5s, drain_delay: 0s}
+keys:
+  - name: app-team
+    key: ${TEST_APP_KEY}
+backends:
+  - name: aoai-westeurope
+    type: azure
+    url: %s
+    api_key: ${TEST_WEU_KEY}
+    region: westeurope
+    breaker: {failures: 2, window: 30s, trip: 60s}
+%s
+  - name: aoai-swedencentral
+    type: openai
+    url: %s/v1
+    api_key: ${TEST_SEC_KEY}
+    region: swedencentral
+pools:
+  - name: chat-prod
+    aliases: [gpt-4o]
+    members:
+      - {backend: aoai-westeurope, priority: 1, weight: 100, model: gpt-4o-weu}
+      - {backend: aoai-swedencentral, priority: 2, weight: 100, model: gpt-4o}
+`, h.weu.URL, weuExtra, h.sec.URL)
+	for _, m := range mods {
+		yaml = m(yaml)
+	}
+	h.served = serveConfig(t, yaml, h.clock)
+	t.Cleanup(h.checkNoSecrets)
+	return h
+}
+
+// checkNoSecrets fails the test if any credential reached the log.
+func (h *harness) checkNoSecrets() {
+	logs := h.logs.String()
+	for _, s := range []string{appKey, weuSecret, secSecret} {
+		if strings.Contains(logs, s) {
+			h.t.Errorf("a secret appeared in the log:\n%s", logs)
+		}
+	}
+}
+
+func (h *harness) post(path, body string, hdr ...string) (*http.Response, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+		} else {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+	}
+	resp, err := testClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func (h *harness) get(path string) (*http.Response, string) {
+	h.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, h.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	resp, err := testClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+const chat = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
+
+var (
+	answer = upstreamtest.Answer
+	status = upstreamtest.Status
+)
+
+// fault sets the fault mode of the simulated deployment name.
+func (s *served) fault(t *testing.T, name, mode string) {
+	t.Helper()
+	if err := s.sim.SetFault(name, sim.Fault{Mode: sim.FaultMode(mode)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // chat sends one chat completion to model and returns the answer's
@@ -89,6 +259,47 @@ func (s *served) post(t *testing.T, model, key string) (int, http.Header, string
 	return resp.StatusCode, resp.Header, string(body)
 }
 
+// testClient bounds every call, so that a regression that hangs fails
+// instead of stalling the suite.
+var testClient = &http.Client{Timeout: 30 * time.Second}
+
+// metric returns the value of the series of family name whose labels
+// include all of want (given as name, value pairs).
+func metric(t *testing.T, m *metrics.Metrics, name string, want ...string) float64 {
+	t.Helper()
+	mfs, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(want); i += 2 {
+				if labels[want[i]] != want[i+1] {
+					continue series
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	t.Fatalf("no series %s%v", name, want)
+	return 0
+}
+
 // TestPoolFallbackFromConfig: a pool whose only member is down falls back
 // to the pool its configuration names, and the answer says so.
 func TestPoolFallbackFromConfig(t *testing.T) {
@@ -103,9 +314,7 @@ pools:
   - name: backup
     members: [{backend: sec}]
 `, "weu", "sec")
-	if err := s.sim.SetFault("weu", sim.Fault{Mode: "down"}); err != nil {
-		t.Fatal(err)
-	}
+	s.fault(t, "weu", "down")
 	h := s.chat(t, "chat-prod")
 	if h.Get(route.HeaderBackend) != "sec" || h.Get(route.HeaderFallback) != "chat-prod" {
 		t.Fatalf("headers %v", h)
@@ -125,9 +334,7 @@ pools:
     hedge: {after: 50ms, share: 1}
     members: [{backend: weu, priority: 1}, {backend: sec, priority: 2}]
 `, "weu", "sec")
-	if err := s.sim.SetFault("weu", sim.Fault{Mode: "blackhole"}); err != nil {
-		t.Fatal(err)
-	}
+	s.fault(t, "weu", "blackhole")
 	h := s.chat(t, "chat-prod")
 	if h.Get(route.HeaderBackend) != "sec" || h.Get(route.HeaderHedge) != "hedge" {
 		t.Fatalf("headers %v", h)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -78,37 +79,44 @@ func TestServerErrorLogIsAtErrorLevel(t *testing.T) {
 	}
 }
 
-// A request past server.max_concurrent_requests gets 503 at once and is
-// counted in switchover_requests_refused_total by its code.
-func TestMaxConcurrentRequestsRefusedAndCounted(t *testing.T) {
-	arrived, release := make(chan struct{}, 1), make(chan struct{})
-	held := func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-release
-		answer("weu")(w, r)
+func TestReadTimeoutDoesNotCutStreams(t *testing.T) {
+	// A stream that runs well past read_timeout must finish: the timeout
+	// bounds reading the request, not the life of the response.
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 6; i++ {
+			io.WriteString(w, "data: {}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
 	}
-	h := start(t, []upstreamtest.Step{held}, nil, "", func(y string) string {
-		return strings.Replace(y, "server: {", "server: {max_concurrent_requests: 1, ", 1)
-	})
-	done := make(chan int, 1)
-	go func() {
-		resp, _ := h.post("/v1/chat/completions", chat)
-		done <- resp.StatusCode
-	}()
-	<-arrived
-	resp, body := h.post("/v1/chat/completions", chat)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" ||
-		!strings.Contains(body, `"code":"too_many_concurrent_requests"`) {
-		t.Fatalf("past the limit: %d, Retry-After %q: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	h := start(t, []upstreamtest.Step{slow}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string {
+			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 200ms", 1)
+		})
+	resp, body := h.post("/v1/chat/completions", `{"model":"chat-prod","stream":true}`)
+	if resp.StatusCode != 200 || !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream cut: %d %q", resp.StatusCode, body)
 	}
-	if resp, _ := h.get("/healthz"); resp.StatusCode != 200 {
-		t.Fatalf("/healthz at the limit: %d", resp.StatusCode)
+}
+
+func TestSlowRequestBodyTimesOut(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string {
+			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 200ms", 1)
+		})
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() }) // the rest never comes
+	go pw.Write([]byte(`{"model":"chat-prod",`))
+	req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", pr)
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := metric(t, h.gw, "switchover_requests_refused_total", "code", "too_many_concurrent_requests"); got != 1 {
-		t.Fatalf("switchover_requests_refused_total = %v, want 1", got)
-	}
-	close(release)
-	if code := <-done; code != 200 {
-		t.Fatalf("the request in flight got %d", code)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", resp.StatusCode)
 	}
 }

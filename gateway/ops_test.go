@@ -579,19 +579,6 @@ func TestTracingSpans(t *testing.T) {
 	}
 }
 
-func TestTraceHeader(t *testing.T) {
-	h := start(t, []upstreamtest.Step{status(503)}, []upstreamtest.Step{answer("sec")}, "")
-	resp, _ := h.post("/v1/chat/completions", chat)
-	if resp.Header.Get("X-Switchover-Trace") != "" {
-		t.Fatal("trace header sent without being asked for")
-	}
-	resp, _ = h.post("/v1/chat/completions", chat, "X-Switchover-Trace", "1")
-	got := resp.Header.Get("X-Switchover-Trace")
-	if !strings.HasPrefix(got, "aoai-westeurope;status=503;reason=server_error;ms=") || !strings.Contains(got, ", aoai-swedencentral;status=200;ms=") {
-		t.Fatalf("trace header %q", got)
-	}
-}
-
 // TestOTLPExport: with tracing.endpoint set, spans are exported over
 // OTLP/HTTP to it.
 func TestOTLPExport(t *testing.T) {

@@ -194,3 +194,56 @@ func serveReturned(t *testing.T, h *harness, what string) {
 		t.Fatalf("Serve did not return after %s", what)
 	}
 }
+
+func TestGracefulShutdownLetsStreamsFinish(t *testing.T) {
+	started := make(chan struct{})
+	proceed := make(chan struct{})
+	stream := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":1}\n\n")
+		w.(http.Flusher).Flush()
+		close(started)
+		<-proceed
+		io.WriteString(w, "data: {\"n\":2}\n\ndata: [DONE]\n\n")
+	}
+	h := start(t, []upstreamtest.Step{stream}, []upstreamtest.Step{answer("sec")}, "")
+	req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","stream":true}`))
+	req.Header.Set("Authorization", "Bearer "+appKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-started
+	h.stop() // SIGTERM: stop accepting, let in-flight streams finish
+	// New connections are refused once the listener is closed.
+	select {
+	case <-h.closed:
+	case <-time.After(10 * time.Second): // a guard against a hang, not a timing assertion
+		t.Fatal("the listener was not closed after shutdown began")
+	}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	if _, err := c.Get(h.url + "/healthz"); err == nil {
+		t.Fatal("still accepting after shutdown began")
+	}
+	close(proceed)
+	sc := bufio.NewScanner(resp.Body)
+	var lines []string
+	for sc.Scan() {
+		if sc.Text() != "" {
+			lines = append(lines, sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil || len(lines) != 3 || lines[2] != "data: [DONE]" {
+		t.Fatalf("stream during shutdown: %q, %v", lines, err)
+	}
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.done <- nil // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after the stream finished")
+	}
+}

@@ -1,17 +1,14 @@
-package gateway_test
+package engine
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
-	"github.com/switchover-gw/switchover/config"
-	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/sim"
 )
@@ -22,20 +19,13 @@ type instant struct{}
 
 func (instant) Wait(ctx context.Context, d time.Duration) error { return ctx.Err() }
 
-// simGateway is the simulator standing in for the three regions of the
+// simRegions is the simulator standing in for the three regions of the
 // published benchmark (60 RPM each, checked per 10 s slice, small TPM)
-// behind a priority pool (uksouth first), all on one fake clock. breaker is
-// the YAML of every backend's breaker. send makes one request and returns
-// who answered.
-func simGateway(t *testing.T, breaker string) (*fakeclock.Clock, *sim.Sim, *gateway.Gateway, func() (string, string)) {
-	t.Helper()
-	clk, s, g, send, _ := simGatewayAt(t, breaker)
-	return clk, s, g, send
-}
-
-// simGatewayAt is simGateway, and the gateway's base URL; edit, if any,
-// changes each simulated deployment.
-func simGatewayAt(t *testing.T, breaker string, edit ...func(*sim.Deployment)) (*fakeclock.Clock, *sim.Sim, *gateway.Gateway, func() (string, string), string) {
+// behind a priority pool (uksouth first), all on one fake clock, served.
+// breaker is the YAML of every backend's breaker; edit, if any, changes
+// each simulated deployment. send makes one request and returns who
+// answered.
+func simRegions(t *testing.T, breaker string, edit ...func(*sim.Deployment)) (*fakeclock.Clock, *sim.Sim, *served, func() (string, string)) {
 	t.Helper()
 	clk := fakeclock.New()
 	cfg := sim.Config{Seed: 1, Slice: 10 * time.Second}
@@ -65,21 +55,9 @@ func simGatewayAt(t *testing.T, breaker string, edit ...func(*sim.Deployment)) (
 		members += fmt.Sprintf("      - {backend: %s, priority: %d}\n", e.Name, prio[e.Name])
 	}
 	yaml.WriteString("pools:\n  - name: chat-prod\n    members:\n" + members)
-	c, err := config.Parse("sim.yaml", []byte(yaml.String()), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(c, gateway.Options{Clock: clk, Logger: gateway.NewLogger(io.Discard, "text", "error")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	base := "http://" + ln.Addr().String()
-	url := base + "/v1/chat/completions"
+	sv := serveConfig(t, yaml.String(), clk)
+	sv.sim = s
+	url := sv.url + "/v1/chat/completions"
 	send := func() (backend, failover string) {
 		t.Helper()
 		resp, err := testClient.Post(url, "application/json", strings.NewReader(`{"model":"chat-prod","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))
@@ -93,7 +71,7 @@ func simGatewayAt(t *testing.T, breaker string, edit ...func(*sim.Deployment)) (
 		}
 		return resp.Header.Get("X-Switchover-Backend"), resp.Header.Get("X-Switchover-Failover")
 	}
-	return clk, s, g, send, base
+	return clk, s, sv, send
 }
 
 // exhaustPrimary sends 13 requests: 10 within uksouth's slice quota, then 3
@@ -130,7 +108,7 @@ func totalCalls(s *sim.Sim) int64 {
 // region; after 3 refusals uksouth is benched for the whole trip even
 // though its quota returns sooner; one probe brings it back.
 func TestFailoverAcrossSimulatedRegionsAPIMStyle(t *testing.T) {
-	clk, s, _, send := simGateway(t, "{failures: 3, window: 30s, trip: 30s, follow_retry_after: false}")
+	clk, s, _, send := simRegions(t, "{failures: 3, window: 30s, trip: 30s, follow_retry_after: false}")
 	exhaustPrimary(t, s, send, 3)
 	// The next slice has quota again, but the breaker keeps traffic away
 	// until the trip ends, without even asking uksouth.
@@ -156,9 +134,9 @@ func TestFailoverAcrossSimulatedRegionsAPIMStyle(t *testing.T) {
 // is benched only until its Retry-After, when its quota returns, and then
 // takes traffic again at once, with no probe.
 func TestFailoverAcrossSimulatedRegionsFollowsRetryAfter(t *testing.T) {
-	clk, s, g, send := simGateway(t, "{failures: 3, window: 30s, trip: 30s}")
+	clk, s, g, send := simRegions(t, "{failures: 3, window: 30s, trip: 30s}")
 	exhaustPrimary(t, s, send, 1)
-	snap := g.Backend("uksouth").Breaker.Snapshot()
+	snap := g.engine.Backends["uksouth"].Breaker.Snapshot()
 	if snap.State != breaker.Open || snap.Until.Sub(clk.Now()) != 10*time.Second {
 		t.Fatalf("uksouth breaker %+v, want open until its quota returns in 10s", snap)
 	}
@@ -171,7 +149,7 @@ func TestFailoverAcrossSimulatedRegionsFollowsRetryAfter(t *testing.T) {
 			t.Fatalf("after its Retry-After, request %d: %s failover=%s, want uksouth", i, b, f)
 		}
 	}
-	if st := g.Backend("uksouth").Breaker.Snapshot(); st.State != breaker.Closed {
+	if st := g.engine.Backends["uksouth"].Breaker.Snapshot(); st.State != breaker.Closed {
 		t.Fatalf("breaker %v", st.State)
 	}
 	// 17 requests with 18 upstream calls: the one refusal, whose

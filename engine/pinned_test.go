@@ -1,4 +1,4 @@
-package gateway_test
+package engine
 
 import (
 	"bytes"
@@ -64,7 +64,7 @@ func TestFilesAndBatchesStayWhereTheyWereMade(t *testing.T) {
 	}
 
 	// The owner benched: a clear error naming it; the peer never asked.
-	e.gw.Backend("aoai-weu").Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
+	e.engine.Backends["aoai-weu"].Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
 	before := e.sim.Stats()["openai"].Calls
 	_, err = c.Batches.Get(ctx, b.ID)
 	var apiErr *openai.Error

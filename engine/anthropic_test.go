@@ -1,4 +1,4 @@
-package gateway_test
+package engine
 
 import (
 	"errors"
@@ -13,10 +13,6 @@ import (
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/sim"
 )
-
-func (e *providerEnv) anthropic() anthropic.Client {
-	return anthropic.NewClient(aoption.WithBaseURL(e.url), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
-}
 
 // TestCountTokensThroughGateway: count_tokens is the Anthropic member's
 // own count when the pool has one, else the gateway's estimate, labelled

@@ -1,4 +1,4 @@
-package gateway_test
+package engine
 
 import (
 	"errors"
@@ -98,10 +98,10 @@ func TestResponsesStateStaysWithItsOwner(t *testing.T) {
 	c := e.openai()
 	ctx := t.Context()
 	bench := func(name string) {
-		e.gw.Backend(name).Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
+		e.engine.Backends[name].Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
 	}
 	unbench := func(name string) {
-		e.gw.Backend(name).Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "test")
+		e.engine.Backends[name].Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "test")
 	}
 	served := func(raw *http.Response) string { return raw.Header.Get(route.HeaderBackend) }
 
@@ -160,7 +160,7 @@ func TestResponsesStateStaysWithItsOwner(t *testing.T) {
 	if _, err := c.Responses.Get(ctx, r1.ID, responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 {
 		t.Fatalf("get after delete: %v", err)
 	}
-	if s := e.gw.Backend("aoai-weu").Breaker.Snapshot(); s.State != breaker.Closed {
+	if s := e.engine.Backends["aoai-weu"].Breaker.Snapshot(); s.State != breaker.Closed {
 		t.Fatalf("a 404 for a deleted response benched its owner: %v", s.State)
 	}
 
@@ -235,7 +235,7 @@ func TestResponsesToolsAcrossAFailover(t *testing.T) {
 		t.Fatalf("turn 1 from %q: %+v", raw.Header.Get(route.HeaderBackend), r1.Output)
 	}
 
-	e.gw.Backend("aoai-weu").Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
+	e.engine.Backends["aoai-weu"].Breaker.Force(breaker.Open, time.Now().Add(time.Hour), breaker.KindManual, "test")
 	out := responses.ResponseInputItemParamOfFunctionCallOutput(`{"temp_c":21}`)
 	out.OfFunctionCallOutput.CallID = openai.String(call.CallID)
 	p.Input.OfInputItemList = responses.ResponseInputParam{user,
@@ -283,8 +283,8 @@ func TestResponsesStructuredOutput(t *testing.T) {
 // polled, and cancelled, on the region that runs it, through its peer's
 // failure, with the simulated regions on a fake clock.
 func TestBackgroundResponsesPolledOnTheirOwner(t *testing.T) {
-	clk, s, _, _, gw := simGatewayAt(t, "{failures: 3, window: 30s, trip: 30s}", func(d *sim.Deployment) { d.Latency.Median = 2 * time.Second })
-	c := openai.NewClient(option.WithBaseURL(gw+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	clk, s, sv, _ := simRegions(t, "{failures: 3, window: 30s, trip: 30s}", func(d *sim.Deployment) { d.Latency.Median = 2 * time.Second })
+	c := openai.NewClient(option.WithBaseURL(sv.url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	ctx := t.Context()
 	p := responseParams("Take your time")
 	p.Background = openai.Bool(true)
