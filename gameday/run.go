@@ -379,7 +379,7 @@ func simConfig(sc Scenario, faults []Fault) sim.Config {
 	for _, f := range faults {
 		cfg.Schedule = append(cfg.Schedule, sim.ScheduledFault{
 			Deployment: f.Region, From: f.From.D(), To: f.To.D(),
-			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate, After: f.After},
+			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate, Status: f.Status, After: f.After},
 		})
 	}
 	return cfg
