@@ -143,6 +143,8 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 		return rr, fmt.Errorf("starting the simulated regions: %w", err)
 	}
 	defer s.Close()
+	meter := meterCalls(s, outageWindows(sc.Outage, faults))
+	defer meter.stop()
 
 	keys := runKeys(sc)
 	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), opts.Webhook, keys, sc.Slice.D())), os.LookupEnv)
@@ -206,6 +208,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	}
 	if sc.Outage != "" {
 		rr.Outage = outage(sc.Outage, rr)
+		rr.Windows = windows(sc.Outage, rr, meter, offset)
 	}
 	// Notifications are delivered in the background: stopping the gateway
 	// delivers what is queued; then take what arrived.
