@@ -28,7 +28,8 @@ type Member struct {
 	Backend *Backend
 	// Priority is the member's tier: 1 is tried first, and a higher number
 	// gets traffic only while every member of every lower-numbered tier is
-	// unavailable. Values below 1 count as 1.
+	// unavailable or held back (a backend in its breaker's slow start
+	// takes only its share of calls). Values below 1 count as 1.
 	Priority int
 	// Weight is the member's share of its tier's traffic. Values below 1
 	// count as 1.
@@ -315,13 +316,21 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // now: not tried, usable (not drained, breaker ready), the owner alone
 // for a request on its state, and with quota for the call. A member whose
 // quota says the call would not fit is noted in rep and counts as tried.
+// A member held back (its slow start: see heldBack) is left out unless
+// no other member is a candidate.
 func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
 	}
+	var hbuf [4]*Member
+	held := hbuf[:0]
 	for i, m := range p.Members {
-		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
+		if tried.has(i) || owner != "" && m.Backend.Name != owner {
+			continue
+		}
+		ok, share := m.Backend.usable(now)
+		if !ok {
 			continue
 		}
 		if q := m.Backend.Quota; q != nil && r != nil {
@@ -331,7 +340,14 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 				continue
 			}
 		}
+		if m.Backend.heldBack(share) {
+			held = append(held, m)
+			continue
+		}
 		dst = append(dst, m)
+	}
+	if len(dst) == 0 {
+		dst = append(dst, held...)
 	}
 	return dst
 }
