@@ -29,7 +29,8 @@ type Member struct {
 	// Priority is the member's tier: 1 is tried first, and a higher number
 	// gets traffic only while every member of every lower-numbered tier is
 	// unavailable or held back (a backend in its breaker's slow start
-	// takes only its share of calls). Values below 1 count as 1.
+	// takes only its share of calls; one under a health check none). Values
+	// below 1 count as 1.
 	Priority int
 	// Weight is the member's share of its tier's traffic. Values below 1
 	// count as 1.
@@ -316,8 +317,8 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // now: not tried, usable (not drained, breaker ready), the owner alone
 // for a request on its state, and with quota for the call. A member whose
 // quota says the call would not fit is noted in rep and counts as tried.
-// A member held back (its slow start: see heldBack) is left out unless
-// no other member is a candidate.
+// A member held back (slow start, health check: see heldBack) is left out
+// unless no other member is a candidate.
 func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
 	owner := ""
 	if r != nil {

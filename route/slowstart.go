@@ -8,9 +8,11 @@ import (
 // A member is held back from a selection, though its breaker lets calls
 // through, while its backend is coming back carefully (its breaker's slow
 // start after a partial or repeated trip: it takes only its Share of the
-// calls offered to it). A held member is used all the same when no other
-// member can take the call: holding back never refuses a request (Envoy's
-// rule that ejection must not empty a pool).
+// calls offered to it) or is under suspicion (a call waited past its slow
+// threshold and a health check is deciding whether the backend answers at
+// all: new calls go elsewhere until it does). A held member is used all
+// the same when no other member can take the call: holding back never
+// refuses a request (Envoy's rule that ejection must not empty a pool).
 
 // shareUnit is a whole call in rampTurns' fixed-point credit.
 const shareUnit = 1_000_000
@@ -58,7 +60,17 @@ func (b *Backend) usable(now time.Time) (ok bool, share float64) {
 
 // heldBack reports whether a usable backend should sit this call out if
 // another member can take it: it is in its slow start and this is not its
-// turn.
+// turn, or a health check of it is running.
 func (b *Backend) heldBack(share float64) bool {
+	if b.check.checking() {
+		return true
+	}
 	return share < 1 && !b.turns.take(share)
+}
+
+// checking reports whether a health check of the backend is running.
+func (c *checker) checking() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running
 }

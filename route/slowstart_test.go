@@ -63,3 +63,22 @@ func TestSlowStartSendsARampingMemberItsShare(t *testing.T) {
 		t.Fatalf("picks after the slow start: %s, want every one a", got)
 	}
 }
+
+// TestHealthCheckHoldsNewCallsBack: while a health check decides whether
+// a backend whose call waited too long answers at all, new calls go to
+// another member rather than wait on it too.
+func TestHealthCheckHoldsNewCallsBack(t *testing.T) {
+	clk := fakeclock.New()
+	ms := breakered(clk, members([2]int{1, 1}, [2]int{2, 1}))
+	p := &Pool{Members: ms, Clock: clk}
+	if !ms[0].Backend.check.begin(clk.Now()) {
+		t.Fatal("no check could start")
+	}
+	if got := poolPicks(p, 3); got != "bbb" {
+		t.Fatalf("picks during the check: %s, want bbb", got)
+	}
+	ms[0].Backend.check.end()
+	if got := poolPicks(p, 3); got != "aaa" {
+		t.Fatalf("picks after it: %s, want aaa", got)
+	}
+}
