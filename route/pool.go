@@ -446,21 +446,25 @@ func (p *Pool) pick(r *Request, cands []*Member) int {
 // Retry-After has already passed is let through as its breaker's probe,
 // the one whose Retry-After ended first, so that a fixed trip never keeps
 // a pool refusing everything once a backend said it would take calls
-// again (Envoy's panic threshold: the bench must not empty the pool).
+// again; failing that, one benched for a brownout (a partial trip: it
+// still answered most calls), the one whose trip ends first (Envoy's
+// panic threshold and max ejection percent: the bench must not empty the
+// pool of members that answer).
 func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
 	var best *Member
+	var bestTier int
 	var bestAt time.Time
 	for i, m := range p.Members {
 		b := m.Backend
 		if tried.has(i) || b.Drained() || b.Breaker == nil {
 			continue
 		}
-		s := b.Breaker.Snapshot()
-		if s.State != breaker.Open || s.RetryAt.IsZero() || now.Before(s.RetryAt) {
+		tier, at, ok := earlyRank(b.Breaker.Snapshot(), now)
+		if !ok {
 			continue
 		}
-		if best == nil || s.RetryAt.Before(bestAt) {
-			best, bestAt = m, s.RetryAt
+		if best == nil || tier < bestTier || tier == bestTier && at.Before(bestAt) {
+			best, bestTier, bestAt = m, tier, at
 		}
 	}
 	if best == nil {

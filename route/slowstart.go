@@ -3,6 +3,8 @@ package route
 import (
 	"sync"
 	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
 )
 
 // A member is held back from a selection, though its breaker lets calls
@@ -73,4 +75,21 @@ func (c *checker) checking() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.running
+}
+
+// earlyRank orders the benched members the panic path may try when no
+// member can take a call: first those whose backend's own Retry-After has
+// passed (soonest first), then those benched for a brownout, whose trip is
+// partial (the one whose trip ends soonest first). ok is false for a
+// member that may not be tried early.
+func earlyRank(s breaker.Snapshot, now time.Time) (tier int, at time.Time, ok bool) {
+	switch {
+	case s.State != breaker.Open:
+		return 0, time.Time{}, false
+	case !s.RetryAt.IsZero() && !now.Before(s.RetryAt):
+		return 0, s.RetryAt, true
+	case s.Partial:
+		return 1, s.Until, true
+	}
+	return 0, time.Time{}, false
 }

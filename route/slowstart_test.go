@@ -33,6 +33,23 @@ func poolPicks(p *Pool, n int) string {
 	return got.String()
 }
 
+// brownoutTrip opens b's breaker as a brownout does: five failures among
+// calls of which a third fail.
+func brownoutTrip(t *testing.T, br breaker.Interface) {
+	t.Helper()
+	for i := 0; br.Snapshot().State == breaker.Closed; i++ {
+		done, ok := br.Allow()
+		if !ok || i > 100 {
+			t.Fatal("the breaker never opened")
+		}
+		if i%3 == 0 {
+			done(breaker.Outcome{Result: breaker.Failure})
+		} else {
+			done(breaker.Outcome{Result: breaker.Success})
+		}
+	}
+}
+
 // TestSlowStartSendsARampingMemberItsShare: a primary back from a
 // repeated trip takes a tenth of the calls at first, evenly spread, the
 // next tier the rest; its share grows until it takes them all again
@@ -80,5 +97,64 @@ func TestHealthCheckHoldsNewCallsBack(t *testing.T) {
 	ms[0].Backend.check.end()
 	if got := poolPicks(p, 3); got != "aaa" {
 		t.Fatalf("picks after it: %s, want aaa", got)
+	}
+}
+
+// TestEjectionNeverBenchesTheLastUsableMembers: holding back and partial
+// trips never leave a pool with nothing to call while a member still
+// answers (Envoy's max ejection percent and panic threshold): the only
+// member left takes the calls in its slow start or under a check, and
+// when every member is benched for a brownout, one of them is tried as
+// its breaker's probe. An outage's bench (every call failed) still
+// refuses.
+func TestEjectionNeverBenchesTheLastUsableMembers(t *testing.T) {
+	clk := fakeclock.New()
+	ms := breakered(clk, members([2]int{1, 1}, [2]int{2, 1}))
+	p := &Pool{Members: ms, Clock: clk}
+
+	// b in its slow start, a benched: b takes every call.
+	a, b := ms[0].Backend.Breaker, ms[1].Backend.Breaker
+	brownoutTrip(t, b)
+	clk.Advance(time.Minute)
+	done, _ := b.Allow()
+	done(breaker.Outcome{Result: breaker.Success})
+	if s := b.Snapshot(); s.Share >= 1 {
+		t.Fatalf("b %+v, want in its slow start", s)
+	}
+	a.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
+	if got := poolPicks(p, 5); got != "bbbbb" {
+		t.Fatalf("picks with a benched and b ramping: %s, want bbbbb", got)
+	}
+	ms[1].Backend.check.begin(clk.Now())
+	if got := poolPicks(p, 2); got != "bb" {
+		t.Fatalf("picks with b under a check and no one else: %s, want bb", got)
+	}
+	ms[1].Backend.check.end()
+
+	// Both benched for brownouts: one call goes through as a probe.
+	a.Force(breaker.Closed, time.Time{}, breaker.KindManual, "operator")
+	brownoutTrip(t, a)
+	done, _ = b.Allow()
+	done(breaker.Outcome{Result: breaker.Failure}) // b fails in its slow start
+	if !a.Snapshot().Partial || !b.Snapshot().Partial {
+		t.Fatalf("a %+v, b %+v: want both benched for a brownout", a.Snapshot(), b.Snapshot())
+	}
+	m, done, _ := p.next(nil, nil, &memberSet{})
+	if m == nil {
+		t.Fatal("every member benched for a brownout: no call at all")
+	}
+	if m != ms[0] {
+		t.Errorf("probe went to %s, want a (its trip ends first)", m.Backend.Name)
+	}
+	if m2, _, _ := p.next(nil, nil, &memberSet{}); m2 == ms[0] {
+		t.Error("a second call went to a while its probe was in flight")
+	}
+	done(breaker.Outcome{Result: breaker.Success})
+
+	// An outage's bench is not cut short.
+	o := breakered(clk, members([2]int{1, 1}))
+	o[0].Backend.Breaker.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
+	if m, _, _ := (&Pool{Members: o, Clock: clk}).next(nil, nil, &memberSet{}); m != nil {
+		t.Fatal("a call went to a backend benched for an outage")
 	}
 }
