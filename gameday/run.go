@@ -498,8 +498,14 @@ func writeBackendDefaults(y *strings.Builder, st Setup) {
 		if len(b.Statuses) > 0 {
 			statuses = `["` + strings.Join(b.Statuses, `", "`) + `"]`
 		}
-		breakerYAML = fmt.Sprintf("{failures: %d, window: %s, trip: %s, statuses: %s, follow_retry_after: %v, max_retry_after: %s}",
+		breakerYAML = fmt.Sprintf("{failures: %d, window: %s, trip: %s, statuses: %s, follow_retry_after: %v, max_retry_after: %s",
 			max(b.Failures, 1), durOr(b.Window, 30*time.Second), durOr(b.Trip, 60*time.Second), statuses, b.FollowRetryAfter, max(durOr(b.Trip, 60*time.Second), 5*time.Minute))
+		if !st.QuotaAware {
+			// A setup standing for another gateway or a client: a fixed
+			// trip, and a backend back from one gets its share at once.
+			breakerYAML += fmt.Sprintf(", max_trip: %s, slow_start: 0s", durOr(b.Trip, 60*time.Second))
+		}
+		breakerYAML += "}"
 	}
 	fmt.Fprintf(y, "backend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\n",
 		fb.D(), sfb.D(), to.D(), breakerYAML)
