@@ -57,12 +57,14 @@ type Interface interface {
 	// called with the call's outcome (see Done).
 	Allow() (done Done, ok bool)
 	// AllowEarly lets one call through an open breaker whose RetryAt is
-	// set and has passed, although its Until has not: the call is a
-	// half-open probe (the breaker moves to HalfOpen, with a transition).
-	// It reports false for a closed breaker, a half-open one with its
-	// probe in flight, and an open one without a RetryAt or before it; an
-	// open breaker whose Until has passed, or a half-open one with no
-	// probe, lets the call through as Allow does.
+	// set and has passed, or whose trip is partial (Snapshot.Partial: the
+	// backend still answered most calls), although its Until has not: the
+	// call is a half-open probe (the breaker moves to HalfOpen, with a
+	// transition). It reports false for a closed breaker, a half-open one
+	// with its probe in flight, and an open one that is not partial and
+	// has no RetryAt or is before it; an open breaker whose Until has
+	// passed, or a half-open one with no probe, lets the call through as
+	// Allow does.
 	// The routing engine calls it only when no member of a pool is usable
 	// (Envoy's panic threshold): the bench must not empty a pool for a
 	// fixed minute once a backend's own Retry-After has passed.
