@@ -21,7 +21,15 @@
 //   - A probe of another Class than the failure that opened the breaker
 //     (a plain call while streams stall) cannot close it.
 //   - AllowEarly lets one probe through an open breaker once the backend's
-//     own Retry-After has passed, for a pool whose every member is benched.
+//     own Retry-After has passed, or through a partial trip, for a pool
+//     whose every member is benched.
+//   - Envoy's outlier rules (eject.go): a backend benched again after it
+//     came back is benched longer each time (Snapshot.Level) and needs
+//     more passing health checks (Checked) to come back early; a trip
+//     opened while the backend still answered a share of its calls (a
+//     brownout, Snapshot.Partial) is not ended by a passing check; and
+//     after either the backend's share of traffic ramps up
+//     (Snapshot.Share) while a single failure sends it back.
 //
 // The breaker is two-step: Allow asks for permission before a call and
 // returns a Done function that records the outcome once it is known, which
@@ -49,12 +57,14 @@ type Interface interface {
 	// called with the call's outcome (see Done).
 	Allow() (done Done, ok bool)
 	// AllowEarly lets one call through an open breaker whose RetryAt is
-	// set and has passed, although its Until has not: the call is a
-	// half-open probe (the breaker moves to HalfOpen, with a transition).
-	// It reports false for a closed breaker, a half-open one with its
-	// probe in flight, and an open one without a RetryAt or before it; an
-	// open breaker whose Until has passed, or a half-open one with no
-	// probe, lets the call through as Allow does.
+	// set and has passed, or whose trip is partial (Snapshot.Partial: the
+	// backend still answered most calls), although its Until has not: the
+	// call is a half-open probe (the breaker moves to HalfOpen, with a
+	// transition). It reports false for a closed breaker, a half-open one
+	// with its probe in flight, and an open one that is not partial and
+	// has no RetryAt or is before it; an open breaker whose Until has
+	// passed, or a half-open one with no probe, lets the call through as
+	// Allow does.
 	// The routing engine calls it only when no member of a pool is usable
 	// (Envoy's panic threshold): the bench must not empty a pool for a
 	// fixed minute once a backend's own Retry-After has passed.
@@ -65,6 +75,9 @@ type Interface interface {
 	// for operators and health checks. kind and cause are recorded in the
 	// transition.
 	Force(to State, until time.Time, kind Kind, cause string)
+	// Checked records a health check's verdict on a benched backend and
+	// reports whether it closed the breaker (see Breaker.Checked).
+	Checked(passed bool, cause string) bool
 }
 
 var _ Interface = (*Breaker)(nil)
@@ -76,9 +89,21 @@ type Breaker struct {
 
 	mu sync.Mutex
 	// state, until describe the state machine; until is only meaningful
-	// while Open.
+	// while Open. since is when state began.
 	state State
 	until time.Time
+	since time.Time
+	// level is the ejection level (Snapshot.Level) of the trip in force,
+	// or of the last one while closed (levelAt forgives it with time).
+	level int
+	// partial is whether the trip in force, or the last one, was partial
+	// (Snapshot.Partial); eject whether it benched the backend for its
+	// health (not for quota, a Hold or an operator).
+	partial, eject bool
+	// passes counts passing health checks in a row during the trip.
+	passes int
+	// rampUntil ends the slow start after a trip; zero when none.
+	rampUntil time.Time
 	// probe is the call holding the half-open probe's slot, nil when none.
 	probe *ticket
 	// noProbe is set while Open for a Retry-After the breaker follows: at
@@ -105,9 +130,13 @@ type Breaker struct {
 	// retired stops timers and transition events (Retire).
 	retired bool
 	// fails is a ring of the times of the most recent failures, at most
-	// Failures long; head is the index of the oldest.
-	fails []time.Time
-	head  int
+	// Failures long; head is the index of the oldest. succ counts the
+	// successes recorded while closed, and failSucc[i] what it was when
+	// fails[i] was recorded.
+	fails    []time.Time
+	failSucc []uint64
+	head     int
+	succ     uint64
 }
 
 // ticket is one call Allow let through. Its fields are guarded by the
@@ -122,7 +151,7 @@ type ticket struct {
 // New returns a closed breaker. name identifies it in transitions.
 func New(name string, s Settings) *Breaker {
 	s = s.withDefaults()
-	return &Breaker{name: name, s: s, fails: make([]time.Time, 0, s.Failures)}
+	return &Breaker{name: name, s: s, fails: make([]time.Time, 0, s.Failures), failSucc: make([]uint64, s.Failures)}
 }
 
 // Name returns the name given to New.
@@ -160,6 +189,10 @@ func (b *Breaker) allow(early bool) (Done, bool) {
 		case early && !b.retryAt.IsZero() && !now.Before(b.retryAt):
 			ev = b.setLocked(HalfOpen, now, time.Time{}, KindRetryAfter, "backend's retry-after elapsed, early probe")
 			b.probeLocked(c)
+		case early && b.partial:
+			// A backend that still answers most calls is better than none.
+			ev = b.setLocked(HalfOpen, now, time.Time{}, KindTripEnded, "no other member can take the call: a probe through a partial trip")
+			b.probeLocked(c)
 		default:
 			b.mu.Unlock()
 			return nil, false
@@ -182,31 +215,49 @@ func (b *Breaker) Snapshot() Snapshot {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := Snapshot{State: b.state, Probing: b.probe != nil, Seq: b.seq}
+	s := Snapshot{State: b.state, Probing: b.probe != nil, Seq: b.seq, Since: b.since}
 	if b.state == Open {
 		s.Until, s.RetryAt, s.Throttled, s.NoProbe = b.until, b.retryAt, b.throttled, b.noProbe
 	}
 	if b.state != Closed {
-		s.Class, s.Kind = b.class, b.kind
+		s.Class, s.Kind, s.Partial, s.Passes = b.class, b.kind, b.partial, b.passes
 	}
 	s.Failures = b.countLocked(now)
+	s.Level, s.PassesNeeded, s.Share = b.levelAt(now), b.passesNeededLocked(), b.shareLocked(now)
 	return s
 }
 
 // Force implements Interface. Forcing Open with a zero until opens the
-// breaker for Trip. Forcing HalfOpen is treated as Closed. A forced open
-// state has no RetryAt and no Class.
+// breaker for the trip of its level. Forcing HalfOpen is treated as
+// Closed. A forced open state has no RetryAt and no Class, and is not
+// partial. A kind of failure (other than for quota) or KindHealthProbe
+// benches the backend for its health: from closed, one level up (see
+// Snapshot.Level). Forcing Closed as KindManual forgets the level, and
+// the backend gets its whole share at once; other kinds close as a probe
+// would, with a slow start when the trip calls for one.
 func (b *Breaker) Force(to State, until time.Time, kind Kind, cause string) {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
 	var ev *Transition
 	if to == Open {
+		level, eject := b.levelAt(now), ejectKind(kind) && kind != KindUnknown
+		switch {
+		case eject && b.state == Closed:
+			level++ // it had come back
+		case eject:
+			level = max(level, 1)
+		}
 		if until.IsZero() {
 			until = now.Add(b.s.Trip)
+			if eject {
+				until = now.Add(b.tripFor(level))
+			}
 		}
 		ev = b.setLocked(Open, now, until, kind, cause)
+		b.level, b.partial, b.eject = level, false, eject
+		b.describeLocked(ev)
 	} else {
-		ev = b.setLocked(Closed, now, time.Time{}, kind, cause)
+		ev = b.closeLocked(now, kind, cause)
 	}
 	b.mu.Unlock()
 	b.emit(ev)
@@ -215,10 +266,11 @@ func (b *Breaker) Force(to State, until time.Time, kind Kind, cause string) {
 // Restore sets the breaker to a state taken from another breaker (a
 // configuration reload replacing a backend whose identity did not change),
 // without a transition event. An open state is restored with its Until,
-// RetryAt and Throttled, and its trip ends on time as any other; it closes
-// without a probe when this breaker follows Retry-After and the trip is the
-// backend's Retry-After (RetryAt not before Until). Anything else restores
-// as closed (the count of failures starts over). The restore takes a Seq
+// RetryAt, Throttled, Level and Partial, and its trip ends on time as any
+// other; it closes without a probe when this breaker follows Retry-After
+// and the trip is the backend's Retry-After (RetryAt not before Until).
+// Anything else restores as closed (the count of failures starts over),
+// keeping the Level and a slow start in progress. The restore takes a Seq
 // above both breakers' last, so that observers order this breaker's
 // transitions after the old one's; Retire the old breaker.
 func (b *Breaker) Restore(s Snapshot) {
@@ -230,6 +282,7 @@ func (b *Breaker) Restore(s Snapshot) {
 	b.seq = max(b.seq, s.Seq) + 1
 	b.fails, b.head, b.probe, b.class, b.kind = b.fails[:0], 0, nil, "", KindUnknown
 	b.noProbe, b.retryAt, b.throttled = false, time.Time{}, false
+	b.level, b.partial, b.eject, b.passes, b.rampUntil, b.since = s.Level, s.Partial, s.Level > 0, 0, time.Time{}, now
 	if s.State == Open {
 		b.state, b.until, b.kind = Open, s.Until, s.Kind
 		b.retryAt, b.throttled = s.RetryAt, s.Throttled
@@ -238,16 +291,21 @@ func (b *Breaker) Restore(s Snapshot) {
 		return
 	}
 	b.state, b.until = Closed, time.Time{}
+	if s.Share > 0 && s.Share < 1 && !s.Since.IsZero() && b.s.SlowStart > 0 {
+		b.since, b.rampUntil = s.Since, s.Since.Add(b.s.SlowStart)
+	}
 }
 
 // Adopt applies a state decided elsewhere (another replica's breaker for
 // the same backend), with a transition marked Adopted: Open with s's
-// Until, RetryAt, Throttled and Class (its trip then ends on time as any
-// other, closing without a probe when this breaker follows Retry-After
-// and the trip is the backend's Retry-After), or Closed (the count of
-// failures starts over). Other states are ignored. Adopting an open state
-// into an open breaker whose trip ends later changes nothing; it never
-// shortens a trip. kind is the kind of the decision where it was taken.
+// Until, RetryAt, Throttled, Class, Level and Partial (its trip then ends
+// on time as any other, closing without a probe when this breaker follows
+// Retry-After and the trip is the backend's Retry-After; a Level above 0
+// makes it a health ejection, whose end may bring a slow start), or
+// Closed (the count of failures starts over; a slow start when the trip
+// calls for one). Other states are ignored. Adopting an open state into
+// an open breaker whose trip ends later changes nothing; it never shortens
+// a trip. kind is the kind of the decision where it was taken.
 func (b *Breaker) Adopt(s Snapshot, kind Kind, cause string) {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
@@ -261,9 +319,10 @@ func (b *Breaker) Adopt(s Snapshot, kind Kind, cause string) {
 		ev = b.setLocked(Open, now, s.Until, kind, cause)
 		b.retryAt, b.throttled, b.class = s.RetryAt, s.Throttled, s.Class
 		b.noProbe = b.s.FollowRetryAfter && !s.RetryAt.IsZero() && !s.RetryAt.Before(s.Until)
+		b.level, b.partial, b.eject = s.Level, s.Partial, s.Level > 0
 		b.describeLocked(ev)
 	case Closed:
-		ev = b.setLocked(Closed, now, time.Time{}, kind, cause)
+		ev = b.closeLocked(now, kind, cause)
 	}
 	b.mu.Unlock()
 	if ev != nil {
@@ -325,9 +384,9 @@ func (b *Breaker) recordLocked(c *ticket, o Outcome, now time.Time) *Transition 
 				return nil
 			}
 			if !o.Partial {
-				return probed(b.setLocked(Closed, now, time.Time{}, KindProbe, "probe succeeded"))
+				return probed(b.closeLocked(now, KindProbe, "probe succeeded"))
 			}
-			ev := b.setLocked(Closed, now, time.Time{}, KindProbe, "probe answering")
+			ev := b.closeLocked(now, KindProbe, "probe answering")
 			c.gen = b.gen // its end counts against the closed breaker
 			return probed(ev)
 		case Failure:
@@ -341,6 +400,9 @@ func (b *Breaker) recordLocked(c *ticket, o Outcome, now time.Time) *Transition 
 			}
 		}
 	case Closed:
+		if o.Result == Success && !o.Partial {
+			b.succ++
+		}
 		if o.Result != Failure {
 			return nil
 		}
@@ -353,6 +415,9 @@ func (b *Breaker) recordLocked(c *ticket, o Outcome, now time.Time) *Transition 
 				cause += ": " + o.Cause
 			}
 			return b.openLocked(now, o, cause)
+		case b.rampingLocked(now) && b.ejects(o):
+			// Back from a partial or repeated trip: one failure is enough.
+			return b.openLocked(now, o, "failed during its slow start: "+o.Cause)
 		}
 		b.pushLocked(now)
 		if len(b.fails) == b.s.Failures && now.Sub(b.fails[b.head]) <= b.s.Window {
@@ -367,19 +432,27 @@ func (b *Breaker) recordLocked(c *ticket, o Outcome, now time.Time) *Transition 
 }
 
 // openLocked opens the breaker at now for the failure o: for the longer of
-// Trip and its Hold, or per its Retry-After. Requires b.mu held.
+// Trip and its Hold, or per its Retry-After, or for the trip of its
+// ejection level. Requires b.mu held.
 func (b *Breaker) openLocked(now time.Time, o Outcome, cause string) *Transition {
+	level, partial, eject := b.ejectionLocked(now, o)
 	if o.Hold > 0 {
 		ev := b.setLocked(Open, now, now.Add(max(b.s.Trip, min(o.Hold, b.s.MaxRetryAfter))), o.Kind, cause)
 		b.throttled, b.class = o.Throttled, o.Class
+		b.level, b.partial, b.eject = level, partial, eject
 		return b.describeLocked(ev)
 	}
-	ev := b.setLocked(Open, now, b.tripEnd(now, o.RetryAfter), o.Kind, cause)
+	trip := b.s.Trip
+	if eject {
+		trip = b.tripFor(level)
+	}
+	ev := b.setLocked(Open, now, b.tripEnd(now, trip, o.RetryAfter), o.Kind, cause)
 	b.noProbe = b.s.FollowRetryAfter && o.RetryAfter > 0
 	if o.RetryAfter > 0 {
 		b.retryAt = now.Add(min(o.RetryAfter, b.s.MaxRetryAfter))
 	}
 	b.throttled, b.class = o.Throttled, o.Class
+	b.level, b.partial, b.eject = level, partial, eject
 	return b.describeLocked(ev)
 }
 
@@ -389,6 +462,7 @@ func (b *Breaker) openLocked(now time.Time, o Outcome, cause string) *Transition
 func (b *Breaker) describeLocked(ev *Transition) *Transition {
 	if ev != nil && ev.To == Open {
 		ev.RetryAt, ev.Throttled, ev.Class, ev.NoProbe = b.retryAt, b.throttled, b.class, b.noProbe
+		ev.Level, ev.Partial = b.level, b.partial
 	}
 	return ev
 }
@@ -401,15 +475,16 @@ func probed(ev *Transition) *Transition {
 	return ev
 }
 
-// tripEnd is when a trip that starts at now ends.
-func (b *Breaker) tripEnd(now time.Time, retryAfter time.Duration) time.Time {
+// tripEnd is when a trip of length trip that starts at now ends, given
+// the failure's Retry-After.
+func (b *Breaker) tripEnd(now time.Time, trip, retryAfter time.Duration) time.Time {
 	if b.s.FollowRetryAfter && retryAfter > 0 {
 		return now.Add(min(retryAfter, b.s.MaxRetryAfter))
 	}
-	d := b.s.Trip
+	d := trip
 	if b.s.AcceptRetryAfter && retryAfter > d {
 		d = min(retryAfter, b.s.MaxRetryAfter)
-		d = max(d, b.s.Trip)
+		d = max(d, trip)
 	}
 	return now.Add(d)
 }
@@ -419,7 +494,7 @@ func (b *Breaker) tripEnd(now time.Time, retryAfter time.Duration) time.Time {
 // breaker Open.
 func (b *Breaker) endTripLocked(now time.Time) *Transition {
 	if b.noProbe {
-		return b.setLocked(Closed, now, time.Time{}, KindRetryAfter, "retry-after elapsed")
+		return b.closeLocked(now, KindRetryAfter, "retry-after elapsed")
 	}
 	return b.setLocked(HalfOpen, now, time.Time{}, KindTripEnded, "trip ended")
 }
@@ -502,10 +577,11 @@ func (b *Breaker) stopTimersLocked() {
 // pushLocked records a failure at now. Requires b.mu held.
 func (b *Breaker) pushLocked(now time.Time) {
 	if len(b.fails) < b.s.Failures {
+		b.failSucc[len(b.fails)] = b.succ
 		b.fails = append(b.fails, now)
 		return
 	}
-	b.fails[b.head] = now
+	b.fails[b.head], b.failSucc[b.head] = now, b.succ
 	b.head = (b.head + 1) % len(b.fails)
 }
 
@@ -532,8 +608,9 @@ func (b *Breaker) setLocked(to State, now, until time.Time, kind Kind, cause str
 		return nil
 	}
 	b.stopTimersLocked()
-	b.state, b.until, b.probe = to, until, nil
+	b.state, b.until, b.probe, b.since = to, until, nil, now
 	b.noProbe, b.retryAt, b.throttled = false, time.Time{}, false
+	b.passes, b.rampUntil = 0, time.Time{}
 	b.gen++
 	b.seq++
 	switch to {

@@ -11,7 +11,10 @@ import (
 type Clock = clock.Clock
 
 // Settings configure a Breaker. The zero value is valid and gives the API
-// Management defaults of the Azure OpenAI multi-region game day: 5 failures in 30s open for 60s.
+// Management defaults of the Azure OpenAI multi-region game day (5
+// failures in 30s open for 60s), with trips that grow for a backend
+// benched again and again and a slow start after a brownout (see
+// Snapshot.Level, Snapshot.Partial and Snapshot.Share).
 type Settings struct {
 	// Failures is how many failures within Window open the breaker.
 	// Default 5. 1 opens on the first failure.
@@ -19,8 +22,25 @@ type Settings struct {
 	// Window is the sliding window in which Failures are counted.
 	// Default 30s.
 	Window time.Duration
-	// Trip is how long the breaker stays open. Default 60s.
+	// Trip is how long the breaker stays open the first time it benches
+	// the backend. Default 60s. Each further ejection in a row (see
+	// Snapshot.Level) benches for Trip times the level, up to MaxTrip,
+	// and each Trip the backend then stays closed forgives one level.
 	Trip time.Duration
+	// MaxTrip caps the trip of a backend benched again and again
+	// (Envoy's max_ejection_time). Default 5m; a value below Trip counts
+	// as Trip, so MaxTrip = Trip gives API Management's fixed trip.
+	MaxTrip time.Duration
+	// SlowStart is how long a backend that comes back from a partial trip
+	// (a brownout) or from a repeated one (a flapping backend) takes to
+	// get its whole share of traffic again: Snapshot.Share rises from a
+	// tenth to 1 over it (Envoy's slow start), and while it does a single
+	// failure benches the backend again, one level up, instead of
+	// Failures within Window. Default 30s; negative: none (the backend
+	// gets its whole share at once, and the Failures rule applies). A
+	// longer ramp keeps a sick backend's cost low for longer, and keeps
+	// a healthy one under-used for as long.
+	SlowStart time.Duration
 	// AcceptRetryAfter keeps the breaker open for the longer of Trip and the
 	// Retry-After of the failure that opened it. Default false.
 	AcceptRetryAfter bool
@@ -74,6 +94,8 @@ const (
 	DefaultTrip          = 60 * time.Second
 	DefaultMaxRetryAfter = 5 * time.Minute
 	DefaultProbeLease    = 30 * time.Second
+	DefaultMaxTrip       = 5 * time.Minute
+	DefaultSlowStart     = 30 * time.Second
 )
 
 func (s Settings) withDefaults() Settings {
@@ -91,6 +113,13 @@ func (s Settings) withDefaults() Settings {
 	}
 	if s.ProbeLease <= 0 {
 		s.ProbeLease = DefaultProbeLease
+	}
+	if s.MaxTrip <= 0 {
+		s.MaxTrip = DefaultMaxTrip
+	}
+	s.MaxTrip = max(s.MaxTrip, s.Trip)
+	if s.SlowStart == 0 {
+		s.SlowStart = DefaultSlowStart
 	}
 	s.Clock = clock.Or(s.Clock)
 	return s

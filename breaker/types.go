@@ -148,6 +148,42 @@ type Snapshot struct {
 	NoProbe bool
 	// Failures is the number of failures counted in the current window.
 	Failures int
+	// Since is when the breaker entered State (zero before its first
+	// transition).
+	Since time.Time
+	// Level counts the backend's ejections in a row (Envoy's ejection
+	// multiplier): each time it is benched for its health (a failure, a
+	// failed health check; not for quota, nor by an operator) after it
+	// had come back, the level rises by one and the trip lasts Trip times
+	// the level (up to MaxTrip). A failed half-open probe or recovery
+	// check reopens at the same level: the backend had not come back.
+	// Each Trip the breaker then stays closed forgives one level. Zero for
+	// a backend never benched, or forgiven.
+	Level int
+	// Partial is true, while Open or HalfOpen, when the failures that
+	// opened the breaker came with answers among them (at least one call
+	// in five since the first of them succeeded: a brownout), or the
+	// backend failed again during the slow start after such a trip. A
+	// passing health check says little of a backend that fails a share
+	// of its calls, so health checks do not end a partial trip
+	// (PassesNeeded is 0): it runs its course, then a half-open probe and
+	// the slow start decide. When no other member can take a call, a
+	// partial trip lets one through as its probe (AllowEarly).
+	Partial bool
+	// Passes is the number of passing health checks in a row (Checked)
+	// during the trip in force. PassesNeeded is how many end it early:
+	// the Level for an open breaker (one for a first trip, more for a
+	// backend found flapping), one for an idle half-open breaker, and 0
+	// when health checks cannot end it (a partial trip, a quota trip, a
+	// Hold, an operator's Force) or the breaker is closed.
+	Passes, PassesNeeded int
+	// Share is the share of its usual traffic the backend should take
+	// now: below 1 during the slow start after a partial or repeated trip
+	// (rising from MinShare to 1 over Settings.SlowStart), else 1. The
+	// routing engine sends such a member only that share of the calls it
+	// would get, and all of them when no other member can take them.
+	// Zero, in a Snapshot not taken from a Breaker, counts as 1.
+	Share float64
 	// Probing is true while a half-open probe is in flight and holds its
 	// lease.
 	Probing bool
@@ -211,6 +247,11 @@ type Transition struct {
 	// without a probe: the breaker follows the backend's Retry-After and
 	// the trip is exactly that.
 	NoProbe bool
+	// Level and Partial describe an open state as its Snapshot would
+	// (zero unless To is Open), so that another replica adopting the trip
+	// judges the backend's return as this one does.
+	Level   int
+	Partial bool
 	// Seq numbers the breaker's transitions: strictly increasing per
 	// breaker, assigned under its lock when the transition happens. Since
 	// transitions are delivered outside the lock, an observer may get them

@@ -20,6 +20,10 @@ const (
 	DefaultRetryBudget = 90 * time.Second
 	DefaultTimeout     = 10 * time.Minute
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxTrip and DefaultSlowStart are a breaker's max_trip and
+	// slow_start.
+	DefaultMaxTrip   = 5 * time.Minute
+	DefaultSlowStart = 30 * time.Second
 	// DefaultDrainDelay is server.drain_delay.
 	DefaultDrainDelay = 5 * time.Second
 )
@@ -145,6 +149,8 @@ func (br *Breaker) applyDefaults(d Breaker) {
 	setDur(&br.Window, d.Window, 30*time.Second)
 	setDur(&br.Trip, d.Trip, 60*time.Second)
 	setDur(&br.MaxRetryAfter, d.MaxRetryAfter, 5*time.Minute)
+	setDur(&br.MaxTrip, d.MaxTrip, DefaultMaxTrip)
+	setDefault(&br.SlowStart, d.SlowStart, new(Duration(DefaultSlowStart)))
 	if br.Statuses == nil {
 		br.Statuses = d.Statuses
 	}

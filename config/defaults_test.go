@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // Regression: DefaultBreakerStatuses and DefaultRetryOn were exported
@@ -45,5 +46,25 @@ func TestMutatingADefaultLeavesTheNextConfigsDefault(t *testing.T) {
 	}
 	if got := DefaultRetryOn(); !slices.Equal(got, wantRetry) {
 		t.Errorf("DefaultRetryOn() = %v after a caller changed a copy, want %v", got, wantRetry)
+	}
+}
+
+// TestBreakerOutlierDefaults: a breaker's max_trip and slow_start default
+// to 5m and 30s, come from backend_defaults when set there, and an
+// explicit 0s slow_start (off) is kept, not replaced by the default.
+func TestBreakerOutlierDefaults(t *testing.T) {
+	const yaml = "backend_defaults: {breaker: {max_trip: 10m}}\n" +
+		"backends: [{name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}, {name: b, type: openai_compatible, url: \"http://127.0.0.1:2\", breaker: {slow_start: 0s, max_trip: 2m}}]\n" +
+		"pools: [{name: p, members: [{backend: a}, {backend: b}]}]\n"
+	c, err := Parse("t.yaml", []byte(yaml), goodEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := c.Backends[0].Breaker, c.Backends[1].Breaker
+	if a.MaxTrip.D() != 10*time.Minute || a.SlowStart == nil || a.SlowStart.D() != DefaultSlowStart {
+		t.Errorf("a: max_trip %v, slow_start %v; want 10m from backend_defaults and the default 30s", a.MaxTrip.D(), a.SlowStart)
+	}
+	if b.MaxTrip.D() != 2*time.Minute || b.SlowStart == nil || *b.SlowStart != 0 {
+		t.Errorf("b: max_trip %v, slow_start %v; want its own 2m and 0s (off)", b.MaxTrip.D(), b.SlowStart)
 	}
 }

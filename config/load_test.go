@@ -128,6 +128,7 @@ func TestBadFiles(t *testing.T) {
 			`semantic.bad.yaml:14: backends[2].headers: header "api-key" is set by switchover itself`,
 			`semantic.bad.yaml:15: backends[2].breaker.failures: must be 1 or more`,
 			`semantic.bad.yaml:15: backends[2].breaker.max_retry_after: (1m0s) is shorter than trip (10m0s)`,
+			`semantic.bad.yaml:15: backends[2].breaker.max_trip: (1m0s) is shorter than trip (10m0s)`,
 			`semantic.bad.yaml:20: pools[0].members[1].backend: no backend is named "nope"`,
 			`semantic.bad.yaml:21: pools[0].retry.attempts: must be 1 or more`,
 			`semantic.bad.yaml:21: pools[0].retry.on: 400 is the caller's own error`,

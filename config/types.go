@@ -482,8 +482,20 @@ type Breaker struct {
 	// Statuses that count as failures, as codes or "lo-hi" ranges.
 	// Default [429, "500-599"]. Connection errors and timeouts always count.
 	Statuses StatusList `yaml:"statuses"`
-	// Trip is how long an open breaker benches the backend. Default 60s.
+	// Trip is how long an open breaker benches the backend the first
+	// time. Default 60s. A backend benched again after it came back is
+	// benched Trip times the number of times in a row (up to MaxTrip);
+	// each Trip it then stays closed forgives one.
 	Trip Duration `yaml:"trip"`
+	// MaxTrip caps the trip of a backend benched again and again (Envoy's
+	// max_ejection_time). Default 5m; at least Trip. MaxTrip = Trip gives
+	// API Management's fixed trip.
+	MaxTrip Duration `yaml:"max_trip"`
+	// SlowStart is how long a backend back from a brownout's trip, or
+	// from a trip that was not its first in a row, takes to get its whole
+	// share of traffic again (from a tenth), during which one failure
+	// benches it again. Default 30s; 0s turns it off.
+	SlowStart *Duration `yaml:"slow_start"`
 	// AcceptRetryAfter keeps the breaker open for the longer of Trip and
 	// the backend's Retry-After. Default true.
 	AcceptRetryAfter *bool `yaml:"accept_retry_after"`

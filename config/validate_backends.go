@@ -124,6 +124,9 @@ func (b Breaker) validate(ps *Problems, p string) {
 	if b.MaxRetryAfter < b.Trip {
 		ps.add(p+".max_retry_after", "(%s) is shorter than trip (%s)", b.MaxRetryAfter, b.Trip)
 	}
+	if b.MaxTrip < b.Trip {
+		ps.add(p+".max_trip", "(%s) is shorter than trip (%s)", b.MaxTrip, b.Trip)
+	}
 }
 
 // validate checks a defaulted probe at path p.

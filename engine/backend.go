@@ -54,6 +54,8 @@ func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
 			AcceptRetryAfter: *bc.Breaker.AcceptRetryAfter,
 			FollowRetryAfter: *bc.Breaker.FollowRetryAfter,
 			MaxRetryAfter:    bc.Breaker.MaxRetryAfter.D(),
+			MaxTrip:          bc.Breaker.MaxTrip.D(),
+			SlowStart:        slowStart(bc.Breaker.SlowStart),
 			Clock:            d.Clock,
 			OnTransition:     d.OnTransition,
 			OnFailure:        onFailure,
@@ -109,4 +111,17 @@ func statusSet(l config.StatusList) *route.StatusSet {
 		s.AddRange(r.Lo, r.Hi)
 	}
 	return s
+}
+
+// slowStart is the breaker's SlowStart for a configured slow_start: 0s
+// (off) is negative in breaker.Settings, where 0 (and an unset
+// slow_start, nil) means the default.
+func slowStart(d *config.Duration) time.Duration {
+	switch {
+	case d == nil:
+		return 0
+	case *d == 0:
+		return -1
+	}
+	return d.D()
 }

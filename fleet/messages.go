@@ -66,7 +66,7 @@ func (r *Replica) reconcile(ctx context.Context) {
 		}
 		if s := br.Snapshot(); s.State == breaker.Open && len(kept[keyTrip+name]) == 0 {
 			r.Transition(breaker.Transition{Name: name, To: breaker.Open, At: r.clk.Now(), Until: s.Until, RetryAt: s.RetryAt,
-				Throttled: s.Throttled, Class: s.Class, NoProbe: s.NoProbe, Kind: s.Kind,
+				Throttled: s.Throttled, Class: s.Class, NoProbe: s.NoProbe, Kind: s.Kind, Level: s.Level, Partial: s.Partial,
 				Cause: "benched while the fleet could not hear (" + name + ")"})
 		}
 	}
@@ -100,6 +100,13 @@ type Message struct {
 	CauseKind breaker.Kind `json:"cause_kind,omitempty"`
 	Prober    string       `json:"prober,omitempty"`
 	NoProbe   bool         `json:"no_probe,omitempty"`
+	// Level and Partial are the trip's ejection level and whether it was
+	// a brownout's (breaker.Snapshot): a replica that adopts it needs as
+	// many passing checks to end it and brings the backend back as
+	// slowly. A replica that does not send them is read as level 0 (no
+	// slow start) and not partial, as before they existed.
+	Level   int  `json:"level,omitempty"`
+	Partial bool `json:"partial,omitempty"`
 	// Quota figures: an answer's status and rate-limit headers, and when
 	// its call was sent.
 	Sent   time.Time         `json:"sent,omitzero"`

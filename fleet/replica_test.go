@@ -272,3 +272,37 @@ func TestFleetOpensWhenTheThresholdCountsAnswerIsLost(t *testing.T) {
 		stop()
 	})
 }
+
+// TestReplicaAdoptsATripsEjectionLevel: a trip of a backend benched again
+// after it came back carries its level and partiality, so that another
+// replica needs as many passing checks to end it and, when the probing
+// replica closes it, brings the backend back as slowly (issue 22).
+func TestReplicaAdoptsATripsEjectionLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		newHost := func() *host {
+			return &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Trip: 10 * time.Second})}}
+		}
+		ha, hb := newHost(), newHost()
+		a, _, stop := runPair(t, mem, ha, hb)
+		var trs []breaker.Transition
+		br := breaker.New("weu", breaker.Settings{Trip: 10 * time.Second, OnTransition: func(t breaker.Transition) { trs = append(trs, t) }})
+		ha.breakers["weu"] = br
+		br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
+		br.Checked(true, "pass")
+		br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
+		a.Transition(trs[len(trs)-1])
+		synctest.Wait()
+		if s := hb.breakers["weu"].Snapshot(); s.State != breaker.Open || s.Level != 2 || s.PassesNeeded != 2 {
+			t.Fatalf("b's breaker %+v; want open at level 2, two passes needed", s)
+		}
+		br.Checked(true, "pass")
+		br.Checked(true, "pass")
+		a.Transition(trs[len(trs)-1])
+		synctest.Wait()
+		if s := hb.breakers["weu"].Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
+			t.Fatalf("b's breaker %+v after a's close; want closed in its slow start", s)
+		}
+		stop()
+	})
+}

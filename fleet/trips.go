@@ -32,7 +32,7 @@ func (r *Replica) adoptTrip(m Message) {
 			until = until.Add(r.o.ProbeGrace)
 		}
 	}
-	br.Adopt(breaker.Snapshot{State: breaker.Open, Until: until, RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
+	br.Adopt(breaker.Snapshot{State: breaker.Open, Until: until, RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class, Level: m.Level, Partial: m.Partial},
 		m.CauseKind, "fleet: "+m.Cause+" (on "+m.Replica+")")
 }
 
@@ -86,7 +86,7 @@ func (r *Replica) Transition(t breaker.Transition) {
 	case br == nil:
 	case t.To == breaker.Open:
 		m := Message{Kind: kindTrip, Replica: r.id, At: t.At, Backend: t.Name, Until: t.Until, RetryAt: t.RetryAt,
-			Throttled: t.Throttled, Class: t.Class, Cause: t.Cause, CauseKind: t.Kind, NoProbe: t.NoProbe}
+			Throttled: t.Throttled, Class: t.Class, Cause: t.Cause, CauseKind: t.Kind, NoProbe: t.NoProbe, Level: t.Level, Partial: t.Partial}
 		r.enqueue(func(c context.Context) error { return r.publishTrip(c, br, m) })
 	case t.To == breaker.Closed && t.From != breaker.Closed && t.Kind != breaker.KindRetryAfter:
 		// A probe's verdict, or a health check's (a trip that closes on
@@ -126,7 +126,7 @@ func (r *Replica) publishTrip(c context.Context, br *breaker.Breaker, m Message)
 			r.mu.Unlock()
 		} else {
 			r.probedElsewhere(m.Backend, m.Until.Add(r.o.ProbeGrace))
-			br.Adopt(breaker.Snapshot{State: breaker.Open, Until: m.Until.Add(r.o.ProbeGrace), RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class},
+			br.Adopt(breaker.Snapshot{State: breaker.Open, Until: m.Until.Add(r.o.ProbeGrace), RetryAt: m.RetryAt, Throttled: m.Throttled, Class: m.Class, Level: m.Level, Partial: m.Partial},
 				m.CauseKind, "fleet: another replica probes "+m.Backend)
 		}
 	}

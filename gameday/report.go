@@ -69,6 +69,9 @@ type RunResult struct {
 	Faults []FaultWindow `json:"faults,omitempty"`
 	// Outage is set for runs whose scenario takes the primary down.
 	Outage *OutageResult `json:"outage,omitempty"`
+	// Windows are, for the same runs, each fault window of the outage
+	// region with its calls per request and the clients' wait.
+	Windows []WindowResult `json:"windows,omitempty"`
 	// Notifications are what the run's gateway (or client engine) would
 	// have told people: active-backend changes, relative to the run's
 	// start.

@@ -143,6 +143,8 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 		return rr, fmt.Errorf("starting the simulated regions: %w", err)
 	}
 	defer s.Close()
+	meter := meterCalls(s, outageWindows(sc.Outage, faults))
+	defer meter.stop()
 
 	keys := runKeys(sc)
 	cfg, err := config.Parse(st.Name, []byte(poolYAML(st, s.Deployments(), opts.Webhook, keys, sc.Slice.D())), os.LookupEnv)
@@ -206,6 +208,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	}
 	if sc.Outage != "" {
 		rr.Outage = outage(sc.Outage, rr)
+		rr.Windows = windows(sc.Outage, rr, meter, offset)
 	}
 	// Notifications are delivered in the background: stopping the gateway
 	// delivers what is queued; then take what arrived.
@@ -379,7 +382,7 @@ func simConfig(sc Scenario, faults []Fault) sim.Config {
 	for _, f := range faults {
 		cfg.Schedule = append(cfg.Schedule, sim.ScheduledFault{
 			Deployment: f.Region, From: f.From.D(), To: f.To.D(),
-			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate, After: f.After},
+			Fault: sim.Fault{Mode: sim.FaultMode(f.Mode), Factor: f.Factor, Rate: f.Rate, Status: f.Status, After: f.After},
 		})
 	}
 	return cfg
@@ -495,8 +498,14 @@ func writeBackendDefaults(y *strings.Builder, st Setup) {
 		if len(b.Statuses) > 0 {
 			statuses = `["` + strings.Join(b.Statuses, `", "`) + `"]`
 		}
-		breakerYAML = fmt.Sprintf("{failures: %d, window: %s, trip: %s, statuses: %s, follow_retry_after: %v, max_retry_after: %s}",
+		breakerYAML = fmt.Sprintf("{failures: %d, window: %s, trip: %s, statuses: %s, follow_retry_after: %v, max_retry_after: %s",
 			max(b.Failures, 1), durOr(b.Window, 30*time.Second), durOr(b.Trip, 60*time.Second), statuses, b.FollowRetryAfter, max(durOr(b.Trip, 60*time.Second), 5*time.Minute))
+		if !st.QuotaAware {
+			// A setup standing for another gateway or a client: a fixed
+			// trip, and a backend back from one gets its share at once.
+			breakerYAML += fmt.Sprintf(", max_trip: %s, slow_start: 0s", durOr(b.Trip, 60*time.Second))
+		}
+		breakerYAML += "}"
 	}
 	fmt.Fprintf(y, "backend_defaults:\n  first_byte_timeout: %s\n  stream_first_byte_timeout: %s\n  timeout: %s\n  breaker: %s\n",
 		fb.D(), sfb.D(), to.D(), breakerYAML)

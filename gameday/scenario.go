@@ -99,10 +99,13 @@ type Fault struct {
 	From   Duration `yaml:"from"`
 	To     Duration `yaml:"to"`
 	// Factor is the slow-down of mode slow; Rate the failure fraction of
-	// mode error_rate; After the events stall_stream, drop_stream and
-	// truncate_stream send first (the simulator's default 3 when 0).
+	// mode error_rate and Status its status (500 or 503; 0, the default,
+	// either with equal chance); After the events stall_stream,
+	// drop_stream and truncate_stream send first (the simulator's default
+	// 3 when 0).
 	Factor float64 `yaml:"factor"`
 	Rate   float64 `yaml:"rate"`
+	Status int     `yaml:"status"`
 	After  int     `yaml:"after"`
 }
 

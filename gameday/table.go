@@ -115,10 +115,32 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		writeNoise(w, sc)
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
+			writeWindows(w, sc)
 			writeNotes(w, sc)
 		}
 	}
 	return nil
+}
+
+// writeWindows lists, per run, each fault window of the outage region:
+// its calls per request and what the clients waited on it.
+func writeWindows(w io.Writer, sc ScenarioResult) {
+	fmt.Fprintf(w, "   per fault window of %s (calls: every call the regions received; waited: requests over 2x the fault-free p95, wait beyond its p50):\n", sc.Runs[0].Outage.Primary)
+	for _, run := range sc.Runs {
+		fmt.Fprintf(w, "     %s:\n", run.Setup)
+		for i, x := range run.Windows {
+			fmt.Fprintf(w, "       %d. %s-%s %s: %s\n", i+1, formatDuration(x.From), formatDuration(x.To), x.Mode, windowLine(x))
+		}
+	}
+}
+
+// windowLine is "181 requests, 1.04 calls/req (188 calls), 3 waited 9.1 s".
+func windowLine(x WindowResult) string {
+	calls := "calls not measured"
+	if x.Calls >= 0 {
+		calls = fmt.Sprintf("%.2f calls/req (%d calls)", x.CallsPerRequest, x.Calls)
+	}
+	return fmt.Sprintf("%d requests, %s, %d waited %s", x.Requests, calls, x.Waited, formatDuration(x.Wait))
 }
 
 // writeNotes lists what each run told people, for the outage scenario:
@@ -170,6 +192,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		}
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 			fmt.Fprintln(w)
+			writeWindows(w, sc)
 			writeNotes(w, sc)
 		}
 	}

@@ -42,6 +42,7 @@ type prober struct {
 	mu       sync.Mutex
 	status   ProbeStatus
 	openedBy bool // the probe forced the breaker open
+	recovery bool // the last probe was a recovery probe (recover)
 }
 
 // syncProbes starts probes for backends that have one configured and stops
@@ -97,28 +98,52 @@ func (p *prober) stop() {
 }
 
 // run probes until ctx ends. It wakes every recovery_interval: while the
-// backend's breaker is open for a failure (not for quota, whose
-// Retry-After says when it returns, and not by an operator) it probes, and
-// a passing probe ends the trip, so failback waits neither for the trip
+// backend's breaker is open for a failure that health checks may end (not
+// for quota, whose Retry-After says when it returns, not by an operator,
+// not for a brownout) it probes, and enough passing probes end the trip
+// (see breaker.Breaker.Checked), so failback waits neither for the trip
 // nor for a lucky request; while the backend is healthy it probes every
-// interval, when one is set. Waits run on the gateway's clock.
+// interval, when one is set. The first recovery probe of a trip waits
+// recovery_interval from its start (the failure that opened it is
+// fresh), and after a failed one the next waits twice as long, so a long
+// outage costs a probe every 10 s rather than every 5 (each is a call
+// the region counts). Waits run on the gateway's clock.
 func (p *prober) run(ctx context.Context) {
 	defer close(p.done)
 	clk := clock.Or(p.g.opts.Clock)
 	if p.cfg.Interval > 0 {
 		p.once(ctx)
 	}
+	d := p.wait()
 	for {
 		wake := make(chan struct{})
-		t := clk.AfterFunc(p.wait(), func() { close(wake) })
+		t := clk.AfterFunc(d, func() { close(wake) })
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-wake:
 		}
+		if d = p.notYet(); d > 0 {
+			continue
+		}
 		p.tick(ctx)
+		d = p.wait()
 	}
+}
+
+// notYet is how long until the first recovery probe of the trip in force
+// is due: recovery_interval after the breaker opened; zero when it is due
+// or there is nothing to probe.
+func (p *prober) notYet() time.Duration {
+	br := p.backend.Breaker
+	if br == nil {
+		return 0
+	}
+	if s := br.Snapshot(); s.State == breaker.Open && s.PassesNeeded > 0 {
+		return max(s.Since.Add(p.cfg.RecoveryInterval.D()).Sub(p.g.now()), 0)
+	}
+	return 0
 }
 
 // misconfiguredProbeEvery is how often a backend whose last probe was
@@ -127,14 +152,26 @@ func (p *prober) run(ctx context.Context) {
 // upstream call.
 const misconfiguredProbeEvery = time.Minute
 
-// wait is how long until the next wake-up: recovery_interval, or
+// wait is how long until the next wake-up: recovery_interval; twice that
+// after a failed recovery probe of a trip still in force;
 // misconfiguredProbeEvery after a probe the backend refused with a 4xx.
 func (p *prober) wait() time.Duration {
 	d := p.cfg.RecoveryInterval.D()
-	if s := p.snapshot(); !s.Up && s.Result == "4xx" {
+	s := p.snapshot()
+	switch {
+	case !s.Up && s.Result == "4xx":
 		d = max(d, misconfiguredProbeEvery)
+	case !s.Up && p.recovering() && p.backend.Breaker.Snapshot().State != breaker.Closed:
+		d *= 2
 	}
 	return d
+}
+
+// recovering reports whether the last probe was a recovery probe.
+func (p *prober) recovering() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recovery
 }
 
 // tick decides whether this wake-up probes, and how.
@@ -146,7 +183,9 @@ func (p *prober) tick(ctx context.Context) {
 			p.g.probes.held.Delete(p.backend.Name)
 		}
 		_, held := p.g.probes.held.Load(p.backend.Name)
-		benched := s.State == breaker.Open && !s.Throttled && !held && !p.openedByProbe()
+		// A trip health checks cannot end (quota, a brownout) is left
+		// to run its course: probing it would only spend calls.
+		benched := s.State == breaker.Open && s.PassesNeeded > 0 && !s.Throttled && !held && !p.openedByProbe()
 		// A trip that ended with no traffic leaves the breaker half-open:
 		// a probe decides it, so an idle pool fails back too.
 		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
@@ -163,22 +202,34 @@ func (p *prober) tick(ctx context.Context) {
 	}
 }
 
-// recover probes a benched backend; a pass closes its breaker. A backend
-// whose streams failed is probed with a stream, so a plain answer does not
-// put back a backend whose streams still stall.
+// recover probes a benched backend and tells its breaker the verdict:
+// enough passes in a row (one for a first trip, more for a backend found
+// flapping) close it. A backend whose streams failed is probed with a
+// stream, so a plain answer does not put back a backend whose streams
+// still stall. A 429 (up, out of quota) is no verdict.
 func (p *prober) recover(ctx context.Context) {
 	kind := route.ProbeKind(p.cfg.Kind)
 	if kind == route.ProbeChat && p.backend.Breaker.Snapshot().Class == route.ClassStream {
 		kind = route.ProbeStream
 	}
 	err, ok := p.probeKind(ctx, kind)
-	if !ok || err != nil {
+	p.mu.Lock()
+	p.recovery = true
+	p.mu.Unlock()
+	if !ok || p.snapshot().Result == "429" {
 		return
 	}
 	g, b := p.g, p.backend
-	if s := b.Breaker.Snapshot(); (s.State == breaker.Open && !s.Throttled) || (s.State == breaker.HalfOpen && !s.Probing) {
+	if err != nil {
+		b.Breaker.Checked(false, "")
+		return
+	}
+	if b.Breaker.Checked(true, "health probe passed: trip ended early") {
 		g.Logger.Info("health probe passed: trip ended early", "backend", b.Name)
-		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindHealthProbe, "health probe passed: trip ended early")
+		return
+	}
+	if s := b.Breaker.Snapshot(); s.State == breaker.Open {
+		g.Logger.Info("health probe passed: more passes needed", "backend", b.Name, "passes", s.Passes, "needed", s.PassesNeeded, "level", s.Level)
 	}
 }
 
@@ -241,6 +292,9 @@ func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind) (err error
 // EndTrip one that traffic opened.
 func (p *prober) once(ctx context.Context) {
 	err, ok := p.probe(ctx)
+	p.mu.Lock()
+	p.recovery = false
+	p.mu.Unlock()
 	if !ok {
 		return
 	}
@@ -266,10 +320,16 @@ func (p *prober) once(ctx context.Context) {
 	case err != nil && openedBy && state == breaker.Open:
 		// Still failing: keep it benched until the next probe.
 		br.Force(breaker.Open, g.now().Add(2*p.cfg.Interval.D()), breaker.KindHealthProbe, "health probe still failing: "+result)
-	case err == nil && state != breaker.Closed && !st.Throttled && (openedBy || *p.cfg.EndTrip):
+	case err == nil && state != breaker.Closed && !st.Throttled && openedBy:
 		g.Logger.Info("health probe passed: breaker closed", "backend", b.Name)
 		br.Force(breaker.Closed, time.Time{}, breaker.KindHealthProbe, "health probe succeeded")
 		p.setOpenedBy(false)
+	case err == nil && state != breaker.Closed && !st.Throttled && *p.cfg.EndTrip:
+		// A trip traffic opened ends as the breaker's rules say (enough
+		// passes; never a brownout's).
+		if br.Checked(true, "health probe succeeded") {
+			g.Logger.Info("health probe passed: breaker closed", "backend", b.Name)
+		}
 	case err == nil:
 		p.setOpenedBy(false)
 	}

@@ -69,6 +69,7 @@ type Backend struct {
 	inflight     atomic.Int64 // attempts in flight (see InFlight)
 	lat          latency
 	check        checker
+	turns        rampTurns // its share of calls during a slow start
 }
 
 // SlowAfter is how long a call of the kind (streamed or plain) may wait
@@ -162,10 +163,8 @@ func (b *Backend) Drained() bool { return b.drained.Load() }
 // Usable reports whether the backend would take a call at now: not
 // drained, and its breaker lets calls through.
 func (b *Backend) Usable(now time.Time) bool {
-	if b.Drained() {
-		return false
-	}
-	return b.Breaker == nil || b.Breaker.Snapshot().Ready(now)
+	ok, _ := b.usable(now)
+	return ok
 }
 
 // Model returns the model version the backend last answered with (the

@@ -28,7 +28,9 @@ type Member struct {
 	Backend *Backend
 	// Priority is the member's tier: 1 is tried first, and a higher number
 	// gets traffic only while every member of every lower-numbered tier is
-	// unavailable. Values below 1 count as 1.
+	// unavailable or held back (a backend in its breaker's slow start
+	// takes only its share of calls; one under a health check none). Values
+	// below 1 count as 1.
 	Priority int
 	// Weight is the member's share of its tier's traffic. Values below 1
 	// count as 1.
@@ -315,13 +317,21 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // now: not tried, usable (not drained, breaker ready), the owner alone
 // for a request on its state, and with quota for the call. A member whose
 // quota says the call would not fit is noted in rep and counts as tried.
+// A member held back (slow start, health check: see heldBack) is left out
+// unless no other member is a candidate.
 func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
 	}
+	var hbuf [4]*Member
+	held := hbuf[:0]
 	for i, m := range p.Members {
-		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
+		if tried.has(i) || owner != "" && m.Backend.Name != owner {
+			continue
+		}
+		ok, share := m.Backend.usable(now)
+		if !ok {
 			continue
 		}
 		if q := m.Backend.Quota; q != nil && r != nil {
@@ -331,7 +341,14 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 				continue
 			}
 		}
+		if m.Backend.heldBack(share) {
+			held = append(held, m)
+			continue
+		}
 		dst = append(dst, m)
+	}
+	if len(dst) == 0 {
+		dst = append(dst, held...)
 	}
 	return dst
 }
@@ -429,21 +446,25 @@ func (p *Pool) pick(r *Request, cands []*Member) int {
 // Retry-After has already passed is let through as its breaker's probe,
 // the one whose Retry-After ended first, so that a fixed trip never keeps
 // a pool refusing everything once a backend said it would take calls
-// again (Envoy's panic threshold: the bench must not empty the pool).
+// again; failing that, one benched for a brownout (a partial trip: it
+// still answered most calls), the one whose trip ends first (Envoy's
+// panic threshold and max ejection percent: the bench must not empty the
+// pool of members that answer).
 func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
 	var best *Member
+	var bestTier int
 	var bestAt time.Time
 	for i, m := range p.Members {
 		b := m.Backend
 		if tried.has(i) || b.Drained() || b.Breaker == nil {
 			continue
 		}
-		s := b.Breaker.Snapshot()
-		if s.State != breaker.Open || s.RetryAt.IsZero() || now.Before(s.RetryAt) {
+		tier, at, ok := earlyRank(b.Breaker.Snapshot(), now)
+		if !ok {
 			continue
 		}
-		if best == nil || s.RetryAt.Before(bestAt) {
-			best, bestAt = m, s.RetryAt
+		if best == nil || tier < bestTier || tier == bestTier && at.Before(bestAt) {
+			best, bestTier, bestAt = m, tier, at
 		}
 	}
 	if best == nil {
