@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -41,6 +42,8 @@ type Member struct {
 	// MaxTokens is the max_tokens sent to a backend that requires one
 	// (Anthropic) when the request sets none. Zero means 4096.
 	MaxTokens int
+
+	ops atomic.Pointer[opMarks] // operations found not served (see operation.go); nil when none
 }
 
 func (m *Member) priority() int { return max(m.Priority, 1) }
@@ -66,7 +69,10 @@ type Pool struct {
 	// even if listed: they are the caller's own errors, and another backend
 	// would give the same answer and bill again. 401, 403 and 404 are always
 	// retried: the caller's credentials never go upstream and the gateway
-	// chose the deployment, so they say the backend is misconfigured.
+	// chose the deployment, so they say the backend is misconfigured, or,
+	// for an operation other than chat, that the member does not serve it
+	// (see ReasonOperationUnsupported; so does a 405, and Azure's 400
+	// OperationNotSupported, which are retried too).
 	// Connection errors and timeouts are always retried.
 	RetryOn *StatusSet
 	// Selector picks each attempt's member. Nil means smooth weighted
@@ -178,7 +184,7 @@ func (p *Pool) observeCtx(ctx context.Context, e Event) {
 // are given back.
 func (p *Pool) prepareAttempt(r *Request, rep *Report, tried *memberSet, m *Member, done breaker.Done, release func()) (*attempt, error) {
 	at := new(attempt) // one allocation for the attempt's state and request
-	at.quotaRelease = release
+	at.quotaRelease, at.m = release, m
 	if err := prepareInto(r, m, &at.o); err != nil {
 		done(breaker.Outcome{Result: breaker.Ignore})
 		at.releaseQuota()
@@ -320,8 +326,15 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 	if r != nil {
 		owner = r.Owner
 	}
+	if r != nil && rep != nil {
+		rep.op = r.Op
+	}
 	for i, m := range p.Members {
 		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
+			continue
+		}
+		if m.skipsUnsupported(r, now) {
+			tried.add(i) // not this request's, whatever happens next
 			continue
 		}
 		if q := m.Backend.Quota; q != nil && r != nil {
@@ -459,11 +472,11 @@ func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
 // returned.
 func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	rep.Served = m
-	if n := len(rep.Attempts); n > 1 && rep.Attempts[0].Backend != m.Backend.Name {
+	if judged := rep.judged(); len(judged) > 1 && judged[0].Backend != m.Backend.Name {
 		rep.Failover = true
-		rep.FailoverFrom = rep.Attempts[0].Backend
-		rep.FailoverReason = rep.Attempts[0].Reason
-	} else if top := p.topMember(); top != nil && m.priority() > top.priority() {
+		rep.FailoverFrom = judged[0].Backend
+		rep.FailoverReason = judged[0].Reason
+	} else if top := p.topServing(rep.op, p.now()); top != nil && m.priority() > top.priority() {
 		rep.Failover = true
 		rep.FailoverFrom = top.Backend.Name
 		rep.FailoverReason = ReasonUnavailable
@@ -487,18 +500,6 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 		hb.set(HeaderHedge, string(rep.Hedge))
 	}
 	resp.Header = hb.h
-}
-
-// topMember is the first member, in configuration order, of the pool's
-// best priority tier.
-func (p *Pool) topMember() *Member {
-	var top *Member
-	for _, m := range p.Members {
-		if top == nil || m.priority() < top.priority() {
-			top = m
-		}
-	}
-	return top
 }
 
 func boolString(b bool) string {
