@@ -307,13 +307,19 @@ func (rep *Report) judged() []Attempt {
 }
 
 // topServing is the first member, in configuration order, of the best
-// priority tier among the members not marked as lacking op at now: the
-// member a request for op goes to with every backend healthy.
-func (p *Pool) topServing(op Operation, now time.Time) *Member {
+// priority tier among the members not marked as lacking op: the member a
+// request for op goes to with every backend healthy.
+func (p *Pool) topServing(op Operation) *Member {
 	var top *Member
+	var now time.Time // read only when a member has marks
 	for _, m := range p.Members {
-		if m.lacks(op, now) {
-			continue
+		if m.ops.Load() != nil {
+			if now.IsZero() {
+				now = p.now()
+			}
+			if m.lacks(op, now) {
+				continue
+			}
 		}
 		if top == nil || m.priority() < top.priority() {
 			top = m

@@ -330,11 +330,11 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 		rep.op = r.Op
 	}
 	for i, m := range p.Members {
-		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
+		if !tried.has(i) && m.skipsUnsupported(r, now) {
+			tried.add(i) // not this request's, even as an early probe
 			continue
 		}
-		if m.skipsUnsupported(r, now) {
-			tried.add(i) // not this request's, whatever happens next
+		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
 			continue
 		}
 		if q := m.Backend.Quota; q != nil && r != nil {
@@ -476,7 +476,7 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 		rep.Failover = true
 		rep.FailoverFrom = judged[0].Backend
 		rep.FailoverReason = judged[0].Reason
-	} else if top := p.topServing(rep.op, p.now()); top != nil && m.priority() > top.priority() {
+	} else if top := p.topServing(rep.op); top != nil && m.priority() > top.priority() {
 		rep.Failover = true
 		rep.FailoverFrom = top.Backend.Name
 		rep.FailoverReason = ReasonUnavailable
