@@ -152,9 +152,9 @@ const (
 	scopeOperation
 )
 
-// opNotSupportedCodes are the error codes of a 400 that says the
-// operation is not supported by the deployment, whatever the body.
-var opNotSupportedCodes = []string{"OperationNotSupported"}
+// opNotSupportedCodes are the error codes (Azure's) of a 400 that says
+// the deployment does not serve the operation.
+var opNotSupportedCodes = []string{"OperationNotSupported", "DeploymentNotFound"}
 
 // statusScope judges a failing status of the attempt, whose error body
 // carries code (translate.ErrorCode).
