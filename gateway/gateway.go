@@ -310,6 +310,11 @@ func (g *Gateway) observe(e route.Event) {
 	case route.EventUnresponsive:
 		g.Logger.Warn("backend unresponsive: benched, waiting calls failed over", "backend", e.Backend.Name, "pool", e.Pool, "detail", e.Err.Error())
 		g.addEvent(Event{At: g.now(), Kind: "unresponsive", Pool: e.Pool, Backend: e.Backend.Name, Detail: e.Err.Error()}, true)
+	case route.EventOperationUnsupported:
+		// A caller can ask for any operation: told in the log, once per
+		// mark, never as a notification.
+		g.Logger.Info("backend does not serve an operation: its calls go to other members", "backend", e.Backend.Name, "pool", e.Pool,
+			"operation", string(e.Op), "status", e.Attempt.Status, "message", e.Attempt.Message, "for", route.UnsupportedHold)
 	}
 }
 

@@ -35,6 +35,7 @@ func stop(t clock.Timer) {
 type attempt struct {
 	o      Outgoing // the request, prepared for the backend
 	p      *Pool
+	m      *Member // the member tried; nil for a health check
 	b      *Backend
 	r      *Request        // the client's request
 	ctx    context.Context // the client's context

@@ -272,10 +272,11 @@ func (at *attempt) bodyError(err error) {
 // backend answers again.
 const misconfiguredHold = time.Hour
 
-// misconfigured reports whether an upstream status means the backend's own
-// configuration is broken. The caller's credentials never go upstream, and
-// the gateway chose the deployment, so a 401, 403 or 404 from a backend is
-// about that backend (its key, its deployment name), not the caller.
+// misconfigured reports whether an upstream status can mean the backend's
+// own configuration is broken. The caller's credentials never go upstream,
+// and the gateway chose the deployment, so a 401, 403 or 404 from a
+// backend is about that backend (its key, its deployment name), not the
+// caller; statusScope decides whether it is (operation.go).
 func misconfigured(status int) bool {
 	return status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusNotFound
 }
@@ -300,6 +301,7 @@ func (at *attempt) failedStatus(resp *http.Response, errBody []byte, a *Attempt,
 	// further.
 	a.RetryAfter = min(a.RetryAfter, maxRetryAfter)
 	code := translate.ErrorCode(native, errBody)
+	scope := at.statusScope(status, code)
 	switch {
 	case status == http.StatusTooManyRequests && r.neverFits(resp.Header) > 0:
 		// The request alone is over the backend's whole limit: no wait
@@ -311,9 +313,9 @@ func (at *attempt) failedStatus(resp *http.Response, errBody []byte, a *Attempt,
 		resp.Body.Close()
 		at.release()
 		return resp, *a, nil
-	case misconfigured(status) && !(status == http.StatusNotFound && r.Path != ""):
-		// (A 404 of a call on an object says the object is gone: the
-		// caller's answer, not the backend's fault.)
+	case scope == scopeOperation:
+		return at.unsupportedOperation(resp, errBody, a)
+	case scope == scopeBackend:
 		at.record(breaker.Outcome{Result: breaker.Failure, Kind: breaker.KindMisconfigured, Hold: misconfiguredHold, Cause: fmt.Sprintf("misconfigured: %d", status)})
 		a.Reason, a.Retryable, a.Message = ReasonMisconfigured, true, b.redact(errorMessage(errBody))
 		seen := *a // a copy, so that a itself can stay on try's stack

@@ -326,12 +326,16 @@ func later(a, b time.Time) time.Time {
 }
 
 // unanswered is the pool's answer when no member answered r: rep says
-// what was tried. A request every member skipped is refused as
-// unsupported; one for state on a single backend (Request.Owner) fails
+// what was tried. A request for an operation no member serves is
+// refused as such (operationUnsupported); one every member skipped is
+// refused as unsupported; one for state on a single backend (Request.Owner) fails
 // with an OwnerUnavailableError saying why the owner could not take it;
 // any other gets the pool's exhausted answer, with lastHeader, the relayed
 // headers of the last failure.
 func (p *Pool) unanswered(r *Request, rep *Report, lastHeader http.Header) (*http.Response, *Report, error) {
+	if p.servesNone(r, rep) {
+		return p.operationUnsupported(r, rep), rep, nil
+	}
 	if len(rep.Attempts) == 0 && len(rep.Skipped) > 0 {
 		if r.Owner != "" {
 			return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: "it cannot take this call: " + rep.Skipped[0].Reason}

@@ -21,9 +21,9 @@ const (
 	// EventModel: a backend answered with a model version other than the
 	// one it answered with before (or its first).
 	EventModel
-	// EventMisconfigured: a backend answered 401, 403 or 404 (Attempt
-	// has the status and the backend's message, secrets redacted): its
-	// key or deployment is wrong. It has been benched and the request
+	// EventMisconfigured: a backend answered 401, or 403 or 404 to a
+	// chat call (Attempt has the status and the backend's message,
+	// secrets redacted): its key or deployment is wrong. It has been benched and the request
 	// failed over.
 	EventMisconfigured
 	// EventUnresponsive: a call waited past the backend's slow threshold
@@ -53,6 +53,11 @@ const (
 	// the first attempt's), or a hedge was due but the hedge budget
 	// refused it (HedgeRefused; Backend is the first attempt's).
 	EventHedge
+	// EventOperationUnsupported: a member answered that it does not serve
+	// the operation Op (Attempt has the status and the backend's message,
+	// secrets redacted): it is passed over for Op alone, for
+	// UnsupportedHold, and not benched. Told once per mark.
+	EventOperationUnsupported
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -64,7 +69,8 @@ type Event struct {
 	Ctx     context.Context
 	Pool    string
 	Backend *Backend
-	// Attempt is set for EventAttempt and EventMisconfigured.
+	// Attempt is set for EventAttempt, EventMisconfigured and
+	// EventOperationUnsupported.
 	Attempt *Attempt
 	// From, To and Reason describe an EventFailover: From is the backend
 	// that failed or was unavailable, To the one that answered.
@@ -81,6 +87,8 @@ type Event struct {
 	Waited time.Duration
 	// Hedge is set for EventHedge.
 	Hedge HedgeResult
+	// Op is set for EventOperationUnsupported.
+	Op Operation
 }
 
 // Observer receives engine events, for metrics and logs. Observe is called
@@ -176,6 +184,7 @@ type Report struct {
 	Usage *Usage
 
 	first [1]Attempt // Attempts' first backing array: most requests make one
+	op    Operation  // the request's, for judging a failover (served)
 }
 
 // QuotaHold is a backend passed over for a request because its quota

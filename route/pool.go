@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -43,6 +44,8 @@ type Member struct {
 	// MaxTokens is the max_tokens sent to a backend that requires one
 	// (Anthropic) when the request sets none. Zero means 4096.
 	MaxTokens int
+
+	ops atomic.Pointer[opMarks] // operations found not served (see operation.go); nil when none
 }
 
 func (m *Member) priority() int { return max(m.Priority, 1) }
@@ -68,7 +71,10 @@ type Pool struct {
 	// even if listed: they are the caller's own errors, and another backend
 	// would give the same answer and bill again. 401, 403 and 404 are always
 	// retried: the caller's credentials never go upstream and the gateway
-	// chose the deployment, so they say the backend is misconfigured.
+	// chose the deployment, so they say the backend is misconfigured, or,
+	// for an operation other than chat, that the member does not serve it
+	// (see ReasonOperationUnsupported; so does a 405, and Azure's 400
+	// OperationNotSupported, which are retried too).
 	// Connection errors and timeouts are always retried.
 	RetryOn *StatusSet
 	// Selector picks each attempt's member. Nil means smooth weighted
@@ -180,7 +186,7 @@ func (p *Pool) observeCtx(ctx context.Context, e Event) {
 // are given back.
 func (p *Pool) prepareAttempt(r *Request, rep *Report, tried *memberSet, m *Member, done breaker.Done, release func()) (*attempt, error) {
 	at := new(attempt) // one allocation for the attempt's state and request
-	at.quotaRelease = release
+	at.quotaRelease, at.m = release, m
 	if err := prepareInto(r, m, &at.o); err != nil {
 		done(breaker.Outcome{Result: breaker.Ignore})
 		at.releaseQuota()
@@ -324,9 +330,16 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 	if r != nil {
 		owner = r.Owner
 	}
+	if r != nil && rep != nil {
+		rep.op = r.Op
+	}
 	var hbuf [4]*Member
 	held := hbuf[:0]
 	for i, m := range p.Members {
+		if !tried.has(i) && m.skipsUnsupported(r, now) {
+			tried.add(i) // not this request's, even as an early probe
+			continue
+		}
 		if tried.has(i) || owner != "" && m.Backend.Name != owner {
 			continue
 		}
@@ -480,11 +493,11 @@ func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
 // returned.
 func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	rep.Served = m
-	if n := len(rep.Attempts); n > 1 && rep.Attempts[0].Backend != m.Backend.Name {
+	if judged := rep.judged(); len(judged) > 1 && judged[0].Backend != m.Backend.Name {
 		rep.Failover = true
-		rep.FailoverFrom = rep.Attempts[0].Backend
-		rep.FailoverReason = rep.Attempts[0].Reason
-	} else if top := p.topMember(); top != nil && m.priority() > top.priority() {
+		rep.FailoverFrom = judged[0].Backend
+		rep.FailoverReason = judged[0].Reason
+	} else if top := p.topServing(rep.op); top != nil && m.priority() > top.priority() {
 		rep.Failover = true
 		rep.FailoverFrom = top.Backend.Name
 		rep.FailoverReason = passedOver(rep, top.Backend)
@@ -521,18 +534,6 @@ func passedOver(rep *Report, b *Backend) Reason {
 		return ReasonQuotaHeld
 	}
 	return ReasonUnavailable
-}
-
-// topMember is the first member, in configuration order, of the pool's
-// best priority tier.
-func (p *Pool) topMember() *Member {
-	var top *Member
-	for _, m := range p.Members {
-		if top == nil || m.priority() < top.priority() {
-			top = m
-		}
-	}
-	return top
 }
 
 func boolString(b bool) string {

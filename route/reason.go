@@ -51,8 +51,10 @@ const (
 	// health check found the backend not answering at all; it was
 	// abandoned and failed over at once.
 	ReasonUnresponsive Reason = "unresponsive"
-	// ReasonMisconfigured: the backend answered 401, 403 or 404: its key
-	// was refused or its deployment does not exist. The caller's own
+	// ReasonMisconfigured: the backend answered 401, or 403 or 404 to a
+	// chat call (the operation it is configured for; see
+	// ReasonOperationUnsupported for the others): its key was refused or
+	// its deployment does not exist. The caller's own
 	// credentials never go upstream, so this is the backend's
 	// configuration, not the caller's mistake: failed over, and the
 	// backend benched for long.

@@ -120,6 +120,23 @@ type Deployment struct {
 
 	// Reply shapes generated answers.
 	Reply Reply `yaml:"reply"`
+
+	// Operations, if set, lists the operations the deployment serves, as
+	// an Azure deployment of a chat model serves no embeddings: chat (chat
+	// completions, Anthropic messages, Gemini generateContent),
+	// completions, embeddings, responses, files, batches, audio, images,
+	// moderations, count_tokens, realtime. A call of another is answered
+	// after the key check as a deployment that lacks it is (see
+	// UnsupportedStatus). Reads, lists, deletes and cancels of stored
+	// objects are always served. Default: every operation.
+	// [Sim.SetOperations] changes it at run time.
+	Operations []string `yaml:"operations"`
+
+	// UnsupportedStatus is the answer to an operation not in Operations:
+	// 404 (the default), the flavour's deployment not found (Azure's
+	// DeploymentNotFound), or 400, Azure's OperationNotSupported ("The
+	// embeddings operation does not work with the specified model").
+	UnsupportedStatus int `yaml:"unsupported_status"`
 }
 
 // Latency is a deployment's latency model. Every draw is lognormal: the
@@ -371,6 +388,7 @@ func (c Config) Validate() error {
 		if d.Reply.EmbeddingDimensions < 0 || d.Reply.EmbeddingDimensions > maxEmbeddingDimensions {
 			bad(p+".reply.embedding_dimensions", "must be between 1 and %d", maxEmbeddingDimensions)
 		}
+		validateOperations(d, p, bad)
 	}
 	for i, s := range c.Schedule {
 		p := fmt.Sprintf("schedule[%d]", i)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestDeploymentDefaults(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := tc.in.withDefaults(); got != tc.want {
+			if got := tc.in.withDefaults(); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("withDefaults =\n%+v\nwant\n%+v", got, tc.want)
 			}
 		})

@@ -15,6 +15,8 @@ import (
 //	GET    /_sim/deployments/{name}/fault     FaultState
 //	POST   /_sim/deployments/{name}/fault     set a Fault (JSON body), returns FaultState
 //	DELETE /_sim/deployments/{name}/fault     clear it, returns FaultState
+//	GET    /_sim/deployments/{name}/operations  the operations it serves
+//	POST   /_sim/deployments/{name}/operations  set them ({"operations":[…]})
 //	GET    /_sim/stats                        map of name to Stats
 //	POST   /_sim/reset                        zero the counters
 //	GET    /_sim/metrics                      Prometheus metrics
@@ -42,6 +44,7 @@ func (s *Sim) controlHandler() http.Handler {
 	mux.HandleFunc("DELETE /_sim/deployments/{name}/fault", func(w http.ResponseWriter, r *http.Request) {
 		s.setFaultHTTP(w, r.PathValue("name"), Fault{})
 	})
+	s.operationRoutes(mux)
 	mux.HandleFunc("GET /_sim/stats", func(w http.ResponseWriter, _ *http.Request) {
 		_ = writeJSON(w, http.StatusOK, s.Stats())
 	})

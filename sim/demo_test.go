@@ -2,6 +2,7 @@ package sim
 
 import (
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -34,15 +35,7 @@ func TestDemoConfig(t *testing.T) {
 }
 
 func sameDeployments(a, b []Deployment) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return reflect.DeepEqual(a, b)
 }
 
 func TestDemoTripsOnEleventhQuickRequest(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +27,8 @@ type deployment struct {
 
 	faultMu sync.Mutex
 	fault   Fault // set at run time; mode none when clear
+
+	served atomic.Pointer[servedOps] // the operations it serves (operations.go)
 }
 
 func newDeployment(s *Sim, cfg Deployment, seed int64) *deployment {
@@ -39,6 +42,7 @@ func newDeployment(s *Sim, cfg Deployment, seed int64) *deployment {
 		rng:         rand.New(rand.NewPCG(uint64(seed), hash64("deployment:"+cfg.Name))),
 		fault:       Fault{Mode: FaultNone},
 	}
+	d.served.Store(newServedOps(cfg.Operations))
 	for _, e := range s.cfg.Schedule {
 		if e.Deployment == cfg.Name {
 			d.schedule = append(d.schedule, e)

@@ -353,8 +353,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 
 // gate applies what every API call faces before its body is looked at:
 // the fault in force f (down, overloaded, 500s, error rate, blackhole,
-// reset, 401/403/404 faults, slow_error_body), the key check and, for
-// anthropic, the anthropic-version header. It sets the rate-limit headers
+// reset, 401/403/404 faults, slow_error_body), the key check, for
+// anthropic the anthropic-version header, and whether the deployment
+// serves the operation (Deployment.Operations). It sets the rate-limit headers
 // of the slice as it stands. done reports that the call was answered (or
 // cut) with outcome o; chat, the Responses API, files, batches, audio,
 // images and realtime all pass through it.
@@ -409,6 +410,10 @@ func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Faul
 	}
 	if fl == Anthropic && r.Header.Get("Anthropic-Version") == "" {
 		d.writeError(w, errInvalidRequest(fl, "anthropic-version: header is required"))
+		return outcomeRejected, true
+	}
+	if e, lacks := d.lacks(c.op); lacks {
+		d.writeError(w, e)
 		return outcomeRejected, true
 	}
 	return 0, false

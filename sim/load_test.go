@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -39,8 +40,9 @@ func TestLoadConfigFields(t *testing.T) {
 		Quota:         Quota{RPM: 600, TPM: 100000, DefaultMaxTokens: 64},
 		ContentFilter: ContentFilter{Block: "forbidden-words", Truncate: "cut-me-short"},
 		Reply:         Reply{Tokens: 30, EmbeddingDimensions: 256},
+		Operations:    []string{"chat", "embeddings"}, UnsupportedStatus: 400,
 	}
-	if d != want {
+	if !reflect.DeepEqual(d, want) {
 		t.Errorf("deployment =\n%+v\nwant\n%+v", d, want)
 	}
 	if cfg.Seed != 1 || cfg.Slice != time.Second || cfg.Listen != "127.0.0.1:0" || cfg.Control != "127.0.0.1:0" {
@@ -70,6 +72,7 @@ func TestLoadConfigBad(t *testing.T) {
 		}},
 		{"duplicate.bad.yaml", []string{"line 3: deployments[1].name: \"a\" already used by deployments[0]", "line 4: deployments[1].flavour"}},
 		{"empty.bad.yaml", []string{"empty config"}},
+		{"unknown-operation.bad.yaml", []string{"line 3: deployments[0].operations[1]: unknown operation \"embedings\"", "line 4: deployments[0].unsupported_status: must be 404 or 400"}},
 		{"missing.yaml", []string{"no such file"}},
 	}
 	for _, tc := range tests {
