@@ -106,8 +106,11 @@ type Pool struct {
 	// retry withdraws, and a retry the budget refuses is not made: the
 	// request is answered with its last failure at once
 	// (Report.RetryBudgetSpent, EventRetryBudget). The first attempt is
-	// never refused. Nil means no budget: Attempts alone bounds retries,
-	// so a pool whose members all fail makes Attempts calls per request.
+	// never refused, nor is a failover off a backend that is gone (its
+	// breaker open, drained, unreachable or unresponsive) onto a member
+	// whose breaker is closed: that is not a storm. Nil means no budget:
+	// Attempts alone bounds retries, so a pool whose members all fail
+	// makes Attempts calls per request.
 	RetryBudget *RetryBudget
 	// Fallback is the pool a request goes to when this one cannot answer
 	// it: every member failed, was benched, drained or skipped, or a
