@@ -177,7 +177,7 @@ func (at *attempt) armTimers(deadline time.Time) {
 	// A call still waiting at its slow threshold gets the backend checked;
 	// when the threshold is not below the first-byte bound, that bound
 	// decides alone.
-	if slowAfter := b.lat.slowAfter(stream, limit); limit <= 0 || slowAfter < limit {
+	if slowAfter := at.p.slowAfter(b, stream, limit); limit <= 0 || slowAfter < limit {
 		at.slowAfter = slowAfter
 		at.tm.slow = at.arm(dueSlow, slowAfter, timeUp)
 	}

@@ -100,7 +100,7 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
 	}
 	go func() {
 		defer b.check.end()
-		timeout := b.lat.checkTimeout()
+		timeout := p.CheckTimeout(b)
 		// The clock bounds the check; the wall-clock bound only makes sure
 		// no check outlives maxCheckTimeout whatever the clock does.
 		wctx, wcancel := context.WithTimeout(context.Background(), maxCheckTimeout)

@@ -1,0 +1,77 @@
+package route_test
+
+// Regression tests for issue 22's late detection of a dead region: a
+// member with no history of its own was found unresponsive only after
+// 15 s (the flat default).
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// TestNewMemberJudgedFromPeersLatency: a member that has never answered
+// (a fallback, or any member of a fleet just started) is judged by what
+// its pool peers take, not by the flat 15 s threshold and 5 s check: a
+// hung fallback is checked after 3 s and benched 2 s later, as its peer
+// would be.
+func TestNewMemberJudgedFromPeersLatency(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	probed, arrived := make(chan struct{}, 8), make(chan struct{}, 8)
+	hung := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+		} else {
+			arrived <- struct{}{}
+		}
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{answer("weu")}},
+		memberSpec{name: "sec", priority: 2, script: []step{hung}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "uks", priority: 3, script: []step{answer("uks")}},
+	)
+	weu, sec := e.backends["weu"], e.backends["sec"]
+	if got, want := e.pool.SlowAfter(sec, false), 15*time.Second; got != want {
+		t.Fatalf("slow threshold %v with no history anywhere, want the default %v", got, want)
+	}
+	for range 8 {
+		e.do(t, chatBody) // weu answers at once: its peers' history
+	}
+	slow, check := e.pool.SlowAfter(sec, false), e.pool.CheckTimeout(sec)
+	if slow != 3*time.Second || check != 2*time.Second {
+		t.Fatalf("sec, never tried: slow threshold %v and check timeout %v, want its peer's 3s and 2s", slow, check)
+	}
+	if sec.SlowAfter(false) != 15*time.Second || sec.CheckTimeout() != 5*time.Second {
+		t.Fatalf("sec alone: %v and %v, want the defaults", sec.SlowAfter(false), sec.CheckTimeout())
+	}
+	weu.Breaker.Force(breaker.Open, time.Time{}, breaker.KindManual, "test: weu out")
+	call := e.goDo(ctx, chatBody)
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("the call did not reach sec")
+	}
+	clk.Advance(slow)
+	select {
+	case <-probed:
+	case <-ctx.Done():
+		t.Fatal("no health check of sec after its peers' slow threshold")
+	}
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+	res := await(t, ctx, call)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if res.resp.Header.Get(route.HeaderBackend) != "uks" || res.rep.Attempts[0].Reason != route.ReasonUnresponsive {
+		t.Fatalf("%d from %q, attempts %+v: want sec unresponsive after 5s, then uks", res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend), res.rep.Attempts)
+	}
+}
