@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -31,6 +32,8 @@ type checker struct {
 	running bool
 	last    time.Time
 	waiting map[*waiter]struct{}
+	// active mirrors running, for selection to read without the lock.
+	active atomic.Bool
 }
 
 type waiter struct{ cancel context.CancelCauseFunc }
@@ -77,19 +80,27 @@ func (c *checker) begin(now time.Time) bool {
 		return false
 	}
 	c.running, c.last = true, now
+	c.active.Store(true)
 	return true
 }
 
 func (c *checker) end() {
 	c.mu.Lock()
 	c.running = false
+	c.active.Store(false)
 	c.mu.Unlock()
 }
+
+// checking reports whether a check of the backend is running: selection
+// passes the backend over while another member can take the call.
+func (c *checker) checking() bool { return c.active.Load() }
 
 // slowCall is called when an attempt on b has waited past the backend's
 // slow threshold without a first byte. It checks in the background that
 // b still answers at all (a one-token call, bounded by the backend's
-// learned check timeout); when it does not, b's breaker is opened and
+// learned check timeout); while the check runs, selection passes b over
+// for any other member that can take a call; when b does not answer, b's
+// breaker is opened and
 // every attempt still waiting on b is abandoned, so that they fail over
 // now rather than when their first-byte timeouts end, and the caller's
 // patience never decides whether a hung region is noticed.

@@ -1,8 +1,9 @@
 package route_test
 
 // Regression tests for issue 22's late detection of a dead region: a
-// member with no history of its own was found unresponsive only after
-// 15 s (the flat default).
+// backend whose calls usually take seconds was found unresponsive only
+// after 16 s (the slow threshold is three times its own 95th percentile),
+// and a member with no history of its own after 15 s (the flat default).
 
 import (
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -73,5 +75,56 @@ func TestNewMemberJudgedFromPeersLatency(t *testing.T) {
 	}
 	if res.resp.Header.Get(route.HeaderBackend) != "uks" || res.rep.Attempts[0].Reason != route.ReasonUnresponsive {
 		t.Fatalf("%d from %q, attempts %+v: want sec unresponsive after 5s, then uks", res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend), res.rep.Attempts)
+	}
+}
+
+// TestBackendUnderCheckTakesNoNewCalls: while a health check decides
+// whether a backend whose call went unanswered is alive, new calls go to
+// another member that can take them; when the check passes, the backend
+// takes calls again.
+func TestBackendUnderCheckTakesNoNewCalls(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	probed, release := make(chan struct{}, 8), make(chan struct{})
+	slowCheck := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+			<-release
+			answer("weu")(w, r)
+			return
+		}
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{slowCheck}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	weu := e.backends["weu"]
+	call := e.goDo(ctx, chatBody)
+	if err := clk.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(e.pool.SlowAfter(weu, false))
+	select {
+	case <-probed:
+	case <-ctx.Done():
+		t.Fatal("no health check after the slow threshold")
+	}
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.Header.Get(route.HeaderBackend) != "sec" || len(rep.Attempts) != 1 {
+		t.Fatalf("a call during weu's check: answered by %q after %d attempts, want sec at once", resp.Header.Get(route.HeaderBackend), len(rep.Attempts))
+	}
+	e.ups["weu"].SetScript(answer("weu"))
+	close(release)
+	poll.Until(t, 10*time.Second, func() bool {
+		resp, _, _ := e.do(t, chatBody)
+		return resp.Header.Get(route.HeaderBackend) == "weu"
+	}, func() string { return "after a passing check, calls still go to sec" })
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Closed {
+		t.Fatalf("weu's breaker %v after a passing check", s.State)
+	}
+	clk.Advance(time.Minute)
+	if res := await(t, ctx, call); res.err != nil {
+		t.Fatal(res.err)
 	}
 }

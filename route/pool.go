@@ -318,11 +318,16 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // now: not tried, usable (not drained, breaker ready), the owner alone
 // for a request on its state, and with quota for the call. A member whose
 // quota says the call would not fit is noted in rep and counts as tried.
+// A member whose backend is being checked (its calls went unanswered too
+// long: see startCheck) is a candidate only when no other member is.
 func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
 	}
+	start := len(dst)
+	var held [4]*Member
+	checking := held[:0]
 	for i, m := range p.Members {
 		if tried.has(i) || !m.Backend.Usable(now) || owner != "" && m.Backend.Name != owner {
 			continue
@@ -334,7 +339,14 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 				continue
 			}
 		}
+		if m.Backend.check.checking() {
+			checking = append(checking, m)
+			continue
+		}
 		dst = append(dst, m)
+	}
+	if len(dst) == start {
+		dst = append(dst, checking...)
 	}
 	return dst
 }
