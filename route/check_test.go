@@ -7,6 +7,7 @@ package route_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,113 @@ import (
 	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/route"
 )
+
+// learnThenHang is a backend that answers every call after taking d of
+// the clock while learning is set, and afterwards hangs every call; each
+// arrival and each health check is signalled.
+type learnThenHang struct {
+	clk              *fakeclock.Clock
+	d                time.Duration
+	learning         atomic.Bool
+	arrived, checked chan struct{}
+}
+
+func newLearnThenHang(clk *fakeclock.Clock, d time.Duration) *learnThenHang {
+	l := &learnThenHang{clk: clk, d: d, arrived: make(chan struct{}, 64), checked: make(chan struct{}, 64)}
+	l.learning.Store(true)
+	return l
+}
+
+func (l *learnThenHang) step(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case l.learning.Load():
+		l.clk.Advance(l.d)
+		answer("weu")(w, r)
+	case isHealthCheck(r):
+		l.checked <- struct{}{}
+		hang(w, r)
+	default:
+		l.arrived <- struct{}{}
+		hang(w, r)
+	}
+}
+
+// TestPileUpOfWaitingCallsGetsASlowBackendChecked: a backend whose calls
+// take 3 s has a slow threshold of 9 s, but when it stops answering, the
+// calls that pile up waiting past its usual time get it checked as soon as
+// there are too many of them for a healthy backend, long before any one
+// call is slow enough alone; while the check runs, new calls go to the
+// other member; when it fails, the waiting calls fail over.
+func TestPileUpOfWaitingCallsGetsASlowBackendChecked(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	weuUp := newLearnThenHang(clk, 3*time.Second)
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{weuUp.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	weu := e.backends["weu"]
+	for i := range 10 {
+		if resp, _, _ := e.do(t, chatBody); resp.Header.Get(route.HeaderBackend) != "weu" {
+			t.Fatalf("learning call %d answered by %q", i, resp.Header.Get(route.HeaderBackend))
+		}
+	}
+	slow := e.pool.SlowAfter(weu, false)
+	if slow != 9*time.Second {
+		t.Fatalf("slow threshold %v, want 9s (three times a 3s 95th percentile)", slow)
+	}
+	weuUp.learning.Store(false)
+
+	const n = 4
+	var calls []<-chan result
+	for range n {
+		calls = append(calls, e.goDo(ctx, chatBody))
+	}
+	for i := range n {
+		select {
+		case <-weuUp.arrived:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d calls reached weu", i, n)
+		}
+	}
+	// 3 s on: every call has waited as long as weu's calls take, which a
+	// healthy weu would not leave four calls doing at once. The next call
+	// to begin has them judged.
+	clk.Advance(3 * time.Second)
+	calls = append(calls, e.goDo(ctx, chatBody))
+	select {
+	case <-weuUp.checked:
+	case <-ctx.Done():
+		t.Fatal("no health check of weu with four calls waiting past its usual time")
+	}
+	select {
+	case <-weuUp.arrived: // the call that had them judged
+	case <-ctx.Done():
+		t.Fatal("the fifth call did not reach weu")
+	}
+	// While weu is being checked, a new call goes to sec at once.
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.StatusCode != 200 || resp.Header.Get(route.HeaderBackend) != "sec" || len(rep.Attempts) != 1 {
+		t.Fatalf("a call during weu's check: %d from %q after %d attempts, want sec first", resp.StatusCode, resp.Header.Get(route.HeaderBackend), len(rep.Attempts))
+	}
+	check := e.pool.CheckTimeout(weu)
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+	for i, ch := range calls {
+		res := await(t, ctx, ch)
+		if res.err != nil {
+			t.Fatalf("request %d: %v", i, res.err)
+		}
+		if res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" || res.rep.Attempts[0].Reason != route.ReasonUnresponsive {
+			t.Fatalf("request %d: %d from %q, attempts %+v", i, res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend), res.rep.Attempts)
+		}
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
+		t.Fatalf("weu's breaker %v after its check failed", s.State)
+	}
+}
 
 // TestNewMemberJudgedFromPeersLatency: a member that has never answered
 // (a fallback, or any member of a fleet just started) is judged by what
