@@ -50,6 +50,15 @@ type Backend struct {
 	// stream that stalls mid-way ends instead of hanging. Zero means none.
 	IdleTimeout time.Duration
 
+	// ProbeInterval is how often something outside the engine (the
+	// gateway's recovery probe, probe.recovery_interval) checks the
+	// backend while its breaker is open for a failure, a passing probe
+	// ending the trip. A client that every member refused is then told to
+	// come back (Retry-After) no later than that, when the gateway will
+	// know again, not at the end of a trip a probe may cut short. Zero
+	// means nothing probes the backend: the trip's end is the answer.
+	ProbeInterval time.Duration
+
 	// HealthCheck is how the backend is checked when a call waits past its
 	// slow threshold (see Pool): a one-token chat call (ProbeChat, the
 	// default for "") or a list of models (ProbeModels). Any answer below

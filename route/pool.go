@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -223,8 +224,9 @@ type OwnerUnavailableError struct {
 	Owner, Pool string
 	// Why says what keeps the owner from the call.
 	Why string
-	// RetryAfter is when the owner may take calls again; zero when
-	// unknown.
+	// RetryAfter is how long until the owner may take calls again, or the
+	// gateway will next know (its recovery probe): at least a second,
+	// unless the owner is drained or not a member of the pool (zero).
 	RetryAfter time.Duration
 }
 
@@ -232,33 +234,30 @@ func (e *OwnerUnavailableError) Error() string {
 	return "the backend " + e.Owner + " holds the state this request refers to, and " + e.Why
 }
 
-// ownerBenched describes why the owner's member took no attempt.
+// ownerBenched describes why the owner's member took no attempt, and when
+// to ask again (readyAt): unless it is drained, at least a second away.
 func (p *Pool) ownerBenched(owner string) error {
 	m := p.Member(owner)
 	e := &OwnerUnavailableError{Owner: owner, Pool: p.Name, Why: "it is not taking calls"}
 	b := m.Backend
-	switch {
-	case b.Drained():
+	if b.Drained() {
 		e.Why = "it is drained by an operator"
-	case b.Breaker != nil:
+		return e
+	}
+	now := p.now()
+	if b.Breaker != nil {
 		s := b.Breaker.Snapshot()
 		if s.State == breaker.Open {
 			e.Why = "its circuit breaker is open"
 			if s.Throttled {
 				e.Why = "it is rate limited"
 			}
-			at := s.RetryAt
-			if at.IsZero() {
-				at = s.Until // when it lets a probe through
-			}
-			if !at.IsZero() {
-				if d := at.Sub(p.now()); d > 0 {
-					e.RetryAfter = d
-					e.Why += " for another " + d.Round(time.Second).String()
-				}
-			}
+		}
+		if _, ok := probedAt(b, s, now); ok {
+			e.Why += fmt.Sprintf("; a health probe checks it every %s", b.ProbeInterval)
 		}
 	}
+	e.RetryAfter = clientWait(p.readyAt(m, &Report{}, now).Sub(now))
 	return e
 }
 
