@@ -116,6 +116,7 @@ func WriteText(w io.Writer, r *Report) error {
 		writeNoise(w, sc)
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 			writeNotes(w, sc)
+			writeWaits(w, sc)
 		}
 	}
 	return nil
@@ -137,6 +138,25 @@ func writeNotes(w io.Writer, sc ScenarioResult) {
 			parts = append(parts[:4], fmt.Sprintf("and %d more", len(parts)-4))
 		}
 		fmt.Fprintf(w, "     %s: %s\n", run.Setup, strings.Join(parts, ", "))
+	}
+}
+
+// writeWaits says, for the outage scenario, how long the requests in
+// flight during the outage waited at most, and what the refusals among
+// them told the client: how many said when to come back, and the longest
+// wait they asked for.
+func writeWaits(w io.Writer, sc ScenarioResult) {
+	fmt.Fprintln(w, "   waits and refusals in the outage:")
+	for _, run := range sc.Runs {
+		o := run.Outage
+		if o == nil {
+			continue
+		}
+		line := fmt.Sprintf("longest wait %s; %d refused with 503/429", formatDuration(o.LongestWait), o.Refused)
+		if o.Refused > 0 {
+			line += fmt.Sprintf(", %d with Retry-After (longest %s)", o.WithRetryAfter, formatDuration(o.LongestRetryAfter))
+		}
+		fmt.Fprintf(w, "     %s: %s\n", run.Setup, line)
 	}
 }
 
@@ -171,6 +191,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 			fmt.Fprintln(w)
 			writeNotes(w, sc)
+			writeWaits(w, sc)
 		}
 	}
 	return nil
