@@ -31,6 +31,9 @@ func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
 	}
 	if bc.Probe != nil {
 		b.HealthCheck = route.ProbeKind(bc.Probe.Kind)
+		if d.Probed {
+			b.ProbeInterval = bc.Probe.RecoveryInterval.D()
+		}
 	}
 	if bc.QuotaAware == nil || *bc.QuotaAware {
 		q := &route.LocalQuota{Slice: bc.QuotaSlice.D()}

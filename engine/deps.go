@@ -44,4 +44,10 @@ type Deps struct {
 	// (Routes.Keys), without limits.
 	Resolver  proxy.KeyResolver
 	Admission proxy.Admission
+	// Probed says that the caller runs the backends' recovery probes
+	// (the gateway does): a backend benched for a failure is then
+	// probed every probe.recovery_interval, and the Retry-After clients
+	// get follows that (route.Backend.ProbeInterval). False means
+	// nothing probes the backends: Retry-After follows their trips.
+	Probed bool
 }

@@ -131,4 +131,13 @@ type OutageResult struct {
 	// Closed is how long after the outage ended the primary's breaker
 	// closed; -1 if it never did.
 	Closed time.Duration `json:"closed_ns"`
+	// LongestWait is the longest any of Requests took to be answered or
+	// refused.
+	LongestWait time.Duration `json:"longest_wait_ns"`
+	// Refused counts those of Requests refused with 503 or 429;
+	// WithRetryAfter those of them that said when to come back, the
+	// longest LongestRetryAfter.
+	Refused           int           `json:"refused"`
+	WithRetryAfter    int           `json:"with_retry_after"`
+	LongestRetryAfter time.Duration `json:"longest_retry_after_ns"`
 }

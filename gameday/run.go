@@ -535,10 +535,7 @@ func outage(primary string, rr RunResult) *OutageResult {
 	sort.Slice(samples, func(i, j int) bool { return samples[i].End() < samples[j].End() })
 	for _, s := range samples {
 		if s.End() >= f.From && s.Start <= f.To {
-			o.Requests++
-			if !s.OK {
-				o.Failed++
-			}
+			o.count(s)
 		}
 		if s.OK && s.Backend != primary && s.End() >= f.From && o.Moved < 0 {
 			o.Moved = s.End() - f.From
@@ -559,6 +556,22 @@ func outage(primary string, rr RunResult) *OutageResult {
 		}
 	}
 	return o
+}
+
+// count adds s, a request in flight during the outage, to o.
+func (o *OutageResult) count(s load.Sample) {
+	o.Requests++
+	o.LongestWait = max(o.LongestWait, s.Latency)
+	if !s.OK {
+		o.Failed++
+	}
+	if s.Status == http.StatusServiceUnavailable || s.Status == http.StatusTooManyRequests {
+		o.Refused++
+		if s.RetryAfter > 0 {
+			o.WithRetryAfter++
+			o.LongestRetryAfter = max(o.LongestRetryAfter, s.RetryAfter)
+		}
+	}
 }
 
 func callsPerRequest(s load.Summary) float64 {

@@ -486,6 +486,39 @@ func TestOutageCountsRequestsInFlight(t *testing.T) {
 	}
 }
 
+// TestOutageCountsWaitsAndRetryAfter: issue 22's targets for a whole
+// fleet dark (no client waits more than 15 s; every 503/429 says when to
+// come back, no later than the next probe) are read off the run: the
+// longest wait of a request in flight during the outage, and the refusals
+// among them with their Retry-After.
+func TestOutageCountsWaitsAndRetryAfter(t *testing.T) {
+	sec := func(n float64) time.Duration { return time.Duration(n * float64(time.Second)) }
+	sample := func(start, end float64, status int, retryAfter float64) load.Sample {
+		return load.Sample{Start: sec(start), Latency: sec(end - start), Status: status, OK: status == 200, RetryAfter: sec(retryAfter)}
+	}
+	rr := RunResult{
+		Setup:  "defaults",
+		Faults: []FaultWindow{{Region: "uksouth", Mode: "blackhole", From: sec(20), To: sec(50)}},
+		Samples: []load.Sample{
+			sample(10, 40, 504, 0),   // the longest wait, not a refusal
+			sample(30, 30.1, 503, 5), // refused, come back in 5 s
+			sample(31, 31.1, 429, 4), // refused, come back in 4 s
+			sample(32, 32.1, 503, 0), // refused, no Retry-After
+			sample(60, 90, 503, 60),  // after the outage: not counted
+		},
+	}
+	o := outage("uksouth", rr)
+	if o.LongestWait != sec(30) || o.Refused != 3 || o.WithRetryAfter != 2 || o.LongestRetryAfter != sec(5) {
+		t.Fatalf("longest wait %v, refused %d, with Retry-After %d, longest %v; want 30s, 3, 2, 5s", o.LongestWait, o.Refused, o.WithRetryAfter, o.LongestRetryAfter)
+	}
+	rr.Outage = o
+	var text bytes.Buffer
+	WriteText(&text, &Report{Scenarios: []ScenarioResult{{Runs: []RunResult{rr}}}})
+	if line := "defaults: longest wait 30.0 s; 3 refused with 503/429, 2 with Retry-After (longest 5.0 s)"; !strings.Contains(text.String(), line) {
+		t.Fatalf("report lacks %q:\n%s", line, text.String())
+	}
+}
+
 // TestExampleScenarioFilesLoad: the game-day files in examples/, which the
 // README runs, stay valid as the schema changes.
 func TestExampleScenarioFilesLoad(t *testing.T) {

@@ -117,6 +117,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 			writeWindows(w, sc)
 			writeNotes(w, sc)
+			writeWaits(w, sc)
 		}
 	}
 	return nil
@@ -162,6 +163,25 @@ func writeNotes(w io.Writer, sc ScenarioResult) {
 	}
 }
 
+// writeWaits says, for the outage scenario, how long the requests in
+// flight during the outage waited at most, and what the refusals among
+// them told the client: how many said when to come back, and the longest
+// wait they asked for.
+func writeWaits(w io.Writer, sc ScenarioResult) {
+	fmt.Fprintln(w, "   waits and refusals in the outage:")
+	for _, run := range sc.Runs {
+		o := run.Outage
+		if o == nil {
+			continue
+		}
+		line := fmt.Sprintf("longest wait %s; %d refused with 503/429", formatDuration(o.LongestWait), o.Refused)
+		if o.Refused > 0 {
+			line += fmt.Sprintf(", %d with Retry-After (longest %s)", o.WithRetryAfter, formatDuration(o.LongestRetryAfter))
+		}
+		fmt.Fprintf(w, "     %s: %s\n", run.Setup, line)
+	}
+}
+
 func setText(s []string) string {
 	if len(s) == 0 {
 		return "none"
@@ -194,6 +214,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 			fmt.Fprintln(w)
 			writeWindows(w, sc)
 			writeNotes(w, sc)
+			writeWaits(w, sc)
 		}
 	}
 	return nil

@@ -25,7 +25,7 @@ func (g *Gateway) deps() engine.Deps {
 	if g.opts.Observer != nil {
 		obs = append(obs, g.opts.Observer)
 	}
-	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override}
+	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override, Probed: true}
 	if t := g.ten; t != nil {
 		d.Resolver, d.Admission = t.dir, t.lim
 	}

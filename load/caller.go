@@ -201,6 +201,7 @@ func (c *HTTPCaller) once(ctx context.Context, began time.Time) attemptSample {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		s.Failure = strconv.Itoa(resp.StatusCode)
 		s.retryAfter = route.RetryAfter(resp.Header, time.Now())
+		s.RetryAfter = s.retryAfter
 		return s
 	}
 	if c.Request.Stream && c.Request.API == APIResponses {

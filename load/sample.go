@@ -40,6 +40,9 @@ type Sample struct {
 	Attempts int
 	// Waited is the time a wait-for-Retry-After caller slept.
 	Waited time.Duration
+	// RetryAfter is the Retry-After of a refusal (Retry-After-Ms when
+	// given), 0 when it had none or the request was answered.
+	RetryAfter time.Duration
 }
 
 // End is when the request finished, from the start of the run.

@@ -154,7 +154,8 @@ func (at *attempt) begin(ctx context.Context, p *Pool, r *Request, m *Member, do
 // the whole attempt's bound (Backend.Timeout), the first byte's (the
 // backend's first-byte timeout, or what is left of deadline when that is
 // sooner) and the slow call's check; and registers the attempt with the
-// backend's checker until its first byte.
+// backend's checker until its first byte, where the calls waiting are
+// judged together (pileUp).
 func (at *attempt) armTimers(deadline time.Time) {
 	b, stream := at.b, at.r.Stream
 	timeUp := at.timeUp
@@ -172,12 +173,13 @@ func (at *attempt) armTimers(deadline time.Time) {
 		at.fbCause = fbCause
 		at.tm.firstByte = at.arm(dueFirstByte, fb, timeUp)
 	}
-	at.w.cancel = at.cancel
+	at.w.cancel, at.w.began, at.w.stream = at.cancel, at.began, stream
 	b.check.wait(&at.w)
+	at.p.pileUp(b, at.model, at.began)
 	// A call still waiting at its slow threshold gets the backend checked;
 	// when the threshold is not below the first-byte bound, that bound
 	// decides alone.
-	if slowAfter := b.lat.slowAfter(stream, limit); limit <= 0 || slowAfter < limit {
+	if slowAfter := at.p.slowAfter(b, stream, limit); limit <= 0 || slowAfter < limit {
 		at.slowAfter = slowAfter
 		at.tm.slow = at.arm(dueSlow, slowAfter, timeUp)
 	}

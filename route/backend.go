@@ -50,6 +50,15 @@ type Backend struct {
 	// stream that stalls mid-way ends instead of hanging. Zero means none.
 	IdleTimeout time.Duration
 
+	// ProbeInterval is how often something outside the engine (the
+	// gateway's recovery probe, probe.recovery_interval) checks the
+	// backend while its breaker is open for a failure, a passing probe
+	// ending the trip. A client that every member refused is then told to
+	// come back (Retry-After) no later than that, when the gateway will
+	// know again, not at the end of a trip a probe may cut short. Zero
+	// means nothing probes the backend: the trip's end is the answer.
+	ProbeInterval time.Duration
+
 	// HealthCheck is how the backend is checked when a call waits past its
 	// slow threshold (see Pool): a one-token chat call (ProbeChat, the
 	// default for "") or a list of models (ProbeModels). Any answer below
@@ -73,18 +82,22 @@ type Backend struct {
 }
 
 // SlowAfter is how long a call of the kind (streamed or plain) may wait
-// for its first byte before it counts as slow and the backend is checked:
-// three times the 95th percentile of the backend's recent times to first
-// byte, at least 3 s (plain) or 2 s (streams), 15 s or 5 s before eight
-// calls of that kind have answered, and never more than the first-byte
-// timeout.
+// for its first byte before it counts as slow and the backend is checked,
+// judged from the backend's own answers alone: three times the 95th
+// percentile of its recent times to first byte, at least 3 s (plain) or
+// 2 s (streams), 15 s or 5 s before eight calls of that kind have
+// answered, and never more than the first-byte timeout. In a pool, a
+// backend that has answered fewer than eight is judged with its peers
+// (Pool.SlowAfter).
 func (b *Backend) SlowAfter(stream bool) time.Duration {
 	return b.lat.slowAfter(stream, b.firstByteTimeout(stream))
 }
 
 // CheckTimeout bounds one health check or probe of the backend: four
 // times the 95th percentile of its recent passing checks (before there
-// are any, of its times to first byte), between 2 s and 10 s.
+// are any, of its times to first byte), between 2 s and 10 s. In a pool,
+// a backend with nothing measured is judged with its peers
+// (Pool.CheckTimeout).
 func (b *Backend) CheckTimeout() time.Duration { return b.lat.checkTimeout() }
 
 // redact removes the backend's own credentials from text that came from

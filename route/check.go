@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -29,11 +31,20 @@ var errCheckTimeout = errors.New("switchover: health check timed out")
 type checker struct {
 	mu      sync.Mutex
 	running bool
-	last    time.Time
+	last    time.Time // when the last check began
+	judged  time.Time // when the waiting calls were last judged together (pileUp)
 	waiting map[*waiter]struct{}
+	// active mirrors running, for selection to read without the lock.
+	active atomic.Bool
 }
 
-type waiter struct{ cancel context.CancelCauseFunc }
+// waiter is an attempt waiting for its first byte: how to abandon it, when
+// it began and whether it is a stream.
+type waiter struct {
+	cancel context.CancelCauseFunc
+	began  time.Time
+	stream bool
+}
 
 // wait registers an attempt waiting for its first byte, until unwait.
 func (c *checker) wait(w *waiter) {
@@ -77,30 +88,65 @@ func (c *checker) begin(now time.Time) bool {
 		return false
 	}
 	c.running, c.last = true, now
+	c.active.Store(true)
 	return true
 }
 
 func (c *checker) end() {
 	c.mu.Lock()
 	c.running = false
+	c.active.Store(false)
 	c.mu.Unlock()
 }
 
+// checking reports whether a check of the backend is running: selection
+// passes the backend over while another member can take the call.
+func (c *checker) checking() bool { return c.active.Load() }
+
+// waits appends to plain and stream how long, at now, each call waiting
+// for its first byte has waited, by kind, and reports whether it did: only
+// when minPileUp calls or more wait, no check is running, and the calls
+// were not judged within pileUpEvery.
+func (c *checker) waits(now time.Time, plain, stream []time.Duration) ([]time.Duration, []time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.waiting) < minPileUp || c.running || (!c.judged.IsZero() && now.Sub(c.judged) < pileUpEvery) {
+		return plain, stream, false
+	}
+	c.judged = now
+	for w := range c.waiting {
+		if w.stream {
+			stream = append(stream, now.Sub(w.began))
+		} else {
+			plain = append(plain, now.Sub(w.began))
+		}
+	}
+	return plain, stream, true
+}
+
 // slowCall is called when an attempt on b has waited past the backend's
-// slow threshold without a first byte. It checks in the background that
-// b still answers at all (a one-token call, bounded by the backend's
-// learned check timeout); when it does not, b's breaker is opened and
-// every attempt still waiting on b is abandoned, so that they fail over
-// now rather than when their first-byte timeouts end, and the caller's
-// patience never decides whether a hung region is noticed.
+// slow threshold (waited) without a first byte: b is checked (startCheck).
 func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
+	p.startCheck(b, model, "a call waited "+waited.Round(time.Millisecond).String()+" with no first byte")
+}
+
+// startCheck checks in the background that b still answers at all (a
+// one-token call for model, bounded by the backend's learned check
+// timeout), unless a check is running or one began within
+// minCheckInterval; why says what called for it (a slow call, calls
+// piling up). While the check runs, selection passes b over for any other
+// member that can take a call. When b does not answer, its breaker is
+// opened and every attempt still waiting on b is abandoned, so that they
+// fail over now rather than when their first-byte timeouts end, and the
+// caller's patience never decides whether a hung region is noticed.
+func (p *Pool) startCheck(b *Backend, model, why string) {
 	clk := clock.Or(p.Clock)
 	if !b.check.begin(clk.Now()) {
 		return
 	}
+	timeout := p.CheckTimeout(b)
 	go func() {
 		defer b.check.end()
-		timeout := b.lat.checkTimeout()
 		// The clock bounds the check; the wall-clock bound only makes sure
 		// no check outlives maxCheckTimeout whatever the clock does.
 		wctx, wcancel := context.WithTimeout(context.Background(), maxCheckTimeout)
@@ -119,13 +165,111 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
 		if !timedOut && errors.As(err, &pe) {
 			result = pe.Result
 		}
-		cause := fmt.Sprintf("unresponsive: a call waited %s with no first byte and a health check failed (%s)", waited.Round(time.Millisecond), result)
+		cause := fmt.Sprintf("unresponsive: %s and a health check failed (%s)", why, result)
 		if br := b.Breaker; br != nil && br.Snapshot().State != breaker.Open {
 			br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, cause)
 		}
 		n := b.check.abortWaiting(errUnresponsive)
 		p.observe(Event{Kind: EventUnresponsive, Backend: b, Reason: ReasonUnresponsive, Err: fmt.Errorf("%s; %d waiting attempts failed over", cause, n)})
 	}()
+}
+
+// The pile-up rule (pileUp).
+const (
+	// pileUpEvery is the least time between two judgements of the calls
+	// waiting on one backend.
+	pileUpEvery = 250 * time.Millisecond
+	// pileUpQuantile is the percentile of the backend's times to first
+	// byte past which a waiting call counts as long.
+	pileUpQuantile = 90
+	// minPileUpWait is the least wait that counts as long, whatever the
+	// percentile: a backend that answers in 100 ms is not checked because
+	// three calls waited 300 ms.
+	minPileUpWait = time.Second
+	// minPileUp is the fewest long waits that get the backend checked.
+	minPileUp = 3
+	// pileUpAlpha is how unlikely so many long waits must be, were the
+	// backend answering as it did, for the backend to be checked.
+	pileUpAlpha = 1e-4
+)
+
+// pileUp judges the calls waiting on b for their first byte together,
+// when a call to b begins at now (at most every pileUpEvery): a backend
+// that stopped answering leaves every call it gets waiting, long before
+// any one of them is slow enough to be suspect alone, when the backend's
+// calls usually take seconds. A wait counts as long past the 90th
+// percentile of the backend's times to first byte (its peers' with its
+// own, before it has answered eight; at least minPileUpWait). Healthy, the
+// calls waiting that long at once are few: a Poisson count whose mean is
+// the number of calls waiting less than that (the arrivals) times the
+// share of a call's time spent past the percentile, both read off the
+// same samples. When the calls waiting that long are so many that a
+// healthy backend would leave as many with a probability below
+// pileUpAlpha (and at least minPileUp), b is checked (startCheck).
+// Nothing is judged before there are eight samples.
+func (p *Pool) pileUp(b *Backend, model string, now time.Time) {
+	var pb, sb [64]time.Duration
+	plain, stream, ok := b.check.waits(now, pb[:0], sb[:0])
+	if !ok {
+		return
+	}
+	if why := p.pileUpCause(b, plain, false); why != "" {
+		p.startCheck(b, model, why)
+	} else if why := p.pileUpCause(b, stream, true); why != "" {
+		p.startCheck(b, model, why)
+	}
+}
+
+// pileUpCause judges waits, those of the calls of a kind waiting on b
+// (see pileUp), and says why b should be checked; "" when it should not.
+func (p *Pool) pileUpCause(b *Backend, waits []time.Duration, stream bool) string {
+	if len(waits) < minPileUp {
+		return ""
+	}
+	var buf [peerBuf]time.Duration
+	ref, ok := p.reference(buf[:0], b, stream)
+	if !ok {
+		return ""
+	}
+	q := max(quantileOf(ref, pileUpQuantile), minPileUpWait)
+	var past, before time.Duration // of the samples' time, past q and before it
+	for _, d := range ref {
+		past += max(d-q, 0)
+		before += min(d, q)
+	}
+	long, longest := 0, time.Duration(0)
+	for _, w := range waits {
+		if w >= q {
+			long++
+			longest = max(longest, w)
+		}
+	}
+	mean := 0.0
+	if before > 0 {
+		mean = float64(max(len(waits)-long, 1)) * float64(past) / float64(before)
+	}
+	if long < pileUpNeed(mean) {
+		return ""
+	}
+	return fmt.Sprintf("%d calls waited past %s with no first byte (the longest %s)", long, q.Round(time.Millisecond), longest.Round(time.Millisecond))
+}
+
+// pileUpNeed is how many long waits get a backend checked when mean of
+// them are expected: the least k, at least minPileUp, such that a Poisson
+// count of that mean reaches k with a probability below pileUpAlpha.
+func pileUpNeed(mean float64) int {
+	if mean <= 0 || math.IsNaN(mean) {
+		return minPileUp
+	}
+	below := 0.0 // P(N < k)
+	for k := 0; k < 1<<16; k++ {
+		if k >= minPileUp && 1-below < pileUpAlpha {
+			return k
+		}
+		lg, _ := math.Lgamma(float64(k + 1))
+		below += math.Exp(float64(k)*math.Log(mean) - mean - lg)
+	}
+	return 1 << 16
 }
 
 // answered reports whether a probe result shows the backend answering:

@@ -209,46 +209,79 @@ func SetRetryAfter(h http.Header, d time.Duration) {
 const MaxClientRetryAfter = breaker.DefaultMaxRetryAfter
 
 // retryAfter is how long until the soonest member of the pool will take a
-// call: its breaker's reopening, or for a member tried in this request, the
-// Retry-After it sent if later. Drained members are left out. At least one
-// second, at most MaxClientRetryAfter.
+// call (readyAt). Drained members are left out. At least one second, at
+// most MaxClientRetryAfter.
 func (p *Pool) retryAfter(rep *Report, now time.Time) time.Duration {
 	var soonest time.Time
 	for _, m := range p.Members {
 		if m.Backend.Drained() {
 			continue
 		}
-		t := now
-		if br := m.Backend.Breaker; br != nil {
-			s := br.Snapshot()
-			t = s.ReadyAt(now)
-			// A benched backend whose own Retry-After ends before its trip
-			// is tried then, when no other member can take the call (see
-			// Pool.early).
-			if s.State == breaker.Open && !s.RetryAt.IsZero() && s.RetryAt.Before(t) {
-				t = later(s.RetryAt, now)
-			}
-		}
-		for _, a := range rep.Attempts {
-			if a.Backend == m.Backend.Name && a.RetryAfter > 0 {
-				if ra := a.Start.Add(a.RetryAfter); ra.After(t) {
-					t = ra
-				}
-			}
-		}
-		for _, h := range rep.OutOfQuota {
-			if h.Backend == m.Backend.Name && h.Until.After(t) {
-				t = h.Until
-			}
-		}
-		if soonest.IsZero() || t.Before(soonest) {
+		if t := p.readyAt(m, rep, now); soonest.IsZero() || t.Before(soonest) {
 			soonest = t
 		}
 	}
 	if soonest.IsZero() {
 		return time.Second
 	}
-	return min(max(soonest.Sub(now), time.Second), MaxClientRetryAfter)
+	return clientWait(soonest.Sub(now))
+}
+
+// clientWait is d as a client is told to wait: at least one second, at
+// most MaxClientRetryAfter.
+func clientWait(d time.Duration) time.Duration {
+	return min(max(d, time.Second), MaxClientRetryAfter)
+}
+
+// readyAt is when m is expected to take a call again, as a client the
+// pool could not answer (rep) is told: when its breaker lets a call through;
+// sooner when the backend's own Retry-After ends first (it is then tried
+// when no other member can take the call, see Pool.early), or when a
+// probe checks it before that (probedAt); later when, in this request, it
+// sent a Retry-After that ends later, or its quota will not take the call
+// before.
+func (p *Pool) readyAt(m *Member, rep *Report, now time.Time) time.Time {
+	t := now
+	if br := m.Backend.Breaker; br != nil {
+		s := br.Snapshot()
+		t = s.ReadyAt(now)
+		if s.State == breaker.Open && !s.RetryAt.IsZero() && s.RetryAt.Before(t) {
+			t = later(s.RetryAt, now)
+		}
+		if next, ok := probedAt(m.Backend, s, now); ok && next.Before(t) {
+			t = next
+		}
+	}
+	for _, a := range rep.Attempts {
+		if a.Backend == m.Backend.Name && a.RetryAfter > 0 {
+			if ra := a.Start.Add(a.RetryAfter); ra.After(t) {
+				t = ra
+			}
+		}
+	}
+	for _, h := range rep.OutOfQuota {
+		if h.Backend == m.Backend.Name && h.Until.After(t) {
+			t = h.Until
+		}
+	}
+	return t
+}
+
+// probedAt is when the recovery probe will next have checked b, whose
+// breaker is in state s, at the latest (now plus b.ProbeInterval), and
+// whether a probe will: only while the breaker is open for a failure. Not
+// for a bench for quota (its Retry-After says when it ends), one an
+// operator or a health probe forced (nothing probes it at that cadence),
+// nor a misconfiguration (probed once a minute once a probe was refused).
+func probedAt(b *Backend, s breaker.Snapshot, now time.Time) (time.Time, bool) {
+	if b.ProbeInterval <= 0 || s.State != breaker.Open || s.Throttled {
+		return time.Time{}, false
+	}
+	switch s.Kind {
+	case breaker.KindManual, breaker.KindHealthProbe, breaker.KindMisconfigured, breaker.KindQuotaExhausted:
+		return time.Time{}, false
+	}
+	return now.Add(b.ProbeInterval), true
 }
 
 // soonestWait is retryAfter without its one-second floor, for a request
@@ -351,7 +384,9 @@ func (p *Pool) unanswered(r *Request, rep *Report, lastHeader http.Header) (*htt
 		if a.Status != 0 {
 			why = fmt.Sprintf("its call failed: %d %s", a.Status, a.Reason)
 		}
-		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: a.RetryAfter}
+		now := p.now()
+		wait := clientWait(p.readyAt(p.Member(r.Owner), rep, now).Sub(now))
+		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: wait}
 	}
 	return p.exhausted(r, rep, lastHeader), rep, nil
 }

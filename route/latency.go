@@ -107,21 +107,45 @@ func (l *latency) observeCheck(d time.Duration) {
 	l.mu.Unlock()
 }
 
+// samples appends to dst the backend's recent times to first byte of
+// the kind.
+func (l *latency) samples(dst []time.Duration, stream bool) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := &l.plain
+	if stream {
+		r = &l.stream
+	}
+	return append(dst, r.d[:r.n]...)
+}
+
 // slowAfter is how long a call of the kind may wait for its first byte
-// before it counts as slow: slowFactor times the 95th percentile of the
-// backend's recent ones, at least minSlow*, at most limit (the attempt's
-// own first-byte bound, when it has one).
+// before it counts as slow, judged from the backend's own answers alone
+// (see slowThreshold).
 func (l *latency) slowAfter(stream bool, limit time.Duration) time.Duration {
 	l.mu.Lock()
-	r, floor, def := &l.plain, minSlowPlain, defaultSlowPlain
+	r := &l.plain
 	if stream {
-		r, floor, def = &l.stream, minSlowStream, defaultSlowStream
+		r = &l.stream
 	}
 	p, ok := r.p95()
 	l.mu.Unlock()
-	d := def
+	return slowThreshold(p, ok, stream, limit)
+}
+
+// slowThreshold is how long a call of the kind may wait for its first
+// byte before it counts as slow, from p95, the 95th percentile of the
+// times to first byte it is judged by (ok: there were minSamples of
+// them): slowFactor times p95, at least minSlow*, defaultSlow* without
+// p95, at most limit (the attempt's own first-byte bound, when it has
+// one).
+func slowThreshold(p95 time.Duration, ok, stream bool, limit time.Duration) time.Duration {
+	floor, d := minSlowPlain, defaultSlowPlain
+	if stream {
+		floor, d = minSlowStream, defaultSlowStream
+	}
 	if ok {
-		d = max(slowFactor*p, floor)
+		d = max(slowFactor*p95, floor)
 	}
 	if limit > 0 {
 		d = min(d, limit)
@@ -129,12 +153,12 @@ func (l *latency) slowAfter(stream bool, limit time.Duration) time.Duration {
 	return d
 }
 
-// checkTimeout bounds a health check of the backend: checkFactor times
-// the 95th percentile of recent passing checks (before there are enough,
-// of stream first bytes, then of plain answers), between minCheckTimeout
-// and maxCheckTimeout.
-func (l *latency) checkTimeout() time.Duration {
+// checkP95 is the 95th percentile of the backend's recent passing checks
+// or, before there are minSamples of them, of its stream first bytes, then
+// of its plain answers; ok is false when it has minSamples of none.
+func (l *latency) checkP95() (time.Duration, bool) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	p, ok := l.check.p95()
 	if !ok {
 		p, ok = l.stream.p95()
@@ -142,9 +166,90 @@ func (l *latency) checkTimeout() time.Duration {
 	if !ok {
 		p, ok = l.plain.p95()
 	}
-	l.mu.Unlock()
+	return p, ok
+}
+
+// checkTimeout bounds a health check of the backend: checkFactor times
+// checkP95, between minCheckTimeout and maxCheckTimeout;
+// defaultCheckTimeout before anything has been measured.
+func (l *latency) checkTimeout() time.Duration {
+	p, ok := l.checkP95()
 	if !ok {
 		return defaultCheckTimeout
 	}
-	return min(max(checkFactor*p, minCheckTimeout), maxCheckTimeout)
+	return checkBound(p)
+}
+
+func checkBound(p95 time.Duration) time.Duration {
+	return min(max(checkFactor*p95, minCheckTimeout), maxCheckTimeout)
+}
+
+// peerBuf is the room reference keeps on the stack: the samples of four
+// backends.
+const peerBuf = 4 * latencySamples
+
+// reference appends to dst the times to first byte that b's calls of the
+// kind are judged by in p, and reports whether there are minSamples of
+// them: b's own once it has minSamples; before that, its few with those of
+// its pool peers (the pool's other members, which serve the same calls),
+// so that a member that has never answered (a fallback, or any member of a
+// fleet just started) is judged by what its peers take, not by a flat
+// default.
+func (p *Pool) reference(dst []time.Duration, b *Backend, stream bool) ([]time.Duration, bool) {
+	dst = b.lat.samples(dst, stream)
+	if len(dst) >= minSamples {
+		return dst, true
+	}
+	for _, m := range p.Members {
+		if m.Backend != b {
+			dst = m.Backend.lat.samples(dst, stream)
+		}
+	}
+	return dst, len(dst) >= minSamples
+}
+
+// quantileOf is the pct-th percentile (nearest rank, 1 <= pct <= 100) of
+// s, which it sorts; s must not be empty.
+func quantileOf(s []time.Duration, pct int) time.Duration {
+	slices.Sort(s)
+	i := max((pct*len(s)+99)/100, 1)
+	return s[i-1]
+}
+
+// SlowAfter is how long a call of the kind to b, a member of p, may wait
+// for its first byte before it counts as slow and b is checked: three
+// times the 95th percentile of b's recent times to first byte (of its
+// pool peers' with its own, before b has answered eight), at least 3 s
+// (plain) or 2 s (streams), 15 s or 5 s when neither b nor its peers have
+// answered eight, and never more than b's first-byte timeout.
+func (p *Pool) SlowAfter(b *Backend, stream bool) time.Duration {
+	return p.slowAfter(b, stream, b.firstByteTimeout(stream))
+}
+
+func (p *Pool) slowAfter(b *Backend, stream bool, limit time.Duration) time.Duration {
+	var buf [peerBuf]time.Duration
+	ref, ok := p.reference(buf[:0], b, stream)
+	var p95 time.Duration
+	if ok {
+		p95 = quantileOf(ref, 95)
+	}
+	return slowThreshold(p95, ok, stream, limit)
+}
+
+// CheckTimeout bounds one health check of b, a member of p: four times
+// the 95th percentile of its recent passing checks (before there are
+// eight, of its times to first byte, streams first; before it has answered
+// eight, of its pool peers' with its own), between 2 s and 10 s; 5 s when
+// nothing has been measured.
+func (p *Pool) CheckTimeout(b *Backend) time.Duration {
+	if d, ok := b.lat.checkP95(); ok {
+		return checkBound(d)
+	}
+	var buf [peerBuf]time.Duration
+	for _, stream := range [...]bool{true, false} {
+		if ref, ok := p.reference(buf[:0], b, stream); ok {
+			return checkBound(quantileOf(ref, 95))
+		}
+	}
+	return defaultCheckTimeout
 }

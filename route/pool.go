@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -114,8 +115,11 @@ type Pool struct {
 	// retry withdraws, and a retry the budget refuses is not made: the
 	// request is answered with its last failure at once
 	// (Report.RetryBudgetSpent, EventRetryBudget). The first attempt is
-	// never refused. Nil means no budget: Attempts alone bounds retries,
-	// so a pool whose members all fail makes Attempts calls per request.
+	// never refused, nor is a failover off a backend that is gone (its
+	// breaker open, drained, unreachable or unresponsive) onto a member
+	// whose breaker is closed: that is not a storm. Nil means no budget:
+	// Attempts alone bounds retries, so a pool whose members all fail
+	// makes Attempts calls per request.
 	RetryBudget *RetryBudget
 	// Fallback is the pool a request goes to when this one cannot answer
 	// it: every member failed, was benched, drained or skipped, or a
@@ -228,8 +232,9 @@ type OwnerUnavailableError struct {
 	Owner, Pool string
 	// Why says what keeps the owner from the call.
 	Why string
-	// RetryAfter is when the owner may take calls again; zero when
-	// unknown.
+	// RetryAfter is how long until the owner may take calls again, or the
+	// gateway will next know (its recovery probe): at least a second,
+	// unless the owner is drained or not a member of the pool (zero).
 	RetryAfter time.Duration
 }
 
@@ -237,33 +242,30 @@ func (e *OwnerUnavailableError) Error() string {
 	return "the backend " + e.Owner + " holds the state this request refers to, and " + e.Why
 }
 
-// ownerBenched describes why the owner's member took no attempt.
+// ownerBenched describes why the owner's member took no attempt, and when
+// to ask again (readyAt): unless it is drained, at least a second away.
 func (p *Pool) ownerBenched(owner string) error {
 	m := p.Member(owner)
 	e := &OwnerUnavailableError{Owner: owner, Pool: p.Name, Why: "it is not taking calls"}
 	b := m.Backend
-	switch {
-	case b.Drained():
+	if b.Drained() {
 		e.Why = "it is drained by an operator"
-	case b.Breaker != nil:
+		return e
+	}
+	now := p.now()
+	if b.Breaker != nil {
 		s := b.Breaker.Snapshot()
 		if s.State == breaker.Open {
 			e.Why = "its circuit breaker is open"
 			if s.Throttled {
 				e.Why = "it is rate limited"
 			}
-			at := s.RetryAt
-			if at.IsZero() {
-				at = s.Until // when it lets a probe through
-			}
-			if !at.IsZero() {
-				if d := at.Sub(p.now()); d > 0 {
-					e.RetryAfter = d
-					e.Why += " for another " + d.Round(time.Second).String()
-				}
-			}
+		}
+		if _, ok := probedAt(b, s, now); ok {
+			e.Why += fmt.Sprintf("; a health probe checks it every %s", b.ProbeInterval)
 		}
 	}
+	e.RetryAfter = clientWait(p.readyAt(m, &Report{}, now).Sub(now))
 	return e
 }
 
@@ -333,6 +335,7 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 	if r != nil && rep != nil {
 		rep.op = r.Op
 	}
+	start := len(dst)
 	var hbuf [4]*Member
 	held := hbuf[:0]
 	for i, m := range p.Members {
@@ -360,7 +363,7 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 		}
 		dst = append(dst, m)
 	}
-	if len(dst) == 0 {
+	if len(dst) == start {
 		dst = append(dst, held...)
 	}
 	return dst

@@ -200,7 +200,9 @@ func (b *RetryBudget) start(now time.Time) {
 // admitted with done: the first attempt deposits, a retry withdraws, and
 // a retry the budget refuses is not made: m's admission and quota are
 // given back, and the refusal is noted (Report.RetryBudgetSpent,
-// EventRetryBudget). Without a budget every attempt is allowed.
+// EventRetryBudget). A failover off a dead backend
+// (failoverOffDeadBackend) is neither counted nor refused. Without a
+// budget every attempt is allowed.
 func (p *Pool) retryAllowed(ctx context.Context, rep *Report, m *Member, at *attempt, done breaker.Done) bool {
 	rb := p.RetryBudget
 	if rb == nil {
@@ -210,7 +212,7 @@ func (p *Pool) retryAllowed(ctx context.Context, rep *Report, m *Member, at *att
 		rb.Request(p.now())
 		return true
 	}
-	if rb.TryRetry(p.now()) {
+	if p.failoverOffDeadBackend(rep, m) || rb.TryRetry(p.now()) {
 		return true
 	}
 	done(breaker.Outcome{Result: breaker.Ignore})
@@ -218,4 +220,34 @@ func (p *Pool) retryAllowed(ctx context.Context, rep *Report, m *Member, at *att
 	rep.RetryBudgetSpent = true
 	p.observeCtx(ctx, Event{Kind: EventRetryBudget, Backend: m.Backend})
 	return false
+}
+
+// failoverOffDeadBackend reports whether the retry on m is a failover off
+// a backend that is gone, which the retry budget neither counts nor
+// refuses: the failed attempt's backend takes no calls now (its breaker
+// is open, benched by this very failure, by the health check that found
+// it unresponsive, or meanwhile; or an operator drained it), or its
+// failure says it never got the call (the connection could not be made)
+// or will not answer (unresponsive); and m's breaker is closed, so m takes
+// calls as usual. Such retries are not a storm: they number at most the
+// calls in flight on the backend when it went, since new requests no
+// longer go there, and they go to a member that is taking calls. When
+// every member fails with its breaker still closed (5xx, 429, timeouts),
+// each retry still spends the budget, and once their breakers open there
+// is no member left to retry on.
+func (p *Pool) failoverOffDeadBackend(rep *Report, m *Member) bool {
+	if br := m.Backend.Breaker; br != nil && br.Snapshot().State != breaker.Closed {
+		return false
+	}
+	last := rep.Attempts[len(rep.Attempts)-1]
+	switch last.Reason {
+	case ReasonUnresponsive, ReasonConnect:
+		return true
+	}
+	prev := p.Member(last.Backend)
+	if prev == nil {
+		return false
+	}
+	b := prev.Backend
+	return b.Drained() || b.Breaker != nil && b.Breaker.Snapshot().State == breaker.Open
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -312,6 +313,117 @@ func TestRetryBudgetNeverRefusesTheFirstAttempt(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noRetries is a retry budget that allows no retry at all: whatever it
+// lets through was not counted against it.
+func noRetries() *route.RetryBudget { return &route.RetryBudget{Ratio: -1, MinPerSecond: -1} }
+
+// TestRetryBudgetNeverRefusesFailoverOffABenchedBackend: issue 22's 504s
+// with attempts=1 tried="uksouth=unresponsive". Moving a request off a
+// backend that is gone (benched by the failure, found unresponsive,
+// unreachable) onto a member whose breaker is closed is not a storm: even
+// a budget that allows no retry lets it through, and does not count it.
+func TestRetryBudgetNeverRefusesFailoverOffABenchedBackend(t *testing.T) {
+	t.Run("waiting calls failed over by an unresponsive check", unresponsiveFailoverIsFree)
+	tests := []struct {
+		name     string
+		script   step
+		settings breaker.Settings
+		closed   bool // close weu's upstream: connection refused
+		reason   route.Reason
+	}{
+		{"the failure benched the backend", status(500), breaker.Settings{Failures: 1}, false, route.ReasonServerError},
+		{"connection refused", answer("weu"), breaker.Settings{Failures: 1000}, true, route.ReasonConnect},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t,
+				memberSpec{name: "weu", priority: 1, script: []step{tc.script}, settings: tc.settings},
+				memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+			)
+			e.pool.RetryBudget = noRetries()
+			if tc.closed {
+				e.ups["weu"].Close()
+			}
+			resp, rep, body := e.do(t, chatBody)
+			if resp.StatusCode != 200 || resp.Header.Get(route.HeaderBackend) != "sec" || rep.RetryBudgetSpent {
+				t.Fatalf("status %d from %q, spent %v: %s", resp.StatusCode, resp.Header.Get(route.HeaderBackend), rep.RetryBudgetSpent, body)
+			}
+			if len(rep.Attempts) != 2 || rep.Attempts[0].Reason != tc.reason {
+				t.Fatalf("attempts %+v, want weu %s then sec", rep.Attempts, tc.reason)
+			}
+			if n := len(e.events.kinds(route.EventRetryBudget)); n != 0 {
+				t.Fatalf("%d retry budget refusals", n)
+			}
+		})
+	}
+	t.Run("a storm on closed breakers still spends the budget", func(t *testing.T) {
+		e := newEnv(t,
+			memberSpec{name: "weu", priority: 1, script: []step{status(500)}, settings: breaker.Settings{Failures: 1000}},
+			memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+		)
+		e.pool.RetryBudget = noRetries()
+		resp, rep, _ := e.do(t, chatBody)
+		if resp.StatusCode != 500 || !rep.RetryBudgetSpent || len(rep.Attempts) != 1 {
+			t.Fatalf("status %d, spent %v, attempts %+v: a 500 from a backend still taking calls is a retry the budget decides", resp.StatusCode, rep.RetryBudgetSpent, rep.Attempts)
+		}
+	})
+}
+
+// unresponsiveFailoverIsFree: calls wait on a hung backend until the
+// health check benches it and fails them over; a budget that allows no
+// retry lets every one of them through to the healthy member.
+func unresponsiveFailoverIsFree(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	probed, arrived := make(chan struct{}, 16), make(chan struct{}, 16)
+	hung := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+		} else {
+			arrived <- struct{}{}
+		}
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{hung}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	e.pool.RetryBudget = noRetries()
+	weu := e.backends["weu"]
+	slow, check := weu.SlowAfter(false), weu.CheckTimeout()
+	const n = 8
+	var calls []<-chan result
+	for range n {
+		calls = append(calls, e.goDo(ctx, chatBody))
+	}
+	for i := range n {
+		select {
+		case <-arrived:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d calls reached the hung backend", i, n)
+		}
+	}
+	clk.Advance(slow)
+	select {
+	case <-probed:
+	case <-ctx.Done():
+		t.Fatal("no health check after the slow threshold")
+	}
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+	for i, ch := range calls {
+		res := await(t, ctx, ch)
+		if res.err != nil {
+			t.Fatalf("request %d: %v", i, res.err)
+		}
+		if res.resp.StatusCode != 200 || res.rep.RetryBudgetSpent {
+			t.Fatalf("request %d: %d, spent %v, attempts %+v: the budget refused a failover off a benched backend", i, res.resp.StatusCode, res.rep.RetryBudgetSpent, res.rep.Attempts)
+		}
 	}
 }
 

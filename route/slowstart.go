@@ -70,13 +70,6 @@ func (b *Backend) heldBack(share float64) bool {
 	return share < 1 && !b.turns.take(share)
 }
 
-// checking reports whether a health check of the backend is running.
-func (c *checker) checking() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.running
-}
-
 // earlyRank orders the benched members the panic path may try when no
 // member can take a call: first those whose backend's own Retry-After has
 // passed (soonest first), then those benched for a brownout, whose trip is

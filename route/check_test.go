@@ -1,0 +1,238 @@
+package route_test
+
+// Regression tests for issue 22's late detection of a dead region: a
+// backend whose calls usually take seconds was found unresponsive only
+// after 16 s (the slow threshold is three times its own 95th percentile),
+// and a member with no history of its own after 15 s (the flat default).
+
+import (
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
+	"github.com/switchover-gw/switchover/route"
+)
+
+// learnThenHang is a backend that answers every call after taking d of
+// the clock while learning is set, and afterwards hangs every call; each
+// arrival and each health check is signalled.
+type learnThenHang struct {
+	clk              *fakeclock.Clock
+	d                time.Duration
+	learning         atomic.Bool
+	arrived, checked chan struct{}
+}
+
+func newLearnThenHang(clk *fakeclock.Clock, d time.Duration) *learnThenHang {
+	l := &learnThenHang{clk: clk, d: d, arrived: make(chan struct{}, 64), checked: make(chan struct{}, 64)}
+	l.learning.Store(true)
+	return l
+}
+
+func (l *learnThenHang) step(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case l.learning.Load():
+		l.clk.Advance(l.d)
+		answer("weu")(w, r)
+	case isHealthCheck(r):
+		l.checked <- struct{}{}
+		hang(w, r)
+	default:
+		l.arrived <- struct{}{}
+		hang(w, r)
+	}
+}
+
+// TestPileUpOfWaitingCallsGetsASlowBackendChecked: a backend whose calls
+// take 3 s has a slow threshold of 9 s, but when it stops answering, the
+// calls that pile up waiting past its usual time get it checked as soon as
+// there are too many of them for a healthy backend, long before any one
+// call is slow enough alone; while the check runs, new calls go to the
+// other member; when it fails, the waiting calls fail over.
+func TestPileUpOfWaitingCallsGetsASlowBackendChecked(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	weuUp := newLearnThenHang(clk, 3*time.Second)
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{weuUp.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	weu := e.backends["weu"]
+	for i := range 10 {
+		if resp, _, _ := e.do(t, chatBody); resp.Header.Get(route.HeaderBackend) != "weu" {
+			t.Fatalf("learning call %d answered by %q", i, resp.Header.Get(route.HeaderBackend))
+		}
+	}
+	slow := e.pool.SlowAfter(weu, false)
+	if slow != 9*time.Second {
+		t.Fatalf("slow threshold %v, want 9s (three times a 3s 95th percentile)", slow)
+	}
+	weuUp.learning.Store(false)
+
+	const n = 4
+	var calls []<-chan result
+	for range n {
+		calls = append(calls, e.goDo(ctx, chatBody))
+	}
+	for i := range n {
+		select {
+		case <-weuUp.arrived:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d calls reached weu", i, n)
+		}
+	}
+	// 3 s on: every call has waited as long as weu's calls take, which a
+	// healthy weu would not leave four calls doing at once. The next call
+	// to begin has them judged.
+	clk.Advance(3 * time.Second)
+	calls = append(calls, e.goDo(ctx, chatBody))
+	select {
+	case <-weuUp.checked:
+	case <-ctx.Done():
+		t.Fatal("no health check of weu with four calls waiting past its usual time")
+	}
+	select {
+	case <-weuUp.arrived: // the call that had them judged
+	case <-ctx.Done():
+		t.Fatal("the fifth call did not reach weu")
+	}
+	// While weu is being checked, a new call goes to sec at once.
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.StatusCode != 200 || resp.Header.Get(route.HeaderBackend) != "sec" || len(rep.Attempts) != 1 {
+		t.Fatalf("a call during weu's check: %d from %q after %d attempts, want sec first", resp.StatusCode, resp.Header.Get(route.HeaderBackend), len(rep.Attempts))
+	}
+	check := e.pool.CheckTimeout(weu)
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+	for i, ch := range calls {
+		res := await(t, ctx, ch)
+		if res.err != nil {
+			t.Fatalf("request %d: %v", i, res.err)
+		}
+		if res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" || res.rep.Attempts[0].Reason != route.ReasonUnresponsive {
+			t.Fatalf("request %d: %d from %q, attempts %+v", i, res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend), res.rep.Attempts)
+		}
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
+		t.Fatalf("weu's breaker %v after its check failed", s.State)
+	}
+}
+
+// TestNewMemberJudgedFromPeersLatency: a member that has never answered
+// (a fallback, or any member of a fleet just started) is judged by what
+// its pool peers take, not by the flat 15 s threshold and 5 s check: a
+// hung fallback is checked after 3 s and benched 2 s later, as its peer
+// would be.
+func TestNewMemberJudgedFromPeersLatency(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	probed, arrived := make(chan struct{}, 8), make(chan struct{}, 8)
+	hung := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+		} else {
+			arrived <- struct{}{}
+		}
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{answer("weu")}},
+		memberSpec{name: "sec", priority: 2, script: []step{hung}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "uks", priority: 3, script: []step{answer("uks")}},
+	)
+	weu, sec := e.backends["weu"], e.backends["sec"]
+	if got, want := e.pool.SlowAfter(sec, false), 15*time.Second; got != want {
+		t.Fatalf("slow threshold %v with no history anywhere, want the default %v", got, want)
+	}
+	for range 8 {
+		e.do(t, chatBody) // weu answers at once: its peers' history
+	}
+	slow, check := e.pool.SlowAfter(sec, false), e.pool.CheckTimeout(sec)
+	if slow != 3*time.Second || check != 2*time.Second {
+		t.Fatalf("sec, never tried: slow threshold %v and check timeout %v, want its peer's 3s and 2s", slow, check)
+	}
+	if sec.SlowAfter(false) != 15*time.Second || sec.CheckTimeout() != 5*time.Second {
+		t.Fatalf("sec alone: %v and %v, want the defaults", sec.SlowAfter(false), sec.CheckTimeout())
+	}
+	weu.Breaker.Force(breaker.Open, time.Time{}, breaker.KindManual, "test: weu out")
+	call := e.goDo(ctx, chatBody)
+	select {
+	case <-arrived:
+	case <-ctx.Done():
+		t.Fatal("the call did not reach sec")
+	}
+	clk.Advance(slow)
+	select {
+	case <-probed:
+	case <-ctx.Done():
+		t.Fatal("no health check of sec after its peers' slow threshold")
+	}
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+	res := await(t, ctx, call)
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if res.resp.Header.Get(route.HeaderBackend) != "uks" || res.rep.Attempts[0].Reason != route.ReasonUnresponsive {
+		t.Fatalf("%d from %q, attempts %+v: want sec unresponsive after 5s, then uks", res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend), res.rep.Attempts)
+	}
+}
+
+// TestBackendUnderCheckTakesNoNewCalls: while a health check decides
+// whether a backend whose call went unanswered is alive, new calls go to
+// another member that can take them; when the check passes, the backend
+// takes calls again.
+func TestBackendUnderCheckTakesNoNewCalls(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	probed, release := make(chan struct{}, 8), make(chan struct{})
+	slowCheck := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+			<-release
+			answer("weu")(w, r)
+			return
+		}
+		hang(w, r)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{slowCheck}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	weu := e.backends["weu"]
+	call := e.goDo(ctx, chatBody)
+	if err := clk.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(e.pool.SlowAfter(weu, false))
+	select {
+	case <-probed:
+	case <-ctx.Done():
+		t.Fatal("no health check after the slow threshold")
+	}
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.Header.Get(route.HeaderBackend) != "sec" || len(rep.Attempts) != 1 {
+		t.Fatalf("a call during weu's check: answered by %q after %d attempts, want sec at once", resp.Header.Get(route.HeaderBackend), len(rep.Attempts))
+	}
+	e.ups["weu"].SetScript(answer("weu"))
+	close(release)
+	poll.Until(t, 10*time.Second, func() bool {
+		resp, _, _ := e.do(t, chatBody)
+		return resp.Header.Get(route.HeaderBackend) == "weu"
+	}, func() string { return "after a passing check, calls still go to sec" })
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Closed {
+		t.Fatalf("weu's breaker %v after a passing check", s.State)
+	}
+	clk.Advance(time.Minute)
+	if res := await(t, ctx, call); res.err != nil {
+		t.Fatal(res.err)
+	}
+}
