@@ -27,8 +27,8 @@ const (
 	ReasonServerError Reason = "server_error"
 	// ReasonStatus: another status configured to retry or count.
 	ReasonStatus Reason = "status"
-	// ReasonFirstByteTimeout: no headers (or first stream bytes) within
-	// FirstByteTimeout.
+	// ReasonFirstByteTimeout: no headers (or, for a stream, no first
+	// content: see readToContent) within FirstByteTimeout.
 	ReasonFirstByteTimeout Reason = "first_byte_timeout"
 	// ReasonTimeout: the attempt's whole Timeout ran out.
 	ReasonTimeout Reason = "timeout"
