@@ -94,7 +94,8 @@ func (at *attempt) answered(a *Attempt, resp *http.Response) (*http.Response, At
 // keep-alive comment nor an event that commits nothing (Azure's
 // prompt_filter_results, a role-only delta): it is waited for under the
 // first-byte timeout, so a backend that sends those and then nothing can
-// still be failed over.
+// still be failed over. Once passed on, a stream that falls silent after
+// a steady event ends by the stall rule (see stall.go).
 func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client translate.Format) (*http.Response, Attempt, error) {
 	p, b, o := at.p, at.b, &at.o
 	events := answersInEvents(o.Op)
@@ -120,6 +121,9 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 	wrapped := at.passOn(resp.Body, rest)
 	if native == client && events {
 		wrapped.end = &streamEnd{format: native}
+	}
+	if events && b.IdleTimeout > 0 {
+		wrapped.stall = newStallWatch(native)
 	}
 	if p.checkModel(b) {
 		wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(errorFormat(native), prefix)) }

@@ -131,7 +131,7 @@ func errReason(cctx, actx context.Context, err error) Reason {
 		return ReasonFirstByteTimeout
 	case errAttemptTimeout:
 		return ReasonTimeout
-	case errIdleTimeout, errBudget:
+	case errIdleTimeout, errStreamStalled, errBudget:
 		return ReasonTimeout
 	case errUnresponsive:
 		return ReasonUnresponsive

@@ -1,0 +1,292 @@
+package route_test
+
+// Regression tests for issue 22, section 5: a stream that has sent only
+// events that carry no content (Azure's prompt_filter_results, a
+// role-only delta) is not started, and fails over when it dies or stalls;
+// a stream that stalls after its content ends by the stall rule, long
+// before the idle timeout; a healthy slow stream is not cut.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/route"
+)
+
+const (
+	filterEvent = `{"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}`
+	roleEvent   = `{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+	stopEvent   = `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`
+)
+
+func wordEvent(w string) string {
+	return `{"choices":[{"index":0,"delta":{"content":"` + w + `"},"finish_reason":null}]}`
+}
+
+// azureStream answers as an Azure stream does: its filter results, the
+// role chunk, name's words, the finish and [DONE].
+func azureStream(name string) step {
+	return chunks(filterEvent, roleEvent, wordEvent(name+"-1 "), wordEvent(name+"-2"), stopEvent, "[DONE]")
+}
+
+// thenCut sends data as events, then cuts the connection without ending
+// the response.
+func thenCut(data ...string) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		chunks(data...)(w, r)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// thenHang sends data as events, then nothing until the client goes.
+func thenHang(data ...string) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		chunks(data...)(w, r)
+		<-r.Context().Done()
+	}
+}
+
+// bodyRead is a backend transport that tells when the engine, having
+// read the first bytes of an answer's body, waits for more.
+type bodyRead struct {
+	rt      http.RoundTripper
+	once    sync.Once
+	waiting chan struct{}
+}
+
+func newBodyRead(t *testing.T) *bodyRead {
+	tr := route.NewTransport(route.TransportSettings{})
+	t.Cleanup(tr.CloseIdleConnections)
+	return &bodyRead{rt: tr, waiting: make(chan struct{})}
+}
+
+func (b *bodyRead) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.rt.RoundTrip(r)
+	if err == nil {
+		resp.Body = &signalBody{ReadCloser: resp.Body, b: b}
+	}
+	return resp, err
+}
+
+type signalBody struct {
+	io.ReadCloser
+	b    *bodyRead
+	read bool // a read has returned bytes
+}
+
+func (s *signalBody) Read(p []byte) (int, error) {
+	if s.read {
+		s.b.once.Do(func() { close(s.b.waiting) })
+	}
+	n, err := s.ReadCloser.Read(p)
+	s.read = s.read || n > 0
+	return n, err
+}
+
+// checkServedBySec checks a streamed answer that weu failed before its
+// content: sec's whole stream, with one filter event (weu's was dropped),
+// and weu's attempt retryable for reason.
+func checkServedBySec(t *testing.T, res result, reason route.Reason) {
+	t.Helper()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+		t.Fatalf("got %d from %q", res.resp.StatusCode, res.resp.Header.Get(route.HeaderBackend))
+	}
+	evs, err := readEvents(strings.NewReader(res.body))
+	if err != nil || len(evs) != 6 || evs[0] != filterEvent || !strings.Contains(evs[2], "sec-1") || evs[5] != "[DONE]" {
+		t.Fatalf("client got %q (%v), want sec's stream", evs, err)
+	}
+	if n := strings.Count(res.body, "prompt_filter_results"); n != 1 || strings.Contains(res.body, "weu") {
+		t.Fatalf("client got %d filter events or weu's bytes: %q", n, res.body)
+	}
+	if a := res.rep.Attempts; len(a) != 2 || a[0].Backend != "weu" || !a[0].Retryable || a[0].Reason != reason {
+		t.Fatalf("attempts %+v, want weu failed (%s) before sec", a, reason)
+	}
+}
+
+// TestFilterResultsAloneDoNotCommitAStream: a stream whose only event is
+// Azure's prompt_filter_results, then silence, is failed over by the
+// first-byte timeout, where it used to count as started and hang until
+// the idle timeout (two minutes); the client gets sec's stream, once.
+func TestFilterResultsAloneDoNotCommitAStream(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	const firstByte = 10 * time.Second
+	seen := newBodyRead(t)
+	e := newEnvClock(t, clk,
+		// (The slow call's health check, at 5 s, gets weu's second step.)
+		memberSpec{name: "weu", priority: 1, script: []step{thenHang(filterEvent), answer("weu")}, tune: func(b *route.Backend) {
+			b.StreamFirstByteTimeout, b.IdleTimeout, b.Transport = firstByte, 2*time.Minute, seen
+		}},
+		memberSpec{name: "sec", priority: 2, script: []step{azureStream("sec")}},
+	)
+	call := e.goDo(ctx, streamBody)
+	select {
+	case <-seen.waiting:
+	case <-ctx.Done():
+		t.Fatal("the engine never waited past weu's filter results")
+	}
+	clk.Advance(firstByte)
+	checkServedBySec(t, await(t, ctx, call), route.ReasonFirstByteTimeout)
+	if s := e.backends["weu"].Breaker.Snapshot(); s.Failures != 1 {
+		t.Fatalf("weu's breaker %+v, want the silent stream counted", s)
+	}
+}
+
+// TestContentlessStreamCutShortFailsOver: a stream cut after events that
+// carry no content (the filter results, a role-only delta) fails over at
+// once; the client never sees the first backend's bytes.
+func TestContentlessStreamCutShortFailsOver(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		weu  step
+	}{
+		{"filter results then reset", thenCut(filterEvent)},
+		{"role-only delta then reset", thenCut(filterEvent, roleEvent)},
+		{"role-only delta then a clean end", chunks(filterEvent, roleEvent)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t,
+				memberSpec{name: "weu", priority: 1, script: []step{tc.weu}},
+				memberSpec{name: "sec", priority: 2, script: []step{azureStream("sec")}},
+			)
+			ctx := safety(t)
+			checkServedBySec(t, await(t, ctx, e.goDo(ctx, streamBody)), route.ReasonConnection)
+		})
+	}
+}
+
+// TestStreamStalledAfterContentEndsByTheStallRule: a stream that falls
+// silent after its first words ends with a timeout BodyError (the proxy
+// turns it into the error event) once the stall rule's bound has passed,
+// not after the idle timeout, and counts against the backend.
+func TestStreamStalledAfterContentEndsByTheStallRule(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, settings: breaker.Settings{Failures: 5},
+			script: []step{thenHang(filterEvent, roleEvent, wordEvent("one "), wordEvent("two"))},
+			tune:   func(b *route.Backend) { b.IdleTimeout = 2 * time.Minute }},
+	)
+	call := e.goDo(ctx, streamBody)
+	// The words came at once (the fake clock stands still): the gaps are
+	// nil, the bound is the floor. It is armed once the body waits.
+	if err := clk.BlockUntilTimer(ctx, route.StallFloor); err != nil {
+		t.Fatalf("no read waits on the stall rule's floor (%v): %v", route.StallFloor, err)
+	}
+	clk.Advance(route.StallFloor)
+	res := await(t, ctx, call)
+	var be *route.BodyError
+	if !errors.As(res.err, &be) || be.Reason != route.ReasonTimeout || be.Backend != "weu" || !strings.Contains(be.Error(), "stalled") {
+		t.Fatalf("err = %v, want a timeout BodyError for a stall", res.err)
+	}
+	if evs, _ := readEvents(strings.NewReader(res.body)); len(evs) != 4 || !strings.Contains(evs[3], "two") {
+		t.Fatalf("client got %q before the stall", evs)
+	}
+	if s := e.backends["weu"].Breaker.Snapshot(); s.Failures != 1 {
+		t.Fatalf("weu's breaker %+v, want the stall counted", s)
+	}
+}
+
+// TestHealthySlowStreamIsNotCut: a stream whose words come slowly, one
+// gap just under the floor and then gaps twice the floor, is passed on
+// whole: each gap raises the bound (StallFactor times the longest gap),
+// and no read is ended. The upstream moves the fake clock by each gap
+// only once the engine's read waits on the bound the rule gives.
+func TestHealthySlowStreamIsNotCut(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	const idle = 5 * time.Minute
+	gaps := []time.Duration{route.StallFloor - time.Second, 2 * route.StallFloor, 2 * route.StallFloor, route.StallFloor / 2}
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		send := func(data string) {
+			fmt.Fprintf(w, "data: %s\n\n", data)
+			w.(http.Flusher).Flush()
+		}
+		send(filterEvent)
+		send(roleEvent)
+		send(wordEvent("w0"))
+		bound, longest := route.StallFloor, time.Duration(0)
+		for i, gap := range gaps {
+			if err := clk.BlockUntilTimer(ctx, bound); err != nil {
+				panic(fmt.Sprintf("gap %d: no read waits on %v: %v", i, bound, err))
+			}
+			clk.Advance(gap)
+			send(wordEvent(fmt.Sprintf(" w%d", i+1)))
+			longest = max(longest, gap)
+			bound = min(max(route.StallFactor*longest, route.StallFloor), idle)
+		}
+		send(stopEvent)
+		send("[DONE]")
+	}
+	e := newEnvClock(t, clk, memberSpec{name: "weu", priority: 1, script: []step{slow},
+		tune: func(b *route.Backend) { b.IdleTimeout = idle }})
+	res := await(t, ctx, e.goDo(ctx, streamBody))
+	if res.err != nil {
+		t.Fatalf("slow stream ended with %v after %q", res.err, res.body)
+	}
+	evs, _ := readEvents(strings.NewReader(res.body))
+	if len(evs) != 3+len(gaps)+2 || evs[len(evs)-1] != "[DONE]" {
+		t.Fatalf("client got %q", evs)
+	}
+	if s := e.backends["weu"].Breaker.Snapshot(); s.Failures != 0 {
+		t.Fatalf("weu's breaker %+v", s)
+	}
+}
+
+// TestSlowStartBeforeContentIsTheFirstByteTimeouts: a stream that sends its
+// filter results at once and its first words only after a long wait (a
+// reasoning model) is not cut by the stall rule: before content only the
+// first-byte timeout applies.
+func TestSlowStartBeforeContentIsTheFirstByteTimeouts(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	const firstByte = 5 * time.Minute
+	think := 3 * route.StallFloor
+	seen := newBodyRead(t)
+	reasoning := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\n", filterEvent, roleEvent)
+		w.(http.Flusher).Flush()
+		// The engine has the events and waits for more: only the
+		// first-byte timer (and the slow call's check, which finds the
+		// backend answering) runs while the model thinks.
+		select {
+		case <-seen.waiting:
+		case <-ctx.Done():
+			panic("the engine never waited past the role chunk")
+		}
+		if err := clk.BlockUntilTimer(ctx, firstByte); err != nil {
+			panic(err)
+		}
+		clk.Advance(think)
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", wordEvent("answer"), stopEvent)
+	}
+	e := newEnvClock(t, clk, memberSpec{name: "weu", priority: 1, script: []step{reasoning, answer("weu")},
+		tune: func(b *route.Backend) {
+			b.StreamFirstByteTimeout, b.IdleTimeout, b.Transport = firstByte, 2*time.Minute, seen
+		}})
+	res := await(t, ctx, e.goDo(ctx, streamBody))
+	if res.err != nil || res.resp.StatusCode != 200 {
+		t.Fatalf("reasoning stream: %v", res.err)
+	}
+	if evs, _ := readEvents(strings.NewReader(res.body)); len(evs) != 5 || !strings.Contains(evs[2], "answer") {
+		t.Fatalf("client got %q", evs)
+	}
+	if a := res.rep.Attempts; len(a) != 1 || a[0].Duration != think {
+		t.Fatalf("attempts %+v, want one whose time to first byte is the wait for content (%v)", a, think)
+	}
+}
