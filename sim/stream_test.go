@@ -244,6 +244,7 @@ type darkeningWaiter struct {
 }
 
 func (w *darkeningWaiter) Wait(ctx context.Context, d time.Duration) error {
+	err := ctx.Err() // before the test, told the region is dark, gives up
 	if d == w.first {
 		w.once.Do(func() {
 			if err := w.s.SetFault("d1", Fault{Mode: FaultBlackhole}); err != nil {
@@ -252,7 +253,7 @@ func (w *darkeningWaiter) Wait(ctx context.Context, d time.Duration) error {
 			close(w.darked)
 		})
 	}
-	return ctx.Err()
+	return err
 }
 
 // TestBlackholeSilencesAStreamUnderWay: a region that goes dark while an
