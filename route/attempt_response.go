@@ -102,7 +102,7 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 	var rest io.Reader
 	var perr error
 	if events {
-		rest, perr = readToContent(resp.Body, native)
+		rest, perr = readToContent(resp.Body, native, at.sawFirstEvent)
 	} else {
 		rest, perr = readToFirstEvent(resp.Body)
 	}

@@ -46,10 +46,11 @@ func answersInEvents(op Operation) bool {
 // first line of its first event that carries content (see above), and
 // returns a reader of the stream from its first event on: the events held
 // back, the content, then the rest of src. Comments and blank lines before
-// the first event are dropped, as readToFirstEvent drops them. A stream
-// that ends, or fails, before any content gives the error (io.EOF for a
-// clean end): it answered nothing, and may be failed over.
-func readToContent(src io.Reader, f translate.Format) (io.Reader, error) {
+// the first event are dropped, as readToFirstEvent drops them; onFirst, if
+// not nil, is called when the first event, content or not, has come. A
+// stream that ends, or fails, before any content gives the error (io.EOF
+// for a clean end): it answered nothing, and may be failed over.
+func readToContent(src io.Reader, f translate.Format, onFirst func()) (io.Reader, error) {
 	br := firstEventReaders.Get().(*bufio.Reader)
 	br.Reset(src)
 	defer func() {
@@ -58,6 +59,9 @@ func readToContent(src io.Reader, f translate.Format) (io.Reader, error) {
 	}()
 	if err := firstEvent(br); err != nil {
 		return nil, err
+	}
+	if onFirst != nil {
+		onFirst()
 	}
 	var held []byte
 	for {

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,18 +53,17 @@ func thenHang(data ...string) step {
 	}
 }
 
-// bodyRead is a backend transport that tells when the engine, having
-// read the first bytes of an answer's body, waits for more.
+// bodyRead is a backend transport that tells, once for each answer, when
+// the engine, having read the first bytes of its body, waits for more.
 type bodyRead struct {
 	rt      http.RoundTripper
-	once    sync.Once
 	waiting chan struct{}
 }
 
 func newBodyRead(t *testing.T) *bodyRead {
 	tr := route.NewTransport(route.TransportSettings{})
 	t.Cleanup(tr.CloseIdleConnections)
-	return &bodyRead{rt: tr, waiting: make(chan struct{})}
+	return &bodyRead{rt: tr, waiting: make(chan struct{}, 64)}
 }
 
 func (b *bodyRead) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -78,13 +76,14 @@ func (b *bodyRead) RoundTrip(r *http.Request) (*http.Response, error) {
 
 type signalBody struct {
 	io.ReadCloser
-	b    *bodyRead
-	read bool // a read has returned bytes
+	b          *bodyRead
+	read, told bool // a read has returned bytes; the wait after has been told
 }
 
 func (s *signalBody) Read(p []byte) (int, error) {
-	if s.read {
-		s.b.once.Do(func() { close(s.b.waiting) })
+	if s.read && !s.told {
+		s.told = true
+		s.b.waiting <- struct{}{}
 	}
 	n, err := s.ReadCloser.Read(p)
 	s.read = s.read || n > 0
@@ -288,5 +287,80 @@ func TestSlowStartBeforeContentIsTheFirstByteTimeouts(t *testing.T) {
 	}
 	if a := res.rep.Attempts; len(a) != 1 || a[0].Duration != think {
 		t.Fatalf("attempts %+v, want one whose time to first byte is the wait for content (%v)", a, think)
+	}
+}
+
+// TestStreamChecksFollowFirstEventsThenContent: a backend whose streams
+// send their first event (Azure's filter results) at once and their
+// content seconds later is checked at the first events' threshold while a
+// call has had no event at all (a region gone dark is noticed as soon as
+// before), and at the content's once the first event is in (a model that
+// thinks is not checked on every call). A stream that has sent only its
+// filter results when a check finds the backend dead fails over at once:
+// before its content, the health check's verdict governs it.
+func TestStreamChecksFollowFirstEventsThenContent(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	const think = 3 * time.Second
+	seen := newBodyRead(t)
+	checked := make(chan struct{}, 1)
+	calls := 0
+	weu := func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			checked <- struct{}{}
+			<-r.Context().Done()
+			return
+		}
+		calls++
+		if calls > 8 {
+			thenHang(filterEvent)(w, r)
+			return
+		}
+		// Learning: the filter results at once, the words after think.
+		chunks(filterEvent)(w, r)
+		select {
+		case <-seen.waiting:
+		case <-ctx.Done():
+			panic("the engine never waited past the filter results")
+		}
+		clk.Advance(think)
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", wordEvent("weu"), stopEvent)
+	}
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{weu}, settings: breaker.Settings{Failures: 5, Trip: time.Minute},
+			tune: func(b *route.Backend) { b.Transport = seen }},
+		memberSpec{name: "sec", priority: 2, script: []step{azureStream("sec")}},
+	)
+	for range 8 {
+		if _, _, body := e.do(t, streamBody); !strings.Contains(body, "weu") {
+			t.Fatalf("learning call: %q", body)
+		}
+	}
+	// Learned: first events at once (threshold: the 2 s floor), content
+	// after 3 s (threshold: three times that).
+	stuck := e.goDo(ctx, streamBody)
+	if err := clk.BlockUntilTimer(ctx, 2*time.Second); err != nil {
+		t.Fatalf("no check armed at the first events' threshold: %v", err)
+	}
+	select {
+	case <-seen.waiting:
+	case <-ctx.Done():
+		t.Fatal("the engine never waited past the filter results")
+	}
+	if err := clk.BlockUntilTimer(ctx, 3*think); err != nil {
+		t.Fatalf("no check armed at the content's threshold: %v", err)
+	}
+	clk.Advance(3 * think)
+	select {
+	case <-checked:
+	case <-ctx.Done():
+		t.Fatal("no health check once the stream waited past its content's threshold")
+	}
+	// The check gets no answer: its own timeout (armed before it was
+	// sent, at most 10 s) ends it.
+	clk.Advance(10 * time.Second)
+	checkServedBySec(t, await(t, ctx, stuck), route.ReasonUnresponsive)
+	if s := e.backends["weu"].Breaker.Snapshot(); s.State != breaker.Open {
+		t.Fatalf("weu's breaker %v after a failed check", s.State)
 	}
 }

@@ -92,7 +92,7 @@ func TestReadToContentHoldsEventsThatCommitNothing(t *testing.T) {
 				f = translate.Anthropic
 			}
 			for _, src := range []io.Reader{strings.NewReader(tt.preamble + tt.stream), &oneByte{r: strings.NewReader(tt.preamble + tt.stream)}} {
-				r, err := readToContent(src, f)
+				r, err := readToContent(src, f, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +128,7 @@ func TestReadToContentFailsWithoutContent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := readToContent(tt.src, translate.OpenAI); !errors.Is(err, tt.want) {
+			if _, err := readToContent(tt.src, translate.OpenAI, nil); !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
 		})
@@ -143,7 +143,7 @@ func TestReadToContentHoldsABoundedAmount(t *testing.T) {
 	many := strings.Repeat(role, maxHeld/len(role)+2)
 	stream := many + "data: [DONE]\n\n"
 	src := &counting{r: strings.NewReader(stream + strings.Repeat(role, 1000))}
-	r, err := readToContent(src, translate.OpenAI)
+	r, err := readToContent(src, translate.OpenAI, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
