@@ -7,6 +7,7 @@ package route_test
 // before the idle timeout; a healthy slow stream is not cut.
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -120,11 +122,12 @@ func checkServedBySec(t *testing.T, res result, reason route.Reason) {
 func TestFilterResultsAloneDoNotCommitAStream(t *testing.T) {
 	ctx := safety(t)
 	clk := fakeclock.New()
-	const firstByte = 10 * time.Second
+	// Under the slow threshold before any history (5 s): the first-byte
+	// timeout alone decides, no health check.
+	const firstByte = 3 * time.Second
 	seen := newBodyRead(t)
 	e := newEnvClock(t, clk,
-		// (The slow call's health check, at 5 s, gets weu's second step.)
-		memberSpec{name: "weu", priority: 1, script: []step{thenHang(filterEvent), answer("weu")}, tune: func(b *route.Backend) {
+		memberSpec{name: "weu", priority: 1, script: []step{thenHang(filterEvent)}, tune: func(b *route.Backend) {
 			b.StreamFirstByteTimeout, b.IdleTimeout, b.Transport = firstByte, 2*time.Minute, seen
 		}},
 		memberSpec{name: "sec", priority: 2, script: []step{azureStream("sec")}},
@@ -177,19 +180,47 @@ func TestStreamStalledAfterContentEndsByTheStallRule(t *testing.T) {
 			script: []step{thenHang(filterEvent, roleEvent, wordEvent("one "), wordEvent("two"))},
 			tune:   func(b *route.Backend) { b.IdleTimeout = 2 * time.Minute }},
 	)
-	call := e.goDo(ctx, streamBody)
+	r, _ := route.NewRequest(route.ChatCompletions, []byte(streamBody), nil)
+	resp, _, err := e.pool.Do(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines, readErr := make(chan string, 16), make(chan error, 1)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		readErr <- sc.Err()
+	}()
+	var got []string
+	for !strings.Contains(strings.Join(got, ""), "two") {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stream ended after %q", got)
+			}
+			got = append(got, l)
+		case <-ctx.Done():
+			t.Fatalf("no second word; got %q", got)
+		}
+	}
 	// The words came at once (the fake clock stands still): the gaps are
-	// nil, the bound is the floor. It is armed once the body waits.
+	// nil, the bound is the floor, armed once the body waits for more.
 	if err := clk.BlockUntilTimer(ctx, route.StallFloor); err != nil {
 		t.Fatalf("no read waits on the stall rule's floor (%v): %v", route.StallFloor, err)
 	}
 	clk.Advance(route.StallFloor)
-	res := await(t, ctx, call)
-	var be *route.BodyError
-	if !errors.As(res.err, &be) || be.Reason != route.ReasonTimeout || be.Backend != "weu" || !strings.Contains(be.Error(), "stalled") {
-		t.Fatalf("err = %v, want a timeout BodyError for a stall", res.err)
+	for l := range lines {
+		got = append(got, l)
 	}
-	if evs, _ := readEvents(strings.NewReader(res.body)); len(evs) != 4 || !strings.Contains(evs[3], "two") {
+	var be *route.BodyError
+	if err := <-readErr; !errors.As(err, &be) || be.Reason != route.ReasonTimeout || be.Backend != "weu" || !strings.Contains(be.Error(), "stalled") {
+		t.Fatalf("err = %v, want a timeout BodyError for a stall", err)
+	}
+	if evs, _ := readEvents(strings.NewReader(strings.Join(got, "\n"))); len(evs) != 4 {
 		t.Fatalf("client got %q before the stall", evs)
 	}
 	if s := e.backends["weu"].Breaker.Snapshot(); s.Failures != 1 {
@@ -248,39 +279,65 @@ func TestHealthySlowStreamIsNotCut(t *testing.T) {
 // TestSlowStartBeforeContentIsTheFirstByteTimeouts: a stream that sends its
 // filter results at once and its first words only after a long wait (a
 // reasoning model) is not cut by the stall rule: before content only the
-// first-byte timeout applies.
+// first-byte timeout applies (and the slow call's health check, which
+// finds the backend answering).
 func TestSlowStartBeforeContentIsTheFirstByteTimeouts(t *testing.T) {
 	ctx := safety(t)
 	clk := fakeclock.New()
 	const firstByte = 5 * time.Minute
 	think := 3 * route.StallFloor
 	seen := newBodyRead(t)
+	thought := make(chan struct{})
 	reasoning := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
 		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\n", filterEvent, roleEvent)
 		w.(http.Flusher).Flush()
-		// The engine has the events and waits for more: only the
-		// first-byte timer (and the slow call's check, which finds the
-		// backend answering) runs while the model thinks.
 		select {
-		case <-seen.waiting:
-		case <-ctx.Done():
-			panic("the engine never waited past the role chunk")
+		case <-thought:
+		case <-r.Context().Done():
+			return
 		}
-		if err := clk.BlockUntilTimer(ctx, firstByte); err != nil {
-			panic(err)
-		}
-		clk.Advance(think)
 		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", wordEvent("answer"), stopEvent)
 	}
-	e := newEnvClock(t, clk, memberSpec{name: "weu", priority: 1, script: []step{reasoning, answer("weu")},
+	checked := make(chan struct{}, 1)
+	check := func(w http.ResponseWriter, r *http.Request) {
+		checked <- struct{}{}
+		answer("weu")(w, r)
+	}
+	e := newEnvClock(t, clk, memberSpec{name: "weu", priority: 1, script: []step{reasoning, check},
 		tune: func(b *route.Backend) {
 			b.StreamFirstByteTimeout, b.IdleTimeout, b.Transport = firstByte, 2*time.Minute, seen
 		}})
-	res := await(t, ctx, e.goDo(ctx, streamBody))
+	call := e.goDo(ctx, streamBody)
+	// The engine has the events and waits for more, its first-byte timer
+	// still armed.
+	select {
+	case <-seen.waiting:
+	case <-ctx.Done():
+		t.Fatal("the engine never waited past the role chunk")
+	}
+	if err := clk.BlockUntilTimer(ctx, firstByte); err != nil {
+		t.Fatal(err)
+	}
+	// The model thinks: past the slow threshold the backend is checked
+	// (its health check, weu's second step, answers; the test waits for
+	// the check's timer to be stopped before the clock moves on), then
+	// past the stall rule's bounds, to the content.
+	slow := e.backends["weu"].SlowAfter(true)
+	clk.Advance(slow)
+	select {
+	case <-checked: // the check's timer is armed before its call goes
+	case <-ctx.Done():
+		t.Fatal("no health check past the slow threshold")
+	}
+	// Once it has its answer, only the first-byte timer is left.
+	poll.Until(t, 10*time.Second, func() bool { return clk.Pending() == 1 }, func() string { return "the health check to end" })
+	clk.Advance(think - slow)
+	close(thought)
+	res := await(t, ctx, call)
 	if res.err != nil || res.resp.StatusCode != 200 {
-		t.Fatalf("reasoning stream: %v", res.err)
+		t.Fatalf("reasoning stream: %v, %q", res.err, res.body)
 	}
 	if evs, _ := readEvents(strings.NewReader(res.body)); len(evs) != 5 || !strings.Contains(evs[2], "answer") {
 		t.Fatalf("client got %q", evs)
@@ -303,7 +360,7 @@ func TestStreamChecksFollowFirstEventsThenContent(t *testing.T) {
 	clk := fakeclock.New()
 	const think = 3 * time.Second
 	seen := newBodyRead(t)
-	checked := make(chan struct{}, 1)
+	checked, release := make(chan struct{}, 1), make(chan struct{})
 	calls := 0
 	weu := func(w http.ResponseWriter, r *http.Request) {
 		if isHealthCheck(r) {
@@ -313,6 +370,7 @@ func TestStreamChecksFollowFirstEventsThenContent(t *testing.T) {
 		}
 		calls++
 		if calls > 8 {
+			<-release // until the test has seen the call wait for its first event
 			thenHang(filterEvent)(w, r)
 			return
 		}
@@ -342,6 +400,7 @@ func TestStreamChecksFollowFirstEventsThenContent(t *testing.T) {
 	if err := clk.BlockUntilTimer(ctx, 2*time.Second); err != nil {
 		t.Fatalf("no check armed at the first events' threshold: %v", err)
 	}
+	close(release)
 	select {
 	case <-seen.waiting:
 	case <-ctx.Done():
