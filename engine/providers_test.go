@@ -524,11 +524,16 @@ pools:
 }
 
 // TestTranslatedStreamBreakingMidWay: an Anthropic stream cut off after
-// its first events reaches an OpenAI client as an error, not as a short
-// answer that looks whole, and counts against the backend.
+// its first words reaches an OpenAI client as an error, not as a short
+// answer that looks whole, and counts against the backend. (Cut after
+// message_start, content_block_start and ping only, it has answered
+// nothing and is failed over: see TestFilterResultsAloneDoNotCommitAStream.)
 func TestTranslatedStreamBreakingMidWay(t *testing.T) {
 	e := startProviders(t, []string{"claude"}, nil, "")
-	e.fault(t, "claude", "drop_stream")
+	// message_start, content_block_start, ping, then two words.
+	if err := e.sim.SetFault("claude", sim.Fault{Mode: sim.FaultDropStream, After: 5}); err != nil {
+		t.Fatal(err)
+	}
 	c := e.openai()
 	stream := c.Chat.Completions.NewStreaming(t.Context(), openai.ChatCompletionNewParams{
 		Model: "chat-prod", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}, MaxTokens: openai.Int(40),

@@ -17,7 +17,7 @@ const ClassStream = "stream"
 
 // attemptTimers are an attempt's timers, on the pool's clock.
 type attemptTimers struct {
-	whole, firstByte, slow clock.Timer
+	whole, firstByte, slow, contentSlow clock.Timer
 }
 
 func stop(t clock.Timer) {
@@ -45,19 +45,26 @@ type attempt struct {
 	done   breaker.Done // the breaker's, for record
 	cancel context.CancelCauseFunc
 	// fbCause is the first-byte timer's cancel cause; model and
-	// slowAfter are the slow-call timer's check.
-	fbCause   error
-	model     string
-	slowAfter time.Duration
-	tm        attemptTimers
+	// slowAfter are the slow-call timer's check. For a stream whose first
+	// event comes sooner than its content (Azure's filter results),
+	// slowAfter is learned from first events and slowLater, the content's
+	// threshold, takes over once the first event is in (sawFirstEvent):
+	// a region gone dark is noticed by the calls that get no event at all,
+	// and a stream that has had its first event but waits long for its
+	// content is checked too, later.
+	fbCause              error
+	model                string
+	slowAfter, slowLater time.Duration
+	tm                   attemptTimers
 	// The timers' deadlines, and which of them are still to be acted on
-	// (the due* bits): all three timers call timeUp, one func value
-	// instead of one each.
-	wholeAt, firstByteAt, slowAt time.Time
-	armed                        atomic.Uint32
-	w                            waiter      // registered with the backend's checker until the first byte
-	unwaited                     atomic.Bool // w is unregistered
-	rd                           body        // the reader of a plain answer
+	// (the due* bits): all the timers call timeUp, one func value instead
+	// of one each.
+	wholeAt, firstByteAt, slowAt, contentSlowAt time.Time
+	armed                                       atomic.Uint32
+
+	w        waiter      // registered with the backend's checker until the first byte
+	unwaited atomic.Bool // w is unregistered
+	rd       body        // the reader of a plain answer
 	// quotaRelease returns the attempt's reservation of the backend's
 	// quota, once the backend has answered (and counted the call itself);
 	// nil when the backend's quota is not tracked.
@@ -98,10 +105,32 @@ func (at *attempt) gotFirstByte() time.Duration {
 			close(at.firstByte)
 		}
 	}
-	at.armed.And(^uint32(dueSlow | dueFirstByte))
+	at.armed.And(^uint32(dueSlow | dueFirstByte | dueContentSlow))
 	stop(at.tm.slow)
+	stop(at.tm.contentSlow)
 	stop(at.tm.firstByte)
 	return at.clk.Now().Sub(at.began)
+}
+
+// sawFirstEvent notes a stream's first event, which may carry no content
+// (see commit.go): the backend's time to it is learned, and when the
+// slow-call check was armed at the first events' threshold, the
+// content's threshold takes over (slowLater, from the attempt's start).
+func (at *attempt) sawFirstEvent() {
+	now := at.clk.Now()
+	at.b.events.observe(true, now.Sub(at.began))
+	if at.slowLater <= 0 || at.armed.And(^dueSlow)&dueSlow == 0 {
+		return // no later threshold, or the check has gone already
+	}
+	stop(at.tm.slow)
+	due := at.began.Add(at.slowLater)
+	if !due.After(now) {
+		at.p.slowCall(at.b, at.model, at.slowLater)
+		return
+	}
+	at.contentSlowAt = due
+	at.armed.Or(dueContentSlow)
+	at.tm.contentSlow = at.clk.AfterFunc(due.Sub(now), at.timeUp)
 }
 
 // release ends the attempt.
@@ -121,6 +150,7 @@ const (
 	dueWhole uint32 = 1 << iota
 	dueFirstByte
 	dueSlow
+	dueContentSlow
 )
 
 // arm starts the timer of deadline bit, d from the attempt's start.
@@ -141,28 +171,33 @@ func (at *attempt) arm(bit uint32, d time.Duration, timeUp func()) clock.Timer {
 // timeUp is every timer's callback: it acts on each armed deadline that
 // has come, as the clock says (a Clock runs a timer only once its time
 // has passed), in the order the timers were armed: the whole attempt's
-// bound, the first byte's, the slow call's check. A deadline disarmed by
-// the first byte or the end of the attempt is not acted on, as a stopped
-// timer would not have been.
+// bound, the first byte's, the slow call's check (before a stream's first
+// event, then before its content). A deadline disarmed by the first byte
+// or the end of the attempt is not acted on, as a stopped timer would not
+// have been.
 func (at *attempt) timeUp() {
 	now := at.clk.Now()
-	if at.claim(dueWhole, at.wholeAt, now) {
+	if at.claim(dueWhole, &at.wholeAt, now) {
 		at.cancel(errAttemptTimeout)
 	}
-	if at.claim(dueFirstByte, at.firstByteAt, now) {
+	if at.claim(dueFirstByte, &at.firstByteAt, now) {
 		at.cancel(at.fbCause)
 	}
-	if at.claim(dueSlow, at.slowAt, now) {
+	if at.claim(dueSlow, &at.slowAt, now) {
 		at.p.slowCall(at.b, at.model, at.slowAfter)
+	}
+	if at.claim(dueContentSlow, &at.contentSlowAt, now) {
+		at.p.slowCall(at.b, at.model, at.slowLater)
 	}
 }
 
 // claim disarms deadline bit if it is armed and due at now, and reports
-// whether it did.
-func (at *attempt) claim(bit uint32, due, now time.Time) bool {
+// whether it did. due is read only once the bit is seen armed: a deadline
+// is set before its bit (sawFirstEvent sets one while timers may run).
+func (at *attempt) claim(bit uint32, due *time.Time, now time.Time) bool {
 	for {
 		armed := at.armed.Load()
-		if armed&bit == 0 || now.Before(due) {
+		if armed&bit == 0 || now.Before(*due) {
 			return false
 		}
 		if at.armed.CompareAndSwap(armed, armed&^bit) {

@@ -178,10 +178,19 @@ func (at *attempt) armTimers(deadline time.Time) {
 	at.p.pileUp(b, at.model, at.began)
 	// A call still waiting at its slow threshold gets the backend checked;
 	// when the threshold is not below the first-byte bound, that bound
-	// decides alone.
-	if slowAfter := at.p.slowAfter(b, stream, limit); limit <= 0 || slowAfter < limit {
-		at.slowAfter = slowAfter
-		at.tm.slow = at.arm(dueSlow, slowAfter, timeUp)
+	// decides alone. A stream is checked at its first events' threshold
+	// until its first event, then at its content's (see sawFirstEvent).
+	slow := at.p.slowAfter(b, stream, limit)
+	first := slow
+	if stream && answersInEvents(at.o.Op) {
+		first = min(slow, b.events.slowAfter(true, limit))
+	}
+	if limit <= 0 || first < limit {
+		at.slowAfter = first
+		if first < slow && (limit <= 0 || slow < limit) {
+			at.slowLater = slow
+		}
+		at.tm.slow = at.arm(dueSlow, first, timeUp)
 	}
 }
 

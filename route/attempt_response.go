@@ -93,13 +93,24 @@ func (at *attempt) answered(a *Attempt, resp *http.Response) (*http.Response, At
 	return at.plainAnswer(a, resp, native, client)
 }
 
-// streamAnswer passes on a stream once its first event is in. A stream's
-// first byte is its first event, not the headers nor a keep-alive
-// comment: it is waited for under the first-byte timeout, so a backend
-// that sends headers and then nothing can still be failed over.
+// streamAnswer passes on a stream once its first content is in (see
+// commit.go; for an operation whose events it cannot tell apart, its first
+// event). A stream's first byte is its first content, not the headers, a
+// keep-alive comment nor an event that commits nothing (Azure's
+// prompt_filter_results, a role-only delta): it is waited for under the
+// first-byte timeout, so a backend that sends those and then nothing can
+// still be failed over. Once passed on, a stream that falls silent after
+// a steady event ends by the stall rule (see stall.go).
 func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client translate.Format) (*http.Response, Attempt, error) {
 	p, b, o := at.p, at.b, &at.o
-	rest, perr := readToFirstEvent(resp.Body)
+	events := answersInEvents(o.Op)
+	var rest io.Reader
+	var perr error
+	if events {
+		rest, perr = readToContent(resp.Body, native, at.sawFirstEvent)
+	} else {
+		rest, perr = readToFirstEvent(resp.Body)
+	}
 	if perr != nil {
 		resp.Body.Close()
 		if perr == io.EOF {
@@ -109,12 +120,15 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 	}
 	a.Duration = at.gotFirstByte()
 	b.lat.observe(true, a.Duration)
-	// The first event decides a half-open probe: a long stream does not
+	// The first content decides a half-open probe: a long stream does not
 	// hold the backend half-open for minutes.
 	at.record(breaker.Outcome{Result: breaker.Success, Partial: true})
 	wrapped := at.passOn(resp.Body, rest)
-	if native == client && (o.Op.IsChat() || o.Op == Completions || o.Op == Responses) {
+	if native == client && events {
 		wrapped.end = &streamEnd{format: native}
+	}
+	if events && b.IdleTimeout > 0 {
+		wrapped.stall = newStallWatch(native)
 	}
 	if p.checkModel(b) {
 		wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(errorFormat(native), prefix)) }

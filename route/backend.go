@@ -77,6 +77,7 @@ type Backend struct {
 	drained      atomic.Bool
 	inflight     atomic.Int64 // attempts in flight (see InFlight)
 	lat          latency
+	events       latency // times to a stream's first event, content or not (see commit.go)
 	check        checker
 	turns        rampTurns // its share of calls during a slow start
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -67,25 +68,43 @@ type body struct {
 	// onModel, if set, gets the first bytes of a body that ended cleanly,
 	// to read the model version the backend answered with.
 	onModel func(prefix []byte)
+	// stall, if set (a committed stream, with an idle bound), bounds the
+	// backend's silence after a steady event by the stall rule (see
+	// stall.go), within idle.
+	stall   *stallWatch
 	backend string
 
 	prefix []byte // up to prefixSize bytes from the start of the body
 
 	idleTimer clock.Timer
+	stalled   atomic.Bool // the armed timer is the stall rule's, not idle's
 	once      sync.Once
 }
 
 func (b *body) Read(p []byte) (int, error) {
+	var began time.Time
 	if b.idle > 0 {
-		if b.idleTimer == nil {
-			b.idleTimer = b.clock.AfterFunc(b.idle, func() { b.cancel(errIdleTimeout) })
-		} else {
-			b.idleTimer.Reset(b.idle)
+		wait, cause := b.idle, errIdleTimeout
+		if b.stall != nil {
+			began = b.clock.Now()
+			wait, cause = b.stall.limit(b.idle)
+		}
+		b.stalled.Store(cause == errStreamStalled)
+		switch {
+		case wait <= 0:
+			b.cancel(cause) // silent for the whole bound already, over reads that brought no event
+		case b.idleTimer == nil:
+			b.idleTimer = b.clock.AfterFunc(wait, b.timeUp)
+		default:
+			b.idleTimer.Reset(wait)
 		}
 	}
 	n, err := b.r.Read(p)
 	if b.idleTimer != nil {
 		b.idleTimer.Stop()
+	}
+	if b.stall != nil && b.idle > 0 {
+		b.stall.saw(p[:n], b.clock.Now().Sub(began))
 	}
 	if b.onModel != nil && len(b.prefix) < prefixSize && n > 0 {
 		b.prefix = append(b.prefix, p[:min(n, prefixSize-len(b.prefix))]...)
@@ -113,9 +132,22 @@ func (b *body) Read(p []byte) (int, error) {
 		b.finish(breaker.Outcome{Result: breaker.Ignore}, nil)
 		return n, err
 	}
+	if cause := context.Cause(b.actx); cause == errStreamStalled {
+		err = cause // say why, rather than "context canceled"
+	}
 	berr := &BodyError{Backend: b.backend, Reason: reason, Err: err}
 	b.finish(breaker.Outcome{Result: breaker.Failure, Kind: reason.kind(), Cause: "body " + string(reason)}, berr)
 	return n, berr
+}
+
+// timeUp is the idle timer's callback: it ends the attempt for the
+// bound that was armed, the idle timeout's or the stall rule's.
+func (b *body) timeUp() {
+	if b.stalled.Load() {
+		b.cancel(errStreamStalled)
+		return
+	}
+	b.cancel(errIdleTimeout)
 }
 
 func (b *body) Close() error {

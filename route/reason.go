@@ -27,8 +27,8 @@ const (
 	ReasonServerError Reason = "server_error"
 	// ReasonStatus: another status configured to retry or count.
 	ReasonStatus Reason = "status"
-	// ReasonFirstByteTimeout: no headers (or first stream bytes) within
-	// FirstByteTimeout.
+	// ReasonFirstByteTimeout: no headers (or, for a stream, no first
+	// content: see readToContent) within FirstByteTimeout.
 	ReasonFirstByteTimeout Reason = "first_byte_timeout"
 	// ReasonTimeout: the attempt's whole Timeout ran out.
 	ReasonTimeout Reason = "timeout"
@@ -142,7 +142,7 @@ func errReason(cctx, actx context.Context, err error) Reason {
 		return ReasonFirstByteTimeout
 	case errAttemptTimeout:
 		return ReasonTimeout
-	case errIdleTimeout, errBudget:
+	case errIdleTimeout, errStreamStalled, errBudget:
 		return ReasonTimeout
 	case errUnresponsive:
 		return ReasonUnresponsive

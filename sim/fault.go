@@ -23,7 +23,9 @@ const (
 	// FaultError500 answers 500 at once with the flavour's error body.
 	FaultError500 FaultMode = "error500"
 	// FaultBlackhole reads the request and never answers, until the client
-	// gives up or the sim closes.
+	// gives up or the sim closes. A stream under way when it begins sends
+	// nothing more (an Azure stream may have sent only its
+	// prompt_filter_results).
 	FaultBlackhole FaultMode = "blackhole"
 	// FaultReset closes the TCP connection with an RST and no response.
 	FaultReset FaultMode = "reset"

@@ -103,13 +103,15 @@ func (a *answer) events(plan timing) []sseEvent {
 }
 
 // openAIEvents lays out an OpenAI or Azure stream: for azure a first event
-// with empty choices and prompt_filter_results, then (chat) a role chunk,
+// with empty choices and prompt_filter_results, sent at once as Azure
+// sends it (the prompt's filter results, before the model has produced
+// anything), then (chat) a role chunk,
 // one chunk per word, a chunk with finish_reason, a usage chunk with empty
 // choices when stream_options.include_usage is set, and [DONE]. A tool
 // call replaces the role and word chunks with a chunk opening the call (id,
 // type, name, empty arguments) and one chunk per argument fragment. The
 // first event waits plan.firstToken, each content chunk after the first
-// plan.perToken.
+// plan.perToken; azure's filter results wait nothing.
 func (a *answer) openAIEvents(plan timing) []sseEvent {
 	var evs []sseEvent
 	add := func(delay time.Duration, v any) {
@@ -117,8 +119,7 @@ func (a *answer) openAIEvents(plan timing) []sseEvent {
 	}
 	first := plan.firstToken
 	if a.azure() {
-		add(first, chunk{Choices: []any{}, PromptFilterResults: promptFilterList()})
-		first = 0
+		add(0, chunk{Choices: []any{}, PromptFilterResults: promptFilterList()})
 	}
 	object := "chat.completion.chunk"
 	if a.op == opCompletions {
@@ -223,7 +224,8 @@ func unfinished(events []sseEvent, n int) []sseEvent {
 // are sent, then the stream stalls until the client or the sim gives up,
 // or the connection is cut; under truncate_stream the first f.After events
 // that do not finish the answer are sent and the response ends cleanly;
-// under keepalive_hang only keep-alive comments are sent.
+// under keepalive_hang only keep-alive comments are sent. A stream under
+// way when its deployment goes dark (blackhole) sends nothing more.
 func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, plan timing, f Fault, t *tally) outcome {
 	contentType := "text/event-stream; charset=utf-8"
 	if a.flavour == Gemini {
@@ -273,6 +275,13 @@ func (d *deployment) streamEvents(w http.ResponseWriter, r *http.Request, events
 		}
 		if err := d.sim.waiter.Wait(r.Context(), ev.delay); err != nil {
 			return outcomeAbandoned
+		}
+		if d.faultAt(d.sim.clock.Now()).Mode == FaultBlackhole {
+			// The region went dark mid-stream: silence, as with a
+			// stall, whatever the stream has sent (Azure's filter
+			// results, some words, or nothing yet).
+			<-r.Context().Done()
+			panic(http.ErrAbortHandler) // do not end the chunked body cleanly
 		}
 		start()
 		if _, err := w.Write(sseFrame(ev)); err != nil {

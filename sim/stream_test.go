@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +206,82 @@ func TestCompletionsStream(t *testing.T) {
 	}
 	if len(strings.Fields(text.String())) != 3 || finish != "length" {
 		t.Errorf("text %q finish %q, want 3 words and length", text.String(), finish)
+	}
+}
+
+// TestAzureStreamSendsFilterResultsAtOnce: an Azure stream's first event,
+// the prompt's filter results, goes out at once, as Azure sends it; the
+// model's first chunk comes after the first-token latency.
+func TestAzureStreamSendsFilterResultsAtOnce(t *testing.T) {
+	w := &recordWaiter{}
+	cfg := one(Azure, func(d *Deployment) {
+		d.Deployment, d.Key = "m1", testKey
+		d.Latency = Latency{Median: 400 * time.Millisecond, FirstToken: 100 * time.Millisecond, PerToken: 20 * time.Millisecond}
+	})
+	s := startSim(t, cfg, WithWaiter(w))
+	url, body, hdr := apiRequest(s.Deployments()[0], true)
+	resp, b := do(t, http.MethodPost, url, body, hdr)
+	first, _, _ := strings.Cut(string(b), "\n\n")
+	if resp.StatusCode != 200 || !strings.Contains(first, `"choices":[]`) || !strings.Contains(first, "prompt_filter_results") {
+		t.Fatalf("status %d, first event %.200s", resp.StatusCode, first)
+	}
+	// filter results at once, role chunk after first_token, 3 words (the
+	// first at once), finish, [DONE]
+	want := []time.Duration{0, 100 * time.Millisecond, 0, 20 * time.Millisecond, 20 * time.Millisecond, 0, 0}
+	if got := w.all(); !equalDurations(got, want) {
+		t.Errorf("waits = %v, want %v", got, want)
+	}
+}
+
+// darkeningWaiter waits for nothing, and when asked to wait first (the
+// first-token latency) sets its deployment's fault to blackhole: the
+// region goes dark while the stream waits for its first chunk.
+type darkeningWaiter struct {
+	first  time.Duration
+	s      *Sim
+	once   sync.Once
+	darked chan struct{}
+}
+
+func (w *darkeningWaiter) Wait(ctx context.Context, d time.Duration) error {
+	err := ctx.Err() // before the test, told the region is dark, gives up
+	if d == w.first {
+		w.once.Do(func() {
+			if err := w.s.SetFault("d1", Fault{Mode: FaultBlackhole}); err != nil {
+				panic(err)
+			}
+			close(w.darked)
+		})
+	}
+	return err
+}
+
+// TestBlackholeSilencesAStreamUnderWay: a region that goes dark while an
+// Azure stream waits for its first chunk sends nothing more: the stream's
+// only event is its prompt_filter_results, and it ends as a cut when the
+// client gives up, counted as an error (it used to run to its end).
+func TestBlackholeSilencesAStreamUnderWay(t *testing.T) {
+	w := &darkeningWaiter{first: 100 * time.Millisecond, darked: make(chan struct{})}
+	cfg := one(Azure, func(d *Deployment) {
+		d.Deployment, d.Key = "m1", testKey
+		d.Latency = Latency{Median: 400 * time.Millisecond, FirstToken: w.first}
+	})
+	s := startSim(t, cfg, WithWaiter(w))
+	w.s = s
+	ep := s.Deployments()[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	url, body, hdr := apiRequest(ep, true)
+	resp := post(t, ctx, url, body, hdr)
+	rd := bufio.NewReader(resp.Body)
+	first, err := rd.ReadString('\n')
+	if err != nil || !strings.Contains(first, "prompt_filter_results") {
+		t.Fatalf("first line %q: %v", first, err)
+	}
+	<-w.darked
+	cancel() // the client gives up
+	eventually(t, "the dark stream to end", func() bool { return s.Stats()["d1"].InFlight == 0 })
+	if st := s.Stats()["d1"]; st.Errors != 1 || st.Answered != 0 || st.Abandoned != 0 {
+		t.Errorf("stats = %+v, want 1 error: the stream went silent", st)
 	}
 }
