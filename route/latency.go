@@ -40,8 +40,9 @@ const (
 
 // latency keeps a backend's recent times to first byte: plain calls (to
 // the response headers, which come once the whole answer is generated),
-// streams (to the first event) and health checks. It is safe for
-// concurrent use.
+// streams (to the first content: see commit.go; Backend.events keeps the
+// times to a stream's first event of any kind) and health checks. It is
+// safe for concurrent use.
 type latency struct {
 	mu                   sync.Mutex
 	plain, stream, check ring
