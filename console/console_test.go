@@ -134,7 +134,7 @@ func newFake(t *testing.T) *fakeGateway {
 		{Backend: "uksouth", Type: "openai_compatible", Priority: 1, Weight: 1, Usable: true, Breaker: "closed"},
 		{Backend: "sweden", Type: "openai_compatible", Priority: 2, Weight: 1, Usable: true, Breaker: "closed"},
 	}}}, Events: []Event{
-		{At: time.Now(), Kind: "breaker", Backend: "uksouth", Detail: "closed -> open: 5 failures (last: 503)"},
+		{At: time.Now(), Kind: "breaker", Backend: "uksouth", Detail: "closed -> open: 5 failures (last: 503)", Opened: "5 failures (last: 503)"},
 		{At: time.Now(), Kind: "admin:drain", Backend: "sweden", Detail: "drained backend sweden (by admin)"},
 		{At: time.Now(), Kind: "notification:failover", Pool: "chat", Detail: "switchover: pool chat failed over from uksouth"},
 		// An event whose detail carries a secret, as an upstream error
@@ -761,7 +761,7 @@ func TestSignInReplacesTheSession(t *testing.T) {
 func TestNotificationsOfTheirEvents(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	ev := []Event{
-		{At: t0, Kind: "breaker", Backend: "aoai-uksouth", Detail: "closed -> open: 3 failures"},
+		{At: t0, Kind: "breaker", Backend: "aoai-uksouth", Detail: "closed -> open: 3 failures", Opened: "3 failures"},
 		{At: t0.Add(10 * time.Millisecond), Kind: "breaker", Backend: "aoai-other", Detail: "closed -> open"},
 		{At: t0.Add(20 * time.Millisecond), Kind: "notification:failover", Pool: "chat", Detail: "Active backend changed on pool chat: aoai-uksouth → aoai-sweden. Reason: 5xx (aoai-uksouth: 3 failures)"},
 		{At: t0.Add(time.Minute), Kind: "admin:drain", Backend: "aoai-sweden", Detail: "drained backend aoai-sweden (by admin)"},
@@ -815,5 +815,23 @@ func TestOpenAdminSignsInWithoutAKey(t *testing.T) {
 	}
 	if _, page := e.do(c, "GET", "/console/", nil); !strings.Contains(page, `data-act="drain"`) {
 		t.Error("signed in without a key, the overview has no actions")
+	}
+}
+
+// TestWhyOpenReadsTheCauseNotTheDetailText: the console's "why" for an
+// open breaker is the transition's cause as the gateway recorded it, never
+// words parsed out of an event's display text: a transition whose text
+// merely reads like an opening says nothing, and the last opening wins.
+func TestWhyOpenReadsTheCauseNotTheDetailText(t *testing.T) {
+	evs := []Event{
+		{Kind: "breaker", Backend: "b", Detail: "closed -> open: 5 failures", Opened: "5 failures"},
+		{Kind: "breaker", Backend: "b", Detail: "open -> half-open: trip ended (was -> open: 9 failures)"},
+		{Kind: "breaker", Backend: "other", Detail: "closed -> open: 2 failures", Opened: "2 failures"},
+	}
+	if got := whyOpen(evs, "b"); got != "5 failures" {
+		t.Fatalf("why %q, want the cause of b's last opening", got)
+	}
+	if got := whyOpen(evs[1:2], "b"); got != "" {
+		t.Fatalf("why %q from a transition that did not open", got)
 	}
 }

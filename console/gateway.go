@@ -104,6 +104,8 @@ type Probe struct {
 type Event struct {
 	At                                   time.Time
 	Kind, Pool, Backend, Detail, Replica string
+	// Opened is, for a breaker event that opened the breaker, its cause.
+	Opened string
 }
 
 // Fleet is the replicas sharing state with this one.

@@ -217,17 +217,12 @@ func chart(sms []sample, p Pool) Chart {
 	return c
 }
 
-// whyOpen is the cause of backend's last breaker transition to open or
-// half-open, from the events.
+// whyOpen is the cause of backend's last breaker transition to open,
+// from the events.
 func whyOpen(evs []Event, backend string) string {
 	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		if e.Kind != "breaker" || e.Backend != backend {
-			continue
-		}
-		// "closed -> open: 5 failures in 30s (last: 503)"
-		if _, cause, ok := strings.Cut(e.Detail, ": "); ok && strings.Contains(e.Detail, "-> open") {
-			return cause
+		if e := evs[i]; e.Kind == "breaker" && e.Backend == backend && e.Opened != "" {
+			return e.Opened
 		}
 	}
 	return ""

@@ -65,7 +65,7 @@ func (c consoleGateway) Status() console.Status {
 		out.Pools = append(out.Pools, cp)
 	}
 	for _, e := range s.Events {
-		out.Events = append(out.Events, console.Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail, Replica: e.Replica})
+		out.Events = append(out.Events, console.Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail, Opened: e.Opened, Replica: e.Replica})
 	}
 	if f := s.Fleet; f != nil {
 		out.Fleet = &console.Fleet{Replica: f.Replica, StoreUp: f.StoreUp, Joined: f.Joined, Notifier: f.Notifier}

@@ -18,6 +18,9 @@ type Event struct {
 	Pool    string    `json:"pool,omitempty"`
 	Backend string    `json:"backend,omitempty"`
 	Detail  string    `json:"detail"`
+	// Opened is, for a breaker transition to open, what opened it (the
+	// transition's cause), so that no reader parses Detail for it.
+	Opened string `json:"opened,omitempty"`
 	// Replica is where it happened, in a fleet's history.
 	Replica string `json:"replica,omitempty"`
 }

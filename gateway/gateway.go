@@ -284,7 +284,11 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	}
 	g.Logger.LogAttrs(context.Background(), level, "breaker", attrs...)
 	g.Metrics.Transition(t)
-	g.addEvent(Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause}, !t.Adopted)
+	ev := Event{At: t.At, Kind: "breaker", Backend: t.Name, Detail: t.From.String() + " -> " + t.To.String() + ": " + t.Cause}
+	if t.To == breaker.Open {
+		ev.Opened = t.Cause
+	}
+	g.addEvent(ev, !t.Adopted)
 	if fresh {
 		g.fleet.transition(t)
 		g.updateActive(t.Name, reasonOf(t))
