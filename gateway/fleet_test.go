@@ -645,3 +645,45 @@ func TestFleetOneReplicaChecksABenchedBackend(t *testing.T) {
 		t.Errorf("%s checked uksouth %d times", b.name, n)
 	}
 }
+
+// TestFleetForcedCloseLiftsTheQuotaHoldEverywhere: a breaker forced
+// closed on one replica lifts the quota hold on every replica, not only
+// where the operator acted (the hold was shared with the quota figures).
+func TestFleetForcedCloseLiftsTheQuotaHoldEverywhere(t *testing.T) {
+	e := startFleetEnv(t, 2, "", "", "", sim.Deployment{Name: "uksouth", Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 6}},
+		sim.Deployment{Name: "swedencentral", Flavour: sim.Azure, Deployment: "chat-prod"})
+	a, b := e.replicas[0], e.replicas[1]
+	began := time.Now()
+	if _, bk := a.chat(t); bk != "uksouth" {
+		t.Fatalf("first call answered by %s", bk)
+	}
+	q := b.gw.Backend("uksouth").Quota.(interface {
+		Fits(time.Time, route.Cost) (bool, time.Time)
+	})
+	req, err := route.NewRequest(route.ChatCompletions, []byte(`{"model":"chat-prod","max_tokens":5,"messages":[]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held time.Time
+	fits := func() bool { ok, until := q.Fits(time.Now(), req); held = until; return ok }
+	eventually(t, b.name+" hears uksouth's window is spent", func() bool { return !fits() })
+	until := held
+	if err := a.gw.ForceBreaker("uksouth", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, b.name+" applies the forced close", func() bool {
+		for _, ev := range b.gw.LocalEvents() {
+			if ev.Kind == "admin:breaker_close" {
+				return true
+			}
+		}
+		return false
+	})
+	ok := fits()
+	if !time.Now().Before(until) {
+		t.Skipf("the machine took %s: uksouth's window refilled by itself before the check", time.Since(began))
+	}
+	if !ok {
+		t.Fatalf("%s still holds uksouth's quota after the breaker was forced closed on %s", b.name, a.name)
+	}
+}

@@ -766,3 +766,27 @@ func TestIdlePoolFailsBackThroughARecoveryProbe(t *testing.T) {
 		t.Fatal("a request was needed for the failback")
 	}
 }
+
+// TestForcedCloseLiftsTheQuotaHold: a breaker forced closed kept
+// answering 429 backends_rate_limited "no call was sent" until the 300 s
+// Retry-After of the backend's last 429 ran out: the operator's force
+// lifts the quota hold too, and the action says so.
+func TestForcedCloseLiftsTheQuotaHold(t *testing.T) {
+	h := start(t, []upstreamtest.Step{upstreamtest.Status(429, "Retry-After", "300"), answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	backend := func() string {
+		resp, _ := h.post("/v1/chat/completions", chat)
+		return resp.Header.Get("X-Switchover-Backend")
+	}
+	if b := backend(); b != "aoai-swedencentral" {
+		t.Fatalf("after westeurope's 429, served by %s", b)
+	}
+	if code, _ := h.adminDo("POST", "/admin/backends/aoai-westeurope/breaker", `{"state":"closed"}`, adminKey); code != 200 {
+		t.Fatalf("force closed: %d", code)
+	}
+	if b := backend(); b != "aoai-westeurope" {
+		t.Fatalf("after the breaker was forced closed, served by %s (westeurope called %d times)", b, h.weu.Calls())
+	}
+	if !strings.Contains(h.logs.String(), "lifted the hold of its rate-limit headers") {
+		t.Errorf("the action does not say it lifted the quota hold:\n%s", h.logs.String())
+	}
+}

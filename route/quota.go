@@ -261,6 +261,27 @@ func (q *LocalQuota) Observe(now, sent time.Time, status int, h http.Header) {
 	}
 }
 
+// Forget drops what the backend has said of its remaining quota (what is
+// left, when it refills, a 429's Retry-After), keeping the limits: the
+// next call is sent, and its answer says again. It returns when the hold
+// it lifted would have ended, zero when no call was being held at now.
+// For an operator who forces the backend's breaker closed: a Retry-After
+// of minutes would otherwise keep every call from being sent after the
+// breaker lets them through. Calls in flight stay reserved.
+func (q *LocalQuota) Forget(now time.Time) (held time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if left, ok := q.left(&q.requests, now, oneCall); ok && left < 1 {
+		held = q.requests.reset
+	}
+	if left, ok := q.left(&q.tokens, now, itsTokens); ok && left < 1 && q.tokens.reset.After(held) {
+		held = q.tokens.reset
+	}
+	q.requests = window{limit: q.requests.limit}
+	q.tokens = window{limit: q.tokens.limit}
+	return held
+}
+
 // QuotaSnapshot is what a LocalQuota holds: what is left of each limit (less
 // the calls in flight), the limits, and when the windows reset; Known
 // false for a limit never seen or whose window has reset.

@@ -148,6 +148,36 @@ func TestLocalQuotaHoldsThrottledUntilRetryAfter(t *testing.T) {
 	}
 }
 
+// TestLocalQuotaForgetLiftsARetryAfterHold: forcing a breaker closed kept
+// answering 429 "no call was sent" until a 300 s Retry-After ran out;
+// Forget lifts the hold (and says until when it would have held), keeps
+// the limit, and the next answer is read again as usual.
+func TestLocalQuotaForgetLiftsARetryAfterHold(t *testing.T) {
+	var q route.LocalQuota
+	q.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Limit-Requests": {"60"}, "X-Ratelimit-Remaining-Requests": {"59"}})
+	q.Observe(qt0, qt0, 429, http.Header{"Retry-After": {"300"}})
+	now := qt0.Add(time.Second)
+	if ok, _ := q.Fits(now, cost(1)); ok {
+		t.Fatal("a 429 with Retry-After 300 did not hold the backend")
+	}
+	if held := q.Forget(now); !held.Equal(qt0.Add(300 * time.Second)) {
+		t.Fatalf("Forget says the hold ended at %v, want %v", held, qt0.Add(300*time.Second))
+	}
+	if ok, _ := q.Fits(now, cost(1)); !ok {
+		t.Fatal("still held after Forget")
+	}
+	if s := q.Snapshot(now); s.RequestLimit != 60 || s.RequestsKnown {
+		t.Fatalf("after Forget: %+v, want the limit kept and nothing known of what is left", s)
+	}
+	if held := q.Forget(now); !held.IsZero() {
+		t.Fatalf("Forget with nothing held says %v", held)
+	}
+	q.Observe(now, now, 429, http.Header{"Retry-After": {"5"}})
+	if ok, until := q.Fits(now, cost(1)); ok || !until.Equal(now.Add(5*time.Second)) {
+		t.Fatalf("after Forget, a new 429: fits %v until %v", ok, until)
+	}
+}
+
 // limitedAnswer answers as name with the rate-limit headers of a region
 // that has left requests left in its window.
 func limitedAnswer(name string, left int) step {
