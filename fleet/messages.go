@@ -52,10 +52,17 @@ func (r *Replica) reconcile(ctx context.Context) {
 		return
 	}
 	for k, v := range kept {
-		switch {
-		case strings.HasPrefix(k, keyTrip), strings.HasPrefix(k, keyAction):
+		if strings.HasPrefix(k, keyTrip) {
 			r.handle(v)
 		}
+	}
+	// Operator actions: the one kept on each thing, unless this replica
+	// took a newer one while away, which goes to the fleet now.
+	for subject, m := range actionsIn(kept) {
+		r.applyKept(subject, m)
+	}
+	if r.PendingActions() > 0 {
+		r.enqueue(r.flushActions)
 	}
 	// What this replica benched while the others could not hear it (or
 	// that a store which lost its keys no longer holds) goes to them now.
@@ -148,9 +155,7 @@ func (r *Replica) handle(raw []byte) {
 		}
 	case kindAction:
 		if m.Action != nil {
-			if err := r.host.Apply(*m.Action); err != nil {
-				r.log.Warn("fleet: an operator action from another replica could not be applied", "replica", m.Replica, "action", m.Action.Kind, "error", err)
-			}
+			r.receiveAction(m)
 		}
 	case kindFailovers:
 		r.host.Failovers(m.Pool, m.N, m.At)

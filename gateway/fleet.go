@@ -234,6 +234,12 @@ type FleetStatus struct {
 	// Notifier is true when this replica sends the fleet's
 	// notifications.
 	Notifier bool `json:"notifier"`
+	// PendingActions counts the operator actions taken here that have
+	// not reached the store yet (taken while it was out): they hold on
+	// this replica only until it answers again, and then go to the
+	// fleet unless an action on the same thing taken elsewhere since is
+	// newer.
+	PendingActions int `json:"pending_actions"`
 	// Replicas are those whose heartbeat is recent.
 	Replicas []fleet.ReplicaStatus `json:"replicas"`
 }
@@ -250,6 +256,7 @@ func (g *Gateway) fleetStatus() (*FleetStatus, []Event) {
 	fs.Replicas, _ = g.fleet.Replicas(ctx)
 	evs, err := g.fleet.Events(ctx, 200)
 	fs.StoreUp = g.fleet.Up()
+	fs.PendingActions = g.fleet.PendingActions()
 	if err != nil {
 		return fs, nil
 	}

@@ -687,3 +687,39 @@ func TestFleetForcedCloseLiftsTheQuotaHoldEverywhere(t *testing.T) {
 		t.Fatalf("%s still holds uksouth's quota after the breaker was forced closed on %s", b.name, a.name)
 	}
 }
+
+// TestFleetDrainTakenWhileRedisIsDownReachesTheFleet is the regression
+// test for a drain taken on one replica while Redis was down, which
+// answered 200 and stayed on that replica for good: it shows as waiting
+// in the replica's status and reaches every replica once Redis is back.
+// A restore taken on another replica later in the outage is newer: it is
+// what holds everywhere in the end.
+func TestFleetDrainTakenWhileRedisIsDownReachesTheFleet(t *testing.T) {
+	e := startFleetEnv(t, 3, "", "", "")
+	a, b, c := e.replicas[0], e.replicas[1], e.replicas[2]
+	e.redis.Stop()
+	for _, r := range e.replicas {
+		eventually(t, r.name+" notices Redis is gone", func() bool { return !r.gw.Status().Fleet.StoreUp })
+	}
+	if err := a.gw.Drain("uksouth"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.gw.Drain("swedencentral"); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gw.Status().Fleet.PendingActions; n != 1 {
+		t.Fatalf("%s shows %d actions waiting for the store, want 1", a.name, n)
+	}
+	// Taken after b's drain: newer.
+	if err := c.gw.Restore("swedencentral"); err != nil {
+		t.Fatal(err)
+	}
+	e.redis.Restart()
+	for _, r := range e.replicas {
+		eventually(t, r.name+" drains uksouth", func() bool { return r.gw.Backend("uksouth").Drained() })
+		eventually(t, r.name+" sends its waiting actions", func() bool { return r.gw.Status().Fleet.PendingActions == 0 })
+	}
+	for _, r := range e.replicas {
+		eventually(t, r.name+" has swedencentral restored", func() bool { return !r.gw.Backend("swedencentral").Drained() })
+	}
+}
