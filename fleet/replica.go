@@ -126,6 +126,7 @@ type Replica struct {
 	leader  atomic.Bool  // this replica holds the notification lease
 	joined  atomic.Bool  // subscribed to the fleet's messages, and reconciled
 	fails   atomic.Int32 // calls to the store failed in a row
+	oks     atomic.Int32 // calls to the store answered in a row
 	started time.Time
 	seq     atomic.Uint64
 
