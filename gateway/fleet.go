@@ -127,6 +127,19 @@ func (f *fleetMember) sends(n notify.Notification) bool {
 	return f == nil || n.Kind == notify.KindAdmin || n.Kind == notify.KindBudget || f.Leader()
 }
 
+// tripEnd is when the trip that holds backend's breaker open until until
+// ends: until itself, except for a trip adopted from the replica that
+// probes it, which this one holds open past its end (by the probe grace)
+// while it waits for that replica's verdict. waits tells which.
+func (f *fleetMember) tripEnd(backend string, until time.Time) (end time.Time, waits bool) {
+	if f != nil {
+		if end, ok := f.AdoptedEnd(backend, until); ok {
+			return end, true
+		}
+	}
+	return until, false
+}
+
 // probedElsewhere reports whether another replica probes backend's trip.
 func (f *fleetMember) probedElsewhere(backend string) bool {
 	return f != nil && f.ProbedElsewhere(backend)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,7 @@ type replica struct {
 	stop  func()
 	notes *noteSink
 	trs   *transitions
+	logs  *syncBuffer // its log, warnings and errors, as JSON
 }
 
 // noteSink records the notifications a replica sent.
@@ -113,8 +115,8 @@ func startFleetEnv(t *testing.T, n int, backendExtra, poolExtra, top string, dep
 		if err != nil {
 			t.Fatalf("%v\n%s", err, y)
 		}
-		r := &replica{name: name, notes: &noteSink{}, trs: &transitions{}}
-		g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, "text", "error"),
+		r := &replica{name: name, notes: &noteSink{}, trs: &transitions{}, logs: &syncBuffer{}}
+		g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(r.logs, "json", "warn"),
 			Sinks: []notify.Sink{r.notes}, OnTransition: r.trs.add, FleetHeartbeat: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -721,5 +723,46 @@ func TestFleetDrainTakenWhileRedisIsDownReachesTheFleet(t *testing.T) {
 	}
 	for _, r := range e.replicas {
 		eventually(t, r.name+" has swedencentral restored", func() bool { return !r.gw.Backend("swedencentral").Drained() })
+	}
+}
+
+// opened is the until of r's last log line of backend's breaker opening.
+func (r *replica) opened(t *testing.T, backend string) string {
+	t.Helper()
+	until := ""
+	for line := range strings.Lines(r.logs.String()) {
+		var l struct{ Msg, Backend, To, Until string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "breaker" && l.Backend == backend && l.To == "open" {
+			until = l.Until
+		}
+	}
+	return until
+}
+
+// TestFleetAdoptedTripShowsItsOwnEnd is the regression test for replicas
+// that adopt a trip logging its end 10 s later than the replica that saw
+// it: they hold the breaker open past the end by the probe grace, waiting
+// for the prober's verdict, but the trip's end they log and show is the
+// prober's.
+func TestFleetAdoptedTripShowsItsOwnEnd(t *testing.T) {
+	e := startFleetEnv(t, 2, ", breaker: {failures: 1, trip: 1m}", "", "")
+	a, b := e.replicas[0], e.replicas[1]
+	e.fault(t, "uksouth", sim.FaultDown)
+	a.chat(t) // trips uksouth on a, which wins the probe lease; b adopts the trip
+	eventually(t, b.name+" adopts the trip", func() bool { return state(b, "uksouth") == breaker.Open })
+	eventually(t, b.name+" logs the trip", func() bool { return b.opened(t, "uksouth") != "" })
+	if ua, ub := a.opened(t, "uksouth"), b.opened(t, "uksouth"); ua == "" || ua != ub {
+		t.Fatalf("%s logged the trip until %q, %s until %q; want the same end", a.name, ua, b.name, ub)
+	}
+	until := func(r *replica) time.Time {
+		for _, m := range r.gw.Status().Pools[0].Members {
+			if m.Backend == "uksouth" {
+				return m.Breaker.Until
+			}
+		}
+		return time.Time{}
+	}
+	if ua, ub := until(a), until(b); ua.IsZero() || !ua.Equal(ub) {
+		t.Fatalf("%s shows the trip until %v, %s until %v; want the same end", a.name, ua, b.name, ub)
 	}
 }
