@@ -66,7 +66,9 @@ type MemberStatus struct {
 	Attempts uint64 `json:"attempts"`
 	Errors   uint64 `json:"errors"`
 	// Headroom is the share of its quota the backend last said it has
-	// left (0 to 1), when it has said.
+	// left (0 to 1), when it has said: of the window its figures count
+	// (for Azure, of the slice's part of the per-minute limit; see
+	// route.LocalQuota.Headroom).
 	Headroom *float64 `json:"headroom,omitempty"`
 	// FirstByte is the cumulative histogram of the backend's attempts'
 	// times to first byte, for the console's p95 over a window.
