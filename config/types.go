@@ -553,10 +553,13 @@ type Pool struct {
 // a call on stored state.
 type Hedge struct {
 	// After is a fixed wait ("800ms") or a quantile of the first backend's
-	// own recent times to first byte ("p90", p50 to p99). Default p90.
+	// own recent times to first byte ("p90", p50 to p99). Default: the
+	// quantile 1 - Share (p90 at the default share), the earliest the
+	// share lets every slow request be hedged.
 	After HedgeAfter `yaml:"after"`
-	// Share bounds hedges to this share of the pool's requests over a
-	// sliding 10 s (in (0, 1]). Default 0.1.
+	// Share bounds hedges to this share of the pool's requests, counted
+	// over its last 20/Share requests that may be hedged (in (0, 1]).
+	// Default 0.1.
 	Share float64 `yaml:"share"`
 }
 

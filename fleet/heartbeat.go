@@ -37,6 +37,11 @@ func (r *Replica) heartbeat(ctx context.Context) {
 		r.send(Message{Kind: kindFailovers, Pool: pool, N: n, At: now})
 	}
 	r.flushQuota(now, true)
+	if r.up.Load() && r.PendingActions() > 0 {
+		// Operator actions taken while the store was out, or whose
+		// publication failed.
+		r.enqueue(r.flushActions)
+	}
 }
 
 // Failover counts a failover in pool, published with the next heartbeat.

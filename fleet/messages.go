@@ -17,20 +17,28 @@ import (
 func (r *Replica) subscribe(ctx context.Context) {
 	for ctx.Err() == nil {
 		var ch <-chan []byte
+		sctx, cancel := context.WithCancel(ctx)
 		err := r.call(ctx, func(c context.Context) error {
 			var err error
-			ch, err = r.store.Subscribe(ctx) // lives past c: bounded by ctx
+			ch, err = r.store.Subscribe(sctx) // lives past c: bounded by sctx
 			return err
 		})
+		if err == nil {
+			err = r.reconcile(ctx)
+		}
 		if err != nil {
+			// Not joined until what the store keeps is applied: a
+			// subscription without it would miss what happened while
+			// away.
+			cancel()
 			r.sleep(ctx, r.o.Heartbeat)
 			continue
 		}
-		r.reconcile(ctx)
 		r.joined.Store(true)
 		for raw := range ch {
 			r.handle(raw)
 		}
+		cancel()
 		r.joined.Store(false)
 		if ctx.Err() == nil {
 			r.setHealth(false, errors.New("subscription lost"), true)
@@ -40,22 +48,30 @@ func (r *Replica) subscribe(ctx context.Context) {
 }
 
 // reconcile applies what the store keeps (trips in force, operator
-// actions) and publishes this replica's own open trips, after a
-// (re)subscription: what was missed while away.
-func (r *Replica) reconcile(ctx context.Context) {
+// actions) and publishes this replica's own open trips and the actions it
+// took while away, after a (re)subscription: what was missed meanwhile.
+// It fails when the store could not list what it keeps.
+func (r *Replica) reconcile(ctx context.Context) error {
 	var kept map[string][]byte
-	if r.call(ctx, func(c context.Context) error {
+	if err := r.call(ctx, func(c context.Context) error {
 		var err error
 		kept, err = r.store.List(c, "")
 		return err
-	}) != nil {
-		return
+	}); err != nil {
+		return err
 	}
 	for k, v := range kept {
-		switch {
-		case strings.HasPrefix(k, keyTrip), strings.HasPrefix(k, keyAction):
+		if strings.HasPrefix(k, keyTrip) {
 			r.handle(v)
 		}
+	}
+	// Operator actions: the one kept on each thing, unless this replica
+	// took a newer one while away, which goes to the fleet now.
+	for subject, m := range actionsIn(kept) {
+		r.applyKept(subject, m)
+	}
+	if r.PendingActions() > 0 {
+		r.enqueue(r.flushActions)
 	}
 	// What this replica benched while the others could not hear it (or
 	// that a store which lost its keys no longer holds) goes to them now.
@@ -70,6 +86,7 @@ func (r *Replica) reconcile(ctx context.Context) {
 				Cause: "benched while the fleet could not hear (" + name + ")"})
 		}
 	}
+	return nil
 }
 
 // Message kinds.
@@ -155,9 +172,7 @@ func (r *Replica) handle(raw []byte) {
 		}
 	case kindAction:
 		if m.Action != nil {
-			if err := r.host.Apply(*m.Action); err != nil {
-				r.log.Warn("fleet: an operator action from another replica could not be applied", "replica", m.Replica, "action", m.Action.Kind, "error", err)
-			}
+			r.receiveAction(m)
 		}
 	case kindFailovers:
 		r.host.Failovers(m.Pool, m.N, m.At)

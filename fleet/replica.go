@@ -51,6 +51,7 @@ const (
 	keyProbe   = "probe/"   // + backend: the probe lease of a trip
 	keyFail    = "fail/"    // + backend: the fleet's failures, a window
 	keyAction  = "action/"  // + what: an operator action in force
+	keyUndone  = "undone/"  // + what: the action that undid it, for a while
 	keyReplica = "replica/" // + id: a replica's heartbeat
 	keyLeader  = "leader/notify"
 	logEvents  = "events"
@@ -125,6 +126,7 @@ type Replica struct {
 	leader  atomic.Bool  // this replica holds the notification lease
 	joined  atomic.Bool  // subscribed to the fleet's messages, and reconciled
 	fails   atomic.Int32 // calls to the store failed in a row
+	oks     atomic.Int32 // calls to the store answered in a row
 	started time.Time
 	seq     atomic.Uint64
 
@@ -134,6 +136,8 @@ type Replica struct {
 	quota     map[string]*Message  // backend -> figures waiting to be published
 	quotaAt   map[string]time.Time // backend -> when its figures were last published
 	failovers map[string]int       // pool -> failovers not yet published
+	pending   map[string]Message   // action subject -> the action taken here, not yet in the store
+	acted     map[string]time.Time // action subject -> when the action in force here was taken
 }
 
 // New returns a Replica; Run starts it.
@@ -159,7 +163,8 @@ func New(o Options) (*Replica, error) {
 	}
 	r := &Replica{o: o, store: o.Store, host: o.Host, id: o.ID, clk: clock.Or(o.Clock), log: log,
 		work: make(chan func(context.Context) error, queueSize), probes: map[string]time.Time{},
-		quota: map[string]*Message{}, quotaAt: map[string]time.Time{}, failovers: map[string]int{}}
+		quota: map[string]*Message{}, quotaAt: map[string]time.Time{}, failovers: map[string]int{},
+		pending: map[string]Message{}, acted: map[string]time.Time{}}
 	r.started = r.clk.Now()
 	r.up.Store(true) // until a call fails; the first heartbeat settles the lease
 	return r, nil

@@ -62,6 +62,20 @@ func (r *Replica) ProbedElsewhere(backend string) bool {
 	return ok && r.clk.Now().Before(until)
 }
 
+// AdoptedEnd is the end of backend's trip as the replica that decided it
+// set it, when this replica adopted it open until until and waits past
+// that end, by the probe grace, for the prober's verdict; false for any
+// other trip. For the log and the status, which should show when the trip
+// ends, not when this replica would give up waiting and probe itself.
+func (r *Replica) AdoptedEnd(backend string, until time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.elsewhere[backend]; ok && e.Equal(until) {
+		return until.Add(-r.o.ProbeGrace), true
+	}
+	return time.Time{}, false
+}
+
 // probing reports whether this replica holds the probe lease of
 // backend's trip in force.
 func (r *Replica) probing(backend string) bool {

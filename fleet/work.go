@@ -55,11 +55,19 @@ func (r *Replica) call(ctx context.Context, f func(context.Context) error) error
 
 // downAfter is how many calls in a row must fail before the store counts
 // as out: one slow answer on a busy machine does not make a replica drop
-// its updates.
-const downAfter = 3
+// its updates. upAfter is how many must succeed in a row before a store
+// that was out counts as back: a Redis client whose pool still refuses
+// to dial for a second after the server returned, while a new
+// subscription gets through, made replicas say "back", "unreachable" and
+// "back" again within a second.
+const (
+	downAfter = 3
+	upAfter   = 3
+)
 
 // health records whether the store answered a call, logging and reporting
-// changes: it is out after downAfter failures in a row.
+// changes: it is out after downAfter failures in a row, and back after
+// upAfter answers in a row.
 func (r *Replica) health(ok bool, err error) { r.setHealth(ok, err, false) }
 
 // setHealth is health; now marks the store out at once (a subscription
@@ -67,7 +75,10 @@ func (r *Replica) health(ok bool, err error) { r.setHealth(ok, err, false) }
 func (r *Replica) setHealth(ok bool, err error, now bool) {
 	if ok {
 		r.fails.Store(0)
-	} else if n := r.fails.Add(1); n < downAfter && !now {
+		if n := r.oks.Add(1); n < upAfter && !r.up.Load() {
+			return
+		}
+	} else if r.oks.Store(0); r.fails.Add(1) < downAfter && !now {
 		return
 	}
 	if r.up.Swap(ok) == ok {

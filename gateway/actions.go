@@ -9,6 +9,7 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/route"
 )
 
 // ErrNotFound is returned by admin actions naming an unknown pool, backend
@@ -152,7 +153,11 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 			return nil
 		}
 		g.probes.held.Delete(backend)
-		g.admin("breaker_close", "", backend, "forced the breaker of "+backend+" closed", from, who)
+		detail := "forced the breaker of " + backend + " closed"
+		if held := forgetQuota(b.Quota, g.now()); !held.IsZero() {
+			detail += fmt.Sprintf(" and lifted the hold of its rate-limit headers (until %s)", held.UTC().Format(time.RFC3339))
+		}
+		g.admin("breaker_close", "", backend, detail, from, who)
 		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "manual: forced closed by an operator")
 		return nil
 	case fleet.ActionSetMember:
@@ -177,6 +182,18 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// forgetQuota drops what a backend's rate-limit headers said of its
+// quota (route.LocalQuota.Forget), so that a breaker an operator forces
+// closed is sent calls at once, not only once a 429's Retry-After of
+// minutes has run out. It returns when the lifted hold would have ended,
+// zero when none held; every replica applying the action does the same.
+func forgetQuota(q route.Quota, now time.Time) time.Time {
+	if f, ok := q.(interface{ Forget(time.Time) time.Time }); ok {
+		return f.Forget(now)
+	}
+	return time.Time{}
 }
 
 // changeMember applies f to a member's override (keep reports whether it

@@ -127,6 +127,19 @@ func (f *fleetMember) sends(n notify.Notification) bool {
 	return f == nil || n.Kind == notify.KindAdmin || n.Kind == notify.KindBudget || f.Leader()
 }
 
+// tripEnd is when the trip that holds backend's breaker open until until
+// ends: until itself, except for a trip adopted from the replica that
+// probes it, which this one holds open past its end (by the probe grace)
+// while it waits for that replica's verdict. waits tells which.
+func (f *fleetMember) tripEnd(backend string, until time.Time) (end time.Time, waits bool) {
+	if f != nil {
+		if end, ok := f.AdoptedEnd(backend, until); ok {
+			return end, true
+		}
+	}
+	return until, false
+}
+
 // probedElsewhere reports whether another replica probes backend's trip.
 func (f *fleetMember) probedElsewhere(backend string) bool {
 	return f != nil && f.ProbedElsewhere(backend)
@@ -234,6 +247,12 @@ type FleetStatus struct {
 	// Notifier is true when this replica sends the fleet's
 	// notifications.
 	Notifier bool `json:"notifier"`
+	// PendingActions counts the operator actions taken here that have
+	// not reached the store yet (taken while it was out): they hold on
+	// this replica only until it answers again, and then go to the
+	// fleet unless an action on the same thing taken elsewhere since is
+	// newer.
+	PendingActions int `json:"pending_actions"`
 	// Replicas are those whose heartbeat is recent.
 	Replicas []fleet.ReplicaStatus `json:"replicas"`
 }
@@ -250,6 +269,7 @@ func (g *Gateway) fleetStatus() (*FleetStatus, []Event) {
 	fs.Replicas, _ = g.fleet.Replicas(ctx)
 	evs, err := g.fleet.Events(ctx, 200)
 	fs.StoreUp = g.fleet.Up()
+	fs.PendingActions = g.fleet.PendingActions()
 	if err != nil {
 		return fs, nil
 	}

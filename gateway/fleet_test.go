@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -37,6 +38,7 @@ type replica struct {
 	stop  func()
 	notes *noteSink
 	trs   *transitions
+	logs  *syncBuffer // its log, warnings and errors, as JSON
 }
 
 // noteSink records the notifications a replica sent.
@@ -113,8 +115,8 @@ func startFleetEnv(t *testing.T, n int, backendExtra, poolExtra, top string, dep
 		if err != nil {
 			t.Fatalf("%v\n%s", err, y)
 		}
-		r := &replica{name: name, notes: &noteSink{}, trs: &transitions{}}
-		g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(io.Discard, "text", "error"),
+		r := &replica{name: name, notes: &noteSink{}, trs: &transitions{}, logs: &syncBuffer{}}
+		g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(r.logs, "json", "warn"),
 			Sinks: []notify.Sink{r.notes}, OnTransition: r.trs.add, FleetHeartbeat: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -643,5 +645,124 @@ func TestFleetOneReplicaChecksABenchedBackend(t *testing.T) {
 	eventually(t, "the trip ends on "+b.name, func() bool { return state(b, "uksouth") == breaker.Closed })
 	if n := probes(b); n != 0 {
 		t.Errorf("%s checked uksouth %d times", b.name, n)
+	}
+}
+
+// TestFleetForcedCloseLiftsTheQuotaHoldEverywhere: a breaker forced
+// closed on one replica lifts the quota hold on every replica, not only
+// where the operator acted (the hold was shared with the quota figures).
+func TestFleetForcedCloseLiftsTheQuotaHoldEverywhere(t *testing.T) {
+	e := startFleetEnv(t, 2, "", "", "", sim.Deployment{Name: "uksouth", Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 6}},
+		sim.Deployment{Name: "swedencentral", Flavour: sim.Azure, Deployment: "chat-prod"})
+	a, b := e.replicas[0], e.replicas[1]
+	began := time.Now()
+	if _, bk := a.chat(t); bk != "uksouth" {
+		t.Fatalf("first call answered by %s", bk)
+	}
+	q := b.gw.Backend("uksouth").Quota.(interface {
+		Fits(time.Time, route.Cost) (bool, time.Time)
+	})
+	req, err := route.NewRequest(route.ChatCompletions, []byte(`{"model":"chat-prod","max_tokens":5,"messages":[]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held time.Time
+	fits := func() bool { ok, until := q.Fits(time.Now(), req); held = until; return ok }
+	eventually(t, b.name+" hears uksouth's window is spent", func() bool { return !fits() })
+	until := held
+	if err := a.gw.ForceBreaker("uksouth", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, b.name+" applies the forced close", func() bool {
+		for _, ev := range b.gw.LocalEvents() {
+			if ev.Kind == "admin:breaker_close" {
+				return true
+			}
+		}
+		return false
+	})
+	ok := fits()
+	if !time.Now().Before(until) {
+		t.Skipf("the machine took %s: uksouth's window refilled by itself before the check", time.Since(began))
+	}
+	if !ok {
+		t.Fatalf("%s still holds uksouth's quota after the breaker was forced closed on %s", b.name, a.name)
+	}
+}
+
+// TestFleetDrainTakenWhileRedisIsDownReachesTheFleet is the regression
+// test for a drain taken on one replica while Redis was down, which
+// answered 200 and stayed on that replica for good: it shows as waiting
+// in the replica's status and reaches every replica once Redis is back.
+// A restore taken on another replica later in the outage is newer: it is
+// what holds everywhere in the end.
+func TestFleetDrainTakenWhileRedisIsDownReachesTheFleet(t *testing.T) {
+	e := startFleetEnv(t, 3, "", "", "")
+	a, b, c := e.replicas[0], e.replicas[1], e.replicas[2]
+	e.redis.Stop()
+	for _, r := range e.replicas {
+		eventually(t, r.name+" notices Redis is gone", func() bool { return !r.gw.Status().Fleet.StoreUp })
+	}
+	if err := a.gw.Drain("uksouth"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.gw.Drain("swedencentral"); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gw.Status().Fleet.PendingActions; n != 1 {
+		t.Fatalf("%s shows %d actions waiting for the store, want 1", a.name, n)
+	}
+	// Taken after b's drain: newer.
+	if err := c.gw.Restore("swedencentral"); err != nil {
+		t.Fatal(err)
+	}
+	e.redis.Restart()
+	for _, r := range e.replicas {
+		eventually(t, r.name+" drains uksouth", func() bool { return r.gw.Backend("uksouth").Drained() })
+		eventually(t, r.name+" sends its waiting actions", func() bool { return r.gw.Status().Fleet.PendingActions == 0 })
+	}
+	for _, r := range e.replicas {
+		eventually(t, r.name+" has swedencentral restored", func() bool { return !r.gw.Backend("swedencentral").Drained() })
+	}
+}
+
+// opened is the until of r's last log line of backend's breaker opening.
+func (r *replica) opened(t *testing.T, backend string) string {
+	t.Helper()
+	until := ""
+	for line := range strings.Lines(r.logs.String()) {
+		var l struct{ Msg, Backend, To, Until string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "breaker" && l.Backend == backend && l.To == "open" {
+			until = l.Until
+		}
+	}
+	return until
+}
+
+// TestFleetAdoptedTripShowsItsOwnEnd is the regression test for replicas
+// that adopt a trip logging its end 10 s later than the replica that saw
+// it: they hold the breaker open past the end by the probe grace, waiting
+// for the prober's verdict, but the trip's end they log and show is the
+// prober's.
+func TestFleetAdoptedTripShowsItsOwnEnd(t *testing.T) {
+	e := startFleetEnv(t, 2, ", breaker: {failures: 1, trip: 1m}", "", "")
+	a, b := e.replicas[0], e.replicas[1]
+	e.fault(t, "uksouth", sim.FaultDown)
+	a.chat(t) // trips uksouth on a, which wins the probe lease; b adopts the trip
+	eventually(t, b.name+" adopts the trip", func() bool { return state(b, "uksouth") == breaker.Open })
+	eventually(t, b.name+" logs the trip", func() bool { return b.opened(t, "uksouth") != "" })
+	if ua, ub := a.opened(t, "uksouth"), b.opened(t, "uksouth"); ua == "" || ua != ub {
+		t.Fatalf("%s logged the trip until %q, %s until %q; want the same end", a.name, ua, b.name, ub)
+	}
+	until := func(r *replica) time.Time {
+		for _, m := range r.gw.Status().Pools[0].Members {
+			if m.Backend == "uksouth" {
+				return m.Breaker.Until
+			}
+		}
+		return time.Time{}
+	}
+	if ua, ub := until(a), until(b); ua.IsZero() || !ua.Equal(ub) {
+		t.Fatalf("%s shows the trip until %v, %s until %v; want the same end", a.name, ua, b.name, ub)
 	}
 }

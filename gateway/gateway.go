@@ -277,7 +277,16 @@ func (g *Gateway) onTransition(t breaker.Transition) {
 	}
 	if t.To == breaker.Open {
 		level = slog.LevelWarn
-		attrs = append(attrs, slog.Time("until", t.Until), slog.Duration("for", t.Until.Sub(t.At)))
+		end, waits := t.Until, false
+		if t.Adopted {
+			end, waits = g.fleet.tripEnd(t.Name, t.Until)
+		}
+		attrs = append(attrs, slog.Time("until", end), slog.Duration("for", end.Sub(t.At)))
+		if waits {
+			// Past the end this replica waits for the prober's verdict;
+			// it probes itself only if none has come by then.
+			attrs = append(attrs, slog.Time("probes_itself_at", t.Until))
+		}
 	}
 	if !fresh {
 		attrs = append(attrs, slog.Bool("late", true))

@@ -753,3 +753,60 @@ func TestIdlePoolFailsBackThroughARecoveryProbe(t *testing.T) {
 		t.Fatal("a request was needed for the failback")
 	}
 }
+
+// TestForcedCloseLiftsTheQuotaHold: a breaker forced closed kept
+// answering 429 backends_rate_limited "no call was sent" until the 300 s
+// Retry-After of the backend's last 429 ran out: the operator's force
+// lifts the quota hold too, and the action says so.
+func TestForcedCloseLiftsTheQuotaHold(t *testing.T) {
+	h := start(t, []upstreamtest.Step{upstreamtest.Status(429, "Retry-After", "300"), answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	backend := func() string {
+		resp, _ := h.post("/v1/chat/completions", chat)
+		return resp.Header.Get("X-Switchover-Backend")
+	}
+	if b := backend(); b != "aoai-swedencentral" {
+		t.Fatalf("after westeurope's 429, served by %s", b)
+	}
+	if code, _ := h.adminDo("POST", "/admin/backends/aoai-westeurope/breaker", `{"state":"closed"}`, adminKey); code != 200 {
+		t.Fatalf("force closed: %d", code)
+	}
+	if b := backend(); b != "aoai-westeurope" {
+		t.Fatalf("after the breaker was forced closed, served by %s (westeurope called %d times)", b, h.weu.Calls())
+	}
+	if !strings.Contains(h.logs.String(), "lifted the hold of its rate-limit headers") {
+		t.Errorf("the action does not say it lifted the quota hold:\n%s", h.logs.String())
+	}
+}
+
+// TestStatusHeadroomComparesLikeWithLike is the regression test for an
+// idle Azure backend whose headroom read 16% in the status and the
+// console: what was left of its 10-second slice was divided by its
+// per-minute limit. It reads 90% after the first call of a slice, and
+// full once the slice has refilled.
+func TestStatusHeadroomComparesLikeWithLike(t *testing.T) {
+	h := start(t, []upstreamtest.Step{func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Ratelimit-Limit-Requests", "60")
+		w.Header().Set("X-Ratelimit-Remaining-Requests", "9")
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"hello"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}`)
+	}}, []upstreamtest.Step{answer("sec")}, "")
+	if resp, _ := h.post("/v1/chat/completions", chat); resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	headroom := func() float64 {
+		for _, m := range h.gw.Status().Pools[0].Members {
+			if m.Backend == "aoai-westeurope" && m.Headroom != nil {
+				return *m.Headroom
+			}
+		}
+		t.Fatal("no headroom known for aoai-westeurope")
+		return 0
+	}
+	if got := headroom(); got < 0.89 || got > 0.91 {
+		t.Fatalf("after the first call of a slice (9 of 10 left), headroom %v, want 0.9", got)
+	}
+	h.clock.Advance(11 * time.Second)
+	if got := headroom(); got != 1 {
+		t.Fatalf("once the slice has refilled, headroom %v, want 1", got)
+	}
+}

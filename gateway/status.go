@@ -46,7 +46,11 @@ type MemberStatus struct {
 	Drained      bool   `json:"drained"`
 	Usable       bool   `json:"usable"`
 	ModelVersion string `json:"model_version,omitempty"`
-	Breaker      struct {
+	// Breaker's Until is when an open breaker's trip ends: for a trip
+	// adopted from the replica that probes it, its end there (this
+	// replica holds it open up to the probe grace longer, waiting for
+	// that replica's verdict).
+	Breaker struct {
 		State    string    `json:"state"`
 		Until    time.Time `json:"until,omitzero"`
 		LeftMS   int64     `json:"left_ms,omitempty"`
@@ -62,7 +66,9 @@ type MemberStatus struct {
 	Attempts uint64 `json:"attempts"`
 	Errors   uint64 `json:"errors"`
 	// Headroom is the share of its quota the backend last said it has
-	// left (0 to 1), when it has said.
+	// left (0 to 1), when it has said: of the window its figures count
+	// (for Azure, of the slice's part of the per-minute limit; see
+	// route.LocalQuota.Headroom).
 	Headroom *float64 `json:"headroom,omitempty"`
 	// FirstByte is the cumulative histogram of the backend's attempts'
 	// times to first byte, for the console's p95 over a window.
@@ -108,8 +114,10 @@ func (g *Gateway) Status() Status {
 				snap := br.Snapshot()
 				ms.Breaker.State, ms.Breaker.Failures, ms.Breaker.Probing = snap.State.String(), snap.Failures, snap.Probing
 				if snap.State == breaker.Open {
-					ms.Breaker.Until = snap.Until
-					ms.Breaker.LeftMS = max(snap.Until.Sub(now).Milliseconds(), 0)
+					// A trip adopted from its prober: its own end, as
+					// on the replica that decided it.
+					ms.Breaker.Until, _ = g.fleet.tripEnd(b.Name, snap.Until)
+					ms.Breaker.LeftMS = max(ms.Breaker.Until.Sub(now).Milliseconds(), 0)
 				}
 			}
 			if p, ok := probes[b.Name]; ok && !p.At.IsZero() {

@@ -3,6 +3,7 @@ package route
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"sync"
 	"time"
@@ -14,8 +15,9 @@ import (
 // Defaults of a Hedge's settings.
 const (
 	// DefaultHedgeQuantile is the quantile of the first backend's recent
-	// times to first byte past which a hedge is sent.
-	DefaultHedgeQuantile = 0.9
+	// times to first byte past which a hedge is sent at the default share:
+	// 1 - DefaultHedgeShare (an unset Quantile follows the Share).
+	DefaultHedgeQuantile = 1 - DefaultHedgeShare
 	// DefaultHedgeShare is the share of a pool's requests that may be
 	// hedged over the budget's window.
 	DefaultHedgeShare = 0.1
@@ -48,8 +50,9 @@ var errOutpaced = errors.New("switchover: another attempt answered first")
 // session. Only the first attempt is hedged, once, and only when the
 // pool allows two attempts (Pool.Attempts): a hedge is an attempt.
 //
-// The zero value hedges at DefaultHedgeQuantile of the first backend's
-// recent times to first byte, at most DefaultHedgeShare of the pool's
+// The zero value hedges the slowest DefaultHedgeShare of the pool's
+// requests: past the 1 - DefaultHedgeShare quantile of the first
+// backend's recent times to first byte, at most that share of the pool's
 // requests. The settings must not change once the pool is in use.
 type Hedge struct {
 	// Delay, if positive, is a fixed wait for the first byte before the
@@ -57,18 +60,64 @@ type Hedge struct {
 	Delay time.Duration
 	// Quantile, when Delay is zero, is the quantile (0.5 to 0.99) of the
 	// first attempt's backend's recent times to first byte (streams and
-	// plain calls apart) past which the hedge is sent. Zero means
-	// DefaultHedgeQuantile. A backend that has answered too few calls of
-	// the kind to know its quantile is not hedged. Delays learned so are
-	// at least DefaultMinHedgeDelay.
+	// plain calls apart) past which the hedge is sent. Zero means 1 -
+	// Share: the hedge is sent as early as the budget lets every slow
+	// request have one (the 90th percentile at the default share), since
+	// the sooner a slow request's hedge goes, the sooner it answers, and
+	// a later one leaves budget unspent. A backend that has answered too
+	// few calls of the kind to know its quantile is not hedged. Delays
+	// learned so are at least DefaultMinHedgeDelay.
 	Quantile float64
-	// Share bounds the hedges to this share of the pool's requests over a
-	// sliding window of 10 seconds (a RetryBudget without a floor). Zero
-	// means DefaultHedgeShare; at most 1.
+	// Share bounds the hedges to this share of the pool's requests: at
+	// most Share × n of any n consecutive requests that may be hedged, n
+	// being hedgeWindow/Share (200 at the default). Zero means
+	// DefaultHedgeShare; at most 1. The window is counted in requests, not
+	// seconds, so that a pool with few requests a second has whole hedges
+	// to spend: over 10 s at 4 requests a second, 10% was 4 hedges, and
+	// slow requests that came together were refused while the budget went
+	// unspent on average (7% of requests hedged, of 10% allowed).
 	Share float64
 
-	once   sync.Once
-	budget RetryBudget // the share's accounting: Share per request, no floor
+	budget hedgeBudget
+}
+
+// hedgeWindow is how many hedges a Hedge's budget window holds: it spans
+// hedgeWindow/Share requests.
+const hedgeWindow = 20
+
+// hedgeBudget is a Hedge's count of requests and of the hedges taken
+// among the last of them. It is safe for concurrent use.
+type hedgeBudget struct {
+	mu     sync.Mutex
+	seen   uint64   // requests counted
+	hedges []uint64 // the count of requests when each hedge in the window was taken, oldest first
+}
+
+// request counts a request that may be hedged.
+func (b *hedgeBudget) request() {
+	b.mu.Lock()
+	b.seen++
+	b.mu.Unlock()
+}
+
+// spend takes a hedge if the window of the last hedgeWindow/share
+// requests has one left (share of them, less those taken), and reports
+// whether it did; with take false it only reports whether one is left.
+func (b *hedgeBudget) spend(share float64, take bool) bool {
+	n := uint64(math.Ceil(hedgeWindow / share))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for len(b.hedges) > 0 && b.hedges[0]+n <= b.seen {
+		b.hedges = b.hedges[1:]
+	}
+	// A hair of slack: 0.1 × 11 is 1.1000000000000001 in floating point.
+	if float64(len(b.hedges)+1) > share*float64(min(b.seen, n))+1e-9 {
+		return false
+	}
+	if take {
+		b.hedges = append(b.hedges, b.seen)
+	}
+	return true
 }
 
 // share is the hedges' share of requests, Share with its default.
@@ -82,24 +131,17 @@ func (h *Hedge) share() float64 {
 	return h.Share
 }
 
-// admit deposits a request in the hedge budget. The budget's settings
-// are read at its first call.
-func (h *Hedge) admit(now time.Time) {
-	h.once.Do(func() {
-		h.budget.Ratio, h.budget.MinPerSecond = h.share(), -1
-	})
-	h.budget.Request(now)
-}
-
 // delay is how long the first attempt on b waits for its first byte
 // before it is hedged, and whether it is hedged at all.
 func (h *Hedge) delay(b *Backend, stream bool) (time.Duration, bool) {
 	if h.Delay > 0 {
 		return h.Delay, true
 	}
+	// Learned: Quantile's, or, unset, 1 - Share's quantile of the
+	// backend's recent times to first byte.
 	q := h.Quantile
 	if q <= 0 {
-		q = DefaultHedgeQuantile
+		q = 1 - h.share()
 	}
 	q = min(max(q, 0.5), 0.99)
 	d, ok := b.lat.quantile(stream, q)
@@ -154,7 +196,7 @@ type raced struct {
 func (p *Pool) startHedge(ctx context.Context, r *Request, first *Member, rep *Report, tried *memberSet, deadline time.Time) (raced, bool) {
 	h := p.Hedge
 	now := p.now()
-	if h.budget.Available(now) < 1 {
+	if !h.budget.spend(h.share(), false) {
 		p.observeCtx(ctx, Event{Kind: EventHedge, Backend: first.Backend, Hedge: HedgeRefused})
 		return raced{}, false
 	}
@@ -172,7 +214,7 @@ func (p *Pool) startHedge(ctx context.Context, r *Request, first *Member, rep *R
 		if at == nil {
 			continue // m cannot take r, or r cannot be sent to it
 		}
-		if !h.budget.TryRetry(now) {
+		if !h.budget.spend(h.share(), true) {
 			done(breaker.Outcome{Result: breaker.Ignore})
 			at.releaseQuota()
 			return raced{}, false
@@ -191,7 +233,7 @@ func (p *Pool) hedgeDelay(r *Request, rep *Report, m *Member) (time.Duration, bo
 	if h == nil || len(rep.Attempts) != 0 || p.attempts() <= 1 || !r.hedgeable() {
 		return 0, false
 	}
-	h.admit(p.now())
+	h.budget.request()
 	return h.delay(m.Backend, r.Stream)
 }
 

@@ -2,6 +2,7 @@ package route_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -281,11 +282,11 @@ func TestHedgeBudgetBoundsHedges(t *testing.T) {
 }
 
 // TestHedgeDelayIsLearned: with no fixed delay, a backend is hedged at the
-// quantile of its own recent times to first byte (the 90th by default),
-// and not at all before it has answered enough calls (8) to know it.
+// quantile of its own recent times to first byte (here the 90th), and not
+// at all before it has answered enough calls (8) to know it.
 func TestHedgeDelayIsLearned(t *testing.T) {
 	e := newEnv(t, memberSpec{name: "uks", priority: 1}, memberSpec{name: "swc", priority: 2, script: []step{answer("swc")}})
-	e.pool.Hedge = &route.Hedge{Share: 1}
+	e.pool.Hedge = &route.Hedge{Share: 1, Quantile: 0.9}
 	var script []step
 	for i := range 8 {
 		script = append(script, answerAfter(e.clock, "uks", time.Duration(i+1)*100*time.Millisecond))
@@ -417,5 +418,96 @@ func TestHedgeTimerFiringAsItIsStoppedIsHarmless(t *testing.T) {
 	}
 	if n := e.ups["swc"].Calls(); n != 0 {
 		t.Fatalf("the hedge's backend got %d calls", n)
+	}
+}
+
+// TestHedgeDelayFollowsTheShare: with no quantile set, a backend is hedged
+// at the quantile its share of hedges allows (1 - Share): with a share of
+// 0.25, past the 75th percentile of its recent times to first byte, not
+// the 90th, so that the budget buys the earliest hedge it can pay for.
+func TestHedgeDelayFollowsTheShare(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		share, quantile float64
+		want            time.Duration // of first bytes 0, 0, 100 ms to 800 ms, nearest rank of ten
+	}{
+		{"share 0.25: p75", 0.25, 0, 600 * time.Millisecond},
+		{"default share 0.1: p90", 0, 0, 700 * time.Millisecond},
+		{"share 0.25, after p50: the quantile set", 0.25, 0.5, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hedged := make(chan struct{}, 1)
+			e := newEnv(t, memberSpec{name: "uks", priority: 1}, memberSpec{name: "swc", priority: 2, script: []step{signalling("swc", hedged)}})
+			e.pool.Hedge = &route.Hedge{Share: tc.share, Quantile: tc.quantile}
+			var script []step
+			for i := range 8 {
+				script = append(script, answerAfter(e.clock, "uks", time.Duration(i+1)*100*time.Millisecond))
+			}
+			// Two at once (the delay known, before it is up), so that the
+			// budget has a hedge at the default share: 10 requests.
+			script = append(script, answer("uks"), answer("uks"))
+			arrived, cancelled := make(chan struct{}), make(chan struct{})
+			script = append(script, slowUntilCancelled(arrived, cancelled))
+			e.ups["uks"].SetScript(script...)
+			for range 10 {
+				e.do(t, chatBody)
+			}
+			res := e.goDo(t.Context(), chatBody)
+			within(t, arrived, "the slow call")
+			if err := e.clock.BlockUntilTimer(t.Context(), tc.want); err != nil {
+				t.Fatal(err)
+			}
+			// Not a hair before the delay; at it.
+			e.clock.Advance(tc.want - time.Millisecond)
+			if n := e.ups["swc"].Calls(); n != 0 {
+				t.Fatalf("hedged before %v", tc.want)
+			}
+			e.clock.Advance(time.Millisecond)
+			within(t, hedged, "the hedge")
+			r := await(t, t.Context(), res)
+			if r.err != nil || r.rep.Hedge != route.HedgeWon {
+				t.Fatalf("got %v %+v", r.err, r.rep)
+			}
+		})
+	}
+}
+
+// TestHedgeBudgetAtALowRateKeepsWholeHedges is the regression test for a
+// hedge budget left unspent at a low request rate (7% of requests hedged
+// of 10% allowed, at 4 requests a second): counted over 10 seconds, the
+// budget held a few hedges at most, and two slow requests close together
+// were refused one. Counted over the last 200 requests, two slow requests
+// a second apart after 28 quick ones at one a second are both hedged (3
+// allowed), and the share still holds: a fourth slow one is refused.
+func TestHedgeBudgetAtALowRateKeepsWholeHedges(t *testing.T) {
+	e := hedgedPool(t, time.Second, nil, nil)
+	e.pool.Hedge.Share = 0.1
+	decided := make(chan struct{}, 4)
+	e.pool.Observer = route.ObserverFunc(func(ev route.Event) {
+		e.events.Observe(ev)
+		if ev.Kind == route.EventHedge && ev.Hedge == route.HedgeRefused {
+			decided <- struct{}{}
+		}
+	})
+	var script []step
+	for range 28 {
+		script = append(script, answer("uks"))
+	}
+	for range 4 {
+		script = append(script, answerAfterHedge(e.clock, "uks", 2*time.Second, decided))
+	}
+	e.ups["uks"].SetScript(script...)
+	e.ups["swc"].SetScript(signalling("swc", decided))
+	var got []string
+	for i := range 32 {
+		_, rep, _ := e.do(t, chatBody)
+		if i >= 28 {
+			got = append(got, map[bool]string{true: "hedged", false: "refused"}[rep.Hedge != ""])
+		}
+		e.clock.Advance(time.Second)
+	}
+	// 30 requests allow 3 hedges, 32 allow 3.2: the last is refused.
+	if want := "[hedged hedged hedged refused]"; fmt.Sprint(got) != want {
+		t.Fatalf("slow requests 29 to 32: %v, want %s", got, want)
 	}
 }

@@ -261,6 +261,27 @@ func (q *LocalQuota) Observe(now, sent time.Time, status int, h http.Header) {
 	}
 }
 
+// Forget drops what the backend has said of its remaining quota (what is
+// left, when it refills, a 429's Retry-After), keeping the limits: the
+// next call is sent, and its answer says again. It returns when the hold
+// it lifted would have ended, zero when no call was being held at now.
+// For an operator who forces the backend's breaker closed: a Retry-After
+// of minutes would otherwise keep every call from being sent after the
+// breaker lets them through. Calls in flight stay reserved.
+func (q *LocalQuota) Forget(now time.Time) (held time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if left, ok := q.left(&q.requests, now, oneCall); ok && left < 1 {
+		held = q.requests.reset
+	}
+	if left, ok := q.left(&q.tokens, now, itsTokens); ok && left < 1 && q.tokens.reset.After(held) {
+		held = q.tokens.reset
+	}
+	q.requests = window{limit: q.requests.limit}
+	q.tokens = window{limit: q.tokens.limit}
+	return held
+}
+
 // QuotaSnapshot is what a LocalQuota holds: what is left of each limit (less
 // the calls in flight), the limits, and when the windows reset; Known
 // false for a limit never seen or whose window has reset.
@@ -285,17 +306,57 @@ func (q *LocalQuota) Snapshot(now time.Time) QuotaSnapshot {
 
 // Headroom is the share of its limits a backend has left at now (the
 // smaller of requests and tokens), and whether any is known: for the
-// headroom strategy.
+// headroom strategy, the status and the console. What is left is compared
+// with what the same window holds when full (window.size): for a backend
+// that names no reset (Azure), the slice's share of its per-minute limit,
+// not the whole limit, so an idle backend reads full, not a sixth. A
+// window whose reset has passed is full, less the calls sent since.
 func (q *LocalQuota) Headroom(now time.Time) (float64, bool) {
-	s := q.Snapshot(now)
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	share, known := 1.0, false
-	if s.RequestsKnown && s.RequestLimit > 0 {
-		share, known = min(share, float64(s.Requests)/float64(s.RequestLimit)), true
+	if s, ok := q.share(&q.requests, now, oneCall); ok {
+		share, known = min(share, s), true
 	}
-	if s.TokensKnown && s.TokenLimit > 0 {
-		share, known = min(share, float64(s.Tokens)/float64(s.TokenLimit)), true
+	if s, ok := q.share(&q.tokens, now, itsTokens); ok {
+		share, known = min(share, s), true
 	}
 	return max(share, 0), known
+}
+
+// share is the share of w's size left at now, for the measure of, and
+// whether it is known. Requires q.mu held.
+func (q *LocalQuota) share(w *window, now time.Time, of func(*reservation) int64) (float64, bool) {
+	size := w.size(q.slice())
+	left, ok := q.left(w, now, of)
+	if !ok || size <= 0 {
+		return 0, false
+	}
+	if !now.Before(w.reset) {
+		// left counts a fresh window as the most it was ever seen to
+		// hold (for admission, cautious); here it is full.
+		left += size - max(w.peak, 1)
+	}
+	return float64(left) / float64(size), true
+}
+
+// size is how much w holds when full, zero when its limit is unknown. A
+// backend that names its reset (OpenAI, Anthropic) counts what is left
+// against its limit itself. One that does not (Azure) counts a slice at a
+// time: its figures are what is left of the slice's share of the
+// per-minute limit (a sixth for a 10-second slice), or of the most it was
+// ever seen to hold (the most it said it had left, and the call that
+// answer counted), if that is more. Requires external locking.
+func (w *window) size(slice time.Duration) int64 {
+	if w.limit <= 0 {
+		return 0
+	}
+	if w.start.IsZero() {
+		return w.limit
+	}
+	ms, minute := slice.Milliseconds(), time.Minute.Milliseconds()
+	n := min(w.limit, (w.limit*ms+minute-1)/minute) // rounded up
+	return max(n, w.peak+1)
 }
 
 // rateReading is one limit as a response's headers state it.

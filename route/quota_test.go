@@ -1,6 +1,7 @@
 package route_test
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -145,6 +146,79 @@ func TestLocalQuotaHoldsThrottledUntilRetryAfter(t *testing.T) {
 	q2.Observe(qt0, qt0, 200, http.Header{"Retry-After": {"7"}})
 	if ok, _ := q2.Fits(qt0, cost(1)); !ok {
 		t.Fatal("a 200's Retry-After held the backend")
+	}
+}
+
+// TestLocalQuotaForgetLiftsARetryAfterHold: forcing a breaker closed kept
+// answering 429 "no call was sent" until a 300 s Retry-After ran out;
+// Forget lifts the hold (and says until when it would have held), keeps
+// the limit, and the next answer is read again as usual.
+func TestLocalQuotaForgetLiftsARetryAfterHold(t *testing.T) {
+	var q route.LocalQuota
+	q.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Limit-Requests": {"60"}, "X-Ratelimit-Remaining-Requests": {"59"}})
+	q.Observe(qt0, qt0, 429, http.Header{"Retry-After": {"300"}})
+	now := qt0.Add(time.Second)
+	if ok, _ := q.Fits(now, cost(1)); ok {
+		t.Fatal("a 429 with Retry-After 300 did not hold the backend")
+	}
+	if held := q.Forget(now); !held.Equal(qt0.Add(300 * time.Second)) {
+		t.Fatalf("Forget says the hold ended at %v, want %v", held, qt0.Add(300*time.Second))
+	}
+	if ok, _ := q.Fits(now, cost(1)); !ok {
+		t.Fatal("still held after Forget")
+	}
+	if s := q.Snapshot(now); s.RequestLimit != 60 || s.RequestsKnown {
+		t.Fatalf("after Forget: %+v, want the limit kept and nothing known of what is left", s)
+	}
+	if held := q.Forget(now); !held.IsZero() {
+		t.Fatalf("Forget with nothing held says %v", held)
+	}
+	q.Observe(now, now, 429, http.Header{"Retry-After": {"5"}})
+	if ok, until := q.Fits(now, cost(1)); ok || !until.Equal(now.Add(5*time.Second)) {
+		t.Fatalf("after Forget, a new 429: fits %v until %v", ok, until)
+	}
+}
+
+// TestHeadroomComparesTheSliceWithItsShareOfTheLimit is the regression
+// test for an idle Azure backend whose headroom read 16%: what is left of
+// a 10-second slice was divided by the per-minute limit. It is compared
+// with the slice's share of the limit (or the most the window was seen to
+// hold), and a window that has reset is full; a backend that names its
+// reset counts against its limit itself.
+func TestHeadroomComparesTheSliceWithItsShareOfTheLimit(t *testing.T) {
+	azure := func(rpm, left, tpm, tokLeft int) http.Header {
+		h := http.Header{"X-Ratelimit-Limit-Requests": {strconv.Itoa(rpm)}, "X-Ratelimit-Remaining-Requests": {strconv.Itoa(left)}}
+		if tpm > 0 {
+			h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(tpm))
+			h.Set("X-Ratelimit-Remaining-Tokens", strconv.Itoa(tokLeft))
+		}
+		return h
+	}
+	tests := []struct {
+		name  string
+		slice time.Duration
+		h     http.Header
+		after time.Duration // when Headroom is read, after the answer
+		want  float64
+	}{
+		{"azure, the first call of a slice", 0, azure(60, 9, 0, 0), time.Second, 0.9},
+		{"azure, half the slice used", 0, azure(60, 5, 0, 0), time.Second, 0.5},
+		{"azure, idle: the slice has refilled", 0, azure(60, 9, 0, 0), 11 * time.Second, 1},
+		{"azure, tokens the scarcer", 0, azure(60, 9, 60000, 4000), time.Second, 0.4},
+		{"azure, 1-second slices", time.Second, azure(600, 9, 0, 0), 100 * time.Millisecond, 0.9},
+		{"azure, a limit under one call a slice", 0, azure(3, 0, 0, 0), time.Second, 0},
+		{"openai, with a reset: against the limit", 0, http.Header{
+			"X-Ratelimit-Limit-Requests": {"60"}, "X-Ratelimit-Remaining-Requests": {"30"}, "X-Ratelimit-Reset-Requests": {"30s"}}, time.Second, 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := route.LocalQuota{Slice: tt.slice}
+			q.Observe(qt0, qt0, 200, tt.h)
+			got, known := q.Headroom(qt0.Add(tt.after))
+			if !known || math.Abs(got-tt.want) > 1e-9 {
+				t.Fatalf("headroom %v (known %v), want %v", got, known, tt.want)
+			}
+		})
 	}
 }
 

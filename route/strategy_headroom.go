@@ -26,7 +26,10 @@ const DefaultHeadroomStep = 0.05
 // use when Remaining is: Remaining is called without any lock held.
 type Headroom struct {
 	// Remaining reports the share of b's quota left, from 0 (none) to 1
-	// (all of it), and whether it is known. Values outside 0-1 are taken
+	// (all of it), and whether it is known: of the window the backend's
+	// figures count (LocalQuota.Headroom compares what is left of a
+	// slice with the slice's share of the limit, not with the whole
+	// per-minute limit). Values outside 0-1 are taken
 	// as the nearer bound. Nil, unknown or NaN mean 1 (full). It is called
 	// for each candidate of the best tier on every pick, so it must be
 	// cheap, and safe for concurrent use.

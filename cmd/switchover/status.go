@@ -203,6 +203,9 @@ func printStatus(w io.Writer, st gateway.Status, events int) {
 		if !f.StoreUp {
 			store = "shared state store UNREACHABLE: each replica decides alone"
 		}
+		if f.PendingActions > 0 {
+			store += fmt.Sprintf("; %d operator action(s) taken here wait for it, to reach the other replicas", f.PendingActions)
+		}
 		fmt.Fprintf(w, "\nfleet (this replica: %s; %s)\n", f.Replica, store)
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "  replica	version	started	last seen	in flight	")
