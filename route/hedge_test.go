@@ -176,16 +176,30 @@ func TestNoHedgeWhenTheFirstByteComesInTime(t *testing.T) {
 	}
 }
 
-// answerAfterHedge is a step that moves the clock by d (past the hedge
-// delay), waits until the engine has acted on it (decided receives once
-// the hedge was sent or refused), then answers.
+// answerAfterHedge is a step that waits until the hedge's timer (the
+// pools here hedge after hedgeDelay) is armed, moves the clock by d (past
+// the hedge delay), waits until the engine has acted on it (decided
+// receives once the hedge was sent or refused), then answers. Advancing
+// before the timer is armed would pass its instant unseen on a busy
+// machine, and the step would wait for a decision that never comes.
 func answerAfterHedge(c *fakeclock.Clock, name string, d time.Duration, decided <-chan struct{}) step {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if c.BlockUntilTimer(r.Context(), hedgeDelay) != nil {
+			return
+		}
 		c.Advance(d)
-		<-decided
+		select {
+		case <-decided:
+		case <-r.Context().Done():
+			return
+		}
 		answer(name)(w, r)
 	}
 }
+
+// hedgeDelay is the fixed hedge delay of the pools answerAfterHedge
+// serves.
+const hedgeDelay = time.Second
 
 // signalling is a step that sends on ch when its call arrives, then
 // answers.
