@@ -558,7 +558,7 @@ type Hedge struct {
 	// share lets every slow request be hedged.
 	After HedgeAfter `yaml:"after"`
 	// Share bounds hedges to this share of the pool's requests, counted
-	// over its last 20/Share requests that may be hedged (in (0, 1]).
+	// over its last 50/Share requests that may be hedged (in (0, 1]).
 	// Default 0.1.
 	Share float64 `yaml:"share"`
 }

@@ -75,11 +75,14 @@ func (r *Replica) health(ok bool, err error) { r.setHealth(ok, err, false) }
 func (r *Replica) setHealth(ok bool, err error, now bool) {
 	if ok {
 		r.fails.Store(0)
-		if n := r.oks.Add(1); n < upAfter && !r.up.Load() {
+		if r.oks.Add(1) < upAfter && !r.up.Load() {
 			return
 		}
-	} else if r.oks.Store(0); r.fails.Add(1) < downAfter && !now {
-		return
+	} else {
+		r.oks.Store(0)
+		if r.fails.Add(1) < downAfter && !now {
+			return
+		}
 	}
 	if r.up.Swap(ok) == ok {
 		return

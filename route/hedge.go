@@ -70,7 +70,7 @@ type Hedge struct {
 	Quantile float64
 	// Share bounds the hedges to this share of the pool's requests: at
 	// most Share × n of any n consecutive requests that may be hedged, n
-	// being hedgeWindow/Share (200 at the default). Zero means
+	// being hedgeWindow/Share (500 at the default). Zero means
 	// DefaultHedgeShare; at most 1. The window is counted in requests, not
 	// seconds, so that a pool with few requests a second has whole hedges
 	// to spend: over 10 s at 4 requests a second, 10% was 4 hedges, and
@@ -83,7 +83,7 @@ type Hedge struct {
 
 // hedgeWindow is how many hedges a Hedge's budget window holds: it spans
 // hedgeWindow/Share requests.
-const hedgeWindow = 20
+const hedgeWindow = 50
 
 // hedgeBudget is a Hedge's count of requests and of the hedges taken
 // among the last of them. It is safe for concurrent use.

@@ -490,7 +490,7 @@ func TestHedgeDelayFollowsTheShare(t *testing.T) {
 // hedge budget left unspent at a low request rate (7% of requests hedged
 // of 10% allowed, at 4 requests a second): counted over 10 seconds, the
 // budget held a few hedges at most, and two slow requests close together
-// were refused one. Counted over the last 200 requests, two slow requests
+// were refused one. Counted over the last 500 requests, two slow requests
 // a second apart after 28 quick ones at one a second are both hedged (3
 // allowed), and the share still holds: a fourth slow one is refused.
 func TestHedgeBudgetAtALowRateKeepsWholeHedges(t *testing.T) {
