@@ -168,14 +168,7 @@ func hungCheckTimesOut(t *testing.T) {
 	ctx := safety(t)
 	clk := fakeclock.New()
 	probed, arrived := make(chan struct{}, 8), make(chan struct{}, 8)
-	hung := func(w http.ResponseWriter, r *http.Request) {
-		if isHealthCheck(r) {
-			probed <- struct{}{}
-		} else {
-			arrived <- struct{}{}
-		}
-		hang(w, r)
-	}
+	hung := hangTelling(probed, arrived)
 	e := newEnvClock(t, clk,
 		memberSpec{name: "weu", priority: 1, script: []step{hung}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
 		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},

@@ -153,6 +153,19 @@ func readEvents(r io.Reader) ([]string, error) {
 
 var fastTimeout = 200 * time.Millisecond
 
+// hangTelling is a hang that first says what arrived: a health check on
+// probed, any other call on arrived.
+func hangTelling(probed, arrived chan<- struct{}) step {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if isHealthCheck(r) {
+			probed <- struct{}{}
+		} else {
+			arrived <- struct{}{}
+		}
+		hang(w, r)
+	}
+}
+
 // hangPast is a hang that moves the env's clock by d once the request has
 // arrived (the attempt's timers are armed by then), so a timeout of d or
 // less fires without waiting for real.
