@@ -84,11 +84,7 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 	case config.TypeAzure:
 		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr, NoResponses: noResponses}
 		if e := bc.Entra; e != nil {
-			reg := d.Entra
-			if reg == nil {
-				reg = &entra.Registry{}
-			}
-			src, err := reg.Source(entra.Settings{
+			src, err := d.Entra.Source(entra.Settings{
 				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
 				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
 				Scope: e.Scope, AuthorityHost: e.AuthorityHost,

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -75,6 +76,9 @@ type Reload struct {
 // breakers Build made are retired and prev is untouched.
 func Build(cfg *config.Config, prev *Engine, d Deps) (*Engine, error) {
 	e := &Engine{Config: cfg, Backends: map[string]*route.Backend{}, BackendConfigs: map[string]config.Backend{}, Pools: map[string]*route.Pool{}}
+	if d.Entra == nil {
+		d.Entra = &entra.Registry{} // one for this Build, as Deps.Entra says
+	}
 	for _, bc := range cfg.Backends {
 		if err := e.addBackend(bc, prev, d); err != nil {
 			for name, nb := range e.Backends {

@@ -496,13 +496,17 @@ func TestEntraTokenForAzure(t *testing.T) {
 	}
 	defer s.Close()
 	eps := s.Deployments()
+	// The Azure SDK keeps managed identity tokens in a process-wide cache
+	// keyed by client id: a fresh one per run makes every run (-count=N)
+	// ask the endpoint (it used to fail when run with -count=2).
+	clientID := fmt.Sprintf("switchover-test-%d", time.Now().UnixNano())
 	y := fmt.Sprintf(`backends:
-  - {name: weu, type: azure, url: %q, entra: {managed_identity: true}}
-  - {name: sec, type: azure, url: %q, entra: {managed_identity: true}}
+  - {name: weu, type: azure, url: %q, entra: {managed_identity: true, client_id: %s}}
+  - {name: sec, type: azure, url: %q, entra: {managed_identity: true, client_id: %s}}
 pools:
   - name: chat
     members: [{backend: weu}, {backend: sec}]
-`, eps[0].URL, eps[1].URL)
+`, eps[0].URL, clientID, eps[1].URL, clientID)
 	sv := serveConfig(t, y, nil)
 	for i := 0; i < 6; i++ {
 		resp, err := testClient.Post(sv.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"chat","messages":[{"role":"user","content":"hi"}]}`))
