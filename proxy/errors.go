@@ -132,6 +132,12 @@ func (x *exchange) fail(err error) {
 	for k, v := range e.header {
 		h[k] = v
 	}
+	if x.body == nil && x.r.ContentLength != 0 {
+		// The body is unread: net/http would read (up to 256 KiB of) it
+		// before sending the answer, holding the connection for as long
+		// as a slow client takes. The connection closes instead.
+		h.Set("Connection", "close")
+	}
 	if e.atLimit {
 		x.h.refused(e.code)
 	}
