@@ -6,15 +6,20 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
+
+	"github.com/switchover-gw/switchover/tenant"
 )
 
 // readRequestBody is the stage that reads the request's body whole, once,
 // bounded by Routes.MaxBody (413) and, with the bodies of every request
 // in flight, by Routes.MaxBodyMemory (503 request_body_memory_full,
-// counted with Refusals). The request holds its share of that memory
-// until it ends: the engine keeps the body for retries, and the transport
-// until the answer is read. The read is bounded by BodyReadTimeout (408).
+// counted with Refusals), and with its key's, by its key's share of it,
+// Routes.MaxBodyMemoryPerKey (429 rate_limit_exceeded). The request holds
+// its share of that memory until it ends: the engine keeps the body for
+// retries, and the transport until the answer is read. The read is
+// bounded by BodyReadTimeout (408).
 func readRequestBody(x *exchange) error {
 	r, rt := x.r, x.rt
 	if r.ContentLength > rt.MaxBody {
@@ -22,35 +27,47 @@ func readRequestBody(x *exchange) error {
 		// worth draining.
 		return bodyTooLarge(rt.MaxBody).with("Connection", "close")
 	}
-	res, ok := x.h.bodies.open(r.ContentLength, rt.MaxBodyMemory)
-	x.res = res
-	if !ok {
-		return bodyMemoryFull() // not worth draining either
+	var keyMemory *atomic.Int64
+	if x.hold != nil {
+		keyMemory = &x.hold.memory
+	}
+	if err := x.h.bodies.open(&x.res, r.ContentLength, rt.MaxBodyMemory, keyMemory, rt.MaxBodyMemoryPerKey); err != nil {
+		return x.bodyReadError(err) // not worth draining either
 	}
 	rc := http.NewResponseController(x.w)
 	if x.h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(x.start.Add(x.h.BodyReadTimeout))
 	}
-	body, err := readBody(res.reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody)), r.ContentLength)
+	body, err := readBody(x.res.reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody)), r.ContentLength)
 	if x.h.BodyReadTimeout > 0 {
 		rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
-		return bodyReadError(err, rt.MaxBody)
+		return x.bodyReadError(err)
 	}
 	x.body = body
 	return nil
 }
 
 // bodyReadError is the answer to a body that could not be read whole.
-func bodyReadError(err error, maxBody int64) *apiError {
+func (x *exchange) bodyReadError(err error) *apiError {
 	var tooBig *http.MaxBytesError
 	var ne net.Error
 	switch {
+	case errors.Is(err, errKeyBodyMemoryFull):
+		used := int64(0)
+		if x.hold != nil {
+			used = x.hold.memory.Load()
+		}
+		limit := x.rt.MaxBodyMemoryPerKey
+		return keyRefusal(&tenant.Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "key", Name: x.lg.key,
+			Limit: "request body memory", Max: float64(limit), Used: float64(used), Reset: x.h.now().Add(time.Second), RetryAfter: time.Second,
+			Message:                    fmt.Sprintf("switchover: key %s holds %d bytes of request bodies in flight, and this one would take it over its share of the gateway's memory for them (server.max_body_memory_per_key, %d bytes); retry when one ends", x.lg.key, used, limit)}).
+			with("Connection", "close") // the rest is unread
 	case errors.Is(err, errBodyMemoryFull):
 		return bodyMemoryFull() // the rest is unread
 	case errors.As(err, &tooBig):
-		return bodyTooLarge(maxBody)
+		return bodyTooLarge(x.rt.MaxBody)
 	case errors.As(err, &ne) && ne.Timeout():
 		return requestError(http.StatusRequestTimeout, "request_timeout", "switchover: the request body took too long to arrive").
 			with("Connection", "close").because(err)

@@ -25,16 +25,18 @@ func TestBodyMemoryReserve(t *testing.T) {
 	}
 	var held []*reservation
 	for _, tt := range tests {
-		r, ok := m.open(tt.declared, limit)
-		if ok != tt.ok {
-			t.Fatalf("%s: open(%d) = %v, want %v (in use %d)", tt.name, tt.declared, ok, tt.ok, m.inUse())
+		r := new(reservation)
+		err := m.open(r, tt.declared, limit, nil, 0)
+		if (err == nil) != tt.ok {
+			t.Fatalf("%s: open(%d) = %v, want ok %v (in use %d)", tt.name, tt.declared, err, tt.ok, m.inUse())
 		}
-		if ok {
+		if err == nil {
 			held = append(held, r)
 		}
 	}
-	if r, ok := m.open(1<<40, 0); !ok || m.inUse() != limit {
-		t.Fatalf("with no limit: open = %v, in use %d; want true and nothing more counted", ok, m.inUse())
+	var r reservation
+	if err := m.open(&r, 1<<40, 0, nil, 0); err != nil || m.inUse() != limit {
+		t.Fatalf("with no limit: open = %v, in use %d; want nil and nothing more counted", err, m.inUse())
 	} else {
 		r.close()
 	}
@@ -50,7 +52,8 @@ func TestBodyMemoryReserve(t *testing.T) {
 func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
 	var m bodyMemory
 	const limit = 2 * chunkedStep
-	r, _ := m.open(-1, limit)
+	r, other := new(reservation), new(reservation)
+	m.open(r, -1, limit, nil, 0)
 	n, err := io.Copy(io.Discard, r.reader(strings.NewReader(strings.Repeat("x", chunkedStep+1))))
 	if err != nil || n != chunkedStep+1 {
 		t.Fatalf("read %d, %v", n, err)
@@ -58,7 +61,7 @@ func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
 	if got := m.inUse(); got != 2*chunkedStep {
 		t.Fatalf("in use %d, want %d", got, 2*chunkedStep)
 	}
-	other, _ := m.open(-1, limit)
+	m.open(other, -1, limit, nil, 0)
 	if _, err := io.Copy(io.Discard, other.reader(strings.NewReader("y"))); err != errBodyMemoryFull {
 		t.Fatalf("a body past the budget read with %v, want errBodyMemoryFull", err)
 	}
