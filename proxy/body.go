@@ -19,7 +19,7 @@ import (
 // Routes.MaxBodyMemoryPerKey (429 rate_limit_exceeded). The request holds
 // its share of that memory until it ends: the engine keeps the body for
 // retries, and the transport until the answer is read. The read is
-// bounded by BodyReadTimeout (408).
+// bounded by BodyReadTimeout and Routes.MinBodyRate (bodyDeadline; 408).
 func readRequestBody(x *exchange) error {
 	r, rt := x.r, x.rt
 	if r.ContentLength > rt.MaxBody {
@@ -34,19 +34,33 @@ func readRequestBody(x *exchange) error {
 	if err := x.h.bodies.open(&x.res, r.ContentLength, rt.MaxBodyMemory, keyMemory, rt.MaxBodyMemoryPerKey); err != nil {
 		return x.bodyReadError(err) // not worth draining either
 	}
-	rc := http.NewResponseController(x.w)
-	if x.h.BodyReadTimeout > 0 {
-		rc.SetReadDeadline(x.start.Add(x.h.BodyReadTimeout))
+	src := io.Reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody))
+	watched := x.deadline().watch(x.w, x.h.BodyReadTimeout, rt.MinBodyRate)
+	if watched {
+		src = x.watch.reader(src)
 	}
-	body, err := readBody(x.res.reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody)), r.ContentLength)
-	if x.h.BodyReadTimeout > 0 {
-		rc.SetReadDeadline(time.Time{})
+	body, err := readBody(x.res.reader(src), r.ContentLength)
+	if watched && x.watch.stop() {
+		err = errBodyTooSlow // even if the last byte came as it ended
 	}
 	if err != nil {
 		return x.bodyReadError(err)
 	}
 	x.body = body
 	return nil
+}
+
+// errBodyTooSlow is the cause of a body read ended by its bodyDeadline.
+var errBodyTooSlow = errors.New("the request body arrived too slowly (server.read_timeout, server.min_body_rate)")
+
+// deadline returns the exchange's bodyDeadline, on the handler's clock:
+// the one its exchange kept from an earlier request, or a new one.
+func (x *exchange) deadline() *bodyDeadline {
+	clk := x.h.clock()
+	if x.watch == nil || x.watch.clk != clk {
+		x.watch = newBodyDeadline(clk)
+	}
+	return x.watch
 }
 
 // bodyReadError is the answer to a body that could not be read whole.
@@ -68,8 +82,8 @@ func (x *exchange) bodyReadError(err error) *apiError {
 		return bodyMemoryFull() // the rest is unread
 	case errors.As(err, &tooBig):
 		return bodyTooLarge(x.rt.MaxBody)
-	case errors.As(err, &ne) && ne.Timeout():
-		return requestError(http.StatusRequestTimeout, "request_timeout", "switchover: the request body took too long to arrive").
+	case errors.Is(err, errBodyTooSlow), errors.As(err, &ne) && ne.Timeout():
+		return requestError(http.StatusRequestTimeout, "request_timeout", "switchover: the request body took too long to arrive (server.read_timeout, then server.min_body_rate)").
 			with("Connection", "close").because(err)
 	}
 	return clientGone(err) // while sending

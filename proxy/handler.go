@@ -82,6 +82,11 @@ type Routes struct {
 	// (or, chunked, while) its body is read. Keep it at least MaxBody.
 	// Without keys it does not apply. Zero means no bound.
 	MaxBodyMemoryPerKey int64
+	// MinBodyRate is the least average rate, in bytes a second, at which
+	// a request body must arrive once Handler.BodyReadTimeout has passed
+	// (bodyDeadline): a body that falls behind gets 408. Zero means none:
+	// the body must arrive whole within BodyReadTimeout.
+	MinBodyRate int64
 }
 
 // Recorder receives one call per answered request, for metrics.
@@ -154,11 +159,14 @@ type Handler struct {
 	// upstream. Nil means no spans.
 	Tracer trace.Tracer
 	// BodyReadTimeout bounds reading a request body, so a slow client
-	// cannot hold a connection. It is set per request and cleared once the
-	// body is read: http.Server's ReadTimeout would instead cancel
-	// long-running streams when it expires. Zero means none.
+	// cannot hold a connection, its slot or its memory: the body may take
+	// this long, and after it must keep up Routes.MinBodyRate (with none,
+	// it must have arrived). It bounds the body's read alone:
+	// http.Server's ReadTimeout would instead cancel long-running streams
+	// when it expires. Zero means none.
 	BodyReadTimeout time.Duration
-	// Clock dates the resets of refusals. Nil means the wall clock.
+	// Clock times the body's read (BodyReadTimeout, Routes.MinBodyRate).
+	// Nil means the wall clock.
 	Clock clock.Clock
 
 	routes   atomic.Pointer[Routes]

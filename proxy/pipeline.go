@@ -44,7 +44,7 @@ import (
 //	an API call         begin           logline.go   the start, for the log line's duration
 //	                    traceRequest    tracing.go   the span, with Tracer set
 //	                    readRequestBody body.go      the body, bounded in size, memory (the
-//	                                                 key's share too); 413, 503, 429, 408
+//	                                                 key's share too) and time; 413, 503, 429, 408
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
@@ -100,6 +100,7 @@ type exchange struct {
 	res    reservation    // the body's share of Routes.MaxBodyMemory, held to the end
 	req    *route.Request // what goes to the pool
 	hold   *keyHold       // the caller's key's count of requests and body bytes; nil: none held
+	watch  *bodyDeadline  // bounds the body's arrival; kept for the exchange's next request
 
 	slot        bool // holds a slot under the concurrency cap
 	logged      bool // gets a log line
@@ -122,10 +123,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := exchanges.Get().(*exchange)
-	*x = exchange{h: h, w: w, r: r, format: translate.OpenAI}
+	watch := x.watch
+	*x = exchange{h: h, w: w, r: r, format: translate.OpenAI, watch: watch}
 	defer func() {
 		x.end()
-		*x = exchange{}
+		watch := x.watch
+		*x = exchange{watch: watch}
 		exchanges.Put(x)
 	}()
 	err := x.run(everyRequest)
