@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -141,5 +142,35 @@ func TestBodyMemoryFullThroughHandler(t *testing.T) {
 	}
 	if resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the budget freed, status %d", resp.StatusCode)
+	}
+}
+
+// A key's bodies reserve in its share and in the budget; a body past the
+// share takes nothing from either, and one past the budget gives back
+// what it took of the share.
+func TestBodyMemoryKeyShare(t *testing.T) {
+	var m bodyMemory
+	var key, other atomic.Int64
+	var a, b, c, d reservation
+	if err := m.open(&a, 60, 100, &key, 80); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.open(&b, 30, 100, &key, 80); err != errKeyBodyMemoryFull {
+		t.Fatalf("past the key's share: %v, want errKeyBodyMemoryFull", err)
+	}
+	if err := m.open(&c, 50, 100, &other, 80); err != errBodyMemoryFull {
+		t.Fatalf("past the budget: %v, want errBodyMemoryFull", err)
+	}
+	if m.inUse() != 60 || key.Load() != 60 || other.Load() != 0 {
+		t.Fatalf("in use %d, key %d, other key %d; want 60, 60, 0", m.inUse(), key.Load(), other.Load())
+	}
+	if err := m.open(&d, 40, 100, &other, 80); err != nil {
+		t.Fatalf("another key within the budget: %v", err)
+	}
+	for _, r := range []*reservation{&a, &b, &c, &d} {
+		r.close()
+	}
+	if m.inUse() != 0 || key.Load() != 0 || other.Load() != 0 {
+		t.Fatalf("after close: in use %d, keys %d and %d", m.inUse(), key.Load(), other.Load())
 	}
 }
