@@ -61,9 +61,6 @@ func (s Server) validateLimits(ps *Problems) {
 	if s.MaxBody >= 0 && s.MaxBodyMemoryPerKey < s.MaxBody {
 		ps.add("server.max_body_memory_per_key", "%d is under max_body (%d): a key's body of max_body could never be read", s.MaxBodyMemoryPerKey, s.MaxBody)
 	}
-	if s.MinBodyRate < 0 {
-		ps.add("server.min_body_rate", "must not be negative")
-	}
 }
 
 // validateAdmin checks the admin API's listener and key; the console's
