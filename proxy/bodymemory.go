@@ -8,11 +8,12 @@ import (
 
 // bodyMemory counts the bytes held by request bodies in flight across all
 // requests, against a limit given with each reservation (the routes' in
-// force, so a reload changes it), and each key's against its share. A body reserves its declared
-// Content-Length before it is read, or, sent chunked, grows its
-// reservation in steps as it is read; when the total would go over the
-// limit (or its key's over its share) the request is refused instead of read. The zero value is ready
-// to use. It is safe for concurrent use.
+// force, so a reload changes it), and each key's bodies against its share
+// of it. A body reserves its declared Content-Length before it is read,
+// or, sent chunked, grows its reservation in steps as it is read; when
+// the total (or its key's) would go over its limit the request is refused
+// instead of read. The zero value is ready to use. It is safe for
+// concurrent use.
 type bodyMemory struct {
 	used atomic.Int64
 }

@@ -10,16 +10,18 @@ import (
 	"github.com/switchover-gw/switchover/tenant"
 )
 
-// holdSlot is the stage that takes, for a caller whose key is known, one
-// of the server.max_concurrent_requests slots and one of its key's
-// places, both given back when the request ends; it runs before the body
-// is read, so a request waiting for its body holds no more than its
-// share. At the server's cap a request gets 503
-// too_many_concurrent_requests with Retry-After: 1, its body unread (a
-// refusal counted with Refusals but not logged). Past its key's
-// max_concurrent, or its key's share of the slots
-// (Routes.MaxConcurrentPerKey), it gets 429 rate_limit_exceeded (keyRefusal).
-// Without keys every caller is one: only the server's cap applies.
+// holdSlot is the stage that takes one of the
+// server.max_concurrent_requests slots for the request and, when its
+// caller's key is known, one of that key's places: both are given back
+// when the request ends. It runs after authenticate and before the body
+// is read, so a caller without a valid key holds none, and a request
+// waiting for its body holds its key's place. At the server's cap a
+// request gets 503 too_many_concurrent_requests with Retry-After: 1, its
+// body unread (a refusal counted with Refusals but not logged). Past its
+// key's max_concurrent, or the key's share of the slots
+// (Routes.MaxConcurrentPerKey), it gets 429 rate_limit_exceeded
+// (keyRefusal). Without keys every caller is one: only the server's cap
+// applies.
 func holdSlot(x *exchange) error {
 	if !x.h.inflight.acquire(x.rt.MaxConcurrentRequests) {
 		x.logged = false
