@@ -255,7 +255,7 @@ func TestStalledBodyIsEndedWith408AndGivesBackItsSlot(t *testing.T) {
 			clk := fakeclock.New()
 			const grace = 10 * time.Second
 			h := &Handler{BodyReadTimeout: grace, Clock: clk}
-			addr := slowGateway(t, h, func(rt *Routes) { rt.MinBodyRate, rt.MaxBodyMemory = 1000, 1 << 20 })
+			addr := slowGateway(t, h, func(rt *Routes) { rt.MinBodyRate, rt.MaxBodyMemory = 1000, 1<<20 })
 			c := trickle(t, addr, tt.path, slowSecret, 100_000, `{"model":"chat-prod",`)
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
