@@ -35,13 +35,16 @@ func readRequestBody(x *exchange) error {
 		return x.bodyReadError(err) // not worth draining either
 	}
 	src := io.Reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody))
-	watched := x.deadline().watch(x.w, x.h.BodyReadTimeout, rt.MinBodyRate)
-	if watched {
+	x.watching = x.deadline().watch(x.w, x.h.BodyReadTimeout, rt.MinBodyRate)
+	if x.watching {
 		src = x.watch.reader(src)
 	}
 	body, err := readBody(x.res.reader(src), r.ContentLength)
-	if watched && x.watch.stop() {
-		err = errBodyTooSlow // even if the last byte came as it ended
+	if x.watching {
+		x.watching = false
+		if x.watch.stop() {
+			err = errBodyTooSlow // even if the last byte came as it ended
+		}
 	}
 	if err != nil {
 		return x.bodyReadError(err)

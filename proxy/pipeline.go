@@ -103,6 +103,7 @@ type exchange struct {
 	watch  *bodyDeadline  // bounds the body's arrival; kept for the exchange's next request
 
 	slot        bool // holds a slot under the concurrency cap
+	watching    bool // watch is watching the body's read
 	logged      bool // gets a log line
 	sent        bool // the answer's header has gone out: an error now cuts it short
 	eventStream bool // the answer is an event stream
@@ -148,9 +149,13 @@ func (x *exchange) run(stages []stage) error {
 	return nil
 }
 
-// end is the pipeline's last step: it gives back the body's memory,
-// writes the request's log line, then gives back its slots.
+// end is the pipeline's last step: it stops a watch on the body's read
+// left running, gives back the body's memory, writes the request's log
+// line, then gives back its slots.
 func (x *exchange) end() {
+	if x.watching {
+		x.watch.stop() // the read panicked: the watch must not outlive it
+	}
 	x.res.close()
 	if x.logged {
 		start := x.start
