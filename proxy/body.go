@@ -53,6 +53,31 @@ func readRequestBody(x *exchange) error {
 	return nil
 }
 
+// ignoreBody is the stage of the paths that take no body (the model list,
+// calls on a stored response): a request that sends one anyway is
+// answered without it being read, and its connection closes after the
+// answer, so that net/http does not wait for the rest of it, holding the
+// request's slot, before the answer goes out (end stops its read after).
+func ignoreBody(x *exchange) error {
+	if x.bodyUnread() {
+		x.w.Header().Set("Connection", "close")
+	}
+	return nil
+}
+
+// bodyUnread reports whether the request came with a body that has not
+// been read.
+func (x *exchange) bodyUnread() bool { return x.body == nil && x.r.ContentLength != 0 }
+
+// stopBodyRead ends what net/http would read of an unread body once the
+// handler returns (up to 256 KiB, for as long as the client takes): a
+// read deadline in the past fails that read at once, and the connection,
+// whose answer says Connection: close, closes. The answer is written all
+// the same.
+func (x *exchange) stopBodyRead() {
+	http.NewResponseController(x.w).SetReadDeadline(time.Unix(1, 0))
+}
+
 // errBodyTooSlow is the cause of a body read ended by its bodyDeadline.
 var errBodyTooSlow = errors.New("the request body arrived too slowly (server.read_timeout, server.min_body_rate)")
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/switchover-gw/switchover/tenant"
 	"github.com/switchover-gw/switchover/translate"
@@ -133,12 +132,10 @@ func (x *exchange) fail(err error) {
 	for k, v := range e.header {
 		h[k] = v
 	}
-	unread := x.body == nil && x.r.ContentLength != 0
-	if unread {
-		// The body is unread: net/http would read (up to 256 KiB of) it
-		// before sending the answer, and again after it, holding the
-		// connection for as long as a slow client takes. The connection
-		// closes instead, its rest unread (below).
+	if x.bodyUnread() {
+		// net/http would read (up to 256 KiB of) the body before sending
+		// the answer, holding the connection for as long as a slow client
+		// takes. The connection closes instead, the rest unread (end).
 		h.Set("Connection", "close")
 	}
 	if e.atLimit {
@@ -158,11 +155,6 @@ func (x *exchange) fail(err error) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	x.w.WriteHeader(e.status)
 	x.w.Write(body)
-	if unread {
-		// A read deadline in the past ends net/http's drain of the body
-		// after the handler at once; the answer is written all the same.
-		http.NewResponseController(x.w).SetReadDeadline(time.Unix(1, 0))
-	}
 }
 
 // cutShort ends with e a response whose header has gone out, which can

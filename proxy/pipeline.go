@@ -39,7 +39,8 @@ import (
 //
 // then those of its kind of path (stagesOf):
 //
-//	the model list      listModels      models.go
+//	the model list      ignoreBody      body.go      a body sent anyway is not read
+//	                    listModels      models.go
 //
 //	an API call         begin           logline.go   the start, for the log line's duration
 //	                    traceRequest    tracing.go   the span, with Tracer set
@@ -52,7 +53,7 @@ import (
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //
-//	a stored response   begin, routeObject (objects.go: its backend; 404),
+//	a stored response   begin, ignoreBody, routeObject (objects.go: its backend; 404),
 //	                    admit, applyPatience, relay
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
@@ -66,9 +67,9 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, auth
 // stagesOf are the stages a request runs after everyRequest's, by the
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
-	pathModels:   {listModels},
+	pathModels:   {ignoreBody, listModels},
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
-	pathObject:   {begin, routeObject, admit, applyPatience, relay},
+	pathObject:   {begin, ignoreBody, routeObject, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
 }
@@ -150,11 +151,15 @@ func (x *exchange) run(stages []stage) error {
 }
 
 // end is the pipeline's last step: it stops a watch on the body's read
-// left running, gives back the body's memory, writes the request's log
-// line, then gives back its slots.
+// left running and net/http's read of a body left unread, gives back the
+// body's memory, writes the request's log line, then gives back its
+// slots.
 func (x *exchange) end() {
 	if x.watching {
 		x.watch.stop() // the read panicked: the watch must not outlive it
+	}
+	if x.bodyUnread() && x.kind != pathRealtime { // a realtime session's connection is the tunnel's
+		x.stopBodyRead()
 	}
 	x.res.close()
 	if x.logged {

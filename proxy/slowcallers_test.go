@@ -62,6 +62,12 @@ func slowGateway(t *testing.T, h *Handler, limits ...func(*Routes)) string {
 // the test ends.
 func trickle(t *testing.T, addr, path, secret string, declared int, first string) net.Conn {
 	t.Helper()
+	return trickleMethod(t, http.MethodPost, addr, path, secret, declared, first)
+}
+
+// trickleMethod is trickle with another method.
+func trickleMethod(t *testing.T, method, addr, path, secret string, declared int, first string) net.Conn {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +77,7 @@ func trickle(t *testing.T, addr, path, secret string, declared int, first string
 	if secret != "" {
 		auth = "Authorization: Bearer " + secret + "\r\n"
 	}
-	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: gateway\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", path, auth, declared, first)
+	fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: gateway\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", method, path, auth, declared, first)
 	return c
 }
 
@@ -280,5 +286,29 @@ func TestStalledBodyIsEndedWith408AndGivesBackItsSlot(t *testing.T) {
 			heldBy(t, h, "slow", 0, 0)
 			poll.Until(t, 10*time.Second, func() bool { return h.inflight.n.Load() == 0 && h.bodies.inUse() == 0 }, nil)
 		})
+	}
+}
+
+// Regression (issue 23, medium 7): a path that takes no body (the model
+// list, a stored response) answered a request that sent one anyway only
+// once net/http had read that body, however slowly it came, the request
+// holding its slot meanwhile. The answer goes out at once, the body
+// unread, and the connection closes.
+func TestTricklingBodyOnAPathWithoutBodyHoldsNoSlot(t *testing.T) {
+	h := &Handler{BodyReadTimeout: time.Minute}
+	addr := slowGateway(t, h, func(rt *Routes) { rt.MaxConcurrentRequests = 2 })
+	for range 6 {
+		c := trickleMethod(t, http.MethodGet, addr, "/v1/models", goodSecret, 1000, "x")
+		if a := readAnswer(t, c); a.status != http.StatusOK || !a.closes {
+			t.Fatalf("the model list with a trickling body: %+v; want 200 and Connection: close", a)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+			t.Fatalf("after the answer the connection was not closed: %d, %v", n, err)
+		}
+	}
+	poll.Until(t, 10*time.Second, func() bool { return h.inflight.n.Load() == 0 }, nil)
+	if got := chatFrom(t, addr, goodSecret); got != http.StatusOK {
+		t.Fatalf("a call after the model lists: %d", got)
 	}
 }
