@@ -101,11 +101,7 @@ func (x *exchange) bodyReadError(err error) *apiError {
 		if x.hold != nil {
 			used = x.hold.memory.Load()
 		}
-		limit := x.rt.MaxBodyMemoryPerKey
-		return keyRefusal(&tenant.Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "key", Name: x.lg.key,
-			Limit: "request body memory", Max: float64(limit), Used: float64(used), Reset: x.h.now().Add(time.Second), RetryAfter: time.Second,
-			Message:                    fmt.Sprintf("switchover: key %s holds %d bytes of request bodies in flight, and this one would take it over its share of the gateway's memory for them (server.max_body_memory_per_key, %d bytes); retry when one ends", x.lg.key, used, limit)}).
-			with("Connection", "close") // the rest is unread
+		return keyBodyMemoryFull(x.lg.key, used, x.rt.MaxBodyMemoryPerKey, x.h.now())
 	case errors.Is(err, errBodyMemoryFull):
 		return bodyMemoryFull() // the rest is unread
 	case errors.As(err, &tooBig):
@@ -115,6 +111,17 @@ func (x *exchange) bodyReadError(err error) *apiError {
 			with("Connection", "close").because(err)
 	}
 	return clientGone(err) // while sending
+}
+
+// keyBodyMemoryFull is the refusal of a body that would take its key's
+// bodies in flight (used bytes now) over the key's share of the memory
+// for them, limit: 429, the connection closed, the rest of the body
+// unread.
+func keyBodyMemoryFull(key string, used, limit int64, now time.Time) *apiError {
+	msg := fmt.Sprintf("switchover: key %s holds %d bytes of request bodies in flight, and this one would take it over its share of the gateway's memory for them (server.max_body_memory_per_key, %d bytes); retry when one ends", key, used, limit)
+	return keyRefusal(&tenant.Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "key", Name: key,
+		Limit: "request body memory", Max: float64(limit), Used: float64(used), Reset: now.Add(time.Second), RetryAfter: time.Second,
+		Message: msg}).with("Connection", "close")
 }
 
 func bodyTooLarge(maxBody int64) *apiError {
