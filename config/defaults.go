@@ -9,10 +9,12 @@ const (
 	DefaultMaxBody         = 32 << 20
 	// MaxMaxBody bounds server.max_body: each body is held in memory
 	// while it is routed, so a larger bound is a mistake, not a limit.
-	MaxMaxBody                    = 1 << 30
-	DefaultMaxBodyMemory          = 256 << 20
-	DefaultMaxConnections         = 10000
-	DefaultMaxConcurrentRequests  = 2048
+	MaxMaxBody                   = 1 << 30
+	DefaultMaxBodyMemory         = 256 << 20
+	DefaultMaxConnections        = 10000
+	DefaultMaxConcurrentRequests = 2048
+	// DefaultMinBodyRate is server.min_body_rate, in bytes a second.
+	DefaultMinBodyRate            = 4 << 10
 	DefaultConnectTimeout         = 5 * time.Second
 	DefaultFirstByteTimeout       = 120 * time.Second
 	DefaultStreamFirstByteTimeout = 30 * time.Second
@@ -95,6 +97,9 @@ func (s *Server) applyDefaults() {
 	setDefault(&s.MaxBodyMemory, max(DefaultMaxBodyMemory, s.MaxBody))
 	setDefault(&s.MaxConnections, DefaultMaxConnections)
 	setDefault(&s.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	setDefault(&s.MaxConcurrentRequestsPerKey, max(s.MaxConcurrentRequests/2, 1))
+	setDefault(&s.MaxBodyMemoryPerKey, max(s.MaxBodyMemory/2, s.MaxBody))
+	setDefault(&s.MinBodyRate, DefaultMinBodyRate)
 	setDur(&s.ReadHeaderTimeout, 0, 10*time.Second)
 	setDur(&s.ReadTimeout, 0, 60*time.Second)
 	setDur(&s.IdleTimeout, 0, 120*time.Second)

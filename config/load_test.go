@@ -171,6 +171,9 @@ func TestBadFiles(t *testing.T) {
 			`server-limits.bad.yaml:4: server.max_body_memory: 33554432 is under max_body (67108864)`,
 			`server-limits.bad.yaml:5: server.max_connections: must not be negative`,
 			`server-limits.bad.yaml:6: server.max_concurrent_requests: must not be negative`,
+			`server-limits.bad.yaml:7: server.max_concurrent_requests_per_key: must not be negative`,
+			`server-limits.bad.yaml:8: server.max_body_memory_per_key: 1048576 is under max_body (67108864)`,
+			`server-limits.bad.yaml:9: "-1" is not a size`,
 		}},
 		{"pinned.bad.yaml", []string{
 			`pinned.bad.yaml:3: backends[1].responses_api: only for openai, openai_compatible and azure backends`,
@@ -421,6 +424,12 @@ func TestServerLimits(t *testing.T) {
 			if s.MaxBodyMemory != tt.bodyMemory || s.MaxConnections != tt.conns || s.MaxConcurrentRequests != tt.simultaneous {
 				t.Errorf("max_body_memory %d, max_connections %d, max_concurrent_requests %d; want %d, %d, %d",
 					s.MaxBodyMemory, s.MaxConnections, s.MaxConcurrentRequests, tt.bodyMemory, tt.conns, tt.simultaneous)
+			}
+			// Unset, a key's shares are half of each, and the minimum
+			// body rate 4KiB a second.
+			if s.MaxBodyMemoryPerKey != max(tt.bodyMemory/2, s.MaxBody) || s.MaxConcurrentRequestsPerKey != tt.simultaneous/2 || s.MinBodyRate != DefaultMinBodyRate {
+				t.Errorf("max_body_memory_per_key %d, max_concurrent_requests_per_key %d, min_body_rate %d; want %d, %d, %d",
+					s.MaxBodyMemoryPerKey, s.MaxConcurrentRequestsPerKey, s.MinBodyRate, max(tt.bodyMemory/2, s.MaxBody), tt.simultaneous/2, DefaultMinBodyRate)
 			}
 		})
 	}

@@ -227,11 +227,34 @@ type Server struct {
 	// once, its body unread. /healthz, /readyz and /metrics are exempt.
 	// Default 2048.
 	MaxConcurrentRequests int `yaml:"max_concurrent_requests"`
+	// MaxConcurrentRequestsPerKey bounds the requests of one gateway key
+	// served at once, its share of max_concurrent_requests, so that one
+	// key cannot take every slot: past it the key's request gets 429
+	// rate_limit_exceeded at once, its body unread (a key's own
+	// max_concurrent may be lower). Default half of
+	// max_concurrent_requests; set it to max_concurrent_requests when one
+	// key carries all the traffic. Without keys it does not apply.
+	MaxConcurrentRequestsPerKey int `yaml:"max_concurrent_requests_per_key"`
+	// MaxBodyMemoryPerKey bounds the bytes held by one gateway key's
+	// request bodies in flight, its share of max_body_memory, so that one
+	// key's large or slow bodies cannot take all of it: past it the key's
+	// request gets 429 rate_limit_exceeded, its body unread. Default half
+	// of max_body_memory, or max_body if larger; at least max_body.
+	// Without keys it does not apply.
+	MaxBodyMemoryPerKey Size `yaml:"max_body_memory_per_key"`
 	// ReadHeaderTimeout bounds reading request headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
-	// ReadTimeout bounds reading a whole request, body included, so a slow
-	// client cannot hold a connection. Default 60s.
+	// ReadTimeout is how long a request body may take to arrive before
+	// MinBodyRate applies, so a slow client cannot hold a connection, a
+	// slot or body memory: a body that falls behind gets 408. Default 60s.
 	ReadTimeout Duration `yaml:"read_timeout"`
+	// MinBodyRate is the least average rate, in bytes a second counted
+	// from the start of the body, at which a request body must keep
+	// arriving once read_timeout has passed: a body of n bytes may take
+	// read_timeout + n/min_body_rate. Default 4KiB (32 kbit/s, below any
+	// real uplink: a 32MiB body may take 2 h 17 min); a body that falls
+	// behind gets 408 and gives back its slot and memory at once.
+	MinBodyRate Size `yaml:"min_body_rate"`
 	// IdleTimeout closes idle keep-alive connections. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
 	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while

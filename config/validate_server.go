@@ -55,6 +55,12 @@ func (s Server) validateLimits(ps *Problems) {
 	if s.MaxConcurrentRequests < 0 {
 		ps.add("server.max_concurrent_requests", "must not be negative")
 	}
+	if s.MaxConcurrentRequestsPerKey < 0 {
+		ps.add("server.max_concurrent_requests_per_key", "must not be negative")
+	}
+	if s.MaxBody >= 0 && s.MaxBodyMemoryPerKey < s.MaxBody {
+		ps.add("server.max_body_memory_per_key", "%d is under max_body (%d): a key's body of max_body could never be read", s.MaxBodyMemoryPerKey, s.MaxBody)
+	}
 }
 
 // validateAdmin checks the admin API's listener and key; the console's

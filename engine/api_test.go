@@ -186,3 +186,33 @@ func TestMaxConcurrentRequestsRefusedAndCounted(t *testing.T) {
 		t.Fatalf("the request in flight got %d", code)
 	}
 }
+
+// server.max_concurrent_requests_per_key reaches the handler: a key's
+// request past its share of the slots gets 429 at once, while the server
+// has slots left.
+func TestMaxConcurrentRequestsPerKeyRefusesAKeyPastItsShare(t *testing.T) {
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	held := func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		answer("weu")(w, r)
+	}
+	h := start(t, []upstreamtest.Step{held}, nil, "", func(y string) string {
+		return strings.Replace(y, "server: {", "server: {max_concurrent_requests: 4, max_concurrent_requests_per_key: 1, ", 1)
+	})
+	done := make(chan int, 1)
+	go func() {
+		resp, _ := h.post("/v1/chat/completions", chat)
+		done <- resp.StatusCode
+	}()
+	<-arrived
+	resp, body := h.post("/v1/chat/completions", chat)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, `"code":"rate_limit_exceeded"`) ||
+		!strings.Contains(body, "max_concurrent_requests_per_key") {
+		t.Fatalf("the key past its share: %d: %s", resp.StatusCode, body)
+	}
+	close(release)
+	if code := <-done; code != 200 {
+		t.Fatalf("the request in flight got %d", code)
+	}
+}

@@ -11,7 +11,8 @@ import (
 // a reload does not apply (`switchover check -against` prints them): the listeners, the HTTP server's timeouts and
 // limits, logging, tracing, the reload interval and notifications. The
 // rest (backends, pools, keys, max_body, max_body_memory,
-// max_concurrent_requests) take effect at once.
+// max_concurrent_requests, their per-key shares, min_body_rate) take
+// effect at once.
 func RestartOnly(old, cfg *config.Config) []string {
 	var names []string
 	changed := func(name string, a, b any) {
@@ -26,6 +27,9 @@ func RestartOnly(old, cfg *config.Config) []string {
 	was.MaxBody, now.MaxBody = 0, 0
 	was.MaxBodyMemory, now.MaxBodyMemory = 0, 0
 	was.MaxConcurrentRequests, now.MaxConcurrentRequests = 0, 0
+	was.MaxConcurrentRequestsPerKey, now.MaxConcurrentRequestsPerKey = 0, 0
+	was.MaxBodyMemoryPerKey, now.MaxBodyMemoryPerKey = 0, 0
+	was.MinBodyRate, now.MinBodyRate = 0, 0
 	st := reflect.TypeOf(was)
 	ov, nv := reflect.ValueOf(was), reflect.ValueOf(now)
 	for i := range st.NumField() {

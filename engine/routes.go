@@ -13,7 +13,9 @@ func (e *Engine) routes(d Deps) *proxy.Routes {
 	cfg := e.Config
 	r := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
 		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
-		Resolver: d.Resolver, Admission: d.Admission}
+		MaxConcurrentPerKey: cfg.Server.MaxConcurrentRequestsPerKey, MaxBodyMemoryPerKey: int64(cfg.Server.MaxBodyMemoryPerKey),
+		MinBodyRate: int64(cfg.Server.MinBodyRate),
+		Resolver:    d.Resolver, Admission: d.Admission}
 	for _, pc := range cfg.Pools {
 		p := e.Pools[pc.Name]
 		r.Pools[pc.Name] = p

@@ -24,7 +24,7 @@ func (m *Metrics) tenancy() *tenancy {
 	t.once.Do(func() {
 		t.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_key_refused_total",
-			Help: "Requests refused at a key's or team's own limits before reaching a backend, by key, code (rate_limit_exceeded, budget_exceeded, model_not_allowed) and limit (requests per minute, tokens per minute, concurrent requests, budget, pool, model).",
+			Help: "Requests refused at a key's or team's own limits before reaching a backend, by key, code (rate_limit_exceeded, budget_exceeded, model_not_allowed) and limit (requests per minute, tokens per minute, concurrent requests, request body memory, budget, pool, model).",
 		}, []string{"key", "code", "limit"})
 		t.budget = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_budget_alerts_total",

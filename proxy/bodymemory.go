@@ -8,11 +8,12 @@ import (
 
 // bodyMemory counts the bytes held by request bodies in flight across all
 // requests, against a limit given with each reservation (the routes' in
-// force, so a reload changes it). A body reserves its declared
-// Content-Length before it is read, or, sent chunked, grows its
-// reservation in steps as it is read; when the total would go over the
-// limit the request is refused instead of read. The zero value is ready
-// to use. It is safe for concurrent use.
+// force, so a reload changes it), and each key's bodies against its share
+// of it. A body reserves its declared Content-Length before it is read,
+// or, sent chunked, grows its reservation in steps as it is read; when
+// the total (or its key's) would go over its limit the request is refused
+// instead of read. The zero value is ready to use. It is safe for
+// concurrent use.
 type bodyMemory struct {
 	used atomic.Int64
 }
@@ -24,15 +25,19 @@ var errBodyMemoryFull = errors.New("switchover: the gateway's memory for request
 // chunkedStep is how much a chunked body's reservation grows at a time.
 const chunkedStep = 64 << 10
 
-// reserve takes n bytes of the budget if the total stays within limit,
-// and reports whether it did.
-func (m *bodyMemory) reserve(n, limit int64) bool {
+// errKeyBodyMemoryFull is returned by a reservation's reader when the
+// body outgrows what is left of its key's share of the budget.
+var errKeyBodyMemoryFull = errors.New("switchover: the key's share of the memory for request bodies is full")
+
+// reserveIn adds n to *used if the total stays within limit, and reports
+// whether it did.
+func reserveIn(used *atomic.Int64, n, limit int64) bool {
 	for {
-		used := m.used.Load()
-		if used+n > limit {
+		u := used.Load()
+		if u+n > limit {
 			return false
 		}
-		if m.used.CompareAndSwap(used, used+n) {
+		if used.CompareAndSwap(u, u+n) {
 			return true
 		}
 	}
@@ -41,36 +46,60 @@ func (m *bodyMemory) reserve(n, limit int64) bool {
 // inUse is the number of bytes reserved now.
 func (m *bodyMemory) inUse() int64 { return m.used.Load() }
 
-// reservation is one body's share of the budget. Not safe for concurrent
-// use: it belongs to one request.
+// reservation is one body's share of the budget, and of its key's share
+// of it. The zero value holds nothing. Not safe for concurrent use: it
+// belongs to one request.
 type reservation struct {
-	m     *bodyMemory // nil: no limit, nothing counted
-	limit int64
-	held  int64
-	rr    reservingReader // reader's, allocated with the reservation
+	m        *bodyMemory // nil: no limit, nothing counted
+	limit    int64       // m's; zero or less: none
+	key      *atomic.Int64
+	keyLimit int64 // key's; zero or less (or a nil key): none
+	held     int64
+	rr       reservingReader // reader's, kept with the reservation
 }
 
-// open reserves declared bytes (a Content-Length, or -1 for a body of
-// unknown length, which reserves nothing yet) within limit, and reports
-// whether it could. A limit of zero or less means none: nothing is
-// counted and nothing refused.
-func (m *bodyMemory) open(declared, limit int64) (*reservation, bool) {
-	if limit <= 0 {
-		return &reservation{}, true
+// open makes r a reservation in m within limit, and in key (the bytes
+// its key's bodies hold, nil for none) within keyLimit (a limit of zero
+// or less is none), and reserves declared bytes (a Content-Length, or -1
+// for a body of unknown length, which reserves nothing yet). It returns
+// errKeyBodyMemoryFull or errBodyMemoryFull when there is no room; then
+// r holds nothing.
+func (m *bodyMemory) open(r *reservation, declared, limit int64, key *atomic.Int64, keyLimit int64) error {
+	*r = reservation{}
+	if keyLimit > 0 && key != nil {
+		r.key, r.keyLimit = key, keyLimit
 	}
-	r := &reservation{m: m, limit: limit}
+	if limit > 0 {
+		r.limit = limit
+	}
+	if r.key == nil && r.limit == 0 {
+		return nil
+	}
+	r.m = m
 	if declared > 0 {
-		if !m.reserve(declared, limit) {
-			return r, false
-		}
-		r.held = declared
+		return r.grow(declared)
 	}
-	return r, true
+	return nil
+}
+
+// grow reserves n more bytes, in the key's share first.
+func (r *reservation) grow(n int64) error {
+	if r.key != nil && !reserveIn(r.key, n, r.keyLimit) {
+		return errKeyBodyMemoryFull
+	}
+	if r.limit > 0 && !reserveIn(&r.m.used, n, r.limit) {
+		if r.key != nil {
+			r.key.Add(-n)
+		}
+		return errBodyMemoryFull
+	}
+	r.held += n
+	return nil
 }
 
 // reader returns src with the reservation grown as src is read past what
-// is held; a read that cannot grow it fails with errBodyMemoryFull. It is
-// called once per reservation.
+// is held; a read that cannot grow it fails with errKeyBodyMemoryFull or
+// errBodyMemoryFull. It is called once per reservation.
 func (r *reservation) reader(src io.Reader) io.Reader {
 	if r.m == nil {
 		return src
@@ -81,11 +110,13 @@ func (r *reservation) reader(src io.Reader) io.Reader {
 
 // close gives the reservation back. Later calls do nothing.
 func (r *reservation) close() {
-	if r == nil {
-		return
-	}
 	if r.m != nil && r.held > 0 {
-		r.m.used.Add(-r.held)
+		if r.limit > 0 {
+			r.m.used.Add(-r.held)
+		}
+		if r.key != nil {
+			r.key.Add(-r.held)
+		}
 	}
 	r.held = 0
 }
@@ -101,10 +132,9 @@ func (rr *reservingReader) Read(p []byte) (int, error) {
 	rr.read += int64(n)
 	if over := rr.read - rr.r.held; over > 0 {
 		grow := (over + chunkedStep - 1) / chunkedStep * chunkedStep
-		if !rr.r.m.reserve(grow, rr.r.limit) {
-			return n, errBodyMemoryFull
+		if gerr := rr.r.grow(grow); gerr != nil {
+			return n, gerr
 		}
-		rr.r.held += grow
 	}
 	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -25,16 +26,18 @@ func TestBodyMemoryReserve(t *testing.T) {
 	}
 	var held []*reservation
 	for _, tt := range tests {
-		r, ok := m.open(tt.declared, limit)
-		if ok != tt.ok {
-			t.Fatalf("%s: open(%d) = %v, want %v (in use %d)", tt.name, tt.declared, ok, tt.ok, m.inUse())
+		r := new(reservation)
+		err := m.open(r, tt.declared, limit, nil, 0)
+		if (err == nil) != tt.ok {
+			t.Fatalf("%s: open(%d) = %v, want ok %v (in use %d)", tt.name, tt.declared, err, tt.ok, m.inUse())
 		}
-		if ok {
+		if err == nil {
 			held = append(held, r)
 		}
 	}
-	if r, ok := m.open(1<<40, 0); !ok || m.inUse() != limit {
-		t.Fatalf("with no limit: open = %v, in use %d; want true and nothing more counted", ok, m.inUse())
+	var r reservation
+	if err := m.open(&r, 1<<40, 0, nil, 0); err != nil || m.inUse() != limit {
+		t.Fatalf("with no limit: open = %v, in use %d; want nil and nothing more counted", err, m.inUse())
 	} else {
 		r.close()
 	}
@@ -50,7 +53,8 @@ func TestBodyMemoryReserve(t *testing.T) {
 func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
 	var m bodyMemory
 	const limit = 2 * chunkedStep
-	r, _ := m.open(-1, limit)
+	r, other := new(reservation), new(reservation)
+	m.open(r, -1, limit, nil, 0)
 	n, err := io.Copy(io.Discard, r.reader(strings.NewReader(strings.Repeat("x", chunkedStep+1))))
 	if err != nil || n != chunkedStep+1 {
 		t.Fatalf("read %d, %v", n, err)
@@ -58,7 +62,7 @@ func TestBodyMemoryChunkedGrowsWhileRead(t *testing.T) {
 	if got := m.inUse(); got != 2*chunkedStep {
 		t.Fatalf("in use %d, want %d", got, 2*chunkedStep)
 	}
-	other, _ := m.open(-1, limit)
+	m.open(other, -1, limit, nil, 0)
 	if _, err := io.Copy(io.Discard, other.reader(strings.NewReader("y"))); err != errBodyMemoryFull {
 		t.Fatalf("a body past the budget read with %v, want errBodyMemoryFull", err)
 	}
@@ -138,5 +142,35 @@ func TestBodyMemoryFullThroughHandler(t *testing.T) {
 	}
 	if resp, _ := send(t, http.DefaultClient, http.MethodPost, u+"/v1/chat/completions", chatBody, false); resp.StatusCode != http.StatusOK {
 		t.Fatalf("after the budget freed, status %d", resp.StatusCode)
+	}
+}
+
+// A key's bodies reserve in its share and in the budget; a body past the
+// share takes nothing from either, and one past the budget gives back
+// what it took of the share.
+func TestBodyMemoryKeyShare(t *testing.T) {
+	var m bodyMemory
+	var key, other atomic.Int64
+	var a, b, c, d reservation
+	if err := m.open(&a, 60, 100, &key, 80); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.open(&b, 30, 100, &key, 80); err != errKeyBodyMemoryFull {
+		t.Fatalf("past the key's share: %v, want errKeyBodyMemoryFull", err)
+	}
+	if err := m.open(&c, 50, 100, &other, 80); err != errBodyMemoryFull {
+		t.Fatalf("past the budget: %v, want errBodyMemoryFull", err)
+	}
+	if m.inUse() != 60 || key.Load() != 60 || other.Load() != 0 {
+		t.Fatalf("in use %d, key %d, other key %d; want 60, 60, 0", m.inUse(), key.Load(), other.Load())
+	}
+	if err := m.open(&d, 40, 100, &other, 80); err != nil {
+		t.Fatalf("another key within the budget: %v", err)
+	}
+	for _, r := range []*reservation{&a, &b, &c, &d} {
+		r.close()
+	}
+	if m.inUse() != 0 || key.Load() != 0 || other.Load() != 0 {
+		t.Fatalf("after close: in use %d, keys %d and %d", m.inUse(), key.Load(), other.Load())
 	}
 }

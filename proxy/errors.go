@@ -132,6 +132,12 @@ func (x *exchange) fail(err error) {
 	for k, v := range e.header {
 		h[k] = v
 	}
+	if x.bodyUnread() {
+		// net/http would read (up to 256 KiB of) the body before sending
+		// the answer, holding the connection for as long as a slow client
+		// takes. The connection closes instead, the rest unread (end).
+		h.Set("Connection", "close")
+	}
 	if e.atLimit {
 		x.h.refused(e.code)
 	}

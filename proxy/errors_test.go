@@ -343,7 +343,7 @@ var keyAnswerCases = []answerCase{
 			rt := *h.routes.Load()
 			rt.MaxBodyMemory = 100
 			h.Update(&rt)
-			h.bodies.reserve(95, 100)
+			h.bodies.used.Add(95)
 		}},
 	{name: "body memory full chunked", method: "POST", path: "/v1/chat/completions", header: answerKey, body: answerChat, chunked: true},
 	{name: "body memory free again", method: "POST", path: "/v1/chat/completions", header: answerKey, body: answerChat,

@@ -22,6 +22,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -69,6 +70,23 @@ type Routes struct {
 	// too_many_concurrent_requests with Retry-After: 1 at once, its body
 	// unread. Zero means no bound.
 	MaxConcurrentRequests int
+	// MaxConcurrentPerKey bounds the requests of one key served at once
+	// (its share of MaxConcurrentRequests; a key's own max_concurrent
+	// may be lower): past it the key's request gets 429
+	// rate_limit_exceeded at once, its body unread. Without keys it does
+	// not apply. Zero means no bound.
+	MaxConcurrentPerKey int
+	// MaxBodyMemoryPerKey bounds the bytes held by one key's request
+	// bodies in flight (its share of MaxBodyMemory): a request of the key
+	// whose body would take it over gets 429 rate_limit_exceeded before
+	// (or, chunked, while) its body is read. Keep it at least MaxBody.
+	// Without keys it does not apply. Zero means no bound.
+	MaxBodyMemoryPerKey int64
+	// MinBodyRate is the least average rate, in bytes a second, at which
+	// a request body must arrive once Handler.BodyReadTimeout has passed
+	// (bodyDeadline): a body that falls behind gets 408. Zero means none:
+	// the body must arrive whole within BodyReadTimeout.
+	MinBodyRate int64
 }
 
 // Recorder receives one call per answered request, for metrics.
@@ -141,14 +159,20 @@ type Handler struct {
 	// upstream. Nil means no spans.
 	Tracer trace.Tracer
 	// BodyReadTimeout bounds reading a request body, so a slow client
-	// cannot hold a connection. It is set per request and cleared once the
-	// body is read: http.Server's ReadTimeout would instead cancel
-	// long-running streams when it expires. Zero means none.
+	// cannot hold a connection, its slot or its memory: the body may take
+	// this long, and after it must keep up Routes.MinBodyRate (with none,
+	// it must have arrived). It bounds the body's read alone:
+	// http.Server's ReadTimeout would instead cancel long-running streams
+	// when it expires. Zero means none.
 	BodyReadTimeout time.Duration
+	// Clock times the body's read (BodyReadTimeout, Routes.MinBodyRate).
+	// Nil means the wall clock.
+	Clock clock.Clock
 
 	routes   atomic.Pointer[Routes]
 	bodies   bodyMemory
 	inflight concurrency
+	keys     keyHolds
 
 	halting halting
 }
@@ -235,6 +259,12 @@ func (h *Handler) Update(r *Routes) {
 	}
 	h.routes.Store(r)
 }
+
+// clock returns the handler's clock.
+func (h *Handler) clock() clock.Clock { return clock.Or(h.Clock) }
+
+// now reads the handler's clock.
+func (h *Handler) now() time.Time { return h.clock().Now() }
 
 func (h *Handler) refused(code string) {
 	if h.Refusals != nil {

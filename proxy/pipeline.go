@@ -23,17 +23,29 @@ import (
 //	loadRoutes    handler.go      the routes in force; 503 not_ready without
 //	identify      handler.go      its X-Request-Id; opens the log line
 //	classifyPath  path.go         what the path asks for, in which API format; 404
-//	holdSlot      concurrency.go  a slot under server.max_concurrent_requests; 503
 //	checkMethod   path.go         405
 //	authenticate  tenancy.go      the caller's key; 401, or 503 when the store cannot say
+//	holdSlot      concurrency.go  a slot under server.max_concurrent_requests (503) and,
+//	                              for a key, one of its places: its max_concurrent and its
+//	                              share of the slots (429)
+//
+// A caller is admitted in two steps: what needs its key alone (holdSlot:
+// concurrency, and its share of the body memory, reserved as the body is
+// read) before a byte of its body is read, so a caller without a key
+// holds no slot and no memory, and what needs the body (admit: pools and
+// models, rates, tokens, budgets) after it is read. Any answer given
+// before the body was read closes the connection (fail), so a refused
+// caller never holds it either.
 //
 // then those of its kind of path (stagesOf):
 //
-//	the model list      listModels      models.go
+//	the model list      ignoreBody      body.go      a body sent anyway is not read
+//	                    listModels      models.go
 //
 //	an API call         begin           logline.go   the start, for the log line's duration
 //	                    traceRequest    tracing.go   the span, with Tracer set
-//	                    readRequestBody body.go      the body, bounded; 413, 503, 408
+//	                    readRequestBody body.go      the body, bounded in size, memory (the
+//	                                                 key's share too) and time; 413, 503, 429, 408
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
@@ -41,7 +53,7 @@ import (
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //
-//	a stored response   begin, routeObject (objects.go: its backend; 404),
+//	a stored response   begin, ignoreBody, routeObject (objects.go: its backend; 404),
 //	                    admit, applyPatience, relay
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
@@ -50,14 +62,14 @@ import (
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
-var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMethod, authenticate}
+var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, authenticate, holdSlot}
 
 // stagesOf are the stages a request runs after everyRequest's, by the
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
-	pathModels:   {listModels},
+	pathModels:   {ignoreBody, listModels},
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
-	pathObject:   {begin, routeObject, admit, applyPatience, relay},
+	pathObject:   {begin, ignoreBody, routeObject, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
 }
@@ -86,10 +98,13 @@ type exchange struct {
 	format translate.Format // the caller's API format, in which errors are answered
 	pool   *route.Pool      // where the request goes (for a pinned path, as its route has it)
 	body   []byte
-	res    *reservation   // the body's share of Routes.MaxBodyMemory, held to the end
+	res    reservation    // the body's share of Routes.MaxBodyMemory, held to the end
 	req    *route.Request // what goes to the pool
+	hold   *keyHold       // the caller's key's count of requests and body bytes; nil: none held
+	watch  *bodyDeadline  // bounds the body's arrival; kept for the exchange's next request
 
 	slot        bool // holds a slot under the concurrency cap
+	watching    bool // watch is watching the body's read
 	logged      bool // gets a log line
 	sent        bool // the answer's header has gone out: an error now cuts it short
 	eventStream bool // the answer is an event stream
@@ -110,10 +125,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := exchanges.Get().(*exchange)
-	*x = exchange{h: h, w: w, r: r, format: translate.OpenAI}
+	watch := x.watch
+	*x = exchange{h: h, w: w, r: r, format: translate.OpenAI, watch: watch}
 	defer func() {
 		x.end()
-		*x = exchange{}
+		watch := x.watch
+		*x = exchange{watch: watch}
 		exchanges.Put(x)
 	}()
 	err := x.run(everyRequest)
@@ -133,9 +150,17 @@ func (x *exchange) run(stages []stage) error {
 	return nil
 }
 
-// end is the pipeline's last step: it gives back the body's memory,
-// writes the request's log line, then gives back its slot.
+// end is the pipeline's last step: it stops a watch on the body's read
+// left running and net/http's read of a body left unread, gives back the
+// body's memory, writes the request's log line, then gives back its
+// slots.
 func (x *exchange) end() {
+	if x.watching {
+		x.watch.stop() // the read panicked: the watch must not outlive it
+	}
+	if x.bodyUnread() && x.kind != pathRealtime { // a realtime session's connection is the tunnel's
+		x.stopBodyRead()
+	}
 	x.res.close()
 	if x.logged {
 		start := x.start
@@ -143,6 +168,9 @@ func (x *exchange) end() {
 			start = time.Now()
 		}
 		x.h.finish(&x.lg, start)
+	}
+	if x.hold != nil {
+		x.h.keys.release(x.lg.key, x.hold)
 	}
 	if x.slot {
 		x.h.inflight.release()

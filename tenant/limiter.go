@@ -110,7 +110,9 @@ type Ticket struct {
 }
 
 // Admit decides whether p may start a request to pool (by the model name
-// model) that is estimated to use tokens. It takes the request and the
+// model) that is estimated to use tokens: its pools and models, rates and
+// budgets (its max_concurrent is OverConcurrency's, checked before the
+// body is read). It takes the request and the
 // estimate from the buckets, counts it in flight, and sets aside the
 // average cost of the subject's recent requests against its budgets; the
 // Ticket settles all three with what the request really used. A refusal
@@ -160,11 +162,6 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, now, alerts); r != nil {
 			return nil, r
 		}
-	}
-	if m := p.Limits.MaxConcurrent; m > 0 && ks.inflight >= m {
-		return nil, &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "key", Name: p.ID,
-			Limit: "concurrent requests", Max: float64(m), Used: float64(ks.inflight), Reset: now.Add(time.Second), RetryAfter: time.Second,
-			Message: fmt.Sprintf("switchover: key %s has %d requests in flight, its limit (max_concurrent); retry when one ends", p.display(), ks.inflight)}
 	}
 	type check struct {
 		b          *bucket
@@ -220,6 +217,22 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 	}
 	ks.inflight++
 	return t, nil
+}
+
+// OverConcurrency returns the refusal of a request of p's that finds
+// inflight of its requests already in flight, at its max_concurrent, or
+// nil while there is room. It is not in Admit: the gateway asks it as
+// soon as it knows the caller's key, before it reads the request's body,
+// and counts the requests in flight itself (a request waiting for its
+// body holds a place too).
+func (p *Principal) OverConcurrency(inflight int, now time.Time) *Refusal {
+	m := p.Limits.MaxConcurrent
+	if m <= 0 || inflight < m {
+		return nil
+	}
+	return &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "key", Name: p.ID,
+		Limit: "concurrent requests", Max: float64(m), Used: float64(inflight), Reset: now.Add(time.Second), RetryAfter: time.Second,
+		Message: fmt.Sprintf("switchover: key %s has %d requests in flight, its limit (max_concurrent); retry when one ends", p.display(), inflight)}
 }
 
 // Done ends the request: tokens is what the answer reported (known false

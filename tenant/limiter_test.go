@@ -114,18 +114,30 @@ func TestMaxConcurrentCountsRequestsInFlight(t *testing.T) {
 	p := key("k", Limits{MaxConcurrent: 2})
 	t1, _ := l.Admit(p, "pool", "pool", 0)
 	t2, _ := l.Admit(p, "pool", "pool", 0)
-	if _, r := l.Admit(p, "pool", "pool", 0); r == nil || r.Limit != "concurrent requests" {
-		t.Fatalf("third concurrent request: %+v", r)
-	}
 	t1.Done(0, false, 0)
 	t1.Done(0, false, 0) // twice is once
-	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
-		t.Fatalf("after one ended: %v", r)
-	}
-	if n := l.InFlight("k"); n != 2 {
-		t.Errorf("in flight %d, want 2", n)
+	if n := l.InFlight("k"); n != 1 {
+		t.Errorf("in flight %d, want 1", n)
 	}
 	t2.Done(0, false, 0)
+}
+
+// Regression (issue 23, medium 7): max_concurrent was checked in Admit,
+// after the body was read, so a key's slow bodies held places unchecked.
+// It is OverConcurrency's now, which the gateway asks before the body.
+func TestOverConcurrencyRefusesAtMaxConcurrent(t *testing.T) {
+	now := fakeclock.New().Now()
+	p := key("k", Limits{MaxConcurrent: 2})
+	if r := p.OverConcurrency(1, now); r != nil {
+		t.Fatalf("one in flight: %+v", r)
+	}
+	r := p.OverConcurrency(2, now)
+	if r == nil || r.Status != 429 || r.Limit != "concurrent requests" || r.Max != 2 || r.Used != 2 || r.RetryAfter != time.Second {
+		t.Fatalf("two in flight: %+v", r)
+	}
+	if r := key("u", Limits{}).OverConcurrency(1000, now); r != nil {
+		t.Fatalf("no max_concurrent: %+v", r)
+	}
 }
 
 func TestPoolsAndModelsAllowed(t *testing.T) {

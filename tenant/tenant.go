@@ -94,7 +94,8 @@ type Refusal struct {
 	// name.
 	Subject, Name string
 	// Limit is what was exceeded: "requests per minute", "tokens per
-	// minute", "concurrent requests", "budget", "pool" or "model".
+	// minute", "concurrent requests", "budget", "pool" or "model" (and,
+	// from the gateway's per-key shares, "request body memory").
 	Limit string
 	// Max and Used are the limit and what is used of it (dollars for a
 	// budget). For a rate, Max is per minute and Used what the last ten
