@@ -75,7 +75,9 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Listen, DefaultListen)
 	setDefault(&c.Log.Format, "text")
 	setDefault(&c.Log.Level, "info")
-	c.Server.applyDefaults()
+	// With one key and no store, that key carries all the traffic: a
+	// per-key share of the whole would only halve the gateway.
+	c.Server.applyDefaults(len(c.Keys) <= 1 && c.Store == nil)
 	if a := c.Admin; a != nil {
 		setDefault(&a.Listen, "127.0.0.1:8081")
 	}
@@ -92,11 +94,15 @@ func (c *Config) applyDefaults() {
 	}
 }
 
-func (s *Server) applyDefaults() {
+func (s *Server) applyDefaults(oneKey bool) {
 	setDefault(&s.MaxBody, DefaultMaxBody)
 	setDefault(&s.MaxBodyMemory, max(DefaultMaxBodyMemory, s.MaxBody))
 	setDefault(&s.MaxConnections, DefaultMaxConnections)
 	setDefault(&s.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
+	if oneKey {
+		setDefault(&s.MaxConcurrentRequestsPerKey, s.MaxConcurrentRequests)
+		setDefault(&s.MaxBodyMemoryPerKey, s.MaxBodyMemory)
+	}
 	setDefault(&s.MaxConcurrentRequestsPerKey, max(s.MaxConcurrentRequests/2, 1))
 	setDefault(&s.MaxBodyMemoryPerKey, max(s.MaxBodyMemory/2, s.MaxBody))
 	setDefault(&s.MinBodyRate, DefaultMinBodyRate)

@@ -425,11 +425,43 @@ func TestServerLimits(t *testing.T) {
 				t.Errorf("max_body_memory %d, max_connections %d, max_concurrent_requests %d; want %d, %d, %d",
 					s.MaxBodyMemory, s.MaxConnections, s.MaxConcurrentRequests, tt.bodyMemory, tt.conns, tt.simultaneous)
 			}
-			// Unset, a key's shares are half of each, and the minimum
-			// body rate 4KiB a second.
-			if s.MaxBodyMemoryPerKey != max(tt.bodyMemory/2, s.MaxBody) || s.MaxConcurrentRequestsPerKey != tt.simultaneous/2 || s.MinBodyRate != DefaultMinBodyRate {
+			// Unset, with the one key of these files and no store, the
+			// key's shares are the whole, and the minimum body rate
+			// 4KiB a second.
+			if s.MaxBodyMemoryPerKey != tt.bodyMemory || s.MaxConcurrentRequestsPerKey != tt.simultaneous || s.MinBodyRate != DefaultMinBodyRate {
 				t.Errorf("max_body_memory_per_key %d, max_concurrent_requests_per_key %d, min_body_rate %d; want %d, %d, %d",
-					s.MaxBodyMemoryPerKey, s.MaxConcurrentRequestsPerKey, s.MinBodyRate, max(tt.bodyMemory/2, s.MaxBody), tt.simultaneous/2, DefaultMinBodyRate)
+					s.MaxBodyMemoryPerKey, s.MaxConcurrentRequestsPerKey, s.MinBodyRate, tt.bodyMemory, tt.simultaneous, DefaultMinBodyRate)
+			}
+		})
+	}
+}
+
+// TestPerKeySharesHalveOnlyWithSeveralKeys: the README's config has one
+// key, and halving that key's slots and body memory by default halved
+// the gateway. With two keys (or a store of keys) each gets half.
+func TestPerKeySharesHalveOnlyWithSeveralKeys(t *testing.T) {
+	const tail = "backends: [{name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}]\npools: [{name: p, members: [{backend: a}]}]\n"
+	tests := []struct {
+		name, keys string
+		half       bool
+	}{
+		{"one key", "keys: [{name: k1, key: 0123456789abcdef0123456789abcdef}]\n", false},
+		{"two keys", "keys: [{name: k1, key: 0123456789abcdef0123456789abcdef}, {name: k2, key: fedcba9876543210fedcba9876543210}]\n", true},
+		{"one key and a store", "keys: [{name: k1, key: 0123456789abcdef0123456789abcdef}]\nstore: {sqlite: /tmp/x.db}\n", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse("t.yaml", []byte(tc.keys+tail), goodEnv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := c.Server
+			wantConc, wantMem := s.MaxConcurrentRequests, s.MaxBodyMemory
+			if tc.half {
+				wantConc, wantMem = s.MaxConcurrentRequests/2, max(s.MaxBodyMemory/2, s.MaxBody)
+			}
+			if s.MaxConcurrentRequestsPerKey != wantConc || s.MaxBodyMemoryPerKey != wantMem {
+				t.Fatalf("per-key shares %d requests, %d bytes; want %d, %d", s.MaxConcurrentRequestsPerKey, s.MaxBodyMemoryPerKey, wantConc, wantMem)
 			}
 		})
 	}

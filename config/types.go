@@ -232,15 +232,17 @@ type Server struct {
 	// key cannot take every slot: past it the key's request gets 429
 	// rate_limit_exceeded at once, its body unread (a key's own
 	// max_concurrent may be lower). Default half of
-	// max_concurrent_requests; set it to max_concurrent_requests when one
-	// key carries all the traffic. Without keys it does not apply.
+	// max_concurrent_requests, or all of it when the configuration has
+	// one key and no store (one key carries all the traffic). Without
+	// keys it does not apply.
 	MaxConcurrentRequestsPerKey int `yaml:"max_concurrent_requests_per_key"`
 	// MaxBodyMemoryPerKey bounds the bytes held by one gateway key's
 	// request bodies in flight, its share of max_body_memory, so that one
 	// key's large or slow bodies cannot take all of it: past it the key's
 	// request gets 429 rate_limit_exceeded, its body unread. Default half
-	// of max_body_memory, or max_body if larger; at least max_body.
-	// Without keys it does not apply.
+	// of max_body_memory, or max_body if larger (all of it with one key
+	// and no store, as above); at least max_body. Without keys it does not
+	// apply.
 	MaxBodyMemoryPerKey Size `yaml:"max_body_memory_per_key"`
 	// ReadHeaderTimeout bounds reading request headers. Default 10s.
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
