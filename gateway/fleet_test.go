@@ -750,6 +750,37 @@ func TestFleetDrainTakenWhileRedisIsDownReachesTheFleet(t *testing.T) {
 	}
 }
 
+// TestFleetActionWaitingForRedisIsLoggedWhenTheReplicaStops: a drain
+// taken while Redis is out waits on its replica; if that replica stops
+// before Redis returns, the drain never reaches the fleet, and the
+// replica says so in its last log lines instead of losing it silently.
+func TestFleetActionWaitingForRedisIsLoggedWhenTheReplicaStops(t *testing.T) {
+	e := startFleetEnv(t, 2, "", "", "")
+	a := e.replicas[0]
+	e.redis.Stop()
+	eventually(t, a.name+" notices Redis is gone", func() bool { return !a.gw.Status().Fleet.StoreUp })
+	if err := a.gw.Drain("uksouth"); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gw.Status().Fleet.PendingActions; n != 1 {
+		t.Fatalf("%s shows %d actions waiting for the store, want 1", a.name, n)
+	}
+	a.stop()
+	for line := range strings.Lines(a.logs.String()) {
+		var l struct {
+			Level, Msg string
+			Actions    int
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && strings.Contains(l.Msg, "never reached the other replicas") {
+			if l.Level != "ERROR" || l.Actions != 1 {
+				t.Fatalf("the shutdown's line: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no log line of the drain lost at shutdown:\n%s", a.logs.String())
+}
+
 // opened is the until of r's last log line of backend's breaker opening.
 func (r *replica) opened(t *testing.T, backend string) string {
 	t.Helper()
