@@ -112,7 +112,10 @@ type Event struct {
 type Fleet struct {
 	Replica                   string
 	StoreUp, Joined, Notifier bool
-	Replicas                  []Replica
+	// PendingActions counts the operator actions taken on this replica
+	// while the shared store was out, not yet sent to the others.
+	PendingActions int
+	Replicas       []Replica
 }
 
 // Replica is one replica of a fleet.

@@ -68,7 +68,7 @@ func (c consoleGateway) Status() console.Status {
 		out.Events = append(out.Events, console.Event{At: e.At, Kind: e.Kind, Pool: e.Pool, Backend: e.Backend, Detail: e.Detail, Opened: e.Opened, Replica: e.Replica})
 	}
 	if f := s.Fleet; f != nil {
-		out.Fleet = &console.Fleet{Replica: f.Replica, StoreUp: f.StoreUp, Joined: f.Joined, Notifier: f.Notifier}
+		out.Fleet = &console.Fleet{Replica: f.Replica, StoreUp: f.StoreUp, Joined: f.Joined, Notifier: f.Notifier, PendingActions: f.PendingActions}
 		for _, r := range f.Replicas {
 			out.Fleet.Replicas = append(out.Fleet.Replicas, console.Replica{ID: r.ID, Version: r.Version, Started: r.Started, Seen: r.Seen, InFlight: r.InFlight})
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -48,7 +49,7 @@ func (g *Gateway) joinFleet(cfg *config.Config) error {
 		store.Close()
 		return err
 	}
-	g.fleet = &fleetMember{Replica: r, store: store}
+	g.fleet = &fleetMember{Replica: r, store: store, log: g.Logger}
 	g.Metrics.FleetStore(true)
 	return nil
 }
@@ -58,6 +59,7 @@ func (g *Gateway) joinFleet(cfg *config.Config) error {
 type fleetMember struct {
 	*fleet.Replica
 	store fleet.Store
+	log   *slog.Logger // nil: none
 	// done is closed when the replica's work (Run) has ended; nil until
 	// it starts.
 	done chan struct{}
@@ -80,13 +82,20 @@ func (f *fleetMember) run(ctx context.Context) {
 }
 
 // stop leaves the fleet: waits for the replica's work to end (its
-// context must be done), and closes the store's connections.
+// context must be done), and closes the store's connections. Operator
+// actions taken here while the store was out, and still waiting for it,
+// never reach the other replicas: that is logged as an error, not lost
+// silently.
 func (f *fleetMember) stop() {
 	if f == nil {
 		return
 	}
 	if f.done != nil {
 		<-f.done
+	}
+	if n := f.PendingActions(); n > 0 && f.log != nil {
+		f.log.Error("fleet: operator actions taken on this replica while the shared store was out never reached the other replicas: they are lost as it stops; take them again on a running replica",
+			"replica", f.ID(), "actions", n)
 	}
 	f.store.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -651,14 +652,14 @@ func TestFleetOneReplicaChecksABenchedBackend(t *testing.T) {
 // TestFleetForcedCloseLiftsTheQuotaHoldEverywhere: a breaker forced
 // closed on one replica lifts the quota hold on every replica, not only
 // where the operator acted (the hold was shared with the quota figures).
+// The hold lasts uksouth's 10 s window: on a machine so slow that the
+// window refills before the check, the round is played again, and after
+// three such rounds the test is skipped, or fails under
+// SWITCHOVER_REQUIRE_REDIS=1 as the fleet's other tests do.
 func TestFleetForcedCloseLiftsTheQuotaHoldEverywhere(t *testing.T) {
 	e := startFleetEnv(t, 2, "", "", "", sim.Deployment{Name: "uksouth", Flavour: sim.Azure, Deployment: "chat-prod", Quota: sim.Quota{RPM: 6}},
 		sim.Deployment{Name: "swedencentral", Flavour: sim.Azure, Deployment: "chat-prod"})
 	a, b := e.replicas[0], e.replicas[1]
-	began := time.Now()
-	if _, bk := a.chat(t); bk != "uksouth" {
-		t.Fatalf("first call answered by %s", bk)
-	}
 	q := b.gw.Backend("uksouth").Quota.(interface {
 		Fits(time.Time, route.Cost) (bool, time.Time)
 	})
@@ -668,26 +669,49 @@ func TestFleetForcedCloseLiftsTheQuotaHoldEverywhere(t *testing.T) {
 	}
 	var held time.Time
 	fits := func() bool { ok, until := q.Fits(time.Now(), req); held = until; return ok }
-	eventually(t, b.name+" hears uksouth's window is spent", func() bool { return !fits() })
-	until := held
-	if err := a.gw.ForceBreaker("uksouth", false, 0); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, b.name+" applies the forced close", func() bool {
+	forced := func() int {
+		n := 0
 		for _, ev := range b.gw.LocalEvents() {
 			if ev.Kind == "admin:breaker_close" {
-				return true
+				n++
 			}
 		}
-		return false
-	})
-	ok := fits()
-	if !time.Now().Before(until) {
-		t.Skipf("the machine took %s: uksouth's window refilled by itself before the check", time.Since(began))
+		return n
 	}
-	if !ok {
-		t.Fatalf("%s still holds uksouth's quota after the breaker was forced closed on %s", b.name, a.name)
+	var took []time.Duration
+	for round := range 3 {
+		began := time.Now()
+		eventually(t, "uksouth's window has room", fits)
+		if _, bk := a.chat(t); bk != "uksouth" {
+			t.Fatalf("round %d: the call answered by %s", round, bk)
+		}
+		eventually(t, b.name+" hears uksouth's window is spent", func() bool { return !fits() })
+		until, before := held, forced()
+		if err := a.gw.ForceBreaker("uksouth", false, 0); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, b.name+" applies the forced close", func() bool { return forced() > before })
+		ok := fits()
+		if time.Now().Before(until) {
+			if !ok {
+				t.Fatalf("%s still holds uksouth's quota after the breaker was forced closed on %s", b.name, a.name)
+			}
+			return
+		}
+		took = append(took, time.Since(began))
 	}
+	requireRedisOrSkip(t, fmt.Sprintf("the machine took %v in three rounds: uksouth's window refilled by itself before each check", took))
+}
+
+// requireRedisOrSkip skips t for why, or fails it when
+// SWITCHOVER_REQUIRE_REDIS is "1" (CI), as redistest does when Redis is
+// missing: a fleet test that CI requires never passes by skipping.
+func requireRedisOrSkip(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("SWITCHOVER_REQUIRE_REDIS") == "1" {
+		t.Fatalf("%s, and SWITCHOVER_REQUIRE_REDIS=1", why)
+	}
+	t.Skipf("%s (set SWITCHOVER_REQUIRE_REDIS=1 to fail instead of skipping)", why)
 }
 
 // TestFleetDrainTakenWhileRedisIsDownReachesTheFleet is the regression
@@ -724,6 +748,37 @@ func TestFleetDrainTakenWhileRedisIsDownReachesTheFleet(t *testing.T) {
 	for _, r := range e.replicas {
 		eventually(t, r.name+" has swedencentral restored", func() bool { return !r.gw.Backend("swedencentral").Drained() })
 	}
+}
+
+// TestFleetActionWaitingForRedisIsLoggedWhenTheReplicaStops: a drain
+// taken while Redis is out waits on its replica; if that replica stops
+// before Redis returns, the drain never reaches the fleet, and the
+// replica says so in its last log lines instead of losing it silently.
+func TestFleetActionWaitingForRedisIsLoggedWhenTheReplicaStops(t *testing.T) {
+	e := startFleetEnv(t, 2, "", "", "")
+	a := e.replicas[0]
+	e.redis.Stop()
+	eventually(t, a.name+" notices Redis is gone", func() bool { return !a.gw.Status().Fleet.StoreUp })
+	if err := a.gw.Drain("uksouth"); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.gw.Status().Fleet.PendingActions; n != 1 {
+		t.Fatalf("%s shows %d actions waiting for the store, want 1", a.name, n)
+	}
+	a.stop()
+	for line := range strings.Lines(a.logs.String()) {
+		var l struct {
+			Level, Msg string
+			Actions    int
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && strings.Contains(l.Msg, "never reached the other replicas") {
+			if l.Level != "ERROR" || l.Actions != 1 {
+				t.Fatalf("the shutdown's line: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no log line of the drain lost at shutdown:\n%s", a.logs.String())
 }
 
 // opened is the until of r's last log line of backend's breaker opening.

@@ -58,6 +58,9 @@ func (at *attempt) answered(a *Attempt, resp *http.Response) (*http.Response, At
 	// the reservation gone and the window's old figures, and be sent into
 	// a window the answer says is spent.
 	at.releaseQuota()
+	if resp.StatusCode < 500 {
+		b.check.heardFrom(at.clk.Now()) // alive, for a health check under way (silence.go)
+	}
 	a.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		return at.p.switched(resp, a, at)

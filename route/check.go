@@ -33,6 +33,7 @@ type checker struct {
 	running bool
 	last    time.Time // when the last check began
 	judged  time.Time // when the waiting calls were last judged together (pileUp)
+	heard   time.Time // when the backend last answered a call (heardFrom)
 	waiting map[*waiter]struct{}
 	// active mirrors running, for selection to read without the lock.
 	active atomic.Bool
@@ -77,6 +78,17 @@ func (c *checker) abortWaiting(cause error) int {
 		w.cancel(cause)
 	}
 	return len(ws)
+}
+
+// heardFrom notes that the backend answered a call at now (a status
+// below 500): while a check runs, that is a sign of life no silence can
+// outweigh (see silence.go).
+func (c *checker) heardFrom(now time.Time) {
+	c.mu.Lock()
+	if now.After(c.heard) {
+		c.heard = now
+	}
+	c.mu.Unlock()
 }
 
 // begin reports whether a check may start at now (none running, none
@@ -124,6 +136,26 @@ func (c *checker) waits(now time.Time, plain, stream []time.Duration) ([]time.Du
 	return plain, stream, true
 }
 
+// spans appends to plain and stream the part of each wait for a first
+// byte on the backend that falls between since and now, by kind, and
+// reports instead that the backend answered a call since since (heard).
+func (c *checker) spans(since, now time.Time, plain, stream []waitSpan) ([]waitSpan, []waitSpan, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.heard.IsZero() && !c.heard.Before(since) {
+		return plain, stream, true
+	}
+	for w := range c.waiting {
+		sp := waitSpan{from: max(since.Sub(w.began), 0), to: now.Sub(w.began)}
+		if w.stream {
+			stream = append(stream, sp)
+		} else {
+			plain = append(plain, sp)
+		}
+	}
+	return plain, stream, false
+}
+
 // slowCall is called when an attempt on b has waited past the backend's
 // slow threshold (waited) without a first byte: b is checked (startCheck).
 func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
@@ -138,10 +170,14 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
 // member that can take a call. When b does not answer, its breaker is
 // opened and every attempt still waiting on b is abandoned, so that they
 // fail over now rather than when their first-byte timeouts end, and the
-// caller's patience never decides whether a hung region is noticed.
+// caller's patience never decides whether a hung region is noticed. The
+// check fails before its timeout when the backend is silent (see
+// silenceWatch): neither the check nor the calls waiting on it answered
+// for longer than the backend, answering as it did, plausibly would.
 func (p *Pool) startCheck(b *Backend, model, why string) {
 	clk := clock.Or(p.Clock)
-	if !b.check.begin(clk.Now()) {
+	began := clk.Now()
+	if !b.check.begin(began) {
 		return
 	}
 	timeout := p.CheckTimeout(b)
@@ -152,17 +188,25 @@ func (p *Pool) startCheck(b *Backend, model, why string) {
 		wctx, wcancel := context.WithTimeout(context.Background(), maxCheckTimeout)
 		defer wcancel()
 		ctx, cancel := context.WithCancelCause(wctx)
+		// The silence rule first: once the timeout's timer is armed, so
+		// is the rule's (tests wait on the timeout's).
+		s := p.watchSilence(b, clk, began, timeout, cancel)
 		t := clk.AfterFunc(timeout, func() { cancel(errCheckTimeout) })
 		err := b.Probe(ctx, b.HealthCheck, model)
 		t.Stop()
-		timedOut := context.Cause(ctx) == errCheckTimeout
+		s.stop()
+		ended := context.Cause(ctx)
+		timedOut := ended == errCheckTimeout || ended == errCheckSilence
 		cancel(context.Canceled)
-		if !timedOut && answered(err) {
-			return
+		if answered(err) {
+			return // an answer, even one that came as the check was ended
 		}
 		result := "timeout"
 		var pe *ProbeError
-		if !timedOut && errors.As(err, &pe) {
+		switch {
+		case ended == errCheckSilence:
+			result = s.verdict()
+		case !timedOut && errors.As(err, &pe):
 			result = pe.Result
 		}
 		cause := fmt.Sprintf("unresponsive: %s and a health check failed (%s)", why, result)

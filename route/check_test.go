@@ -6,7 +6,10 @@ package route_test
 // and a member with no history of its own after 15 s (the flat default).
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -227,5 +230,175 @@ func TestBackendUnderCheckTakesNoNewCalls(t *testing.T) {
 	clk.Advance(time.Minute)
 	if res := await(t, ctx, call); res.err != nil {
 		t.Fatal(res.err)
+	}
+}
+
+// gated is a backend that answers its learning calls after moving the
+// clock by the next of its times, then, once dark, holds every call and
+// health check until the test releases it (a release channel is sent on
+// arrived or checked) or the call is abandoned.
+type gated struct {
+	clk              *fakeclock.Clock
+	times            []time.Duration
+	next             atomic.Int64
+	dark             atomic.Bool
+	arrived, checked chan chan struct{}
+	done             chan struct{} // closed at the end of the test: every held call ends
+}
+
+func newGated(clk *fakeclock.Clock, times []time.Duration) *gated {
+	return &gated{clk: clk, times: times, arrived: make(chan chan struct{}, 64), checked: make(chan chan struct{}, 64), done: make(chan struct{})}
+}
+
+func (g *gated) step(w http.ResponseWriter, r *http.Request) {
+	if !g.dark.Load() {
+		g.clk.Advance(g.times[int(g.next.Add(1)-1)%len(g.times)])
+		answer("weu")(w, r)
+		return
+	}
+	rel := make(chan struct{})
+	if isHealthCheck(r) {
+		g.checked <- rel
+	} else {
+		g.arrived <- rel
+	}
+	select {
+	case <-rel:
+		answer("weu")(w, r)
+	case <-g.done:
+	case <-r.Context().Done():
+	}
+}
+
+// darkUntilChecked sends a call every 500 ms of the clock to a pool
+// whose weu has just gone dark (g), until weu is under a health check,
+// and returns the calls and their releases at weu; the clock then reads
+// the check's start, and its timers are armed.
+func darkUntilChecked(t *testing.T, ctx context.Context, e *env, g *gated) ([]<-chan result, []chan struct{}) {
+	t.Helper()
+	weu := e.backends["weu"]
+	timeout := e.pool.CheckTimeout(weu)
+	var calls []<-chan result
+	var held []chan struct{}
+	for range 40 {
+		calls = append(calls, e.goDo(ctx, chatBody))
+		select {
+		case rel := <-g.arrived:
+			held = append(held, rel)
+		case <-ctx.Done():
+			t.Fatalf("call %d did not reach weu", len(calls))
+		}
+		if route.Checking(weu) {
+			if err := e.clock.BlockUntilTimer(ctx, timeout); err != nil {
+				t.Fatal(err)
+			}
+			return calls, held
+		}
+		e.clock.Advance(500 * time.Millisecond)
+	}
+	t.Fatalf("no health check of weu after %d calls", len(calls))
+	return nil, nil
+}
+
+// TestSlowMedianBackendGoneDarkBenchedWithinTenSeconds (issue 22): a
+// primary whose calls take 3 s at the median (spread 0.3) went dark; its
+// piled-up calls got it checked about 5 s later, and the check, whose
+// timeout its 3 s answers had taken to the 10 s cap, benched it only
+// 15.5 s after it went dark; the same on a fleet just started, with eight
+// answers to go by. Now the check fails as soon as neither it nor any of
+// the calls waiting on weu has answered for longer than weu answering as
+// it did would plausibly leave them all: weu is benched, and its waiting
+// calls failed over, within 10 s of going dark.
+func TestSlowMedianBackendGoneDarkBenchedWithinTenSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		answers int
+	}{{"64 answers", 64}, {"a fleet just started: 8 answers", 8}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := safety(t)
+			clk := fakeclock.New()
+			g := newGated(clk, route.LognormalTimes(tc.answers, 3*time.Second, 0.3))
+			e := newEnvClock(t, clk,
+				memberSpec{name: "weu", priority: 1, script: []step{g.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+				memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+			)
+			t.Cleanup(func() { close(g.done) })
+			weu := e.backends["weu"]
+			for i := range tc.answers {
+				if resp, _, _ := e.do(t, chatBody); resp.Header.Get(route.HeaderBackend) != "weu" {
+					t.Fatalf("learning call %d answered by %q", i, resp.Header.Get(route.HeaderBackend))
+				}
+			}
+			if got := e.pool.CheckTimeout(weu); got != 10*time.Second {
+				t.Fatalf("check timeout %v, want the 10s cap (four times weu's 95th percentile)", got)
+			}
+			g.dark.Store(true)
+			dark := clk.Now()
+			calls, _ := darkUntilChecked(t, ctx, e, g)
+			checked := clk.Now()
+			// The check's own timeout would end it 10 s from now, past
+			// dark + 10 s: the clock stops there, and weu must be benched.
+			for clk.Now().Before(dark.Add(10 * time.Second)) {
+				calls = append(calls, e.goDo(ctx, chatBody)) // to sec while weu is checked
+				clk.Advance(min(500*time.Millisecond, dark.Add(10*time.Second).Sub(clk.Now())))
+			}
+			poll.Until(t, 10*time.Second, func() bool { return weu.Breaker.Snapshot().State == breaker.Open },
+				func() string {
+					return fmt.Sprintf("weu not benched 10 s after going dark (checked %v after)", checked.Sub(dark))
+				})
+			for i, ch := range calls {
+				res := await(t, ctx, ch)
+				if res.err != nil || res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+					t.Fatalf("request %d: %v, %+v", i, res.err, res.resp)
+				}
+			}
+			ev := e.events.kinds(route.EventUnresponsive)
+			if len(ev) != 1 || !strings.Contains(ev[0].Err.Error(), "no answer to it nor to any of") {
+				t.Fatalf("unresponsive events %+v, want one from the silence rule", ev)
+			}
+		})
+	}
+}
+
+// TestSlowBackendAnsweringDuringCheckIsNotBenched: a 3 s backend whose
+// calls piled up got it checked, and the check takes 6 s, but one of the
+// calls waiting on it answers half a second into the check: it is alive,
+// so the silence of its other calls does not end the check, which passes.
+func TestSlowBackendAnsweringDuringCheckIsNotBenched(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	g := newGated(clk, route.LognormalTimes(64, 3*time.Second, 0.3))
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{g.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	t.Cleanup(func() { close(g.done) })
+	weu := e.backends["weu"]
+	for range 64 {
+		e.do(t, chatBody)
+	}
+	g.dark.Store(true)
+	calls, held := darkUntilChecked(t, ctx, e, g)
+	var check chan struct{}
+	select {
+	case check = <-g.checked:
+	case <-ctx.Done():
+		t.Fatal("the health check did not reach weu")
+	}
+	clk.Advance(500 * time.Millisecond)
+	close(held[0])
+	if res := await(t, ctx, calls[0]); res.err != nil || res.resp.Header.Get(route.HeaderBackend) != "weu" {
+		t.Fatalf("the released call: %v, %+v", res.err, res.resp)
+	}
+	for range 11 {
+		clk.Advance(500 * time.Millisecond)
+	}
+	close(check)
+	poll.Until(t, 10*time.Second, func() bool { return !route.Checking(weu) }, func() string { return "the check did not end" })
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Closed {
+		t.Fatalf("weu %v after a passing check, with a call answered during it", s.State)
+	}
+	if ev := e.events.kinds(route.EventUnresponsive); len(ev) != 0 {
+		t.Fatalf("unresponsive events %+v", ev)
 	}
 }

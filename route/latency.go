@@ -120,6 +120,13 @@ func (l *latency) samples(dst []time.Duration, stream bool) []time.Duration {
 	return append(dst, r.d[:r.n]...)
 }
 
+// checkSamples appends to dst the backend's recent passing health checks.
+func (l *latency) checkSamples(dst []time.Duration) []time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append(dst, l.check.d[:l.check.n]...)
+}
+
 // slowAfter is how long a call of the kind may wait for its first byte
 // before it counts as slow, judged from the backend's own answers alone
 // (see slowThreshold).
