@@ -26,10 +26,19 @@ const (
 // classifyPath is the stage that finds what the path asks for (an API
 // operation, the model list, a stored response, a pinned path, a realtime
 // session) and the API format the caller speaks, in which its errors are
-// answered: Anthropic's for /v1/messages, OpenAI's otherwise. A path that
-// nothing routes gets 404 with the list of what is routed.
+// answered: Anthropic's for /v1/messages, OpenAI's otherwise. The path is normalised first (normalisePath), and
+// the request carries the normalised path from here on: a path it refuses
+// gets 400, before any key is checked. A path that nothing routes gets 404
+// with the list of what is routed.
 func classifyPath(x *exchange) error {
-	path := x.r.URL.Path
+	path, err := normalisePath(x.r.URL.EscapedPath())
+	if err != nil {
+		if anthropicPath(x.r.URL.Path) {
+			x.format = translate.Anthropic
+		}
+		return err
+	}
+	x.r.URL.Path, x.r.URL.RawPath = path, ""
 	x.kind, x.op, x.dep, x.rel = classify(path)
 	if x.kind == pathUnknown {
 		if rel, ok := apiRelative(path); ok {
