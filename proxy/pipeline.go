@@ -42,11 +42,12 @@ import (
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //
 //	a stored response   begin, routeObject (objects.go: its backend; 404),
+//	                    checkUpstreamPath (forward.go: the path sent; 400),
 //	                    admit, applyPatience, relay
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
-//	                    admit, applyPatience, relay
+//	                    checkUpstreamPath, admit, applyPatience, relay
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
@@ -57,8 +58,8 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMe
 var stagesOf = [...][]stage{
 	pathModels:   {listModels},
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
-	pathObject:   {begin, routeObject, admit, applyPatience, relay},
-	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, relay},
+	pathObject:   {begin, routeObject, checkUpstreamPath, admit, applyPatience, relay},
+	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
 }
 
