@@ -18,15 +18,17 @@ const (
 	pathUnknown pathKind = iota
 	pathAPI
 	pathModels
-	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
-	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
-	pathRealtime
+	pathObject    // a call on a stored response: GET, DELETE, POST …/cancel
+	pathPinned    // a path of stored objects with a pinned route
+	pathRealtime  // a realtime session
+	pathForwarded // a path nothing else routes, that unknown_paths takes (forward.go)
 )
 
 // classifyPath is the stage that finds what the path asks for (an API
 // operation, the model list, a stored response, a pinned path, a realtime
-// session) and the API format the caller speaks, in which its errors are
-// answered: Anthropic's for /v1/messages, OpenAI's otherwise. The path is normalised first (normalisePath), and
+// session, a path unknown_paths takes) and the API format the caller
+// speaks, in which its errors are answered: Anthropic's for /v1/messages,
+// OpenAI's otherwise. The path is normalised first (normalisePath), and
 // the request carries the normalised path from here on: a path it refuses
 // gets 400, before any key is checked. A path that nothing routes gets 404
 // with the list of what is routed.
@@ -45,7 +47,10 @@ func classifyPath(x *exchange) error {
 			if p := pinnedFor(x.rt, rel); p != nil {
 				x.kind, x.pool, x.rel = pathPinned, p.Pool, rel
 			} else if x.rt.Unknown != nil && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/openai/v1/")) {
-				x.kind, x.pool, x.rel = pathPinned, x.rt.Unknown, rel
+				if err := x.rt.forwards(path, rel); err != nil {
+					return err
+				}
+				x.kind, x.pool, x.rel = pathForwarded, x.rt.Unknown, rel
 			}
 		}
 	}
@@ -71,7 +76,7 @@ func checkMethod(x *exchange) error {
 		want = http.MethodGet
 	case pathObject:
 		want = objectMethod(x.rel, x.r.Method)
-	case pathPinned:
+	case pathPinned, pathForwarded:
 		want = x.r.Method // the backend's API decides
 	case pathRealtime:
 		want = http.MethodGet

@@ -49,6 +49,9 @@ import (
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
 //	                    checkUpstreamPath, admit, applyPatience, relay
 //
+//	an unknown_paths    as a pinned path
+//	path
+//
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
 var everyRequest = []stage{loadRoutes, identify, classifyPath, holdSlot, checkMethod, authenticate}
@@ -61,6 +64,8 @@ var stagesOf = [...][]stage{
 	pathObject:   {begin, routeObject, checkUpstreamPath, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
+	pathForwarded: {begin, pinnedFormat, readRequestBody, routePinned, checkUpstreamPath,
+		admit, applyPatience, relay},
 }
 
 // stage is one step of a request's pipeline: nil goes on to the next, an
