@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/switchover-gw/switchover/route"
 )
 
 // What unknown_paths forwards (Routes.Unknown, Routes.UnknownAllow): the
 // paths nothing else routes that the operator listed, never the ones
-// below unless listed by name.
+// below unless listed by name, and only for keys whose scope allows it.
 
 // neverForwarded are the paths Unknown takes only when an entry of
 // UnknownAllow names them or a path under them ("*" does not): calls
@@ -82,6 +84,40 @@ func pinnedFold(rt *Routes, rel string) bool {
 		}
 	}
 	return false
+}
+
+// scopeForwarded is the stage that holds a key limited to some pools or
+// models to them on a path unknown_paths takes. Its backend gets the body
+// as the caller sent it, model and all, which the gateway does not read:
+// a key limited to models may not use such paths, and a key limited to
+// pools only when one of its pools has every backend of the route (the
+// unknown_paths backend). Other keys, and callers without a key, may.
+// A refusal gets 403 path_not_allowed, before the body is read.
+func scopeForwarded(x *exchange) error {
+	p := x.lg.who
+	if p == nil || len(p.Pools) == 0 && len(p.Models) == 0 {
+		return nil
+	}
+	if len(p.Models) == 0 {
+		for _, name := range p.Pools {
+			if pool := x.rt.Pools[name]; pool != nil && holdsAll(pool, x.pool) {
+				return nil
+			}
+		}
+	}
+	return requestError(http.StatusForbidden, "path_not_allowed",
+		fmt.Sprintf("switchover: key %s may use only its pools or models, and no pool of its own has the backend that takes this path", p.ID)).
+		with("X-Should-Retry", "false")
+}
+
+// holdsAll reports whether every backend of route is a member of pool.
+func holdsAll(pool, route *route.Pool) bool {
+	for _, m := range route.Members {
+		if pool.Member(m.Backend.Name) == nil {
+			return false
+		}
+	}
+	return len(route.Members) > 0
 }
 
 // checkUpstreamPath is the stage that refuses, with 400, a call on a

@@ -62,7 +62,8 @@ type Routes struct {
 	Pinned []Pinned
 	// Unknown, if set, takes the /v1/ and /openai/v1/ paths that nothing
 	// else routes and UnknownAllow lists, passed on as they are (ids
-	// untagged). Nil means 404 listing the routes.
+	// untagged), for keys whose scope allows it (scopeForwarded). Nil
+	// means 404 listing the routes.
 	Unknown *route.Pool
 	// UnknownAllow are the paths Unknown takes, relative to the API root:
 	// "assistants" takes /v1/assistants and every path under it; "*"

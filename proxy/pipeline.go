@@ -49,8 +49,8 @@ import (
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
 //	                    checkUpstreamPath, admit, applyPatience, relay
 //
-//	an unknown_paths    as a pinned path
-//	path
+//	an unknown_paths    as a pinned path, with scopeForwarded (forward.go: the
+//	path                key's pools and models; 403) before readRequestBody
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
@@ -64,7 +64,7 @@ var stagesOf = [...][]stage{
 	pathObject:   {begin, routeObject, checkUpstreamPath, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
-	pathForwarded: {begin, pinnedFormat, readRequestBody, routePinned, checkUpstreamPath,
+	pathForwarded: {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath,
 		admit, applyPatience, relay},
 }
 
