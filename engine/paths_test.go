@@ -238,8 +238,8 @@ func TestTaggedIDHidingADotSegmentRefused(t *testing.T) {
 // unknown_paths listing assistants and threads, those reach its backend
 // for a key that may use them; a path not listed, and the provider's
 // token minting, stored chat completions and admin API (even with "*"),
-// get 404 and reach nothing; a path that differs in case from a routed or
-// pinned one gets 400.
+// get 404 and reach nothing; a path that differs in case or API root
+// from a routed or pinned one gets 400.
 func TestUnknownPathsForwardOnlyWhatIsListed(t *testing.T) {
 	for _, paths := range []string{`[assistants, threads]`, `["*"]`} {
 		s := startPaths(t, paths, true)
@@ -264,7 +264,8 @@ func TestUnknownPathsForwardOnlyWhatIsListed(t *testing.T) {
 		if status, body := s.raw(t, "GET", "/v1/fine_tuning/jobs", wideKey, ""); (paths == `["*"]`) != (status == http.StatusOK) {
 			t.Fatalf("paths %s, a path not listed: %d %s", paths, status, body)
 		}
-		for _, path := range []string{"/v1/Chat/Completions", "/v1/MODELS", "/v1/Files/file-1", "/v1/Realtime"} {
+		for _, path := range []string{"/v1/Chat/Completions", "/v1/MODELS", "/v1/Files/file-1", "/v1/Realtime",
+			"/v1/openai/v1/chat/completions", "/v1/deployments/gpt-4o/chat/completions", "/openai/v1/v1/Chat/Completions"} {
 			status, body := s.raw(t, "POST", path, wideKey, `{"model":"gpt-4o"}`)
 			if _, _, code := errorOf(t, body); status != http.StatusBadRequest || code != "invalid_path" {
 				t.Fatalf("paths %s, %s: %d %s", paths, path, status, body)

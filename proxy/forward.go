@@ -48,13 +48,12 @@ func under(rel, prefix string) bool {
 
 // forwards returns nil when Unknown takes path (normalised; rel is it
 // relative to the API root), else the error that answers it: 400 for a
-// path that differs only in case from one the gateway routes or pins (a
-// backend that ignores case would serve it past the router), 404 for one
-// UnknownAllow does not list, or that neverForwarded holds back.
+// path that shadows one the gateway routes or pins (shadows), 404 for
+// one UnknownAllow does not list, or that neverForwarded holds back.
 func (rt *Routes) forwards(path, rel string) error {
-	if k, _, _, _ := classify(strings.ToLower(path)); k != pathUnknown || pinnedFold(rt, rel) {
+	if rt.shadows(path, rel) {
 		return requestError(http.StatusBadRequest, "invalid_path",
-			"switchover: the path differs only in case from one the gateway routes itself; paths are case-sensitive")
+			"switchover: the path differs only in case or API root from one the gateway routes itself; paths are case-sensitive")
 	}
 	why, refused := refusedFor(rel)
 	for _, a := range rt.UnknownAllow {
@@ -72,6 +71,20 @@ func (rt *Routes) forwards(path, rel string) error {
 		msg = "unknown_paths forwards " + why + " only when its paths name them"
 	}
 	return requestError(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s; %s", truncate(path, 200), msg))
+}
+
+// shadows reports whether path (rel under the API root) is, in any case
+// or under another root the gateway serves ("/v1/openai/v1/…",
+// "/v1/deployments/{d}/…"), a path the gateway routes or pins: a backend
+// that ignores case, or resolves the root again, would serve it past the
+// router.
+func (rt *Routes) shadows(path, rel string) bool {
+	for _, p := range [...]string{path, "/" + rel, "/openai/" + rel} {
+		if k, _, _, _ := classify(strings.ToLower(p)); k != pathUnknown {
+			return true
+		}
+	}
+	return pinnedFold(rt, rel)
 }
 
 // pinnedFold reports whether rel is, in any case, a pinned path or under
