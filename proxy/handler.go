@@ -60,18 +60,18 @@ type Routes struct {
 	// without failover; the longest matching Path wins. Nil means none:
 	// those paths get 404.
 	Pinned []Pinned
-	// Unknown, if set, takes the /v1/ and /openai/v1/ paths that nothing
-	// else routes and UnknownAllow lists, passed on as they are (ids
-	// untagged), for keys whose scope allows it (scopeForwarded). Nil
-	// means 404 listing the routes.
-	Unknown *route.Pool
-	// UnknownAllow are the paths Unknown takes, relative to the API root:
-	// "assistants" takes /v1/assistants and every path under it; "*"
-	// takes every path. The provider's organisation and admin APIs,
-	// realtime sub-paths and stored chat completions (neverForwarded)
-	// are taken only when an entry names them or a path under them,
-	// never through "*". Empty means Unknown takes nothing.
+	// UnknownAllow are the paths Unknown takes, relative to the API root,
+	// for keys whose scope allows it (scopeForwarded): "assistants" takes
+	// /v1/assistants and every path under it; "*" takes every path. The
+	// provider's organisation and admin APIs, realtime sub-paths and
+	// stored chat completions (neverForwarded) are taken only when an
+	// entry names them or a path under them, never through "*". Empty
+	// means Unknown takes nothing: other paths get 404.
 	UnknownAllow []string
+	// Unknown, if set, takes /v1/ and /openai/v1/ paths that nothing
+	// else routes, passed on as they are. Nil means 404 listing the
+	// routes.
+	Unknown *route.Pool
 	// MaxConcurrentRequests bounds the requests served at once (health,
 	// readiness and metrics excepted): past it a request gets 503
 	// too_many_concurrent_requests with Retry-After: 1 at once, its body
