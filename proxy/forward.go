@@ -100,15 +100,16 @@ func pinnedFold(rt *Routes, rel string) bool {
 }
 
 // scopeForwarded is the stage that holds a key limited to some pools or
-// models to them on a path unknown_paths takes. Its backend gets the body
-// as the caller sent it, model and all, which the gateway does not read:
-// a key limited to models may not use such paths, and a key limited to
-// pools only when one of its pools has every backend of the route (the
-// unknown_paths backend). Other keys, and callers without a key, may.
-// A refusal gets 403 path_not_allowed, before the body is read.
+// models to them on a path unknown_paths takes (x.pool is Routes.Unknown;
+// other pinned paths pass). Its backend gets the body as the caller sent
+// it, model and all, which the gateway does not read: a key limited to
+// models may not use such paths, and a key limited to pools only when one
+// of its pools has every backend of the route (the unknown_paths
+// backend). Other keys, and callers without a key, may. A refusal gets
+// 403 path_not_allowed, before the body is read.
 func scopeForwarded(x *exchange) error {
 	p := x.lg.who
-	if p == nil || len(p.Pools) == 0 && len(p.Models) == 0 {
+	if x.pool != x.rt.Unknown || p == nil || len(p.Pools) == 0 && len(p.Models) == 0 {
 		return nil
 	}
 	if len(p.Models) == 0 {

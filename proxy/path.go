@@ -18,10 +18,9 @@ const (
 	pathUnknown pathKind = iota
 	pathAPI
 	pathModels
-	pathObject    // a call on a stored response: GET, DELETE, POST …/cancel
-	pathPinned    // a path of stored objects with a pinned route
-	pathRealtime  // a realtime session
-	pathForwarded // a path nothing else routes, that unknown_paths takes (forward.go)
+	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
+	pathPinned // a path of stored objects with a pinned route, or an unknown path unknown_paths takes (forward.go)
+	pathRealtime
 )
 
 // classifyPath is the stage that finds what the path asks for (an API
@@ -50,7 +49,7 @@ func classifyPath(x *exchange) error {
 				if err := x.rt.forwards(path, rel); err != nil {
 					return err
 				}
-				x.kind, x.pool, x.rel = pathForwarded, x.rt.Unknown, rel
+				x.kind, x.pool, x.rel = pathPinned, x.rt.Unknown, rel
 			}
 		}
 	}
@@ -76,7 +75,7 @@ func checkMethod(x *exchange) error {
 		want = http.MethodGet
 	case pathObject:
 		want = objectMethod(x.rel, x.r.Method)
-	case pathPinned, pathForwarded:
+	case pathPinned:
 		want = x.r.Method // the backend's API decides
 	case pathRealtime:
 		want = http.MethodGet

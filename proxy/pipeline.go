@@ -45,12 +45,10 @@ import (
 //	                    checkUpstreamPath (forward.go: the path sent; 400),
 //	                    admit, applyPatience, relay
 //
-//	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
+//	a pinned path       begin, pinnedFormat (pinned.go), scopeForwarded (forward.go:
+//	(or unknown_paths)  the key's pools and models on unknown_paths; 403), readRequestBody,
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
 //	                    checkUpstreamPath, admit, applyPatience, relay
-//
-//	an unknown_paths    as a pinned path, with scopeForwarded (forward.go: the
-//	path                key's pools and models; 403) before readRequestBody
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
@@ -62,10 +60,8 @@ var stagesOf = [...][]stage{
 	pathModels:   {listModels},
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
 	pathObject:   {begin, routeObject, checkUpstreamPath, admit, applyPatience, relay},
-	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
+	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
-	pathForwarded: {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath,
-		admit, applyPatience, relay},
 }
 
 // stage is one step of a request's pipeline: nil goes on to the next, an
