@@ -183,7 +183,11 @@ func TestBadFiles(t *testing.T) {
 			`pinned.bad.yaml:11: pinned[3].paths[0]: messages/batches is Anthropic's API: pin it to an anthropic backend`,
 			`pinned.bad.yaml:12: pinned[4].paths[0]: "files" is already pinned by pinned[0]`,
 			`pinned.bad.yaml:13: pinned[5].paths: list the API paths`,
-			`pinned.bad.yaml:14: unknown_paths.backend: unknown paths are OpenAI API paths`,
+			`pinned.bad.yaml:15: unknown_paths.backend: unknown paths are OpenAI API paths`,
+			`pinned.bad.yaml:18: unknown_paths.paths[1]: "threads/../organization" is a path prefix`,
+			`pinned.bad.yaml:19: unknown_paths.paths[2]: an empty path`,
+			`pinned.bad.yaml:20: unknown_paths.paths[3]: "files?after=x" is a path prefix`,
+			`pinned.bad.yaml:21: unknown_paths.paths[4]: "/v1//vector_stores" is a path prefix`,
 		}},
 		{"pool-routing.bad.yaml", []string{
 			`pool-routing.bad.yaml:6: pools[0].strategy: "fastest" is not a strategy: use one of priority, least_busy, latency, affinity, headroom`,

@@ -34,11 +34,30 @@ type Pinned struct {
 	Pool string `yaml:"pool"`
 }
 
-// UnknownPaths names the backend that takes any /v1/ or /openai/v1/ path
-// the gateway has no route for. Unset means such paths get 404 with the
-// list of routes: nothing is forwarded by accident.
+// UnknownPaths names the backend that takes the /v1/ and /openai/v1/
+// paths the gateway has no route for, and which of them it takes:
+//
+//	unknown_paths:
+//	  backend: openai
+//	  paths: [assistants, threads, vector_stores]
+//
+// Unset means such paths get 404 with the list of routes: nothing is
+// forwarded by accident.
 type UnknownPaths struct {
+	// Backend is the openai, openai_compatible or azure backend that
+	// takes them. Required.
 	Backend string `yaml:"backend"`
+	// Paths are the path prefixes forwarded, relative to the API root as
+	// for pinned routes: "assistants" takes /v1/assistants and every path
+	// under it; "*" takes every path. Whatever they say, the provider's
+	// organisation and admin APIs (organization…, admin…, dashboard…),
+	// realtime sub-paths (client secrets, sessions, calls) and stored
+	// chat completions are forwarded only when an entry names them or a
+	// path under them ("*" does not). Unset means none: the backend
+	// takes no path, and a start-up warning says so (before, it took
+	// every path). Risk: whatever is listed reaches the backend with its
+	// credential, for every key without a pools or models restriction.
+	Paths []string `yaml:"paths"`
 }
 
 // PinnedPath is a pinned route's path as the gateway matches it: relative
@@ -84,6 +103,37 @@ func (c *Config) validatePinned(ps *Problems, backendType map[string]string, poo
 			ps.add("unknown_paths.backend", "no backend is named %q", u.Backend)
 		} else if backendType[u.Backend] == TypeAnthropic || backendType[u.Backend] == TypeGemini {
 			ps.add("unknown_paths.backend", "unknown paths are OpenAI API paths: name an openai, openai_compatible or azure backend, not %s", u.Backend)
+		}
+		for i, raw := range u.Paths {
+			validateUnknownPath(ps, fmt.Sprintf("unknown_paths.paths[%d]", i), raw)
+		}
+	}
+}
+
+// UnknownPath is an entry of unknown_paths.paths as the gateway matches
+// it: "*", or relative to the API root without slashes at its ends.
+func UnknownPath(p string) string {
+	if p == "*" {
+		return p
+	}
+	return PinnedPath(p)
+}
+
+// validateUnknownPath checks the entry raw of unknown_paths.paths, at pp:
+// "*" or a plain path prefix.
+func validateUnknownPath(ps *Problems, pp, raw string) {
+	path := UnknownPath(raw)
+	if path == "*" {
+		return
+	}
+	if path == "" {
+		ps.add(pp, "an empty path; write \"*\" to forward every path")
+		return
+	}
+	for seg := range strings.SplitSeq(path, "/") {
+		if seg == "" || strings.Trim(seg, ".") == "" || strings.ContainsAny(seg, "?#*%;\\ ") {
+			ps.add(pp, "%q is a path prefix such as assistants or vector_stores, without a query, wildcards, escapes, dot or empty segments", raw)
+			return
 		}
 	}
 }

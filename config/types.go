@@ -47,7 +47,7 @@ type Config struct {
 	// get 404 until a route names where their objects live.
 	Pinned []Pinned `yaml:"pinned"`
 	// UnknownPaths, if set, names the backend for paths nothing else
-	// routes. Unset means 404.
+	// routes, and which of them it takes. Unset means 404.
 	UnknownPaths *UnknownPaths `yaml:"unknown_paths"`
 	// Admin is the admin API. Off unless set.
 	Admin *Admin `yaml:"admin"`

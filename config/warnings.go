@@ -32,5 +32,9 @@ func (c *Config) warn() Problems {
 			}
 		}
 	}
+	if u := c.UnknownPaths; u != nil && len(u.Paths) == 0 {
+		ws = append(ws, Problem{Path: "unknown_paths",
+			Msg: fmt.Sprintf("no paths are listed, so backend %s takes none (it used to take every path); list those to forward in unknown_paths.paths, such as [assistants, threads], or [\"*\"] for all but the provider's admin APIs, realtime sub-paths and stored chat completions", u.Backend)})
+	}
 	return append(ws, c.warnTenancy()...)
 }

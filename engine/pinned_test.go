@@ -94,10 +94,10 @@ func TestUnknownPathsListRoutes(t *testing.T) {
 	}
 }
 
-// TestUnknownPathsToTheNamedBackend: with unknown_paths set, such a path
-// goes to that backend as it is.
+// TestUnknownPathsToTheNamedBackend: with unknown_paths set, a path it
+// lists goes to that backend as it is.
 func TestUnknownPathsToTheNamedBackend(t *testing.T) {
-	e := startProviders(t, []string{"openai"}, nil, "unknown_paths: {backend: openai}\n")
+	e := startProviders(t, []string{"openai"}, nil, "unknown_paths: {backend: openai, paths: [files]}\n")
 	resp, err := http.Get(e.url + "/v1/files")
 	if err != nil {
 		t.Fatal(err)

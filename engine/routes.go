@@ -34,6 +34,9 @@ func (e *Engine) routes(d Deps) *proxy.Routes {
 	}
 	if u := cfg.UnknownPaths; u != nil {
 		r.Unknown = e.pinnedPool(u.Backend, "", d)
+		for _, p := range u.Paths {
+			r.UnknownAllow = append(r.UnknownAllow, config.UnknownPath(p))
+		}
 	}
 	return r
 }

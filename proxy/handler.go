@@ -61,6 +61,14 @@ type Routes struct {
 	// without failover; the longest matching Path wins. Nil means none:
 	// those paths get 404.
 	Pinned []Pinned
+	// UnknownAllow are the paths Unknown takes, relative to the API root,
+	// for keys whose scope allows it (scopeForwarded): "assistants" takes
+	// /v1/assistants and every path under it; "*" takes every path. The
+	// provider's organisation and admin APIs, realtime sub-paths and
+	// stored chat completions (neverForwarded) are taken only when an
+	// entry names them or a path under them, never through "*". Empty
+	// means Unknown takes nothing: other paths get 404.
+	UnknownAllow []string
 	// Unknown, if set, takes /v1/ and /openai/v1/ paths that nothing
 	// else routes, passed on as they are. Nil means 404 listing the
 	// routes.

@@ -19,23 +19,36 @@ const (
 	pathAPI
 	pathModels
 	pathObject // a call on a stored response: GET, DELETE, POST …/cancel
-	pathPinned // a path of stored objects with a pinned route, or an unknown path with a backend for those
+	pathPinned // a path of stored objects with a pinned route, or an unknown path unknown_paths takes (forward.go)
 	pathRealtime
 )
 
 // classifyPath is the stage that finds what the path asks for (an API
 // operation, the model list, a stored response, a pinned path, a realtime
-// session) and the API format the caller speaks, in which its errors are
-// answered: Anthropic's for /v1/messages, OpenAI's otherwise. A path that
-// nothing routes gets 404 with the list of what is routed.
+// session, a path unknown_paths takes) and the API format the caller
+// speaks, in which its errors are answered: Anthropic's for /v1/messages,
+// OpenAI's otherwise. The path is normalised first (normalisePath), and
+// the request carries the normalised path from here on: a path it refuses
+// gets 400, before any key is checked. A path that nothing routes gets 404
+// with the list of what is routed.
 func classifyPath(x *exchange) error {
-	path := x.r.URL.Path
+	path, err := normalisePath(x.r.URL.EscapedPath())
+	if err != nil {
+		if anthropicPath(x.r.URL.Path) {
+			x.format = translate.Anthropic
+		}
+		return err
+	}
+	x.r.URL.Path, x.r.URL.RawPath = path, ""
 	x.kind, x.op, x.dep, x.rel = classify(path)
 	if x.kind == pathUnknown {
 		if rel, ok := apiRelative(path); ok {
 			if p := pinnedFor(x.rt, rel); p != nil {
 				x.kind, x.pool, x.rel = pathPinned, p.Pool, rel
 			} else if x.rt.Unknown != nil && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/openai/v1/")) {
+				if err := x.rt.forwards(path, rel); err != nil {
+					return err
+				}
 				x.kind, x.pool, x.rel = pathPinned, x.rt.Unknown, rel
 			}
 		}

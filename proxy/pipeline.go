@@ -54,11 +54,13 @@ import (
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //
 //	a stored response   begin, ignoreBody, routeObject (objects.go: its backend; 404),
+//	                    checkUpstreamPath (forward.go: the path sent; 400),
 //	                    admit, applyPatience, relay
 //
-//	a pinned path       begin, pinnedFormat (pinned.go), readRequestBody,
+//	a pinned path       begin, pinnedFormat (pinned.go), scopeForwarded (forward.go:
+//	(or unknown_paths)  the key's pools and models on unknown_paths; 403), readRequestBody,
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
-//	                    admit, applyPatience, relay
+//	                    checkUpstreamPath, admit, applyPatience, relay
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
 //	                    admit, tunnel (realtime.go: the session, joined to its backend's)
@@ -69,8 +71,8 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, auth
 var stagesOf = [...][]stage{
 	pathModels:   {ignoreBody, listModels},
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
-	pathObject:   {begin, ignoreBody, routeObject, admit, applyPatience, relay},
-	pathPinned:   {begin, pinnedFormat, readRequestBody, routePinned, admit, applyPatience, relay},
+	pathObject:   {begin, ignoreBody, routeObject, checkUpstreamPath, admit, applyPatience, relay},
+	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, admit, tunnel},
 }
 
