@@ -3,6 +3,7 @@ package console
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
@@ -913,3 +915,42 @@ func TestWhyOpenReadsTheCauseNotTheDetailText(t *testing.T) {
 	}
 }
 
+// TestOverviewStreamKeepsSessionAlive is the regression test of issue
+// 23's item 12 for sessions: an open overview (its event stream) did not
+// keep its session alive, so an operator watching an incident was signed
+// out after sessionIdle. Now each update of the stream marks the session
+// seen; a session without a stream still ends.
+func TestOverviewStreamKeepsSessionAlive(t *testing.T) {
+	e, clk := newClockEnv(t)
+	watching, _ := e.login(adminKey)
+	idle, _ := e.login(adminKey)
+	u, _ := url.Parse(e.srv.URL + "/console/")
+	tok := watching.Jar.Cookies(u)[0].Value
+	seen := func() time.Time {
+		e.c.sessions.mu.Lock()
+		defer e.c.sessions.mu.Unlock()
+		if ss := e.c.sessions.m[sha256.Sum256([]byte(tok))]; ss != nil {
+			return ss.seen
+		}
+		return time.Time{}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/console/stream", nil)
+	resp, err := watching.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go io.Copy(io.Discard, resp.Body)
+	for range 2 {
+		clk.add(sessionIdle - time.Minute)
+		poll.Until(t, 10*time.Second, func() bool { return seen().Equal(clk.now()) }, func() string { return "the stream did not mark the session seen" })
+	}
+	if r, _ := e.do(watching, "GET", "/console/", nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("the watched session after %v: %d, want 200", 2*(sessionIdle-time.Minute), r.StatusCode)
+	}
+	if r, _ := e.do(idle, "GET", "/console/", nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("an unwatched session after %v: %d, want the login", 2*(sessionIdle-time.Minute), r.StatusCode)
+	}
+}

@@ -125,6 +125,21 @@ func (s *sessions) valid(tok string, now time.Time) bool {
 	return ss != nil && ss.alive(now)
 }
 
+// keep reports whether tok's session is alive and marks it seen: an open
+// overview, whose event stream calls it at every update, keeps its
+// session alive (up to sessionMax), as requests do.
+func (s *sessions) keep(tok string, now time.Time) bool {
+	k := sha256.Sum256([]byte(tok))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[k]
+	if ss == nil || !ss.alive(now) {
+		return false
+	}
+	ss.seen = now
+	return true
+}
+
 // end drops tok's session.
 func (s *sessions) end(tok string) {
 	s.mu.Lock()
