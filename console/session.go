@@ -185,8 +185,8 @@ type limiter struct {
 type bucket struct {
 	tokens float64
 	at     time.Time
-	// emptied is when the bucket last ran out, zero once it is full
-	// again.
+	// emptied is when the bucket first ran out since it was last full;
+	// zero once it is full again.
 	emptied time.Time
 }
 
@@ -236,11 +236,13 @@ func (l *limiter) fail(id string, now time.Time) bool {
 		return false
 	}
 	b.tokens--
-	if b.tokens < 1 {
-		b.emptied = now
-		return true
+	if b.tokens >= 1 {
+		return false
 	}
-	return false
+	if b.emptied.IsZero() {
+		b.emptied = now // a lock begins; it lasts until the bucket is full again
+	}
+	return true
 }
 
 // evict drops the full buckets or, if none is, one at random. Requires
