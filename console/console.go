@@ -51,6 +51,7 @@ type Console struct {
 	now      func() time.Time
 	sessions sessions
 	limit    limiter
+	refusals refusals
 	samples  *sampler
 	mux      *http.ServeMux
 }
@@ -170,7 +171,7 @@ func (c *Console) post(admin bool, h func(http.ResponseWriter, *http.Request, *s
 			return
 		}
 		if !sameOrigin(r) {
-			c.log.Warn("console: cross-site request refused", "user", s.User, "path", r.URL.Path)
+			c.refused("console:cross_site_refused", "a cross-site request of "+s.User+" to "+r.URL.Path+" was refused", "user", s.User, "path", r.URL.Path)
 			http.Error(w, "cross-site request refused", http.StatusForbidden)
 			return
 		}
@@ -179,12 +180,12 @@ func (c *Console) post(admin bool, h func(http.ResponseWriter, *http.Request, *s
 			got = r.PostFormValue("csrf")
 		}
 		if !sameToken(got, s.CSRF) {
-			c.log.Warn("console: request without its CSRF token refused", "user", s.User, "path", r.URL.Path)
+			c.refused("console:csrf_refused", "a request of "+s.User+" to "+r.URL.Path+" without its CSRF token was refused", "user", s.User, "path", r.URL.Path)
 			http.Error(w, "missing or wrong CSRF token: reload the page", http.StatusForbidden)
 			return
 		}
 		if admin && s.Role != RoleAdmin {
-			c.log.Warn("console: action refused to a viewer", "user", s.User, "path", r.URL.Path)
+			c.refused("console:viewer_refused", "an action of viewer "+s.User+" ("+r.URL.Path+") was refused", "user", s.User, "path", r.URL.Path)
 			http.Error(w, "viewers cannot take actions", http.StatusForbidden)
 			return
 		}

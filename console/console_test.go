@@ -3,8 +3,10 @@ package console
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
@@ -534,37 +537,114 @@ func TestStreamEndsAtLogout(t *testing.T) {
 	}
 }
 
-func TestLoginRateLimited(t *testing.T) {
-	e := newEnv(t, false)
+// TestSignInLockoutSparesTheRightKey is the regression test of issue
+// 23's item 12: a loop of wrong keys from one address (every operator's,
+// behind a reverse proxy) kept the right admin key refused (429). Now
+// the wrong keys are refused 429 past the burst, and the admin and
+// viewer keys still sign in from that address at once.
+func TestSignInLockoutSparesTheRightKey(t *testing.T) {
+	e, clk := newClockEnv(t)
 	c := e.client()
-	for i := range loginBurst {
-		if resp, _ := e.do(c, "POST", "/console/login", url.Values{"key": {"guess-guess-guess-" + string(rune('a'+i))}}); resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("attempt %d: %d", i+1, resp.StatusCode)
+	for i := range 3 * loginBurst {
+		want := http.StatusUnauthorized
+		if i >= loginBurst {
+			want = http.StatusTooManyRequests
+		}
+		if resp, _ := e.do(c, "POST", "/console/login", url.Values{"key": {fmt.Sprintf("guess-%02d-guess-guess", i)}}); resp.StatusCode != want {
+			t.Fatalf("wrong key %d: %d, want %d", i+1, resp.StatusCode, want)
 		}
 	}
-	resp, _ := e.do(c, "POST", "/console/login", url.Values{"key": {adminKey}})
-	if resp.StatusCode != http.StatusTooManyRequests || len(resp.Cookies()) != 0 {
-		t.Fatalf("past the burst: %d, want 429 even with the right key", resp.StatusCode)
+	for _, key := range []string{adminKey, viewerKey} {
+		if resp, _ := e.do(e.client(), "POST", "/console/login", url.Values{"key": {key}}); resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) == 0 {
+			t.Fatalf("the right key from the locked address: %d, want a session", resp.StatusCode)
+		}
+	}
+	// Wrong keys that begin as the admin key does lock its prefix: the
+	// admin key waits, at most maxKeyLock, though the loop goes on.
+	for i := range loginBurst {
+		e.do(c, "POST", "/console/login", url.Values{"key": {adminKey[:len(adminKey)/2] + fmt.Sprintf("wrong-%02d", i)}})
+	}
+	if resp, _ := e.do(e.client(), "POST", "/console/login", url.Values{"key": {adminKey}}); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the admin key while its prefix is locked: %d, want 429", resp.StatusCode)
+	}
+	// The loop goes on as tokens refill: the lock does not start again.
+	clk.add(loginRefill)
+	e.do(c, "POST", "/console/login", url.Values{"key": {adminKey[:len(adminKey)/2] + "wrong-again"}})
+	if resp, _ := e.do(e.client(), "POST", "/console/login", url.Values{"key": {adminKey}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the admin key %v after its prefix locked: %d, want a session", loginRefill, resp.StatusCode)
+	}
+	// Without a key: refused, never a session.
+	if resp, _ := e.do(e.client(), "POST", "/console/login", url.Values{"key": {""}}); resp.StatusCode/100 != 4 || len(resp.Cookies()) != 0 {
+		t.Fatalf("no key: %d", resp.StatusCode)
+	}
+}
+
+// TestSignInLimitCountsFailuresOnly: successful sign-ins use none of the
+// address's allowance (they used to: thirty operators signing in behind
+// one proxy locked it).
+func TestSignInLimitCountsFailuresOnly(t *testing.T) {
+	e, _ := newClockEnv(t)
+	for i := range 3 * loginBurst {
+		if resp, _ := e.do(e.client(), "POST", "/console/login", url.Values{"key": {adminKey}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign-in %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	if resp, _ := e.do(e.client(), "POST", "/console/login", url.Values{"key": {"a-wrong-key-0123456789"}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a wrong key after many sign-ins: %d, want 401", resp.StatusCode)
 	}
 }
 
 func TestLimiterRefills(t *testing.T) {
 	var l limiter
 	now := time.Unix(1000, 0)
-	for range loginBurst {
-		if !l.allow("1.2.3.4", now) {
-			t.Fatal("refused within the burst")
+	for i := range loginBurst {
+		if locked, _ := l.locked(addrID("1.2.3.4"), now); locked {
+			t.Fatalf("locked after %d failures", i)
 		}
+		l.fail(addrID("1.2.3.4"), now)
 	}
-	if l.allow("1.2.3.4", now) {
-		t.Fatal("allowed past the burst")
+	if locked, since := l.locked(addrID("1.2.3.4"), now); !locked || !since.Equal(now) {
+		t.Fatal("not locked past the burst")
 	}
-	if !l.allow("5.6.7.8", now) {
-		t.Fatal("another address refused")
+	if locked, _ := l.locked(addrID("5.6.7.8"), now); locked {
+		t.Fatal("another address locked")
 	}
-	if !l.allow("1.2.3.4", now.Add(loginRefill)) {
+	if locked, _ := l.locked(addrID("1.2.3.4"), now.Add(loginRefill)); locked {
 		t.Fatal("not refilled")
 	}
+	if prefixID("abcdefgh-0123456789") != prefixID("abcdefgh-9876543210") || prefixID("abcdefgh-0123456789") == prefixID("abcdefgX-0123456789") {
+		t.Fatal("prefixes are not the first characters")
+	}
+}
+
+// testClock is a clock the test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// newClockEnv is newEnv with a clock the test moves.
+func newClockEnv(t *testing.T) (*env, *testClock) {
+	t.Helper()
+	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
+	f := newFake(t)
+	c := New(t.Context(), f, Options{Interval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler), Now: clk.now})
+	t.Cleanup(c.Close)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return &env{t: t, gw: f, c: c, srv: srv}, clk
 }
 
 func TestSessionExpiry(t *testing.T) {
@@ -833,5 +913,45 @@ func TestWhyOpenReadsTheCauseNotTheDetailText(t *testing.T) {
 	}
 	if got := whyOpen(evs[1:2], "b"); got != "" {
 		t.Fatalf("why %q from a transition that did not open", got)
+	}
+}
+
+// TestOverviewStreamKeepsSessionAlive is the regression test of issue
+// 23's item 12 for sessions: an open overview (its event stream) did not
+// keep its session alive, so an operator watching an incident was signed
+// out after sessionIdle. Now each update of the stream marks the session
+// seen; a session without a stream still ends.
+func TestOverviewStreamKeepsSessionAlive(t *testing.T) {
+	e, clk := newClockEnv(t)
+	watching, _ := e.login(adminKey)
+	idle, _ := e.login(adminKey)
+	u, _ := url.Parse(e.srv.URL + "/console/")
+	tok := watching.Jar.Cookies(u)[0].Value
+	seen := func() time.Time {
+		e.c.sessions.mu.Lock()
+		defer e.c.sessions.mu.Unlock()
+		if ss := e.c.sessions.m[sha256.Sum256([]byte(tok))]; ss != nil {
+			return ss.seen
+		}
+		return time.Time{}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/console/stream", nil)
+	resp, err := watching.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go io.Copy(io.Discard, resp.Body)
+	for range 2 {
+		clk.add(sessionIdle - time.Minute)
+		poll.Until(t, 10*time.Second, func() bool { return seen().Equal(clk.now()) }, func() string { return "the stream did not mark the session seen" })
+	}
+	if r, _ := e.do(watching, "GET", "/console/", nil); r.StatusCode != http.StatusOK {
+		t.Fatalf("the watched session after %v: %d, want 200", 2*(sessionIdle-time.Minute), r.StatusCode)
+	}
+	if r, _ := e.do(idle, "GET", "/console/", nil); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("an unwatched session after %v: %d, want the login", 2*(sessionIdle-time.Minute), r.StatusCode)
 	}
 }

@@ -217,7 +217,7 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s *session, tok
 		case <-c.samples.done():
 			return
 		case <-tick:
-			if !c.sessions.valid(tok, c.now()) {
+			if !c.sessions.keep(tok, c.now()) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				fl.Flush()
 				return

@@ -116,14 +116,28 @@ func (s *sessions) get(tok string, now time.Time) *session {
 	return &cp
 }
 
-// valid reports whether tok's session is alive, without marking it seen
-// (an open event stream does not keep a session alive).
+// valid reports whether tok's session is alive, without marking it seen.
 func (s *sessions) valid(tok string, now time.Time) bool {
 	k := sha256.Sum256([]byte(tok))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ss := s.m[k]
 	return ss != nil && ss.alive(now)
+}
+
+// keep reports whether tok's session is alive and marks it seen: an open
+// overview, whose event stream calls it at every update, keeps its
+// session alive (up to sessionMax), as requests do.
+func (s *sessions) keep(tok string, now time.Time) bool {
+	k := sha256.Sum256([]byte(tok))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[k]
+	if ss == nil || !ss.alive(now) {
+		return false
+	}
+	ss.seen = now
+	return true
 }
 
 // end drops tok's session.
@@ -139,18 +153,30 @@ func sameToken(a, b string) bool {
 	return subtle.ConstantTimeCompare(ha[:], hb[:]) == 1 && a != ""
 }
 
-// Login rate limit: a token bucket per remote IP of loginBurst attempts,
-// refilled at one per loginRefill.
+// Sign-in limits. Only failed sign-ins are counted, in a token bucket of
+// loginBurst per remote address and one per key prefix (the first
+// characters of the key presented, at most half of it, kept as a hash),
+// each refilled at one per loginRefill. A wrong key from an address or
+// with a prefix whose bucket is empty is answered 429 instead of 401.
+// Every key is checked, so a correct key is never refused because its
+// address is locked (behind a reverse proxy every operator shares one):
+// it is refused only while its own prefix's bucket is empty, which needs
+// a run of failures with keys that begin as it does, and for at most
+// maxKeyLock from when that bucket emptied.
 const (
 	loginBurst  = 10
 	loginRefill = 6 * time.Second
-	// maxLimited bounds the addresses tracked; full buckets are dropped
-	// first.
+	// maxKeyLock bounds how long a correct key can be refused.
+	maxKeyLock = 5 * time.Second
+	// prefixLen is the longest key prefix the limit counts by.
+	prefixLen = 8
+	// maxLimited bounds the buckets tracked; full buckets are dropped
+	// first, then any.
 	maxLimited = 10000
 )
 
-// limiter rate-limits login attempts per remote IP. It is safe for
-// concurrent use.
+// limiter counts failed sign-ins per address and per key prefix. It is
+// safe for concurrent use.
 type limiter struct {
 	mu sync.Mutex
 	m  map[string]*bucket
@@ -159,36 +185,80 @@ type limiter struct {
 type bucket struct {
 	tokens float64
 	at     time.Time
+	// emptied is when the bucket first ran out since it was last full;
+	// zero once it is full again.
+	emptied time.Time
 }
 
-// allow takes a token from ip's bucket, and reports whether there was one.
-func (l *limiter) allow(ip string, now time.Time) bool {
+// addrID and prefixID are the buckets of an address and of the prefix of
+// a presented key.
+func addrID(ip string) string { return "addr " + ip }
+
+func prefixID(key string) string {
+	n := min(prefixLen, len(key)/2)
+	h := sha256.Sum256([]byte(key[:n]))
+	return "key " + base64.RawURLEncoding.EncodeToString(h[:12])
+}
+
+// locked reports whether id's bucket is empty, and since when.
+func (l *limiter) locked(id string, now time.Time) (bool, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.m[id]
+	if b == nil {
+		return false, time.Time{}
+	}
+	lv := b.level(now)
+	if lv >= loginBurst {
+		b.emptied = time.Time{}
+	}
+	return lv < 1, b.emptied
+}
+
+// fail counts a failed sign-in in id's bucket, and reports whether it
+// emptied the bucket.
+func (l *limiter) fail(id string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
 		l.m = map[string]*bucket{}
 	}
-	b := l.m[ip]
+	b := l.m[id]
 	if b == nil {
 		if len(l.m) >= maxLimited {
-			for k, v := range l.m {
-				if v.level(now) >= loginBurst {
-					delete(l.m, k)
-				}
-			}
-			if len(l.m) >= maxLimited {
-				return false // under attack from many addresses: nobody new logs in until buckets refill
-			}
+			l.evict(now)
 		}
 		b = &bucket{tokens: loginBurst, at: now}
-		l.m[ip] = b
+		l.m[id] = b
 	}
 	b.tokens, b.at = b.level(now), now
 	if b.tokens < 1 {
 		return false
 	}
 	b.tokens--
+	if b.tokens >= 1 {
+		return false
+	}
+	if b.emptied.IsZero() {
+		b.emptied = now // a lock begins; it lasts until the bucket is full again
+	}
 	return true
+}
+
+// evict drops the full buckets or, if none is, one at random. Requires
+// external locking.
+func (l *limiter) evict(now time.Time) {
+	for k, v := range l.m {
+		if v.level(now) >= loginBurst {
+			delete(l.m, k)
+		}
+	}
+	for k := range l.m {
+		if len(l.m) < maxLimited {
+			break
+		}
+		delete(l.m, k)
+	}
 }
 
 func (b *bucket) level(now time.Time) float64 {

@@ -3,6 +3,9 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -35,6 +38,47 @@ func (g *Gateway) admin(action, pool, backend, detail, from, who string) {
 		g.notes.tracker.Send(notify.Notification{Kind: "admin", Pool: pool, Reason: "manual: " + detail, At: g.now(),
 			Text: fmt.Sprintf("switchover: an operator %s (%s).", detail, g.now().UTC().Format(time.RFC3339))})
 	}
+}
+
+// ActorHeader is the header a client of the admin API names its operator
+// in (switchover status sends $USER, or its -as flag): an action is
+// recorded as taken by "admin key (as NAME) from ADDRESS". The name is
+// the caller's word, not proved: it tells holders of the one admin key
+// apart, as the address does.
+const ActorHeader = "X-Switchover-Actor"
+
+// actor is who takes an action through the admin API, r having passed
+// its key check: the admin key's holder (or, with admin.allow_no_key, a
+// local caller without one), the name it gives in ActorHeader, and the
+// address it called from.
+func (g *Gateway) actor(r *http.Request) string {
+	who := "admin key"
+	if a := g.Config().Admin; a == nil || a.Key == "" {
+		who = "no key (admin.allow_no_key)"
+	}
+	if name := actorName(r.Header.Get(ActorHeader)); name != "" {
+		who += " (as " + name + ")"
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		who += " from " + host
+	}
+	return who
+}
+
+// actorName is the name a caller gives, made safe to record: letters,
+// digits, space and .-_@ only, at most 64 characters.
+func actorName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', strings.ContainsRune(" .-_@", r):
+			return r
+		}
+		return -1
+	}, s)
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strings.TrimSpace(s)
 }
 
 // Drain stops new traffic to a backend in every pool; requests in flight

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/proxy"
 )
 
@@ -29,10 +30,10 @@ func (g *Gateway) adminHandler() (http.Handler, func()) {
 	mux.HandleFunc("GET /admin/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.Status()) })
 	mux.HandleFunc("GET /admin/events", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.notes.events.list()) })
 	mux.HandleFunc("POST /admin/backends/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
-		g.answer(w, g.Drain(r.PathValue("name")))
+		g.answer(w, g.actAs(fleet.Action{Kind: fleet.ActionDrain, Backend: r.PathValue("name")}, g.actor(r)))
 	})
 	mux.HandleFunc("POST /admin/backends/{name}/restore", func(w http.ResponseWriter, r *http.Request) {
-		g.answer(w, g.Restore(r.PathValue("name")))
+		g.answer(w, g.actAs(fleet.Action{Kind: fleet.ActionRestore, Backend: r.PathValue("name")}, g.actor(r)))
 	})
 	mux.HandleFunc("POST /admin/backends/{name}/breaker", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
@@ -53,7 +54,7 @@ func (g *Gateway) adminHandler() (http.Handler, func()) {
 		}
 		switch body.State {
 		case "open", "closed":
-			g.answer(w, g.ForceBreaker(r.PathValue("name"), body.State == "open", d))
+			g.answer(w, g.actAs(g.forceAction(r.PathValue("name"), body.State == "open", d), g.actor(r)))
 		default:
 			writeJSON(w, http.StatusBadRequest, apiErr(fmt.Errorf("state must be open or closed, not %q", body.State)))
 		}
@@ -71,13 +72,17 @@ func (g *Gateway) adminHandler() (http.Handler, func()) {
 			writeJSON(w, http.StatusBadRequest, apiErr(errors.New("give a priority or a weight (1 or more)")))
 			return
 		}
-		g.answer(w, g.SetMember(r.PathValue("pool"), r.PathValue("backend"), body.Priority, body.Weight))
+		if body.Priority < 0 || body.Weight < 0 {
+			writeJSON(w, http.StatusBadRequest, apiErr(errors.New("priority and weight must be positive")))
+			return
+		}
+		g.answer(w, g.actAs(fleet.Action{Kind: fleet.ActionSetMember, Pool: r.PathValue("pool"), Backend: r.PathValue("backend"), Priority: body.Priority, Weight: body.Weight}, g.actor(r)))
 	})
 	mux.HandleFunc("POST /admin/pools/{pool}/members/{backend}/reset", func(w http.ResponseWriter, r *http.Request) {
-		g.answer(w, g.ResetMember(r.PathValue("pool"), r.PathValue("backend")))
+		g.answer(w, g.actAs(fleet.Action{Kind: fleet.ActionResetMember, Pool: r.PathValue("pool"), Backend: r.PathValue("backend")}, g.actor(r)))
 	})
 	mux.HandleFunc("POST /admin/reload", func(w http.ResponseWriter, r *http.Request) {
-		g.admin("reload", "", "", "asked for a configuration reload", "", "")
+		g.admin("reload", "", "", "asked for a configuration reload", "", g.actor(r))
 		if err := g.ReloadFile(); err != nil {
 			writeJSON(w, http.StatusUnprocessableEntity, apiErr(err))
 			return

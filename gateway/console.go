@@ -24,7 +24,7 @@ type LatencyBucket struct {
 // newConsole is the web console of this gateway, sampling its status
 // until the gateway closes.
 func (g *Gateway) newConsole() *console.Console {
-	return console.New(g.life.bg, consoleGateway{g}, console.Options{Logger: g.Logger})
+	return console.New(g.life.bg, consoleGateway{g}, console.Options{Logger: g.Logger, Now: g.now})
 }
 
 // consoleGateway is the gateway as the console sees it.
@@ -33,7 +33,14 @@ type consoleGateway struct{ g *Gateway }
 var (
 	_ console.Gateway  = consoleGateway{}
 	_ console.Ledgered = consoleGateway{}
+	_ console.Recorder = consoleGateway{}
 )
+
+// Record puts a console security event (a sign-in, a refused one, a
+// refused request) in the timeline.
+func (c consoleGateway) Record(kind, detail string) {
+	c.g.addEvent(Event{At: c.g.now(), Kind: kind, Detail: detail}, true)
+}
 
 // Ledger is the store of keys, teams and usage, or nil without one.
 func (c consoleGateway) Ledger() ledger.Store { return c.g.Ledger() }

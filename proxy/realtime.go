@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,8 +48,60 @@ func routeRealtime(x *exchange) error {
 			fmt.Sprintf("switchover: the model %q is not a pool of this gateway (GET /v1/models lists them)", truncate(model, 100)))
 	}
 	x.lg.stream, x.lg.routed = true, true
-	x.routeTo(pool, &route.Request{Op: route.Realtime, Model: model, Header: r.Header, RawQuery: r.URL.RawQuery})
+	hdr, query := withoutCallerKey(r)
+	x.routeTo(pool, &route.Request{Op: route.Realtime, Model: model, Header: hdr, RawQuery: query})
 	return nil
+}
+
+// withoutCallerKey returns the headers and query of a realtime upgrade
+// without the key the caller presented, in whatever form the gateway took
+// it: no header value, subprotocol or query parameter that holds it (in
+// any case) goes on to the engine, which also drops every credential
+// parameter and key subprotocol by name (route's prepareRealtime) and
+// sets the backend's own credential.
+func withoutCallerKey(r *http.Request) (http.Header, string) {
+	key, ok := presentedKey(r)
+	if !ok || len(key) < 4 {
+		return r.Header, r.URL.RawQuery
+	}
+	holds := func(v string) bool { return containsFold(v, key) }
+	h := make(http.Header, len(r.Header))
+	for k, vv := range r.Header {
+		for _, v := range vv {
+			if k == "Sec-Websocket-Protocol" {
+				var keep []string
+				for _, p := range strings.Split(v, ",") {
+					if !holds(p) {
+						keep = append(keep, strings.TrimSpace(p))
+					}
+				}
+				v = strings.Join(keep, ", ")
+			}
+			if v != "" && !holds(v) {
+				h[k] = append(h[k], v)
+			}
+		}
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return h, "" // a query that does not parse is not forwarded
+	}
+	for k, vv := range q {
+		if holds(k) || slices.ContainsFunc(vv, holds) {
+			delete(q, k)
+		}
+	}
+	return h, q.Encode()
+}
+
+// containsFold reports whether s contains sub in any ASCII case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // tunnel is the stage that opens a realtime session: the engine makes the

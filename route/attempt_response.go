@@ -155,11 +155,9 @@ func (at *attempt) streamReaders(resp *http.Response, wrapped *body, native, cli
 		resp.ContentLength = -1
 		resp.Header.Set("Content-Type", "text/event-stream")
 	}
-	if native == client {
-		// Passed through: an error event the backend sends may quote
-		// the credential it was sent.
-		resp.Body = &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
-	}
+	// An error event the backend sends may quote the credential it was
+	// sent, passed through or translated.
+	resp.Body = &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
 	if r.tagsIDs() {
 		resp.Body = &lineBody{lineReader: taggingReader(resp.Body, b.Name), c: resp.Body}
 	}

@@ -1,12 +1,8 @@
 package route
 
 import (
-	"bytes"
-	"io"
 	"net"
 	"net/http"
-	"regexp"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -100,61 +96,6 @@ func (b *Backend) SlowAfter(stream bool) time.Duration {
 // a backend with nothing measured is judged with its peers
 // (Pool.CheckTimeout).
 func (b *Backend) CheckTimeout() time.Duration { return b.lat.checkTimeout() }
-
-// redact removes the backend's own credentials from text that came from
-// upstream or from a transport error, before it is relayed to a client,
-// a log or a trace: an upstream error may quote the key it was sent. It
-// removes the provider's keys and the bearer tokens it sent last (see
-// credentials), and, since a token source may have rotated its token
-// since, anything shaped like a bearer token or a JWT.
-func (b *Backend) redact(s string) string {
-	var buf [2]string
-	for _, secret := range appendCredentials(buf[:0], b.Provider) {
-		if len(secret) >= 4 {
-			s = strings.ReplaceAll(s, secret, "[redacted]")
-		}
-	}
-	return redactTokens(s)
-}
-
-// redactingReader passes a stream on with the backend's credentials
-// redacted from its error lines (those that mention "error"): the rest,
-// the answer, goes through as it is.
-func (b *Backend) redactingReader(r io.Reader) *lineReader {
-	return &lineReader{r: r, fn: func(line []byte) []byte {
-		if !bytes.Contains(line, []byte("error")) {
-			return line
-		}
-		return []byte(b.redact(string(line)))
-	}}
-}
-
-// bearerToken and jwt match credentials by their shape: "Bearer <token>"
-// in any case, and the three base64url parts of a JSON Web Token (Entra
-// ID access tokens are JWTs). They are never modified.
-var (
-	bearerToken = regexp.MustCompile(`(?i)\bbearer(\s+|%20|\+)[A-Za-z0-9\-._~+/]{8,}=*`)
-	jwt         = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)
-)
-
-func redactTokens(s string) string {
-	if !strings.Contains(s, "eyJ") && !containsBearer(s) {
-		return s // the common case, without a regexp
-	}
-	s = bearerToken.ReplaceAllString(s, "Bearer [redacted]")
-	return jwt.ReplaceAllString(s, "[redacted]")
-}
-
-// containsBearer reports whether s contains "bearer" in any case, without
-// allocating.
-func containsBearer(s string) bool {
-	for i := 0; i+6 <= len(s); i++ {
-		if s[i]|0x20 == 'b' && strings.EqualFold(s[i:i+6], "bearer") {
-			return true
-		}
-	}
-	return false
-}
 
 // redactedError is an error whose text has had a backend's credentials
 // removed; errors.Is and errors.As still see the original.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -17,22 +18,36 @@ var realtimeHeaders = []string{"Sec-Websocket-Key", "Sec-Websocket-Version", "Se
 
 // insecureKeyProtocol is the subprotocol prefix browsers use to send an
 // API key (they cannot set headers on a WebSocket): the gateway's key,
-// never forwarded.
-const insecureKeyProtocol = "openai-insecure-api-key."
+// never forwarded, in whatever case it is written.
+const insecureKeyProtocol = "openai-insecure-api-key"
+
+// credentialParams are the query parameters (compared in any case) that
+// may carry a caller's credential: none goes upstream, whatever the
+// gateway accepts as a key. The backend's own credential is set by its
+// provider.
+var credentialParams = []string{"api-key", "api_key", "apikey", "key", "x-api-key", "x-goog-api-key",
+	"access_token", "token", "auth", "authorization", "bearer", "subscription-key", "ocp-apim-subscription-key",
+	"password", "secret", "client_secret"}
 
 // prepareRealtime builds the upgrade request of a realtime session for
 // member m: GET realtime under the backend's API root (Azure's v1 API),
 // the model or deployment in the query, the client's WebSocket headers,
-// and a subprotocol list without any key in it.
+// and a subprotocol list without any key in it. No credential of the
+// caller's goes upstream: its headers are not copied (only
+// realtimeHeaders), a subprotocol naming a key and the query parameters
+// of credentialParams are dropped in any case.
 func prepareRealtime(r *Request, m *Member, model string, o *Outgoing) error {
 	prov := m.Backend.Provider
 	if prov.Format() != translate.OpenAI {
 		return &translate.UnsupportedError{Target: prov.Format(), Feature: "realtime sessions"}
 	}
 	q, _ := url.ParseQuery(r.RawQuery)
-	q.Del("deployment")
-	q.Del("api-version")
-	q.Del("api-key")
+	for k := range q {
+		if slices.ContainsFunc(credentialParams, func(c string) bool { return strings.EqualFold(k, c) }) ||
+			strings.EqualFold(k, "deployment") || strings.EqualFold(k, "api-version") || strings.EqualFold(k, "model") {
+			delete(q, k)
+		}
+	}
 	q.Set("model", model)
 	h := http.Header{"Connection": {"Upgrade"}, "Upgrade": {"websocket"}}
 	for _, k := range realtimeHeaders {
@@ -43,7 +58,7 @@ func prepareRealtime(r *Request, m *Member, model string, o *Outgoing) error {
 	var protos []string
 	for _, v := range r.Header.Values("Sec-Websocket-Protocol") {
 		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" && !strings.HasPrefix(p, insecureKeyProtocol) {
+			if p = strings.TrimSpace(p); p != "" && !isKeyProtocol(p) {
 				protos = append(protos, p)
 			}
 		}
@@ -53,6 +68,12 @@ func prepareRealtime(r *Request, m *Member, model string, o *Outgoing) error {
 	}
 	*o = Outgoing{Op: Realtime, Model: model, Header: h, Method: http.MethodGet, Path: string(Realtime), RawQuery: q.Encode()}
 	return nil
+}
+
+// isKeyProtocol reports whether a subprotocol carries an API key
+// (openai-insecure-api-key.KEY, in any case).
+func isKeyProtocol(p string) bool {
+	return len(p) >= len(insecureKeyProtocol) && strings.EqualFold(p[:len(insecureKeyProtocol)], insecureKeyProtocol)
 }
 
 // upgraded is the connection of a session a backend switched protocols

@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/switchover-gw/switchover/gateway"
 )
 
 // adminClient calls a running gateway's admin API, for the keys, teams
@@ -18,6 +20,7 @@ import (
 type adminClient struct {
 	base string // scheme://host:port, no trailing slash
 	key  string // admin key; "" sends none
+	as   string // the operator, sent in X-Switchover-Actor; "" sends none
 }
 
 // adminFlags adds -admin and -key to fs, with the defaults of switchover
@@ -25,12 +28,13 @@ type adminClient struct {
 func adminFlags(fs *flag.FlagSet) func() *adminClient {
 	addr := fs.String("admin", envOr("SWITCHOVER_ADMIN", "http://127.0.0.1:8081"), "admin API base URL (default $SWITCHOVER_ADMIN or http://127.0.0.1:8081)")
 	key := fs.String("key", os.Getenv("SWITCHOVER_ADMIN_KEY"), "admin key (default $SWITCHOVER_ADMIN_KEY)")
+	as := fs.String("as", os.Getenv("USER"), "who takes the action, recorded with it in the gateway's events (default $USER)")
 	return func() *adminClient {
 		base := strings.TrimSuffix(*addr, "/")
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
 		}
-		return &adminClient{base: base, key: *key}
+		return &adminClient{base: base, key: *key, as: *as}
 	}
 }
 
@@ -51,6 +55,9 @@ func (c *adminClient) call(ctx context.Context, method, path string, body any) (
 	}
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
+	}
+	if c.as != "" {
+		req.Header.Set(gateway.ActorHeader, c.as)
 	}
 	if method != http.MethodGet {
 		// The admin API takes only JSON on POST, so that no web page can

@@ -350,3 +350,36 @@ pools:
 		t.Fatalf("drain through gw-1:\n%s", o)
 	}
 }
+
+// TestStatusCommandNamesItsActor is the regression test of issue 23's
+// item 12 for the CLI: an action through the admin API named nobody. Now
+// switchover status sends -as (default $USER) and the event says
+// "admin key (as NAME)".
+func TestStatusCommandNamesItsActor(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "switchover.yaml")
+	os.WriteFile(cfgPath, []byte(`listen: 127.0.0.1:0
+server: {drain_delay: 0s}
+admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
+reload: {watch: false}
+backends:
+  - {name: weu, type: openai_compatible, url: "http://127.0.0.1:1", region: westeurope}
+pools:
+  - name: chat-prod
+    members: [{backend: weu, priority: 1}]
+`), 0o600)
+	admin, _, _ := serveFile(t, cfgPath)
+	t.Setenv("USER", "bob")
+	if code, _, e := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789", "-as", "alice", "drain", "weu"); code != exitOK {
+		t.Fatalf("drain: %d %s", code, e)
+	}
+	if code, _, e := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789", "restore", "weu"); code != exitOK {
+		t.Fatalf("restore: %d %s", code, e)
+	}
+	_, o, _ := run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789", "-json")
+	for _, want := range []string{"drained backend weu (by admin key (as alice) from 127.0.0.1)", "restored backend weu (by admin key (as bob) from 127.0.0.1)"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("no %q in the events:\n%s", want, o)
+		}
+	}
+}

@@ -45,6 +45,7 @@ Flags:
 	}
 	addr := fs.String("admin", envOr("SWITCHOVER_ADMIN", "http://127.0.0.1:8081"), "admin API base URL (default $SWITCHOVER_ADMIN or http://127.0.0.1:8081)")
 	key := fs.String("key", os.Getenv("SWITCHOVER_ADMIN_KEY"), "admin key (default $SWITCHOVER_ADMIN_KEY)")
+	as := fs.String("as", os.Getenv("USER"), "who takes the action, recorded with it in the gateway's events (default $USER)")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
 	events := fs.Int("events", 10, "recent events to print")
 	if err := parseFlags(fs, args); err != nil {
@@ -64,6 +65,9 @@ Flags:
 	}
 	if *key != "" {
 		req.Header.Set("Authorization", "Bearer "+*key)
+	}
+	if *as != "" {
+		req.Header.Set(gateway.ActorHeader, *as)
 	}
 	if method == http.MethodPost {
 		// The admin API takes only JSON on POST, so that no web page can
