@@ -1,0 +1,294 @@
+package route
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+)
+
+// Stored objects belong to the tenant that made them: the key, or its
+// team when the team shares its objects. The gateway keeps no record of
+// who made what; it signs the owner into the id it gives the client (see
+// the comment on TagID for the form), so every replica with the same
+// secret can check, from the id alone, that the caller may reach the
+// object and that its backend is the one that made it.
+
+// macChars is the length of a signed tag's MAC in base32 characters: 80
+// bits, ten bytes of HMAC-SHA256.
+const macChars = 16
+
+// isMACText reports whether s is made only of ownerEncoding's characters.
+func isMACText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// Signer holds the secrets that sign owner tags: the first signs new
+// ids, every one verifies (the ones before it are earlier secrets, kept
+// while ids made with them should still be reached). It is immutable and
+// safe for concurrent use.
+type Signer struct{ keys [][]byte }
+
+// NewSigner returns a Signer of secrets, the first signing. None means
+// an empty secret: tags anyone can compute, as good as unsigned (what a
+// gateway without keys, or the library alone, uses).
+func NewSigner(secrets ...[]byte) *Signer {
+	s := &Signer{}
+	for _, k := range secrets {
+		if len(k) > 0 {
+			s.keys = append(s.keys, k)
+		}
+	}
+	if len(s.keys) == 0 {
+		s.keys = [][]byte{nil}
+	}
+	return s
+}
+
+// mac is the tag's MAC under key: what it binds is the backend that
+// holds the object, the tenant it belongs to and the provider's id.
+func mac(key []byte, backend, tenant, orig string) string {
+	h := hmac.New(sha256.New, key)
+	for _, s := range []string{"switchover object id v2", backend, tenant, orig} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return ownerEncoding.EncodeToString(h.Sum(nil)[:macChars*5/8])
+}
+
+func (s *Signer) sign(backend, tenant, orig string) string {
+	return mac(s.keys[0], backend, tenant, orig)
+}
+
+// verify reports whether m is the MAC of (backend, tenant, orig) under
+// one of the secrets.
+func (s *Signer) verify(m, backend, tenant, orig string) bool {
+	ok := false
+	for _, k := range s.keys {
+		if hmac.Equal([]byte(m), []byte(mac(k, backend, tenant, orig))) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+// Tagger writes the owner of the objects one caller makes into their ids,
+// and reads it back from the ids the caller sends, refusing those the
+// caller may not reach. A nil *Tagger is Open with an empty secret and no
+// tenant: what the library does alone. A Tagger is not changed once a
+// request carries it, and is then safe for concurrent use.
+type Tagger struct {
+	// Signer signs and verifies the tags. Nil means NewSigner().
+	Signer *Signer
+	// Tenant is who the objects the caller makes belong to: "k:" and a
+	// key's ID, "t:" and a team's name, "" for no one (a gateway
+	// without keys).
+	Tenant string
+	// Readers are further tenants whose objects the caller reaches (its
+	// own key's while its team shares objects). Default none.
+	Readers []string
+	// Open accepts every tagged id, signed for any tenant or unsigned,
+	// and the provider's own ids: a gateway without keys, one tenant.
+	Open bool
+	// List says the call lists a collection (GET /v1/files): the
+	// entries of a list answer belong to whoever made them, which the
+	// provider does not say, so an answer that is a list keeps none of
+	// them unless Open (see filterList).
+	List bool
+}
+
+func (t *Tagger) signer() *Signer {
+	if t == nil || t.Signer == nil {
+		return defaultSigner
+	}
+	return t.Signer
+}
+
+var defaultSigner = NewSigner()
+
+func (t *Tagger) open() bool { return t == nil || t.Open }
+func (t *Tagger) tenant() string {
+	if t == nil {
+		return ""
+	}
+	return t.Tenant
+}
+
+// Tag returns id with backend and the Tagger's tenant signed into it. An
+// id that is already a tag this Tagger reaches for backend is returned
+// as it is.
+func (t *Tagger) Tag(id, backend string) string {
+	if id == "" || backend == "" {
+		return id
+	}
+	if tg, ok := parseTag(id); ok && tg.backend == backend && t.reaches(tg) {
+		return id
+	}
+	prefix, rest := splitID(id)
+	return prefix + signedMark + ownerEncoding.EncodeToString([]byte(backend)) + "0" + t.signer().sign(backend, t.tenant(), id) + rest
+}
+
+// reaches reports whether the caller may reach the object of tag tg.
+func (t *Tagger) reaches(tg idTag) bool {
+	if t.open() {
+		return true
+	}
+	if tg.mac == "" {
+		return false // made before ids were signed: only without keys
+	}
+	s := t.signer()
+	if s.verify(tg.mac, tg.backend, t.Tenant, tg.orig) {
+		return true
+	}
+	for _, r := range t.Readers {
+		if s.verify(tg.mac, tg.backend, r, tg.orig) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnknownIDError is an id the caller may not reach: not one this gateway
+// gave it (another tenant's, forged, altered, unsigned while keys are
+// required, or a provider's id the gateway never tagged), or one whose
+// backend does not serve the call. Every such id gets the same answer,
+// 404 as for an object that does not exist, so that the answer says
+// nothing about whether it does.
+type UnknownIDError struct{ ID string }
+
+func (e *UnknownIDError) Error() string {
+	id := e.ID
+	if len(id) > 100 {
+		id = id[:100] + "…"
+	}
+	return fmt.Sprintf("no object with the id %q was found", id)
+}
+
+// Untag returns the backend and the provider's id of a tagged id the
+// caller reaches. tagged is false for an id that is not a tag (returned
+// as it is); an id the caller may not reach is an *UnknownIDError.
+func (t *Tagger) Untag(id string) (backend, orig string, tagged bool, err error) {
+	tg, ok := parseTag(id)
+	if !ok {
+		return "", id, false, nil
+	}
+	if !t.reaches(tg) {
+		return "", id, true, &UnknownIDError{ID: id}
+	}
+	return tg.backend, tg.orig, true, nil
+}
+
+// UntagRef is Untag for a value where a request names an object by its
+// id alone (a path segment, a list cursor): unless Open, a provider's id
+// of a stored object, which the gateway never gives a caller, is an
+// *UnknownIDError too.
+func (t *Tagger) UntagRef(id string) (backend, orig string, tagged bool, err error) {
+	backend, orig, tagged, err = t.Untag(id)
+	if err == nil && !tagged && !t.open() && isStateful(id) {
+		err = &UnknownIDError{ID: id}
+	}
+	return backend, orig, tagged, err
+}
+
+// TagIDs returns body with backend and the tenant tagged into the ids of
+// stateful objects it names (see ownedKeys and statefulPrefixes), at any
+// depth. A body with none is returned as it is.
+func (t *Tagger) TagIDs(body []byte, backend string) []byte {
+	return rewriteStrings(body, func(key, v string) (string, bool) {
+		if !ownedKeys[key] || !isStateful(v) {
+			return "", false
+		}
+		if tagged := t.Tag(v, backend); tagged != v {
+			return tagged, true
+		}
+		return "", false
+	})
+}
+
+// UntagIDs returns body with every tagged id at an id member replaced by
+// the provider's id, and the backend they name. Ids of two backends are
+// an *OwnerConflictError; an id the caller may not reach, and, unless
+// Open, a provider's id of a stored object (which the gateway never
+// gives a caller), an *UnknownIDError.
+func (t *Tagger) UntagIDs(body []byte) ([]byte, string, error) {
+	out, owner, _, err := t.untagIDs(body)
+	return out, owner, err
+}
+
+// untagIDs is UntagIDs that also returns the first tagged id.
+func (t *Tagger) untagIDs(body []byte) (out []byte, owner, first string, err error) {
+	var failed error
+	out = rewriteStrings(body, func(key, v string) (string, bool) {
+		if !ownedKeys[key] || failed != nil {
+			return "", false
+		}
+		b, orig, tagged, err := t.Untag(v)
+		switch {
+		case err != nil:
+			failed = err
+			return "", false
+		case !tagged:
+			if !t.open() && isStateful(v) {
+				failed = &UnknownIDError{ID: v}
+			}
+			return "", false
+		case owner == "":
+			owner, first = b, v
+		case owner != b:
+			failed = &OwnerConflictError{First: owner, Second: b}
+		}
+		return orig, true
+	})
+	if failed != nil {
+		return body, "", "", failed
+	}
+	return out, owner, first, nil
+}
+
+// answer is what the client gets of a JSON answer to a call on stored
+// objects: a list filtered (filterList), then ids tagged.
+func (t *Tagger) answer(body []byte, backend string) []byte {
+	if t != nil && t.List && !t.Open {
+		body = filterList(body)
+	}
+	return t.TagIDs(body, backend)
+}
+
+// filterList returns a list answer ({"object": "list", "data": […]}, or
+// Anthropic's {"data": […], "has_more": …})
+// without its entries, first_id and last_id, and has_more false: the
+// provider's list names every tenant's objects and none of them says
+// whose it is, so a caller with a key is shown none (it keeps the ids it
+// is given). Any other body is returned as it is.
+func filterList(body []byte) []byte {
+	var l map[string]json.RawMessage
+	if json.Unmarshal(body, &l) != nil {
+		return body
+	}
+	var object string
+	json.Unmarshal(l["object"], &object)
+	_, hasMore := l["has_more"]
+	if _, ok := l["data"]; !ok || object != "list" && !hasMore { // Anthropic's lists have no "object"
+		return body
+	}
+	l["data"] = json.RawMessage("[]")
+	for _, k := range []string{"first_id", "last_id"} {
+		if _, ok := l[k]; ok {
+			l[k] = json.RawMessage("null")
+		}
+	}
+	if hasMore {
+		l["has_more"] = json.RawMessage("false")
+	}
+	out, err := json.Marshal(l)
+	if err != nil {
+		return []byte(`{"object":"list","data":[],"has_more":false}`)
+	}
+	return out
+}
