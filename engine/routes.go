@@ -13,7 +13,7 @@ func (e *Engine) routes(d Deps) *proxy.Routes {
 	cfg := e.Config
 	r := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
 		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
-		Resolver: d.Resolver, Admission: d.Admission}
+		Resolver: d.Resolver, Admission: d.Admission, Signer: route.NewSigner(cfg.ObjectSecrets()...)}
 	for _, pc := range cfg.Pools {
 		p := e.Pools[pc.Name]
 		r.Pools[pc.Name] = p
