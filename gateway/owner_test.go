@@ -26,6 +26,7 @@ const (
 	keyRed2     = "red2-key-0123456789abcd"
 	keyBlue1    = "blue1-key-0123456789abc"
 	keyBlue2    = "blue2-key-0123456789abc"
+	keySonnet   = "sonnet-key-0123456789ab"
 )
 
 // ownerExtra adds to startProviders' YAML: a pool cheap on aoai-weu
@@ -34,7 +35,10 @@ const (
 // pinned to aoai-weu.
 const ownerExtra = `  - name: cheap
     members: [{backend: aoai-weu, model: gpt-4o-mini}]
+  - name: sonnet
+    members: [{backend: claude, model: claude-sonnet-4-5}]
 keys:
+  - {name: sonnet-only, key: ` + keySonnet + `, pools: [sonnet]}
   - {name: a, key: ` + keyA + `}
   - {name: b, key: ` + keyB + `}
   - {name: narrow, key: ` + keyNarrow + `, pools: [cheap], models: [cheap]}
@@ -48,6 +52,7 @@ teams:
 object_ids: {secret: ` + ownerSecret + `}
 pinned:
   - {paths: [files, batches], backend: aoai-weu}
+  - {paths: [messages/batches], backend: claude}
 `
 
 func startOwners(t *testing.T) *providerEnv {
@@ -254,6 +259,33 @@ func TestRestrictedKeyCannotBatchADisallowedModel(t *testing.T) {
 	mixed := idOf(t, upload(t, e, keyNarrow, ownerBatchInput+strings.ReplaceAll(ownerBatchInput, `"gpt-4o"`, `"gpt-4o-mini"`)))
 	if a := call(t, e, "POST", "/v1/batches", keyNarrow, batchBody(mixed)); a.status != http.StatusForbidden {
 		t.Fatalf("a batch of both: %d %s", a.status, a.body)
+	}
+}
+
+// TestRestrictedKeyCannotMessageBatchADisallowedModel: a key limited to
+// pool sonnet gets 403 model_not_allowed for an Anthropic message batch
+// that names another model, and makes one of its own; a key limited to
+// pool cheap (not on claude) may make none.
+func TestRestrictedKeyCannotMessageBatchADisallowedModel(t *testing.T) {
+	e := startOwners(t)
+	batch := `{"requests":[{"custom_id":"a","params":{"model":"%s","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}]}`
+	post := func(key, model string) ownAnswer {
+		req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/messages/batches", strings.NewReader(strings.Replace(batch, "%s", model, 1)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Anthropic-Version", "2023-06-01")
+		return send(t, req, key)
+	}
+	if a := post(keySonnet, "claude-opus-4-1"); a.status != http.StatusForbidden || !strings.Contains(a.body, `"permission_error"`) || !strings.Contains(a.body, `may not use model \"claude-opus-4-1\"`) {
+		t.Errorf("another model: %d %s", a.status, a.body)
+	}
+	if a := post(keySonnet, "claude-sonnet-4-5"); a.status != http.StatusOK {
+		t.Errorf("its own model: %d %s", a.status, a.body)
+	}
+	if a := post(keyNarrow, "claude-sonnet-4-5"); a.status != http.StatusForbidden {
+		t.Errorf("a key whose pools do not reach the pinned backend: %d %s", a.status, a.body)
+	}
+	if a := post(keyA, "claude-sonnet-4-5"); a.status != http.StatusOK {
+		t.Errorf("a key without limits: %d %s", a.status, a.body)
 	}
 }
 
