@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -125,28 +127,51 @@ func inputFileModels(x *exchange, owner string, body []byte) ([]string, error) {
 	return lineModels(io.LimitReader(resp.Body, maxBatchInput+1))
 }
 
+// maxBatchLine bounds one line of a batch's input file as it is checked:
+// a line is held whole only up to it, so a hostile file of one huge line
+// costs no more.
+const maxBatchLine = 16 << 20
+
 // lineModels are the distinct body.model of the JSON lines of r.
 func lineModels(r io.Reader) ([]string, error) {
 	seen := map[string]bool{}
 	var models []string
-	d := json.NewDecoder(r)
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
 	for {
-		var line struct {
-			Body struct {
-				Model string `json:"model"`
-			} `json:"body"`
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > maxBatchLine {
+			return nil, badBatchInput()
 		}
-		err := d.Decode(&line)
-		if errors.Is(err, io.EOF) {
-			return models, nil
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, badBatchInput()
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			var l struct {
+				Body struct {
+					Model string `json:"model"`
+				} `json:"body"`
+			}
+			if json.Unmarshal(line, &l) != nil {
+				return nil, badBatchInput()
+			}
+			if m := l.Body.Model; !seen[m] {
+				seen[m] = true
+				models = append(models, m)
+			}
 		}
 		if err != nil {
-			return nil, requestError(http.StatusBadRequest, "invalid_batch_input",
-				"switchover: the batch's input file is not JSON lines of at most 200 MiB, so its models cannot be checked for this key")
+			return models, nil
 		}
-		if m := line.Body.Model; !seen[m] {
-			seen[m] = true
-			models = append(models, m)
-		}
+		line = line[:0]
 	}
+}
+
+func badBatchInput() error {
+	return requestError(http.StatusBadRequest, "invalid_batch_input",
+		"switchover: the batch's input file is not JSON lines (at most 16 MiB a line, 200 MiB in all), so its models cannot be checked for this key")
 }
