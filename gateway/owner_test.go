@@ -313,6 +313,9 @@ func TestCraftedOwnerTagNamingAnotherBackendIsRefused(t *testing.T) {
 	if after := e.sim.Stats()["openai"].Calls; after != before {
 		t.Errorf("the backend outside the pin got %d calls", after-before)
 	}
+	if got := call(t, e, "POST", "/v1/batches", keyA, batchBody(elsewhere)); !strings.Contains(got.body, elsewhere) {
+		t.Errorf("the 404 of an id in the body does not name it: %s", got.body)
+	}
 	if got := call(t, e, "GET", "/v1/files/"+a.Tag(raw, "aoai-weu"), keyA, ""); got.status != http.StatusOK {
 		t.Errorf("the same id signed for its own backend: %d %s", got.status, got.body)
 	}

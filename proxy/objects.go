@@ -70,8 +70,7 @@ func routeObject(x *exchange) error {
 // objectPool is the pool a call on a stored response made by backend
 // owner goes through: the first by name that has owner as a member and
 // that the caller's key may use (by one of its names). None has it:
-// objectNotFound; none the
-// key may use: 403.
+// objectNotFound; none the key may use: 403.
 func objectPool(x *exchange, id, owner string) (*route.Pool, error) {
 	pools := ownerPools(x.rt, owner)
 	if len(pools) == 0 {

@@ -86,12 +86,15 @@ func routePinned(x *exchange) error {
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
 	if len(body) > 0 && (mt == "application/json" || mt == "") {
-		out, b, err := owner.tagger.UntagIDs(body)
+		out, b, id, err := owner.tagger.UntagBody(body)
 		if err != nil {
 			return owner.refusal(err)
 		}
 		if err := owner.note(b); err != nil {
 			return err
+		}
+		if owner.id == "" {
+			owner.id = id
 		}
 		body = out
 	}

@@ -194,7 +194,7 @@ func NewTaggedRequest(op Operation, body []byte, header http.Header, tagger *Tag
 	if op == Responses || op == CountTokens || !tagger.open() {
 		var owner, id string
 		var err error
-		if body, owner, id, err = tagger.untagIDs(body); err != nil {
+		if body, owner, id, err = tagger.UntagBody(body); err != nil {
 			return nil, err
 		}
 		r, err := newJSONRequest(op, body, header)

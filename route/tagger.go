@@ -217,12 +217,13 @@ func (t *Tagger) TagIDs(body []byte, backend string) []byte {
 // Open, a provider's id of a stored object (which the gateway never
 // gives a caller), an *UnknownIDError.
 func (t *Tagger) UntagIDs(body []byte) ([]byte, string, error) {
-	out, owner, _, err := t.untagIDs(body)
+	out, owner, _, err := t.UntagBody(body)
 	return out, owner, err
 }
 
-// untagIDs is UntagIDs that also returns the first tagged id.
-func (t *Tagger) untagIDs(body []byte) (out []byte, owner, first string, err error) {
+// UntagBody is UntagIDs that also returns the first tagged id, as the
+// caller sent it.
+func (t *Tagger) UntagBody(body []byte) (out []byte, owner, first string, err error) {
 	var failed error
 	out = rewriteStrings(body, func(key, v string) (string, bool) {
 		if !ownedKeys[key] || failed != nil {
