@@ -375,7 +375,8 @@ func TestTeamSharesObjectsOnlyWhenOptedIn(t *testing.T) {
 
 // TestNoKeyModeReachesStoredObjectsAsBefore: without keys every caller is
 // one tenant: responses, files and batches are reached, lists show them,
-// and ids of the unsigned form made before ids were signed still work.
+// and ids of the unsigned form made before ids were signed still work;
+// only an id naming a backend outside the route is refused.
 func TestNoKeyModeReachesStoredObjectsAsBefore(t *testing.T) {
 	e := startProviders(t, []string{"aoai-weu", "openai"}, nil, "pinned:\n  - {paths: [files, batches], backend: aoai-weu}\n")
 	resp := idOf(t, call(t, e, "POST", "/v1/responses", "", `{"model":"chat-prod","input":"hi"}`))
@@ -389,5 +390,14 @@ func TestNoKeyModeReachesStoredObjectsAsBefore(t *testing.T) {
 	_, raw, _ := route.UntagID(file)
 	if a := call(t, e, "POST", "/v1/batches", "", batchBody(route.TagID(raw, "aoai-weu"))); a.status != http.StatusOK {
 		t.Errorf("a batch of an unsigned id: %d %s", a.status, a.body)
+	}
+	// Medium 6 holds without keys too: an id naming a backend outside the
+	// pin is not sent there.
+	before := e.sim.Stats()["openai"].Calls
+	if a := call(t, e, "POST", "/v1/batches", "", batchBody(route.TagID(raw, "openai"))); a.status != http.StatusNotFound {
+		t.Errorf("a batch of an id naming another backend: %d %s", a.status, a.body)
+	}
+	if after := e.sim.Stats()["openai"].Calls; after != before {
+		t.Errorf("the backend outside the pin got %d calls", after-before)
 	}
 }
