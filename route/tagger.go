@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
@@ -98,8 +99,9 @@ type Tagger struct {
 	Open bool
 	// List says the call lists a collection (GET /v1/files): the
 	// entries of a list answer belong to whoever made them, which the
-	// provider does not say, so an answer that is a list keeps none of
-	// them unless Open (see filterList).
+	// provider does not say, so unless Open an answer that is a list
+	// keeps only the entries whose owner mark is the caller's (see Mark
+	// and filterList).
 	List bool
 }
 
@@ -253,21 +255,126 @@ func (t *Tagger) UntagBody(body []byte) (out []byte, owner, first string, err er
 }
 
 // answer is what the client gets of a JSON answer to a call on stored
-// objects: a list filtered (filterList), then ids tagged.
+// objects: unless Open, a list filtered (filterList) or the owner mark
+// taken out of an object's metadata; then ids tagged.
 func (t *Tagger) answer(body []byte, backend string) []byte {
-	if t != nil && t.List && !t.Open {
-		body = filterList(body)
+	if t != nil && !t.Open {
+		if t.List {
+			body = t.filterList(body)
+		} else if bytes.Contains(body, []byte(markKey)) {
+			body = unmarked(body)
+		}
 	}
 	return t.TagIDs(body, backend)
 }
 
+// The provider's lists name every tenant's objects, and an entry's id
+// says nothing of its owner. Objects with metadata (batches, vector
+// stores, fine-tuning jobs) carry one: the gateway writes, as it makes
+// them, a mark of the tenant into their metadata (Mark), which a list
+// entry is kept by and which no answer shows. Entries without a mark
+// the caller owns are left out.
+
+// markKey is the metadata member of the owner mark.
+const markKey = "switchover_owner"
+
+// mark is the owner mark of tenant under key: a MAC of the tenant.
+func markOf(key []byte, tenant string) string {
+	h := hmac.New(sha256.New, key)
+	h.Write([]byte("switchover list owner v1\x00" + tenant))
+	return ownerEncoding.EncodeToString(h.Sum(nil)[:macChars*5/8])
+}
+
+// ownsMark reports whether m is the mark of the caller's tenant or of one
+// of its readers.
+func (t *Tagger) ownsMark(m string) bool {
+	if m == "" {
+		return false
+	}
+	ok := false
+	for _, k := range t.signer().keys {
+		for _, tenant := range append([]string{t.Tenant}, t.Readers...) {
+			if hmac.Equal([]byte(m), []byte(markOf(k, tenant))) {
+				ok = true
+			}
+		}
+	}
+	return ok
+}
+
+// Mark returns a JSON object body with the owner mark of the tenant set
+// in its metadata (made if absent), so that lists show the object to its
+// owner. Open, or a body that is not a JSON object, is returned as it is.
+func (t *Tagger) Mark(body []byte) []byte {
+	if t.open() {
+		return body
+	}
+	var o map[string]json.RawMessage
+	if json.Unmarshal(body, &o) != nil || o == nil {
+		return body
+	}
+	md := map[string]json.RawMessage{}
+	if raw, ok := o["metadata"]; ok && json.Unmarshal(raw, &md) != nil {
+		return body // not an object: the provider refuses it
+	}
+	if md == nil {
+		md = map[string]json.RawMessage{}
+	}
+	m, _ := json.Marshal(markOf(t.signer().keys[0], t.Tenant))
+	md[markKey] = m
+	var err error
+	if o["metadata"], err = json.Marshal(md); err != nil {
+		return body
+	}
+	out, err := json.Marshal(o)
+	if err != nil {
+		return body
+	}
+	return out
+}
+
+// entryMark takes the owner mark out of a JSON object's metadata: the
+// object without it, and the mark ("" for none).
+func entryMark(entry json.RawMessage) (json.RawMessage, string) {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(entry, &o) != nil {
+		return entry, ""
+	}
+	var md map[string]json.RawMessage
+	if json.Unmarshal(o["metadata"], &md) != nil || md == nil {
+		return entry, ""
+	}
+	raw, ok := md[markKey]
+	if !ok {
+		return entry, ""
+	}
+	var m string
+	json.Unmarshal(raw, &m)
+	delete(md, markKey)
+	var err error
+	if o["metadata"], err = json.Marshal(md); err != nil {
+		return entry, ""
+	}
+	out, err := json.Marshal(o)
+	if err != nil {
+		return entry, ""
+	}
+	return out, m
+}
+
+// unmarked is a JSON object answer without its owner mark.
+func unmarked(body []byte) []byte {
+	out, _ := entryMark(body)
+	return out
+}
+
 // filterList returns a list answer ({"object": "list", "data": […]}, or
-// Anthropic's {"data": […], "has_more": …})
-// without its entries, first_id and last_id, and has_more false: the
-// provider's list names every tenant's objects and none of them says
-// whose it is, so a caller with a key is shown none (it keeps the ids it
-// is given). Any other body is returned as it is.
-func filterList(body []byte) []byte {
+// Anthropic's {"data": […], "has_more": …}) with only the entries whose
+// owner mark is the caller's, unmarked; first_id and last_id are those of
+// the entries kept (null for none), and has_more is the provider's while
+// some are kept, false when none is (the caller has no cursor to go on
+// from). Any other body is returned as it is.
+func (t *Tagger) filterList(body []byte) []byte {
 	var l map[string]json.RawMessage
 	if json.Unmarshal(body, &l) != nil {
 		return body
@@ -275,16 +382,31 @@ func filterList(body []byte) []byte {
 	var object string
 	json.Unmarshal(l["object"], &object)
 	_, hasMore := l["has_more"]
-	if _, ok := l["data"]; !ok || object != "list" && !hasMore { // Anthropic's lists have no "object"
+	var data []json.RawMessage
+	if json.Unmarshal(l["data"], &data) != nil || object != "list" && !hasMore { // Anthropic's lists have no "object"
 		return body
 	}
-	l["data"] = json.RawMessage("[]")
-	for _, k := range []string{"first_id", "last_id"} {
-		if _, ok := l[k]; ok {
-			l[k] = json.RawMessage("null")
+	kept := make([]json.RawMessage, 0, len(data))
+	var ids []string
+	for _, e := range data {
+		if out, m := entryMark(e); t.ownsMark(m) {
+			kept = append(kept, out)
+			var v struct{ ID string }
+			json.Unmarshal(out, &v)
+			ids = append(ids, v.ID)
 		}
 	}
-	if hasMore {
+	l["data"], _ = json.Marshal(kept)
+	for i, k := range []string{"first_id", "last_id"} {
+		if _, ok := l[k]; !ok {
+			continue
+		}
+		l[k] = json.RawMessage("null")
+		if len(ids) > 0 {
+			l[k], _ = json.Marshal(ids[i*(len(ids)-1)])
+		}
+	}
+	if hasMore && len(kept) == 0 {
 		l["has_more"] = json.RawMessage("false")
 	}
 	out, err := json.Marshal(l)

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -123,5 +124,44 @@ func TestListAnswersKeepNoEntryWithAKey(t *testing.T) {
 	one := `{"id":"file-a","object":"file"}`
 	if got := string((&Tagger{Tenant: "k:a", List: true}).answer([]byte(one), "weu")); !strings.Contains(got, "file-s2") {
 		t.Errorf("an object that is not a list: %s", got)
+	}
+}
+
+// TestListsKeepTheCallersMarkedEntries: an object made with a key's mark
+// in its metadata is kept in that key's lists (and its team's readers'),
+// without the mark; another key's, and entries with no mark, are not;
+// a single object's answer loses its mark.
+func TestListsKeepTheCallersMarkedEntries(t *testing.T) {
+	s := NewSigner([]byte("secret-one-0123456789"))
+	a := &Tagger{Signer: s, Tenant: "k:a"}
+	b := &Tagger{Signer: s, Tenant: "k:b"}
+	made := a.Mark([]byte(`{"input_file_id":"file-1","metadata":{"note":"x"}}`))
+	var v struct{ Metadata map[string]string }
+	if err := json.Unmarshal(made, &v); err != nil || v.Metadata["note"] != "x" || v.Metadata[markKey] == "" {
+		t.Fatalf("marked body: %s", made)
+	}
+	if got := string(b.Mark([]byte(`{"metadata":{"switchover_owner":"forged"}}`))); strings.Contains(got, "forged") {
+		t.Errorf("a caller's own mark was kept: %s", got)
+	}
+	entryA := `{"id":"batch_a","metadata":{"note":"x","switchover_owner":"` + v.Metadata[markKey] + `"}}`
+	list := `{"object":"list","data":[` + entryA + `,{"id":"batch_n","metadata":null},{"id":"batch_b","metadata":{"switchover_owner":"zzzzzzzzzzzzzzzz"}}],"first_id":"batch_a","last_id":"batch_b","has_more":true}`
+	a.List = true
+	got := string(a.answer([]byte(list), "weu"))
+	if strings.Contains(got, markKey) || strings.Contains(got, "batch_n") || strings.Contains(got, "batch_b") || !strings.Contains(got, `"has_more":true`) || !strings.Contains(got, `"note":"x"`) {
+		t.Errorf("A's list: %s", got)
+	}
+	if n := strings.Count(got, a.Tag("batch_a", "weu")); n != 3 { // the entry, first_id, last_id
+		t.Errorf("A's entry and cursors: %d in %s", n, got)
+	}
+	b.List = true
+	if got := string(b.answer([]byte(list), "weu")); strings.Contains(got, "batch_") || !strings.Contains(got, `"has_more":false`) {
+		t.Errorf("B's list: %s", got)
+	}
+	team := &Tagger{Signer: s, Tenant: "t:red", Readers: []string{"k:a"}, List: true}
+	if got := string(team.answer([]byte(list), "weu")); !strings.Contains(got, "batch_") {
+		t.Errorf("a key's own entry once its team shares: %s", got)
+	}
+	if got := string((&Tagger{Signer: s, Tenant: "k:a"}).answer([]byte(entryA), "weu")); strings.Contains(got, markKey) {
+		t.Errorf("an object's answer shows the mark: %s", got)
 	}
 }
