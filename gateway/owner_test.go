@@ -216,29 +216,63 @@ func TestAnotherKeyCannotReadOrDeleteAFileOrBatch(t *testing.T) {
 	}
 }
 
-// TestListsDoNotShowAnotherKeysObjects: GET /v1/files and /v1/batches by
-// key B name none of key A's objects (nor A's: the provider's list says
-// nobody's owner, so a key's list is empty); without keys lists are as
-// before.
+// listIDs lists path with key and returns the ids of its entries.
+func listIDs(t *testing.T, e *providerEnv, path, key string) []string {
+	t.Helper()
+	a := call(t, e, "GET", path, key, "")
+	var l struct{ Data []struct{ ID string } }
+	if a.status != http.StatusOK || json.Unmarshal([]byte(a.body), &l) != nil {
+		t.Fatalf("GET %s: %d %s", path, a.status, a.body)
+	}
+	if strings.Contains(a.body, "switchover_owner") {
+		t.Errorf("GET %s shows the owner mark: %s", path, a.body)
+	}
+	ids := []string{}
+	for _, d := range l.Data {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+// TestListsDoNotShowAnotherKeysObjects: GET /v1/batches by each key shows
+// its own batches and none of the other's (their metadata carries the
+// owner's mark, which no answer shows); GET /v1/files, whose entries
+// carry nothing of their owner, shows a key none; the provider's ids of
+// another key's objects appear nowhere.
 func TestListsDoNotShowAnotherKeysObjects(t *testing.T) {
 	e := startOwners(t)
-	file := idOf(t, upload(t, e, keyA, ownerBatchInput))
-	idOf(t, call(t, e, "POST", "/v1/batches", keyA, batchBody(file)))
-	_, raw, _ := route.UntagID(file)
-	for _, path := range []string{"/v1/files", "/v1/batches", "/v1/files?purpose=batch&limit=5"} {
-		for _, key := range []string{keyB, keyA} {
-			a := call(t, e, "GET", path, key, "")
-			var l struct {
-				Data    []json.RawMessage
-				HasMore bool `json:"has_more"`
-			}
-			if a.status != http.StatusOK || json.Unmarshal([]byte(a.body), &l) != nil || len(l.Data) != 0 || l.HasMore {
-				t.Errorf("GET %s: %d %s", path, a.status, a.body)
-			}
-			if strings.Contains(a.body, raw) {
-				t.Errorf("GET %s names A's file: %s", path, a.body)
-			}
+	fileA := idOf(t, upload(t, e, keyA, ownerBatchInput))
+	fileB := idOf(t, upload(t, e, keyB, ownerBatchInput))
+	a1 := idOf(t, call(t, e, "POST", "/v1/batches", keyA, batchBody(fileA)))
+	var bs []string
+	for range 3 {
+		bs = append(bs, idOf(t, call(t, e, "POST", "/v1/batches", keyB, batchBody(fileB))))
+	}
+	a2 := idOf(t, call(t, e, "POST", "/v1/batches", keyA, `{"input_file_id":"`+fileA+`","endpoint":"/v1/chat/completions","completion_window":"24h","metadata":{"note":"mine"}}`))
+	if got := listIDs(t, e, "/v1/batches?limit=100", keyA); strings.Join(got, ",") != a2+","+a1 {
+		t.Errorf("A's batches: %q, want %q", got, []string{a2, a1})
+	}
+	if got := listIDs(t, e, "/v1/batches?limit=100", keyB); strings.Join(got, ",") != bs[2]+","+bs[1]+","+bs[0] {
+		t.Errorf("B's batches: %q, want %q", got, bs)
+	}
+	if got := call(t, e, "GET", "/v1/batches/"+a2, keyA, ""); !strings.Contains(got.body, `"metadata":{"note":"mine"}`) {
+		t.Errorf("A's batch: %s", got.body)
+	}
+	_, rawA1, _ := route.UntagID(a1)
+	_, rawFile, _ := route.UntagID(fileA)
+	for _, path := range []string{"/v1/files", "/v1/files?purpose=batch&limit=5", "/v1/batches"} {
+		a := call(t, e, "GET", path, keyB, "")
+		if strings.Contains(a.body, rawA1) || strings.Contains(a.body, rawFile) {
+			t.Errorf("GET %s names A's objects: %s", path, a.body)
 		}
+	}
+	if got := listIDs(t, e, "/v1/files", keyA); len(got) != 0 {
+		t.Errorf("files, whose owner the provider does not keep: %q", got)
+	}
+	// A page of B's batches alone ends A's listing: no cursor to go on from.
+	a := call(t, e, "GET", "/v1/batches?limit=1&after="+a2, keyA, "")
+	if !strings.Contains(a.body, `"data":[]`) || !strings.Contains(a.body, `"has_more":false`) {
+		t.Errorf("a page of another key's batches: %s", a.body)
 	}
 }
 
@@ -399,5 +433,23 @@ func TestNoKeyModeReachesStoredObjectsAsBefore(t *testing.T) {
 	}
 	if after := e.sim.Stats()["openai"].Calls; after != before {
 		t.Errorf("the backend outside the pin got %d calls", after-before)
+	}
+}
+
+// TestListCursorDoesNotUnfilterAList is a regression test: a list whose
+// cursor (after=) was the caller's own id was taken for a call on that
+// object, passed on unfiltered, and every other key's entries came back
+// tagged as the caller's.
+func TestListCursorDoesNotUnfilterAList(t *testing.T) {
+	e := startOwners(t)
+	fileA := idOf(t, upload(t, e, keyA, ownerBatchInput))
+	fileB := idOf(t, upload(t, e, keyB, ownerBatchInput))
+	idOf(t, upload(t, e, keyA, ownerBatchInput))
+	_, rawB, _ := route.UntagID(fileB)
+	for _, path := range []string{"/v1/files?after=" + fileA, "/v1/files?before=" + fileA, "/v1/batches?after=" + fileA} {
+		a := call(t, e, "GET", path, keyA, "")
+		if a.status != http.StatusOK || strings.Contains(a.body, rawB) || strings.Contains(a.body, `"id"`) {
+			t.Errorf("GET %s: %d %s", path, a.status, a.body)
+		}
 	}
 }

@@ -104,7 +104,12 @@ func routePinned(x *exchange) error {
 	if err := checkBatchModels(x, owner.backend, path, body); err != nil {
 		return err
 	}
-	owner.tagger.List = r.Method == http.MethodGet && owner.backend == ""
+	if r.Method == http.MethodPost && (mt == "application/json" || mt == "") && marksOwner(x.rel) {
+		body = owner.tagger.Mark(body)
+	}
+	// A GET whose path names no object lists a collection, whatever its
+	// cursor (after=) names: the answer is filtered.
+	owner.tagger.List = r.Method == http.MethodGet && !owner.inPath
 	req := &route.Request{Op: x.op, Format: x.format, Body: body, Header: r.Header, Owner: owner.backend, Tagger: owner.tagger,
 		Method: r.Method, Path: path, RawQuery: query}
 	if len(body) > 0 && mt != "application/json" {
@@ -121,6 +126,7 @@ type objectOwner struct {
 	tagger  *route.Tagger
 	backend string
 	id      string // the first tagged id, for a 404's message
+	inPath  bool   // the path names an object: the call is not a list
 }
 
 // untagURL returns the path rel and query q of a call with their tagged
@@ -132,6 +138,7 @@ func (o *objectOwner) untagURL(rel string, q url.Values) (path, rawQuery string,
 		if s, err = o.untag(s); err != nil {
 			return "", "", err
 		}
+		o.inPath = o.inPath || o.backend != ""
 		segs[i] = url.PathEscape(s)
 	}
 	q.Del("api-version")
@@ -230,6 +237,22 @@ func (o *objectOwner) check(x *exchange) error {
 // a call on one names no object (it creates one, or lists them).
 var collections = map[string]bool{"files": true, "uploads": true, "batches": true, "vector_stores": true,
 	"fine_tuning/jobs": true, "containers": true, "conversations": true, "messages/batches": true}
+
+// marked are the collections whose objects have metadata, where the
+// gateway writes the owner's mark as it makes them (route.Tagger.Mark),
+// so that their lists show a key its own.
+var marked = map[string]bool{"batches": true, "vector_stores": true, "fine_tuning/jobs": true}
+
+// marksOwner reports whether a POST to rel makes an object of a marked
+// collection, or modifies a vector store (its metadata is replaced
+// whole).
+func marksOwner(rel string) bool {
+	if marked[rel] {
+		return true
+	}
+	parent, id, ok := strings.Cut(rel, "/")
+	return ok && parent == "vector_stores" && id != "" && !strings.Contains(id, "/")
+}
 
 // isCollection reports whether rel is a collection's path, or its pinned
 // route's own path.
