@@ -148,8 +148,8 @@ func forge(id string) string {
 
 // TestAnotherKeyCannotReadDeleteCancelOrContinueAStoredResponse: key B
 // gets 404 (the body of an unknown id) for key A's response on GET,
-// DELETE, cancel, input_items and as previous_response_id; without a key
-// 401; A still reaches it afterwards.
+// DELETE, cancel, input_items and as previous_response_id, and for A's
+// conversation; without a key 401; A still reaches it afterwards.
 func TestAnotherKeyCannotReadDeleteCancelOrContinueAStoredResponse(t *testing.T) {
 	e := startOwners(t)
 	id := idOf(t, call(t, e, "POST", "/v1/responses", keyA, `{"model":"chat-prod","input":"hi"}`))
@@ -168,6 +168,14 @@ func TestAnotherKeyCannotReadDeleteCancelOrContinueAStoredResponse(t *testing.T)
 	}
 	if a := call(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", orig, 1)); a.status != http.StatusNotFound {
 		t.Errorf("the provider's own id as previous_response_id: %d %s", a.status, a.body)
+	}
+	// A conversation of A's: B's follow-up in it never reaches a backend.
+	conv := (&route.Tagger{Signer: route.NewSigner([]byte(ownerSecret)), Tenant: "k:a"}).Tag("conv_0123", "aoai-weu")
+	calls := e.sim.Stats()["aoai-weu"].Calls
+	neverConv := call(t, e, "POST", "/v1/responses", keyB, `{"model":"chat-prod","input":"x","conversation":"`+forge(conv)+`"}`)
+	notFoundLike(t, "conversation", call(t, e, "POST", "/v1/responses", keyB, `{"model":"chat-prod","input":"x","conversation":"`+conv+`"}`), conv, neverConv, forge(conv))
+	if after := e.sim.Stats()["aoai-weu"].Calls; after != calls {
+		t.Errorf("another key's conversation follow-up reached the backend")
 	}
 	if a := call(t, e, "GET", "/v1/responses/"+id, "", ""); a.status != http.StatusUnauthorized {
 		t.Errorf("without a key: %d", a.status)
