@@ -74,7 +74,7 @@ func pinnedFormat(x *exchange) error {
 // (objectNotFound); with a key, a call that names no object must be a
 // collection's (create or list: the list is filtered, see
 // route.Tagger.List), and the key's pools must reach the backend the call
-// runs on (403 model_not_allowed), as must the models of a batch.
+// runs on (403 model_not_allowed); admit checks the models of a batch.
 func routePinned(x *exchange) error {
 	r := x.r
 	owner := objectOwner{tagger: x.tagger()}
@@ -99,9 +99,6 @@ func routePinned(x *exchange) error {
 		body = out
 	}
 	if err := owner.check(x); err != nil {
-		return err
-	}
-	if err := checkBatchModels(x, owner.backend, path, body); err != nil {
 		return err
 	}
 	if r.Method == http.MethodPost && (mt == "application/json" || mt == "") && marksOwner(x.rel) {

@@ -100,28 +100,36 @@ func (h *Handler) caller(r *http.Request, rt *Routes) (caller, error) {
 // routed by its model, that pool and model; for a call on a stored
 // response, the pool routeObject chose (one the key may use that has the
 // response's backend). A pinned path's pool is the route's, which keys do
-// not name: routePinned has checked the key's pools and a batch's models
-// (keyMayUse, checkBatchModels), so only rates, concurrency and budgets
-// are left here. A refusal gets 429, or 403 for a pool or model the key
-// may not use (keyRefusal). Without an Admission, or a key the
-// KeyResolver found, every call is admitted.
+// not name: routePinned has checked the key's pools (keyMayUse), so only
+// rates, concurrency and budgets are left, and then, for a batch, the
+// models it runs (checkBatchModels). A refusal gets 429, or 403 for a
+// pool or model the key may not use (keyRefusal). Without a key the
+// KeyResolver found, every call is admitted; without an Admission, only
+// a batch's models are checked.
 func admit(x *exchange) error {
 	p := x.lg.who
-	if x.rt.Admission == nil || p == nil {
+	if p == nil {
 		return nil
 	}
-	pool, model := x.pool.Name, x.req.Model
-	switch {
-	case x.kind == pathPinned:
-		pool, model = "", ""
-	case !x.lg.routed:
-		model = "" // a stored response's model is its own, made under these checks
+	if x.rt.Admission != nil {
+		pool, model := x.pool.Name, x.req.Model
+		switch {
+		case x.kind == pathPinned:
+			pool, model = "", ""
+		case !x.lg.routed:
+			model = "" // a stored response's model is its own, made under these checks
+		}
+		t, refusal := x.rt.Admission.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
+		if refusal != nil {
+			return keyRefusal(refusal)
+		}
+		x.lg.ticket = t
 	}
-	t, refusal := x.rt.Admission.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
-	if refusal != nil {
-		return keyRefusal(refusal)
+	if x.kind == pathPinned {
+		// After the rates: reading a batch's input file costs the
+		// gateway a call and its bytes.
+		return checkBatchModels(x, x.req.Owner, x.req.Path, x.req.Body)
 	}
-	x.lg.ticket = t
 	return nil
 }
 
