@@ -36,6 +36,12 @@ type Limits struct {
 type Team struct {
 	Name   string `yaml:"name"`
 	Limits `yaml:",inline"`
+	// ShareObjects makes the stored objects (responses, files, batches
+	// …) the team's keys make belong to the team: every key of the team
+	// reaches them. Default false: each key reaches only its own. Turned
+	// off again, the objects made while it was on are reached by no key
+	// until it is turned back on.
+	ShareObjects bool `yaml:"share_objects"`
 }
 
 // Store is where virtual keys, teams and usage are kept.

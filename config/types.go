@@ -34,6 +34,9 @@ type Config struct {
 	Keys []Key `yaml:"keys"`
 	// Teams group keys under shared limits and budgets.
 	Teams []Team `yaml:"teams"`
+	// ObjectIDs signs the owner into the ids of stored objects (see
+	// docs/operations.md, "Stored objects and their owners").
+	ObjectIDs ObjectIDs `yaml:"object_ids"`
 	// Store keeps virtual keys, teams and usage: an embedded SQLite file
 	// or PostgreSQL. Unset: keys come from this file only, and usage is
 	// in metrics and the request log, not kept.

@@ -11,6 +11,7 @@ import (
 func (c *Config) validateTenancy(ps *Problems, pools map[string]bool) {
 	teams := c.validateTeams(ps)
 	c.validateKeyLimits(ps, pools, teams)
+	c.validateObjectOwners(ps)
 	if s := c.Store; s != nil {
 		s.validate(ps)
 	}

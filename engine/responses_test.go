@@ -165,7 +165,7 @@ func TestResponsesStateStaysWithItsOwner(t *testing.T) {
 	}
 
 	// An id the gateway never returned.
-	if _, err := c.Responses.Get(ctx, "resp_0123456789", responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "response_not_found" {
+	if _, err := c.Responses.Get(ctx, "resp_0123456789", responses.ResponseGetParams{}); !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "not_found" {
 		t.Fatalf("untagged id: %v", err)
 	}
 }

@@ -135,7 +135,7 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	}
 	teams := make([]tenant.Team, 0, len(cfg.Teams))
 	for _, t := range cfg.Teams {
-		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits)})
+		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits), ShareObjects: t.ShareObjects})
 	}
 	g.ten.dir.SetConfig(keys, teams)
 }

@@ -23,12 +23,15 @@ func parseCall(x *exchange) error {
 	if op.Multipart() {
 		req, err = route.NewMultipartRequest(op, x.body, r.Header.Get("Content-Type"), r.Header)
 	} else {
-		req, err = route.NewRequest(op, x.body, r.Header)
+		req, err = route.NewTaggedRequest(op, x.body, r.Header, x.tagger())
 	}
 	if err != nil {
 		code := "invalid_json"
 		var oc *route.OwnerConflictError
+		var unknown *route.UnknownIDError
 		switch {
+		case errors.As(err, &unknown):
+			return objectNotFound(unknown.ID)
 		case errors.As(err, &oc):
 			code = "owners_conflict"
 		case op.Multipart():
@@ -69,6 +72,11 @@ func findPool(x *exchange) error {
 	}
 	x.lg.routed = true
 	x.routeTo(pool, x.req)
+	if o := x.req.Owner; o != "" && pool.Member(o) == nil {
+		// A follow-up on an object of a backend outside the pool: none
+		// of the pool's members has it (see objectNotFound).
+		return objectNotFound(x.req.OwnerID())
+	}
 	return nil
 }
 

@@ -303,8 +303,13 @@ func withKey(kv ...string) map[string]string {
 
 var answerUpgrade = withKey("Connection", "Upgrade", "Upgrade", "websocket")
 
-func taggedResponse(backend string) string { return route.TagID("resp_abc", backend) }
-func taggedFile(backend string) string     { return route.TagID("file-abc", backend) }
+func taggedResponse(backend string) string { return signedFor("app", "resp_abc", backend) }
+func taggedFile(backend string) string     { return signedFor("app", "file-abc", backend) }
+
+// signedFor is id tagged with backend as an object of key.
+func signedFor(key, id, backend string) string {
+	return (&route.Tagger{Tenant: "k:" + key}).Tag(id, backend)
+}
 
 // keyAnswerCases run on a gateway with a key in its configuration.
 var keyAnswerCases = []answerCase{
@@ -357,7 +362,7 @@ var keyAnswerCases = []answerCase{
 	{name: "invalid json", method: "POST", path: "/v1/chat/completions", header: answerKey, body: "{"},
 	{name: "invalid json anthropic", method: "POST", path: "/v1/messages", header: answerKey, body: "{"},
 	{name: "owners conflict", method: "POST", path: "/v1/responses", header: answerKey,
-		body: `{"model":"chat-prod","previous_response_id":"` + taggedResponse("a") + `","input":[{"type":"item_reference","id":"` + route.TagID("msg_1", "b") + `"}]}`},
+		body: `{"model":"chat-prod","previous_response_id":"` + taggedResponse("a") + `","input":[{"type":"item_reference","id":"` + signedFor("app", "msg_1", "b") + `"}]}`},
 	{name: "invalid multipart", method: "POST", path: "/v1/audio/transcriptions", header: withKey("Content-Type", "text/plain"), body: "x"},
 	{name: "invalid max wait", method: "POST", path: "/v1/chat/completions", header: withKey(HeaderMaxWait, "soon"), body: answerChat},
 	{name: "missing model", method: "POST", path: "/v1/chat/completions", header: answerKey, body: `{"messages":[]}`},
@@ -403,7 +408,7 @@ var tenantAnswerCases = []answerCase{
 	{name: "tenant store down", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "down"}},
 	{name: "tenant rpm", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "rpm"}},
 	{name: "tenant tpm", method: "POST", path: "/v1/chat/completions", body: `{"model":"alias","max_tokens":100,"messages":[]}`, header: map[string]string{"Api-Key": "tpm"}},
-	{name: "tenant tpm object", method: "GET", path: "/v1/responses/" + taggedResponse("up"), header: map[string]string{"Api-Key": "tpm"}},
+	{name: "tenant tpm object", method: "GET", path: "/v1/responses/" + signedFor("tpm", "resp_abc", "up"), header: map[string]string{"Api-Key": "tpm"}},
 	{name: "tenant tpm pinned", method: "GET", path: "/v1/files", header: map[string]string{"Api-Key": "tpm"}},
 	{name: "tenant tpm realtime", method: "GET", path: "/v1/realtime?model=alias", header: map[string]string{"Api-Key": "tpm", "Connection": "Upgrade", "Upgrade": "websocket"}},
 	{name: "tenant budget anthropic", method: "POST", path: "/v1/messages", body: answerChat, header: map[string]string{"Api-Key": "budget"}},

@@ -73,6 +73,11 @@ type Routes struct {
 	// else routes, passed on as they are. Nil means 404 listing the
 	// routes.
 	Unknown *route.Pool
+	// Signer signs the owner tags of stored objects' ids (see
+	// route.Tagger): every replica serving the same callers needs the
+	// same secrets. Nil means an empty secret, forgeable: enough without
+	// keys, where every caller is one tenant.
+	Signer *route.Signer
 	// MaxConcurrentRequests bounds the requests served at once (health,
 	// readiness and metrics excepted): past it a request gets 503
 	// too_many_concurrent_requests with Retry-After: 1 at once, its body

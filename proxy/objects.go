@@ -3,10 +3,10 @@ package proxy
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/tenant"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -43,41 +43,54 @@ func splitObjectPath(path string) (id, sub string) {
 // routeObject is the stage that routes a call on a stored response (GET
 // or DELETE responses/{id}, POST responses/{id}/cancel, GET
 // responses/{id}/input_items) to the backend that made it, which the id
-// names (see route.TagID); no other backend has it. An id the gateway did
-// not return, or whose backend is gone, gets 404.
+// names (see route.Tagger); no other backend has it. An id the caller may
+// not reach, or whose backend no pool has any more, gets 404
+// (objectNotFound); one whose backend is only in pools the caller's key
+// may not use, 403 model_not_allowed.
 func routeObject(x *exchange) error {
 	r := x.r
 	objID, sub := splitObjectPath(x.rel)
 	if sub != "" && sub != "/cancel" && sub != "/input_items" {
 		return requestError(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s", r.Method, truncate(r.URL.Path, 200)))
 	}
-	owner, orig, ok := route.UntagID(objID)
-	if !ok {
-		return requestError(http.StatusNotFound, "response_not_found",
-			fmt.Sprintf("switchover: %q is not a response id this gateway returned: the ids it returns name the backend that holds the response", truncate(objID, 100)))
+	tg := x.tagger()
+	owner, orig, tagged, err := tg.Untag(objID)
+	if err != nil || !tagged {
+		return objectNotFound(objID)
 	}
-	pool := ownerPool(x.rt, owner)
-	if pool == nil {
-		return requestError(http.StatusNotFound, "response_not_found",
-			fmt.Sprintf("switchover: the response %q was made by backend %s, which is not in this gateway's configuration any more", truncate(objID, 100), owner))
+	pool, err := objectPool(x, objID, owner)
+	if err != nil {
+		return err
 	}
-	x.routeTo(pool, &route.Request{Op: route.Responses, Format: translate.Responses, Header: r.Header, Owner: owner,
+	x.routeTo(pool, &route.Request{Op: route.Responses, Format: translate.Responses, Header: r.Header, Owner: owner, Tagger: tg,
 		Method: r.Method, Path: "responses/" + orig + sub, RawQuery: r.URL.RawQuery})
 	return nil
 }
 
-// ownerPool is a pool that has the backend named owner as a member, the
-// first by name, or nil.
-func ownerPool(rt *Routes, owner string) *route.Pool {
-	names := make([]string, 0, len(rt.Pools))
-	for name := range rt.Pools {
-		names = append(names, name)
+// objectPool is the pool a call on a stored response made by backend
+// owner goes through: the first by name that has owner as a member and
+// that the caller's key may use (by one of its names). None has it:
+// objectNotFound; none the key may use: 403.
+func objectPool(x *exchange, id, owner string) (*route.Pool, error) {
+	pools := ownerPools(x.rt, owner)
+	if len(pools) == 0 {
+		return nil, objectNotFound(id)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if p := rt.Pools[name]; p.Member(owner) != nil {
-			return p
+	p := x.lg.who
+	for _, pool := range pools {
+		if p == nil || keyMayUseAlias(x.rt, p, pool) {
+			return pool, nil
 		}
 	}
-	return nil
+	return nil, poolNotAllowed(p, pools[0].Name)
+}
+
+// keyMayUseAlias reports whether p may use pool by one of its names in rt.
+func keyMayUseAlias(rt *Routes, p *tenant.Principal, pool *route.Pool) bool {
+	for name, q := range rt.Pools {
+		if q == pool && p.Allows(pool.Name, name) {
+			return true
+		}
+	}
+	return false
 }

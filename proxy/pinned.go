@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -66,12 +67,17 @@ func pinnedFormat(x *exchange) error {
 // routePinned is the stage that passes a call on a pinned path (or, with
 // x.pool the operator's backend for unknown paths, any path) to its
 // backend as it is, but for ids: the tagged ids in its path, query and
-// JSON body are replaced by the provider's, and they pick the backend
-// (the one that made the object) over the route's own choice. Ids of two
-// backends get 400; of a backend no route reaches any more, 404.
+// JSON body are checked for the caller (route.Tagger) and replaced by
+// the provider's, and they pick the backend (the one that made the
+// object) among the route's. Ids of two backends get 400; an id the
+// caller may not reach, or whose backend is not one of the route's, 404
+// (objectNotFound); with a key, a call that names no object must be a
+// collection's (create or list: the list is filtered, see
+// route.Tagger.List), and the key's pools must reach the backend the call
+// runs on (403 model_not_allowed); admit checks the models of a batch.
 func routePinned(x *exchange) error {
 	r := x.r
-	var owner objectOwner
+	owner := objectOwner{tagger: x.tagger()}
 	path, query, err := owner.untagURL(x.rel, r.URL.Query())
 	if err != nil {
 		return err
@@ -80,36 +86,45 @@ func routePinned(x *exchange) error {
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
 	if len(body) > 0 && (mt == "application/json" || mt == "") {
-		out, b, err := route.UntagIDs(body)
+		out, b, id, err := owner.tagger.UntagBody(body)
 		if err != nil {
-			return requestError(http.StatusBadRequest, "owners_conflict", "switchover: "+err.Error())
+			return owner.refusal(err)
 		}
-		if b != "" {
-			if err := owner.note(b); err != nil {
-				return err
-			}
+		if err := owner.note(b); err != nil {
+			return err
+		}
+		if owner.id == "" {
+			owner.id = id
 		}
 		body = out
 	}
-	pool := x.pool
-	if owner != "" && pool.Member(string(owner)) == nil {
-		if pool = pinnedOwnerPool(x.rt, string(owner)); pool == nil {
-			return requestError(http.StatusNotFound, "not_found",
-				fmt.Sprintf("switchover: the object was made by backend %s, which no route of this gateway reaches any more", owner))
-		}
+	if err := owner.check(x); err != nil {
+		return err
 	}
-	req := &route.Request{Op: x.op, Format: x.format, Body: body, Header: r.Header, Owner: string(owner),
+	if r.Method == http.MethodPost && (mt == "application/json" || mt == "") && marksOwner(x.rel) {
+		body = owner.tagger.Mark(body)
+	}
+	// A GET whose path names no object lists a collection, whatever its
+	// cursor (after=) names: the answer is filtered.
+	owner.tagger.List = r.Method == http.MethodGet && !owner.inPath
+	req := &route.Request{Op: x.op, Format: x.format, Body: body, Header: r.Header, Owner: owner.backend, Tagger: owner.tagger,
 		Method: r.Method, Path: path, RawQuery: query}
 	if len(body) > 0 && mt != "application/json" {
 		req.ContentType = ct
 	}
-	x.routeTo(pool, req)
+	x.routeTo(x.pool, req)
 	return nil
 }
 
-// objectOwner is the backend that the tagged ids of a call name, found as
-// they are untagged; "" until one is.
-type objectOwner string
+// objectOwner is what the tagged ids of a call say: the backend they
+// name, found as they are untagged ("" until one is), checked by the
+// caller's tagger.
+type objectOwner struct {
+	tagger  *route.Tagger
+	backend string
+	id      string // the first tagged id, for a 404's message
+	inPath  bool   // the path names an object: the call is not a list
+}
 
 // untagURL returns the path rel and query q of a call with their tagged
 // ids untagged (in the query, list cursors: after, before), escaped, and
@@ -120,6 +135,7 @@ func (o *objectOwner) untagURL(rel string, q url.Values) (path, rawQuery string,
 		if s, err = o.untag(s); err != nil {
 			return "", "", err
 		}
+		o.inPath = o.inPath || o.backend != ""
 		segs[i] = url.PathEscape(s)
 	}
 	q.Del("api-version")
@@ -135,35 +151,112 @@ func (o *objectOwner) untagURL(rel string, q url.Values) (path, rawQuery string,
 }
 
 // untag returns id without its tag, noting the backend the tag names; an
-// id that is not tagged is returned as it is.
+// id that is not tagged is returned as it is, but for a provider's id of
+// a stored object while keys are required (see route.Tagger.UntagRef).
 func (o *objectOwner) untag(id string) (string, error) {
-	b, orig, ok := route.UntagID(id)
-	if !ok {
+	b, orig, tagged, err := o.tagger.UntagRef(id)
+	if err != nil {
+		return "", o.refusal(err)
+	}
+	if !tagged {
 		return id, nil
+	}
+	if o.id == "" {
+		o.id = id
 	}
 	return orig, o.note(b)
 }
 
+// refusal is the answer to err, an error of untagging.
+func (o *objectOwner) refusal(err error) error {
+	var unknown *route.UnknownIDError
+	var conflict *route.OwnerConflictError
+	switch {
+	case errors.As(err, &unknown):
+		return objectNotFound(unknown.ID)
+	case errors.As(err, &conflict):
+		return o.note2(conflict.First, conflict.Second)
+	}
+	return requestError(http.StatusBadRequest, "invalid_request", "switchover: "+err.Error())
+}
+
 // note notes backend b as the owner: an error if another was noted.
 func (o *objectOwner) note(b string) error {
-	if *o != "" && string(*o) != b {
-		return requestError(http.StatusBadRequest, "owners_conflict",
-			fmt.Sprintf("switchover: the request names objects held by two backends, %s and %s; no one backend can answer it", *o, b))
+	if b == "" {
+		return nil
 	}
-	*o = objectOwner(b)
+	if o.backend != "" && o.backend != b {
+		return o.note2(o.backend, b)
+	}
+	o.backend = b
 	return nil
 }
 
-// pinnedOwnerPool is a pinned route's pool, else any pool, that has the
-// backend named owner, or nil.
-func pinnedOwnerPool(rt *Routes, owner string) *route.Pool {
-	for _, p := range rt.Pinned {
-		if p.Pool.Member(owner) != nil {
-			return p.Pool
+func (o *objectOwner) note2(first, second string) error {
+	return requestError(http.StatusBadRequest, "owners_conflict",
+		fmt.Sprintf("switchover: the request names objects held by two backends, %s and %s; no one backend can answer it", first, second))
+}
+
+// check decides whether the call may go to its route, x.pool: the owner
+// it names must be one of the route's backends (an id naming another
+// gets 404, as one that does not exist); with a key, a call that names no
+// object must be on a collection, and the key's pools must reach the
+// backends the call may run on.
+func (o *objectOwner) check(x *exchange) error {
+	pool := x.pool
+	if o.backend != "" && pool.Member(o.backend) == nil {
+		return objectNotFound(o.id)
+	}
+	if o.tagger.Open {
+		return nil
+	}
+	if o.backend == "" && pool != x.rt.Unknown && !isCollection(x.rt, x.rel) {
+		id := x.rel
+		if p := pinnedFor(x.rt, x.rel); p != nil {
+			id = strings.TrimPrefix(strings.TrimPrefix(x.rel, p.Path), "/")
+		}
+		return objectNotFound(id)
+	}
+	backends := []string{o.backend}
+	if o.backend == "" {
+		backends = backends[:0]
+		for _, m := range pool.Members {
+			backends = append(backends, m.Backend.Name)
 		}
 	}
-	if rt.Unknown != nil && rt.Unknown.Member(owner) != nil {
-		return rt.Unknown
+	if p := x.lg.who; !keyMayUse(x.rt, p, backends) {
+		return poolNotAllowed(p, pool.Name)
 	}
-	return ownerPool(rt, owner)
+	return nil
+}
+
+// collections are the API paths of the collections of stored objects:
+// a call on one names no object (it creates one, or lists them).
+var collections = map[string]bool{"files": true, "uploads": true, "batches": true, "vector_stores": true,
+	"fine_tuning/jobs": true, "containers": true, "conversations": true, "messages/batches": true}
+
+// marked are the collections whose objects have metadata, where the
+// gateway writes the owner's mark as it makes them (route.Tagger.Mark),
+// so that their lists show a key its own.
+var marked = map[string]bool{"batches": true, "vector_stores": true, "fine_tuning/jobs": true}
+
+// marksOwner reports whether a POST to rel makes an object of a marked
+// collection, or modifies a vector store (its metadata is replaced
+// whole).
+func marksOwner(rel string) bool {
+	if marked[rel] {
+		return true
+	}
+	parent, id, ok := strings.Cut(rel, "/")
+	return ok && parent == "vector_stores" && id != "" && !strings.Contains(id, "/")
+}
+
+// isCollection reports whether rel is a collection's path, or its pinned
+// route's own path.
+func isCollection(rt *Routes, rel string) bool {
+	if collections[rel] {
+		return true
+	}
+	p := pinnedFor(rt, rel)
+	return p != nil && p.Path == rel
 }

@@ -96,24 +96,40 @@ func (h *Handler) caller(r *http.Request, rt *Routes) (caller, error) {
 
 // admit is the stage that runs the caller's limits before the call goes
 // to its pool (Routes.Admission): its key's and team's rates, concurrency
-// and budgets, and for a call routed by its model, the pools and models
-// the key may use. A refusal gets 429, or 403 for a pool or model the key
-// may not use (keyRefusal). Without an Admission, or a key the
-// KeyResolver found, every call is admitted.
+// and budgets, and the pools and models the key may use: for a call
+// routed by its model, that pool and model; for a call on a stored
+// response, the pool routeObject chose (one the key may use that has the
+// response's backend). A pinned path's pool is the route's, which keys do
+// not name: routePinned has checked the key's pools (keyMayUse), so only
+// rates, concurrency and budgets are left, and then, for a batch, the
+// models it runs (checkBatchModels). A refusal gets 429, or 403 for a
+// pool or model the key may not use (keyRefusal). Without a key the
+// KeyResolver found, every call is admitted; without an Admission, only
+// a batch's models are checked.
 func admit(x *exchange) error {
 	p := x.lg.who
-	if x.rt.Admission == nil || p == nil {
+	if p == nil {
 		return nil
 	}
-	pool, model := x.pool.Name, x.req.Model
-	if !x.lg.routed {
-		pool, model = "", "" // a stored object's call: only rates, concurrency and budgets apply
+	if x.rt.Admission != nil {
+		pool, model := x.pool.Name, x.req.Model
+		switch {
+		case x.kind == pathPinned:
+			pool, model = "", ""
+		case !x.lg.routed:
+			model = "" // a stored response's model is its own, made under these checks
+		}
+		t, refusal := x.rt.Admission.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
+		if refusal != nil {
+			return keyRefusal(refusal)
+		}
+		x.lg.ticket = t
 	}
-	t, refusal := x.rt.Admission.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
-	if refusal != nil {
-		return keyRefusal(refusal)
+	if x.kind == pathPinned {
+		// After the rates: reading a batch's input file costs the
+		// gateway a call and its bytes.
+		return checkBatchModels(x, x.req.Owner, x.req.Path, x.req.Body)
 	}
-	x.lg.ticket = t
 	return nil
 }
 

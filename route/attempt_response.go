@@ -159,7 +159,7 @@ func (at *attempt) streamReaders(resp *http.Response, wrapped *body, native, cli
 	// sent, passed through or translated.
 	resp.Body = &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
 	if r.tagsIDs() {
-		resp.Body = &lineBody{lineReader: taggingReader(resp.Body, b.Name), c: resp.Body}
+		resp.Body = &lineBody{lineReader: r.Tagger.taggingReader(resp.Body, b.Name), c: resp.Body}
 	}
 	if o.Op.IsChat() || o.Op == Completions || o.Op == Responses || r.Op.IsChat() || r.Op == Responses {
 		strip := o.AskedUsage || native != client && client == translate.OpenAI && !r.includeUsage
@@ -241,7 +241,7 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 	}
 	at.use = answerUsage(client, out)
 	if r.tagsIDs() && isJSON(resp.Header) {
-		out = TagIDs(out, b.Name)
+		out = r.Tagger.answer(out, b.Name)
 	}
 	if native != client || len(out) != len(raw) {
 		setBody(resp, out, "application/json")

@@ -16,11 +16,16 @@ import (
 // replica can route a later call to the owner with no shared store, and
 // takes it out again before the id goes back upstream.
 //
-// A tagged id keeps the provider's prefix and separator, then "so", the
-// backend's name in lower-case base32 (letters and the digits 2 to 7),
-// "0", and the provider's id after its separator:
+// A signed tag (see Tagger) keeps the provider's prefix and separator,
+// then "s2", the backend's name in lower-case base32 (letters and the
+// digits 2 to 7), "0", sixteen base32 characters of a MAC over the
+// backend, the tenant the object belongs to and the provider's id, and
+// the provider's id after its separator:
 //
-//	resp_68a1f0c2…  made by aoai-weu  ->  resp_somfxw62jnxwk4q068a1f0c2…
+//	resp_68a1f0c2…  made by aoai-weu  ->  resp_s2mfxw62jnxwk4q0<16 MAC chars>68a1f0c2…
+//
+// The older, unsigned form ("so" in place of "s2", no MAC) is what TagID
+// writes; only a Tagger that is Open (a gateway without keys) accepts it.
 //
 // The characters stay those of the provider's ids (letters, digits, "_",
 // "-"), so ids remain safe in paths and in clients that check them. A
@@ -30,7 +35,10 @@ import (
 // "0", which ends the name.
 var ownerEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-const ownerMark = "so"
+const (
+	ownerMark  = "so" // the unsigned tag
+	signedMark = "s2" // the signed tag
+)
 
 // maxIDPrefix bounds where the provider's separator may stand.
 const maxIDPrefix = 16
@@ -50,8 +58,9 @@ func splitID(id string) (prefix, rest string) {
 	return "", id
 }
 
-// TagID returns id with backend written into it as its owner. An id
-// already tagged is returned as it is.
+// TagID returns id with backend written into it as its owner, in the
+// unsigned form that only an Open Tagger accepts. An id already tagged is
+// returned as it is.
 func TagID(id, backend string) string {
 	if id == "" || backend == "" {
 		return id
@@ -63,23 +72,49 @@ func TagID(id, backend string) string {
 	return prefix + ownerMark + ownerEncoding.EncodeToString([]byte(backend)) + "0" + rest
 }
 
-// UntagID splits a tagged id into its owner and the provider's id. ok is
-// false for an id that is not tagged.
+// UntagID splits a tagged id, signed or not, into its owner and the
+// provider's id, without checking a signature. ok is false for an id
+// that is not tagged.
 func UntagID(id string) (backend, orig string, ok bool) {
-	prefix, rest := splitID(id)
-	enc, ok := strings.CutPrefix(rest, ownerMark)
+	t, ok := parseTag(id)
 	if !ok {
 		return "", id, false
 	}
+	return t.backend, t.orig, true
+}
+
+// idTag is a tagged id taken apart.
+type idTag struct {
+	backend, orig string
+	mac           string // "" for the unsigned form
+}
+
+// parseTag takes a tagged id apart; ok is false for an id that is not
+// tagged (a provider's own id).
+func parseTag(id string) (t idTag, ok bool) {
+	prefix, rest := splitID(id)
+	signed := strings.HasPrefix(rest, signedMark)
+	if !signed && !strings.HasPrefix(rest, ownerMark) {
+		return idTag{}, false
+	}
+	enc := rest[len(ownerMark):]
 	end := strings.IndexByte(enc, '0')
 	if end <= 0 {
-		return "", id, false
+		return idTag{}, false
 	}
 	name, err := ownerEncoding.DecodeString(enc[:end])
 	if err != nil || len(name) == 0 || !printableName(name) {
-		return "", id, false
+		return idTag{}, false
 	}
-	return string(name), prefix + enc[end+1:], true
+	after := enc[end+1:]
+	if signed {
+		if len(after) < macChars || !isMACText(after[:macChars]) {
+			return idTag{}, false
+		}
+		t.mac, after = after[:macChars], after[macChars:]
+	}
+	t.backend, t.orig = string(name), prefix+after
+	return t, true
 }
 
 func printableName(b []byte) bool {
@@ -345,9 +380,15 @@ func (t *lineReader) take(b []byte) {
 }
 
 // taggingReader is a lineReader that tags the stateful ids of an SSE
-// stream with backend.
+// stream with backend (unsigned).
 func taggingReader(r io.Reader, backend string) *lineReader {
 	return &lineReader{r: r, fn: func(line []byte) []byte { return TagIDs(line, backend) }}
+}
+
+// taggingReader is a lineReader that tags the stateful ids of an SSE
+// stream with backend and t's tenant.
+func (t *Tagger) taggingReader(r io.Reader, backend string) *lineReader {
+	return &lineReader{r: r, fn: func(line []byte) []byte { return t.TagIDs(line, backend) }}
 }
 
 // lineBody is a response body read through a lineReader, closed through

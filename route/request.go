@@ -127,6 +127,10 @@ type Request struct {
 	// that state. NewRequest sets it from the tagged ids in the body (see
 	// TagID), which it replaces with the provider's own.
 	Owner string
+	// Tagger signs the caller's tenant into the ids of the objects the
+	// answer names, and checked those of the request (NewTaggedRequest).
+	// Nil means an Open Tagger with an empty secret: any id is reached.
+	Tagger *Tagger
 	// MaxWait, if positive, is how long the caller will wait for quota:
 	// when every member is out of it, the request waits in the pool's
 	// queue (first come, first served) for the soonest window to reset,
@@ -139,6 +143,8 @@ type Request struct {
 	// backend's operations are under ("responses/resp_1/input_items"),
 	// Method defaults to POST, and Body may be empty.
 	Method, Path, RawQuery string
+
+	ownerID string // the tagged id that named Owner, as the caller sent it
 
 	modelSpan span   // where "model" sits in Body; empty when absent
 	bodyModel string // the model named in Body
@@ -157,6 +163,10 @@ type Request struct {
 
 var _ Cost = (*Request)(nil)
 
+// OwnerID is the tagged id, as the caller sent it, that named Owner
+// (NewTaggedRequest); "" when none did.
+func (r *Request) OwnerID() string { return r.ownerID }
+
 // Tokens is the request's token estimate for quota admission (see
 // estimateTokens), computed once.
 func (r *Request) Tokens() int64 {
@@ -173,19 +183,31 @@ func (r *Request) Tokens() int64 {
 // tagged id in the body (see Request.Owner); ids of two owners are an
 // *OwnerConflictError.
 func NewRequest(op Operation, body []byte, header http.Header) (*Request, error) {
-	if op == Responses || op == CountTokens {
-		var owner string
+	return NewTaggedRequest(op, body, header, nil)
+}
+
+// NewTaggedRequest is NewRequest for the caller of tagger (see Tagger): the
+// tagged ids of a Responses or CountTokens body, and of any body when
+// tagger is not Open, are checked (an id the caller may not reach, or a
+// provider's id of a stored object, is an *UnknownIDError) and untagged.
+func NewTaggedRequest(op Operation, body []byte, header http.Header, tagger *Tagger) (*Request, error) {
+	if op == Responses || op == CountTokens || !tagger.open() {
+		var owner, id string
 		var err error
-		if body, owner, err = UntagIDs(body); err != nil {
+		if body, owner, id, err = tagger.UntagBody(body); err != nil {
 			return nil, err
 		}
 		r, err := newJSONRequest(op, body, header)
 		if r != nil {
-			r.Owner = owner
+			r.Owner, r.Tagger, r.ownerID = owner, tagger, id
 		}
 		return r, err
 	}
-	return newJSONRequest(op, body, header)
+	r, err := newJSONRequest(op, body, header)
+	if r != nil {
+		r.Tagger = tagger
+	}
+	return r, err
 }
 
 func newJSONRequest(op Operation, body []byte, header http.Header) (*Request, error) {

@@ -48,8 +48,9 @@ type Directory struct {
 	snap   atomic.Pointer[snapshot]
 	mu     sync.Mutex // serialises SetConfig and Refresh
 	config struct {
-		keys  map[[sha256.Size]byte]*Principal
-		teams map[string]Limits
+		keys   map[[sha256.Size]byte]*Principal
+		teams  map[string]Limits
+		shares map[string]bool // teams whose keys share stored objects
 	}
 	stored struct {
 		keys  map[string]storedKey
@@ -69,6 +70,7 @@ type snapshot struct {
 	config   map[[sha256.Size]byte]*Principal
 	stored   map[string]storedKey // by prefix
 	teams    map[string]Limits    // the configuration's win over the store's
+	shares   map[string]bool      // teams whose keys share stored objects
 }
 
 // KeyByPrefix implements ledger.KeyLookup over the memory.
@@ -97,15 +99,27 @@ func NewDirectory(c clock.Clock, store KeyStore) *Directory {
 func (d *Directory) SetConfig(keys []ConfigKey, teams []Team) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.config.teams = make(map[string]Limits, len(teams))
+	d.config.shares = map[string]bool{}
+	for _, t := range teams {
+		d.config.teams[t.Name] = t.Limits
+		if t.ShareObjects {
+			d.config.shares[t.Name] = true
+		}
+	}
 	d.config.keys = make(map[[sha256.Size]byte]*Principal, len(keys))
 	for _, k := range keys {
 		p := k.Principal
 		p.Source = "config"
+		p.ShareObjects = p.Team != "" && d.config.shares[p.Team]
 		d.config.keys[sha256.Sum256([]byte(k.Secret))] = p.withNames()
 	}
-	d.config.teams = make(map[string]Limits, len(teams))
-	for _, t := range teams {
-		d.config.teams[t.Name] = t.Limits
+	if d.stored.keys != nil { // the teams' sharing may have changed: new principals
+		stored := make(map[string]storedKey, len(d.stored.keys))
+		for prefix, k := range d.stored.keys {
+			stored[prefix] = storedKey{key: k.key, p: principalOf(k.key, d.config.shares)}
+		}
+		d.stored.keys = stored
 	}
 	d.publish()
 }
@@ -129,7 +143,7 @@ func (d *Directory) Refresh(ctx context.Context) error {
 	defer d.mu.Unlock()
 	d.stored.keys = make(map[string]storedKey, len(keys))
 	for _, k := range keys {
-		d.stored.keys[k.Prefix] = storedKey{key: k, p: principalOf(k)}
+		d.stored.keys[k.Prefix] = storedKey{key: k, p: principalOf(k, d.config.shares)}
 	}
 	d.stored.teams = make(map[string]Limits, len(teams))
 	for _, t := range teams {
@@ -142,7 +156,7 @@ func (d *Directory) Refresh(ctx context.Context) error {
 // publish builds the snapshot requests read. Called with d.mu held (or
 // before d is shared).
 func (d *Directory) publish() {
-	s := &snapshot{config: d.config.keys, stored: d.stored.keys, teams: map[string]Limits{}}
+	s := &snapshot{config: d.config.keys, stored: d.stored.keys, teams: map[string]Limits{}, shares: d.config.shares}
 	for n, l := range d.stored.teams {
 		s.teams[n] = l
 	}
@@ -153,9 +167,12 @@ func (d *Directory) publish() {
 	d.snap.Store(s)
 }
 
-func principalOf(k ledger.Key) *Principal {
+// principalOf is the principal of a store's key; shares are the teams
+// whose keys share stored objects.
+func principalOf(k ledger.Key, shares map[string]bool) *Principal {
 	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store", Patience: k.Patience,
-		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
+		ShareObjects: k.Team != "" && shares[k.Team],
+		Limits:       Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
 	return p.withNames()
 }
 
@@ -203,7 +220,7 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 	k, err = ledger.Verify(ctx, d.store, secret, now)
 	switch {
 	case err == nil:
-		return principalOf(k), nil
+		return principalOf(k, s.shares), nil
 	case errors.Is(err, ledger.ErrNotFound):
 		if d.nmiss.Add(1) > maxMisses {
 			d.misses.Clear()

@@ -158,3 +158,31 @@ func BenchmarkAuthenticate(b *testing.B) {
 		})
 	}
 }
+
+// TestStoreKeysShareObjectsWithTheirConfiguredTeam: a store key of a
+// team whose configuration shares objects is marked so, before and after
+// a refresh, and stops being when the configuration stops sharing.
+func TestStoreKeysShareObjectsWithTheirConfiguredTeam(t *testing.T) {
+	ctx := context.Background()
+	c := fakeclock.New()
+	store := openLedger(t)
+	d := NewDirectory(c, store)
+	d.SetConfig(nil, []Team{{Name: "apps", ShareObjects: true}})
+	_, secret, err := ledger.NewKey(ctx, store, ledger.Key{Name: "ci", Team: "apps"}, c.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := d.Authenticate(ctx, secret); err != nil || !p.ShareObjects {
+		t.Fatalf("found in the store: %+v, %v", p, err)
+	}
+	if err := d.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := d.Authenticate(ctx, secret); err != nil || !p.ShareObjects {
+		t.Fatalf("after the refresh: %+v, %v", p, err)
+	}
+	d.SetConfig(nil, []Team{{Name: "apps"}})
+	if p, err := d.Authenticate(ctx, secret); err != nil || p.ShareObjects {
+		t.Fatalf("after the team stopped sharing: %+v, %v", p, err)
+	}
+}

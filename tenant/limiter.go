@@ -128,8 +128,7 @@ func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket
 		if len(p.Models) > 0 && !slices.Contains(p.Models, model) {
 			what, name = "model", model
 		}
-		return nil, &Refusal{Status: http.StatusForbidden, Code: "model_not_allowed", Subject: "key", Name: p.ID, Limit: what,
-			Message: fmt.Sprintf("switchover: key %s may not use %s %q", p.display(), what, name)}
+		return nil, NotAllowed(p, what, name)
 	}
 	teamLimits, hasTeam := Limits{}, false
 	if p.Team != "" {

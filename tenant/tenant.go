@@ -11,6 +11,8 @@
 package tenant
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
 	"time"
 )
@@ -41,6 +43,11 @@ type Principal struct {
 	Patience time.Duration
 	// Source is "config" or "store".
 	Source string
+	// ShareObjects says the key's team shares its stored objects (the
+	// configuration's teams[].share_objects): the objects this key makes
+	// belong to the team, and it reaches the team's. The Directory sets
+	// it from the team.
+	ShareObjects bool
 
 	// keyName and teamName are the limiter's names for the key and its
 	// team, made once by the Directory (see names).
@@ -66,15 +73,30 @@ func (p *Principal) withNames() *Principal {
 	return p
 }
 
-// Team is a team's limits (MaxConcurrent unused).
+// Team is a team's limits (MaxConcurrent unused), and whether its keys
+// share their stored objects.
 type Team struct {
-	Name   string
-	Limits Limits
+	Name         string
+	Limits       Limits
+	ShareObjects bool
+}
+
+// Allows reports whether p may use pool by the model name model; an
+// empty pool or model is not checked.
+func (p *Principal) Allows(pool, model string) bool { return p.allows(pool, model) }
+
+// Restricted reports whether p is limited to some pools or models.
+func (p *Principal) Restricted() bool { return len(p.Pools) > 0 || len(p.Models) > 0 }
+
+// NotAllowed is the refusal of a call p may not make: what ("pool" or
+// "model") named name is not one it may use. 403 model_not_allowed.
+func NotAllowed(p *Principal, what, name string) *Refusal {
+	return &Refusal{Status: http.StatusForbidden, Code: "model_not_allowed", Subject: "key", Name: p.ID, Limit: what,
+		Message: fmt.Sprintf("switchover: key %s may not use %s %q", p.display(), what, name)}
 }
 
 // allows reports whether p may use pool by the model name model; an
-// empty pool or model (a call on a stored object, routed to the backend
-// that holds it) is not checked.
+// empty pool or model is not checked.
 func (p *Principal) allows(pool, model string) bool {
 	if pool != "" && len(p.Pools) > 0 && !slices.Contains(p.Pools, pool) {
 		return false
