@@ -20,6 +20,8 @@ const (
 	DefaultRetryBudget = 90 * time.Second
 	DefaultTimeout     = 10 * time.Minute
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultIdleTimeoutUnderPressure is server.idle_timeout_under_pressure.
+	DefaultIdleTimeoutUnderPressure = 10 * time.Second
 	// DefaultMaxTrip and DefaultSlowStart are a breaker's max_trip and
 	// slow_start.
 	DefaultMaxTrip   = 5 * time.Minute
@@ -94,10 +96,12 @@ func (s *Server) applyDefaults() {
 	setDefault(&s.MaxBody, DefaultMaxBody)
 	setDefault(&s.MaxBodyMemory, max(DefaultMaxBodyMemory, s.MaxBody))
 	setDefault(&s.MaxConnections, DefaultMaxConnections)
+	setDefault(&s.MaxConnectionsPerAddress, max(1, s.MaxConnections/2))
 	setDefault(&s.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	setDur(&s.ReadHeaderTimeout, 0, 10*time.Second)
 	setDur(&s.ReadTimeout, 0, 60*time.Second)
 	setDur(&s.IdleTimeout, 0, 120*time.Second)
+	setDur(&s.IdleTimeoutUnderPressure, 0, min(DefaultIdleTimeoutUnderPressure, s.IdleTimeout.D()))
 	setDur(&s.ShutdownGrace, 0, 30*time.Second)
 	setDefault(&s.DrainDelay, new(Duration(DefaultDrainDelay)))
 	setDefault(&s.TraceHeader, new(true))

@@ -222,6 +222,13 @@ type Server struct {
 	// (ulimit -n), less what backend connections need. Read at start: a
 	// reload does not change it.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerAddress bounds the connections one client address
+	// holds: past it the address's idlest idle connection is closed, or,
+	// with none idle, the new one gets 503 too_many_connections. Default
+	// max_connections / 2, which a NAT'd office never reaches; behind a
+	// reverse proxy every caller shares its address, so set it to
+	// max_connections there (that turns it off). Read at start.
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address"`
 	// MaxConcurrentRequests bounds the requests served at once: past it a
 	// request gets 503 too_many_concurrent_requests with Retry-After: 1 at
 	// once, its body unread. /healthz, /readyz and /metrics are exempt.
@@ -234,6 +241,12 @@ type Server struct {
 	ReadTimeout Duration `yaml:"read_timeout"`
 	// IdleTimeout closes idle keep-alive connections. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// IdleTimeoutUnderPressure replaces IdleTimeout while 80% of
+	// max_connections are open: a connection idle for longer is closed
+	// as the next one arrives. Default 10s (at most idle_timeout). At
+	// max_connections the idlest idle connection is closed whatever its
+	// idle time. Read at start.
+	IdleTimeoutUnderPressure Duration `yaml:"idle_timeout_under_pressure"`
 	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while
 	// the gateway still accepts and serves requests, so that a load
 	// balancer or Kubernetes takes the replica out before its listener

@@ -52,6 +52,14 @@ func (s Server) validateLimits(ps *Problems) {
 	if s.MaxConnections < 0 {
 		ps.add("server.max_connections", "must not be negative")
 	}
+	if s.MaxConnectionsPerAddress < 0 {
+		ps.add("server.max_connections_per_address", "must not be negative")
+	} else if s.MaxConnectionsPerAddress > s.MaxConnections && s.MaxConnections > 0 {
+		ps.add("server.max_connections_per_address", "%d is over max_connections (%d); set it to max_connections to turn the per-address bound off", s.MaxConnectionsPerAddress, s.MaxConnections)
+	}
+	if s.IdleTimeoutUnderPressure > s.IdleTimeout {
+		ps.add("server.idle_timeout_under_pressure", "%s is over idle_timeout (%s): under pressure idle connections are closed sooner, not later", s.IdleTimeoutUnderPressure, s.IdleTimeout)
+	}
 	if s.MaxConcurrentRequests < 0 {
 		ps.add("server.max_concurrent_requests", "must not be negative")
 	}

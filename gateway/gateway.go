@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/clock"
@@ -437,9 +436,10 @@ func logLevel(level string) slog.Level {
 // Server returns the http.Server for the gateway, with timeouts that resist
 // slow clients without cutting long streams: headers must arrive within
 // read_header_timeout, the body within read_timeout (set per request by
-// the handler), and idle keep-alive connections close after idle_timeout.
-// There is no write timeout: a stream may legitimately run for minutes,
-// bounded by each backend's timeout.
+// the handler), and idle keep-alive connections close after idle_timeout
+// (Serve closes them sooner under pressure). There is no write timeout: a
+// stream may legitimately run for minutes, bounded by each backend's
+// timeout.
 func (g *Gateway) Server() *http.Server {
 	s := g.Config().Server
 	return &http.Server{
@@ -470,10 +470,14 @@ func (g *Gateway) Server() *http.Server {
 // The waits run on Options.Clock.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Listener) error {
 	srv := g.Server()
-	if n := g.Config().Server.MaxConnections; n > 0 {
-		// Past the limit a connection waits in the kernel's backlog
-		// instead of taking a file descriptor.
-		ln = netutil.LimitListener(ln, n)
+	s0 := g.Config().Server
+	if cl := newConnLimits(s0.MaxConnections, s0.MaxConnectionsPerAddress, s0.MaxConnections*4/5,
+		s0.IdleTimeoutUnderPressure.D(), g.opts.Clock, g.Logger); cl != nil {
+		// Past the limit idle connections make room; when every one is
+		// busy, a connection waits in the kernel's backlog instead of
+		// taking a file descriptor.
+		ln = cl.listener(ln)
+		srv.ConnState = cl.connState
 	}
 	servers := []*http.Server{srv}
 	errc := make(chan error, 1+len(admin))
