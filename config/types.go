@@ -24,9 +24,20 @@ type Config struct {
 	// AllowUnauthenticated lets a gateway without keys listen beyond
 	// loopback. Default false. Risk: anyone who can reach the port spends
 	// your quota.
-	AllowUnauthenticated bool   `yaml:"allow_unauthenticated"`
-	Log                  Log    `yaml:"log"`
-	Server               Server `yaml:"server"`
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	// AllowedHosts are extra names the API answers to in the Host header
+	// while no keys are configured (DNS rebinding): "name" (any port) or
+	// "name:port". The listen host, localhost, 127.0.0.1, [::1] and the
+	// IP address a connection arrived at always are. Unused once keys
+	// are required.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the browser origins (scheme://host[:port]) other
+	// than the API's own that may call it while no keys are configured.
+	// Default none: a cross-site browser request gets 403. Unused once
+	// keys are required.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	Log            Log      `yaml:"log"`
+	Server         Server   `yaml:"server"`
 	// Keys are the gateway keys callers present (Authorization: Bearer or
 	// api-key). Empty, and no store, means no authentication. Keys made
 	// through the admin API (virtual keys, kept in the store) work beside

@@ -116,6 +116,8 @@ type Gateway struct {
 	fleet *fleetMember
 	// ten is the keys, limits and usage store.
 	ten *tenancy
+	// keyThrottle throttles failed key checks per address (guardAPI).
+	keyThrottle *keyThrottle
 }
 
 // notices is what the gateway tells of what happens: notifications (the
@@ -170,7 +172,8 @@ type override struct{ priority, weight int }
 // (Serve does on return).
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{Metrics: metrics.New(), opts: opts, overrides: map[memberKey]override{},
-		probes: probing{byBackend: map[string]*prober{}}, notes: notices{events: newHistory(200)}}
+		probes: probing{byBackend: map[string]*prober{}}, notes: notices{events: newHistory(200)},
+		keyThrottle: newKeyThrottle(opts.Clock)}
 	if g.opts.Entra == nil {
 		g.opts.Entra = &entra.Registry{}
 	}
@@ -439,11 +442,12 @@ func logLevel(level string) slog.Level {
 // the handler), and idle keep-alive connections close after idle_timeout
 // (Serve closes them sooner under pressure). There is no write timeout: a
 // stream may legitimately run for minutes, bounded by each backend's
-// timeout.
+// timeout. Its handler is the gateway's behind guardAPI: no-key mode's
+// Host and Origin checks, the throttle of failed key checks.
 func (g *Gateway) Server() *http.Server {
 	s := g.Config().Server
 	return &http.Server{
-		Handler:           g.Handler,
+		Handler:           g.guardAPI(g.Handler, g.keyThrottle),
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.IdleTimeout.D(),
 		MaxHeaderBytes:    1 << 20,
@@ -479,6 +483,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		ln = cl.listener(ln)
 		srv.ConnState = cl.connState
 	}
+	g.logNoKeyMode()
 	servers := []*http.Server{srv}
 	errc := make(chan error, 1+len(admin))
 	go func() { errc <- srv.Serve(ln) }()
@@ -539,6 +544,22 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		return nil
 	}
 	return serveErr
+}
+
+// logNoKeyMode says, when no keys are required, what the API accepts:
+// only same-origin and non-browser callers, by the names listed.
+func (g *Gateway) logNoKeyMode() {
+	if g.Handler.KeysRequired() {
+		return
+	}
+	cfg := g.Config()
+	hosts := []string{"localhost", "127.0.0.1", "[::1]", "the address a connection arrives at"}
+	if h, _, err := net.SplitHostPort(cfg.Listen); err == nil && h != "" {
+		hosts = append([]string{h}, hosts...)
+	}
+	hosts = append(hosts, cfg.AllowedHosts...)
+	g.Logger.Warn("no keys are configured: the API accepts only same-origin and non-browser callers, by these host names (allowed_hosts adds more)",
+		"hosts", strings.Join(hosts, ", "), "origins", strings.Join(append([]string{"its own"}, cfg.AllowedOrigins...), ", "))
 }
 
 // Start builds a gateway from cfg and serves it on ln in the background,
