@@ -272,6 +272,16 @@ type Server struct {
 	// ended: a stream still open then gets an SSE error event saying the
 	// gateway is shutting down. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// MetricsListen, if set, is a listener of its own (host:port) that
+	// serves GET /metrics and nothing else, without a key: bind it where
+	// only Prometheus reaches. The metrics name keys and teams and their
+	// spend. Default none: /metrics is served on the admin listener,
+	// behind its Host check and key. Read at start.
+	MetricsListen string `yaml:"metrics_listen"`
+	// MetricsOnAPI also serves GET /metrics on the API listener, without
+	// a key, as it used to be: anyone who reaches the API reads the
+	// keys' names and spend. Default false. Read at start.
+	MetricsOnAPI bool `yaml:"metrics_on_api"`
 	// TraceHeader lets a caller that sends X-Switchover-Trace get it back
 	// listing each attempt (backend, status, reason, latency). Default
 	// true; false never sends it.

@@ -20,6 +20,13 @@ func (c *Config) validateServer(ps *Problems) {
 			ps.add(fmt.Sprintf("allowed_origins[%d]", i), "%q is not an origin such as https://app.example.com", o)
 		}
 	}
+	if m := c.Server.MetricsListen; m != "" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			ps.add("server.metrics_listen", "%q is not host:port: %v", m, err)
+		} else if (m == c.Listen || (c.Admin != nil && m == c.Admin.Listen)) && !strings.HasSuffix(m, ":0") {
+			ps.add("server.metrics_listen", "the metrics need a listener of their own, not %s", m)
+		}
+	}
 	c.Log.validate(ps)
 	c.Server.validateLimits(ps)
 }

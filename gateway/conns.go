@@ -261,6 +261,13 @@ func (l *connLimits) connState(nc net.Conn, st http.ConnState) {
 	}
 }
 
+// idleCount is the number of connections idle or new.
+func (l *connLimits) idleCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.idle.Len()
+}
+
 // countShedLocked counts a connection closed or refused to make room,
 // and logs the count at most once a minute. Requires l.mu held.
 func (l *connLimits) countShedLocked() {

@@ -118,6 +118,10 @@ type Gateway struct {
 	ten *tenancy
 	// keyThrottle throttles failed key checks per address (guardAPI).
 	keyThrottle *keyThrottle
+	// metricsAddr is server.metrics_listen's bound address (a net.Addr).
+	metricsAddr atomic.Value
+	// conns are the API listener's connection limits while Serve runs.
+	conns atomic.Pointer[connLimits]
 }
 
 // notices is what the gateway tells of what happens: notifications (the
@@ -205,9 +209,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Recorder:        g.Metrics,
 		Spender:         g,
 		Refusals:        g.Metrics,
-		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
 		TraceHeader:     *cfg.Server.TraceHeader,
+	}
+	if cfg.Server.MetricsOnAPI {
+		g.Handler.Metrics = g.Metrics.Handler()
 	}
 	if g.tracer.enabled {
 		g.Handler.Tracer = g.tracer.tracer
@@ -482,11 +488,24 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		// taking a file descriptor.
 		ln = cl.listener(ln)
 		srv.ConnState = cl.connState
+		g.conns.Store(cl)
 	}
 	g.logNoKeyMode()
 	servers := []*http.Server{srv}
-	errc := make(chan error, 1+len(admin))
+	ms, mln, err := g.metricsServer()
+	if err != nil {
+		g.Close(context.Background())
+		return err
+	}
+	if ms != nil {
+		ms.ErrorLog = srv.ErrorLog
+		servers = append(servers, ms)
+	}
+	errc := make(chan error, 2+len(admin))
 	go func() { errc <- srv.Serve(ln) }()
+	if ms != nil {
+		go func() { errc <- ms.Serve(mln) }()
+	}
 	for _, a := range admin {
 		if a == nil {
 			continue

@@ -254,7 +254,7 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 		}
 	}
 	// The scrape endpoint serves them.
-	_, text := h.get("/metrics")
+	text := scrape(t, h.gw)
 	for _, want := range []string{
 		`switchover_failovers_total{from="aoai-westeurope",pool="chat-prod",reason="rate_limited",to="aoai-swedencentral"} 1`,
 		`switchover_request_duration_seconds_count{pool="chat-prod"} 2`,

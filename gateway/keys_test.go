@@ -113,22 +113,11 @@ func TestKeyRateLimitIsRefusedBeforeTheBackend(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(ab), `"rate_limit_error"`) {
 		t.Errorf("Anthropic caller: %d %s", resp.StatusCode, ab)
 	}
-	metrics := get(t, e.url+"/metrics")
+	metrics := scrape(t, e.gw)
 	if !strings.Contains(metrics, `switchover_key_refused_total{code="rate_limit_exceeded",key="app",limit="requests per minute"} 2`) {
 		t.Errorf("no refusal count in the metrics")
 	}
 	eventually(t, "the refusal's log line", func() bool { return strings.Contains(e.logs.String(), `"refused":"rate_limit_exceeded"`) })
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := testClient.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // TestKeyAllowedModels: a key limited to some pools or model names gets

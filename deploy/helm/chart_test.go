@@ -597,8 +597,24 @@ func TestChartServiceMonitor(t *testing.T) {
 	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Path != "/metrics" {
 		t.Fatalf("endpoints %+v", sm.Spec.Endpoints)
 	}
-	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port }) {
-		t.Errorf("ServiceMonitor scrapes port %q, not a port of the Service %+v", sm.Spec.Endpoints[0].Port, svc.Spec.Ports)
+	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port })
+	if i < 0 {
+		t.Fatalf("ServiceMonitor scrapes port %q, not a port of the Service %+v", sm.Spec.Endpoints[0].Port, svc.Spec.Ports)
+	}
+	// Regression (issue 23, Low): /metrics left the API listener for a
+	// listener of its own; the scrape must follow it there.
+	var d appsv1.Deployment
+	r.one(t, "Deployment", fullname, &d)
+	_, cfg := gatewayConfig(t, r, anyEnv)
+	if cfg.Server.MetricsListen == "" || cfg.Server.MetricsOnAPI {
+		t.Fatalf("the chart's gateway serves no metrics listener: metrics_listen %q, metrics_on_api %v", cfg.Server.MetricsListen, cfg.Server.MetricsOnAPI)
+	}
+	cp := containerPort(t, gatewayContainer(t, &d), svc.Spec.Ports[i].TargetPort)
+	if fmt.Sprint(cp) != listenPort(t, cfg.Server.MetricsListen) {
+		t.Errorf("ServiceMonitor scrapes container port %d, the gateway serves /metrics on %s", cp, cfg.Server.MetricsListen)
+	}
+	if fmt.Sprint(cp) == listenPort(t, cfg.Listen) {
+		t.Errorf("ServiceMonitor scrapes the API listener %s", cfg.Listen)
 	}
 }
 
