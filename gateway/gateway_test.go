@@ -23,7 +23,7 @@ import (
 )
 
 const (
-	appKey    = "app-key-0123456789abcdef"
+	appKey    = "app-key-0123456789abcdef0123456789"
 	weuSecret = "weu-backend-secret-9f8e7d"
 	secSecret = "sec-backend-secret-1a2b3c"
 )
