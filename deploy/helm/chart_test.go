@@ -418,7 +418,7 @@ func checkPDB(t *testing.T, r rendered, d *appsv1.Deployment, replicas int) {
 
 func TestChartSecretValues(t *testing.T) {
 	secrets := map[string]any{
-		"SWITCHOVER_KEY":       "sk-gw-7c1f0e2d9b8a4c3e5f6a",
+		"SWITCHOVER_KEY":       "sk-gw-7c1f0e2d9b8a4c3e5f6a0b1c2d3e4f",
 		"OPENAI_API_KEY":       "sk-proj-4e9d2c7b1a0f3e8d",
 		"SWITCHOVER_ADMIN_KEY": "adm-9f8e7d6c5b4a3928",
 	}
