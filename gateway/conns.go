@@ -165,9 +165,10 @@ func (l *connLimits) admit(c net.Conn) *trackedConn {
 		v := l.idlestLocked(addr)
 		if v == nil {
 			l.open--
-			l.countShedLocked()
+			attrs := l.countShedLocked()
 			l.freed.Signal()
 			l.mu.Unlock()
+			l.logShed(attrs)
 			refuseConn(c)
 			return nil
 		}
@@ -184,11 +185,15 @@ func (l *connLimits) admit(c net.Conn) *trackedConn {
 // closeLocked closes the victims, taken out of the idle list, with l.mu
 // released meanwhile (Close frees their slots). Requires l.mu held.
 func (l *connLimits) closeLocked(victims []*trackedConn) {
+	var attrs []any
 	for _, v := range victims {
 		l.unidleLocked(v)
-		l.countShedLocked()
+		if a := l.countShedLocked(); a != nil {
+			attrs = a
+		}
 	}
 	l.mu.Unlock()
+	l.logShed(attrs)
 	for _, v := range victims {
 		v.Close()
 	}
@@ -269,16 +274,24 @@ func (l *connLimits) idleCount() int {
 }
 
 // countShedLocked counts a connection closed or refused to make room,
-// and logs the count at most once a minute. Requires l.mu held.
-func (l *connLimits) countShedLocked() {
+// and returns what to log, at most once a minute (nil otherwise): the
+// caller logs it once l.mu is released. Requires l.mu held.
+func (l *connLimits) countShedLocked() []any {
 	l.shed++
 	now := l.clk.Now()
 	if l.logger == nil || now.Sub(l.lastLog) < time.Minute {
-		return
+		return nil
 	}
-	l.logger.Warn("connections near server.max_connections: idle ones closed, or refused past max_connections_per_address",
-		"closed_or_refused", l.shed, "open", l.open, "max_connections", l.max, "max_connections_per_address", l.perAddr)
+	attrs := []any{"closed_or_refused", l.shed, "open", l.open, "max_connections", l.max, "max_connections_per_address", l.perAddr}
 	l.lastLog, l.shed = now, 0
+	return attrs
+}
+
+// logShed logs what countShedLocked returned, if anything.
+func (l *connLimits) logShed(attrs []any) {
+	if attrs != nil {
+		l.logger.Warn("connections near server.max_connections: idle ones closed, or refused past max_connections_per_address", attrs...)
+	}
 }
 
 // remoteHost is the IP address c comes from.

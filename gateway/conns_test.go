@@ -101,6 +101,9 @@ func TestIdleConnectionsFromOneAddressDoNotKeepAChatCallOut(t *testing.T) {
 		}
 		return len(closed) >= 10
 	}, func() string { return fmt.Sprintf("%d idle connections closed, want 10 or more", len(closed)) })
+	if !strings.Contains(h.logs.String(), "connections near server.max_connections") {
+		t.Errorf("closing idle connections was not logged:\n%s", h.logs.String())
+	}
 }
 
 // closedNow reports whether the server has closed the connection, as
