@@ -9,7 +9,7 @@ import (
 )
 
 func TestViewers(t *testing.T) {
-	const base = "keys: [{name: app, key: app-key-0123456789}]\n" +
+	const base = "keys: [{name: app, key: app-key-0123456789abcdef0123456789}]\n" +
 		"backends:\n  - {name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}\n" +
 		"pools:\n  - {name: p, members: [{backend: a}]}\n" +
 		"admin:\n  listen: 127.0.0.1:8081\n  key: admin-key-0123456789\n  viewers:\n"

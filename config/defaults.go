@@ -22,6 +22,8 @@ const (
 	DefaultRetryBudget = 90 * time.Second
 	DefaultTimeout     = 10 * time.Minute
 	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultIdleTimeoutUnderPressure is server.idle_timeout_under_pressure.
+	DefaultIdleTimeoutUnderPressure = 10 * time.Second
 	// DefaultMaxTrip and DefaultSlowStart are a breaker's max_trip and
 	// slow_start.
 	DefaultMaxTrip   = 5 * time.Minute
@@ -98,6 +100,7 @@ func (s *Server) applyDefaults(oneKey bool) {
 	setDefault(&s.MaxBody, DefaultMaxBody)
 	setDefault(&s.MaxBodyMemory, max(DefaultMaxBodyMemory, s.MaxBody))
 	setDefault(&s.MaxConnections, DefaultMaxConnections)
+	setDefault(&s.MaxConnectionsPerAddress, max(1, s.MaxConnections/2))
 	setDefault(&s.MaxConcurrentRequests, DefaultMaxConcurrentRequests)
 	if oneKey {
 		setDefault(&s.MaxConcurrentRequestsPerKey, s.MaxConcurrentRequests)
@@ -109,6 +112,7 @@ func (s *Server) applyDefaults(oneKey bool) {
 	setDur(&s.ReadHeaderTimeout, 0, 10*time.Second)
 	setDur(&s.ReadTimeout, 0, 60*time.Second)
 	setDur(&s.IdleTimeout, 0, 120*time.Second)
+	setDur(&s.IdleTimeoutUnderPressure, 0, min(DefaultIdleTimeoutUnderPressure, s.IdleTimeout.D()))
 	setDur(&s.ShutdownGrace, 0, 30*time.Second)
 	setDefault(&s.DrainDelay, new(Duration(DefaultDrainDelay)))
 	setDefault(&s.TraceHeader, new(true))

@@ -87,7 +87,7 @@ func TestTenancyFiles(t *testing.T) {
 }
 
 func TestKeyNamesLikeStoreIDsAreRefused(t *testing.T) {
-	y := "keys:\n  - {name: key_abc, key: app-key-0123456789abcdef}\nbackends:\n  - {name: a, type: openai, api_key: sk-0000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	y := "keys:\n  - {name: key_abc, key: app-key-0123456789abcdef0123456789}\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
 	_, err := Parse("k.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err == nil || !strings.Contains(err.Error(), `k.yaml:2: keys[0].name: "key_abc": names starting with key_ are the store's key IDs`) {
 		t.Fatalf("%v", err)
@@ -95,7 +95,7 @@ func TestKeyNamesLikeStoreIDsAreRefused(t *testing.T) {
 }
 
 func TestSQLiteStoreWithSharedStateWarns(t *testing.T) {
-	y := "store: {sqlite: /var/lib/switchover/s.db}\nstate: {redis: {url: \"redis://127.0.0.1:6379\"}}\nbackends:\n  - {name: a, type: openai, api_key: sk-0000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	y := "store: {sqlite: /var/lib/switchover/s.db}\nstate: {redis: {url: \"redis://127.0.0.1:6379\"}}\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
 	cfg, err := Parse("w.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ func testEnv(vars map[string]string) Env {
 }
 
 var goodEnv = testEnv(map[string]string{
-	"SWITCHOVER_APP_KEY": "app-key-0123456789abcdef",
+	"SWITCHOVER_APP_KEY": "app-key-0123456789abcdef0123456789",
 	"AOAI_WEU_KEY":       "weu-secret-value",
 	"AOAI_SEC_KEY":       "sec-secret-value",
 	"OPENAI_KEY":         "sk-secret-value",
@@ -57,7 +57,7 @@ func TestSeed000Config(t *testing.T) {
 		t.Fatal(err)
 	}
 	weu, sec := c.Backends[0], c.Backends[1]
-	if weu.APIKey.Value() != "weu-secret-value" || c.Keys[0].Key.Value() != "app-key-0123456789abcdef" {
+	if weu.APIKey.Value() != "weu-secret-value" || c.Keys[0].Key.Value() != "app-key-0123456789abcdef0123456789" {
 		t.Fatal("env not expanded")
 	}
 	if weu.FirstByteTimeout.D() != 10*time.Second || weu.Timeout.D() != 120*time.Second {
@@ -96,7 +96,7 @@ func TestBackendDefaultsInherit(t *testing.T) {
 	if !openai.Breaker.Statuses.Has(429) || openai.Breaker.Statuses.Has(500) {
 		t.Fatal("backend's own statuses overridden")
 	}
-	if c.Keys[0].Key.Value() != "0123456789abcdef-default" {
+	if c.Keys[0].Key.Value() != "0123456789abcdef0123456789abcdef-default" {
 		t.Fatalf("${VAR:-default} gave %q", c.Keys[0].Key.Value())
 	}
 	if c.Server.MaxBody != 4<<20 || c.Log.Format != "json" {
@@ -174,6 +174,13 @@ func TestBadFiles(t *testing.T) {
 			`server-limits.bad.yaml:7: server.max_concurrent_requests_per_key: must not be negative`,
 			`server-limits.bad.yaml:8: server.max_body_memory_per_key: 1048576 is under max_body (67108864)`,
 			`server-limits.bad.yaml:9: "-1" is not a size`,
+		}},
+		{"listener.bad.yaml", []string{
+			`listener.bad.yaml:2: allowed_origins[0]: "app.example.com" is not an origin such as https://app.example.com`,
+			`listener.bad.yaml:5: server.max_connections_per_address: 200 is over max_connections (100)`,
+			`listener.bad.yaml:7: server.idle_timeout_under_pressure: 1m0s is over idle_timeout (30s)`,
+			`listener.bad.yaml:8: server.metrics_listen: the metrics need a listener of their own, not 127.0.0.1:8080`,
+			`listener.bad.yaml:10: keys[0].key: key is shorter than 32 characters`,
 		}},
 		{"pinned.bad.yaml", []string{
 			`pinned.bad.yaml:3: backends[1].responses_api: only for openai, openai_compatible and azure backends`,
@@ -305,7 +312,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"slog": logBuf.String(),
 	}
 	for name, out := range outputs {
-		for _, secret := range []string{"weu-secret-value", "sec-secret-value", "app-key-0123456789abcdef"} {
+		for _, secret := range []string{"weu-secret-value", "sec-secret-value", "app-key-0123456789abcdef0123456789"} {
 			if strings.Contains(out, secret) {
 				t.Errorf("%s output contains a secret: %s", name, out)
 			}

@@ -24,9 +24,20 @@ type Config struct {
 	// AllowUnauthenticated lets a gateway without keys listen beyond
 	// loopback. Default false. Risk: anyone who can reach the port spends
 	// your quota.
-	AllowUnauthenticated bool   `yaml:"allow_unauthenticated"`
-	Log                  Log    `yaml:"log"`
-	Server               Server `yaml:"server"`
+	AllowUnauthenticated bool `yaml:"allow_unauthenticated"`
+	// AllowedHosts are extra names the API answers to in the Host header
+	// while no keys are configured (DNS rebinding): "name" (any port) or
+	// "name:port". The listen host, localhost, 127.0.0.1, [::1] and the
+	// IP address a connection arrived at always are. Unused once keys
+	// are required.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the browser origins (scheme://host[:port]) other
+	// than the API's own that may call it while no keys are configured.
+	// Default none: a cross-site browser request gets 403. Unused once
+	// keys are required.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	Log            Log      `yaml:"log"`
+	Server         Server   `yaml:"server"`
 	// Keys are the gateway keys callers present (Authorization: Bearer or
 	// api-key). Empty, and no store, means no authentication. Keys made
 	// through the admin API (virtual keys, kept in the store) work beside
@@ -225,6 +236,13 @@ type Server struct {
 	// (ulimit -n), less what backend connections need. Read at start: a
 	// reload does not change it.
 	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerAddress bounds the connections one client address
+	// holds: past it the address's idlest idle connection is closed, or,
+	// with none idle, the new one gets 503 too_many_connections. Default
+	// max_connections / 2, which a NAT'd office never reaches; behind a
+	// reverse proxy every caller shares its address, so set it to
+	// max_connections there (that turns it off). Read at start.
+	MaxConnectionsPerAddress int `yaml:"max_connections_per_address"`
 	// MaxConcurrentRequests bounds the requests served at once: past it a
 	// request gets 503 too_many_concurrent_requests with Retry-After: 1 at
 	// once, its body unread. /healthz, /readyz and /metrics are exempt.
@@ -262,6 +280,12 @@ type Server struct {
 	MinBodyRate Size `yaml:"min_body_rate"`
 	// IdleTimeout closes idle keep-alive connections. Default 120s.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// IdleTimeoutUnderPressure replaces IdleTimeout while 80% of
+	// max_connections are open: a connection idle for longer is closed
+	// as the next one arrives. Default 10s (at most idle_timeout). At
+	// max_connections the idlest idle connection is closed whatever its
+	// idle time. Read at start.
+	IdleTimeoutUnderPressure Duration `yaml:"idle_timeout_under_pressure"`
 	// DrainDelay is how long, after SIGTERM, /readyz answers 503 while
 	// the gateway still accepts and serves requests, so that a load
 	// balancer or Kubernetes takes the replica out before its listener
@@ -276,6 +300,16 @@ type Server struct {
 	// ended: a stream still open then gets an SSE error event saying the
 	// gateway is shutting down. Default 30s.
 	ShutdownGrace Duration `yaml:"shutdown_grace"`
+	// MetricsListen, if set, is a listener of its own (host:port) that
+	// serves GET /metrics and nothing else, without a key: bind it where
+	// only Prometheus reaches. The metrics name keys and teams and their
+	// spend. Default none: /metrics is served on the admin listener,
+	// behind its Host check and key. Read at start.
+	MetricsListen string `yaml:"metrics_listen"`
+	// MetricsOnAPI also serves GET /metrics on the API listener, without
+	// a key, as it used to be: anyone who reaches the API reads the
+	// keys' names and spend. Default false. Read at start.
+	MetricsOnAPI bool `yaml:"metrics_on_api"`
 	// TraceHeader lets a caller that sends X-Switchover-Trace get it back
 	// listing each attempt (backend, status, reason, latency). Default
 	// true; false never sends it.

@@ -2,6 +2,10 @@ package config
 
 import "fmt"
 
+// MinKeyLen is the shortest gateway key the file may give: long enough
+// that guessing is hopeless even unthrottled.
+const MinKeyLen = 32
+
 // validateKeys checks the gateway keys of the file: each has a name and a
 // long key, and no two names or keys are the same. Their limits are
 // validateTenancy's.
@@ -18,8 +22,8 @@ func (c *Config) validateKeys(ps *Problems) {
 		names[k.Name] = true
 		if k.Key == "" {
 			ps.add(p+".key", "empty key")
-		} else if len(k.Key) < 16 {
-			ps.add(p+".key", "key is shorter than 16 characters; use a long random value")
+		} else if len(k.Key) < MinKeyLen {
+			ps.add(p+".key", "key is shorter than %d characters; use a long random value (openssl rand -hex 32)", MinKeyLen)
 		} else if other, dup := values[k.Key]; dup {
 			ps.add(p+".key", "same key as %q", other)
 		}

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -13,6 +15,18 @@ func (c *Config) validateServer(ps *Problems) {
 		ps.add("server.max_body", "%d bytes is over 1GiB; each request body is held in memory while it is routed", c.Server.MaxBody)
 	}
 	c.validateListen(ps)
+	for i, o := range c.AllowedOrigins {
+		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			ps.add(fmt.Sprintf("allowed_origins[%d]", i), "%q is not an origin such as https://app.example.com", o)
+		}
+	}
+	if m := c.Server.MetricsListen; m != "" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			ps.add("server.metrics_listen", "%q is not host:port: %v", m, err)
+		} else if (m == c.Listen || (c.Admin != nil && m == c.Admin.Listen)) && !strings.HasSuffix(m, ":0") {
+			ps.add("server.metrics_listen", "the metrics need a listener of their own, not %s", m)
+		}
+	}
 	c.Log.validate(ps)
 	c.Server.validateLimits(ps)
 }
@@ -51,6 +65,14 @@ func (s Server) validateLimits(ps *Problems) {
 	}
 	if s.MaxConnections < 0 {
 		ps.add("server.max_connections", "must not be negative")
+	}
+	if s.MaxConnectionsPerAddress < 0 {
+		ps.add("server.max_connections_per_address", "must not be negative")
+	} else if s.MaxConnectionsPerAddress > s.MaxConnections && s.MaxConnections > 0 {
+		ps.add("server.max_connections_per_address", "%d is over max_connections (%d); set it to max_connections to turn the per-address bound off", s.MaxConnectionsPerAddress, s.MaxConnections)
+	}
+	if s.IdleTimeoutUnderPressure > s.IdleTimeout {
+		ps.add("server.idle_timeout_under_pressure", "%s is over idle_timeout (%s): under pressure idle connections are closed sooner, not later", s.IdleTimeoutUnderPressure, s.IdleTimeout)
 	}
 	if s.MaxConcurrentRequests < 0 {
 		ps.add("server.max_concurrent_requests", "must not be negative")

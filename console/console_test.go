@@ -30,7 +30,7 @@ const (
 	adminKey    = "admin-key-0123456789abcdef"
 	viewerKey   = "viewer-key-0123456789abcd"
 	backendKey  = "sk-backend-secret-7777777"
-	gatewayKey  = "gw-client-key-5555555555"
+	gatewayKey  = "gw-client-key-5555555555555555555555"
 	webhookSig  = "webhook-signing-secret-42"
 	redisPass   = "redis-pass-31337xyz"
 	postgresPwd = "pg-password-2718281828"

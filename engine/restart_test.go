@@ -34,7 +34,7 @@ pools: [{name: chat, members: [{backend: weu}]}]
 		{"tracing and reload interval", "tracing: {endpoint: \"http://127.0.0.1:4318\"}\nreload: {interval: 9s}\n", []string{"tracing", "reload.interval"}},
 		{"notification timing", "notifications: {flap_window: 1m}\n", []string{"notifications"}},
 		{"max_body applies", "server: {max_body: 1MiB}\n", nil},
-		{"request limits apply, connections need a restart", "server: {max_body_memory: 512MiB, max_concurrent_requests: 10, max_connections: 10}\n", []string{"server.max_connections"}},
+		{"request limits apply, connections need a restart", "server: {max_body_memory: 512MiB, max_concurrent_requests: 10, max_connections: 10}\n", []string{"server.max_connections", "server.max_connections_per_address"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -104,7 +104,7 @@ func serveWith(t *testing.T, d Deps, yaml string, names ...string) *served {
 }
 
 const (
-	appKey    = "app-key-0123456789abcdef"
+	appKey    = "app-key-0123456789abcdef0123456789"
 	weuSecret = "weu-backend-secret-9f8e7d"
 	secSecret = "sec-backend-secret-1a2b3c"
 )

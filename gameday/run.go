@@ -311,7 +311,7 @@ func runKeys(sc Scenario) []gatewayKey {
 	if sc.Noise == nil {
 		return nil
 	}
-	return []gatewayKey{{mainKey, "gameday-main-caller-key"}, {noiseKey, "gameday-noise-caller-key"}}
+	return []gatewayKey{{mainKey, "gameday-main-caller-key-0123456789"}, {noiseKey, "gameday-noise-caller-key-0123456789"}}
 }
 
 // keyOf returns the key named name, or "" when there is none.

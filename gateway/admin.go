@@ -89,7 +89,8 @@ func (g *Gateway) adminHandler() (http.Handler, func()) {
 		}
 		writeJSON(w, http.StatusOK, g.Status())
 	})
-	g.keysAPI().Register(mux) // /admin/keys, /admin/teams, /admin/usage
+	mux.Handle("GET /metrics", g.Metrics.Handler()) // behind the admin API's Host check and key
+	g.keysAPI().Register(mux)                       // /admin/keys, /admin/teams, /admin/usage
 	con := g.newConsole()
 	return g.guardAdmin(mux, con), con.Close
 }
@@ -162,11 +163,18 @@ func (g *Gateway) guardAdmin(next, console http.Handler) http.Handler {
 	})
 }
 
-// adminHostAllowed reports whether r's Host names the admin API: its
-// listen host, localhost, 127.0.0.1, [::1], an entry of allowed_hosts
-// (with or without its port), or the IP address the connection arrived
-// at (an IP literal cannot be rebound).
+// adminHostAllowed reports whether r's Host names the admin API (see
+// hostAllowed).
 func adminHostAllowed(a *config.Admin, r *http.Request) bool {
+	return hostAllowed(a.Listen, a.AllowedHosts, r)
+}
+
+// hostAllowed reports whether r's Host names the listener on listen: its
+// listen host, localhost, 127.0.0.1, [::1], an entry of allowed (with or
+// without its port), or the IP address the connection arrived at (an IP
+// literal cannot be rebound). The admin API and, without keys, the API
+// refuse other names (DNS rebinding).
+func hostAllowed(listen string, allowedHosts []string, r *http.Request) bool {
 	host := hostOnly(r.Host)
 	if host == "" {
 		return false
@@ -175,12 +183,12 @@ func adminHostAllowed(a *config.Admin, r *http.Request) bool {
 	case "localhost", "127.0.0.1", "::1":
 		return true
 	}
-	if h, _, err := net.SplitHostPort(a.Listen); err == nil && h != "" && strings.EqualFold(h, host) {
+	if h, _, err := net.SplitHostPort(listen); err == nil && h != "" && strings.EqualFold(h, host) {
 		if ip := net.ParseIP(h); ip == nil || !ip.IsUnspecified() {
 			return true
 		}
 	}
-	for _, allowed := range a.AllowedHosts {
+	for _, allowed := range allowedHosts {
 		if _, _, err := net.SplitHostPort(allowed); err == nil {
 			if strings.EqualFold(allowed, r.Host) { // host:port: exactly
 				return true

@@ -27,7 +27,7 @@ func (g *Gateway) deps() engine.Deps {
 	}
 	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override, Probed: true}
 	if t := g.ten; t != nil {
-		d.Resolver, d.Admission = t.dir, t.lim
+		d.Resolver, d.Admission = notingResolver{t.dir}, t.lim
 	}
 	if f := g.fleet; f != nil {
 		d.OnFailure = func(backend string) func(breaker.Outcome, time.Time) {

@@ -26,7 +26,7 @@ import (
 const (
 	consoleAdminKey  = "console-admin-key-0123456789"
 	consoleViewerKey = "console-viewer-key-0123456789"
-	consoleAPIKey    = "console-client-key-0123456789"
+	consoleAPIKey    = "console-client-key-0123456789abcdef"
 	consoleBackend   = "sk-console-backend-secret-0123"
 )
 

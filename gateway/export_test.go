@@ -13,3 +13,12 @@ func (g *Gateway) DrainAs(backend, who string) error {
 
 // LocalEvents is this replica's own event history, without the fleet's.
 func (g *Gateway) LocalEvents() []Event { return g.notes.events.list() }
+
+// IdleConnections is the number of the API listener's connections that
+// are idle (or new, nothing read yet), once Serve has started.
+func (g *Gateway) IdleConnections() int {
+	if cl := g.conns.Load(); cl != nil {
+		return cl.idleCount()
+	}
+	return 0
+}

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/net/netutil"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/clock"
@@ -117,6 +116,12 @@ type Gateway struct {
 	fleet *fleetMember
 	// ten is the keys, limits and usage store.
 	ten *tenancy
+	// keyThrottle throttles failed key checks per address (guardAPI).
+	keyThrottle *keyThrottle
+	// metricsAddr is server.metrics_listen's bound address (a net.Addr).
+	metricsAddr atomic.Value
+	// conns are the API listener's connection limits while Serve runs.
+	conns atomic.Pointer[connLimits]
 }
 
 // notices is what the gateway tells of what happens: notifications (the
@@ -171,7 +176,8 @@ type override struct{ priority, weight int }
 // (Serve does on return).
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{Metrics: metrics.New(), opts: opts, overrides: map[memberKey]override{},
-		probes: probing{byBackend: map[string]*prober{}}, notes: notices{events: newHistory(200)}}
+		probes: probing{byBackend: map[string]*prober{}}, notes: notices{events: newHistory(200)},
+		keyThrottle: newKeyThrottle(opts.Clock)}
 	if g.opts.Entra == nil {
 		g.opts.Entra = &entra.Registry{}
 	}
@@ -203,9 +209,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Recorder:        g.Metrics,
 		Spender:         g,
 		Refusals:        g.Metrics,
-		Metrics:         g.Metrics.Handler(),
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
 		TraceHeader:     *cfg.Server.TraceHeader,
+	}
+	if cfg.Server.MetricsOnAPI {
+		g.Handler.Metrics = g.Metrics.Handler()
 	}
 	if g.tracer.enabled {
 		g.Handler.Tracer = g.tracer.tracer
@@ -437,13 +445,15 @@ func logLevel(level string) slog.Level {
 // Server returns the http.Server for the gateway, with timeouts that resist
 // slow clients without cutting long streams: headers must arrive within
 // read_header_timeout, the body within read_timeout (set per request by
-// the handler), and idle keep-alive connections close after idle_timeout.
-// There is no write timeout: a stream may legitimately run for minutes,
-// bounded by each backend's timeout.
+// the handler), and idle keep-alive connections close after idle_timeout
+// (Serve closes them sooner under pressure). There is no write timeout: a
+// stream may legitimately run for minutes, bounded by each backend's
+// timeout. Its handler is the gateway's behind guardAPI: no-key mode's
+// Host and Origin checks, the throttle of failed key checks.
 func (g *Gateway) Server() *http.Server {
 	s := g.Config().Server
 	return &http.Server{
-		Handler:           g.Handler,
+		Handler:           g.guardAPI(g.Handler, g.keyThrottle),
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.IdleTimeout.D(),
 		MaxHeaderBytes:    1 << 20,
@@ -470,14 +480,32 @@ func (g *Gateway) Server() *http.Server {
 // The waits run on Options.Clock.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Listener) error {
 	srv := g.Server()
-	if n := g.Config().Server.MaxConnections; n > 0 {
-		// Past the limit a connection waits in the kernel's backlog
-		// instead of taking a file descriptor.
-		ln = netutil.LimitListener(ln, n)
+	s0 := g.Config().Server
+	if cl := newConnLimits(s0.MaxConnections, s0.MaxConnectionsPerAddress, s0.MaxConnections*4/5,
+		s0.IdleTimeoutUnderPressure.D(), g.opts.Clock, g.Logger); cl != nil {
+		// Past the limit idle connections make room; when every one is
+		// busy, a connection waits in the kernel's backlog instead of
+		// taking a file descriptor.
+		ln = cl.listener(ln)
+		srv.ConnState = cl.connState
+		g.conns.Store(cl)
 	}
+	g.logNoKeyMode()
 	servers := []*http.Server{srv}
-	errc := make(chan error, 1+len(admin))
+	ms, mln, err := g.metricsServer()
+	if err != nil {
+		g.Close(context.Background())
+		return err
+	}
+	if ms != nil {
+		ms.ErrorLog = srv.ErrorLog
+		servers = append(servers, ms)
+	}
+	errc := make(chan error, 2+len(admin))
 	go func() { errc <- srv.Serve(ln) }()
+	if ms != nil {
+		go func() { errc <- ms.Serve(mln) }()
+	}
 	for _, a := range admin {
 		if a == nil {
 			continue
@@ -535,6 +563,22 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		return nil
 	}
 	return serveErr
+}
+
+// logNoKeyMode says, when no keys are required, what the API accepts:
+// only same-origin and non-browser callers, by the names listed.
+func (g *Gateway) logNoKeyMode() {
+	if g.Handler.KeysRequired() {
+		return
+	}
+	cfg := g.Config()
+	hosts := []string{"localhost", "127.0.0.1", "[::1]", "the address a connection arrives at"}
+	if h, _, err := net.SplitHostPort(cfg.Listen); err == nil && h != "" {
+		hosts = append([]string{h}, hosts...)
+	}
+	hosts = append(hosts, cfg.AllowedHosts...)
+	g.Logger.Warn("no keys are configured: the API accepts only same-origin and non-browser callers, by these host names (allowed_hosts adds more)",
+		"hosts", strings.Join(hosts, ", "), "origins", strings.Join(append([]string{"its own"}, cfg.AllowedOrigins...), ", "))
 }
 
 // Start builds a gateway from cfg and serves it on ln in the background,

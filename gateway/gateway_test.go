@@ -23,7 +23,7 @@ import (
 )
 
 const (
-	appKey    = "app-key-0123456789abcdef"
+	appKey    = "app-key-0123456789abcdef0123456789"
 	weuSecret = "weu-backend-secret-9f8e7d"
 	secSecret = "sec-backend-secret-1a2b3c"
 )
@@ -254,7 +254,7 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 		}
 	}
 	// The scrape endpoint serves them.
-	_, text := h.get("/metrics")
+	text := scrape(t, h.gw)
 	for _, want := range []string{
 		`switchover_failovers_total{from="aoai-westeurope",pool="chat-prod",reason="rate_limited",to="aoai-swedencentral"} 1`,
 		`switchover_request_duration_seconds_count{pool="chat-prod"} 2`,

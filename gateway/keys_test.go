@@ -31,7 +31,7 @@ import (
 	"github.com/switchover-gw/switchover/sim"
 )
 
-const tenantKey = "tenant-key-0123456789abcdef"
+const tenantKey = "tenant-key-0123456789abcdef0123456789"
 
 // post sends a chat request with key and returns the status, the headers
 // and the body.
@@ -113,22 +113,11 @@ func TestKeyRateLimitIsRefusedBeforeTheBackend(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(ab), `"rate_limit_error"`) {
 		t.Errorf("Anthropic caller: %d %s", resp.StatusCode, ab)
 	}
-	metrics := get(t, e.url+"/metrics")
+	metrics := scrape(t, e.gw)
 	if !strings.Contains(metrics, `switchover_key_refused_total{code="rate_limit_exceeded",key="app",limit="requests per minute"} 2`) {
 		t.Errorf("no refusal count in the metrics")
 	}
 	eventually(t, "the refusal's log line", func() bool { return strings.Contains(e.logs.String(), `"refused":"rate_limit_exceeded"`) })
-}
-
-func get(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := testClient.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
 }
 
 // TestKeyAllowedModels: a key limited to some pools or model names gets
@@ -582,7 +571,7 @@ func startQuotaGateway(t *testing.T, clk *fakeclock.Clock, keys string) (string,
 // x-switchover-max-wait; another key's are refused at once.
 func TestKeyPatienceMakesItsCallersPatient(t *testing.T) {
 	clk := fakeclock.New()
-	url, _ := startQuotaGateway(t, clk, "keys:\n  - {name: app, key: app-key-0123456789abcdef}\n  - {name: batch, key: batch-key-0123456789abcdef, patience: 30s}\n")
+	url, _ := startQuotaGateway(t, clk, "keys:\n  - {name: app, key: app-key-0123456789abcdef0123456789}\n  - {name: batch, key: batch-key-0123456789abcdef0123456789, patience: 30s}\n")
 	post := func(key string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -594,15 +583,15 @@ func TestKeyPatienceMakesItsCallersPatient(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	if resp := post("app-key-0123456789abcdef"); resp.StatusCode != 200 {
+	if resp := post("app-key-0123456789abcdef0123456789"); resp.StatusCode != 200 {
 		t.Fatalf("first call: %d", resp.StatusCode)
 	}
-	if resp := post("app-key-0123456789abcdef"); resp.StatusCode != 429 {
+	if resp := post("app-key-0123456789abcdef0123456789"); resp.StatusCode != 429 {
 		t.Fatalf("a key without patience: %d, want 429 at once", resp.StatusCode)
 	}
 	before := clk.Pending()
 	got := make(chan *http.Response, 1)
-	go func() { got <- post("batch-key-0123456789abcdef") }()
+	go func() { got <- post("batch-key-0123456789abcdef0123456789") }()
 	wctx, wcancel := context.WithTimeout(t.Context(), 10*time.Second) // a guard against a hang
 	defer wcancel()
 	if err := clk.BlockUntilContext(wctx, before+2); err != nil { // its deadline and the window's reset

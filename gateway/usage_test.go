@@ -82,12 +82,7 @@ func TestUsageIsCountedForEveryAnswer(t *testing.T) {
 					t.Errorf("request %d logged %v prompt, %v completion tokens; the answer said %d, %d", i+1, l["prompt_tokens"], l["completion_tokens"], plain.Usage.PromptTokens, plain.Usage.CompletionTokens)
 				}
 			}
-			mresp, err := http.Get(e.url + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			metrics, _ := io.ReadAll(mresp.Body)
-			mresp.Body.Close()
+			metrics := scrape(t, e.gw)
 			want := fmt.Sprintf(`switchover_tokens_total{backend=%q,key="none",kind="prompt"`, backend)
 			if !strings.Contains(string(metrics), want) {
 				t.Errorf("no %s in the metrics", want)

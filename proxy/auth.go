@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -58,6 +59,43 @@ func presentedKey(r *http.Request) (string, bool) {
 	return "", false
 }
 
+// PresentedKey is the key r presents, in any of the forms the handler
+// accepts (see presentedKey); false when it presents none.
+func PresentedKey(r *http.Request) (string, bool) { return presentedKey(r) }
+
+// KeysRequired reports whether the routes in force require a key: keys
+// are configured, or the key store requires them. False before Update.
+func (h *Handler) KeysRequired() bool {
+	rt := h.routes.Load()
+	if rt == nil {
+		return false
+	}
+	return len(rt.Keys) > 0 || (rt.Resolver != nil && rt.Resolver.Required())
+}
+
+// KeyCheck is the outcome of a request's key check, noted for what
+// stands in front of the handler (the gateway's throttle of failed
+// checks): Failed when a key was presented and refused as unknown,
+// Passed when it was found. A missing key is neither. It belongs to its
+// request.
+type KeyCheck struct{ Failed, Passed bool }
+
+type keyCheckKey struct{}
+
+// WithKeyCheck returns r with a KeyCheck its key check fills in.
+func WithKeyCheck(r *http.Request) (*http.Request, *KeyCheck) {
+	kc := new(KeyCheck)
+	return r.WithContext(context.WithValue(r.Context(), keyCheckKey{}, kc)), kc
+}
+
+// NoteKeyCheck notes, in ctx's KeyCheck if it has one, that a presented
+// key was found (ok) or refused as unknown.
+func NoteKeyCheck(ctx context.Context, ok bool) {
+	if kc, _ := ctx.Value(keyCheckKey{}).(*KeyCheck); kc != nil {
+		kc.Passed, kc.Failed = ok, !ok
+	}
+}
+
 // authenticate returns the name of the key the caller presented: one
 // lookup of its hash, whatever the number of keys. A lookup by the hash
 // of a high-entropy secret tells a timing observer nothing of the
@@ -68,5 +106,6 @@ func (rt *Routes) authenticate(r *http.Request) (string, bool) {
 		return "", false
 	}
 	name, found := rt.keyIndex[sha256.Sum256([]byte(k))]
+	NoteKeyCheck(r.Context(), found)
 	return name, found
 }

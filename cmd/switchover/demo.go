@@ -141,7 +141,7 @@ or from another terminal:
   switchover status -admin %[5]s
   switchover status -admin %[5]s drain aoai-uksouth
 
-Metrics: %[1]s/metrics   Simulator counters: %[3]s/stats
+Metrics: %[5]s/metrics   Simulator counters: %[3]s/stats
 Stop with Ctrl-C. The demo's configuration, to start your own from:
 
 %[4]s

@@ -28,13 +28,13 @@ func TestExitCodes(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(bad, []byte("backends:\n  - name: a\n    typo: 1\n"), 0o600)
 	oneKey := filepath.Join(t.TempDir(), "one-key.yaml")
-	os.WriteFile(oneKey, []byte(`keys: [{name: app, key: app-key-0123456789abcdef}]
+	os.WriteFile(oneKey, []byte(`keys: [{name: app, key: app-key-0123456789abcdef0123456789}]
 backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
 pools: [{name: p, members: [{backend: a}]}]
 `), 0o600)
 	slower := filepath.Join(t.TempDir(), "slower.yaml")
 	os.WriteFile(slower, []byte(`server: {read_timeout: 90s}
-keys: [{name: app, key: app-key-0123456789abcdef}]
+keys: [{name: app, key: app-key-0123456789abcdef0123456789}]
 backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
 pools: [{name: p, members: [{backend: a}]}]
 `), 0o600)

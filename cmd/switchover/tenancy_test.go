@@ -33,7 +33,7 @@ admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
 reload: {watch: false}
 store: {sqlite: %q}
 keys:
-  - {name: yaml-app, key: yaml-app-key-0123456789}
+  - {name: yaml-app, key: yaml-app-key-0123456789abcdef0123456789}
 backends:
   - {name: weu, type: openai_compatible, url: %q, region: westeurope}
 pools:

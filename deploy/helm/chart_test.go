@@ -418,7 +418,7 @@ func checkPDB(t *testing.T, r rendered, d *appsv1.Deployment, replicas int) {
 
 func TestChartSecretValues(t *testing.T) {
 	secrets := map[string]any{
-		"SWITCHOVER_KEY":       "sk-gw-7c1f0e2d9b8a4c3e5f6a",
+		"SWITCHOVER_KEY":       "sk-gw-7c1f0e2d9b8a4c3e5f6a0b1c2d3e4f",
 		"OPENAI_API_KEY":       "sk-proj-4e9d2c7b1a0f3e8d",
 		"SWITCHOVER_ADMIN_KEY": "adm-9f8e7d6c5b4a3928",
 	}
@@ -597,8 +597,24 @@ func TestChartServiceMonitor(t *testing.T) {
 	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Path != "/metrics" {
 		t.Fatalf("endpoints %+v", sm.Spec.Endpoints)
 	}
-	if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port }) {
-		t.Errorf("ServiceMonitor scrapes port %q, not a port of the Service %+v", sm.Spec.Endpoints[0].Port, svc.Spec.Ports)
+	i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == sm.Spec.Endpoints[0].Port })
+	if i < 0 {
+		t.Fatalf("ServiceMonitor scrapes port %q, not a port of the Service %+v", sm.Spec.Endpoints[0].Port, svc.Spec.Ports)
+	}
+	// Regression (issue 23, Low): /metrics left the API listener for a
+	// listener of its own; the scrape must follow it there.
+	var d appsv1.Deployment
+	r.one(t, "Deployment", fullname, &d)
+	_, cfg := gatewayConfig(t, r, anyEnv)
+	if cfg.Server.MetricsListen == "" || cfg.Server.MetricsOnAPI {
+		t.Fatalf("the chart's gateway serves no metrics listener: metrics_listen %q, metrics_on_api %v", cfg.Server.MetricsListen, cfg.Server.MetricsOnAPI)
+	}
+	cp := containerPort(t, gatewayContainer(t, &d), svc.Spec.Ports[i].TargetPort)
+	if fmt.Sprint(cp) != listenPort(t, cfg.Server.MetricsListen) {
+		t.Errorf("ServiceMonitor scrapes container port %d, the gateway serves /metrics on %s", cp, cfg.Server.MetricsListen)
+	}
+	if fmt.Sprint(cp) == listenPort(t, cfg.Listen) {
+		t.Errorf("ServiceMonitor scrapes the API listener %s", cfg.Listen)
 	}
 }
 

@@ -8,6 +8,8 @@
 package ledgerapi
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +72,10 @@ type Handler struct {
 //
 // Errors are {"error":{"message":"..."}}: 400 for bad input (the message
 // starts with the field), 404 for an unknown key, 409 without a store or
-// for a key of the config file, 500 when the store fails.
+// for a key of the config file, 500 when the store fails (a message with
+// a request id; the store's error, which may name the database, is only
+// logged). Names of keys and teams, pools and models are at most
+// MaxNameLen bytes of UTF-8 without control characters (400).
 func (h *Handler) Register(mux *http.ServeMux) {
 	route := func(pattern string, f func(http.ResponseWriter, *http.Request, ledger.Store)) {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
@@ -139,9 +144,24 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, ledger.ErrConflict), errors.Is(err, errReadOnly):
 		writeError(w, http.StatusConflict, err)
 	default:
-		h.logger().Error("ledger admin API: store failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, err)
+		// The driver's text may name the database's user, host, port and
+		// name: it goes to the log only, found by the request's id.
+		id := requestID(r)
+		h.logger().Error("ledger admin API: store failed", "method", r.Method, "path", r.URL.Path, "request_id", id, "err", err)
+		w.Header().Set("X-Request-Id", id)
+		writeError(w, http.StatusInternalServerError, fmt.Errorf("the key store failed; the gateway's log has the cause under request_id %s", id))
 	}
+}
+
+// requestID is the caller's X-Request-Id when it is short and printable,
+// else a new random one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); id != "" && len(id) <= 64 && !strings.ContainsFunc(id, func(c rune) bool { return c <= ' ' || c > '~' }) {
+		return id
+	}
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 type errorBody struct {

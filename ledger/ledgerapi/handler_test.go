@@ -185,12 +185,16 @@ func TestNilHooks(t *testing.T) {
 // failingStore fails to list keys, as a database that is down would.
 type failingStore struct{ ledger.Store }
 
-var errDown = errors.New("database is down")
+// errDown is a driver's error, naming the database as drivers do.
+var errDown = errors.New(`failed to connect to user=switchover database=ledger host=db.internal port=5432: connection refused`)
 
 func (failingStore) Keys(context.Context) ([]ledger.Key, error) { return nil, errDown }
 
-// TestStoreFailure: the store's failure is a 500 with its message, logged
-// at error level; nothing changes and OnChange is not called.
+// TestStoreFailure: the store's failure is a 500 with a message that
+// gives a request id, never the driver's text (regression, issue 23: it
+// named the database's user, name, host and port); the driver's text is
+// logged at error level under that id; nothing changes and OnChange is
+// not called.
 func TestStoreFailure(t *testing.T) {
 	e := newEnv(t, failingStore{openSQLite(t)})
 	for _, c := range []struct{ method, path, body string }{
@@ -201,14 +205,73 @@ func TestStoreFailure(t *testing.T) {
 	} {
 		var a errorAnswer
 		e.json(c.method, c.path, c.body, http.StatusInternalServerError, &a)
-		if a.Error.Message != errDown.Error() {
-			t.Errorf("%s %s: message %q, want %q", c.method, c.path, a.Error.Message, errDown)
+		for _, leak := range []string{"switchover", "ledger", "db.internal", "5432", "connection refused"} {
+			if strings.Contains(a.Error.Message, leak) {
+				t.Errorf("%s %s: message %q gives away %q", c.method, c.path, a.Error.Message, leak)
+			}
+		}
+		_, id, ok := strings.Cut(a.Error.Message, "request_id ")
+		if !ok || id == "" {
+			t.Fatalf("%s %s: message %q has no request id", c.method, c.path, a.Error.Message)
+		}
+		if !strings.Contains(e.log.String(), `request_id=`+id+` err="failed to connect to user=switchover`) {
+			t.Errorf("the failure is not logged under request_id %s:\n%s", id, e.log)
 		}
 	}
 	if n := e.changes.Load(); n != 0 {
 		t.Errorf("OnChange called %d times", n)
 	}
-	if !strings.Contains(e.log.String(), `level=ERROR msg="ledger admin API: store failed" method=GET path=/admin/keys err="database is down"`) {
+	if !strings.Contains(e.log.String(), `level=ERROR msg="ledger admin API: store failed" method=GET path=/admin/keys`) {
 		t.Errorf("the failure is not logged:\n%s", e.log)
 	}
+}
+
+// Regression (issue 23, Low): a NUL byte in a key or team name gave
+// PostgreSQL's raw 500 (SQLite stored it); names had no length limit (a
+// 60,000-character name made keys list print 458 MB); control
+// characters were stored and echoed. Each is a 400 naming the field, in
+// both stores, and nothing is stored.
+func TestKeyAndTeamNamesWithNULControlCharactersOrLengthAreRefused(t *testing.T) {
+	eachStore(t, func(t *testing.T, s ledger.Store) {
+		e := newEnv(t, s)
+		var made keyAnswer
+		e.json("POST", "/admin/keys", `{"name":"Équipe données ✓"}`, http.StatusCreated, &made)
+		long := strings.Repeat("n", 60000)
+		for _, c := range []struct{ name, method, path, body, field string }{
+			{"NUL in a key name", "POST", "/admin/keys", `{"name":"a\u0000b"}`, "name"},
+			{"escape sequence in a key name", "POST", "/admin/keys", `{"name":"x\u001b[31mred"}`, "name"},
+			{"bidi override in a key name", "POST", "/admin/keys", `{"name":"abc\u202edcba"}`, "name"},
+			{"a 60,000-byte key name", "POST", "/admin/keys", `{"name":"` + long + `"}`, "name"},
+			{"NUL in a key's team", "POST", "/admin/keys", `{"name":"ok","team":"t\u0000"}`, "team"},
+			{"NUL in a key's pool", "POST", "/admin/keys", `{"name":"ok","pools":["p\u0000"]}`, "pools[0]"},
+			{"NUL in a renamed key", "PATCH", "/admin/keys/" + made.Key.ID, `{"name":"a\u0000"}`, "name"},
+			{"NUL in a team name", "PUT", "/admin/teams/a%00b", `{}`, "name"},
+			{"a long team name", "PUT", "/admin/teams/" + strings.Repeat("t", 129), `{}`, "name"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				var a errorAnswer
+				e.json(c.method, c.path, c.body, http.StatusBadRequest, &a)
+				if !strings.HasPrefix(a.Error.Message, c.field+": ") {
+					t.Fatalf("message %q does not start with the field %s", a.Error.Message, c.field)
+				}
+				if strings.ContainsAny(a.Error.Message, "\x00\x1b\u202e") || len(a.Error.Message) > 200 {
+					t.Fatalf("message echoes the name: %q", a.Error.Message)
+				}
+			})
+		}
+		var list struct {
+			Keys []ledgerapi.KeyView `json:"keys"`
+		}
+		e.json("GET", "/admin/keys", "", http.StatusOK, &list)
+		if len(list.Keys) != 1 || list.Keys[0].Name != "Équipe données ✓" {
+			t.Fatalf("stored keys %+v, want only the valid one", list.Keys)
+		}
+		var teams struct {
+			Teams []ledger.Team `json:"teams"`
+		}
+		e.json("GET", "/admin/teams", "", http.StatusOK, &teams)
+		if len(teams.Teams) != 0 {
+			t.Fatalf("stored teams %+v", teams.Teams)
+		}
+	})
 }

@@ -81,9 +81,15 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 	var err error
 	if b.Name != nil {
 		k.Name = strings.TrimSpace(*b.Name)
+		if err := checkName("name", k.Name); err != nil {
+			return err
+		}
 	}
 	if b.Team != nil {
 		k.Team = strings.TrimSpace(*b.Team)
+		if err := checkName("team", k.Team); err != nil {
+			return err
+		}
 	}
 	if b.Pools != nil {
 		if k.Pools, err = names("pools", *b.Pools, h.Pools); err != nil {

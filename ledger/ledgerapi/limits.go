@@ -134,6 +134,9 @@ func names(field string, l []string, known func() []string) ([]string, error) {
 		if n == "" {
 			return nil, badField(field+"["+strconv.Itoa(i)+"]", "empty name")
 		}
+		if err := checkName(field+"["+strconv.Itoa(i)+"]", n); err != nil {
+			return nil, err
+		}
 		if known != nil && !slices.Contains(k, n) {
 			return nil, badField(field+"["+strconv.Itoa(i)+"]", "%q is not one of %s", n, strings.Join(k, ", "))
 		}

@@ -38,6 +38,10 @@ func (h *Handler) putTeam(w http.ResponseWriter, r *http.Request, s ledger.Store
 		h.fail(w, r, badField("name", "a team needs a name"))
 		return
 	}
+	if err := checkName("name", t.Name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	var b teamBody
 	if err := decode(r, &b); err != nil {
 		h.fail(w, r, err)

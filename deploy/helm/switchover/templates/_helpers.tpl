@@ -87,6 +87,7 @@ owns (listen addresses, shutdown timings, shared state) put over it.
 {{- $server := deepCopy (default dict (get $cfg "server")) }}
 {{- $_ := set $server "drain_delay" (printf "%ds" (int .Values.server.drainDelaySeconds)) }}
 {{- $_ := set $server "shutdown_grace" (printf "%ds" (int .Values.server.shutdownGraceSeconds)) }}
+{{- $_ := set $server "metrics_listen" (printf ":%d" (int .Values.server.metricsPort)) }}
 {{- $_ := set $cfg "server" $server }}
 {{- if .Values.admin.enabled }}
 {{- $admin := deepCopy (default dict (get $cfg "admin")) }}
