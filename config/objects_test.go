@@ -9,7 +9,7 @@ import (
 func noEnv(string) (string, bool) { return "", false }
 
 const objectsBase = `keys:
-  - {name: app, key: app-key-0123456789abcdef, team: red}
+  - {name: app, key: app-key-0123456789abcdef0123456789abcdef, team: red}
 teams:
   - {name: red, share_objects: true}
 backends:

@@ -19,14 +19,14 @@ import (
 
 const (
 	ownerSecret = "owner-test-secret-0123456789"
-	keyA        = "a-key-0123456789abcdef"
-	keyB        = "b-key-0123456789abcdef"
-	keyNarrow   = "narrow-key-0123456789ab"
-	keyRed1     = "red1-key-0123456789abcd"
-	keyRed2     = "red2-key-0123456789abcd"
-	keyBlue1    = "blue1-key-0123456789abc"
-	keyBlue2    = "blue2-key-0123456789abc"
-	keySonnet   = "sonnet-key-0123456789ab"
+	keyA        = "a-key-0123456789abcdef0123456789abcdef"
+	keyB        = "b-key-0123456789abcdef0123456789abcdef"
+	keyNarrow   = "narrow-key-0123456789ab0123456789abcdef"
+	keyRed1     = "red1-key-0123456789abcd0123456789abcdef"
+	keyRed2     = "red2-key-0123456789abcd0123456789abcdef"
+	keyBlue1    = "blue1-key-0123456789abc0123456789abcdef"
+	keyBlue2    = "blue2-key-0123456789abc0123456789abcdef"
+	keySonnet   = "sonnet-key-0123456789ab0123456789abcdef"
 )
 
 // ownerExtra adds to startProviders' YAML: a pool cheap on aoai-weu
@@ -66,8 +66,8 @@ type ownAnswer struct {
 	body   string
 }
 
-// call sends method path with key ("" for none) and a JSON body.
-func call(t *testing.T, e *providerEnv, method, path, key, body string) ownAnswer {
+// ownCall sends method path with key ("" for none) and a JSON body.
+func ownCall(t *testing.T, e *providerEnv, method, path, key, body string) ownAnswer {
 	t.Helper()
 	var r io.Reader
 	if body != "" {
@@ -152,38 +152,38 @@ func forge(id string) string {
 // conversation; without a key 401; A still reaches it afterwards.
 func TestAnotherKeyCannotReadDeleteCancelOrContinueAStoredResponse(t *testing.T) {
 	e := startOwners(t)
-	id := idOf(t, call(t, e, "POST", "/v1/responses", keyA, `{"model":"chat-prod","input":"hi"}`))
+	id := idOf(t, ownCall(t, e, "POST", "/v1/responses", keyA, `{"model":"chat-prod","input":"hi"}`))
 	fake := forge(id)
-	never := call(t, e, "GET", "/v1/responses/"+fake, keyB, "")
-	notFoundLike(t, "GET", call(t, e, "GET", "/v1/responses/"+id, keyB, ""), id, never, fake)
-	notFoundLike(t, "DELETE", call(t, e, "DELETE", "/v1/responses/"+id, keyB, ""), id, never, fake)
-	notFoundLike(t, "cancel", call(t, e, "POST", "/v1/responses/"+id+"/cancel", keyB, ""), id, never, fake)
-	notFoundLike(t, "input_items", call(t, e, "GET", "/v1/responses/"+id+"/input_items", keyB, ""), id, never, fake)
+	never := ownCall(t, e, "GET", "/v1/responses/"+fake, keyB, "")
+	notFoundLike(t, "GET", ownCall(t, e, "GET", "/v1/responses/"+id, keyB, ""), id, never, fake)
+	notFoundLike(t, "DELETE", ownCall(t, e, "DELETE", "/v1/responses/"+id, keyB, ""), id, never, fake)
+	notFoundLike(t, "cancel", ownCall(t, e, "POST", "/v1/responses/"+id+"/cancel", keyB, ""), id, never, fake)
+	notFoundLike(t, "input_items", ownCall(t, e, "GET", "/v1/responses/"+id+"/input_items", keyB, ""), id, never, fake)
 	follow := `{"model":"chat-prod","input":"more","previous_response_id":"%s"}`
-	neverFollow := call(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", fake, 1))
-	notFoundLike(t, "previous_response_id", call(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", id, 1)), id, neverFollow, fake)
+	neverFollow := ownCall(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", fake, 1))
+	notFoundLike(t, "previous_response_id", ownCall(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", id, 1)), id, neverFollow, fake)
 	_, orig, _ := route.UntagID(id)
-	if a := call(t, e, "GET", "/v1/responses/"+orig, keyB, ""); a.status != http.StatusNotFound {
+	if a := ownCall(t, e, "GET", "/v1/responses/"+orig, keyB, ""); a.status != http.StatusNotFound {
 		t.Errorf("the provider's own id: %d %s", a.status, a.body)
 	}
-	if a := call(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", orig, 1)); a.status != http.StatusNotFound {
+	if a := ownCall(t, e, "POST", "/v1/responses", keyB, strings.Replace(follow, "%s", orig, 1)); a.status != http.StatusNotFound {
 		t.Errorf("the provider's own id as previous_response_id: %d %s", a.status, a.body)
 	}
 	// A conversation of A's: B's follow-up in it never reaches a backend.
 	conv := (&route.Tagger{Signer: route.NewSigner([]byte(ownerSecret)), Tenant: "k:a"}).Tag("conv_0123", "aoai-weu")
 	calls := e.sim.Stats()["aoai-weu"].Calls
-	neverConv := call(t, e, "POST", "/v1/responses", keyB, `{"model":"chat-prod","input":"x","conversation":"`+forge(conv)+`"}`)
-	notFoundLike(t, "conversation", call(t, e, "POST", "/v1/responses", keyB, `{"model":"chat-prod","input":"x","conversation":"`+conv+`"}`), conv, neverConv, forge(conv))
+	neverConv := ownCall(t, e, "POST", "/v1/responses", keyB, `{"model":"chat-prod","input":"x","conversation":"`+forge(conv)+`"}`)
+	notFoundLike(t, "conversation", ownCall(t, e, "POST", "/v1/responses", keyB, `{"model":"chat-prod","input":"x","conversation":"`+conv+`"}`), conv, neverConv, forge(conv))
 	if after := e.sim.Stats()["aoai-weu"].Calls; after != calls {
 		t.Errorf("another key's conversation follow-up reached the backend")
 	}
-	if a := call(t, e, "GET", "/v1/responses/"+id, "", ""); a.status != http.StatusUnauthorized {
+	if a := ownCall(t, e, "GET", "/v1/responses/"+id, "", ""); a.status != http.StatusUnauthorized {
 		t.Errorf("without a key: %d", a.status)
 	}
-	if a := call(t, e, "GET", "/v1/responses/"+id, keyA, ""); a.status != http.StatusOK {
+	if a := ownCall(t, e, "GET", "/v1/responses/"+id, keyA, ""); a.status != http.StatusOK {
 		t.Errorf("the owner after the attempts: %d %s", a.status, a.body)
 	}
-	if a := call(t, e, "POST", "/v1/responses", keyA, strings.Replace(follow, "%s", id, 1)); a.status != http.StatusOK {
+	if a := ownCall(t, e, "POST", "/v1/responses", keyA, strings.Replace(follow, "%s", id, 1)); a.status != http.StatusOK {
 		t.Errorf("the owner's follow-up: %d %s", a.status, a.body)
 	}
 }
@@ -194,7 +194,7 @@ func TestAnotherKeyCannotReadDeleteCancelOrContinueAStoredResponse(t *testing.T)
 func TestAnotherKeyCannotReadOrDeleteAFileOrBatch(t *testing.T) {
 	e := startOwners(t)
 	file := idOf(t, upload(t, e, keyA, ownerBatchInput))
-	batch := idOf(t, call(t, e, "POST", "/v1/batches", keyA, batchBody(file)))
+	batch := idOf(t, ownCall(t, e, "POST", "/v1/batches", keyA, batchBody(file)))
 	_, rawFile, _ := route.UntagID(file)
 	_, rawBatch, _ := route.UntagID(batch)
 	for _, c := range []struct{ method, path, body string }{
@@ -209,17 +209,17 @@ func TestAnotherKeyCannotReadOrDeleteAFileOrBatch(t *testing.T) {
 		{"POST", "/v1/batches", batchBody(rawFile)},
 		{"GET", "/v1/files?after=" + rawFile, ""},
 	} {
-		if a := call(t, e, c.method, c.path, keyB, c.body); a.status != http.StatusNotFound {
+		if a := ownCall(t, e, c.method, c.path, keyB, c.body); a.status != http.StatusNotFound {
 			t.Errorf("%s %s by another key: %d %s", c.method, c.path, a.status, a.body)
 		}
 	}
-	if a := call(t, e, "GET", "/v1/files/"+file, "", ""); a.status != http.StatusUnauthorized {
+	if a := ownCall(t, e, "GET", "/v1/files/"+file, "", ""); a.status != http.StatusUnauthorized {
 		t.Errorf("without a key: %d", a.status)
 	}
-	if a := call(t, e, "GET", "/v1/files/"+file, keyA, ""); a.status != http.StatusOK {
+	if a := ownCall(t, e, "GET", "/v1/files/"+file, keyA, ""); a.status != http.StatusOK {
 		t.Errorf("the owner's file after the attempts: %d %s", a.status, a.body)
 	}
-	if a := call(t, e, "GET", "/v1/batches/"+batch, keyA, ""); a.status != http.StatusOK || !strings.Contains(a.body, file) {
+	if a := ownCall(t, e, "GET", "/v1/batches/"+batch, keyA, ""); a.status != http.StatusOK || !strings.Contains(a.body, file) {
 		t.Errorf("the owner's batch: %d %s", a.status, a.body)
 	}
 }
@@ -227,7 +227,7 @@ func TestAnotherKeyCannotReadOrDeleteAFileOrBatch(t *testing.T) {
 // listIDs lists path with key and returns the ids of its entries.
 func listIDs(t *testing.T, e *providerEnv, path, key string) []string {
 	t.Helper()
-	a := call(t, e, "GET", path, key, "")
+	a := ownCall(t, e, "GET", path, key, "")
 	var l struct{ Data []struct{ ID string } }
 	if a.status != http.StatusOK || json.Unmarshal([]byte(a.body), &l) != nil {
 		t.Fatalf("GET %s: %d %s", path, a.status, a.body)
@@ -251,25 +251,25 @@ func TestListsDoNotShowAnotherKeysObjects(t *testing.T) {
 	e := startOwners(t)
 	fileA := idOf(t, upload(t, e, keyA, ownerBatchInput))
 	fileB := idOf(t, upload(t, e, keyB, ownerBatchInput))
-	a1 := idOf(t, call(t, e, "POST", "/v1/batches", keyA, batchBody(fileA)))
+	a1 := idOf(t, ownCall(t, e, "POST", "/v1/batches", keyA, batchBody(fileA)))
 	var bs []string
 	for range 3 {
-		bs = append(bs, idOf(t, call(t, e, "POST", "/v1/batches", keyB, batchBody(fileB))))
+		bs = append(bs, idOf(t, ownCall(t, e, "POST", "/v1/batches", keyB, batchBody(fileB))))
 	}
-	a2 := idOf(t, call(t, e, "POST", "/v1/batches", keyA, `{"input_file_id":"`+fileA+`","endpoint":"/v1/chat/completions","completion_window":"24h","metadata":{"note":"mine"}}`))
+	a2 := idOf(t, ownCall(t, e, "POST", "/v1/batches", keyA, `{"input_file_id":"`+fileA+`","endpoint":"/v1/chat/completions","completion_window":"24h","metadata":{"note":"mine"}}`))
 	if got := listIDs(t, e, "/v1/batches?limit=100", keyA); strings.Join(got, ",") != a2+","+a1 {
 		t.Errorf("A's batches: %q, want %q", got, []string{a2, a1})
 	}
 	if got := listIDs(t, e, "/v1/batches?limit=100", keyB); strings.Join(got, ",") != bs[2]+","+bs[1]+","+bs[0] {
 		t.Errorf("B's batches: %q, want %q", got, bs)
 	}
-	if got := call(t, e, "GET", "/v1/batches/"+a2, keyA, ""); !strings.Contains(got.body, `"metadata":{"note":"mine"}`) {
+	if got := ownCall(t, e, "GET", "/v1/batches/"+a2, keyA, ""); !strings.Contains(got.body, `"metadata":{"note":"mine"}`) {
 		t.Errorf("A's batch: %s", got.body)
 	}
 	_, rawA1, _ := route.UntagID(a1)
 	_, rawFile, _ := route.UntagID(fileA)
 	for _, path := range []string{"/v1/files", "/v1/files?purpose=batch&limit=5", "/v1/batches"} {
-		a := call(t, e, "GET", path, keyB, "")
+		a := ownCall(t, e, "GET", path, keyB, "")
 		if strings.Contains(a.body, rawA1) || strings.Contains(a.body, rawFile) {
 			t.Errorf("GET %s names A's objects: %s", path, a.body)
 		}
@@ -278,7 +278,7 @@ func TestListsDoNotShowAnotherKeysObjects(t *testing.T) {
 		t.Errorf("files, whose owner the provider does not keep: %q", got)
 	}
 	// A page of B's batches alone ends A's listing: no cursor to go on from.
-	a := call(t, e, "GET", "/v1/batches?limit=1&after="+a2, keyA, "")
+	a := ownCall(t, e, "GET", "/v1/batches?limit=1&after="+a2, keyA, "")
 	if !strings.Contains(a.body, `"data":[]`) || !strings.Contains(a.body, `"has_more":false`) {
 		t.Errorf("a page of another key's batches: %s", a.body)
 	}
@@ -290,16 +290,16 @@ func TestListsDoNotShowAnotherKeysObjects(t *testing.T) {
 func TestRestrictedKeyCannotBatchADisallowedModel(t *testing.T) {
 	e := startOwners(t)
 	file := idOf(t, upload(t, e, keyNarrow, ownerBatchInput))
-	a := call(t, e, "POST", "/v1/batches", keyNarrow, batchBody(file))
+	a := ownCall(t, e, "POST", "/v1/batches", keyNarrow, batchBody(file))
 	if a.status != http.StatusForbidden || !strings.Contains(a.body, `"model_not_allowed"`) || !strings.Contains(a.body, "gpt-4o") {
 		t.Fatalf("a batch of gpt-4o: %d %s", a.status, a.body)
 	}
 	mini := idOf(t, upload(t, e, keyNarrow, strings.ReplaceAll(ownerBatchInput, `"gpt-4o"`, `"gpt-4o-mini"`)))
-	if a := call(t, e, "POST", "/v1/batches", keyNarrow, batchBody(mini)); a.status != http.StatusOK {
+	if a := ownCall(t, e, "POST", "/v1/batches", keyNarrow, batchBody(mini)); a.status != http.StatusOK {
 		t.Fatalf("a batch of gpt-4o-mini: %d %s", a.status, a.body)
 	}
 	mixed := idOf(t, upload(t, e, keyNarrow, ownerBatchInput+strings.ReplaceAll(ownerBatchInput, `"gpt-4o"`, `"gpt-4o-mini"`)))
-	if a := call(t, e, "POST", "/v1/batches", keyNarrow, batchBody(mixed)); a.status != http.StatusForbidden {
+	if a := ownCall(t, e, "POST", "/v1/batches", keyNarrow, batchBody(mixed)); a.status != http.StatusForbidden {
 		t.Fatalf("a batch of both: %d %s", a.status, a.body)
 	}
 }
@@ -348,17 +348,17 @@ func TestCraftedOwnerTagNamingAnotherBackendIsRefused(t *testing.T) {
 		{"GET", "/v1/responses/" + a.Tag("resp_0123", "gemini"), ""},
 		{"POST", "/v1/responses", `{"model":"chat-prod","input":"x","previous_response_id":"` + a.Tag("resp_0123", "claude") + `"}`},
 	} {
-		if got := call(t, e, c.method, c.path, keyA, c.body); got.status != http.StatusNotFound {
+		if got := ownCall(t, e, c.method, c.path, keyA, c.body); got.status != http.StatusNotFound {
 			t.Errorf("%s %s: %d %s", c.method, c.path, got.status, got.body)
 		}
 	}
 	if after := e.sim.Stats()["openai"].Calls; after != before {
 		t.Errorf("the backend outside the pin got %d calls", after-before)
 	}
-	if got := call(t, e, "POST", "/v1/batches", keyA, batchBody(elsewhere)); !strings.Contains(got.body, elsewhere) {
+	if got := ownCall(t, e, "POST", "/v1/batches", keyA, batchBody(elsewhere)); !strings.Contains(got.body, elsewhere) {
 		t.Errorf("the 404 of an id in the body does not name it: %s", got.body)
 	}
-	if got := call(t, e, "GET", "/v1/files/"+a.Tag(raw, "aoai-weu"), keyA, ""); got.status != http.StatusOK {
+	if got := ownCall(t, e, "GET", "/v1/files/"+a.Tag(raw, "aoai-weu"), keyA, ""); got.status != http.StatusOK {
 		t.Errorf("the same id signed for its own backend: %d %s", got.status, got.body)
 	}
 }
@@ -382,7 +382,7 @@ func TestForgedOrModifiedOwnerTagIsNotFound(t *testing.T) {
 		"provider": file[:len(file)-1] + "x",
 		"unsigned": route.TagID(raw, "aoai-weu"),
 	} {
-		if a := call(t, e, "GET", "/v1/files/"+id, keyA, ""); a.status != http.StatusNotFound {
+		if a := ownCall(t, e, "GET", "/v1/files/"+id, keyA, ""); a.status != http.StatusNotFound {
 			t.Errorf("%s changed (%s): %d %s", name, id, a.status, a.body)
 		}
 	}
@@ -406,11 +406,11 @@ func TestTeamSharesObjectsOnlyWhenOptedIn(t *testing.T) {
 		{keyB, red, http.StatusNotFound},
 		{keyBlue1, red, http.StatusNotFound},
 	} {
-		if a := call(t, e, "GET", "/v1/files/"+c.id, c.key, ""); a.status != c.want {
+		if a := ownCall(t, e, "GET", "/v1/files/"+c.id, c.key, ""); a.status != c.want {
 			t.Errorf("key %.6s… on %s: %d %s, want %d", c.key, c.id, a.status, a.body, c.want)
 		}
 	}
-	if a := call(t, e, "POST", "/v1/batches", keyRed2, batchBody(red)); a.status != http.StatusOK {
+	if a := ownCall(t, e, "POST", "/v1/batches", keyRed2, batchBody(red)); a.status != http.StatusOK {
 		t.Errorf("a team mate's batch of a shared file: %d %s", a.status, a.body)
 	}
 }
@@ -421,22 +421,22 @@ func TestTeamSharesObjectsOnlyWhenOptedIn(t *testing.T) {
 // only an id naming a backend outside the route is refused.
 func TestNoKeyModeReachesStoredObjectsAsBefore(t *testing.T) {
 	e := startProviders(t, []string{"aoai-weu", "openai"}, nil, "pinned:\n  - {paths: [files, batches], backend: aoai-weu}\n")
-	resp := idOf(t, call(t, e, "POST", "/v1/responses", "", `{"model":"chat-prod","input":"hi"}`))
-	if a := call(t, e, "GET", "/v1/responses/"+resp, "", ""); a.status != http.StatusOK {
+	resp := idOf(t, ownCall(t, e, "POST", "/v1/responses", "", `{"model":"chat-prod","input":"hi"}`))
+	if a := ownCall(t, e, "GET", "/v1/responses/"+resp, "", ""); a.status != http.StatusOK {
 		t.Errorf("GET response: %d %s", a.status, a.body)
 	}
 	file := idOf(t, upload(t, e, "", ownerBatchInput))
-	if a := call(t, e, "GET", "/v1/files", "", ""); a.status != http.StatusOK || !strings.Contains(a.body, file) {
+	if a := ownCall(t, e, "GET", "/v1/files", "", ""); a.status != http.StatusOK || !strings.Contains(a.body, file) {
 		t.Errorf("list: %d %s", a.status, a.body)
 	}
 	_, raw, _ := route.UntagID(file)
-	if a := call(t, e, "POST", "/v1/batches", "", batchBody(route.TagID(raw, "aoai-weu"))); a.status != http.StatusOK {
+	if a := ownCall(t, e, "POST", "/v1/batches", "", batchBody(route.TagID(raw, "aoai-weu"))); a.status != http.StatusOK {
 		t.Errorf("a batch of an unsigned id: %d %s", a.status, a.body)
 	}
 	// Medium 6 holds without keys too: an id naming a backend outside the
 	// pin is not sent there.
 	before := e.sim.Stats()["openai"].Calls
-	if a := call(t, e, "POST", "/v1/batches", "", batchBody(route.TagID(raw, "openai"))); a.status != http.StatusNotFound {
+	if a := ownCall(t, e, "POST", "/v1/batches", "", batchBody(route.TagID(raw, "openai"))); a.status != http.StatusNotFound {
 		t.Errorf("a batch of an id naming another backend: %d %s", a.status, a.body)
 	}
 	if after := e.sim.Stats()["openai"].Calls; after != before {
@@ -455,7 +455,7 @@ func TestListCursorDoesNotUnfilterAList(t *testing.T) {
 	idOf(t, upload(t, e, keyA, ownerBatchInput))
 	_, rawB, _ := route.UntagID(fileB)
 	for _, path := range []string{"/v1/files?after=" + fileA, "/v1/files?before=" + fileA, "/v1/batches?after=" + fileA} {
-		a := call(t, e, "GET", path, keyA, "")
+		a := ownCall(t, e, "GET", path, keyA, "")
 		if a.status != http.StatusOK || strings.Contains(a.body, rawB) || strings.Contains(a.body, `"id"`) {
 			t.Errorf("GET %s: %d %s", path, a.status, a.body)
 		}
