@@ -54,8 +54,15 @@ func bodyReadError(err error, maxBody int64) *apiError {
 	case errors.As(err, &ne) && ne.Timeout():
 		return requestError(http.StatusRequestTimeout, "request_timeout", "switchover: the request body took too long to arrive").
 			with("Connection", "close").because(err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne):
+		return clientGone(err) // while sending: the connection ended or broke
 	}
-	return clientGone(err) // while sending
+	// The connection is up, but its bytes are not a body: net/http's
+	// chunked decoding refused them (a malformed chunk size or trailer, a
+	// line too long), with errors it does not export.
+	return requestError(http.StatusBadRequest, "invalid_body",
+		"switchover: the request body is malformed (its chunked transfer encoding could not be read)").
+		with("Connection", "close").because(err)
 }
 
 func bodyTooLarge(maxBody int64) *apiError {
