@@ -79,6 +79,21 @@ func (r *reservation) reader(src io.Reader) io.Reader {
 	return &r.rr
 }
 
+// grow adds n bytes to the reservation, if the total stays within its
+// limit, and reports whether it did: the memory that decoding a body
+// takes beyond the body (route.Request.DecodeMemory). A reservation
+// without a limit always grows.
+func (r *reservation) grow(n int64) bool {
+	if r == nil || r.m == nil {
+		return true
+	}
+	if !r.m.reserve(n, r.limit) {
+		return false
+	}
+	r.held += n
+	return true
+}
+
 // close gives the reservation back. Later calls do nothing.
 func (r *reservation) close() {
 	if r == nil {
