@@ -79,6 +79,13 @@ func routePinned(x *exchange) error {
 	body := x.body
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
+	if len(body) > 0 && mt == "application/json" {
+		// Passed on as it is, so never with more than one JSON value in
+		// it, nor beyond the limits a JSON body keeps to.
+		if _, err := route.ScanJSON(body); err != nil {
+			return requestError(http.StatusBadRequest, "invalid_json", "switchover: "+err.Error())
+		}
+	}
 	if len(body) > 0 && (mt == "application/json" || mt == "") {
 		out, b, err := route.UntagIDs(body)
 		if err != nil {
