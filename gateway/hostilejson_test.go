@@ -244,3 +244,59 @@ func TestMalformedChunkedBodyGets400(t *testing.T) {
 		t.Fatalf("%d malformed bodies reached a backend", n)
 	}
 }
+
+// TestAmbiguousMultipartIsRefused: a form part whose content began with
+// the boundary was one field to the gateway and two to Python's parser
+// (model=evilmodel, then model=chat), and a "Model" part passed beside
+// "model": the gateway routed one model and the upstream could read
+// another. Both get 400 and reach no backend; without a key, 401. A
+// plain form still goes through.
+func TestAmbiguousMultipartIsRefused(t *testing.T) {
+	h, _ := startBodies(t, "256MiB")
+	h.weu.SetScript(upstreamtest.Raw(200, `{"text":"hi"}`))
+	lines := func(l ...string) string { return strings.Join(l, "\r\n") + "\r\n" }
+	tests := []struct {
+		name, body string
+		want       int
+	}{
+		{"a part that starts with the boundary", lines(
+			"--B", `Content-Disposition: form-data; name="file"; filename="a.wav"`, "",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "evilmodel",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat-prod", "--B--"), http.StatusBadRequest},
+		{"a Model part", lines(
+			"--B", `Content-Disposition: form-data; name="Model"`, "", "evilmodel",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat-prod", "--B--"), http.StatusBadRequest},
+		{"a plain form", lines(
+			"--B", `Content-Disposition: form-data; name="file"; filename="a.wav"`, "", "RIFF",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat-prod", "--B--"), http.StatusOK},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, key := range []string{"", appKey} {
+				req, _ := http.NewRequest(http.MethodPost, h.url+"/v1/audio/transcriptions", strings.NewReader(tc.body))
+				req.Header.Set("Content-Type", "multipart/form-data; boundary=B")
+				want := tc.want
+				if key != "" {
+					req.Header.Set("Authorization", "Bearer "+key)
+				} else {
+					want = http.StatusUnauthorized
+				}
+				resp, err := testClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Fatalf("key %v: %d %s", key != "", resp.StatusCode, b)
+				}
+				if want == http.StatusBadRequest && !strings.Contains(string(b), "ambiguous") {
+					t.Fatalf("the refusal does not say why: %s", b)
+				}
+			}
+		})
+	}
+	if n := h.weu.Calls(); n != 1 {
+		t.Fatalf("%d forms reached the backend, want only the plain one", n)
+	}
+}
