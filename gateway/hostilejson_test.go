@@ -39,8 +39,16 @@ func startBodies(t *testing.T, memory string) (*harness, *upstreamtest.Upstream)
 // and gateway both: an upper bound on the gateway's).
 func send(t *testing.T, h *harness, path, key string, body []byte) (int, string, uint64) {
 	t.Helper()
+	return sendAs(t, h, path, key, "application/json", body)
+}
+
+// sendAs is send with the media type ct ("" for none).
+func sendAs(t *testing.T, h *harness, path, key, ct string, body []byte) (int, string, uint64) {
+	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, h.url+path, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
@@ -178,17 +186,19 @@ func TestHostileJSONTranslationIsChargedToBodyMemory(t *testing.T) {
 // gets 400 and reaches no backend; without a key, 401.
 func TestJSONWithTrailingDataIsRefused(t *testing.T) {
 	h, claude := startBodies(t, "256MiB")
-	for _, tc := range []struct{ name, path, body string }{
-		{"a second object", "/v1/chat/completions", `{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}{"model":"o1-pro"}`},
-		{"garbage", "/v1/chat/completions", `{"model":"chat-prod","messages":[]} x`},
-		{"on /v1/messages", "/v1/messages", `{"model":"chat-prod","max_tokens":5,"messages":[]}[]`},
-		{"on a pinned path", "/v1/batches", `{"input_file_id":"file-1","endpoint":"/v1/chat/completions"}{}`},
+	const js = "application/json"
+	for _, tc := range []struct{ name, path, ct, body string }{
+		{"a second object", "/v1/chat/completions", js, `{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}{"model":"o1-pro"}`},
+		{"garbage", "/v1/chat/completions", js, `{"model":"chat-prod","messages":[]} x`},
+		{"on /v1/messages", "/v1/messages", js, `{"model":"chat-prod","max_tokens":5,"messages":[]}[]`},
+		{"on a pinned path", "/v1/batches", js, `{"input_file_id":"file-1","endpoint":"/v1/chat/completions"}{}`},
+		{"on a pinned path without a media type", "/v1/batches", "", `{"input_file_id":"file-1"} {"input_file_id":"file-2"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if code, answer, _ := send(t, h, tc.path, "", []byte(tc.body)); code != http.StatusUnauthorized {
+			if code, answer, _ := sendAs(t, h, tc.path, "", tc.ct, []byte(tc.body)); code != http.StatusUnauthorized {
 				t.Fatalf("without a key: %d %s", code, answer)
 			}
-			code, answer, _ := send(t, h, tc.path, appKey, []byte(tc.body))
+			code, answer, _ := sendAs(t, h, tc.path, appKey, tc.ct, []byte(tc.body))
 			if code != http.StatusBadRequest || !strings.Contains(answer, "after the JSON value") {
 				t.Fatalf("%d %s", code, answer)
 			}

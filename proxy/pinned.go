@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"fmt"
 	"mime"
 	"net/http"
@@ -79,7 +80,7 @@ func routePinned(x *exchange) error {
 	body := x.body
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
-	if len(body) > 0 && mt == "application/json" {
+	if len(body) > 0 && (mt == "application/json" || mt == "" && looksJSON(body)) {
 		// Passed on as it is, so never with more than one JSON value in
 		// it, nor beyond the limits a JSON body keeps to.
 		if _, err := route.ScanJSON(body); err != nil {
@@ -173,4 +174,11 @@ func pinnedOwnerPool(rt *Routes, owner string) *route.Pool {
 		return rt.Unknown
 	}
 	return ownerPool(rt, owner)
+}
+
+// looksJSON reports whether body, sent without a media type, begins as a
+// JSON object or array does.
+func looksJSON(body []byte) bool {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
