@@ -104,7 +104,9 @@ func errorOf(t *testing.T, body, format string) (kind, msg string) {
 // TestHostileJSONIsRefusedBeforeDecoding: one authenticated 30 MB body of
 // nested arrays to /v1/responses cost 1.2-1.5 GB and 8 s of CPU before its
 // 400; a million messages to a pool translated to Anthropic, or a million
-// Responses input items, 1.2 GB each. Each is now refused 400, in the
+// Responses input items, 1.2 GB each. (This test on the code before:
+// 1,601 MB allocated for the nested arrays, then a 502; 2,852 MB for the
+// million messages, then a 200.) Each is now refused 400, in the
 // caller's format and naming the limit, having cost about its body; none
 // reaches a backend. Without a key, 401 before the body is read.
 func TestHostileJSONIsRefusedBeforeDecoding(t *testing.T) {
