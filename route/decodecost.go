@@ -16,7 +16,7 @@ const (
 	decodeValueCost = 1536
 	// decodeByteFactor is what it may allocate per byte of the body:
 	// the decoded strings, the translated body and its buffers.
-	decodeByteFactor = 10
+	decodeByteFactor = 12
 )
 
 // DecodeMemory is about the most memory, in bytes, that decoding r's

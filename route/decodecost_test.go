@@ -59,6 +59,8 @@ func TestDecodeMemoryBoundsTranslation(t *testing.T) {
 		{"tool calls to Anthropic", ChatCompletions, jsonList("messages", `{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}`, n/4, ""), anthropic},
 		{"tools to Gemini", ChatCompletions, jsonList("tools", `{"type":"function","function":{"name":"f","parameters":`+schema+`}}`, MaxJSONTools/2, `"messages":[{"role":"user","content":"hi"}],`), gemini},
 		{"tools to Anthropic", ChatCompletions, jsonList("tools", `{"type":"function","function":{"name":"f","parameters":`+schema+`}}`, MaxJSONTools/2, `"messages":[{"role":"user","content":"hi"}],`), anthropic},
+		{"a large image to Anthropic", ChatCompletions, jsonList("messages", `{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,`+strings.Repeat("iVBO", 1_000_000)+`"}}]}`, 1, ""), anthropic},
+		{"a large image to Gemini", ChatCompletions, jsonList("messages", `{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,`+strings.Repeat("iVBO", 1_000_000)+`"}}]}`, 1, ""), gemini},
 		{"long text to Anthropic", ChatCompletions, jsonList("messages", `{"role":"user","content":"`+strings.Repeat("lorem ipsum ", 100_000)+`"}`, 3, ""), anthropic},
 		{"tiny input items to Anthropic", Responses, jsonList("input", `{"role":"user","content":"hi"}`, n, ""), anthropic},
 		{"tiny input items to Gemini", Responses, jsonList("input", `{"role":"user","content":"hi"}`, n, ""), gemini},
