@@ -119,3 +119,49 @@ func TestDecodeMemoryBoundsTokenEstimate(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolTranslates: a call costs its decoding where a member of the
+// pool, or of a pool it may fall back to, takes it in another format.
+func TestPoolTranslates(t *testing.T) {
+	pool := func(name string, provs ...Provider) *Pool {
+		p := &Pool{Name: name}
+		for i, prov := range provs {
+			p.Members = append(p.Members, &Member{Backend: &Backend{Name: fmt.Sprint(name, i), Provider: prov}})
+		}
+		return p
+	}
+	openai, claude := pool("openai", &OpenAI{}, &Azure{}), pool("claude", &Anthropic{})
+	withFallback := pool("fb", &OpenAI{})
+	withFallback.Fallback = claude
+	withContext := pool("ctx", &OpenAI{})
+	withContext.ContextFallback = claude
+	loop := pool("loop", &OpenAI{})
+	loop.Fallback = loop
+	tests := []struct {
+		name string
+		p    *Pool
+		op   Operation
+		want bool
+	}{
+		{"chat to OpenAI members", openai, ChatCompletions, false},
+		{"chat to an Anthropic member", claude, ChatCompletions, true},
+		{"messages to an Anthropic member", claude, Messages, false},
+		{"messages to OpenAI members", openai, Messages, true},
+		{"responses to OpenAI members", pool("oa", &OpenAI{}), Responses, false},
+		{"embeddings are never translated", claude, Embeddings, false},
+		{"chat with an Anthropic fallback", withFallback, ChatCompletions, true},
+		{"chat with an Anthropic context fallback", withContext, ChatCompletions, true},
+		{"a fallback loop", loop, ChatCompletions, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewRequest(tc.op, []byte(`{"model":"m","messages":[],"input":"x"}`), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.p.Translates(r); got != tc.want {
+				t.Fatalf("Translates = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
