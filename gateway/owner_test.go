@@ -77,10 +77,10 @@ func ownCall(t *testing.T, e *providerEnv, method, path, key, body string) ownAn
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	return send(t, req, key)
+	return ownSend(t, req, key)
 }
 
-func send(t *testing.T, req *http.Request, key string) ownAnswer {
+func ownSend(t *testing.T, req *http.Request, key string) ownAnswer {
 	t.Helper()
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -115,7 +115,7 @@ func upload(t *testing.T, e *providerEnv, key, content string) ownAnswer {
 	mw.Close()
 	req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/files", &buf)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	return send(t, req, key)
+	return ownSend(t, req, key)
 }
 
 const ownerBatchInput = `{"custom_id":"r1","method":"POST","url":"/v1/chat/completions","body":{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}}
@@ -315,7 +315,7 @@ func TestRestrictedKeyCannotMessageBatchADisallowedModel(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, e.url+"/v1/messages/batches", strings.NewReader(strings.Replace(batch, "%s", model, 1)))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Anthropic-Version", "2023-06-01")
-		return send(t, req, key)
+		return ownSend(t, req, key)
 	}
 	if a := post(keySonnet, "claude-opus-4-1"); a.status != http.StatusForbidden || !strings.Contains(a.body, `"permission_error"`) || !strings.Contains(a.body, `may not use model \"claude-opus-4-1\"`) {
 		t.Errorf("another model: %d %s", a.status, a.body)

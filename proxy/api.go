@@ -29,11 +29,14 @@ func parseCall(x *exchange) error {
 		code := "invalid_json"
 		var oc *route.OwnerConflictError
 		var unknown *route.UnknownIDError
+		var le *route.JSONLimitError
 		switch {
 		case errors.As(err, &unknown):
 			return objectNotFound(unknown.ID)
 		case errors.As(err, &oc):
 			code = "owners_conflict"
+		case errors.As(err, &le):
+			code = "json_too_complex"
 		case op.Multipart():
 			code = "invalid_request"
 		}
@@ -77,7 +80,28 @@ func findPool(x *exchange) error {
 		// of the pool's members has it (see objectNotFound).
 		return objectNotFound(x.req.OwnerID())
 	}
+	if pool.Translates(x.req) {
+		return chargeDecoding(x)
+	}
 	return nil
+}
+
+// chargeDecoding adds to the body's share of Routes.MaxBodyMemory what
+// decoding it whole will take (route.Request.DecodeMemory): a body
+// translated for another provider, or whose tokens the gateway counts,
+// costs far more than its bytes when it has many small values. A body
+// that could never fit gets 413; one that cannot now, 503.
+func chargeDecoding(x *exchange) error {
+	n := x.req.DecodeMemory()
+	if n == 0 || x.res.growShared(n) {
+		return nil
+	}
+	if limit := x.rt.MaxBodyMemory; int64(len(x.body))+n > limit {
+		return requestError(http.StatusRequestEntityTooLarge, "request_too_large",
+			fmt.Sprintf("switchover: decoding this request (to translate it, or count its tokens) would take about %d MiB, over the gateway's memory for request bodies (server.max_body_memory, %d MiB)",
+				n>>20, limit>>20))
+	}
+	return bodyMemoryFull()
 }
 
 // HeaderMaxWait is how long a caller will wait inside the gateway for
@@ -126,6 +150,9 @@ const HeaderEstimate = "X-Switchover-Estimate"
 func estimateTokens(x *exchange) error {
 	if x.op != route.CountTokens || hasAnthropicMember(x.pool) {
 		return nil
+	}
+	if err := chargeDecoding(x); err != nil {
+		return err
 	}
 	n, err := translate.EstimateAnthropicTokens(x.body)
 	if err != nil {

@@ -109,8 +109,15 @@ func (x *exchange) bodyReadError(err error) *apiError {
 	case errors.Is(err, errBodyTooSlow), errors.As(err, &ne) && ne.Timeout():
 		return requestError(http.StatusRequestTimeout, "request_timeout", "switchover: the request body took too long to arrive (server.read_timeout, then server.min_body_rate)").
 			with("Connection", "close").because(err)
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne):
+		return clientGone(err) // while sending: the connection ended or broke
 	}
-	return clientGone(err) // while sending
+	// The connection is up, but its bytes are not a body: net/http's
+	// chunked decoding refused them (a malformed chunk size or trailer, a
+	// line too long), with errors it does not export.
+	return requestError(http.StatusBadRequest, "invalid_body",
+		"switchover: the request body is malformed (its chunked transfer encoding could not be read)").
+		with("Connection", "close").because(err)
 }
 
 // keyBodyMemoryFull is the refusal of a body that would take its key's

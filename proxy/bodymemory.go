@@ -55,6 +55,7 @@ type reservation struct {
 	key      *atomic.Int64
 	keyLimit int64 // key's; zero or less (or a nil key): none
 	held     int64
+	shared   int64           // of held, in the budget alone (growShared)
 	rr       reservingReader // reader's, kept with the reservation
 }
 
@@ -108,6 +109,25 @@ func (r *reservation) reader(src io.Reader) io.Reader {
 	return &r.rr
 }
 
+// growShared adds n bytes to the reservation in the gateway's budget
+// alone, if the total stays within its limit, and reports whether it
+// did: the memory that decoding a body takes beyond the body
+// (route.Request.DecodeMemory). It is not counted in the key's share: a
+// key's share bounds what its callers make the gateway hold, and a
+// decoding that could never fit a share would be refused for good with a
+// 429 that says to retry. A reservation without a limit always grows.
+func (r *reservation) growShared(n int64) bool {
+	if r == nil || r.m == nil || r.limit <= 0 {
+		return true
+	}
+	if !reserveIn(&r.m.used, n, r.limit) {
+		return false
+	}
+	r.held += n
+	r.shared += n
+	return true
+}
+
 // close gives the reservation back. Later calls do nothing.
 func (r *reservation) close() {
 	if r.m != nil && r.held > 0 {
@@ -115,10 +135,10 @@ func (r *reservation) close() {
 			r.m.used.Add(-r.held)
 		}
 		if r.key != nil {
-			r.key.Add(-r.held)
+			r.key.Add(-(r.held - r.shared))
 		}
 	}
-	r.held = 0
+	r.held, r.shared = 0, 0
 }
 
 type reservingReader struct {

@@ -174,3 +174,29 @@ func TestBodyMemoryKeyShare(t *testing.T) {
 		t.Fatalf("after close: in use %d, keys %d and %d", m.inUse(), key.Load(), other.Load())
 	}
 }
+
+// TestDecodingChargeIsNotCountedInTheKeysShare: a translated body's
+// decoding was first charged to its key's share too, so with several keys
+// (each half the budget) a body whose decoding could never fit a share got
+// a 429 that said to retry, for good. It is charged to the budget alone.
+func TestDecodingChargeIsNotCountedInTheKeysShare(t *testing.T) {
+	var m bodyMemory
+	var key atomic.Int64
+	var r reservation
+	if err := m.open(&r, 10, 1000, &key, 50); err != nil {
+		t.Fatal(err)
+	}
+	if !r.growShared(600) {
+		t.Fatal("a decoding within the budget but over the key's share was refused")
+	}
+	if m.inUse() != 610 || key.Load() != 10 {
+		t.Fatalf("in use %d, key %d; want 610, 10", m.inUse(), key.Load())
+	}
+	if r.growShared(400) {
+		t.Fatal("a decoding past the budget was allowed")
+	}
+	r.close()
+	if m.inUse() != 0 || key.Load() != 0 {
+		t.Fatalf("after close: in use %d, key %d", m.inUse(), key.Load())
+	}
+}

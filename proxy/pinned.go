@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"mime"
@@ -85,6 +86,13 @@ func routePinned(x *exchange) error {
 	body := x.body
 	ct := r.Header.Get("Content-Type")
 	mt, _, _ := mime.ParseMediaType(ct)
+	if len(body) > 0 && (mt == "application/json" || mt == "" && looksJSON(body)) {
+		// Passed on as it is, so never with more than one JSON value in
+		// it, nor beyond the limits a JSON body keeps to.
+		if _, err := route.ScanJSON(body); err != nil {
+			return requestError(http.StatusBadRequest, "invalid_json", "switchover: "+err.Error())
+		}
+	}
 	if len(body) > 0 && (mt == "application/json" || mt == "") {
 		out, b, id, err := owner.tagger.UntagBody(body)
 		if err != nil {
@@ -259,4 +267,11 @@ func isCollection(rt *Routes, rel string) bool {
 	}
 	p := pinnedFor(rt, rel)
 	return p != nil && p.Path == rel
+}
+
+// looksJSON reports whether body, sent without a media type, begins as a
+// JSON object or array does.
+func looksJSON(body []byte) bool {
+	t := bytes.TrimLeft(body, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }

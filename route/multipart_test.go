@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"mime/multipart"
+	"strings"
 	"testing"
 )
 
@@ -61,6 +62,34 @@ func TestMultipartRefusals(t *testing.T) {
 		{"two model fields", ct2, twoModels},
 		{"cut before the closing boundary", ct, good[:len(good)-10]},
 		{"no boundary line", ct, []byte("model=a")},
+		// Issue 23: one field here, two (model=evilmodel, then
+		// model=chat) to Python's parser.
+		{"a part that starts with the boundary", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="file"`, "",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "evilmodel",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat", "--B--"))},
+		{"a Model field", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="Model"`, "", "evilmodel",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat", "--B--"))},
+		{"a STREAM field", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="STREAM"`, "", "true", "--B--"))},
+		{"two stream fields", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="stream"`, "", "true",
+			"--B", `Content-Disposition: form-data; name="stream"`, "", "false", "--B--"))},
+		{"the boundary inside a part", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="file"`, "", "a\n--B\nb",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat", "--B--"))},
+		{"more after a boundary", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="file"`, "", "a",
+			"--Bx", `Content-Disposition: form-data; name="model"`, "", "evil",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat", "--B--"))},
+		{"a first boundary inside a line", "multipart/form-data; boundary=B", []byte("x" + raw(
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat", "--B--"))},
+		{"two Content-Disposition headers", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", `Content-Disposition: form-data; name="file"`, `Content-Disposition: form-data; name="model"`, "", "evil",
+			"--B", `Content-Disposition: form-data; name="model"`, "", "chat", "--B--"))},
+		{"a header line ended by LF", "multipart/form-data; boundary=B", []byte(raw(
+			"--B", "X-A: 1\nContent-Disposition: form-data; name=\"model\"", "", "evil", "--B--"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,3 +99,6 @@ func TestMultipartRefusals(t *testing.T) {
 		})
 	}
 }
+
+// raw joins lines with CRLF, as a multipart body's lines are.
+func raw(lines ...string) string { return strings.Join(lines, "\r\n") + "\r\n" }

@@ -218,26 +218,35 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 	last := 0 // body[last:] not yet copied to out
 	key := "" // the member whose value comes next
 	// stack holds, for each open array, its member; objects push "".
+	// It tracks MaxJSONDepth levels; deeper ones are only counted (in
+	// deeper), so that a body of nested brackets costs no memory: their
+	// strings are offered with no member.
 	var stackBuf [16]string
 	stack := stackBuf[:0]
+	deeper := 0
 	inArray := func() (string, bool) {
-		if n := len(stack); n > 0 && stack[n-1] != "{" {
+		if n := len(stack); deeper == 0 && n > 0 && stack[n-1] != "{" {
 			return stack[n-1], true
 		}
 		return "", false
 	}
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
-		case '{':
-			stack = append(stack, "{")
-			key = ""
-			continue
-		case '[':
-			stack = append(stack, "["+key)
+		case '{', '[':
+			switch {
+			case len(stack) == MaxJSONDepth:
+				deeper++
+			case body[i] == '{':
+				stack = append(stack, "{")
+			default:
+				stack = append(stack, "["+key)
+			}
 			key = ""
 			continue
 		case '}', ']':
-			if len(stack) > 0 {
+			if deeper > 0 {
+				deeper--
+			} else if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
 			key = ""

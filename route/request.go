@@ -152,6 +152,8 @@ type Request struct {
 	canon        []byte // the body as an OpenAI chat request, once built
 	includeUsage bool   // canon asks for a usage chunk
 
+	values int // the body's JSON values (JSONStats.Values)
+
 	tokens     int64 // estimateTokens, once computed
 	tokensDone bool
 
@@ -179,6 +181,11 @@ func (r *Request) Tokens() int64 {
 // NewRequest reads the routing fields (model, stream) of a JSON body without
 // decoding the rest. header may be nil.
 //
+// It first checks the body with ScanJSON, which builds nothing: a body
+// that is not one JSON value (trailing data included) is ErrBadBody, one
+// that nests too deep or has too many messages, input items, tools or
+// content parts a *JSONLimitError, before anything decodes it.
+//
 // For Responses and CountTokens it also takes the owner out of any
 // tagged id in the body (see Request.Owner); ids of two owners are an
 // *OwnerConflictError.
@@ -191,6 +198,18 @@ func NewRequest(op Operation, body []byte, header http.Header) (*Request, error)
 // tagger is not Open, are checked (an id the caller may not reach, or a
 // provider's id of a stored object, is an *UnknownIDError) and untagged.
 func NewTaggedRequest(op Operation, body []byte, header http.Header, tagger *Tagger) (*Request, error) {
+	st, err := ScanJSON(body)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newScannedRequest(op, body, header, tagger)
+	if r != nil {
+		r.values = st.Values
+	}
+	return r, err
+}
+
+func newScannedRequest(op Operation, body []byte, header http.Header, tagger *Tagger) (*Request, error) {
 	if op == Responses || op == CountTokens || !tagger.open() {
 		var owner, id string
 		var err error
