@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -459,5 +460,43 @@ func TestListCursorDoesNotUnfilterAList(t *testing.T) {
 		if a.status != http.StatusOK || strings.Contains(a.body, rawB) || strings.Contains(a.body, `"id"`) {
 			t.Errorf("GET %s: %d %s", path, a.status, a.body)
 		}
+	}
+}
+
+// TestModelListShowsOnlyTheKeysOwnPools: GET /v1/models listed every pool
+// to every key, so a key limited to cheap learnt the others' pools. It
+// lists what the key may use; another pool's entry is 404 as if it did
+// not exist; a key without limits sees them all; no key gets 401.
+func TestModelListShowsOnlyTheKeysOwnPools(t *testing.T) {
+	e := startOwners(t)
+	ids := func(key string) []string {
+		a := ownCall(t, e, "GET", "/v1/models", key, "")
+		if a.status != 200 {
+			t.Fatalf("list with %q: %d %s", key, a.status, a.body)
+		}
+		var v struct{ Data []struct{ ID string } }
+		if err := json.Unmarshal([]byte(a.body), &v); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range v.Data {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	if got := ids(keyNarrow); !slices.Equal(got, []string{"cheap"}) {
+		t.Fatalf("the narrow key lists %v, want only cheap", got)
+	}
+	if got := ids(keyA); !slices.Contains(got, "chat-prod") || !slices.Contains(got, "cheap") {
+		t.Fatalf("a key without limits lists %v, want every pool", got)
+	}
+	if a := ownCall(t, e, "GET", "/v1/models/chat-prod", keyNarrow, ""); a.status != 404 {
+		t.Fatalf("another pool's entry for the narrow key: %d %s, want 404", a.status, a.body)
+	}
+	if a := ownCall(t, e, "GET", "/v1/models/cheap", keyNarrow, ""); a.status != 200 {
+		t.Fatalf("its own pool's entry: %d %s", a.status, a.body)
+	}
+	if a := ownCall(t, e, "GET", "/v1/models", "", ""); a.status != 401 {
+		t.Fatalf("no key: %d, want 401", a.status)
 	}
 }
