@@ -333,6 +333,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 		Now:      g.now,
 		OnChange: g.KeysChanged,
 		OnAction: g.keyAction,
+		Actor:    g.actor,
 		Logger:   g.Logger,
 		Pools: func() []string {
 			var names []string
@@ -361,10 +362,14 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 }
 
 // keyAction records a change of a key or team made through the admin API
-// in the events and the admin actions' metric (the handler logs it). No
-// notification: keys change as a matter of course.
-func (g *Gateway) keyAction(action, what string) {
+// in the events, with who made it, and the admin actions' metric (the
+// handler logs it). No notification: keys change as a matter of course.
+func (g *Gateway) keyAction(action, what, who string) {
 	g.Metrics.Admin(action)
 	verb := map[string]string{"key:create": "created", "key:update": "changed", "key:rotate": "rotated", "key:revoke": "revoked", "team:put": "set"}[action]
-	g.addEvent(Event{At: g.now(), Kind: "admin:" + action, Detail: verb + " " + what}, true)
+	detail := verb + " " + what
+	if who != "" {
+		detail += " (by " + who + ")"
+	}
+	g.addEvent(Event{At: g.now(), Kind: "admin:" + action, Detail: detail}, true)
 }

@@ -48,13 +48,19 @@ type Handler struct {
 	// never shown. Nil: none.
 	Static func() []ledger.Key
 	// OnAction, if set, is told of each change: its action ("key:create",
-	// "key:update", "key:rotate", "key:revoke", "team:put") and what it
-	// changed ("key key_… (name)", "team research"), never a secret; for
-	// the gateway's events and metrics. Nil: only logged.
-	OnAction func(action, what string)
+	// "key:update", "key:rotate", "key:revoke", "team:put"), what it
+	// changed ("key key_… (name)", "team research"), never a secret, and
+	// who changed it (Actor's answer, "" without one); for the gateway's
+	// events and metrics. Nil: only logged.
+	OnAction func(action, what, who string)
+	// Actor names who makes a change, from its request (which passed the
+	// admin guard): the gateway's "admin key (as NAME) from ADDRESS". It
+	// is recorded in the log line ("by") and passed to OnAction. It must
+	// not return a secret. Nil: changes name nobody.
+	Actor func(r *http.Request) string
 	// Logger gets one Warn line per change of a key or team (its ID and
-	// name, never a secret or hash) and the store's failures. Nil:
-	// slog.Default().
+	// name, who made it, never a secret or hash) and the store's
+	// failures. Nil: slog.Default().
 	Logger *slog.Logger
 }
 
@@ -111,6 +117,19 @@ func (h *Handler) logger() *slog.Logger {
 		return h.Logger
 	}
 	return slog.Default()
+}
+
+// record logs a change and tells OnAction of it, naming its actor; args
+// are the log line's attributes (never a secret).
+func (h *Handler) record(r *http.Request, action, what string, args ...any) {
+	who := ""
+	if h.Actor != nil {
+		who = h.Actor(r)
+	}
+	h.logger().Warn("admin action", append(append([]any{"action", action}, args...), "by", who)...)
+	if h.OnAction != nil {
+		h.OnAction(action, what, who)
+	}
 }
 
 func (h *Handler) changed() {

@@ -275,3 +275,47 @@ func TestKeyAndTeamNamesWithNULControlCharactersOrLengthAreRefused(t *testing.T)
 		}
 	})
 }
+
+// TestEveryChangeNamesItsActor is the regression test of issue 23's item
+// 12 for keys and teams: their changes named nobody. Now every change
+// (create, update, rotate, revoke, team set) passes Actor's answer to
+// OnAction and logs it, and no secret.
+func TestEveryChangeNamesItsActor(t *testing.T) {
+	type call struct{ action, who string }
+	var calls []call
+	e := newEnv(t, openSQLite(t), func(h *ledgerapi.Handler) {
+		h.Actor = func(r *http.Request) string { return "alice at " + r.Method + " " + r.URL.Path }
+		h.OnAction = func(action, what, who string) { calls = append(calls, call{action, who}) }
+	})
+	var created, rotated keyAnswer
+	e.json("POST", "/admin/keys", `{"name":"app"}`, http.StatusCreated, &created)
+	id := created.Key.ID
+	e.json("PATCH", "/admin/keys/"+id, `{"rpm":10}`, http.StatusOK, nil)
+	e.json("POST", "/admin/keys/"+id+"/rotate", "", http.StatusOK, &rotated)
+	e.json("POST", "/admin/keys/"+id+"/revoke", "", http.StatusOK, nil)
+	e.json("PUT", "/admin/teams/research", `{"rpm":5}`, http.StatusOK, nil)
+	want := []call{
+		{"key:create", "alice at POST /admin/keys"},
+		{"key:update", "alice at PATCH /admin/keys/" + id},
+		{"key:rotate", "alice at POST /admin/keys/" + id + "/rotate"},
+		{"key:revoke", "alice at POST /admin/keys/" + id + "/revoke"},
+		{"team:put", "alice at PUT /admin/teams/research"},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("OnAction got %v, want %v", calls, want)
+	}
+	log := e.log.String()
+	for i, c := range want {
+		if calls[i] != c {
+			t.Errorf("change %d: OnAction got %v, want %v", i+1, calls[i], c)
+		}
+		if line := "action=" + c.action; !strings.Contains(log, line) || !strings.Contains(log, `by="`+c.who+`"`) {
+			t.Errorf("the log does not name who made %s: %s", c.action, log)
+		}
+	}
+	for _, s := range []string{created.Secret, rotated.Secret} {
+		if s == "" || strings.Contains(log, s) {
+			t.Errorf("a secret is in the log (or was not returned): %q", s)
+		}
+	}
+}

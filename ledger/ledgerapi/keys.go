@@ -184,7 +184,7 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
-	h.logAction("create", k)
+	h.logAction(r, "create", k)
 	h.changed()
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusCreated, keyAnswer{Key: view(k, SourceStore, now), Secret: secret})
@@ -279,7 +279,7 @@ func (h *Handler) updateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
-	h.logAction("update", k)
+	h.logAction(r, "update", k)
 	h.changed()
 	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, now)})
 }
@@ -304,7 +304,7 @@ func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
-	h.logAction("rotate", k)
+	h.logAction(r, "rotate", k)
 	h.changed()
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, h.now()), Secret: secret})
@@ -325,20 +325,17 @@ func (h *Handler) revokeKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
-	h.logAction("revoke", k)
+	h.logAction(r, "revoke", k)
 	h.changed()
 	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, now)})
 }
 
-// logAction logs a change of a key: its ID and name, never its secret,
-// hash or prefix.
-func (h *Handler) logAction(action string, k ledger.Key) {
-	h.logger().Warn("admin action", "action", "key:"+action, "key", k.ID, "name", k.Name, "team", k.Team)
-	if h.OnAction != nil {
-		what := "key " + k.ID
-		if k.Name != "" {
-			what += " (" + k.Name + ")"
-		}
-		h.OnAction("key:"+action, what)
+// logAction records a change of a key, naming who made it: its ID and
+// name, never its secret, hash or prefix.
+func (h *Handler) logAction(r *http.Request, action string, k ledger.Key) {
+	what := "key " + k.ID
+	if k.Name != "" {
+		what += " (" + k.Name + ")"
 	}
+	h.record(r, "key:"+action, what, "key", k.ID, "name", k.Name, "team", k.Team)
 }

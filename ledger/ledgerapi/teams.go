@@ -70,10 +70,7 @@ func (h *Handler) putTeam(w http.ResponseWriter, r *http.Request, s ledger.Store
 		h.fail(w, r, err)
 		return
 	}
-	h.logger().Warn("admin action", "action", "team:put", "team", t.Name)
-	if h.OnAction != nil {
-		h.OnAction("team:put", "team "+t.Name)
-	}
+	h.record(r, "team:put", "team "+t.Name, "team", t.Name)
 	h.changed()
 	writeJSON(w, http.StatusOK, struct {
 		Team ledger.Team `json:"team"`
