@@ -73,3 +73,18 @@ func (b *bucket) used(now time.Time) float64 {
 	b.fill(now)
 	return b.cap - b.level
 }
+
+// debit removes n that other replicas took (a negative n gives back what
+// their answers used less than estimated). Unlike take it has a floor:
+// however much they report, the bucket owes at most one bucket's worth,
+// so a wait is at most the refill of two buckets (20 s) and a wrong
+// account (a peer's lifetime counted again) cannot lock a key out for
+// minutes. What was in debt already stays so. It never fills the bucket
+// past its capacity.
+func (b *bucket) debit(n float64, now time.Time) {
+	b.fill(now)
+	level := b.level - n
+	level = max(level, min(b.level, -b.cap))
+	level = min(level, max(b.level, b.cap))
+	b.level = level
+}

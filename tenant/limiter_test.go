@@ -238,7 +238,9 @@ func TestSyncDebitsWhatOtherReplicasTook(t *testing.T) {
 	p := key("k", Limits{RPM: 60}) // 10 at once
 	tk, _ := l.Admit(p, "pool", "pool", 0)
 	tk.Done(0, false, 0)
-	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {"key:k": {Requests: 6}}}}
+	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {}}}
+	l.Sync(context.Background(), ex) // b's baseline
+	ex.others["b"] = map[string]Taken{"key:k": {Requests: 6}}
 	if err := l.Sync(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,9 @@ func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
 func TestSyncKeepsTheAccountOfAKeyMetElsewhereFirst(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
-	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 60}}}}
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {}}}
+	l.Sync(context.Background(), ex) // a's baseline
+	ex.others["a"] = map[string]Taken{"key:k": {Requests: 10, RPM: 60}}
 	if err := l.Sync(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
