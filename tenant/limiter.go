@@ -48,6 +48,7 @@ type subject struct {
 	tpmLimit int64
 	inflight int
 	taken    Taken // since this replica started, for the exchange
+	aligned  bool  // its buckets started from the fleet's use, at an exchange
 	used     time.Time
 	// reserved is what the requests in flight are expected to cost: each
 	// sets aside avgCost, the moving average of the subject's costs.
@@ -64,6 +65,11 @@ type Taken struct {
 	Tokens   float64 `json:"t"`
 	RPM      int64   `json:"rpm,omitempty"`
 	TPM      int64   `json:"tpm,omitempty"`
+	// RPMUsed and TPMUsed are what the replica's buckets hold taken and
+	// not refilled: a replica that meets the subject anew starts its
+	// buckets there, not full, so a new replica brings no extra burst.
+	RPMUsed float64 `json:"ru,omitempty"`
+	TPMUsed float64 `json:"tu,omitempty"`
 }
 
 // BudgetAlert says a budget reached a threshold.
@@ -442,6 +448,7 @@ func (l *Limiter) Sync(ctx context.Context, ex Exchange) error {
 		}
 		l.seen[rep] = &peerState{totals: totals, at: now}
 	}
+	l.align(others, now)
 	for rep, p := range l.seen {
 		if _, ok := others[rep]; !ok && now.Sub(p.at) > peerMemory {
 			delete(l.seen, rep)
@@ -478,9 +485,40 @@ func (l *Limiter) published(now time.Time) map[string]Taken {
 		}
 		t := s.taken
 		t.RPM, t.TPM = s.rpmLimit, s.tpmLimit
+		if s.rpm != nil {
+			t.RPMUsed = max(s.rpm.used(now), 0)
+		}
+		if s.tpm != nil {
+			t.TPMUsed = max(s.tpm.used(now), 0)
+		}
 		mine[name] = t
 	}
 	return mine
+}
+
+// align starts the buckets of the subjects met since the last exchange
+// from the most any peer has used of them: a replica that joins a fleet,
+// or meets a key busy elsewhere, does not add a full bucket to what the
+// fleet admits. Called with l.mu held.
+func (l *Limiter) align(others map[string]map[string]Taken, now time.Time) {
+	for name, s := range l.subjects {
+		if s.aligned {
+			continue
+		}
+		s.aligned = true
+		var ru, tu float64
+		for _, totals := range others {
+			if t, ok := totals[name]; ok {
+				ru, tu = max(ru, t.RPMUsed), max(tu, t.TPMUsed)
+			}
+		}
+		if s.rpm != nil && ru > 0 {
+			s.rpm.atLeast(ru, now)
+		}
+		if s.tpm != nil && tu > 0 {
+			s.tpm.atLeast(tu, now)
+		}
+	}
 }
 
 // debitPeer debits the buckets with what a peer took from prev to totals;
