@@ -124,8 +124,7 @@ func (f *fleetRun) run(d time.Duration) int {
 	return admitted
 }
 
-// within fails unless admitted over minutes is within 10% of the limit
-// (plus the one burst a fresh bucket allows, when burst is set).
+// within fails unless admitted over minutes is within 10% of the limit.
 func (f *fleetRun) within(what string, admitted int, minutes float64) {
 	f.t.Helper()
 	want := fleetRPM * minutes
@@ -136,8 +135,9 @@ func (f *fleetRun) within(what string, admitted int, minutes float64) {
 	}
 }
 
-// fleetCase is one of the fleet's events, run on a store; restart makes
-// the store lose its contents, down and up make it fail and answer again.
+// fleetStore is the store the fleet tests run on: restart makes it lose
+// its contents between two exchanges, down makes it fail (and lose them),
+// up makes it answer again.
 type fleetStore struct {
 	kv      KV
 	forget  func(string)

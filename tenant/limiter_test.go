@@ -344,3 +344,86 @@ func BenchmarkAdmitAndDone(b *testing.B) {
 		t.Done(90, true, 0.001)
 	}
 }
+
+// TestSyncNewReplicaDoesNotChargePeersLifetime: a replica's first
+// exchange meets peers that have run for hours; what they took before is
+// not debited again (it refused the key at once: "20 used").
+func TestSyncNewReplicaDoesNotChargePeersLifetime(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	ex := &fakeExchange{others: map[string]map[string]Taken{
+		"a": {"key:k": {Requests: 5000, RPM: 60}}, "b": {"key:k": {Requests: 7000, RPM: 60}}}}
+	if err := l.Sync(context.Background(), ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, r := l.Admit(key("k", Limits{RPM: 60}), "pool", "pool", 0); r != nil {
+		t.Fatalf("a new replica charged its peers' lifetime takings: %v", r)
+	}
+}
+
+// TestSyncPeerMissingFromOneListingIsNotCountedAgain: a peer missing from
+// one listing (a Redis restart) is debited only what it took since when
+// it comes back, not its whole total.
+func TestSyncPeerMissingFromOneListingIsNotCountedAgain(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 5000, RPM: 60}}}}
+	l.Sync(context.Background(), ex)
+	ex.others = map[string]map[string]Taken{}
+	c.Advance(500 * time.Millisecond)
+	l.Sync(context.Background(), ex)
+	ex.others = map[string]map[string]Taken{"a": {"key:k": {Requests: 5002, RPM: 60}}}
+	c.Advance(500 * time.Millisecond)
+	l.Sync(context.Background(), ex)
+	for i := range 8 { // 10 - 2
+		if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+			t.Fatalf("request %d of the 8 left after the peer came back: %v", i, r)
+		}
+	}
+	if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+		t.Fatal("what the peer took while it was missing was not debited")
+	}
+}
+
+// TestSyncPeerCountLowerStartsABaseline: a peer whose count went down
+// (it restarted under the same name) is debited neither a negative nor
+// its new total.
+func TestSyncPeerCountLowerStartsABaseline(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 5000, RPM: 60}}}}
+	l.Sync(context.Background(), ex)
+	ex.others = map[string]map[string]Taken{"a": {"key:k": {Requests: 8, RPM: 60}}}
+	l.Sync(context.Background(), ex)
+	admitted := 0
+	for range 20 {
+		if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d admitted after the peer's count went down; want the bucket's 10", admitted)
+	}
+}
+
+// TestSyncDebtFromPeersHasAFloor: however much peers report, a bucket
+// owes at most one bucket's worth, so Retry-After stays under the refill
+// of two buckets (it reached 155 s).
+func TestSyncDebtFromPeersHasAFloor(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {}}}
+	l.Sync(context.Background(), ex)
+	ex.others["a"] = map[string]Taken{"key:k": {Requests: 500, RPM: 60}}
+	l.Sync(context.Background(), ex)
+	_, r := l.Admit(p, "pool", "pool", 0)
+	if r == nil {
+		t.Fatal("admitted with the fleet 490 over")
+	}
+	if r.RetryAfter > 21*time.Second || r.Used > 20 {
+		t.Fatalf("Retry-After %s, %g used; want at most 21 s and 20 (two buckets)", r.RetryAfter, r.Used)
+	}
+}
