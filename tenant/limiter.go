@@ -359,14 +359,38 @@ func (l *Limiter) send(alerts []BudgetAlert) {
 // replica's share. Called with l.mu held.
 func (l *Limiter) subject(name string, lim Limits, now time.Time) *subject {
 	s := l.subjects[name]
-	if s == nil {
+	fresh := s == nil
+	if fresh {
 		s = &subject{used: now}
 		l.subjects[name] = s
 	}
 	s.rpm = l.sized(s.rpm, lim.RPM, now)
 	s.tpm = l.sized(s.tpm, lim.TPM, now)
 	s.rpmLimit, s.tpmLimit = lim.RPM, lim.TPM
+	if fresh {
+		l.alignSeen(name, s, now)
+	}
 	return s
+}
+
+// alignSeen starts a new subject's buckets from the most a peer had used
+// of them when last listed, less what has refilled since: a key busy on
+// another replica does not find a full bucket here. Called with l.mu
+// held.
+func (l *Limiter) alignSeen(name string, s *subject, now time.Time) {
+	for _, p := range l.seen {
+		t, ok := p.totals[name]
+		if !ok || p.stale {
+			continue
+		}
+		mins := now.Sub(p.at).Minutes()
+		if s.rpm != nil && t.RPMUsed > 0 {
+			s.rpm.atLeast(t.RPMUsed-s.rpm.limit*mins, now)
+		}
+		if s.tpm != nil && t.TPMUsed > 0 {
+			s.tpm.atLeast(t.TPMUsed-s.tpm.limit*mins, now)
+		}
+	}
 }
 
 func (l *Limiter) sized(b *bucket, limit int64, now time.Time) *bucket {

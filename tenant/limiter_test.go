@@ -427,3 +427,24 @@ func TestSyncDebtFromPeersHasAFloor(t *testing.T) {
 		t.Fatalf("Retry-After %s, %g used; want at most 21 s and 20 (two buckets)", r.RetryAfter, r.Used)
 	}
 }
+
+// TestSyncNewSubjectStartsFromAPeersUse: a key that another replica
+// emptied the bucket of, listed before this replica's first request of
+// it, is refused here too, even when this replica met that peer at its
+// first exchange (and so debits nothing of its past).
+func TestSyncNewSubjectStartsFromAPeersUse(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 6, RPMUsed: 1}}}}
+	if err := l.Sync(context.Background(), ex); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	if _, r := l.Admit(key("k", Limits{RPM: 6}), "pool", "pool", 0); r == nil {
+		t.Fatal("a key whose one at once was used on another replica was admitted here")
+	}
+	c.Advance(10 * time.Second)
+	if _, r := l.Admit(key("k", Limits{RPM: 6}), "pool", "pool", 0); r != nil {
+		t.Fatalf("once refilled: %v", r)
+	}
+}
