@@ -104,3 +104,26 @@ func TestSQLiteStoreWithSharedStateWarns(t *testing.T) {
 		t.Fatalf("warnings: %v", ws)
 	}
 }
+
+// TestPostgresStoreWithoutStateWarns: several replicas on one PostgreSQL
+// store without state.redis share spend only at store.refresh, and rate
+// limits not at all; check says so.
+func TestPostgresStoreWithoutStateWarns(t *testing.T) {
+	base := "backends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("p.yaml", []byte("store: {postgres: \"postgres://u@db/s\", refresh: 10s}\n"+base), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := cfg.Warnings(); len(ws) != 1 || !strings.Contains(ws.Error(), "p.yaml:1: store.postgres: without state.redis") ||
+		!strings.Contains(ws.Error(), "store.refresh, 10s") {
+		t.Fatalf("warnings: %v", ws)
+	}
+	cfg, err = Parse("p.yaml", []byte("store: {postgres: \"postgres://u@db/s\"}\nstate: {redis: {url: \"redis://127.0.0.1:6379\"}}\n"+base), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := cfg.Warnings(); len(ws) != 0 {
+		t.Fatalf("with state.redis: %v", ws)
+	}
+}

@@ -1,6 +1,9 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Warnings are things in a valid configuration that will probably not do
 // what was meant, such as an alias that an Azure member will send as a
@@ -36,5 +39,24 @@ func (c *Config) warn() Problems {
 		ws = append(ws, Problem{Path: "unknown_paths",
 			Msg: fmt.Sprintf("no paths are listed, so backend %s takes none (it used to take every path); list those to forward in unknown_paths.paths, such as [assistants, threads], or [\"*\"] for all but the provider's admin APIs, realtime sub-paths and stored chat completions", u.Backend)})
 	}
-	return append(ws, c.warnTenancy()...)
+	ws = append(ws, c.warnTenancy()...)
+	return append(ws, c.warnReplicasWithoutState()...)
+}
+
+// warnReplicasWithoutState warns of a shared store (PostgreSQL, so
+// probably several replicas) without state.redis: budgets and limits are
+// then shared late or not at all.
+func (c *Config) warnReplicasWithoutState() Problems {
+	if c.Store == nil || c.Store.Postgres == "" || c.State.Redis != nil {
+		return nil
+	}
+	refresh := c.Store.Refresh.D()
+	if refresh <= 0 {
+		refresh = 5 * time.Second
+	}
+	return Problems{{Path: "store.postgres",
+		Msg: fmt.Sprintf("without state.redis, replicas sharing this store see each other's spend only when they read it back (store.refresh, %s): "+
+			"a budget can overshoot by what the other replicas spend in that time plus their requests in flight "+
+			"(two busy replicas took a $0.05 budget to $0.082), and rpm and tpm hold per replica (N replicas admit N times each); "+
+			"add state.redis to share limits (see docs/operations.md, \"Several replicas\"), or ignore this with one replica", refresh)}}
 }

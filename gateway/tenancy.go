@@ -2,11 +2,9 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -300,30 +298,8 @@ type limitsExchange struct{ g *Gateway }
 const limitsKey = "limits/"
 
 func (e *limitsExchange) Swap(ctx context.Context, mine map[string]tenant.Taken) (map[string]map[string]tenant.Taken, error) {
-	st, id := e.g.fleet.store, e.g.fleet.ID()
-	b, err := json.Marshal(mine)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Put(ctx, limitsKey+id, b, 10*limitsSync+5*time.Second); err != nil {
-		return nil, err
-	}
-	all, err := st.List(ctx, limitsKey)
-	if err != nil {
-		return nil, err
-	}
-	others := make(map[string]map[string]tenant.Taken, len(all))
-	for k, v := range all {
-		rep := strings.TrimPrefix(k, limitsKey)
-		if rep == id {
-			continue
-		}
-		var t map[string]tenant.Taken
-		if json.Unmarshal(v, &t) == nil {
-			others[rep] = t
-		}
-	}
-	return others, nil
+	ex := tenant.StoreExchange{Store: e.g.fleet.store, ID: e.g.fleet.ID(), Prefix: limitsKey, TTL: 10*limitsSync + 5*time.Second}
+	return ex.Swap(ctx, mine)
 }
 
 // keysAPI is the admin API's routes for keys, teams and usage.

@@ -36,7 +36,9 @@ func (b *bucket) fill(now time.Time) {
 	}
 }
 
-// resize changes the limit, keeping what is used.
+// resize changes the limit, keeping what is used, but owing at most one
+// bucket's worth of the new limit (a cut to a replica's share would
+// otherwise make a debt several times longer to refill).
 func (b *bucket) resize(limit float64, now time.Time) {
 	if limit == b.limit || limit <= 0 {
 		return
@@ -44,7 +46,7 @@ func (b *bucket) resize(limit float64, now time.Time) {
 	b.fill(now)
 	used := b.cap - b.level
 	b.limit, b.cap = limit, capacity(limit)
-	b.level = b.cap - used
+	b.level = max(b.cap-used, min(b.level, -b.cap))
 }
 
 // need is what must be in the bucket for a take of n: n, but never more
@@ -72,4 +74,25 @@ func (b *bucket) take(n float64, now time.Time) {
 func (b *bucket) used(now time.Time) float64 {
 	b.fill(now)
 	return b.cap - b.level
+}
+
+// debit removes n that other replicas took (a negative n gives back what
+// their answers used less than estimated). Unlike take it has a floor:
+// however much they report, the bucket owes at most one bucket's worth,
+// so a wait is at most the refill of two buckets (20 s) and a wrong
+// account (a peer's lifetime counted again) cannot lock a key out for
+// minutes. What was in debt already stays so. It never fills the bucket
+// past its capacity.
+func (b *bucket) debit(n float64, now time.Time) {
+	b.fill(now)
+	level := b.level - n
+	level = max(level, min(b.level, -b.cap))
+	level = min(level, max(b.level, b.cap))
+	b.level = level
+}
+
+// atLeast makes the bucket's use at least n (at most a full bucket).
+func (b *bucket) atLeast(n float64, now time.Time) {
+	b.fill(now)
+	b.level = min(b.level, b.cap-min(n, b.cap))
 }

@@ -26,9 +26,10 @@ type Limiter struct {
 
 	mu       sync.Mutex
 	subjects map[string]*subject
-	share    float64 // of each limit this replica enforces: 1, or 1/N while the exchange is down
-	replicas int     // in the fleet when the exchange last answered
-	seen     map[string]map[string]Taken
+	share    float64               // of each limit this replica enforces: 1, or 1/N while the exchange is down
+	replicas int                   // in the fleet when the exchange last answered
+	seen     map[string]*peerState // by replica
+	synced   bool                  // the last exchange worked: this replica's account of the fleet is current
 	alerted  map[alertKey]bool
 	syncs    int64 // exchanges that worked
 }
@@ -47,6 +48,7 @@ type subject struct {
 	tpmLimit int64
 	inflight int
 	taken    Taken // since this replica started, for the exchange
+	aligned  bool  // its buckets started from the fleet's use, at an exchange
 	used     time.Time
 	// reserved is what the requests in flight are expected to cost: each
 	// sets aside avgCost, the moving average of the subject's costs.
@@ -63,6 +65,11 @@ type Taken struct {
 	Tokens   float64 `json:"t"`
 	RPM      int64   `json:"rpm,omitempty"`
 	TPM      int64   `json:"tpm,omitempty"`
+	// RPMUsed and TPMUsed are what the replica's buckets hold taken and
+	// not refilled: a replica that meets the subject anew starts its
+	// buckets there, not full, so a new replica brings no extra burst.
+	RPMUsed float64 `json:"ru,omitempty"`
+	TPMUsed float64 `json:"tu,omitempty"`
 }
 
 // BudgetAlert says a budget reached a threshold.
@@ -93,7 +100,7 @@ func NewLimiter(c clock.Clock, spend *Spend, teams func(string) (Limits, bool)) 
 		teams = func(string) (Limits, bool) { return Limits{}, false }
 	}
 	return &Limiter{clock: clock.Or(c), spend: spend, teams: teams, subjects: map[string]*subject{},
-		share: 1, replicas: 1, seen: map[string]map[string]Taken{}, alerted: map[alertKey]bool{}}
+		share: 1, replicas: 1, seen: map[string]*peerState{}, alerted: map[alertKey]bool{}}
 }
 
 // Ticket is an admitted request. Done must be called once when it ends.
@@ -352,14 +359,38 @@ func (l *Limiter) send(alerts []BudgetAlert) {
 // replica's share. Called with l.mu held.
 func (l *Limiter) subject(name string, lim Limits, now time.Time) *subject {
 	s := l.subjects[name]
-	if s == nil {
+	fresh := s == nil
+	if fresh {
 		s = &subject{used: now}
 		l.subjects[name] = s
 	}
 	s.rpm = l.sized(s.rpm, lim.RPM, now)
 	s.tpm = l.sized(s.tpm, lim.TPM, now)
 	s.rpmLimit, s.tpmLimit = lim.RPM, lim.TPM
+	if fresh {
+		l.alignSeen(name, s, now)
+	}
 	return s
+}
+
+// alignSeen starts a new subject's buckets from the most a peer had used
+// of them when last listed, less what has refilled since: a key busy on
+// another replica does not find a full bucket here. Called with l.mu
+// held.
+func (l *Limiter) alignSeen(name string, s *subject, now time.Time) {
+	for _, p := range l.seen {
+		t, ok := p.totals[name]
+		if !ok || p.stale {
+			continue
+		}
+		mins := now.Sub(p.at).Minutes()
+		if s.rpm != nil && t.RPMUsed > 0 {
+			s.rpm.atLeast(t.RPMUsed-s.rpm.limit*mins, now)
+		}
+		if s.tpm != nil && t.TPMUsed > 0 {
+			s.tpm.atLeast(t.TPMUsed-s.tpm.limit*mins, now)
+		}
+	}
 }
 
 func (l *Limiter) sized(b *bucket, limit int64, now time.Time) *bucket {
@@ -396,9 +427,80 @@ type Exchange interface {
 // others took since the last one. When the exchange fails, each limit is
 // cut to this replica's share of it (1/N of the N replicas last seen)
 // until it answers again, so the fleet as a whole still keeps to it.
+//
+// Only what a peer takes between two listings is debited, never its past:
+//   - a peer met when this replica has no account of the fleet yet (its
+//     first exchange, or the first after a failed one), and one last seen
+//     before a failed exchange, is a baseline: what it took before was
+//     already held to the limit (by the exchange, or by the 1/N share
+//     while the exchange was down);
+//   - a peer met while the exchange works is new to the fleet (a rollout
+//     or a scale-up gives it a new name) and all it took is recent: it is
+//     debited, at most one bucket's worth;
+//   - a peer missing from a listing (a Redis restart empties the store
+//     until each replica writes again) is remembered for peerMemory, and
+//     debited only what it took since when it comes back;
+//   - a peer whose count of a subject went down (it restarted under the
+//     same name) starts a new baseline for that subject.
+//
+// Debits from peers have a floor (see bucket.debit), so whatever they say
+// a bucket owes at most one bucket's worth more than it holds.
 func (l *Limiter) Sync(ctx context.Context, ex Exchange) error {
 	now := l.clock.Now()
+	mine := l.published(now)
+	others, err := ex.Swap(ctx, mine)
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err != nil {
+		l.share = 1 / float64(max(l.replicas, 1))
+		l.synced = false
+		for _, p := range l.seen {
+			p.stale = true // it went on under its share meanwhile
+		}
+		return err
+	}
+	l.replicas = 1 + len(others)
+	l.share = 1
+	l.syncs++
+	for rep, totals := range others {
+		p := l.seen[rep]
+		switch {
+		case p == nil && l.synced:
+			l.debitPeer(peerState{}, totals, now, true)
+		case p != nil && !p.stale:
+			l.debitPeer(*p, totals, now, false)
+		}
+		l.seen[rep] = &peerState{totals: totals, at: now}
+	}
+	l.align(others, now)
+	for rep, p := range l.seen {
+		if _, ok := others[rep]; !ok && now.Sub(p.at) > peerMemory {
+			delete(l.seen, rep)
+		}
+	}
+	l.synced = true
+	return nil
+}
+
+// peerState is what a peer had taken when last listed.
+type peerState struct {
+	totals map[string]Taken
+	at     time.Time // when it was last listed
+	// stale says an exchange failed since: what the peer took meanwhile
+	// was held to its share, and is not debited again.
+	stale bool
+}
+
+// peerMemory is how long a peer missing from the listings is remembered.
+// One that comes back later is met anew: what it took over a minute ago
+// is outside every per-minute limit anyway.
+const peerMemory = time.Minute
+
+// published returns this replica's totals to publish, forgetting idle
+// subjects.
+func (l *Limiter) published(now time.Time) map[string]Taken {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	mine := make(map[string]Taken, len(l.subjects))
 	for name, s := range l.subjects {
 		if s.inflight == 0 && now.Sub(s.used) > idleSubject {
@@ -407,52 +509,80 @@ func (l *Limiter) Sync(ctx context.Context, ex Exchange) error {
 		}
 		t := s.taken
 		t.RPM, t.TPM = s.rpmLimit, s.tpmLimit
+		if s.rpm != nil {
+			t.RPMUsed = max(s.rpm.used(now), 0)
+		}
+		if s.tpm != nil {
+			t.TPMUsed = max(s.tpm.used(now), 0)
+		}
 		mine[name] = t
 	}
-	l.mu.Unlock()
-	others, err := ex.Swap(ctx, mine)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err != nil {
-		l.share = 1 / float64(max(l.replicas, 1))
-		return err
-	}
-	l.replicas = 1 + len(others)
-	l.share = 1
-	l.syncs++
-	for rep, totals := range others {
-		last := l.seen[rep]
-		for name, t := range totals {
-			s := l.subjects[name]
-			if s == nil {
-				if t.RPM <= 0 && t.TPM <= 0 {
-					continue
-				}
-				// Met on another replica first: keep its account from
-				// now, with that replica's limits until a request here
-				// gives them.
-				s = l.subject(name, Limits{RPM: t.RPM, TPM: t.TPM}, now)
-			}
-			prev := last[name]
-			d := Taken{Requests: t.Requests - prev.Requests, Tokens: t.Tokens - prev.Tokens}
-			if t.Requests < prev.Requests {
-				d = t // that replica restarted its count
-			}
-			if s.rpm != nil && d.Requests > 0 {
-				s.rpm.take(d.Requests, now)
-			}
-			if s.tpm != nil && d.Tokens != 0 {
-				s.tpm.take(d.Tokens, now)
+	return mine
+}
+
+// align starts the buckets of the subjects met since the last exchange
+// from the most any peer has used of them: a replica that joins a fleet,
+// or meets a key busy elsewhere, does not add a full bucket to what the
+// fleet admits. Called with l.mu held.
+func (l *Limiter) align(others map[string]map[string]Taken, now time.Time) {
+	for name, s := range l.subjects {
+		if s.aligned {
+			continue
+		}
+		s.aligned = true
+		var ru, tu float64
+		for _, totals := range others {
+			if t, ok := totals[name]; ok {
+				ru, tu = max(ru, t.RPMUsed), max(tu, t.TPMUsed)
 			}
 		}
-		l.seen[rep] = totals
-	}
-	for rep := range l.seen {
-		if _, ok := others[rep]; !ok {
-			delete(l.seen, rep)
+		if s.rpm != nil && ru > 0 {
+			s.rpm.atLeast(ru, now)
+		}
+		if s.tpm != nil && tu > 0 {
+			s.tpm.atLeast(tu, now)
 		}
 	}
-	return nil
+}
+
+// debitPeer debits the buckets with what a peer took from prev to totals;
+// fresh says the peer is new to the fleet, so all it took is recent.
+// Called with l.mu held.
+func (l *Limiter) debitPeer(prev peerState, totals map[string]Taken, now time.Time, fresh bool) {
+	for name, t := range totals {
+		last, known := prev.totals[name]
+		d := Taken{Requests: t.Requests - last.Requests, Tokens: t.Tokens - last.Tokens}
+		if t.Requests < last.Requests {
+			continue // the peer restarted its count: a new baseline
+		}
+		if d.Requests <= 0 && d.Tokens == 0 {
+			continue
+		}
+		s := l.subjects[name]
+		if s == nil {
+			if t.RPM <= 0 && t.TPM <= 0 {
+				continue
+			}
+			// Met on another replica first: keep its account from
+			// now, with that replica's limits until a request here
+			// gives them.
+			s = l.subject(name, Limits{RPM: t.RPM, TPM: t.TPM}, now)
+		}
+		if s.rpm != nil && d.Requests > 0 {
+			n := d.Requests
+			if fresh && !known {
+				n = min(n, s.rpm.cap)
+			}
+			s.rpm.debit(n, now)
+		}
+		if s.tpm != nil && d.Tokens != 0 {
+			n := d.Tokens
+			if fresh && !known {
+				n = min(n, s.tpm.cap)
+			}
+			s.tpm.debit(n, now)
+		}
+	}
 }
 
 // idleSubject is how long a subject with nothing in flight is kept.

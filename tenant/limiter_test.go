@@ -238,7 +238,9 @@ func TestSyncDebitsWhatOtherReplicasTook(t *testing.T) {
 	p := key("k", Limits{RPM: 60}) // 10 at once
 	tk, _ := l.Admit(p, "pool", "pool", 0)
 	tk.Done(0, false, 0)
-	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {"key:k": {Requests: 6}}}}
+	ex := &fakeExchange{others: map[string]map[string]Taken{"b": {}}}
+	l.Sync(context.Background(), ex) // b's baseline
+	ex.others["b"] = map[string]Taken{"key:k": {Requests: 6}}
 	if err := l.Sync(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +295,9 @@ func TestSyncFailureCutsEachLimitToTheReplicasShare(t *testing.T) {
 func TestSyncKeepsTheAccountOfAKeyMetElsewhereFirst(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
-	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 60}}}}
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {}}}
+	l.Sync(context.Background(), ex) // a's baseline
+	ex.others["a"] = map[string]Taken{"key:k": {Requests: 10, RPM: 60}}
 	if err := l.Sync(context.Background(), ex); err != nil {
 		t.Fatal(err)
 	}
@@ -338,5 +342,109 @@ func BenchmarkAdmitAndDone(b *testing.B) {
 			b.Fatal(r)
 		}
 		t.Done(90, true, 0.001)
+	}
+}
+
+// TestSyncNewReplicaDoesNotChargePeersLifetime: a replica's first
+// exchange meets peers that have run for hours; what they took before is
+// not debited again (it refused the key at once: "20 used").
+func TestSyncNewReplicaDoesNotChargePeersLifetime(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	ex := &fakeExchange{others: map[string]map[string]Taken{
+		"a": {"key:k": {Requests: 5000, RPM: 60}}, "b": {"key:k": {Requests: 7000, RPM: 60}}}}
+	if err := l.Sync(context.Background(), ex); err != nil {
+		t.Fatal(err)
+	}
+	if _, r := l.Admit(key("k", Limits{RPM: 60}), "pool", "pool", 0); r != nil {
+		t.Fatalf("a new replica charged its peers' lifetime takings: %v", r)
+	}
+}
+
+// TestSyncPeerMissingFromOneListingIsNotCountedAgain: a peer missing from
+// one listing (a Redis restart) is debited only what it took since when
+// it comes back, not its whole total.
+func TestSyncPeerMissingFromOneListingIsNotCountedAgain(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 5000, RPM: 60}}}}
+	l.Sync(context.Background(), ex)
+	ex.others = map[string]map[string]Taken{}
+	c.Advance(500 * time.Millisecond)
+	l.Sync(context.Background(), ex)
+	ex.others = map[string]map[string]Taken{"a": {"key:k": {Requests: 5002, RPM: 60}}}
+	c.Advance(500 * time.Millisecond)
+	l.Sync(context.Background(), ex)
+	for i := range 8 { // 10 - 2
+		if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
+			t.Fatalf("request %d of the 8 left after the peer came back: %v", i, r)
+		}
+	}
+	if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+		t.Fatal("what the peer took while it was missing was not debited")
+	}
+}
+
+// TestSyncPeerCountLowerStartsABaseline: a peer whose count went down
+// (it restarted under the same name) is debited neither a negative nor
+// its new total.
+func TestSyncPeerCountLowerStartsABaseline(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 5000, RPM: 60}}}}
+	l.Sync(context.Background(), ex)
+	ex.others = map[string]map[string]Taken{"a": {"key:k": {Requests: 8, RPM: 60}}}
+	l.Sync(context.Background(), ex)
+	admitted := 0
+	for range 20 {
+		if _, r := l.Admit(p, "pool", "pool", 0); r == nil {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d admitted after the peer's count went down; want the bucket's 10", admitted)
+	}
+}
+
+// TestSyncDebtFromPeersHasAFloor: however much peers report, a bucket
+// owes at most one bucket's worth, so Retry-After stays under the refill
+// of two buckets (it reached 155 s).
+func TestSyncDebtFromPeersHasAFloor(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	p := key("k", Limits{RPM: 60})
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {}}}
+	l.Sync(context.Background(), ex)
+	ex.others["a"] = map[string]Taken{"key:k": {Requests: 500, RPM: 60}}
+	l.Sync(context.Background(), ex)
+	_, r := l.Admit(p, "pool", "pool", 0)
+	if r == nil {
+		t.Fatal("admitted with the fleet 490 over")
+	}
+	if r.RetryAfter > 21*time.Second || r.Used > 20 {
+		t.Fatalf("Retry-After %s, %g used; want at most 21 s and 20 (two buckets)", r.RetryAfter, r.Used)
+	}
+}
+
+// TestSyncNewSubjectStartsFromAPeersUse: a key that another replica
+// emptied the bucket of, listed before this replica's first request of
+// it, is refused here too, even when this replica met that peer at its
+// first exchange (and so debits nothing of its past).
+func TestSyncNewSubjectStartsFromAPeersUse(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	ex := &fakeExchange{others: map[string]map[string]Taken{"a": {"key:k": {Requests: 10, RPM: 6, RPMUsed: 1}}}}
+	if err := l.Sync(context.Background(), ex); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Second)
+	if _, r := l.Admit(key("k", Limits{RPM: 6}), "pool", "pool", 0); r == nil {
+		t.Fatal("a key whose one at once was used on another replica was admitted here")
+	}
+	c.Advance(10 * time.Second)
+	if _, r := l.Admit(key("k", Limits{RPM: 6}), "pool", "pool", 0); r != nil {
+		t.Fatalf("once refilled: %v", r)
 	}
 }
