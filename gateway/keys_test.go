@@ -293,15 +293,6 @@ func (w *webhook) got(kind string) []string {
 	return out
 }
 
-// costOf is what one chatBody request costs on the simulator's openai.
-func costOf(t *testing.T) float64 {
-	price, ok := pricing.Lookup("gpt-4o-2024-08-06")
-	if !ok {
-		t.Fatal("no price for gpt-4o")
-	}
-	return price.Cost(8, 0, 5) // the simulator's tokens for chatBody
-}
-
 // TestBudgetStopsAndNotifies: a key's budget stops its requests once
 // spent, with 429 budget_exceeded until the period ends, and sends one
 // notification at 80% and one at 100%.
