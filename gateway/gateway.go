@@ -704,6 +704,17 @@ func Listen(cfg *config.Config) (api, admin net.Listener, err error) {
 	return api, admin, nil
 }
 
+// price is what backend's tokens cost when it answers with model: its
+// configured price, or the shipped list price of model.
+func (g *Gateway) price(backend, model string) (pricing.Price, bool) {
+	if st := g.state.Load(); st != nil {
+		if bc, ok := st.BackendConfigs[backend]; ok && bc.Price != nil {
+			return *bc.Price, true
+		}
+	}
+	return pricing.Lookup(model)
+}
+
 // Spent implements proxy.Spender: the answer's tokens at the backend's
 // configured price, or the shipped list price of the model it answered
 // with, recorded in the metrics and (with a store) the usage ledger.
@@ -712,15 +723,7 @@ func (g *Gateway) Spent(s proxy.Spend) (float64, bool) {
 	cost, priced := 0.0, false
 	if u.Known {
 		var price pricing.Price
-		if st := g.state.Load(); st != nil {
-			if bc, ok := st.BackendConfigs[s.Backend]; ok && bc.Price != nil {
-				price, priced = *bc.Price, true
-			}
-		}
-		if !priced {
-			price, priced = pricing.Lookup(u.Model)
-		}
-		if priced {
+		if price, priced = g.price(s.Backend, u.Model); priced {
 			cost = price.Cost(u.Prompt, u.Cached, u.Completion)
 		}
 		model := u.Model

@@ -293,25 +293,16 @@ func (w *webhook) got(kind string) []string {
 	return out
 }
 
-// costOf is what one chatBody request costs on the simulator's openai.
-func costOf(t *testing.T) float64 {
-	price, ok := pricing.Lookup("gpt-4o-2024-08-06")
-	if !ok {
-		t.Fatal("no price for gpt-4o")
-	}
-	return price.Cost(8, 0, 5) // the simulator's tokens for chatBody
-}
-
 // TestBudgetStopsAndNotifies: a key's budget stops its requests once
 // spent, with 429 budget_exceeded until the period ends, and sends one
 // notification at 80% and one at 100%.
 func TestBudgetStopsAndNotifies(t *testing.T) {
 	hook := newWebhook(t)
-	per := costOf(t)
+	per := perCall // priced at exactly what it costs: the budget is spent to the cent
 	budget := 5 * per
 	extra := fmt.Sprintf("store: {sqlite: %q}\nnotifications: {webhooks: [{url: %q}]}\nteams:\n  - {name: apps}\nkeys:\n  - {name: app, key: %s, team: apps, budget: %s/day}\n",
 		filepath.Join(t.TempDir(), "s.db"), hook.srv.URL, tenantKey, fmt.Sprint(budget))
-	e := startProviders(t, []string{"openai"}, nil, extra)
+	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
 	n := 0
 	for ; n < 20; n++ {
 		st, h, b := post(t, e.url, tenantKey, chatBody)
@@ -347,9 +338,9 @@ func TestBudgetStopsAndNotifies(t *testing.T) {
 func TestBudgetUnderConcurrency(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
-			per := costOf(t)
+			per := perCall // priced at exactly what it costs
 			const want, callers = 20, 8
-			e := startProviders(t, []string{"openai"}, nil, st.yaml(t))
+			e := startProvidersWith(t, []string{"openai"}, nil, st.yaml(t), outputPriced)
 			k, secret, err := ledger.NewKey(t.Context(), e.gw.Ledger(), ledger.Key{Name: "batch", Budget: want * per, BudgetPeriod: "month"}, time.Now())
 			if err != nil {
 				t.Fatal(err)
@@ -485,9 +476,10 @@ func TestKeyLimitedToModelsReachesItsStoredResponses(t *testing.T) {
 // reach 80% and 100% of its budget send one notification of each for the
 // fleet, not one per replica.
 func TestFleetNotifiesABudgetOnce(t *testing.T) {
-	// Each call costs $1 ($1 a prompt token, the simulator counts "hi" as one; output free): a
-	// budget of 4 per replica, without a store, is reached by 4 calls.
-	e := startFleetEnv(t, 2, ", price: {input: 1000000, output: 0}", "",
+	// Each call costs $1 ($1 a completion token, max_tokens 1; prompts
+	// free, so that its price is what it costs): a budget of 4 per
+	// replica, without a store, is reached by 4 calls.
+	e := startFleetEnv(t, 2, ", price: {input: 0, output: 1000000}", "",
 		"keys:\n  - {name: app, key: "+tenantKey+", budget: 4/day}\n")
 	// The replica that is not the fleet's notifier goes first: a budget is
 	// notified by the replica that sees it, notifier or not (regression:

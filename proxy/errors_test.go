@@ -49,7 +49,8 @@ func (answerTenants) Authenticate(_ context.Context, secret string) (*tenant.Pri
 	return &tenant.Principal{ID: secret, Team: "team-a"}, nil
 }
 
-func (answerTenants) Admit(p *tenant.Principal, pool, model string, tokens int64) (*tenant.Ticket, *tenant.Refusal) {
+func (answerTenants) AdmitAsk(p *tenant.Principal, a tenant.Ask) (*tenant.Ticket, *tenant.Refusal) {
+	pool, model, tokens := a.Pool, a.Model, a.Tokens
 	reset := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	switch p.ID {
 	case "rpm":

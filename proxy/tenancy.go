@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/tenant"
 )
 
@@ -30,10 +31,10 @@ type KeyResolver interface {
 // ends (its Done, with the tokens and cost the answer used).
 // *tenant.Limiter implements it.
 type Admission interface {
-	// Admit decides whether p may start a request to pool, by the model
-	// name model, estimated at tokens: a Ticket, or the Refusal that
-	// answers it.
-	Admit(p *tenant.Principal, pool, model string, tokens int64) (*tenant.Ticket, *tenant.Refusal)
+	// AdmitAsk decides whether p may start the request a (its pool and
+	// model, token estimate, and what prices it against budgets): a
+	// Ticket, or the Refusal that answers it.
+	AdmitAsk(p *tenant.Principal, a tenant.Ask) (*tenant.Ticket, *tenant.Refusal)
 }
 
 var (
@@ -119,7 +120,7 @@ func admit(x *exchange) error {
 		case !x.lg.routed:
 			model = "" // a stored response's model is its own, made under these checks
 		}
-		t, refusal := x.rt.Admission.Admit(p, pool, model, int64(x.req.EstimatedTokens()))
+		t, refusal := x.rt.Admission.AdmitAsk(p, askOf(x, pool, model))
 		if refusal != nil {
 			return keyRefusal(refusal)
 		}
@@ -131,6 +132,40 @@ func admit(x *exchange) error {
 		return checkBatchModels(x, x.req.Owner, x.req.Path, x.req.Body)
 	}
 	return nil
+}
+
+// askOf is the request x to admit, checked as pool and model: its token
+// estimate, and its price's parts (the prompt estimate, its max_tokens,
+// and the pool's top member, the one most likely to answer).
+func askOf(x *exchange, pool, model string) tenant.Ask {
+	est := int64(x.req.EstimatedTokens())
+	out := x.req.MaxOutputTokens()
+	a := tenant.Ask{Pool: pool, Model: model, Tokens: est, Prompt: max(est-out, 0), Completion: out}
+	if m := topMember(x.pool); m != nil {
+		a.Backend = m.Backend.Name
+		a.Models = []string{m.Deployment, x.req.Model}
+	}
+	return a
+}
+
+// topMember is the member of pool most likely to answer: of the first
+// tier (the lowest priority), the heaviest, the first listed on a tie;
+// nil for none.
+func topMember(pool *route.Pool) *route.Member {
+	if pool == nil {
+		return nil
+	}
+	var top *route.Member
+	for _, m := range pool.Members {
+		if m == nil || m.Backend == nil {
+			continue
+		}
+		if top == nil || max(m.Priority, 1) < max(top.Priority, 1) ||
+			max(m.Priority, 1) == max(top.Priority, 1) && max(m.Weight, 1) > max(top.Weight, 1) {
+			top = m
+		}
+	}
+	return top
 }
 
 // applyPatience is the stage that gives a call without a max wait of its

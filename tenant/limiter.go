@@ -23,6 +23,11 @@ type Limiter struct {
 	// when spend reaches 80% and 100% of a budget. It is called without
 	// the limiter's lock held, on the request's goroutine: keep it quick.
 	OnBudget func(BudgetAlert)
+	// Price, if set, prices a request against budgets (AdmitAsk): the
+	// price of the tokens of the backend most likely to answer. Nil, or
+	// no price for the request's backend and model: it is expected to
+	// cost its key's (and team's) recent average. Set it before use.
+	Price PriceFunc
 
 	mu       sync.Mutex
 	subjects map[string]*subject
@@ -50,8 +55,9 @@ type subject struct {
 	taken    Taken // since this replica started, for the exchange
 	aligned  bool  // its buckets started from the fleet's use, at an exchange
 	used     time.Time
-	// reserved is what the requests in flight are expected to cost: each
-	// sets aside avgCost, the moving average of the subject's costs.
+	// reserved is what the requests in flight may cost: each sets aside
+	// its price (Ask), or unpriced avgCost, the moving average of the
+	// subject's costs.
 	reserved float64
 	avgCost  float64
 	costs    int
@@ -116,20 +122,30 @@ type Ticket struct {
 	done                      bool
 }
 
-// Admit decides whether p may start a request to pool (by the model name
-// model) that is estimated to use tokens: its pools and models, rates and
-// budgets (its max_concurrent is OverConcurrency's, checked before the
-// body is read). It takes the request and the
-// estimate from the buckets, counts it in flight, and sets aside the
-// average cost of the subject's recent requests against its budgets; the
-// Ticket settles all three with what the request really used. A refusal
-// takes nothing.
-//
-// A budget admits a request while what was spent, plus what the requests
-// in flight are expected to cost, is under it: concurrent callers cannot
-// all slip in on the last dollar.
+// Admit is AdmitAsk of a request that is not priced: one to pool by the
+// model name model, estimated to use tokens.
 func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket, *Refusal) {
+	return l.AdmitAsk(p, Ask{Pool: pool, Model: model, Tokens: tokens})
+}
+
+// AdmitAsk decides whether p may start the request a: its pools and
+// models, rates and budgets (its max_concurrent is OverConcurrency's,
+// checked before the body is read). It takes the request and its token
+// estimate from the buckets, counts it in flight, and reserves its price
+// against the key's and the team's budgets; the Ticket settles all three
+// with what the request really used. A refusal takes nothing.
+//
+// A request's price is its prompt estimate and its completion allowance
+// (Ask.Completion, or DefaultCompletion) at the price of the backend
+// most likely to answer (Limiter.Price); one that cannot be priced is
+// expected to cost its subject's recent average. A budget admits a
+// request while what was spent, plus what the requests in flight
+// reserved, plus its price, is within it: concurrent callers cannot all
+// slip in on the last dollar, and a request whose price alone exceeds
+// what is left is refused.
+func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	now := l.clock.Now()
+	pool, model := a.Pool, a.Model
 	if !p.allows(pool, model) {
 		what, name := "pool", pool
 		if len(p.Models) > 0 && !slices.Contains(p.Models, model) {
@@ -144,14 +160,30 @@ func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket
 	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
+	price, priced := a.cost(l.Price)
 	var alerts []BudgetAlert
-	t, r := l.admit(p, teamLimits, hasTeam, tokens, now, &alerts)
+	t, r := l.admit(p, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, &alerts)
 	l.send(alerts)
 	return t, r
 }
 
+// cost is a request's price, when it has one.
+type cost struct {
+	usd    float64
+	priced bool
+}
+
+// of is what the request is expected to cost s: its price, or s's
+// recent average.
+func (c cost) of(s *subject) float64 {
+	if c.priced {
+		return c.usd
+	}
+	return s.avgCost
+}
+
 // admit is Admit past the checks that need no state.
-func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
+func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
 	est := float64(max(tokens, 0))
 	keyName, teamName := p.names()
 	l.mu.Lock()
@@ -161,11 +193,11 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 	if hasTeam {
 		ts = l.subject(teamName, teamLimits, now)
 	}
-	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, now, alerts); r != nil {
+	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, c.of(ks), now, alerts); r != nil {
 		return nil, r
 	}
 	if ts != nil {
-		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, now, alerts); r != nil {
+		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, c.of(ts), now, alerts); r != nil {
 			return nil, r
 		}
 	}
@@ -214,12 +246,13 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		s.taken.Requests++
 		s.taken.Tokens += est
 		s.used = now
-		s.reserved += s.avgCost
 	}
-	t.reservedKey = ks.avgCost
+	t.reservedKey = c.of(ks)
+	ks.reserved += t.reservedKey
 	if ts != nil {
 		t.teamName = p.Team
-		t.reservedTeam = ts.avgCost
+		t.reservedTeam = c.of(ts)
+		ts.reserved += t.reservedTeam
 	}
 	ks.inflight++
 	return t, nil
@@ -284,10 +317,10 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 		}
 		s.costs++
 	}
-	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, keyName, now, &alerts)
+	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, keyName, 0, now, &alerts)
 	if t.team != nil {
 		if tl, ok := l.teams(t.teamName); ok {
-			l.overBudget("team", t.teamName, "", tl, t.team, teamName, now, &alerts)
+			l.overBudget("team", t.teamName, "", tl, t.team, teamName, 0, now, &alerts)
 		}
 	}
 	l.mu.Unlock()
@@ -298,10 +331,11 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 // that requests in flight are expected to cost.
 const costWeight = 0.2
 
-// overBudget returns a refusal when the subject's budget is spent (or
-// would be, by the requests in flight), and appends the alerts its spend
-// has earned. Called with l.mu held.
-func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, subj string, now time.Time, alerts *[]BudgetAlert) *Refusal {
+// overBudget returns a refusal when the subject's budget has no room
+// for a request that may cost price on top of what was spent and what
+// the requests in flight reserved, and appends the alerts its spend has
+// earned. Called with l.mu held.
+func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, subj string, price float64, now time.Time, alerts *[]BudgetAlert) *Refusal {
 	if lim.Budget <= 0 || l.spend == nil {
 		return nil
 	}
@@ -323,7 +357,8 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 			}
 		}
 	}
-	if nanos(spent+s.reserved) < nanos(lim.Budget) {
+	budget, held := nanos(lim.Budget), nanos(spent)+nanos(s.reserved)
+	if held < budget && held+nanos(price) <= budget {
 		return nil
 	}
 	reset := periodEnd(lim.BudgetPeriod, start)
@@ -331,16 +366,23 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	if label != "" && label != name && kind == "key" {
 		who = fmt.Sprintf("key %s (%s)", name, label)
 	}
-	msg := fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s; it resets at %s",
-		who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, reset.UTC().Format(time.RFC3339))
-	if nanos(spent) < nanos(lim.Budget) {
-		msg = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and its requests in flight are expected to spend the rest; retry when they end",
-			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod)
-		return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
-			Max: lim.Budget, Used: spent, Reset: now.Add(time.Second), RetryAfter: time.Second, Message: msg}
+	r := &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
+		Max: lim.Budget, Used: spent, Reset: reset, RetryAfter: reset.Sub(now)}
+	switch {
+	case nanos(spent) >= budget:
+		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s; it resets at %s",
+			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, reset.UTC().Format(time.RFC3339))
+	case nanos(spent)+nanos(price) > budget:
+		// The request alone does not fit: waiting for the requests in
+		// flight will not help, a smaller one (max_tokens) may.
+		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and this request may cost up to $%.4f (its prompt and max_tokens at its backend's price), more than the $%.4f left; lower max_tokens, or wait until it resets at %s",
+			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, price, lim.Budget-spent, reset.UTC().Format(time.RFC3339))
+	default:
+		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and its requests in flight have reserved $%.4f of the rest; retry when they end",
+			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, s.reserved)
+		r.Reset, r.RetryAfter = now.Add(time.Second), time.Second
 	}
-	return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
-		Max: lim.Budget, Used: spent, Reset: reset, RetryAfter: reset.Sub(now), Message: msg}
+	return r
 }
 
 // maxAlerted bounds the alerts remembered as sent.

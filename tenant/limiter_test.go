@@ -326,7 +326,9 @@ func TestBudgetReservesForRequestsInFlight(t *testing.T) {
 	if r == nil || r.Code != "budget_exceeded" || r.RetryAfter != time.Second {
 		t.Fatalf("a fifth request with the budget expected spent: %+v", r)
 	}
-	inflight[0].Done(0, false, 0.05) // cheaper than expected
+	// Cheaper than expected: 0.25 spent, 0.5 reserved, and the next is
+	// expected at the new average, 0.2, within the budget.
+	inflight[0].Done(0, false, 0)
 	if _, r := l.Admit(p, "pool", "pool", 0); r != nil {
 		t.Fatalf("after one ended cheaper: %v", r)
 	}
