@@ -278,8 +278,11 @@ func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 		who += " (" + a.Label + ")"
 	}
 	state := fmt.Sprintf("has spent %.0f%% of its budget", 100*a.Spent/a.Budget)
-	if a.Threshold >= 1 {
+	switch {
+	case a.Threshold >= 1 && a.Spent >= a.Budget:
 		state = "has spent its whole budget; its requests are refused with 429 budget_exceeded until the period ends"
+	case a.Threshold >= 1:
+		state = fmt.Sprintf("has spent %.0f%% of its budget, and requests that may cost more than the rest are refused with 429 budget_exceeded until the period ends", 100*a.Spent/a.Budget)
 	}
 	now := g.now()
 	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, a.PeriodStart.UTC().Format(time.DateOnly))

@@ -166,3 +166,42 @@ func TestRequestWithoutMaxTokensIsPricedWithTheDefault(t *testing.T) {
 		t.Fatal("a request with no backend was priced")
 	}
 }
+
+// TestBudgetFullAlertWhenARequestNoLongerFits: with requests priced at
+// their most, a budget stops short of fully spent, so its 100% alert
+// never went out while its callers were refused. It goes out (once) at
+// the first refusal of a request that no longer fits, once 80% is spent;
+// a huge request refused on an unspent budget sends none.
+func TestBudgetFullAlertWhenARequestNoLongerFits(t *testing.T) {
+	c := fakeclock.New()
+	spend := NewSpend(c, nil)
+	l := NewLimiter(c, spend, nil)
+	l.Price = gpt4o
+	var got []BudgetAlert
+	l.OnBudget = func(a BudgetAlert) { got = append(got, a) }
+	key := &Principal{ID: "a", Limits: Limits{Budget: 0.05, BudgetPeriod: "day"}}
+	if _, r := l.AdmitAsk(key, ask(100, 100000)); r == nil {
+		t.Fatal("a $1 request on a $0.05 budget was admitted")
+	}
+	if len(got) != 0 {
+		t.Fatalf("alerts on an unspent budget: %+v", got)
+	}
+	for i := range 5 { // $0.0085 each: $0.0425, 85%
+		tk, r := l.AdmitAsk(key, ask(100, 800))
+		if r != nil {
+			t.Fatalf("request %d: %v", i+1, r)
+		}
+		tk.Done(900, true, 0.0085)
+	}
+	if len(got) != 1 || got[0].Threshold != 0.8 {
+		t.Fatalf("alerts at 85%%: %+v, want the 80%% one", got)
+	}
+	for range 2 {
+		if _, r := l.AdmitAsk(key, ask(100, 800)); r == nil {
+			t.Fatal("a request that no longer fits was admitted")
+		}
+	}
+	if len(got) != 2 || got[1].Threshold != 1 || got[1].Spent >= 0.05 {
+		t.Fatalf("alerts after refusals at 85%%: %+v, want one 100%% alert", got)
+	}
+}

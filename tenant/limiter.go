@@ -375,6 +375,7 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	case nanos(spent)+nanos(price) > budget:
 		// The request alone does not fit: waiting for the requests in
 		// flight will not help, a smaller one (max_tokens) may.
+		l.budgetFull(kind, name, label, lim, subj, spent, start, alerts)
 		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and this request may cost up to $%.4f (its prompt and max_tokens at its backend's price), more than the $%.4f left; lower max_tokens, or wait until it resets at %s",
 			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, price, lim.Budget-spent, reset.UTC().Format(time.RFC3339))
 	default:
@@ -387,6 +388,25 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 
 // maxAlerted bounds the alerts remembered as sent.
 const maxAlerted = 10000
+
+// budgetFull appends the 100% alert of a budget that refused a request
+// whose price did not fit what was left, when at least 80% of it is spent
+// and the alert was not sent this period. Requests are priced at their
+// most (prompt and max_tokens), so a budget usually stops a little short
+// of fully spent, and its 100% alert would otherwise never go out while
+// its callers are already refused. Called with l.mu held.
+func (l *Limiter) budgetFull(kind, name, label string, lim Limits, subj string, spent float64, start time.Time, alerts *[]BudgetAlert) {
+	k := alertKey{subj, start, 1}
+	if l.OnBudget == nil || nanos(spent) < nanos(0.8*lim.Budget) || l.alerted[k] {
+		return
+	}
+	if len(l.alerted) >= maxAlerted {
+		clear(l.alerted)
+	}
+	l.alerted[k] = true
+	*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: 1, Spent: spent,
+		Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start})
+}
 
 func (l *Limiter) send(alerts []BudgetAlert) {
 	if l.OnBudget == nil {
