@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -77,5 +78,17 @@ func TestPromptImageIsNotText(t *testing.T) {
 	an := []byte(`{"model":"claude","max_tokens":5,"messages":[{"role":"user","content":"1234567"}]}`)
 	if got := c.PromptTokens("claude-sonnet-4-5", translate.Anthropic, an); got != 2+4 {
 		t.Errorf("Anthropic PromptTokens = %d, want 6", got)
+	}
+}
+
+// BenchmarkCount counts a 4 KB English answer with o200k_base: what an
+// answer without usage costs when it ends.
+func BenchmarkCount(b *testing.B) {
+	var c Counter
+	text := strings.Repeat("We know what we are, but know not what we may be. ", 80)
+	c.Count("gpt-4o", "warm")
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Count("gpt-4o", text)
 	}
 }
