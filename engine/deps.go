@@ -44,6 +44,10 @@ type Deps struct {
 	// (Routes.Keys), without limits.
 	Resolver  proxy.KeyResolver
 	Admission proxy.Admission
+	// Tokens counts the tokens of answers that report no usage (every
+	// pool's route.Pool.Tokens). Nil means a tokens.Counter: OpenAI's
+	// encodings, Anthropic's and Google's characters per token.
+	Tokens route.TokenCounter
 	// Probed says that the caller runs the backends' recovery probes
 	// (the gateway does): a backend benched for a failure is then
 	// probed every probe.recovery_interval, and the Retry-After clients

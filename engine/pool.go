@@ -6,7 +6,12 @@ import (
 	"github.com/switchover-gw/switchover/clock"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/tokens"
 )
+
+// defaultTokens is the counter of pools whose Deps name none: stateless
+// but for its vocabularies, loaded once at the first count that needs them.
+var defaultTokens = &tokens.Counter{}
 
 // newPool builds pc's pool over backends, with the operators' overrides
 // (Deps.Override) applied.
@@ -19,6 +24,10 @@ func newPool(pc config.Pool, backends map[string]*route.Backend, d Deps) *route.
 		TryDuration: pc.Retry.Budget.D(),
 		Observer:    d.Observer,
 		Clock:       d.Clock,
+		Tokens:      d.Tokens,
+	}
+	if p.Tokens == nil {
+		p.Tokens = defaultTokens
 	}
 	p.MaxWait, p.MaxWaitLimit, p.MaxQueue = pc.Queue.MaxWait.D(), pc.Queue.MaxWaitLimit.D(), pc.Queue.MaxLength
 	if rb := pc.RetryBudget; !rb.Disabled {

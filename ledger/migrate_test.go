@@ -113,9 +113,11 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 1: without the column and its migration's row.
+	// Back to version 1: without the later columns and their migrations'
+	// rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "DELETE FROM schema_migrations WHERE version = 2"} {
+	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
+		"DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -129,5 +131,8 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
 	if err != nil || got.ID != k.ID || got.Patience != 0 {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
+	}	// Version 3's column takes an estimated usage record.
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true}}); err != nil {
+		t.Fatalf("recording an estimated usage after the upgrade: %v", err)
 	}
 }

@@ -38,6 +38,9 @@ type Usage struct {
 	// Failover is true when the request was served by another backend
 	// than the first one tried.
 	Failover bool `json:"failover,omitempty"`
+	// Estimated is true when the answer reported no usage and the
+	// tokens were counted by the gateway's tokenizer instead.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Groupings accepted in SpendQuery.By.

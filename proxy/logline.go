@@ -77,11 +77,26 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		}
 		l.cost, l.priced = h.Spender.Spent(sp)
 	}
+	if l.usage.Estimated {
+		h.logEstimate(l, backend)
+	}
 	l.settle()
 	if l.span != nil {
 		endSpan(l, backend)
 	}
 	h.writeLine(l, time.Now(), backend, total)
+}
+
+// logEstimate logs, at debug, that l's answer reported no usage and was
+// counted by the tokenizer instead: once per answer.
+func (h *Handler) logEstimate(l *logLine, backend string) {
+	lg := h.logger()
+	if !lg.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	u := l.usage
+	lg.Debug("usage estimated: the answer reported none", "request_id", l.id, "backend", backend,
+		"model", u.Model, "prompt_tokens", u.Prompt, "completion_tokens", u.Completion)
 }
 
 // writeLine writes l's log line, stamped now.
@@ -175,6 +190,9 @@ func (l *logLine) fields(f fieldWriter, backend string, status int, total time.D
 		}
 		if u.Reasoning > 0 {
 			f.int("reasoning_tokens", u.Reasoning)
+		}
+		if u.Estimated {
+			f.bool("usage_estimated", true)
 		}
 		if l.priced {
 			f.str("cost_usd", strconv.FormatFloat(l.cost, 'f', 6, 64))

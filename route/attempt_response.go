@@ -161,9 +161,15 @@ func (at *attempt) streamReaders(resp *http.Response, wrapped *body, native, cli
 	if r.tagsIDs() {
 		resp.Body = &lineBody{lineReader: r.Tagger.taggingReader(resp.Body, b.Name), c: resp.Body}
 	}
-	if o.Op.IsChat() || o.Op == Completions || o.Op == Responses || r.Op.IsChat() || r.Op == Responses {
+	if at.countsTokens() {
 		strip := o.AskedUsage || native != client && client == translate.OpenAI && !r.includeUsage
-		resp.Body = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip), c: resp.Body}
+		if at.p.Tokens == nil {
+			resp.Body = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, nil), c: resp.Body}
+			return
+		}
+		eb := &estimatingBody{at: at, client: client}
+		eb.ReadCloser = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, &eb.said), c: resp.Body}
+		resp.Body = eb
 	}
 }
 
@@ -240,6 +246,11 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
 	at.use = answerUsage(client, out)
+	if !at.use.Known && at.p.Tokens != nil && resp.StatusCode/100 == 2 && at.countsTokens() {
+		var s said
+		s.add(out)
+		at.estimateUse(client, &s)
+	}
 	if r.tagsIDs() && isJSON(resp.Header) {
 		out = r.Tagger.answer(out, b.Name)
 	}

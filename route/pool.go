@@ -85,6 +85,13 @@ type Pool struct {
 	// Observer receives attempt, failover and stream-error events. Nil
 	// means none.
 	Observer Observer
+	// Tokens counts the tokens of answers that report no usage (chat,
+	// completions, Responses and Messages): the request's prompt and the
+	// text answered, as Usage marked Estimated. It runs only when an
+	// answer ends without usage; a stream's text is kept (up to 1 MiB)
+	// until its usage is seen. Nil means such answers stay without usage
+	// (Usage.Known false).
+	Tokens TokenCounter
 	// Clock is read for selection and Retry-After arithmetic, and runs
 	// every attempt's timers (first byte, slow call, whole attempt, idle).
 	// Nil means the wall clock. Breakers have their own.

@@ -12,9 +12,11 @@ import (
 // Prompt includes Cached (the prompt tokens the provider's cache served),
 // Completion includes Reasoning. Known is false when the answer said
 // nothing (an error, a stream that ended before its usage, a backend that
-// does not report it). Model is the model the answer names.
+// does not report it). Model is the model the answer names. Estimated is
+// true when the answer reported nothing and the pool's TokenCounter
+// counted the request and what was answered instead (Known is then true).
 type Usage struct {
-	Known                                 bool
+	Known, Estimated                      bool
 	Prompt, Completion, Cached, Reasoning int64
 	Model                                 string
 }
@@ -158,10 +160,14 @@ func peekUsage(body []byte) (model, usage span, ok bool) {
 // passes, into u: OpenAI's usage chunk, Anthropic's message_start and
 // message_delta, the Responses API's response.completed. With strip, the
 // OpenAI usage chunk (no choices, only usage) is taken out: the gateway
-// asked for it, the caller did not.
-func usageReader(r io.Reader, f translate.Format, u *Usage, strip bool) *lineReader {
+// asked for it, the caller did not. While u is not known, the text
+// members of the stream's events are kept in keep (nil: none).
+func usageReader(r io.Reader, f translate.Format, u *Usage, strip bool, keep *said) *lineReader {
 	data := []byte("data:")
 	return &lineReader{r: r, fn: func(line []byte) []byte {
+		if keep != nil && !u.Known && bytes.HasPrefix(line, data) {
+			keep.add(line)
+		}
 		if !bytes.HasPrefix(line, data) || !bytes.Contains(line, []byte(`"usage"`)) {
 			return line
 		}

@@ -215,6 +215,14 @@ type Reply struct {
 	// EmbeddingDimensions is the length of embedding vectors when the
 	// request does not ask for "dimensions". Default 1536.
 	EmbeddingDimensions int `yaml:"embedding_dimensions"`
+
+	// OmitUsage makes the azure and openai flavours report no usage on
+	// chat and completions: no usage chunk in a stream even when
+	// stream_options.include_usage asks for one, and "usage": null in a
+	// plain answer, as some OpenAI-compatible servers and older Azure API
+	// versions do. Default false. Anthropic and Gemini answers always
+	// carry theirs.
+	OmitUsage bool `yaml:"omit_usage"`
 }
 
 // Defaults.

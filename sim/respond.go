@@ -19,6 +19,7 @@ type answer struct {
 	filtered     bool      // cut by the content filter
 	promptTokens int64
 	includeUsage bool
+	omitUsage    bool // Reply.OmitUsage: no usage on chat and completions
 	req          *request
 	dims         int // embedding length
 }
@@ -38,6 +39,7 @@ func (d *deployment) answer(req *request, c call, truncated bool) *answer {
 		fingerprint:  d.fingerprint,
 		promptTokens: req.promptTokens,
 		includeUsage: req.includeUsage,
+		omitUsage:    d.cfg.Reply.OmitUsage,
 		req:          req,
 	}
 	if req.op == opEmbeddings {
@@ -86,6 +88,9 @@ func (a *answer) completionTokens() int64 {
 }
 
 func (a *answer) usage() *usage {
+	if a.omitUsage && (a.op == opChat || a.op == opCompletions) {
+		return nil
+	}
 	n := a.completionTokens()
 	return &usage{PromptTokens: a.promptTokens, CompletionTokens: n, TotalTokens: a.promptTokens + n}
 }

@@ -191,7 +191,7 @@ func (a *answer) openAIEvents(plan timing) []sseEvent {
 	}
 	add(0, c)
 	final := len(evs) - 1
-	if a.includeUsage {
+	if a.includeUsage && !a.omitUsage {
 		u := base()
 		u.Choices = []any{}
 		u.Usage = mustJSON(a.usage())

@@ -285,3 +285,40 @@ func TestBlackholeSilencesAStreamUnderWay(t *testing.T) {
 		t.Errorf("stats = %+v, want 1 error: the stream went silent", st)
 	}
 }
+
+// TestOmitUsage: with reply.omit_usage a stream has no usage chunk even
+// when asked, and a plain answer says "usage": null.
+func TestOmitUsage(t *testing.T) {
+	s := startSim(t, one(Azure, func(d *Deployment) { d.Reply.OmitUsage = true }))
+	ep := s.Deployments()[0]
+	body := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"stream":true,"stream_options":{"include_usage":true}}`
+	resp, err := noKeepAlive.Post(chatPath(ep), "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	evs := sseEvents(t, resp)
+	// prompt filter, role, 2 words, finish, [DONE]: no usage chunk
+	if len(evs) != 6 || evs[5] != "[DONE]" {
+		t.Fatalf("%d events; want 6 ending in [DONE]:\n%s", len(evs), strings.Join(evs, "\n"))
+	}
+	for i, e := range evs {
+		if strings.Contains(e, `"prompt_tokens"`) {
+			t.Errorf("event %d has usage: %s", i, e)
+		}
+	}
+	plain, err := noKeepAlive.Post(chatPath(ep), "application/json", strings.NewReader(`{"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Body.Close()
+	var got struct {
+		Usage json.RawMessage `json:"usage"`
+	}
+	if err := json.NewDecoder(plain.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Usage) != "null" {
+		t.Errorf("plain answer usage = %s, want null", got.Usage)
+	}
+}

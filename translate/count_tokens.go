@@ -42,7 +42,15 @@ const (
 // members (cache_control, ids, signatures) count nothing.
 //
 // Safe for concurrent use.
-func EstimateAnthropicTokens(body []byte) (int, error) {
+func EstimateAnthropicTokens(body []byte) (int, error) { return CountAnthropicTokens(body, nil) }
+
+// CountAnthropicTokens is EstimateAnthropicTokens with text counted by
+// count (a tokenizer's count of a string) instead of at 4 bytes a token;
+// nil count is EstimateAnthropicTokens. Images, documents and the
+// per-message overhead keep their flat costs.
+//
+// Safe for concurrent use if count is.
+func CountAnthropicTokens(body []byte, count func(string) int) (int, error) {
 	var r struct {
 		System   json.RawMessage `json:"system"`
 		Messages []struct {
@@ -54,7 +62,7 @@ func EstimateAnthropicTokens(body []byte) (int, error) {
 	if err := decodeRequestObject(body, &r); err != nil {
 		return 0, errBadBody("anthropic count_tokens request", err)
 	}
-	var e estimate
+	e := estimate{count: count}
 	if !isNull(r.System) {
 		if err := e.anthropicContent(r.System); err != nil {
 			return 0, errBadBody("anthropic count_tokens request: system", err)
@@ -82,7 +90,13 @@ func EstimateAnthropicTokens(body []byte) (int, error) {
 // body.
 //
 // Safe for concurrent use.
-func EstimateOpenAITokens(body []byte) (int, error) {
+func EstimateOpenAITokens(body []byte) (int, error) { return CountOpenAITokens(body, nil) }
+
+// CountOpenAITokens is EstimateOpenAITokens with text counted by count,
+// as CountAnthropicTokens.
+//
+// Safe for concurrent use if count is.
+func CountOpenAITokens(body []byte, count func(string) int) (int, error) {
 	var r struct {
 		Messages []struct {
 			Role      string          `json:"role"`
@@ -95,13 +109,13 @@ func EstimateOpenAITokens(body []byte) (int, error) {
 	if err := decodeRequestObject(body, &r); err != nil {
 		return 0, errBadBody("openai request", err)
 	}
-	var e estimate
+	e := estimate{count: count}
 	for i, m := range r.Messages {
 		if m.Role == "" {
 			return 0, errBadBody("openai request", fmt.Errorf("messages[%d] has no role", i))
 		}
 		e.flat += messageTokens
-		e.text += len(m.Name)
+		e.addText(m.Name)
 		parts, err := parseContent(m.Content)
 		if err != nil {
 			return 0, err
@@ -109,9 +123,9 @@ func EstimateOpenAITokens(body []byte) (int, error) {
 		for _, p := range parts {
 			switch p.Type {
 			case "text":
-				e.text += len(p.Text)
+				e.addText(p.Text)
 			case "refusal":
-				e.text += len(p.Refusal)
+				e.addText(p.Refusal)
 			case "image_url":
 				e.flat += imageTokens
 			default: // file, input_audio and parts added later
@@ -119,7 +133,8 @@ func EstimateOpenAITokens(body []byte) (int, error) {
 			}
 		}
 		for _, tc := range m.ToolCalls {
-			e.text += len(tc.Function.Name) + len(tc.Function.Arguments)
+			e.addText(tc.Function.Name)
+			e.addText(tc.Function.Arguments)
 		}
 	}
 	if err := e.tools(r.Tools); err != nil {
@@ -143,8 +158,18 @@ func decodeRequestObject(body []byte, v any) error {
 
 // estimate sums text bytes and flat token costs.
 type estimate struct {
-	text int // bytes of text, at bytesPerToken
-	flat int // tokens
+	text  int // bytes of text, at bytesPerToken
+	flat  int // tokens
+	count func(string) int
+}
+
+// addText counts s: by count when set (into flat), else as bytes of text.
+func (e *estimate) addText(s string) {
+	if e.count != nil {
+		e.flat += e.count(s)
+		return
+	}
+	e.text += len(s)
 }
 
 func (e *estimate) tokens() int {
@@ -160,7 +185,7 @@ func (e *estimate) tools(raw json.RawMessage) error {
 	if err := json.Compact(&b, raw); err != nil {
 		return err
 	}
-	e.text += b.Len()
+	e.addText(b.String())
 	return nil
 }
 
@@ -168,7 +193,7 @@ func (e *estimate) tools(raw json.RawMessage) error {
 func (e *estimate) anthropicContent(raw json.RawMessage) error {
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		e.text += len(s)
+		e.addText(s)
 		return nil
 	}
 	var blocks []map[string]json.RawMessage
@@ -198,7 +223,7 @@ func (e *estimate) anthropicBlock(b map[string]json.RawMessage) error {
 		}
 		_ = json.Unmarshal(b["source"], &src)
 		if src.Type == "text" {
-			e.text += len(src.Data)
+			e.addText(src.Data)
 		} else {
 			e.flat += documentTokens
 		}
@@ -211,10 +236,10 @@ func (e *estimate) anthropicBlock(b map[string]json.RawMessage) error {
 		case "text", "name":
 			var s string
 			if json.Unmarshal(v, &s) == nil {
-				e.text += len(s)
+				e.addText(s)
 			}
 		case "input":
-			e.text += len(compactJSON(v))
+			e.addText(string(compactJSON(v)))
 		case "content": // tool_result
 			if !isNull(v) {
 				if err := e.anthropicContent(v); err != nil {

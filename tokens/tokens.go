@@ -1,0 +1,160 @@
+// Package tokens counts tokens offline, where an answer reports none or
+// before a request is sent: OpenAI models by their own BPE encodings
+// (o200k_base, cl100k_base; vocabularies embedded in the binary, nothing
+// fetched), Anthropic and Gemini models by their providers' documented
+// characters per token. It implements route.TokenCounter.
+package tokens
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// Characters per token where no tokenizer of the provider's is published.
+const (
+	// ClaudeCharsPerToken: Anthropic documents a token as about 3.5
+	// English characters for Claude models.
+	ClaudeCharsPerToken = 3.5
+	// GeminiCharsPerToken: Google documents a token as about 4
+	// characters for Gemini models.
+	GeminiCharsPerToken = 4.0
+	// maxText bounds the text one call tokenizes (1 MiB); past it the
+	// rest is counted at 4 bytes a token, as the tokenizer's cost grows
+	// with the text.
+	maxText = 1 << 20
+)
+
+// Encoding is how a model's text is counted.
+type Encoding string
+
+// The encodings.
+const (
+	O200k  Encoding = "o200k_base"  // gpt-4o, gpt-4.1, o-series, gpt-5 and unknown models
+	Cl100k Encoding = "cl100k_base" // gpt-4, gpt-3.5-turbo, text-embedding-3 and ada-002
+	Claude Encoding = "claude"      // ClaudeCharsPerToken
+	Gemini Encoding = "gemini"      // GeminiCharsPerToken
+)
+
+// EncodingFor returns the encoding used for model: by name, case
+// insensitively, anywhere in it (so "azure/gpt-4o-mini" and a deployment
+// named "prod-claude-sonnet" are recognised). A model it does not know is
+// counted with o200k_base.
+func EncodingFor(model string) Encoding {
+	m := strings.ToLower(model)
+	switch {
+	case strings.Contains(m, "claude"):
+		return Claude
+	case strings.Contains(m, "gemini"):
+		return Gemini
+	case strings.Contains(m, "gpt-4o"), strings.Contains(m, "gpt-4.1"), strings.Contains(m, "gpt-5"),
+		strings.Contains(m, "chatgpt"), isOSeries(m):
+		return O200k
+	case strings.Contains(m, "gpt-4"), strings.Contains(m, "gpt-3.5"), strings.Contains(m, "gpt-35"),
+		strings.Contains(m, "text-embedding"), strings.Contains(m, "davinci-002"), strings.Contains(m, "babbage-002"):
+		return Cl100k
+	}
+	return O200k
+}
+
+// isOSeries reports whether m names an o-series model (o1, o3, o4-mini...).
+func isOSeries(m string) bool {
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	return len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9'
+}
+
+// Counter counts tokens. Its zero value is ready; the vocabularies are
+// loaded at the first count that needs them (tens of milliseconds, some
+// megabytes of memory). Safe for concurrent use.
+type Counter struct {
+	once          [2]sync.Once
+	o200k, cl100k tokenizer.Codec
+}
+
+var _ route.TokenCounter = (*Counter)(nil)
+
+func (c *Counter) codec(e Encoding) tokenizer.Codec {
+	if e == Cl100k {
+		c.once[1].Do(func() { c.cl100k, _ = tokenizer.Get(tokenizer.Cl100kBase) })
+		return c.cl100k
+	}
+	c.once[0].Do(func() { c.o200k, _ = tokenizer.Get(tokenizer.O200kBase) })
+	return c.o200k
+}
+
+// Count returns the tokens of text for model.
+func (c *Counter) Count(model, text string) int {
+	return c.count(EncodingFor(model), text)
+}
+
+func (c *Counter) count(e Encoding, text string) int {
+	if text == "" {
+		return 0
+	}
+	switch e {
+	case Claude:
+		return ratio(text, ClaudeCharsPerToken)
+	case Gemini:
+		return ratio(text, GeminiCharsPerToken)
+	}
+	rest := 0
+	if len(text) > maxText {
+		rest = (len(text) - maxText + 3) / 4
+		text = text[:maxText]
+	}
+	n, err := c.codec(e).Count(text)
+	if err != nil {
+		return (len(text)+3)/4 + rest
+	}
+	return n + rest
+}
+
+// ratio is text's characters at perToken, rounded up.
+func ratio(text string, perToken float64) int {
+	chars := utf8.RuneCountInString(text)
+	n := int(float64(chars) / perToken)
+	if float64(n)*perToken < float64(chars) {
+		n++
+	}
+	return n
+}
+
+// TextTokens implements route.TokenCounter.
+func (c *Counter) TextTokens(model, text string) int { return c.Count(model, text) }
+
+// PromptTokens implements route.TokenCounter: a chat completions or
+// Messages body's text (messages, system, tool calls and results, tool
+// definitions) counted for model, images and documents at
+// translate's documented flat costs (1,600 tokens an image, 3,000 a
+// binary document), 4 tokens a message. Another body (Responses,
+// completions, embeddings) or one that does not parse is counted as its
+// whole text.
+func (c *Counter) PromptTokens(model string, f translate.Format, body []byte) int {
+	e := EncodingFor(model)
+	count := func(s string) int { return c.count(e, s) }
+	var n int
+	var err error
+	switch f {
+	case translate.Anthropic:
+		n, err = translate.CountAnthropicTokens(body, count)
+	case translate.OpenAI:
+		n, err = translate.CountOpenAITokens(body, count)
+	default:
+		err = errNotChat
+	}
+	if err != nil {
+		return count(string(body))
+	}
+	return n
+}
+
+// errNotChat: the body is not one of the chat formats counted by message.
+var errNotChat = errors.New("not a chat body")
