@@ -179,6 +179,10 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
+	if err := h.checkTeam(r, s, k.Team); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	k, secret, err := ledger.NewKey(r.Context(), s, k, now)
 	if err != nil {
 		h.fail(w, r, err)
@@ -274,6 +278,12 @@ func (h *Handler) updateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 	if err := h.apply(&k, b, now); err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if b.Team != nil {
+		if err := h.checkTeam(r, s, k.Team); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	if err := s.UpdateKey(r.Context(), k); err != nil {
 		h.fail(w, r, err)

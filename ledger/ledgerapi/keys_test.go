@@ -23,6 +23,7 @@ func TestKeyLifecycle(t *testing.T) {
 			h.Static = func() []ledger.Key {
 				return []ledger.Key{{ID: "cfg_app", Name: "app", Prefix: "cfg", Hash: []byte("config-hash")}}
 			}
+			h.StaticTeams = func() []ledger.Team { return []ledger.Team{{Name: "research"}} }
 		})
 		lc := &keyLifecycle{e: e, s: s}
 		lc.create(t)
@@ -197,6 +198,9 @@ func (lc *keyLifecycle) showNoSecret(t *testing.T) {
 func TestPatchKey(t *testing.T) {
 	s := openSQLite(t)
 	e := newEnv(t, s)
+	if err := s.PutTeam(t.Context(), ledger.Team{Name: "infra"}); err != nil {
+		t.Fatal(err)
+	}
 	var c keyAnswer
 	e.json("POST", "/admin/keys", `{"name":"ci","team":"infra","pools":["a"],"rpm":"1k","tpm":5000,
 		"budget_usd":12.5,"budget_period":"week","expires":"2027-01-01T00:00:00Z"}`, http.StatusCreated, &c)
