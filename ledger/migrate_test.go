@@ -113,9 +113,12 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 1: without the column and its migration's row.
+	// Back to version 1: without the columns of versions 2 (patience)
+	// and 3 (a rotated secret's grace) and their migrations' rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "DELETE FROM schema_migrations WHERE version = 2"} {
+	for _, q := range []string{"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
+		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
+		"ALTER TABLE api_keys DROP COLUMN patience_ms", "DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +130,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	defer s.Close()
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
-	if err != nil || got.ID != k.ID || got.Patience != 0 {
+	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
 	}
 }
