@@ -75,7 +75,8 @@ type Handler struct {
 //	GET   /admin/keys               {"keys":[...]}: the store's, then the config's
 //	GET   /admin/keys/{id}          {"key"}
 //	PATCH /admin/keys/{id}          change some fields; {"key"}
-//	POST  /admin/keys/{id}/rotate   a new secret; {"key","secret"}
+//	POST  /admin/keys/{id}/rotate   a new secret; {"key","secret"}; {"grace":"10m"}
+//	                                keeps the old one working that long
 //	POST  /admin/keys/{id}/revoke   {"key"}
 //	GET   /admin/teams              {"teams":[...]}: the store's and the config's
 //	PUT   /admin/teams/{name}       create or replace a team of the store; {"team"}
