@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
@@ -72,5 +73,32 @@ pools:
 	}
 	if code, o, e := cli(t, admin, "teams", "set", "apps", "--rpm", "1"); code != exitError || !strings.Contains(e, "409") || !strings.Contains(e, "config file") {
 		t.Fatalf("teams set of the file's team: exit %d\n%s\n%s", code, o, e)
+	}
+}
+
+// TestKeysRotateGrace: keys rotate --grace 10m prints the new secret and
+// says until when the old one works; the old secret verifies until then
+// and not after; a bad --grace is a usage error. Issue 24.
+func TestKeysRotateGrace(t *testing.T) {
+	admin, s := ledgerAdmin(t)
+	k, old, err := ledger.NewKey(t.Context(), s, ledger.Key{Name: "app"}, ledgerNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, e := cli(t, admin, "keys", "rotate", "--grace", "soon", k.ID); code != exitUsage || !strings.Contains(e, "--grace") {
+		t.Fatalf("--grace soon: exit %d %s", code, e)
+	}
+	code, o, e := cli(t, admin, "keys", "rotate", k.ID, "--grace", "10m")
+	m := secretRE.FindStringSubmatch(o)
+	if code != exitOK || m == nil || !regexp.MustCompile(`old secret\s+` + k.Prefix + ` works until 2026-12-01T10:10:00Z`).MatchString(o) {
+		t.Fatalf("keys rotate --grace 10m: exit %d\n%s\n%s", code, o, e)
+	}
+	for _, secret := range []string{old, m[1]} {
+		if got, err := ledger.Verify(t.Context(), s, secret, ledgerNow.Add(9*time.Minute)); err != nil || got.ID != k.ID {
+			t.Errorf("in the grace: %v %v", got.ID, err)
+		}
+	}
+	if _, err := ledger.Verify(t.Context(), s, old, ledgerNow.Add(10*time.Minute)); err == nil {
+		t.Error("the old secret works after the grace")
 	}
 }
