@@ -90,7 +90,7 @@ func TestKeysRotateGrace(t *testing.T) {
 	}
 	code, o, e := cli(t, admin, "keys", "rotate", k.ID, "--grace", "10m")
 	m := secretRE.FindStringSubmatch(o)
-	if code != exitOK || m == nil || !regexp.MustCompile(`old secret\s+` + k.Prefix + ` works until 2026-12-01T10:10:00Z`).MatchString(o) {
+	if code != exitOK || m == nil || !regexp.MustCompile(`old secret\s+`+k.Prefix+` works until 2026-12-01T10:10:00Z`).MatchString(o) {
 		t.Fatalf("keys rotate --grace 10m: exit %d\n%s\n%s", code, o, e)
 	}
 	for _, secret := range []string{old, m[1]} {
