@@ -114,7 +114,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Back to version 1: without the columns of versions 2 (patience)
-	// and 3 (a rotated secret's grace) and their migrations' rows.
+	// and 4 (a rotated secret's grace) and their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
