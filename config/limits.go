@@ -135,11 +135,12 @@ func ParseAge(s string) (time.Duration, error) { return quantity.ParseAge(s) }
 // embedded store shared state suggests several replicas would each keep.
 func (c *Config) warnTenancy() Problems {
 	if c.Store.Enabled() {
+		ws := c.warnKeyTeams()
 		if c.Store.SQLite != "" && c.State.Redis != nil {
-			return Problems{{Path: "store.sqlite",
-				Msg: "state.redis says several replicas share this gateway, but an SQLite store is one replica's: each would keep its own keys and spend (a key made on one unknown to the others, budgets per replica); use store.postgres"}}
+			ws = append(ws, Problem{Path: "store.sqlite",
+				Msg: "state.redis says several replicas share this gateway, but an SQLite store is one replica's: each would keep its own keys and spend (a key made on one unknown to the others, budgets per replica); use store.postgres"})
 		}
-		return nil
+		return ws
 	}
 	var ws Problems
 	for i, k := range c.Keys {

@@ -127,3 +127,17 @@ func TestPostgresStoreWithoutStateWarns(t *testing.T) {
 		t.Fatalf("with state.redis: %v", ws)
 	}
 }
+
+// TestKeyTeamNotInFileWithStoreWarns: with a store, a key of the file may
+// name a team of the store, so a team the file lacks is a warning on its
+// line, not an error (issue 24).
+func TestKeyTeamNotInFileWithStoreWarns(t *testing.T) {
+	y := "store: {sqlite: s.db}\nkeys:\n  - {name: app, key: app-key-0123456789abcdef0123456789, team: nosuch}\n  - {name: ok, key: ok-key-0123456789abcdef0123456789ab, team: apps}\nteams:\n  - {name: apps}\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	cfg, err := Parse("w.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := cfg.Warnings(); len(ws) != 1 || !strings.Contains(ws.Error(), `w.yaml:3: keys[0].team: no team of this file is named "nosuch"`) {
+		t.Fatalf("warnings: %v", ws)
+	}
+}

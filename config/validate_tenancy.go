@@ -67,6 +67,25 @@ func (c *Config) validateKeyLimits(ps *Problems, pools, teams map[string]bool) {
 	}
 }
 
+// warnKeyTeams warns, with a store, of keys of the file whose team is
+// not a team of the file: the team must then be the store's (made with
+// switchover teams set), or the key gets no team limits. Without a store
+// such a key is an error (validateKeyLimits).
+func (c *Config) warnKeyTeams() Problems {
+	teams := map[string]bool{}
+	for _, t := range c.Teams {
+		teams[t.Name] = true
+	}
+	var ws Problems
+	for i, k := range c.Keys {
+		if k.Team != "" && !teams[k.Team] {
+			ws = append(ws, Problem{Path: fmt.Sprintf("keys[%d].team", i),
+				Msg: fmt.Sprintf("no team of this file is named %q: it must be a team of the store (switchover teams set %s), or the key gets no team limits", k.Team, k.Team)})
+		}
+	}
+	return ws
+}
+
 // validateLimits checks the limits l of a key, or with team of a team, at
 // path p.
 func validateLimits(ps *Problems, p string, l Limits, team bool) {

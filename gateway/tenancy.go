@@ -339,6 +339,14 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			}
 			return keys
 		},
+		StaticTeams: func() []ledger.Team {
+			var teams []ledger.Team
+			for _, t := range g.Config().Teams {
+				l := limitsOf(t.Limits)
+				teams = append(teams, ledger.Team{Name: t.Name, RPM: l.RPM, TPM: l.TPM, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+			}
+			return teams
+		},
 	}
 }
 

@@ -51,6 +51,18 @@ type Key struct {
 	Created time.Time `json:"created"`
 	// Revoked is when RevokeKey revoked the key; zero while it works.
 	Revoked time.Time `json:"revoked,omitzero"`
+	// PrevPrefix and PrevHash are the secret that the last rotation with
+	// a grace period replaced: it keeps working, with the key's limits,
+	// until PrevUntil (exclusive). Empty and zero: none (a rotation
+	// without grace clears them).
+	PrevPrefix string    `json:"previous_prefix,omitempty"`
+	PrevHash   []byte    `json:"-"`
+	PrevUntil  time.Time `json:"previous_until,omitzero"`
+}
+
+// InGrace reports whether k's previous secret still works at now.
+func (k Key) InGrace(now time.Time) bool {
+	return k.PrevPrefix != "" && now.Before(k.PrevUntil)
 }
 
 // String names the key without its hash.

@@ -113,10 +113,13 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 1: without the later columns and their migrations'
-	// rows.
+	// Back to version 1: without the columns of versions 2 (patience),
+	// 3 (estimated usage) and 4 (a rotated secret's grace) and their
+	// migrations' rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
+	for _, q := range []string{"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
+		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
+		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
 		"DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -129,9 +132,9 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	defer s.Close()
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
-	if err != nil || got.ID != k.ID || got.Patience != 0 {
+	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
-	}	// Version 3's column takes an estimated usage record.
+	} // Version 3's column takes an estimated usage record.
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true}}); err != nil {
 		t.Fatalf("recording an estimated usage after the upgrade: %v", err)
 	}

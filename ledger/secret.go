@@ -107,7 +107,14 @@ func Verify(ctx context.Context, s KeyLookup, secret string, now time.Time) (Key
 	if err != nil {
 		return Key{}, err
 	}
-	if subtle.ConstantTimeCompare(HashSecret(secret), k.Hash) != 1 {
+	hash := k.Hash
+	if prefix != k.Prefix { // the secret a rotation replaced
+		if prefix != k.PrevPrefix || !k.InGrace(now) {
+			return Key{}, fmt.Errorf("%w: the secret of prefix %s was rotated", ErrNotFound, prefix)
+		}
+		hash = k.PrevHash
+	}
+	if subtle.ConstantTimeCompare(HashSecret(secret), hash) != 1 {
 		return Key{}, fmt.Errorf("%w: wrong secret for prefix %s", ErrNotFound, prefix)
 	}
 	if !k.Revoked.IsZero() {
@@ -147,13 +154,16 @@ func NewKey(ctx context.Context, s Store, k Key, now time.Time) (Key, string, er
 	return Key{}, "", err
 }
 
-// Rotate gives key id a new secret and returns it; the old secret stops
-// working at once. A revoked key can be rotated but stays revoked.
-func Rotate(ctx context.Context, s Store, id string) (string, error) {
+// Rotate gives key id a new secret and returns it. The old secret keeps
+// working until keepOldUntil (for callers to move to the new one), or
+// stops at once when keepOldUntil is zero; a secret kept by an earlier
+// rotation stops at once either way. A revoked key can be rotated but
+// stays revoked.
+func Rotate(ctx context.Context, s Store, id string, keepOldUntil time.Time) (string, error) {
 	var err error
 	for range createAttempts {
 		secret, prefix, hash := NewSecret()
-		if err = s.RotateKey(ctx, id, prefix, hash); err == nil {
+		if err = s.RotateKey(ctx, id, prefix, hash, keepOldUntil); err == nil {
 			return secret, nil
 		}
 		if !errors.Is(err, ErrConflict) {

@@ -34,7 +34,8 @@ func NewSQLStore(r, w *sql.DB, d Dialect) Store {
 }
 
 const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
-	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms`
+	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms,
+	prev_prefix, prev_hash, prev_until_us`
 
 func (s *sqlStore) q(query string) string { return s.d.bind(query) }
 
@@ -46,10 +47,11 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 		return fmt.Errorf("%w: a key needs an ID, prefix and hash (use NewKey)", ErrInvalid)
 	}
 	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
 		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
-		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds())
+		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
+		k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil))
 	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
 	}
@@ -60,7 +62,8 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 }
 
 func (s *sqlStore) KeyByPrefix(ctx context.Context, prefix string) (Key, error) {
-	row := s.r.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys WHERE prefix = ?`), prefix)
+	row := s.r.QueryRowContext(ctx, s.q(`SELECT `+keyColumns+` FROM api_keys WHERE prefix = ? OR prev_prefix = ?
+		ORDER BY prefix = ? DESC LIMIT 1`), prefix, prefix, prefix)
 	k, err := scanKey(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Key{}, fmt.Errorf("%w: prefix %s", ErrNotFound, prefix)
@@ -103,8 +106,15 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 	return oneRow(res, err, "update key", k.ID)
 }
 
-func (s *sqlStore) RotateKey(ctx context.Context, id, prefix string, hash []byte) error {
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET prefix = ?, hash = ? WHERE id = ?`), prefix, hash, id)
+func (s *sqlStore) RotateKey(ctx context.Context, id, prefix string, hash []byte, prevUntil time.Time) error {
+	query := `UPDATE api_keys SET prev_prefix = '', prev_hash = ?, prev_until_us = 0, prefix = ?, hash = ? WHERE id = ?`
+	args := []any{[]byte{}, prefix, hash, id}
+	if !prevUntil.IsZero() {
+		// The right-hand sides read the row as it was: the old secret.
+		query = `UPDATE api_keys SET prev_prefix = prefix, prev_hash = hash, prev_until_us = ?, prefix = ?, hash = ? WHERE id = ?`
+		args[0] = micros(prevUntil)
+	}
+	res, err := s.w.ExecContext(ctx, s.q(query), args...)
 	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: prefix of %s: %v", ErrConflict, id, err)
 	}
@@ -419,11 +429,16 @@ type scanner interface{ Scan(dest ...any) error }
 func scanKey(row scanner) (Key, error) {
 	var k Key
 	var pools, models string
-	var maxConc, budget, expires, created, revoked, patience int64
+	var maxConc, budget, expires, created, revoked, patience, prevUntil int64
 	if err := row.Scan(&k.ID, &k.Name, &k.Team, &k.Prefix, &k.Hash, &pools, &models, &k.RPM, &k.TPM,
-		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked, &patience); err != nil {
+		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked, &patience,
+		&k.PrevPrefix, &k.PrevHash, &prevUntil); err != nil {
 		return Key{}, err
 	}
+	if k.PrevPrefix == "" {
+		k.PrevHash = nil
+	}
+	k.PrevUntil = fromMicros(prevUntil)
 	k.Patience = time.Duration(patience) * time.Millisecond
 	if err := json.Unmarshal([]byte(pools), &k.Pools); err != nil {
 		return Key{}, fmt.Errorf("pools of %s: %w", k.ID, err)
@@ -441,6 +456,14 @@ func scanKey(row scanner) (Key, error) {
 	k.Budget = fromNano(budget)
 	k.Expires, k.Created, k.Revoked = fromMicros(expires), fromMicros(created), fromMicros(revoked)
 	return k, nil
+}
+
+// nonNil is b, or an empty slice for a NOT NULL column.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
 }
 
 // jsonList stores a list as a JSON array ("[]" when empty).

@@ -16,7 +16,8 @@ type Store interface {
 	// ID, secret and creation time). ErrConflict if the ID or prefix is
 	// taken.
 	CreateKey(ctx context.Context, k Key) error
-	// KeyByPrefix returns the key whose secret has that lookup prefix,
+	// KeyByPrefix returns the key whose secret, or previous secret (see
+	// Key.PrevPrefix, whatever its PrevUntil), has that lookup prefix,
 	// revoked or not, or ErrNotFound.
 	KeyByPrefix(ctx context.Context, prefix string) (Key, error)
 	// Keys lists all keys, revoked ones too, ordered by creation.
@@ -25,9 +26,12 @@ type Store interface {
 	// and expiry of key k.ID; its secret, creation and revocation are
 	// left alone. ErrNotFound if there is no such key.
 	UpdateKey(ctx context.Context, k Key) error
-	// RotateKey replaces the secret of key id (see Rotate); the old one
-	// stops working. ErrNotFound, or ErrConflict if the prefix is taken.
-	RotateKey(ctx context.Context, id, prefix string, hash []byte) error
+	// RotateKey replaces the secret of key id (see Rotate). With a
+	// non-zero prevUntil the old secret becomes the key's previous one
+	// (PrevPrefix, PrevHash, PrevUntil), which KeyByPrefix still finds;
+	// with zero, the old one stops working and any previous one is
+	// forgotten. ErrNotFound, or ErrConflict if the prefix is taken.
+	RotateKey(ctx context.Context, id, prefix string, hash []byte, prevUntil time.Time) error
 	// RevokeKey marks key id revoked at time at; revoking a revoked key
 	// keeps the first time. ErrNotFound if there is no such key.
 	RevokeKey(ctx context.Context, id string, at time.Time) error

@@ -68,7 +68,7 @@ type storedKey struct {
 type snapshot struct {
 	required bool
 	config   map[[sha256.Size]byte]*Principal
-	stored   map[string]storedKey // by prefix
+	stored   map[string]storedKey // by prefix, and by a rotated secret's prefix
 	teams    map[string]Limits    // the configuration's win over the store's
 	shares   map[string]bool      // teams whose keys share stored objects
 }
@@ -143,7 +143,11 @@ func (d *Directory) Refresh(ctx context.Context) error {
 	defer d.mu.Unlock()
 	d.stored.keys = make(map[string]storedKey, len(keys))
 	for _, k := range keys {
-		d.stored.keys[k.Prefix] = storedKey{key: k, p: principalOf(k, d.config.shares)}
+		sk := storedKey{key: k, p: principalOf(k, d.config.shares)}
+		d.stored.keys[k.Prefix] = sk
+		if k.PrevPrefix != "" { // a rotated secret, which ledger.Verify refuses once its grace ends
+			d.stored.keys[k.PrevPrefix] = sk
+		}
 	}
 	d.stored.teams = make(map[string]Limits, len(teams))
 	for _, t := range teams {
@@ -177,7 +181,15 @@ func principalOf(k ledger.Key, shares map[string]bool) *Principal {
 }
 
 // StoredKeys returns the number of keys read from the store.
-func (d *Directory) StoredKeys() int { return len(d.snap.Load().stored) }
+func (d *Directory) StoredKeys() int {
+	n := 0
+	for prefix, k := range d.snap.Load().stored {
+		if prefix == k.key.Prefix {
+			n++
+		}
+	}
+	return n
+}
 
 // Required reports whether callers must present a key: some key is
 // configured, or a store holds them.

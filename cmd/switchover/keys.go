@@ -26,7 +26,8 @@ Virtual keys kept in the gateway's store, through its admin API:
   list                          every key: the store's and the config file's
   show ID                       one key
   update ID [limits]            change the limits given; the others stay
-  rotate ID                     a new secret (the old one stops working); printed once
+  rotate [--grace 10m] ID       a new secret, printed once; the old one stops working
+                                at once, or after the grace
   revoke ID                     the key stops working for good
 
 Limits (create and update):
@@ -234,10 +235,18 @@ func keysUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 func keysAction(ctx context.Context, action string, args []string, stdout, stderr io.Writer) error {
 	doc := map[string]string{
 		"show":   "Prints one key.",
-		"rotate": "Gives the key a new secret and prints it, once; the old secret stops working at once.",
+		"rotate": "Gives the key a new secret and prints it, once; the old secret stops working at once,\nor with --grace at the end of that time (for callers to move to the new one).",
 		"revoke": "Revokes the key: it stops working for good (it stays listed).",
 	}[action]
-	fs, client, asJSON := subFlags("keys "+action, "Usage: switchover keys "+action+" ID\n\n"+doc+"\n", stderr)
+	usage := "Usage: switchover keys " + action + " ID\n\n" + doc + "\n"
+	if action == "rotate" {
+		usage = "Usage: switchover keys rotate [--grace 10m] ID\n\n" + doc + "\n"
+	}
+	fs, client, asJSON := subFlags("keys "+action, usage, stderr)
+	var graceFlag *string
+	if action == "rotate" {
+		graceFlag = fs.String("grace", "", "how long the old secret keeps working: 10m, 36h, 7d (at most 30d; default: it stops at once)")
+	}
 	id, err := parseWithArg(fs, args, "a key ID")
 	if err != nil {
 		return err
@@ -246,7 +255,14 @@ func keysAction(ctx context.Context, action string, args []string, stdout, stder
 	if action == "show" {
 		method, path = http.MethodGet, "/admin/keys/"+url.PathEscape(id)
 	}
-	raw, err := client().call(ctx, method, path, nil)
+	var body any
+	if graceFlag != nil && *graceFlag != "" {
+		if _, err := config.ParseAge(*graceFlag); err != nil {
+			return usageError{fmt.Errorf("--grace: %v", err)}
+		}
+		body = map[string]string{"grace": *graceFlag}
+	}
+	raw, err := client().call(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
@@ -294,6 +310,9 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	line("created", formatTime(k.Created))
 	if !k.Revoked.IsZero() {
 		line("revoked", formatTime(k.Revoked))
+	}
+	if k.PrevPrefix != "" {
+		line("old secret", k.PrevPrefix+" works until "+formatTime(k.PrevUntil))
 	}
 	line("state", k.State)
 	line("source", k.Source)

@@ -71,6 +71,9 @@ var secretRE = regexp.MustCompile(`secret: (sk-so-[0-9A-Za-z]{32})\n`)
 func TestKeysCommand(t *testing.T) {
 	admin, s := ledgerAdmin(t)
 	ctx := t.Context()
+	if err := s.PutTeam(ctx, ledger.Team{Name: "research"}); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "research",
 		"--pools", "chat-prod,embed", "--models", "gpt-4o", "--rpm", "600", "--tpm", "200k",
 		"--max-concurrent", "10", "--budget", "50/month", "--expires", "90d")
@@ -184,7 +187,7 @@ func TestTeamsCommand(t *testing.T) {
 		t.Fatalf("teams set infra: exit %d\n%s", code, out)
 	}
 	code, out, _ := cli(t, admin, "teams", "list")
-	if want := "name      rpm  tpm  budget\ninfra     -    -    -\nresearch  1k   50k  100/week\n"; code != exitOK || out != want {
+	if want := "name      rpm  tpm  budget    source\ninfra     -    -    -         store\nresearch  1k   50k  100/week  store\n"; code != exitOK || out != want {
 		t.Fatalf("teams list: exit %d\n%s\nwant\n%s", code, out, want)
 	}
 }

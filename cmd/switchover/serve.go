@@ -97,7 +97,7 @@ func announce(g *gateway.Gateway, ln, admin net.Listener) {
 	if admin != nil {
 		lg.Info("admin API listening", "addr", admin.Addr().String())
 	}
-	if len(cfg.Keys) == 0 {
+	if !g.Handler.KeysRequired() { // keys of the file, or a store, which holds keys
 		lg.Warn("no gateway keys are configured: serving without authentication", "addr", addr)
 	}
 }

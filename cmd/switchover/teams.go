@@ -14,14 +14,16 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
 
 const teamsUsage = `Usage: switchover teams SUBCOMMAND [flags]
 
-Teams kept in the gateway's store: limits and a budget shared by their keys,
-on top of each key's own.
+Teams: limits and a budget shared by their keys, on top of each key's own.
+Teams set here are kept in the gateway's store; the config file's teams are
+listed too (source "config") and are changed in the file.
 
-  list                                       every team
+  list                                       every team, of the store and the file
   set NAME [--rpm N] [--tpm N] [--budget B]  create a team or change it; limits
                                              not given keep their value
 
@@ -48,12 +50,12 @@ func teamsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	return usageError{fmt.Errorf("teams: unknown subcommand %q", args[0])}
 }
 
-func fetchTeams(ctx context.Context, c *adminClient) ([]byte, []ledger.Team, error) {
+func fetchTeams(ctx context.Context, c *adminClient) ([]byte, []ledgerapi.TeamView, error) {
 	raw, err := c.call(ctx, http.MethodGet, "/admin/teams", nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	var a struct{ Teams []ledger.Team }
+	var a struct{ Teams []ledgerapi.TeamView }
 	if err := json.Unmarshal(raw, &a); err != nil {
 		return nil, nil, fmt.Errorf("admin API: unexpected answer: %v", err)
 	}
@@ -81,9 +83,9 @@ func teamsList(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "name\trpm\ttpm\tbudget")
+	fmt.Fprintln(tw, "name\trpm\ttpm\tbudget\tsource")
 	for _, t := range teams {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, formatCount(t.RPM), formatCount(t.TPM), formatBudget(t.Budget, t.BudgetPeriod))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Name, formatCount(t.RPM), formatCount(t.TPM), formatBudget(t.Budget, t.BudgetPeriod), t.Source)
 	}
 	return tw.Flush()
 }

@@ -34,6 +34,8 @@ reload: {watch: false}
 store: {sqlite: %q}
 keys:
   - {name: yaml-app, key: yaml-app-key-0123456789abcdef0123456789}
+teams:
+  - {name: apps}
 backends:
   - {name: weu, type: openai_compatible, url: %q, region: westeurope}
 pools:

@@ -47,6 +47,11 @@ type Handler struct {
 	// with "source":"config"; they cannot be changed here. Their Hash is
 	// never shown. Nil: none.
 	Static func() []ledger.Key
+	// StaticTeams returns the teams of the YAML configuration, listed
+	// read-only with "source":"config" (they win over a store's team of
+	// the same name, which therefore cannot be set here). A key may name
+	// them. Nil: none.
+	StaticTeams func() []ledger.Team
 	// OnAction, if set, is told of each change: its action ("key:create",
 	// "key:update", "key:rotate", "key:revoke", "team:put"), what it
 	// changed ("key key_… (name)", "team research"), never a secret, and
@@ -70,14 +75,15 @@ type Handler struct {
 //	GET   /admin/keys               {"keys":[...]}: the store's, then the config's
 //	GET   /admin/keys/{id}          {"key"}
 //	PATCH /admin/keys/{id}          change some fields; {"key"}
-//	POST  /admin/keys/{id}/rotate   a new secret; {"key","secret"}
+//	POST  /admin/keys/{id}/rotate   a new secret; {"key","secret"}; {"grace":"10m"}
+//	                                keeps the old one working that long
 //	POST  /admin/keys/{id}/revoke   {"key"}
-//	GET   /admin/teams              {"teams":[...]}
-//	PUT   /admin/teams/{name}       create or replace a team; {"team"}
+//	GET   /admin/teams              {"teams":[...]}: the store's and the config's
+//	PUT   /admin/teams/{name}       create or replace a team of the store; {"team"}
 //	GET   /admin/usage              spend over a period, JSON or CSV
 //
 // Errors are {"error":{"message":"..."}}: 400 for bad input (the message
-// starts with the field), 404 for an unknown key, 409 without a store or
+// starts with the field), 404 for an unknown key, 409 without a store, for a team of the config or
 // for a key of the config file, 500 when the store fails (a message with
 // a request id; the store's error, which may name the database, is only
 // logged). Names of keys and teams, pools and models are at most

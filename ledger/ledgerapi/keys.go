@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -42,7 +43,10 @@ func view(k ledger.Key, source string, now time.Time) KeyView {
 	case !k.Expires.IsZero() && !now.Before(k.Expires):
 		state = StateExpired
 	}
-	k.Hash = nil
+	k.Hash, k.PrevHash = nil, nil
+	if !k.InGrace(now) { // a lapsed previous secret is nothing to show
+		k.PrevPrefix, k.PrevUntil = "", time.Time{}
+	}
 	v := KeyView{Key: k, Source: source, State: state}
 	if k.Patience > 0 {
 		v.Patience = k.Patience.String()
@@ -179,6 +183,10 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
+	if err := h.checkTeam(r, s, k.Team); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	k, secret, err := ledger.NewKey(r.Context(), s, k, now)
 	if err != nil {
 		h.fail(w, r, err)
@@ -275,6 +283,12 @@ func (h *Handler) updateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, err)
 		return
 	}
+	if b.Team != nil {
+		if err := h.checkTeam(r, s, k.Team); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	if err := s.UpdateKey(r.Context(), k); err != nil {
 		h.fail(w, r, err)
 		return
@@ -284,7 +298,47 @@ func (h *Handler) updateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 	writeJSON(w, http.StatusOK, keyAnswer{Key: view(k, SourceStore, now)})
 }
 
+// rotateBody is the optional body of POST /admin/keys/{id}/rotate.
+type rotateBody struct {
+	// Grace is how long the old secret keeps working ("10m", "36h",
+	// "7d", at most maxGrace); absent, "", "0" or "none": it stops at
+	// once.
+	Grace *string `json:"grace"`
+}
+
+// maxGrace bounds a rotation's grace period.
+const maxGrace = 30 * 24 * time.Hour
+
+// grace reads the grace period of a rotation from r's body, if any.
+func grace(r *http.Request) (time.Duration, error) {
+	if r.ContentLength == 0 {
+		return 0, nil
+	}
+	var b rotateBody
+	if err := decode(r, &b); err != nil {
+		return 0, err
+	}
+	if b.Grace == nil {
+		return 0, nil
+	}
+	switch v := strings.TrimSpace(*b.Grace); v {
+	case "", "0", "none":
+		return 0, nil
+	default:
+		d, err := quantity.ParseAge(v)
+		if err != nil || d > maxGrace {
+			return 0, badField("grace", "%q is not a time such as 10m, 36h or 7d (at most 30d)", v)
+		}
+		return d, nil
+	}
+}
+
 func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	g, err := grace(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	k, err := h.findStored(r, s, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
@@ -294,7 +348,11 @@ func (h *Handler) rotateKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 		h.fail(w, r, fmt.Errorf("%w: key %s (%s) is revoked; a new secret would not work: create a new key", errReadOnly, k.ID, k.Name))
 		return
 	}
-	secret, err := ledger.Rotate(r.Context(), s, k.ID)
+	var keepOld time.Time
+	if g > 0 {
+		keepOld = h.now().Add(g)
+	}
+	secret, err := ledger.Rotate(r.Context(), s, k.ID, keepOld)
 	if err != nil {
 		h.fail(w, r, err)
 		return

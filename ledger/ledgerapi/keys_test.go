@@ -23,6 +23,7 @@ func TestKeyLifecycle(t *testing.T) {
 			h.Static = func() []ledger.Key {
 				return []ledger.Key{{ID: "cfg_app", Name: "app", Prefix: "cfg", Hash: []byte("config-hash")}}
 			}
+			h.StaticTeams = func() []ledger.Team { return []ledger.Team{{Name: "research"}} }
 		})
 		lc := &keyLifecycle{e: e, s: s}
 		lc.create(t)
@@ -197,6 +198,9 @@ func (lc *keyLifecycle) showNoSecret(t *testing.T) {
 func TestPatchKey(t *testing.T) {
 	s := openSQLite(t)
 	e := newEnv(t, s)
+	if err := s.PutTeam(t.Context(), ledger.Team{Name: "infra"}); err != nil {
+		t.Fatal(err)
+	}
 	var c keyAnswer
 	e.json("POST", "/admin/keys", `{"name":"ci","team":"infra","pools":["a"],"rpm":"1k","tpm":5000,
 		"budget_usd":12.5,"budget_period":"week","expires":"2027-01-01T00:00:00Z"}`, http.StatusCreated, &c)
@@ -335,4 +339,44 @@ func TestBadKeyInput(t *testing.T) {
 	if n := e.changes.Load(); n != 1 {
 		t.Fatalf("OnChange called %d times, want 1 (the first create)", n)
 	}
+}
+
+// TestRotateWithGrace: POST /admin/keys/{id}/rotate with {"grace":"10m"}
+// keeps the old secret working until then (the key shows its prefix and
+// end), and a bad grace is 400 naming the field, on both stores.
+// Issue 24.
+func TestRotateWithGrace(t *testing.T) {
+	eachStore(t, func(t *testing.T, s ledger.Store) {
+		e := newEnv(t, s)
+		var c keyAnswer
+		e.json("POST", "/admin/keys", `{"name":"app"}`, http.StatusCreated, &c)
+		for _, body := range []string{`{"grace":"soon"}`, `{"grace":"31d"}`, `{"grace":-5}`, `{"gracefully":"10m"}`} {
+			var a errorAnswer
+			e.json("POST", "/admin/keys/"+c.Key.ID+"/rotate", body, http.StatusBadRequest, &a)
+			if !strings.Contains(a.Error.Message, "grace") {
+				t.Errorf("rotate %s: %q does not name grace", body, a.Error.Message)
+			}
+		}
+		var r keyAnswer
+		e.json("POST", "/admin/keys/"+c.Key.ID+"/rotate", `{"grace":"10m"}`, http.StatusOK, &r)
+		if r.Key.PrevPrefix != c.Key.Prefix || !r.Key.PrevUntil.Equal(now.Add(10*time.Minute)) || r.Secret == "" {
+			t.Fatalf("rotated with grace: %+v", r.Key)
+		}
+		for _, secret := range []string{c.Secret, r.Secret} {
+			if k, err := ledger.Verify(t.Context(), s, secret, now.Add(9*time.Minute)); err != nil || k.ID != c.Key.ID {
+				t.Errorf("Verify in the grace: %v, %v", k.ID, err)
+			}
+		}
+		if _, err := ledger.Verify(t.Context(), s, c.Secret, now.Add(10*time.Minute)); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("Verify of the old secret after the grace: %v, want ErrNotFound", err)
+		}
+		var r2 keyAnswer
+		e.json("POST", "/admin/keys/"+c.Key.ID+"/rotate", "", http.StatusOK, &r2)
+		if r2.Key.PrevPrefix != "" || !r2.Key.PrevUntil.IsZero() {
+			t.Errorf("rotated without grace, the key still shows a previous secret: %+v", r2.Key)
+		}
+		if _, err := ledger.Verify(t.Context(), s, c.Secret, now); !errors.Is(err, ledger.ErrNotFound) {
+			t.Errorf("Verify of the kept secret after a rotation without grace: %v, want ErrNotFound", err)
+		}
+	})
 }

@@ -102,7 +102,7 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	}
 
 	// Rotation: the old secret stops working, the new one works.
-	newSecret, err := ledger.Rotate(ctx, s, k.ID)
+	newSecret, err := ledger.Rotate(ctx, s, k.ID, time.Time{})
 	if err != nil {
 		t.Fatalf("Rotate: %v", err)
 	}
@@ -112,9 +112,11 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	if got, err := ledger.Verify(ctx, s, newSecret, t0); err != nil || got.ID != k.ID {
 		t.Errorf("Verify(new secret) = %v, %v; want %s", got.ID, err, k.ID)
 	}
-	if _, err := ledger.Rotate(ctx, s, "key_nope"); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := ledger.Rotate(ctx, s, "key_nope", time.Time{}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("Rotate(unknown) = %v, want ErrNotFound", err)
 	}
+
+	newSecret = rotateWithGrace(t, s, k.ID, newSecret, t0)
 
 	// A second key may not reuse a prefix.
 	k2, _, err := ledger.NewKey(ctx, s, ledger.Key{Name: "other"}, t0.Add(time.Second))
@@ -126,7 +128,7 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	if err := s.CreateKey(ctx, dup); !errors.Is(err, ledger.ErrConflict) {
 		t.Errorf("CreateKey(taken prefix) = %v, want ErrConflict", err)
 	}
-	if err := s.RotateKey(ctx, k2.ID, cur[0].Prefix, []byte("x")); !errors.Is(err, ledger.ErrConflict) {
+	if err := s.RotateKey(ctx, k2.ID, cur[0].Prefix, []byte("x"), time.Time{}); !errors.Is(err, ledger.ErrConflict) {
 		t.Errorf("RotateKey(taken prefix) = %v, want ErrConflict", err)
 	}
 
@@ -472,4 +474,50 @@ func (n notify) RecordUsage(ctx context.Context, b []ledger.Usage) error {
 	err := n.Store.RecordUsage(ctx, b)
 	n.wrote <- struct{}{}
 	return err
+}
+
+// rotateWithGrace: a rotation with a grace period keeps the old secret
+// (secret, key id's current one) working until the grace ends, then
+// refuses it as unknown; the new secret works throughout; a rotation
+// without grace ends the kept secret at once. It returns the key's
+// secret after these rotations.
+func rotateWithGrace(t *testing.T, s ledger.Store, id, secret string, t0 time.Time) string {
+	t.Helper()
+	ctx := t.Context()
+	until := t0.Add(10 * time.Minute)
+	graced, err := ledger.Rotate(ctx, s, id, until)
+	if err != nil {
+		t.Fatalf("Rotate with grace: %v", err)
+	}
+	for _, at := range []time.Time{t0, until.Add(-time.Microsecond)} {
+		if got, err := ledger.Verify(ctx, s, secret, at); err != nil || got.ID != id {
+			t.Errorf("Verify(old secret in its grace, at %s) = %v, %v; want %s", at, got.ID, err, id)
+		}
+		if got, err := ledger.Verify(ctx, s, graced, at); err != nil || got.ID != id {
+			t.Errorf("Verify(new secret, at %s) = %v, %v; want %s", at, got.ID, err, id)
+		}
+	}
+	if _, err := ledger.Verify(ctx, s, secret, until); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Verify(old secret at the grace's end) = %v, want ErrNotFound", err)
+	}
+	ks, err := s.Keys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ks {
+		if k.ID == id && (k.PrevPrefix == "" || !k.PrevUntil.Equal(until) || k.PrevPrefix == k.Prefix) {
+			t.Errorf("key after a rotation with grace: previous %q until %s, current %q", k.PrevPrefix, k.PrevUntil, k.Prefix)
+		}
+	}
+	last, err := ledger.Rotate(ctx, s, id, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ledger.Verify(ctx, s, secret, t0); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Verify(kept secret after a rotation without grace) = %v, want ErrNotFound", err)
+	}
+	if _, err := ledger.Verify(ctx, s, graced, t0); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("Verify(replaced secret after a rotation without grace) = %v, want ErrNotFound", err)
+	}
+	return last
 }
