@@ -146,7 +146,7 @@ func checkOnce(t *testing.T, store ledger.Store, ids []string) {
 	day := now.Truncate(24 * time.Hour)
 	for _, q := range []ledger.SpendQuery{
 		{From: day.Add(-24 * time.Hour), To: day.Add(48 * time.Hour), By: []string{ledger.ByKey}}, // daily aggregate
-		{From: now.Add(-time.Hour), To: now.Add(time.Hour), By: []string{ledger.ByKey}},            // per-request rows
+		{From: now.Add(-time.Hour), To: now.Add(time.Hour), By: []string{ledger.ByKey}},           // per-request rows
 	} {
 		rows, err := store.Spend(context.Background(), q)
 		if err != nil {
