@@ -55,7 +55,8 @@ type Store struct {
 	Postgres Secret `yaml:"postgres"`
 	// Buffer bounds the usage records waiting to be written; past it new
 	// records are dropped and counted (switchover_usage_dropped_total),
-	// requests are never held. Default 10000.
+	// requests are never held for the store (only for the spool's fsync,
+	// see Spool). Default 10000.
 	Buffer int `yaml:"buffer"`
 	// Refresh is how often keys and spend are read back from the store,
 	// which is how a key or spend of another replica arrives. Default 5s.
