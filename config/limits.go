@@ -55,11 +55,35 @@ type Store struct {
 	Postgres Secret `yaml:"postgres"`
 	// Buffer bounds the usage records waiting to be written; past it new
 	// records are dropped and counted (switchover_usage_dropped_total),
-	// requests are never held. Default 10000.
+	// requests are never held for the store (only for the spool's fsync,
+	// see Spool). Default 10000.
 	Buffer int `yaml:"buffer"`
 	// Refresh is how often keys and spend are read back from the store,
 	// which is how a key or spend of another replica arrives. Default 5s.
 	Refresh Duration `yaml:"refresh"`
+	// Spool is a local file where each usage record is written and
+	// fsynced before its request's log line, so that a crash or a store
+	// that stays down through the shutdown loses no answered request: the
+	// next start stores what it holds (once: records carry their request
+	// id). Default: the SQLite file's path with ".spool" added; with
+	// PostgreSQL none (set one on a local disk of each replica). "off"
+	// turns it off. Cost: one fsync shared by the requests that end
+	// together, about 0.1–10 ms added to each request's end depending on
+	// the disk, and about 300 bytes a record until it is stored.
+	Spool string `yaml:"spool"`
+}
+
+// SpoolPath returns the usage spool's file, or "" when there is none.
+func (s *Store) SpoolPath() string {
+	switch {
+	case s == nil || s.Spool == "off":
+		return ""
+	case s.Spool != "":
+		return s.Spool
+	case s.SQLite != "":
+		return s.SQLite + ".spool"
+	}
+	return ""
 }
 
 // Enabled reports whether a store is configured.

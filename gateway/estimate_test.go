@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchover-gw/switchover/internal/pgtest"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/pricing"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -136,4 +137,13 @@ func TestBudgetHoldsWithoutUsage(t *testing.T) {
 			t.Logf("%d streams admitted", admitted)
 		})
 	}
+}
+
+// costOf is what one chatBody request costs on the simulator's openai.
+func costOf(t *testing.T) float64 {
+	price, ok := pricing.Lookup("gpt-4o-2024-08-06")
+	if !ok {
+		t.Fatal("no price for gpt-4o")
+	}
+	return price.Cost(8, 0, 5) // the simulator's tokens for chatBody
 }

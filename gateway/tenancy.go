@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
@@ -29,10 +28,10 @@ type tenancy struct {
 	refresh time.Duration
 	kick    chan struct{}
 	done    chan struct{}
-	// kind is "sqlite" or "postgres"; up whether the store's last write
-	// and read worked.
-	kind string
-	up   atomic.Bool
+	// kind is "sqlite" or "postgres"; health whether the store's last
+	// write and read worked.
+	kind   string
+	health storeHealth
 }
 
 // StoreStatus is the store of keys and usage, in the admin API's status.
@@ -53,7 +52,7 @@ func (g *Gateway) storeStatus() *StoreStatus {
 	if t == nil || t.store == nil {
 		return nil
 	}
-	return &StoreStatus{Kind: t.kind, Up: t.up.Load(), Buffered: t.writer.Pending(), Dropped: t.writer.Dropped(), Keys: t.dir.StoredKeys()}
+	return &StoreStatus{Kind: t.kind, Up: t.health.Up(), Buffered: t.writer.Pending(), Dropped: t.writer.Dropped(), Keys: t.dir.StoredKeys()}
 }
 
 // limitsSync is how often a replica of a fleet exchanges what its keys
@@ -91,22 +90,31 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if store != nil {
 		t.dir = tenant.NewDirectory(clk, store)
 		t.spend = tenant.NewSpend(clk, store)
-		buffer := 0
-		if cfg.Store != nil {
-			buffer = cfg.Store.Buffer
-		}
-		t.writer = ledger.NewWriter(store, ledger.WriterOptions{
-			Buffer:    buffer,
+		t.health.set = g.Metrics.StoreUp
+		wo := ledger.WriterOptions{
 			Clock:     clk,
-			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); t.up.Store(true); g.Metrics.StoreUp(true) },
-			OnDrop:    g.Metrics.UsageDropped,
+			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); t.health.wrote(true) },
+			OnDrop:    g.usageDropped,
 			OnError: func(err error) {
-				t.up.Store(false)
-				g.Metrics.StoreUp(false)
+				t.health.wrote(false)
 				g.Metrics.StoreError("write")
 				g.Logger.Warn("usage store: write failed; the records wait in the buffer", "error", err)
 			},
-		})
+			OnSpoolError: func(err error) {
+				g.Metrics.StoreError("spool")
+				g.Logger.Warn("usage spool: write failed; the record waits in memory only", "error", err)
+			},
+		}
+		if cfg.Store != nil {
+			wo.Buffer = cfg.Store.Buffer
+		}
+		if err := g.openSpool(cfg.Store, &wo); err != nil {
+			if g.opts.Ledger == nil {
+				store.Close()
+			}
+			return err
+		}
+		t.writer = ledger.NewWriter(store, wo)
 		// The first read of keys and spend, before any request: a store
 		// that does not answer now is not fatal (known keys come later).
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -147,8 +155,7 @@ func limitsOf(l config.Limits) tenant.Limits {
 // refreshTenancy reads keys and spend back from the store.
 func (g *Gateway) refreshTenancy(ctx context.Context, t *tenancy) {
 	err := errors.Join(t.dir.Refresh(ctx), t.spend.Refresh(ctx))
-	t.up.Store(err == nil)
-	g.Metrics.StoreUp(err == nil)
+	t.health.read(err == nil)
 	if err != nil {
 		g.Metrics.StoreError("refresh")
 		g.Logger.Warn("key store: refresh failed; known keys keep working, spend of other replicas is late", "error", err)
@@ -224,7 +231,10 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 	}
 	var errs []error
 	if t.writer != nil {
-		if err := t.writer.Close(ctx); err != nil {
+		if err := t.writer.Close(ctx); errors.Is(err, ledger.ErrSpooled) {
+			g.Logger.Warn("usage store: shutdown grace over with records unwritten; they wait in the spool for the next start", "error", err)
+		} else if err != nil {
+			g.Logger.Error("usage store: shutdown grace over with records unwritten; they are lost (counted in switchover_usage_dropped_total)", "error", err)
 			errs = append(errs, fmt.Errorf("usage store: %w", err))
 		}
 	}

@@ -10,6 +10,10 @@ import (
 	"github.com/switchover-gw/switchover/clock"
 )
 
+// ErrSpooled is returned (wrapped) by Writer.Close when records it could
+// not store were left in its spool for the next start: nothing was lost.
+var ErrSpooled = errors.New("usage left in the spool")
+
 // Recorder stores batches of usage; Store implements it.
 type Recorder interface {
 	RecordUsage(ctx context.Context, batch []Usage) error
@@ -47,6 +51,21 @@ type WriterOptions struct {
 	OnError func(error)
 	// Clock is the writer's time source; nil is the wall clock.
 	Clock clock.Clock
+	// Spool, if not nil, makes each record durable before Add returns
+	// (see Spool): Add appends it to the spool and waits for the spool's
+	// fsync, the writer empties the spool as records are stored, and
+	// Close leaves what it could not store in the spool (neither dropped
+	// nor counted) for the next start. Nil means records live only in
+	// memory until stored: a crash loses what is buffered. Close closes
+	// the spool.
+	Spool *Spool
+	// Replay are records to store first: those OpenSpool found in the
+	// spool. They are kept however many there are, Buffer aside.
+	Replay []Usage
+	// OnSpoolError, if not nil, is told of each failed write or fsync of
+	// the spool (from Add, on the request path, or from the writer's
+	// goroutine); the record stays buffered in memory as without a spool.
+	OnSpoolError func(error)
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -99,6 +118,7 @@ type Writer struct {
 	abort   context.CancelFunc // Close's context ended: stop writing
 	done    chan struct{}      // closed when the goroutine returns
 	lost    int                // records left unwritten at the end
+	spooled int                // records left in the spool at the end
 }
 
 // NewWriter starts a writer of usage into rec. Close it to stop it.
@@ -111,16 +131,19 @@ func NewWriter(rec Recorder, o WriterOptions) *Writer {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	w.buf = append(w.buf, o.Replay...)
+	w.o.Replay = nil
 	w.ctx, w.abort = context.WithCancel(context.Background())
 	go w.run()
 	return w
 }
 
-// Add buffers u for writing and never blocks. A u without RequestID gets
-// a random one, so that retries of its batch stay idempotent, and one
-// without At gets the clock's time. When Buffer
-// records are held already, or the writer is closed, u is dropped and
-// counted.
+// Add buffers u for writing. Without a spool it never blocks; with one
+// it returns once u is on disk in the spool (one fsync, shared with the
+// Adds of the same moment). A u without RequestID gets a random one, so
+// that retries of its batch and replays of the spool stay idempotent, and
+// one without At gets the clock's time. When Buffer records are held
+// already, or the writer is closed, u is dropped and counted.
 func (w *Writer) Add(u Usage) {
 	if u.RequestID == "" {
 		u.RequestID = "req_" + randomBase62(20)
@@ -134,6 +157,13 @@ func (w *Writer) Add(u Usage) {
 		w.mu.Unlock()
 		return
 	}
+	// The line and the buffer change together, under w.mu, so that the
+	// goroutine's compaction of the spool never loses a line.
+	var seq uint64
+	var err error
+	if w.o.Spool != nil {
+		seq, err = w.o.Spool.write(u)
+	}
 	w.buf = append(w.buf, u)
 	full := len(w.buf) >= w.o.Batch
 	w.mu.Unlock()
@@ -142,6 +172,40 @@ func (w *Writer) Add(u Usage) {
 		case w.kick <- struct{}{}:
 		default:
 		}
+	}
+	if w.o.Spool != nil && err == nil {
+		err = w.o.Spool.wait(seq)
+	}
+	if err != nil {
+		w.spoolError(err)
+	}
+}
+
+func (w *Writer) spoolError(err error) {
+	if w.o.OnSpoolError != nil {
+		w.o.OnSpoolError(err)
+	}
+}
+
+// compact sets the spool back to the records not yet stored, after a
+// batch was: empty when nothing waits, rewritten when the file holds many
+// more lines than wait (so it costs O(1) a record over time).
+func (w *Writer) compact() {
+	sp := w.o.Spool
+	if sp == nil {
+		return
+	}
+	w.mu.Lock()
+	var err error
+	switch pending := len(w.buf) + w.held; {
+	case pending == 0:
+		err = sp.Truncate()
+	case sp.Lines() > 2*pending+w.o.Batch:
+		err = sp.Rewrite(w.buf)
+	}
+	w.mu.Unlock()
+	if err != nil {
+		w.spoolError(err)
 	}
 }
 
@@ -161,7 +225,9 @@ func (w *Writer) Pending() int {
 
 // Close writes what is buffered and stops the writer. If ctx ends first
 // (the store is down), it stops retrying, counts what is left as dropped
-// and returns an error saying how many records were lost. Records added
+// and returns an error saying how many records were lost; with a spool,
+// what is left stays in the spool instead, not counted as dropped, and
+// the error (wrapping ErrSpooled) says how many wait there. Records added
 // after Close are dropped and counted in Dropped (OnDrop hears of those
 // dropped before the writer stopped).
 func (w *Writer) Close(ctx context.Context) error {
@@ -175,6 +241,15 @@ func (w *Writer) Close(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, w.abort)
 	defer stop()
 	<-w.done
+	if sp := w.o.Spool; sp != nil {
+		if err := sp.Close(); err != nil {
+			w.spoolError(err)
+		}
+		if w.spooled > 0 {
+			return fmt.Errorf("ledger: %d usage records left unwritten in the spool %s, for the next start: %w",
+				w.spooled, sp.Path(), ErrSpooled)
+		}
+	}
 	if w.lost > 0 {
 		err := ctx.Err()
 		if err == nil {
@@ -224,6 +299,7 @@ func (w *Writer) run() {
 				}
 				w.release(len(held))
 				held, backoff = nil, 0
+				w.compact()
 				continue
 			}
 			w.report(err)
@@ -310,14 +386,19 @@ func (w *Writer) drop(n int) {
 	w.mu.Unlock()
 }
 
-// giveUp counts what is held and buffered as lost.
+// giveUp counts what is held and buffered as lost, or, with a spool, as
+// left in it.
 func (w *Writer) giveUp(held []Usage) {
 	w.mu.Lock()
 	n := len(held) + len(w.buf)
 	w.buf = nil
 	w.held = 0
-	w.dropped += uint64(n)
-	w.lost = n
+	if w.o.Spool != nil {
+		w.spooled = n
+	} else {
+		w.dropped += uint64(n)
+		w.lost = n
+	}
 	w.mu.Unlock()
 	w.reportDrops()
 }

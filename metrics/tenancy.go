@@ -32,15 +32,15 @@ func (m *Metrics) tenancy() *tenancy {
 		}, []string{"subject", "threshold"})
 		t.dropped = prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchover_usage_dropped_total",
-			Help: "Usage records not stored: the usage buffer (store.buffer) was full while the store was slow or down, or the store refused them. Metrics and the request log still have them.",
+			Help: "Usage records not stored: the usage buffer (store.buffer) was full while the store was slow or down, the store refused them, or they were unwritten when the shutdown grace ended and no spool (store.spool) kept them. Metrics and the request log still have them.",
 		})
 		t.storeUp = prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchover_store_up",
-			Help: "1 while the store of keys and usage answers (its last write and read worked), 0 while it fails: known keys keep working from memory and usage waits in the buffer.",
+			Help: "1 while the store of keys and usage works, 0 from a failed write until a write succeeds (reads that work meanwhile do not count) and from a failed read until a read succeeds: known keys keep working from memory and usage waits in the buffer (and the spool).",
 		})
 		t.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_store_errors_total",
-			Help: "Failed calls to the store of keys and usage, by operation (write, refresh).",
+			Help: "Failed calls to the store of keys and usage, by operation (write, refresh, spool: a write or fsync of the local usage spool).",
 		}, []string{"op"})
 		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.failures)
 	})
