@@ -113,9 +113,10 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 1: without the column and its migration's row.
+	// Back to version 1: without the later migrations' column, table and
+	// rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "DELETE FROM schema_migrations WHERE version = 2"} {
+	for _, q := range []string{"ALTER TABLE api_keys DROP COLUMN patience_ms", "DROP TABLE object_owners", "DELETE FROM schema_migrations WHERE version > 1"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
