@@ -44,6 +44,11 @@ type Deps struct {
 	// (Routes.Keys), without limits.
 	Resolver  proxy.KeyResolver
 	Admission proxy.Admission
+	// Index keeps the owners of stored objects without metadata
+	// (proxy.Routes.Index); the gateway's outlives every engine it
+	// builds. Nil means none: lists of files, uploads, containers and
+	// message batches show a key none of them.
+	Index route.OwnerIndex
 	// Probed says that the caller runs the backends' recovery probes
 	// (the gateway does): a backend benched for a failure is then
 	// probed every probe.recovery_interval, and the Retry-After clients
