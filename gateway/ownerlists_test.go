@@ -69,3 +69,31 @@ func TestFileListsShowEachKeyItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestFileListsAcrossRedisReplicas: with state.redis and no store, the
+// owner index is in Redis, so a file made through one replica is listed
+// by its owner through another, and a delete through one drops it for
+// every replica.
+func TestFileListsAcrossRedisReplicas(t *testing.T) {
+	top := "keys:\n  - {name: a, key: " + keyA + "}\n  - {name: b, key: " + keyB + "}\n  - {name: c, key: " + keyBlue1 + "}\n" +
+		"object_ids: {secret: " + ownerSecret + "}\npinned:\n  - {paths: [files], backend: uksouth}\n"
+	f := startFleetEnv(t, 2, "", "", top)
+	ra, rb := &providerEnv{url: f.replicas[0].url}, &providerEnv{url: f.replicas[1].url}
+	fileA := idOf(t, upload(t, ra, keyA, ownerBatchInput))
+	fileB := idOf(t, upload(t, rb, keyB, ownerBatchInput))
+	for _, c := range []struct {
+		via  *providerEnv
+		key  string
+		want string
+	}{{rb, keyA, fileA}, {ra, keyA, fileA}, {ra, keyB, fileB}, {rb, keyBlue1, ""}} {
+		if got := listIDs(t, c.via, "/v1/files", c.key); strings.Join(got, ",") != c.want {
+			t.Errorf("files listed by %.6s through %s: %q, want %q", c.key, c.via.url, got, c.want)
+		}
+	}
+	if a := ownCall(t, rb, "DELETE", "/v1/files/"+fileA, keyA, ""); a.status != http.StatusOK {
+		t.Fatalf("A deleting its file through b: %d %s", a.status, a.body)
+	}
+	if got := listIDs(t, ra, "/v1/files", keyA); len(got) != 0 {
+		t.Errorf("A's files through a after deleting through b: %q", got)
+	}
+}
