@@ -48,6 +48,11 @@ type Deps struct {
 	// pool's route.Pool.Tokens). Nil means a tokens.Counter: OpenAI's
 	// encodings, Anthropic's and Google's characters per token.
 	Tokens route.TokenCounter
+	// Index keeps the owners of stored objects without metadata
+	// (proxy.Routes.Index); the gateway's outlives every engine it
+	// builds. Nil means none: lists of files, uploads, containers and
+	// message batches show a key none of them.
+	Index route.OwnerIndex
 	// Probed says that the caller runs the backends' recovery probes
 	// (the gateway does): a backend benched for a failure is then
 	// probed every probe.recovery_interval, and the Retry-After clients

@@ -15,7 +15,7 @@ func (e *Engine) routes(d Deps) *proxy.Routes {
 		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
 		MaxConcurrentPerKey: cfg.Server.MaxConcurrentRequestsPerKey, MaxBodyMemoryPerKey: int64(cfg.Server.MaxBodyMemoryPerKey),
 		MinBodyRate: int64(cfg.Server.MinBodyRate),
-		Resolver:    d.Resolver, Admission: d.Admission, Signer: route.NewSigner(cfg.ObjectSecrets()...)}
+		Resolver:    d.Resolver, Admission: d.Admission, Signer: route.NewSigner(cfg.ObjectSecrets()...), Index: d.Index}
 	for _, pc := range cfg.Pools {
 		p := e.Pools[pc.Name]
 		r.Pools[pc.Name] = p

@@ -94,6 +94,9 @@ type Gateway struct {
 
 	opts   Options
 	tracer *tracing
+	// index keeps the owners of objects without metadata (ownerIndex),
+	// for every engine built.
+	index route.OwnerIndex
 	// state is the engine in force; mu serialises its changes: reloads
 	// and admin actions.
 	state atomic.Pointer[engine.Engine]
@@ -228,6 +231,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.Close(context.Background())
 		return nil, err
 	}
+	g.index = g.ownerIndex()
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		g.Close(context.Background())

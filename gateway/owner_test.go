@@ -246,7 +246,8 @@ func listIDs(t *testing.T, e *providerEnv, path, key string) []string {
 // TestListsDoNotShowAnotherKeysObjects: GET /v1/batches by each key shows
 // its own batches and none of the other's (their metadata carries the
 // owner's mark, which no answer shows); GET /v1/files, whose entries
-// carry nothing of their owner, shows a key none; the provider's ids of
+// carry nothing of their owner, shows a key the files its owner index
+// records as its own (see ownerlists_test.go); the provider's ids of
 // another key's objects appear nowhere.
 func TestListsDoNotShowAnotherKeysObjects(t *testing.T) {
 	e := startOwners(t)
@@ -275,8 +276,8 @@ func TestListsDoNotShowAnotherKeysObjects(t *testing.T) {
 			t.Errorf("GET %s names A's objects: %s", path, a.body)
 		}
 	}
-	if got := listIDs(t, e, "/v1/files", keyA); len(got) != 0 {
-		t.Errorf("files, whose owner the provider does not keep: %q", got)
+	if got := listIDs(t, e, "/v1/files", keyA); strings.Join(got, ",") != fileA {
+		t.Errorf("A's files, whose owner the gateway's index keeps: %q, want %q", got, fileA)
 	}
 	// A page of B's batches alone ends A's listing: no cursor to go on from.
 	a := ownCall(t, e, "GET", "/v1/batches?limit=1&after="+a2, keyA, "")
@@ -453,12 +454,18 @@ func TestListCursorDoesNotUnfilterAList(t *testing.T) {
 	e := startOwners(t)
 	fileA := idOf(t, upload(t, e, keyA, ownerBatchInput))
 	fileB := idOf(t, upload(t, e, keyB, ownerBatchInput))
-	idOf(t, upload(t, e, keyA, ownerBatchInput))
+	fileA2 := idOf(t, upload(t, e, keyA, ownerBatchInput))
 	_, rawB, _ := route.UntagID(fileB)
 	for _, path := range []string{"/v1/files?after=" + fileA, "/v1/files?before=" + fileA, "/v1/batches?after=" + fileA} {
 		a := ownCall(t, e, "GET", path, keyA, "")
-		if a.status != http.StatusOK || strings.Contains(a.body, rawB) || strings.Contains(a.body, `"id"`) {
+		if a.status != http.StatusOK || strings.Contains(a.body, rawB) {
 			t.Errorf("GET %s: %d %s", path, a.status, a.body)
+		}
+		// Only A's own files, which the owner index records, are listed.
+		for _, id := range listIDs(t, e, path, keyA) {
+			if id != fileA && id != fileA2 {
+				t.Errorf("GET %s lists %s, not A's", path, id)
+			}
 		}
 	}
 }

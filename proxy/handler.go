@@ -78,6 +78,11 @@ type Routes struct {
 	// same secrets. Nil means an empty secret, forgeable: enough without
 	// keys, where every caller is one tenant.
 	Signer *route.Signer
+	// Index keeps the owners of stored objects without metadata (files,
+	// uploads, containers, message batches), by which their lists show
+	// a key its own (see route.Tagger.Index). Nil means none: those
+	// lists show a key none of them.
+	Index route.OwnerIndex
 	// MaxConcurrentRequests bounds the requests served at once (health,
 	// readiness and metrics excepted): past it a request gets 503
 	// too_many_concurrent_requests with Retry-After: 1 at once, its body

@@ -23,7 +23,7 @@ import (
 // key ("k:" and its ID or, for Routes.Keys, its name), or the key's team
 // ("t:" and its name) when the team shares objects; Open without keys.
 func (x *exchange) tagger() *route.Tagger {
-	t := &route.Tagger{Signer: x.rt.Signer}
+	t := &route.Tagger{Signer: x.rt.Signer, Index: x.rt.Index}
 	switch p := x.lg.who; {
 	case p != nil && p.ShareObjects && p.Team != "":
 		t.Tenant, t.Readers = "t:"+p.Team, []string{"k:" + p.ID}

@@ -115,6 +115,7 @@ func routePinned(x *exchange) error {
 	// A GET whose path names no object lists a collection, whatever its
 	// cursor (after=) names: the answer is filtered.
 	owner.tagger.List = r.Method == http.MethodGet && !owner.inPath
+	owner.tagger.Made, owner.tagger.Deletes = owner.indexes(r.Method, x.rel)
 	req := &route.Request{Op: x.op, Format: x.format, Body: body, Header: r.Header, Owner: owner.backend, Tagger: owner.tagger,
 		Method: r.Method, Path: path, RawQuery: query}
 	if len(body) > 0 && mt != "application/json" {
@@ -132,6 +133,7 @@ type objectOwner struct {
 	backend string
 	id      string // the first tagged id, for a 404's message
 	inPath  bool   // the path names an object: the call is not a list
+	pathID  string // the provider's id of the object the path names
 }
 
 // untagURL returns the path rel and query q of a call with their tagged
@@ -143,7 +145,9 @@ func (o *objectOwner) untagURL(rel string, q url.Values) (path, rawQuery string,
 		if s, err = o.untag(s); err != nil {
 			return "", "", err
 		}
-		o.inPath = o.inPath || o.backend != ""
+		if o.backend != "" && !o.inPath {
+			o.inPath, o.pathID = true, s
+		}
 		segs[i] = url.PathEscape(s)
 	}
 	q.Del("api-version")
@@ -247,6 +251,30 @@ var collections = map[string]bool{"files": true, "uploads": true, "batches": tru
 // gateway writes the owner's mark as it makes them (route.Tagger.Mark),
 // so that their lists show a key its own.
 var marked = map[string]bool{"batches": true, "vector_stores": true, "fine_tuning/jobs": true}
+
+// indexed are the collections whose objects have no metadata: the
+// gateway records who made them in its owner index
+// (route.Tagger.Index), so that their lists show a key its own.
+var indexed = map[string]bool{"files": true, "uploads": true, "containers": true, "messages/batches": true}
+
+// indexes returns what a call with method on rel tells the owner index:
+// made, when it makes an object of an indexed collection (a POST to it,
+// or an upload's completion, which makes a file); deletes, the
+// provider's id of the indexed object it deletes ("" for none).
+func (o *objectOwner) indexes(method, rel string) (made bool, deletes string) {
+	parent, _, _ := strings.Cut(rel, "/")
+	switch {
+	case method == http.MethodPost && indexed[rel]:
+		return true, ""
+	case method == http.MethodPost && parent == "uploads" && strings.HasSuffix(rel, "/complete"):
+		return true, ""
+	case method == http.MethodDelete && o.pathID != "":
+		if coll, id, ok := strings.Cut(rel, "/"+o.id); ok && id == "" && indexed[coll] {
+			return false, o.pathID
+		}
+	}
+	return false, ""
+}
 
 // marksOwner reports whether a POST to rel makes an object of a marked
 // collection, or modifies a vector store (its metadata is replaced

@@ -252,7 +252,7 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 		at.estimateUse(client, &s)
 	}
 	if r.tagsIDs() && isJSON(resp.Header) {
-		out = r.Tagger.answer(out, b.Name)
+		out = r.Tagger.answer(at.ctx, out, b.Name, resp.StatusCode)
 	}
 	if native != client || len(out) != len(raw) {
 		setBody(resp, out, "application/json")

@@ -2,6 +2,7 @@ package route
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/json"
@@ -103,6 +104,18 @@ type Tagger struct {
 	// keeps only the entries whose owner mark is the caller's (see Mark
 	// and filterList).
 	List bool
+	// Index keeps the owners of objects without metadata (files,
+	// uploads, containers, message batches), which a list keeps by as
+	// it keeps marked ones. Nil means none: lists of such objects show a
+	// caller none of them.
+	Index OwnerIndex
+	// Made says the call makes an object without metadata: unless Open,
+	// a successful answer's id (and an upload's file's) is recorded in
+	// Index as the tenant's.
+	Made bool
+	// Deletes is the provider's id of the object the call deletes: a
+	// successful answer drops it from Index. "" for none.
+	Deletes string
 }
 
 func (t *Tagger) signer() *Signer {
@@ -256,11 +269,24 @@ func (t *Tagger) UntagBody(body []byte) (out []byte, owner, first string, err er
 
 // answer is what the client gets of a JSON answer to a call on stored
 // objects: unless Open, a list filtered (filterList) or the owner mark
-// taken out of an object's metadata; then ids tagged.
-func (t *Tagger) answer(body []byte, backend string) []byte {
+// taken out of an object's metadata; then ids tagged. A successful
+// answer (status 2xx) to a call that makes or deletes an object without
+// metadata is noted in the Tagger's Index.
+func (t *Tagger) answer(ctx context.Context, body []byte, backend string, status int) []byte {
 	if t != nil && !t.Open {
+		if t.Index != nil && status/100 == 2 {
+			// Noted whether or not the client is still there: the
+			// object was made, or deleted.
+			ictx := context.WithoutCancel(ctx)
+			if t.Made {
+				t.record(ictx, body, backend)
+			}
+			if t.Deletes != "" {
+				_ = t.Index.Forget(ictx, backend, t.Deletes) // a stale entry names an object that is gone
+			}
+		}
 		if t.List {
-			body = t.filterList(body)
+			body = t.filterList(ctx, body, backend)
 		} else if bytes.Contains(body, []byte(markKey)) {
 			body = unmarked(body)
 		}
@@ -273,7 +299,8 @@ func (t *Tagger) answer(body []byte, backend string) []byte {
 // stores, fine-tuning jobs) carry one: the gateway writes, as it makes
 // them, a mark of the tenant into their metadata (Mark), which a list
 // entry is kept by and which no answer shows. Entries without a mark
-// the caller owns are left out.
+// the caller owns are left out, but for those whose owner the Tagger's
+// Index records as the caller (objects without metadata).
 
 // markKey is the metadata member of the owner mark.
 const markKey = "switchover_owner"
@@ -370,11 +397,12 @@ func unmarked(body []byte) []byte {
 
 // filterList returns a list answer ({"object": "list", "data": […]}, or
 // Anthropic's {"data": […], "has_more": …}) with only the entries whose
-// owner mark is the caller's, unmarked; first_id and last_id are those of
+// owner mark (in its metadata, or else in the Index) is the caller's,
+// unmarked; first_id and last_id are those of
 // the entries kept (null for none), and has_more is the provider's while
 // some are kept, false when none is (the caller has no cursor to go on
 // from). Any other body is returned as it is.
-func (t *Tagger) filterList(body []byte) []byte {
+func (t *Tagger) filterList(ctx context.Context, body []byte, backend string) []byte {
 	var l map[string]json.RawMessage
 	if json.Unmarshal(body, &l) != nil {
 		return body
@@ -388,8 +416,15 @@ func (t *Tagger) filterList(body []byte) []byte {
 	}
 	kept := make([]json.RawMessage, 0, len(data))
 	var ids []string
+	indexed := t.indexMarks(ctx, backend, data)
 	for _, e := range data {
-		if out, m := entryMark(e); t.ownsMark(m) {
+		out, m := entryMark(e)
+		if m == "" && indexed != nil {
+			var v struct{ ID string }
+			json.Unmarshal(out, &v)
+			m = indexed[v.ID]
+		}
+		if t.ownsMark(m) {
 			kept = append(kept, out)
 			var v struct{ ID string }
 			json.Unmarshal(out, &v)

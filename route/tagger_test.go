@@ -1,6 +1,7 @@
 package route
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -109,20 +110,20 @@ func TestRawStoredIDsInRequestsAreUnknownWithKeys(t *testing.T) {
 
 func TestListAnswersKeepNoEntryWithAKey(t *testing.T) {
 	list := `{"object":"list","data":[{"id":"file-a","object":"file"}],"first_id":"file-a","last_id":"file-a","has_more":true}`
-	got := string((&Tagger{Tenant: "k:a", List: true}).answer([]byte(list), "weu"))
+	got := string((&Tagger{Tenant: "k:a", List: true}).answer(context.Background(), []byte(list), "weu", 200))
 	if got != `{"data":[],"first_id":null,"has_more":false,"last_id":null,"object":"list"}` {
 		t.Errorf("filtered list: %s", got)
 	}
 	anthropic := `{"data":[{"id":"msgbatch_1"}],"has_more":false,"first_id":"msgbatch_1","last_id":"msgbatch_1"}`
-	if got := string((&Tagger{Tenant: "k:a", List: true}).answer([]byte(anthropic), "c")); strings.Contains(got, "msgbatch") {
+	if got := string((&Tagger{Tenant: "k:a", List: true}).answer(context.Background(), []byte(anthropic), "c", 200)); strings.Contains(got, "msgbatch") {
 		t.Errorf("Anthropic list: %s", got)
 	}
-	open := string((&Tagger{Open: true, List: true}).answer([]byte(list), "weu"))
+	open := string((&Tagger{Open: true, List: true}).answer(context.Background(), []byte(list), "weu", 200))
 	if !strings.Contains(open, `"id":"file-s2`) {
 		t.Errorf("without keys the list is kept and tagged: %s", open)
 	}
 	one := `{"id":"file-a","object":"file"}`
-	if got := string((&Tagger{Tenant: "k:a", List: true}).answer([]byte(one), "weu")); !strings.Contains(got, "file-s2") {
+	if got := string((&Tagger{Tenant: "k:a", List: true}).answer(context.Background(), []byte(one), "weu", 200)); !strings.Contains(got, "file-s2") {
 		t.Errorf("an object that is not a list: %s", got)
 	}
 }
@@ -146,7 +147,7 @@ func TestListsKeepTheCallersMarkedEntries(t *testing.T) {
 	entryA := `{"id":"batch_a","metadata":{"note":"x","switchover_owner":"` + v.Metadata[markKey] + `"}}`
 	list := `{"object":"list","data":[` + entryA + `,{"id":"batch_n","metadata":null},{"id":"batch_b","metadata":{"switchover_owner":"zzzzzzzzzzzzzzzz"}}],"first_id":"batch_a","last_id":"batch_b","has_more":true}`
 	a.List = true
-	got := string(a.answer([]byte(list), "weu"))
+	got := string(a.answer(context.Background(), []byte(list), "weu", 200))
 	if strings.Contains(got, markKey) || strings.Contains(got, "batch_n") || strings.Contains(got, "batch_b") || !strings.Contains(got, `"has_more":true`) || !strings.Contains(got, `"note":"x"`) {
 		t.Errorf("A's list: %s", got)
 	}
@@ -154,14 +155,14 @@ func TestListsKeepTheCallersMarkedEntries(t *testing.T) {
 		t.Errorf("A's entry and cursors: %d in %s", n, got)
 	}
 	b.List = true
-	if got := string(b.answer([]byte(list), "weu")); strings.Contains(got, "batch_") || !strings.Contains(got, `"has_more":false`) {
+	if got := string(b.answer(context.Background(), []byte(list), "weu", 200)); strings.Contains(got, "batch_") || !strings.Contains(got, `"has_more":false`) {
 		t.Errorf("B's list: %s", got)
 	}
 	team := &Tagger{Signer: s, Tenant: "t:red", Readers: []string{"k:a"}, List: true}
-	if got := string(team.answer([]byte(list), "weu")); !strings.Contains(got, "batch_") {
+	if got := string(team.answer(context.Background(), []byte(list), "weu", 200)); !strings.Contains(got, "batch_") {
 		t.Errorf("a key's own entry once its team shares: %s", got)
 	}
-	if got := string((&Tagger{Signer: s, Tenant: "k:a"}).answer([]byte(entryA), "weu")); strings.Contains(got, markKey) {
+	if got := string((&Tagger{Signer: s, Tenant: "k:a"}).answer(context.Background(), []byte(entryA), "weu", 200)); strings.Contains(got, markKey) {
 		t.Errorf("an object's answer shows the mark: %s", got)
 	}
 }

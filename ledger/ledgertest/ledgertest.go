@@ -35,6 +35,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Spend", func(t *testing.T) { testSpend(t, h.Open(t)) })
 	t.Run("SpentSince", func(t *testing.T) { testSpentSince(t, h.Open(t)) })
 	t.Run("ConcurrentRecording", func(t *testing.T) { testConcurrent(t, h.Open(t)) })
+	t.Run("ObjectOwners", func(t *testing.T) { testObjectOwners(t, h.Open(t)) })
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })
 	}
@@ -520,4 +521,40 @@ func rotateWithGrace(t *testing.T, s ledger.Store, id, secret string, t0 time.Ti
 		t.Errorf("Verify(replaced secret after a rotation without grace) = %v, want ErrNotFound", err)
 	}
 	return last
+}
+
+func testObjectOwners(t *testing.T, s ledger.Store) {
+	ctx := context.Background()
+	o, ok := s.(ledger.ObjectOwners)
+	if !ok {
+		t.Fatalf("%T is not a ledger.ObjectOwners", s)
+	}
+	for _, r := range []struct{ backend, id, mark string }{
+		{"weu", "file-a", "ma"}, {"weu", "file-b", "mb"}, {"eus", "file-a", "mc"}, {"weu", "file-b", "mb2"},
+	} {
+		if err := o.RecordOwner(ctx, r.backend, r.id, r.mark, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := []string{"file-a", "file-b", "file-none"}
+	for i := range 600 { // past one query's chunk
+		ids = append(ids, fmt.Sprintf("file-%d", i))
+	}
+	got, err := o.OwnerMarks(ctx, "weu", ids)
+	if want := map[string]string{"file-a": "ma", "file-b": "mb2"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("OwnerMarks = %v, %v; want %v", got, err, want)
+	}
+	if err := o.ForgetOwner(ctx, "weu", "file-a"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = o.OwnerMarks(ctx, "weu", []string{"file-a", "file-b"})
+	if want := map[string]string{"file-b": "mb2"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("after ForgetOwner, OwnerMarks = %v, %v; want %v", got, err, want)
+	}
+	if got, _ := o.OwnerMarks(ctx, "eus", []string{"file-a"}); got["file-a"] != "mc" {
+		t.Errorf("another backend's mark = %v, want mc", got)
+	}
+	if got, err := o.OwnerMarks(ctx, "weu", nil); err != nil || len(got) != 0 {
+		t.Errorf("OwnerMarks of no ids = %v, %v", got, err)
+	}
 }
