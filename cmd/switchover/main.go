@@ -10,6 +10,7 @@
 //	switchover sim [-c sim.yaml | flags]    run simulated LLM regions
 //	switchover load [flags]                 drive load, report success and latency
 //	switchover gameday [flags]              rehearse outages, compare setups
+//	switchover drill spend [flags]          measure budgets and shared limits
 //	switchover status [action]              pools and breakers of a running gateway
 //	switchover keys create|list|show|update|rotate|revoke  virtual keys in the store
 //	switchover teams list|set               teams' limits and budgets
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = loadCommand(ctx, args[1:], stdout, stderr)
 	case "gameday":
 		err = gamedayCommand(ctx, args[1:], stdout, stderr)
+	case "drill":
+		err = drillCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		err = statusCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
@@ -136,6 +139,8 @@ Usage:
                                           report success, latency, goodput, failovers
   switchover gameday [flags]              rehearse outages and quota shortages on
                                           simulated regions; compare setups; HTML report
+  switchover drill spend [flags]          measure budgets and shared rate limits through
+                                          gateways in process: bursts, replicas, rollouts
   switchover status [-admin URL] [action] the running gateway's pools, breakers and
                                           events; drain, restore, open, close, set,
                                           reset, reload
