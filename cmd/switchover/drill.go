@@ -29,7 +29,7 @@ backend, and prints a table (docs/operations.md, "The spend drill"):
 
 SQLite always; PostgreSQL with -postgres (a throwaway database: the drill
 makes keys in it); Redis from -redis, else a redis-server the drill starts
-on loopback (-redis-server). About seven minutes with every store.
+on loopback (-redis-server). About six minutes with every store.
 
 Examples:
   switchover drill spend
