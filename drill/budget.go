@@ -25,11 +25,18 @@ type budgetRun struct {
 }
 
 // startBudgetRun starts n replicas on store ("sqlite", "postgres" or
-// "postgres+redis") and makes a key with the drill's budget.
-func (d *drill) startBudgetRun(ctx context.Context, scenario, store string, n int) (*budgetRun, error) {
+// "postgres+redis") and makes a key with the drill's budget or, with
+// team, a key of a new team that has that budget.
+func (d *drill) startBudgetRun(ctx context.Context, scenario, store string, n int, team bool) (*budgetRun, error) {
 	d.seq++
 	run := &budgetRun{d: d, store: store}
 	s := setup{}
+	k := ledger.Key{Budget: d.o.Budget, BudgetPeriod: "day"}
+	if team {
+		k.Team = fmt.Sprintf("drill-team-%d-%d", time.Now().UnixNano(), d.seq)
+		k.Budget, k.BudgetPeriod = 0, ""
+		s.keys = fmt.Sprintf("teams:\n  - {name: %s, budget: %v/day}\n", k.Team, d.o.Budget)
+	}
 	switch store {
 	case "sqlite":
 		s.sqlite = d.sqliteFile()
@@ -49,8 +56,8 @@ func (d *drill) startBudgetRun(ctx context.Context, scenario, store string, n in
 		run.replicas = append(run.replicas, r)
 	}
 	st := run.replicas[0].gw.Ledger()
-	name := fmt.Sprintf("drill-%s-%s-%d-%d", scenario, store, n, time.Now().UnixNano())
-	k, secret, err := ledger.NewKey(ctx, st, ledger.Key{Name: name, Budget: d.o.Budget, BudgetPeriod: "day"}, time.Now())
+	k.Name = fmt.Sprintf("drill-%s-%s-%d-%d", scenario, store, n, time.Now().UnixNano())
+	k, secret, err := ledger.NewKey(ctx, st, k, time.Now())
 	if err != nil {
 		run.stop()
 		return nil, fmt.Errorf("make the key: %w", err)
@@ -92,11 +99,16 @@ func (r *budgetRun) row(ctx context.Context, scenario, sent string, callers int,
 
 // burst is issue 24's item 1 on each store: 3 small requests, then
 // Burst large ones at once, of LargeChars characters (each alone over the
-// budget at the defaults) and of a quarter of that (a few fit).
+// budget at the defaults) and of a quarter of that (a few fit), the
+// latter on a key's budget and on its team's.
 func (d *drill) burst(ctx context.Context) error {
 	for _, store := range d.stores(Burst, false) {
-		for _, chars := range []int{d.o.LargeChars, d.o.LargeChars / 4} {
-			if err := d.burstRun(ctx, store, chars); err != nil {
+		runs := []struct {
+			chars int
+			team  bool
+		}{{d.o.LargeChars, false}, {d.o.LargeChars / 4, false}, {d.o.LargeChars / 4, true}}
+		for _, r := range runs {
+			if err := d.burstRun(ctx, store, r.chars, r.team); err != nil {
 				return err
 			}
 		}
@@ -104,9 +116,13 @@ func (d *drill) burst(ctx context.Context) error {
 	return nil
 }
 
-func (d *drill) burstRun(ctx context.Context, store string, chars int) error {
-	d.o.progress("burst on %s: 3 small, then %d of %d characters at once", store, d.o.Burst, chars)
-	run, err := d.startBudgetRun(ctx, Burst, store, 1)
+func (d *drill) burstRun(ctx context.Context, store string, chars int, team bool) error {
+	scenario := Burst
+	if team {
+		scenario += " (team)"
+	}
+	d.o.progress("%s on %s: 3 small, then %d of %d characters at once", scenario, store, d.o.Burst, chars)
+	run, err := d.startBudgetRun(ctx, Burst, store, 1, team)
 	if err != nil {
 		return err
 	}
@@ -132,7 +148,7 @@ func (d *drill) burstRun(ctx context.Context, store string, chars int) error {
 	close(start)
 	wg.Wait()
 	sent := fmt.Sprintf("3 small + %d×%d chars", d.o.Burst, chars)
-	d.rep.Budget = append(d.rep.Budget, run.row(ctx, Burst, sent, d.o.Burst, t))
+	d.rep.Budget = append(d.rep.Budget, run.row(ctx, scenario, sent, d.o.Burst, t))
 	return nil
 }
 
@@ -187,7 +203,7 @@ func (d *drill) stores(scenario string, fleet bool) []string {
 // have been sent or RunTimeout has passed.
 func (d *drill) callersRun(ctx context.Context, scenario, store string, n int) error {
 	d.o.progress("%s on %s: %d replica(s), %d callers each, small requests until refused", scenario, store, n, d.o.Callers)
-	run, err := d.startBudgetRun(ctx, scenario, store, n)
+	run, err := d.startBudgetRun(ctx, scenario, store, n, false)
 	if err != nil {
 		return err
 	}

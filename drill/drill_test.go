@@ -30,7 +30,8 @@ func TestDrillOnSQLiteReportsEveryBudgetRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct{ scenario, sent string }{
-		{Burst, "3 small + 3×400 chars"}, {Burst, "3 small + 3×100 chars"}, {Even, "small until refused"},
+		{Burst, "3 small + 3×400 chars"}, {Burst, "3 small + 3×100 chars"}, {Burst + " (team)", "3 small + 3×100 chars"},
+		{Even, "small until refused"},
 	}
 	if len(rep.Budget) != len(want) {
 		t.Fatalf("%d budget rows, want %d: %+v", len(rep.Budget), len(want), rep.Budget)
@@ -40,7 +41,7 @@ func TestDrillOnSQLiteReportsEveryBudgetRun(t *testing.T) {
 		if r.Scenario != w.scenario || r.Sent != w.sent || r.Store != "sqlite" || r.Replicas != 1 || r.Budget != 0.002 {
 			t.Errorf("row %d: %+v, want %s on sqlite, %q", i, r, w.scenario, w.sent)
 		}
-		if n := r.Admitted + r.Refused + r.Errors; w.scenario == Burst && n != 3+3 {
+		if n := r.Admitted + r.Refused + r.Errors; w.scenario != Even && n != 3+3 {
 			t.Errorf("row %d counts %d answers, want the 6 sent", i, n)
 		}
 	}
@@ -58,7 +59,7 @@ func TestDrillOnSQLiteReportsEveryBudgetRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, out := range []string{text.String(), md.String()} {
-		if !strings.Contains(out, "scenario") || strings.Count(out, "sqlite") != 3 || strings.Contains(out, "phase") {
+		if !strings.Contains(out, "scenario") || strings.Count(out, "sqlite") != 4 || strings.Contains(out, "phase") {
 			t.Errorf("report:\n%s", out)
 		}
 	}
