@@ -23,6 +23,7 @@ Prints requests, tokens and cost from the gateway's store over a period
 by any of key, team, pool, backend, model and day:
 
   switchover usage --by team,day
+  switchover usage --by key --by team
   switchover usage --from 2026-11-01 --to 2026-12-01 --by backend --format csv
 
 --from and --to take a date (UTC midnight) or an RFC 3339 time; --to is
@@ -36,7 +37,8 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs, client := adminFlagSet("usage", usageUsage, stderr)
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")
-	by := fs.String("by", "", "comma-separated grouping: key, team, pool, backend, model, day (default: one total)")
+	var by listFlag
+	fs.Var(&by, "by", "grouping: key, team, pool, backend, model, day; comma-separated or repeated (default: one total)")
 	// Not -key, which is the admin key in every command (and must not end
 	// up in a URL).
 	key := fs.String("key-id", "", "only the usage of this key ID")
@@ -60,7 +62,7 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		q.Set(name, v)
 	}
-	groups := splitList(*by)
+	groups := by.list
 	groupings := ledgerapi.Groupings()
 	for _, g := range groups {
 		if !slices.Contains(groupings, g) {
@@ -138,4 +140,20 @@ func formatBound(t time.Time) string {
 		return t.Format(time.DateOnly)
 	}
 	return t.Format(time.RFC3339)
+}
+
+// listFlag is a flag that may be repeated, each value a comma-separated
+// list: --by key,team and --by key --by team give the same list, in
+// order, each name once.
+type listFlag struct{ list []string }
+
+func (f *listFlag) String() string { return strings.Join(f.list, ",") }
+
+func (f *listFlag) Set(v string) error {
+	for _, s := range splitList(v) {
+		if !slices.Contains(f.list, s) {
+			f.list = append(f.list, s)
+		}
+	}
+	return nil
 }

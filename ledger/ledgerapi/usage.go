@@ -30,7 +30,8 @@ type Usage struct {
 	Total ledger.SpendRow   `json:"total"`
 }
 
-// usage answers GET /admin/usage?from=&to=&by=&key=&team=&format=.
+// usage answers GET /admin/usage?from=&to=&by=&key=&team=&format=; by
+// may be repeated.
 func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) {
 	q := r.URL.Query()
 	now := h.now().UTC()
@@ -53,7 +54,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) 
 		h.fail(w, r, badField("to", "%s is not after from (%s); to is exclusive", to.Format(time.RFC3339), from.Format(time.RFC3339)))
 		return
 	}
-	by, err := parseBy(q.Get("by"))
+	by, err := parseBy(q["by"])
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -90,10 +91,12 @@ func parseTime(field, v string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// parseBy reads a comma-separated grouping; repeats count once.
-func parseBy(v string) ([]string, error) {
+// parseBy reads the groupings of every "by" parameter, each a
+// comma-separated list (?by=key,team and ?by=key&by=team are the same);
+// repeats count once.
+func parseBy(vs []string) ([]string, error) {
 	by := []string{}
-	for b := range strings.SplitSeq(v, ",") {
+	for b := range strings.SplitSeq(strings.Join(vs, ","), ",") {
 		b = strings.ToLower(strings.TrimSpace(b))
 		if b == "" || slices.Contains(by, b) {
 			continue
