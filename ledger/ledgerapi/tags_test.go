@@ -72,17 +72,17 @@ func TestKeyTagsBadInput(t *testing.T) {
 		many += `,"t` + string(rune('a'+i)) + `"`
 	}
 	for body, field := range map[string]string{
-		`{"name":"x","tags":["my tag"]}`:                                      "tags:",
-		`{"name":"x","tags":["a';--"]}`:                                       "tags:",
-		`{"name":"x","tags":[""]}`:                                            "tags:",
-		`{"name":"x","tags":["` + strings.Repeat("t", 65) + `"]}`:             "tags:",
-		`{"name":"x","tags":[` + many + `]}`:                                  "tags:",
-		`{"name":"x","tags":"prod"}`:                                          "tags:",
-		`{"name":"x","metadata":{"a b":"c"}}`:                                 "metadata:",
-		`{"name":"x","metadata":{"owner":"a\nb"}}`:                            "metadata:",
+		`{"name":"x","tags":["my tag"]}`:                                       "tags:",
+		`{"name":"x","tags":["a';--"]}`:                                        "tags:",
+		`{"name":"x","tags":[""]}`:                                             "tags:",
+		`{"name":"x","tags":["` + strings.Repeat("t", 65) + `"]}`:              "tags:",
+		`{"name":"x","tags":[` + many + `]}`:                                   "tags:",
+		`{"name":"x","tags":"prod"}`:                                           "tags:",
+		`{"name":"x","metadata":{"a b":"c"}}`:                                  "metadata:",
+		`{"name":"x","metadata":{"owner":"a\nb"}}`:                             "metadata:",
 		`{"name":"x","metadata":{"owner":"` + strings.Repeat("v", 513) + `"}}`: "metadata:",
-		`{"name":"x","metadata":{"owner":1}}`:                                 "metadata",
-		`{"name":"x","metadata":["owner"]}`:                                   "metadata:",
+		`{"name":"x","metadata":{"owner":1}}`:                                  "metadata",
+		`{"name":"x","metadata":["owner"]}`:                                    "metadata:",
 	} {
 		var a errorAnswer
 		e.json("POST", "/admin/keys", body, http.StatusBadRequest, &a)
