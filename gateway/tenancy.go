@@ -136,7 +136,7 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	keys := make([]tenant.ConfigKey, 0, len(cfg.Keys))
 	for _, k := range cfg.Keys {
 		keys = append(keys, tenant.ConfigKey{Secret: k.Key.Value(), Principal: tenant.Principal{
-			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
+			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags,
 			Limits: limitsOf(k.Limits), Patience: k.Patience.D(),
 		}})
 	}
@@ -268,7 +268,7 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 		model = s.Model
 	}
 	t.writer.Add(ledger.Usage{
-		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
+		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Tags: s.Tags, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
 		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
 		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
 		Estimated: s.Usage.Estimated,
@@ -345,7 +345,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			for _, k := range g.Config().Keys {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
-					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+					Tags: k.Tags, Metadata: k.Metadata, RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
 			}
 			return keys
 		},
