@@ -28,8 +28,9 @@ type RequestQuery struct {
 	Limit int
 }
 
-// MaxRequestsLimit bounds RequestQuery.Limit.
-const MaxRequestsLimit = 1000
+// MaxRequestsLimit bounds RequestQuery.Limit (the admin API's pages are
+// smaller: it asks one more than a page to know if another follows).
+const MaxRequestsLimit = 10_000
 
 // Cursor is a position in the request logs: the time and request id of
 // the last record of a page. The zero Cursor is the start.

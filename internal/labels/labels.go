@@ -40,8 +40,8 @@ func tagChar(c byte) bool {
 }
 
 // CheckTag reports why tag is not a valid tag (or metadata name): empty,
-// longer than MaxTagLen, or with a character other than ASCII letters,
-// digits and - _ . : / = @.
+// longer than MaxTagLen, with a character other than ASCII letters,
+// digits and - _ . : / = @, or not starting with a letter or digit.
 func CheckTag(tag string) error {
 	if tag == "" {
 		return fmt.Errorf("a tag must not be empty")
@@ -53,6 +53,11 @@ func CheckTag(tag string) error {
 		if !tagChar(tag[i]) {
 			return fmt.Errorf("tag %q: only ASCII letters, digits and - _ . : / = @ are allowed", tag)
 		}
+	}
+	// A first letter or digit: a CSV cell starting with = - @ is a
+	// formula to a spreadsheet.
+	if c := tag[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+		return fmt.Errorf("tag %q must start with a letter or a digit", tag)
 	}
 	return nil
 }

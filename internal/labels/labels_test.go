@@ -20,6 +20,8 @@ func TestTags(t *testing.T) {
 		{"quote", []string{"a'b"}, nil, true},
 		{"sql", []string{"x;DROP"}, nil, true},
 		{"non-ASCII", []string{"équipe"}, nil, true},
+		{"formula", []string{"=SUM(A1)"}, nil, true},
+		{"leading dash", []string{"-x"}, nil, true},
 		{"longest", []string{strings.Repeat("a", MaxTagLen)}, []string{strings.Repeat("a", MaxTagLen)}, false},
 		{"too long", []string{strings.Repeat("a", MaxTagLen+1)}, nil, true},
 		{"too many", func() []string {
