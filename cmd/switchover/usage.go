@@ -29,13 +29,19 @@ by any of key, team, pool, backend, model, day and tag:
 
 --from and --to take a date (UTC midnight) or an RFC 3339 time; --to is
 exclusive: --from 2026-11-01 --to 2026-12-01 is November. --key-id,
---team and --tag keep one key's, team's or tag's usage. By tag, a request
+--team and --tag keep one key's, team's or tag's usage.
+
+switchover usage requests prints the request logs, one row per request
+(see switchover usage requests -h). By tag, a request
 counts under each tag its key had then (under "-" without any). -key is the admin key, as in every
 command.
 `
 
 // usageCommand runs switchover usage.
 func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "requests" {
+		return usageRequests(ctx, args[1:], stdout, stderr)
+	}
 	fs, client := adminFlagSet("usage", usageUsage, stderr)
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")
