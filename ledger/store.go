@@ -53,6 +53,11 @@ type Store interface {
 	// RequestQuery), for the request logs. ErrInvalid for a limit out of
 	// range or an empty range.
 	Requests(ctx context.Context, q RequestQuery) ([]Usage, error)
+	// DeleteRequestsBefore deletes the oldest per-request usage records
+	// (and their tags) from before on, at most limit (1 to
+	// MaxRequestsLimit) in one transaction, and returns how many; the
+	// daily sums stay. See Retention.
+	DeleteRequestsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 	// SpentSince returns the cost (USD) and tokens (prompt + completion)
 	// of the usage matching f from since on, for budget checks; since is
 	// usually PeriodStart of the budget's period.
