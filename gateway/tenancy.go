@@ -28,6 +28,10 @@ type tenancy struct {
 	refresh time.Duration
 	kick    chan struct{}
 	done    chan struct{}
+	// retention is store.retention (0: forever); retained is closed when
+	// its goroutine has ended.
+	retention time.Duration
+	retained  chan struct{}
 	// kind is "sqlite" or "postgres"; health whether the store's last
 	// write and read worked.
 	kind   string
@@ -85,6 +89,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if sc := cfg.Store; sc != nil && sc.Refresh > 0 {
 		t.refresh = sc.Refresh.D()
 	}
+	t.retention = cfg.Store.RetentionAge()
 	t.store = store
 	clk := g.opts.Clock
 	if store != nil {
@@ -185,6 +190,7 @@ func (g *Gateway) KeysChanged() {
 func (g *Gateway) runTenancy() {
 	t := g.ten
 	t.done = make(chan struct{})
+	g.runRetention(t)
 	go func() {
 		defer close(t.done)
 		refresh := time.NewTicker(t.refresh)
@@ -228,6 +234,9 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 	}
 	if t.done != nil {
 		<-t.done
+	}
+	if t.retained != nil {
+		<-t.retained
 	}
 	var errs []error
 	if t.writer != nil {
