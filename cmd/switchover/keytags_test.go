@@ -29,7 +29,7 @@ func TestKeysTagsAndMetadata(t *testing.T) {
 		t.Fatalf("stored %+v, %v", ks, err)
 	}
 	id := ks[0].ID
-	if code, out, errOut = cli(t, admin, "keys", "create", "--name", "b", "--tag", "staging"); code != exitOK {
+	if code, _, errOut = cli(t, admin, "keys", "create", "--name", "b", "--tag", "staging"); code != exitOK {
 		t.Fatalf("keys create b: exit %d\n%s", code, errOut)
 	}
 	code, out, _ = cli(t, admin, "keys", "list", "--tag", "prod")
