@@ -165,3 +165,53 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		t.Fatalf("spend by tag over the old day = %+v, %v; want %+v", rows, err, want)
 	}
 }
+
+// TestPostgresUpgradesAVersion5Database: a PostgreSQL database made before
+// tags (schema version 5, with usage in it) is migrated on open: its old
+// usage counts under the tag "", and keys and records take tags.
+func TestPostgresUpgradesAVersion5Database(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := ledger.NewKey(ctx, s, ledger.Key{Name: "old"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old, RequestID: "r0", KeyID: k.ID, PromptTokens: 5, Cost: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	db := ledger.WriterDB(s)
+	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
+		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
+		"ALTER TABLE usage_requests DROP COLUMN tags", "DELETE FROM schema_migrations WHERE version >= 6"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = postgres.Open(ctx, dsn); err != nil {
+		t.Fatalf("opening a version 5 database: %v", err)
+	}
+	defer s.Close()
+	ks, err := s.Keys(ctx)
+	if err != nil || len(ks) != 1 || ks[0].Tags != nil || ks[0].Metadata != nil {
+		t.Fatalf("the old key after the upgrade: %+v, %v", ks, err)
+	}
+	ks[0].Tags, ks[0].Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
+	if err := s.UpdateKey(ctx, ks[0]); err != nil {
+		t.Fatalf("tagging the old key: %v", err)
+	}
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r1", KeyID: k.ID, Tags: []string{"prod"}, PromptTokens: 7, Cost: 0.25}}); err != nil {
+		t.Fatal(err)
+	}
+	day := old.Truncate(24 * time.Hour)
+	rows, err := s.Spend(ctx, ledger.SpendQuery{From: day, To: day.Add(24 * time.Hour), By: []string{ledger.ByTag}})
+	want := []ledger.SpendRow{{Requests: 1, PromptTokens: 5, Cost: 0.5}, {Tag: "prod", Requests: 1, PromptTokens: 7, Cost: 0.25}}
+	if err != nil || !reflect.DeepEqual(rows, want) {
+		t.Fatalf("spend by tag over the old day = %+v, %v; want %+v", rows, err, want)
+	}
+}
