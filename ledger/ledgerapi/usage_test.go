@@ -170,3 +170,18 @@ func TestGroupingsIsACopy(t *testing.T) {
 		t.Fatalf("after changing a returned slice, Groupings() = %v, want %v", g, want)
 	}
 }
+
+// TestUsageRepeatedByUsedOnlyTheFirst is the regression test of issue
+// 24's item 6: GET /admin/usage?by=key&by=team grouped by key alone.
+func TestUsageRepeatedByUsedOnlyTheFirst(t *testing.T) {
+	s := openSQLite(t)
+	if err := s.RecordUsage(t.Context(), usageRecords); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, s)
+	var u ledgerapi.Usage
+	e.json("GET", "/admin/usage?by=key&by=team", "", http.StatusOK, &u)
+	if !slices.Equal(u.By, []string{"key", "team"}) || len(u.Rows) != 2 || u.Rows[0].Team != "research" || u.Rows[1].Team != "infra" {
+		t.Fatalf("by=key&by=team answered by %v, rows %+v", u.By, u.Rows)
+	}
+}
