@@ -25,6 +25,8 @@ type Usage struct {
 	Backend   string `json:"backend,omitempty"`
 	Region    string `json:"region,omitempty"`
 	Model     string `json:"model,omitempty"`
+	// Tags are the key's tags when the request was made (see Key.Tags).
+	Tags []string `json:"tags,omitempty"`
 
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
@@ -51,12 +53,17 @@ const (
 	ByBackend = "backend"
 	ByModel   = "model"
 	ByDay     = "day"
+	// ByTag groups by the tags the requests' keys had: a request counts
+	// once under each of its tags, and under "" when it had none, so
+	// the groups' sum exceeds the total when requests have several.
+	ByTag = "tag"
 )
 
-var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay}
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByTag}
 
 // SpendQuery asks for spend over [From, To), grouped by the dimensions in
-// By (none: one total row), optionally limited to one key and/or team.
+// By (none: one total row), optionally limited to one key, team and/or
+// tag (a request with that tag among its key's tags at the time).
 //
 // When From and To both fall on UTC midnights (days, weeks, months) the
 // store reads its daily aggregate, whose size does not grow with traffic;
@@ -67,6 +74,7 @@ type SpendQuery struct {
 	By       []string
 	Key      string
 	Team     string
+	Tag      string
 }
 
 func (q SpendQuery) validate() error {
@@ -90,6 +98,7 @@ type SpendRow struct {
 	Backend string    `json:"backend,omitempty"`
 	Model   string    `json:"model,omitempty"`
 	Day     time.Time `json:"day,omitzero"`
+	Tag     string    `json:"tag,omitempty"`
 
 	Requests         int64   `json:"requests"`
 	Failovers        int64   `json:"failovers"`

@@ -123,6 +123,8 @@ type Spender interface {
 // the usage the answer reported (Usage.Known false when it said none).
 type Spend struct {
 	RequestID, Key, Team string
+	// Tags are the key's tags (see tenant.Principal), nil without a key.
+	Tags                 []string
 	Pool, Backend, Model string
 	Status               int
 	Failover             bool

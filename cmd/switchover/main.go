@@ -15,6 +15,7 @@
 //	switchover keys create|list|show|update|rotate|revoke  virtual keys in the store
 //	switchover teams list|set               teams' limits and budgets
 //	switchover usage [flags]                requests, tokens and cost by key, team, day…
+//	switchover usage requests [flags]       one row per request (the spend logs)
 //	switchover health [-url URL]            exit 0 if the gateway answers ready
 //	switchover version [-json]              version, commit, build time, Go
 package main
@@ -148,7 +149,8 @@ Usage:
                                           update, rotate, revoke (secrets shown once)
   switchover teams list|set NAME          teams' shared limits and budgets
   switchover usage [--by team,day]        requests, tokens and cost by key, team, pool,
-                                          backend, model, day; table, JSON or CSV
+                                          backend, model, day, tag; table, JSON or CSV
+  switchover usage requests [filters]     one row per request (the spend logs), paged
   switchover health [-url URL]            GET the readiness endpoint; exit 0 on 200
                                           (a container HEALTHCHECK without a shell)
   switchover version [-json]              print the version, commit, build time and Go
