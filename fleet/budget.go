@@ -25,8 +25,8 @@ type Budgets interface {
 	// is no error) and adds cost to every line's spent, which is never
 	// below its Seed after (Seed includes cost: it is the replica's own
 	// figure once the cost was counted). A cost of zero releases the
-	// hold.
-	SettleBudget(ctx context.Context, id string, lines []BudgetLine, cost int64) error
+	// hold. now is the caller's time, as in HoldBudget.
+	SettleBudget(ctx context.Context, id string, lines []BudgetLine, cost int64, now time.Time) error
 }
 
 // BudgetLine is one budget of a hold: a key's or a team's, in one period.
@@ -35,7 +35,9 @@ type BudgetLine struct {
 	// its period; together they name the account.
 	Subject string
 	Start   time.Time
-	// End is when the period ends: the account may be forgotten after.
+	// End is when the period ends: the account may be forgotten some
+	// time after (measured from the caller's now, so that a skewed clock
+	// does not drop it early).
 	End time.Time
 	// Budget is the budget, Amount what the hold reserves against it.
 	Budget, Amount int64

@@ -174,7 +174,7 @@ func (l *Limiter) settleShared(h *sharedHold, cost float64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	l.sharedResult(l.Shared.SettleBudget(ctx, h.id, lines, nanos(cost)))
+	l.sharedResult(l.Shared.SettleBudget(ctx, h.id, lines, nanos(cost), l.clock.Now()))
 }
 
 // releaseShared gives back what h holds in the SharedBudget: the request
@@ -185,7 +185,7 @@ func (l *Limiter) releaseShared(h *sharedHold) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	l.sharedResult(l.Shared.SettleBudget(ctx, h.id, h.lines, 0))
+	l.sharedResult(l.Shared.SettleBudget(ctx, h.id, h.lines, 0, l.clock.Now()))
 }
 
 // sharedResult reports a call to the SharedBudget to OnShared: every

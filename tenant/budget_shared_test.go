@@ -83,7 +83,7 @@ func (m *memBudgets) HoldBudget(ctx context.Context, id string, lines []fleet.Bu
 	return ok, figs, nil
 }
 
-func (m *memBudgets) SettleBudget(ctx context.Context, id string, lines []fleet.BudgetLine, cost int64) error {
+func (m *memBudgets) SettleBudget(ctx context.Context, id string, lines []fleet.BudgetLine, cost int64, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++

@@ -23,7 +23,9 @@ import (
 // scripts touch several keys: every budget key carries the hash tag
 // {budget}, so that on a cluster they share one slot (and one master),
 // which is the price of holding a key's and its team's budget at once.
-// Both keys expire a day after their period ends.
+// Both keys expire a day after their period ends, by the caller's clock
+// (a relative expiry, so that a replica's skewed clock cannot drop them
+// early).
 //
 // Holds whose deadline is past are swept by the next script on their
 // account, so a replica that dies holding some locks nothing for longer
@@ -41,20 +43,21 @@ func (s *Store) budgetKey(l fleet.BudgetLine) string {
 // budgetGrace is how long an account outlives its period.
 const budgetGrace = 24 * time.Hour
 
-// expireAt is when a line's keys may go, in Unix ms: budgetGrace after
-// its period ends (without an End, after 32 days).
-func expireAt(l fleet.BudgetLine) string {
+// expireIn is how long a line's keys are kept from now, in ms: until
+// budgetGrace after its period ends (without an End, 32 days after it
+// starts), and at least budgetGrace.
+func expireIn(l fleet.BudgetLine, now time.Time) string {
 	end := l.End
 	if end.IsZero() {
 		end = l.Start.Add(32 * 24 * time.Hour)
 	}
-	return strconv.FormatInt(end.Add(budgetGrace).UnixMilli(), 10)
+	return strconv.FormatInt(max(end.Sub(now), 0).Milliseconds()+budgetGrace.Milliseconds(), 10)
 }
 
 // holdScript holds ARGV[3+4i+3] nano-dollars under id ARGV[1] on every
 // account i (KEYS[2i+1] its hash, KEYS[2i+2] its deadlines), or on none.
 // ARGV[2] is now and ARGV[3] the hold's deadline, in ms; per account
-// ARGV: budget, seed, amount, expiry (ms). Returns {held (1/0), spent1,
+// ARGV: budget, seed, amount, time to live (ms). Returns {held (1/0), spent1,
 // held1, spent2, held2, …}: the figures before this hold.
 var holdScript = redis.NewScript(`
 local id, now, deadline = ARGV[1], tonumber(ARGV[2]), ARGV[3]
@@ -93,15 +96,15 @@ if ok then
 end
 for i = 1, n do
   local a = 4 + 4*(i-1)
-  redis.call('PEXPIREAT', KEYS[2*i-1], ARGV[a+3])
-  redis.call('PEXPIREAT', KEYS[2*i], ARGV[a+3])
+  redis.call('PEXPIRE', KEYS[2*i-1], ARGV[a+3])
+  redis.call('PEXPIRE', KEYS[2*i], ARGV[a+3])
 end
 return out
 `)
 
 // settleScript ends hold ARGV[1] on every account i (KEYS[2i+1],
 // KEYS[2i+2]) and adds ARGV[2] nano-dollars to its spent, which is at
-// least its seed after. Per account ARGV: seed, expiry (ms).
+// least its seed after. Per account ARGV: seed, time to live (ms).
 var settleScript = redis.NewScript(`
 local id, cost = ARGV[1], tonumber(ARGV[2])
 for i = 1, #KEYS / 2 do
@@ -116,8 +119,8 @@ for i = 1, #KEYS / 2 do
   local seed = tonumber(ARGV[a])
   if spent < seed then spent = seed end
   redis.call('HSET', h, 'spent', spent)
-  redis.call('PEXPIREAT', h, ARGV[a+1])
-  redis.call('PEXPIREAT', z, ARGV[a+1])
+  redis.call('PEXPIRE', h, ARGV[a+1])
+  redis.call('PEXPIRE', z, ARGV[a+1])
 end
 return 1
 `)
@@ -138,7 +141,7 @@ func (s *Store) HoldBudget(ctx context.Context, id string, lines []fleet.BudgetL
 		k := s.budgetKey(l)
 		keys = append(keys, k, k+":holds")
 		args = append(args, strconv.FormatInt(l.Budget, 10), strconv.FormatInt(max(l.Seed, 0), 10),
-			strconv.FormatInt(max(l.Amount, 0), 10), expireAt(l))
+			strconv.FormatInt(max(l.Amount, 0), 10), expireIn(l, now))
 	}
 	res, err := holdScript.Run(ctx, s.rdb, keys, args...).Int64Slice()
 	if err != nil {
@@ -155,7 +158,7 @@ func (s *Store) HoldBudget(ctx context.Context, id string, lines []fleet.BudgetL
 }
 
 // SettleBudget implements fleet.Budgets.
-func (s *Store) SettleBudget(ctx context.Context, id string, lines []fleet.BudgetLine, cost int64) error {
+func (s *Store) SettleBudget(ctx context.Context, id string, lines []fleet.BudgetLine, cost int64, now time.Time) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -168,7 +171,7 @@ func (s *Store) SettleBudget(ctx context.Context, id string, lines []fleet.Budge
 	for _, l := range lines {
 		k := s.budgetKey(l)
 		keys = append(keys, k, k+":holds")
-		args = append(args, strconv.FormatInt(max(l.Seed, 0), 10), expireAt(l))
+		args = append(args, strconv.FormatInt(max(l.Seed, 0), 10), expireIn(l, now))
 	}
 	return s.fail(ctx, "settle budget", settleScript.Run(ctx, s.rdb, keys, args...).Err())
 }

@@ -50,21 +50,21 @@ func testBudgetScripts(t *testing.T, b fleet.Budgets) {
 		t.Fatalf("after a refused hold: %v %v, want the team's held unchanged [{10 60} {10 60}]", ok, figs)
 	}
 	// h1 cost 25: spent 35, nothing held.
-	if err := b.SettleBudget(ctx, "h1", lines(100, 1000, 60, 0), 25); err != nil {
+	if err := b.SettleBudget(ctx, "h1", lines(100, 1000, 60, 0), 25, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SettleBudget(ctx, "h1", lines(100, 1000, 60, 0), 0); err != nil { // settled twice: no change
+	if err := b.SettleBudget(ctx, "h1", lines(100, 1000, 60, 0), 0, now); err != nil { // settled twice: no change
 		t.Fatal(err)
 	}
 	if ok, figs := hold("h4", lines(100, 1000, 65, 0), now); !ok || fmt.Sprint(figs) != "[{35 0} {35 0}]" {
 		t.Fatalf("after settling: %v %v, want held, figures [{35 0} {35 0}]", ok, figs)
 	}
 	// A hold of nothing settled as nothing: -0 is no integer to Redis.
-	if err := b.SettleBudget(ctx, "h3", lines(100, 1000, 0, 0), 0); err != nil {
+	if err := b.SettleBudget(ctx, "h3", lines(100, 1000, 0, 0), 0, now); err != nil {
 		t.Fatal(err)
 	}
 	// A caller whose own figure is higher raises spent to it.
-	if err := b.SettleBudget(ctx, "h0", lines(100, 1000, 0, 50), 0); err != nil {
+	if err := b.SettleBudget(ctx, "h0", lines(100, 1000, 0, 50), 0, now); err != nil {
 		t.Fatal(err)
 	}
 	if ok, figs := hold("h5", lines(100, 1000, 1, 0), now); ok || fmt.Sprint(figs) != "[{50 65} {50 65}]" {
@@ -99,7 +99,7 @@ func TestBudgetSurvivesARestart(t *testing.T) {
 	if ok, _, err := s.HoldBudget(ctx, "h1", lines(100, 100, 30, 0), now, now.Add(time.Minute)); err != nil || !ok {
 		t.Fatalf("hold: %v %v", ok, err)
 	}
-	if err := s.SettleBudget(ctx, "h1", lines(100, 100, 30, 30), 30); err != nil {
+	if err := s.SettleBudget(ctx, "h1", lines(100, 100, 30, 30), 30, now); err != nil {
 		t.Fatal(err)
 	}
 	srv.Restart()
@@ -113,5 +113,26 @@ func TestBudgetSurvivesARestart(t *testing.T) {
 	}, func() string { return fmt.Sprintf("the restarted server does not answer: %v", err) })
 	if ok || fmt.Sprint(figs) != "[{30 0} {30 0}]" {
 		t.Fatalf("after a restart: %v %v, want refused, spent 30 again from the seed", ok, figs)
+	}
+}
+
+// TestBudgetAccountOfASkewedClockIsKept is the regression test of
+// accounts dropped at once: their expiry was an absolute time a day
+// after the period's end by the caller's clock, which Redis, its own
+// clock later (a replica's clock behind, or a test's fake one), took as
+// past and deleted the keys, so that no hold was ever seen by the next.
+func TestBudgetAccountOfASkewedClockIsKept(t *testing.T) {
+	url := redistest.Start(t)
+	s := newStore(t, redisstore.Options{URL: url})
+	ctx := t.Context()
+	past := time.Date(2020, 3, 1, 12, 0, 0, 0, time.UTC)
+	day := time.Date(2020, 3, 1, 0, 0, 0, 0, time.UTC)
+	ls := []fleet.BudgetLine{{Subject: "key:k", Start: day, End: day.Add(24 * time.Hour), Budget: 100, Amount: 60}}
+	if ok, _, err := s.HoldBudget(ctx, "h1", ls, past, past.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("first hold: %v %v", ok, err)
+	}
+	ok, figs, err := s.HoldBudget(ctx, "h2", ls, past, past.Add(time.Minute))
+	if err != nil || ok || fmt.Sprint(figs) != "[{0 60}]" {
+		t.Fatalf("second hold: %v %v %v, want refused with 60 held", ok, figs, err)
 	}
 }
