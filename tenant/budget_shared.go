@@ -159,17 +159,19 @@ func (f fleetFigures) heldIn(start time.Time) float64 {
 }
 
 // settleShared ends a request's hold in the SharedBudget: it adds cost
-// to its budgets' spent there (what this replica spent is the floor), and
-// releases what it reserved. A request that was not held there (the
-// SharedBudget was out) still adds its cost, so the fleet's figure stays
-// whole once it is back.
+// to its budgets' spent there (what this replica spent, with cost, is
+// the floor), and releases what it reserved. A request that was not held
+// there (the SharedBudget was out) still adds its cost, so the fleet's
+// figure stays whole once it is back. Call it before cost is added to
+// l.spend: a hold that reads l.spend meanwhile would otherwise take a
+// figure with cost as spent's floor, and the settle add cost again.
 func (l *Limiter) settleShared(h *sharedHold, cost float64) {
 	if h == nil || (!h.held && cost == 0) {
 		return
 	}
 	lines := make([]fleet.BudgetLine, len(h.lines))
 	for i, ln := range h.lines {
-		ln.Seed = nanos(l.spend.Spent(ln.Subject, ln.Start))
+		ln.Seed = nanos(l.spend.Spent(ln.Subject, ln.Start)) + nanos(cost)
 		lines[i] = ln
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)

@@ -20,6 +20,9 @@ type memBudgets struct {
 	accounts map[string]*memAccount
 	fail     error
 	calls    int
+	// beforeSettle, if set, runs at the start of each SettleBudget, as
+	// another request's call that reaches the store first would.
+	beforeSettle func()
 }
 
 type memAccount struct {
@@ -84,6 +87,9 @@ func (m *memBudgets) HoldBudget(ctx context.Context, id string, lines []fleet.Bu
 }
 
 func (m *memBudgets) SettleBudget(ctx context.Context, id string, lines []fleet.BudgetLine, cost int64, now time.Time) error {
+	if m.beforeSettle != nil {
+		m.beforeSettle()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
@@ -281,5 +287,32 @@ func TestSharedBudgetUnbudgetedRequestsSkipIt(t *testing.T) {
 	tk.Done(150, true, 0.01)
 	if sb.calls != 0 {
 		t.Fatalf("%d calls to the shared budget for a key and team without budgets, want 0", sb.calls)
+	}
+}
+
+// TestSharedBudgetCostSettledWhileAHoldSeedsIsCountedOnce is the
+// regression test of a cost counted twice in Redis: Done added the cost
+// to the replica's own spend before settling it, so a hold of the same
+// replica in between took the cost as spent's floor, and the settle then
+// added it again (three replicas on $0.05 admitted one request where two
+// fit).
+func TestSharedBudgetCostSettledWhileAHoldSeedsIsCountedOnce(t *testing.T) {
+	c := fakeclock.New()
+	sb := newMemBudgets()
+	l := replicas(c, sb, 1, nil)[0]
+	p := key("k", Limits{Budget: 1, BudgetPeriod: "day"})
+	tk, r := l.AdmitAsk(p, ask(100, 100))
+	if r != nil {
+		t.Fatal(r)
+	}
+	sb.beforeSettle = func() {
+		sb.beforeSettle = nil
+		if _, r := l.AdmitAsk(p, ask(100, 100)); r != nil {
+			t.Errorf("a request while the first settles: %v", r)
+		}
+	}
+	tk.Done(150, true, 0.25)
+	if spent, _ := sb.figures("key:k", c.Now().Truncate(24*time.Hour)); spent != nanos(0.25) {
+		t.Fatalf("shared spent %v, want the one cost, 0.25", float64(spent)/1e9)
 	}
 }

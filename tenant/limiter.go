@@ -316,6 +316,9 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	if t.team == nil {
 		teamName = ""
 	}
+	// Shared first: this replica's own figure, which Shared takes as the
+	// floor of spent, must not count a cost Shared does not have yet.
+	l.settleShared(t.shared, cost)
 	if l.spend != nil && cost != 0 {
 		l.spend.add(keyName, teamName, cost, now)
 	}
@@ -353,7 +356,6 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	}
 	l.mu.Unlock()
 	l.send(alerts)
-	l.settleShared(t.shared, cost)
 }
 
 // costWeight is the weight of a request's cost in the moving average
