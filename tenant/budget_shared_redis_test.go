@@ -280,3 +280,79 @@ func TestRedisBudgetRestartReseedsFromTheStore(t *testing.T) {
 		b.end(t, tk, p, c.Now(), 0.006)
 	})
 }
+
+// fleetSpend runs three replicas on store, sharing budgets through Redis
+// at url ("" for none), with 8 callers each on key id's $0.05 budget, for
+// a simulated minute: each caller sends a request (1,000 prompt tokens,
+// max_tokens 500: priced $0.0075 at gpt-4o's price) as soon as the last
+// one ended, each answer takes 1 s to 1.35 s and costs $0.0055 (300
+// completion tokens); a caller refused while requests are in flight
+// tries again 100 ms later, one refused for the rest of the period stops.
+// Every replica reads the store back every 5 s (store.refresh). It
+// returns what the store says was spent, and the price.
+func fleetSpend(t *testing.T, store ledger.Store, url, id string) (spent, price float64) {
+	c := fakeclock.New()
+	const step, refresh = 100 * time.Millisecond, 5 * time.Second
+	p := key(id, Limits{Budget: 0.05, BudgetPeriod: "day"})
+	a := ask(1000, 500)
+	price, _ = a.cost(gpt4o)
+	const cost = 0.0055
+	type caller struct {
+		r       *replica
+		tk      *Ticket
+		ends    time.Time
+		stopped bool
+	}
+	var callers []*caller
+	for range 3 {
+		r := newReplica(t, c, store, url)
+		for range 8 {
+			callers = append(callers, &caller{r: r})
+		}
+	}
+	start := c.Now()
+	for now := start; now.Sub(start) < time.Minute; now = c.Now() {
+		for i, cl := range callers {
+			if cl.tk != nil && !now.Before(cl.ends) {
+				cl.r.end(t, cl.tk, p, now, cost)
+				cl.tk = nil
+			}
+			if cl.tk != nil || cl.stopped {
+				continue
+			}
+			tk, ref := cl.r.l.AdmitAsk(p, a)
+			switch {
+			case ref == nil:
+				cl.tk, cl.ends = tk, now.Add(time.Second+time.Duration(i%8)*50*time.Millisecond)
+			case ref.RetryAfter > time.Minute:
+				cl.stopped = true
+			}
+		}
+		c.Advance(step)
+		if c.Now().Sub(start)%refresh == 0 {
+			for i := 0; i < len(callers); i += 8 {
+				if err := callers[i].r.spend.Refresh(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return storeSpent(t, store, id, c.Now()), price
+}
+
+// TestRedisBudgetFleetFigures prints what three replicas with 8 callers
+// each spend of a $0.05 budget with Redis and without (the README's
+// figures: go test ./tenant -run TestRedisBudgetFleetFigures -v), and
+// holds the fleet with Redis to the budget plus at most one request.
+func TestRedisBudgetFleetFigures(t *testing.T) {
+	eachLedger(t, func(t *testing.T, store ledger.Store) {
+		url := redistest.Start(t)
+		shared, price := fleetSpend(t, store, url, "with-redis")
+		alone, _ := fleetSpend(t, store, "", "without-redis")
+		t.Logf("3 replicas x 8 callers, $0.05 budget, requests priced $%.4f costing $0.0055: with Redis $%.4f spent (%+.0f%%), without $%.4f (%+.0f%%)",
+			price, shared, 100*(shared/0.05-1), alone, 100*(alone/0.05-1))
+		if shared > 0.05+price {
+			t.Fatalf("with Redis the fleet spent $%.4f of $0.05: more than one request over", shared)
+		}
+	})
+}
