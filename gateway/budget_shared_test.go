@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -26,6 +27,10 @@ func TestFleetBudgetCarriesOnWithoutRedis(t *testing.T) {
 	if n := strings.Count(a.logs.String(), warning); n != 1 {
 		t.Fatalf("%d warnings of the outage in %s's log, want 1:\n%s", n, a.name, a.logs.String())
 	}
+	// Each request's hold and its settling failed, and were counted.
+	eventuallyWhy(t, "4 fallbacks counted", func() bool {
+		return metric(t, a.gw, "switchover_budget_shared_fallbacks_total") == 4
+	}, func() string { return fmt.Sprint(metric(t, a.gw, "switchover_budget_shared_fallbacks_total")) })
 	e.redis.Restart()
 	// b spends the last dollar once Redis answers it; a, whose own
 	// figure has its two, then finds the fleet's budget spent.
