@@ -41,9 +41,8 @@ type sharedState struct {
 // sharedHold is a request's budgets in the SharedBudget.
 type sharedHold struct {
 	id    string
-	lines []fleet.BudgetLine
-	subj  []string // each line's subject's name in l.subjects
-	held  bool     // the SharedBudget holds the lines' amounts under id
+	lines []fleet.BudgetLine // Subject: the subject's name in l.subjects
+	held  bool               // the SharedBudget holds the lines' amounts under id
 	// ok says the SharedBudget answered: figs are its figures before
 	// this hold, line by line. Not ok, the request is held on this
 	// replica alone.
@@ -111,7 +110,6 @@ func (h *sharedHold) add(l *Limiter, subj string, lim Limits, c cost, now time.T
 		}
 		l.mu.Unlock()
 	}
-	h.subj = append(h.subj, subj)
 	h.lines = append(h.lines, fleet.BudgetLine{Subject: subj, Start: start, End: periodEnd(lim.BudgetPeriod, start),
 		Budget: nanos(lim.Budget), Amount: nanos(amount), Seed: nanos(l.spend.Spent(subj, start))})
 }
@@ -130,11 +128,11 @@ func (h *sharedHold) apply(s *subject, subj string, price float64) float64 {
 	if h == nil || !h.ok {
 		return price
 	}
-	for i, name := range h.subj {
-		if name != subj {
+	for i, ln := range h.lines {
+		if ln.Subject != subj {
 			continue
 		}
-		ln, f := h.lines[i], h.figs[i]
+		f := h.figs[i]
 		s.fleet = fleetFigures{start: ln.Start, spent: float64(f.Spent) / 1e9, held: float64(f.Held) / 1e9}
 		return float64(ln.Amount) / 1e9
 	}
