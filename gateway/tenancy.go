@@ -132,6 +132,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
 	t.lim.OnBudget = g.budgetAlert
 	t.lim.Price = g.price // budgets price a request at its pool's top member
+	g.shareBudgets(t.lim)
 	g.ten = t
 	return nil
 }
