@@ -60,7 +60,7 @@ func classifyPath(x *exchange) error {
 	switch x.op {
 	case route.Messages, route.CountTokens:
 		x.format = translate.Anthropic
-	case route.Responses:
+	case route.Responses, route.ResponsesCompact:
 		x.format = translate.Responses
 	}
 	return nil
@@ -91,6 +91,8 @@ func checkMethod(x *exchange) error {
 // classify maps a request path to what it asks for: an API operation (with
 // the deployment, for Azure-style paths), the model list, or a stored
 // response (objectPath, relative to the API root: "responses/{id}…").
+// responses/compact is an operation, routed by its body's model like
+// responses, never a stored response's id.
 func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
 	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
 		rest, ok := strings.CutPrefix(path, prefix)
@@ -102,8 +104,8 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 			return pathRealtime, route.Realtime, "", ""
 		}
 		if prefix == "/openai/" {
-			if rest == "responses" {
-				return pathAPI, route.Responses, "", "" // with an api-version
+			if rest == "responses" || rest == string(route.ResponsesCompact) {
+				return pathAPI, route.Operation(rest), "", "" // with an api-version
 			}
 			if strings.HasPrefix(rest, "responses/") {
 				return pathObject, route.Responses, "", rest
@@ -165,7 +167,7 @@ func isDeploymentOp(o route.Operation) bool {
 
 // routeList is the 404's list of what the gateway routes.
 func routeList(rt *Routes) string {
-	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id})", "audio/transcriptions",
+	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id}, responses/compact)", "audio/transcriptions",
 		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
 		"realtime", "messages", "messages/count_tokens"}
 	var pinned []string

@@ -72,11 +72,11 @@ func serves(prov Provider, op Operation) bool {
 }
 
 // wireFormat is the format of a call of op to prov: the provider's own,
-// except that OpenAI-format backends take Responses calls in the
-// Responses format.
+// except that OpenAI-format backends take Responses calls (and their
+// compaction) in the Responses format.
 func wireFormat(prov Provider, op Operation) translate.Format {
 	f := prov.Format()
-	if f == translate.OpenAI && op == Responses && serves(prov, Responses) {
+	if f == translate.OpenAI && (op == Responses || op == ResponsesCompact) && serves(prov, op) {
 		return translate.Responses
 	}
 	return f

@@ -13,7 +13,8 @@ import (
 
 // This file serves the Responses API: POST responses (plain, streamed,
 // background), GET and DELETE responses/{id}, POST responses/{id}/cancel
-// and GET responses/{id}/input_items.
+// and GET responses/{id}/input_items (compact.go serves POST
+// responses/compact).
 
 // responsesBody is the part of a Responses API request the sim reads.
 type responsesBody struct {
