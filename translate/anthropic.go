@@ -48,17 +48,9 @@ type anBlock struct {
 	Title     string          `json:"title,omitempty"`     // document
 	Thinking  *string         `json:"thinking,omitempty"`  // thinking
 	Signature *string         `json:"signature,omitempty"` // thinking: written as "" when there is none
-	// Citations is written as null on the text blocks of translated
-	// answers, as the Messages API writes it when there are none; never
-	// set on requests.
-	Citations json.RawMessage `json:"citations,omitempty"`
-}
-
-// outTextBlock is a text block of an answer: with its citations (none).
-func outTextBlock(s string) anBlock {
-	b := textBlock(s)
-	b.Citations = json.RawMessage("null")
-	return b
+	// A text block of a translated answer has no citations member: the
+	// Messages API leaves it out of a block that cites nothing (and
+	// clients that validate it take an array or nothing, never null).
 }
 
 type anSource struct {

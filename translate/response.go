@@ -225,10 +225,10 @@ func OpenAIResponseToAnthropic(body []byte) ([]byte, error) {
 		content = append(content, thinkingBlock(t))
 	}
 	if c.Message.Content != nil && *c.Message.Content != "" {
-		content = append(content, outTextBlock(*c.Message.Content))
+		content = append(content, textBlock(*c.Message.Content))
 	}
 	if c.Message.Refusal != nil && *c.Message.Refusal != "" {
-		content = append(content, outTextBlock(*c.Message.Refusal))
+		content = append(content, textBlock(*c.Message.Refusal))
 	}
 	for _, tc := range c.Message.ToolCalls {
 		input, err := argumentsObject(tc.Function.Arguments)

@@ -137,7 +137,7 @@ func (s *openAIToAnthropic) Event(ev Event) ([]byte, error) {
 			}
 			if s.open < 0 || s.openKind != blockText {
 				out = append(out, s.stopBlock()...)
-				out = append(out, s.startBlock(outTextBlock(""), blockText, -1)...)
+				out = append(out, s.startBlock(textBlock(""), blockText, -1)...)
 			}
 			out = append(out, s.blockDelta(anBlockDelta{Type: "text_delta", Text: *text})...)
 		}
