@@ -120,3 +120,55 @@ func TestTranslatedAnthropicTextHasNoNullCitations(t *testing.T) {
 		})
 	}
 }
+
+// TestTranslatedToolUseNamesItsCaller: translated tool_use blocks lacked
+// caller, which the Messages API always writes; a call the model made
+// itself is {"type": "direct"}, plain and streamed.
+func TestTranslatedToolUseNamesItsCaller(t *testing.T) {
+	e := startProviders(t, []string{"openai"}, nil, "")
+	const msg = `{"model":"chat-prod","max_tokens":64,"messages":[{"role":"user","content":"weather in Paris?"}],
+		"tools":[{"name":"get_weather","input_schema":{"type":"object","properties":{"city":{"type":"string"}}}}]%s}`
+	check := func(block json.RawMessage) {
+		t.Helper()
+		var b struct {
+			Type   string          `json:"type"`
+			Caller json.RawMessage `json:"caller"`
+		}
+		if err := json.Unmarshal(block, &b); err != nil {
+			t.Fatal(err)
+		}
+		if string(b.Caller) != `{"type":"direct"}` {
+			t.Errorf("tool_use caller %s, want {\"type\":\"direct\"}: %s", b.Caller, block)
+		}
+	}
+	status, body := e.postRaw(t, "/v1/messages", strings.Replace(msg, "%s", "", 1))
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	var m struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		t.Fatal(err)
+	}
+	uses := 0
+	for _, b := range m.Content {
+		if strings.Contains(string(b), `"type":"tool_use"`) {
+			uses++
+			check(b)
+		}
+	}
+	status, stream := e.postRaw(t, "/v1/messages", strings.Replace(msg, "%s", `,"stream":true`, 1))
+	if status != http.StatusOK {
+		t.Fatalf("stream status %d: %s", status, stream)
+	}
+	for _, ev := range sseData(t, stream) {
+		if cb := ev["content_block"]; string(ev["type"]) == `"content_block_start"` && strings.Contains(string(cb), `"type":"tool_use"`) {
+			uses++
+			check(cb)
+		}
+	}
+	if uses != 2 {
+		t.Fatalf("%d tool_use blocks, want one plain and one streamed:\n%s\n%s", uses, body, stream)
+	}
+}

@@ -235,7 +235,7 @@ func OpenAIResponseToAnthropic(body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, errBadBody("openai response", fmt.Errorf("tool call %q: arguments are not a JSON object", tc.ID))
 		}
-		content = append(content, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+		content = append(content, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input, Caller: directCaller})
 	}
 	if content == nil {
 		content = []anBlock{}

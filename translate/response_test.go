@@ -50,7 +50,7 @@ func TestOpenAIResponseToAnthropicEdges(t *testing.T) {
 	}{
 		{"tool calls ended with stop",
 			`{"id":"chatcmpl-1","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"stop"}]}`,
-			`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"c1","name":"f","input":{"a":1}}],"stop_reason":"tool_use","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`},
+			`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"c1","name":"f","input":{"a":1},"caller":{"type":"direct"}}],"stop_reason":"tool_use","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`},
 		{"refusal",
 			`{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11}}`,
 			`{"id":"msg_x","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"I can't help with that."}],"stop_reason":"refusal","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":5,"output_tokens":6,` + anUsageRest + `}}`},
