@@ -63,6 +63,35 @@ type supporter interface {
 	supports(op Operation) bool
 }
 
+// kindOf names prov's kind in messages: "azure", "openai", "anthropic" or
+// "gemini" for this package's providers, another provider by its wire
+// format. An Azure backend speaks OpenAI's format but is not OpenAI: a
+// reason that names the backend's kind must say which.
+func kindOf(prov Provider) string {
+	switch prov.(type) {
+	case *Azure:
+		return "azure"
+	case *OpenAI:
+		return "openai"
+	case *Anthropic:
+		return "anthropic"
+	case *Gemini:
+		return "gemini"
+	}
+	return string(prov.Format())
+}
+
+// skipReason is why a member whose provider is prov was skipped for a
+// request it cannot honour (ue): its kind, the feature, and the cause when
+// it is the model rather than the kind.
+func skipReason(prov Provider, ue *translate.UnsupportedError) string {
+	s := kindOf(prov) + " cannot honour " + ue.Feature
+	if ue.Cause != "" {
+		s += ": " + ue.Cause
+	}
+	return s
+}
+
 // serves reports whether prov takes op in its own format.
 func serves(prov Provider, op Operation) bool {
 	if s, ok := prov.(supporter); ok {
