@@ -366,6 +366,8 @@ var keyAnswerCases = []answerCase{
 		}},
 	{name: "invalid json", method: "POST", path: "/v1/chat/completions", header: answerKey, body: "{"},
 	{name: "invalid json anthropic", method: "POST", path: "/v1/messages", header: answerKey, body: "{"},
+	{name: "responses under an azure deployment", method: "POST", path: "/openai/deployments/chat-prod/responses?api-version=2025-04-01-preview",
+		header: answerKey, body: answerChat},
 	{name: "messages without max_tokens", method: "POST", path: "/v1/messages", header: answerKey, body: answerChat},
 	{name: "messages with a max_tokens not an integer", method: "POST", path: "/v1/messages", header: answerKey,
 		body: `{"model":"chat-prod","max_tokens":"64","messages":[{"role":"user","content":"hello"}]}`},

@@ -54,6 +54,9 @@ func classifyPath(x *exchange) error {
 		}
 	}
 	if x.kind == pathUnknown {
+		if dep, ok := deploymentResponsesPath(path); ok {
+			return deploymentResponsesError(dep)
+		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
 	}
@@ -137,6 +140,36 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 		return pathUnknown, "", "", ""
 	}
 	return pathUnknown, "", "", ""
+}
+
+// deploymentResponsesPath reports whether path is the Responses API under
+// an Azure deployment (/openai/deployments/{deployment}/responses, and
+// the paths below it), where Azure does not serve it, and returns the
+// deployment. The AzureOpenAI clients of the SDKs call it when made with
+// a deployment.
+func deploymentResponsesPath(path string) (deployment string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/openai/deployments/")
+	if !ok {
+		return "", false
+	}
+	dep, after, ok := strings.Cut(rest, "/")
+	if !ok || dep == "" {
+		return "", false
+	}
+	after = strings.TrimSuffix(after, "/")
+	return dep, after == "responses" || strings.HasPrefix(after, "responses/")
+}
+
+// deploymentResponsesError is Azure's answer to the Responses API under a
+// deployment: 404, code "404", "Resource not found", with the path to
+// use instead: the Responses API is on /openai/v1/responses (or
+// /openai/responses with an api-version), the deployment the body's
+// model.
+func deploymentResponsesError(deployment string) error {
+	return requestError(http.StatusNotFound, "404", fmt.Sprintf(
+		"Resource not found. The Responses API is not served under /openai/deployments/{deployment}/: "+
+			"call /openai/v1/responses (or /openai/responses?api-version=...) with %q as the body's model",
+		truncate(deployment, 100)))
 }
 
 // isOp reports whether o is an operation routed by the model in its body

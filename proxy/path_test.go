@@ -56,3 +56,23 @@ func TestClassify(t *testing.T) {
 		})
 	}
 }
+
+func TestDeploymentResponsesPath(t *testing.T) {
+	for _, tc := range []struct {
+		path, dep string
+		ok        bool
+	}{
+		{"/openai/deployments/gpt-4o/responses", "gpt-4o", true},
+		{"/openai/deployments/gpt-4o/responses/", "gpt-4o", true},
+		{"/openai/deployments/gpt-4o/responses/resp_1/cancel", "gpt-4o", true},
+		{"/openai/deployments/gpt-4o/chat/completions", "gpt-4o", false},
+		{"/openai/deployments/gpt-4o/responsesx", "gpt-4o", false},
+		{"/openai/deployments//responses", "", false},
+		{"/openai/v1/responses", "", false},
+	} {
+		dep, ok := deploymentResponsesPath(tc.path)
+		if ok != tc.ok || (ok && dep != tc.dep) {
+			t.Errorf("deploymentResponsesPath(%q) = %q %v, want %q %v", tc.path, dep, ok, tc.dep, tc.ok)
+		}
+	}
+}
