@@ -52,9 +52,10 @@ func checkResponseObject(t *testing.T, where string, resp json.RawMessage) {
 // the gateway builds (for a member without the Responses API) lacked
 // completed_at, presence_penalty, frequency_penalty, top_logprobs and
 // service_tier, which the Open Responses schema requires, plain and in
-// every response a stream carries.
+// every response a stream carries. The simulator's own (aoai-weu,
+// openai, passed through) must have them too.
 func TestTranslatedResponsesHaveEveryRequiredField(t *testing.T) {
-	for _, member := range []string{"claude", "gemini"} {
+	for _, member := range []string{"aoai-weu", "openai", "claude", "gemini"} {
 		t.Run(member, func(t *testing.T) {
 			e := startProviders(t, []string{member}, nil, "")
 			const req = `{"model":"chat-prod","input":"hello","max_output_tokens":64%s}`
