@@ -99,10 +99,12 @@ func (s *said) text() string {
 }
 
 // countsTokens reports whether the attempt's answer is one whose tokens
-// are counted: chat, completions, Responses and Messages.
+// are counted: chat, completions, Responses (and their compaction) and
+// Messages.
 func (at *attempt) countsTokens() bool {
 	o, r := &at.o, at.r
-	return o.Op.IsChat() || o.Op == Completions || o.Op == Responses || r.Op.IsChat() || r.Op == Responses
+	return o.Op.IsChat() || o.Op == Completions || o.Op == Responses || o.Op == ResponsesCompact ||
+		r.Op.IsChat() || r.Op == Responses
 }
 
 // estimateUse sets the attempt's usage, when its answer reported none,

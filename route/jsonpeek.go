@@ -293,3 +293,22 @@ func peekMaxTokens(body []byte) int64 {
 		i = vEnd
 	}
 }
+
+// Member returns the value of the top-level member name of r's JSON body
+// as it is written, and whether the body has it (false for a multipart
+// body, or one that is not a JSON object). The gateway checks with it
+// what the caller's API requires before routing, such as the max_tokens
+// of Anthropic's messages.
+func (r *Request) Member(name string) ([]byte, bool) {
+	if r.ContentType != "" {
+		return nil, false
+	}
+	var val []byte
+	found := false
+	ok := eachMember(r.Body, func(k, v []byte) {
+		if !found && keyIs(k, name) {
+			val, found = v, true
+		}
+	})
+	return val, ok && found
+}

@@ -185,3 +185,26 @@ func BenchmarkPeek(b *testing.B) {
 		}
 	}
 }
+
+func TestRequestMember(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       string
+		ok         bool
+	}{
+		{"present", `{"model":"m","max_tokens":64}`, "64", true},
+		{"escaped key", `{"max\u005ftokens": 7}`, "7", true},
+		{"null", `{"max_tokens":null}`, "null", true},
+		{"nested only", `{"metadata":{"max_tokens":1}}`, "", false},
+		{"absent", `{"model":"m"}`, "", false},
+		{"not an object", `[1]`, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Request{Body: []byte(tc.body)}
+			v, ok := r.Member("max_tokens")
+			if ok != tc.ok || string(v) != tc.want {
+				t.Errorf("Member = %q %v, want %q %v", v, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

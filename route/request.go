@@ -22,11 +22,16 @@ type Operation string
 // speak the OpenAI API (OpenAI and Azure OpenAI), or for CountTokens
 // Anthropic's.
 const (
-	ChatCompletions     Operation = "chat/completions"
-	Completions         Operation = "completions"
-	Embeddings          Operation = "embeddings"
-	Messages            Operation = "messages"
-	Responses           Operation = "responses"
+	ChatCompletions Operation = "chat/completions"
+	Completions     Operation = "completions"
+	Embeddings      Operation = "embeddings"
+	Messages        Operation = "messages"
+	Responses       Operation = "responses"
+	// ResponsesCompact is the Responses API's compaction (POST
+	// /v1/responses/compact): a create-type call routed by the model in
+	// its body, answered with a response.compaction object. It is never
+	// translated: only members that serve the Responses API take it.
+	ResponsesCompact    Operation = "responses/compact"
 	CountTokens         Operation = "messages/count_tokens"
 	AudioTranscriptions Operation = "audio/transcriptions"
 	AudioTranslations   Operation = "audio/translations"
@@ -45,7 +50,7 @@ const (
 
 // Operations lists the operations a pool routes, in the order
 // OperationFromPath tries them.
-var operations = []Operation{ChatCompletions, Completions, Embeddings, Responses, CountTokens,
+var operations = []Operation{ChatCompletions, Completions, Embeddings, Responses, ResponsesCompact, CountTokens,
 	AudioTranscriptions, AudioTranslations, AudioSpeech, ImagesGenerations, ImagesEdits, ImagesVariations, Moderations}
 
 // Operations returns the operations a pool routes by model (Messages
@@ -210,7 +215,7 @@ func NewTaggedRequest(op Operation, body []byte, header http.Header, tagger *Tag
 }
 
 func newScannedRequest(op Operation, body []byte, header http.Header, tagger *Tagger) (*Request, error) {
-	if op == Responses || op == CountTokens || !tagger.open() {
+	if op == Responses || op == ResponsesCompact || op == CountTokens || !tagger.open() {
 		var owner, id string
 		var err error
 		if body, owner, id, err = tagger.UntagBody(body); err != nil {
@@ -243,7 +248,7 @@ func newJSONRequest(op Operation, body []byte, header http.Header) (*Request, er
 // format is the wire format of op's bodies.
 func (op Operation) format() translate.Format {
 	switch op {
-	case Responses:
+	case Responses, ResponsesCompact:
 		return translate.Responses
 	case Messages, CountTokens:
 		return translate.Anthropic
