@@ -339,7 +339,7 @@ func (at *attempt) failedStatus(resp *http.Response, errBody []byte, a *Attempt,
 		// may have a larger limit.
 		at.record(breaker.Outcome{Result: breaker.Ignore})
 		a.Reason, a.Retryable, a.RetryAfter = ReasonTooLarge, true, 0
-		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.estimateTokens(), r.neverFits(resp.Header))
+		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.Tokens(), r.neverFits(resp.Header))
 		resp.Body.Close()
 		at.release()
 		return resp, *a, nil

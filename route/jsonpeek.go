@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -248,53 +247,4 @@ func withModel(body []byte, ms span, model string) []byte {
 		out = append(out, ',')
 	}
 	return append(out, rest...)
-}
-
-// peekMaxTokens reads the largest of the top-level max_tokens,
-// max_completion_tokens and max_output_tokens of a JSON object without
-// decoding the rest; 0 when none is a number, or the body is not an
-// object.
-func peekMaxTokens(body []byte) int64 {
-	i := skipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return 0
-	}
-	i++
-	var most int64
-	for first := true; ; first = false {
-		i = skipSpace(body, i)
-		if i >= len(body) || body[i] == '}' {
-			return most
-		}
-		if !first {
-			if body[i] != ',' {
-				return most
-			}
-			i = skipSpace(body, i+1)
-		}
-		if i >= len(body) || body[i] != '"' {
-			return most
-		}
-		kEnd, err := skipString(body, i)
-		if err != nil {
-			return most
-		}
-		key := body[i+1 : kEnd-1]
-		i = skipSpace(body, kEnd)
-		if i >= len(body) || body[i] != ':' {
-			return most
-		}
-		vStart := skipSpace(body, i+1)
-		vEnd, err := skipValue(body, vStart)
-		if err != nil {
-			return most
-		}
-		switch string(key) {
-		case "max_tokens", "max_completion_tokens", "max_output_tokens":
-			if n, err := strconv.ParseInt(string(body[vStart:vEnd]), 10, 64); err == nil && n > most {
-				most = n
-			}
-		}
-		i = vEnd
-	}
 }
