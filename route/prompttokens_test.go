@@ -72,7 +72,8 @@ func TestPromptTokensCountImagesByTheProvidersRules(t *testing.T) {
 
 // TestPromptTokensOfEachPart: what is counted as text (message text,
 // system, instructions, tool calls and definitions, embeddings' inputs,
-// token ids), and what is not (roles, ids, types, URLs).
+// token ids), and what is not (roles, ids, types, URLs); Claude and
+// Gemini models by their documented characters per token.
 func TestPromptTokensOfEachPart(t *testing.T) {
 	tests := []struct {
 		name string
@@ -88,7 +89,10 @@ func TestPromptTokensOfEachPart(t *testing.T) {
 			1 + 4 + 4 + route.OpenAIImageTokens},
 		{"Anthropic system and messages", route.Messages,
 			`{"model":"claude-haiku-4-5","max_tokens":5,"system":"1234567","messages":[{"role":"user","content":[{"type":"text","text":"1234567"}]}]}`,
-			2 + 2 + 4},
+			2 + 2 + 4}, // 7 characters at Claude's 3.5 a token
+		{"a Gemini model", route.ChatCompletions,
+			`{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"12345678 é"}]}`,
+			3 + 4}, // 10 characters at Gemini's 4 a token
 		{"embeddings' strings", route.Embeddings, `{"model":"text-embedding-3-small","input":["hello world","hi"]}`, hw + 1},
 		{"embeddings' token ids", route.Embeddings, `{"model":"text-embedding-3-small","input":[[1,2,3],[4,5]]}`, 5},
 		{"Responses instructions and input", route.Responses, `{"model":"gpt-4.1","instructions":"hello world","input":"hi"}`, hw + 1},
