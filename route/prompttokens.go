@@ -325,15 +325,28 @@ func (s *promptScan) str(v []byte, k keyKind) {
 	}
 }
 
-// looksBinary reports whether v, a string's contents, is data rather
-// than text: at least n bytes without a space or line break among its
-// first n.
+// looksBinary reports whether v, a string's contents, is base64 data
+// rather than text: it is at least n bytes long, and its first n after a
+// data URL's header are all of base64's alphabets (backslashes included,
+// for encoders that write "/" as "\/"). Text has spaces, line breaks or
+// punctuation sooner; text in a script without spaces (Chinese) has
+// bytes past ASCII.
 func looksBinary(v []byte, n int) bool {
+	if bytes.HasPrefix(v, []byte("data:")) {
+		if i := bytes.IndexByte(v[:min(len(v), 256)], ','); i >= 0 {
+			v = v[i+1:]
+		}
+	}
 	if len(v) < n {
 		return false
 	}
-	head := v[:n]
-	return bytes.IndexByte(head, ' ') < 0 && !bytes.Contains(head, []byte(`\n`))
+	for _, c := range v[:n] {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' ||
+			c == '+' || c == '/' || c == '=' || c == '-' || c == '_' || c == '\\') {
+			return false
+		}
+	}
+	return true
 }
 
 // tokens is the estimate for encoding e: the text, and each image, audio

@@ -13,7 +13,7 @@ import (
 var hw = int64(route.EstimateText(route.EncodingO200k, "hello world"))
 
 // base64Image is a data URL of about 1 MB, as a client sends an image.
-var base64Image = "data:image/png;base64," + strings.Repeat("iVBORw0KGgoAAAANSUhEUgAAA+gAAAPoCAYAAABNo9TkAAAgAElEQVR4", 1<<20/56)
+var base64Image = "data:image/png;base64," + strings.Repeat("iVBORw0KGgoAAAANSUhEUgAAA+gAAAPoCAYAAABNo9Tk/AAgAElEQVR4", 1<<20/57)
 
 func newRequest(t *testing.T, op route.Operation, body string) *route.Request {
 	t.Helper()
@@ -103,6 +103,19 @@ func TestPromptTokensOfEachPart(t *testing.T) {
 				t.Errorf("PromptTokens = %d, want %d", got, tt.want)
 			}
 		})
+	}
+	// Long text without spaces is text; base64 with escaped slashes,
+	// under a key not known for data, is not.
+	zh := strings.Repeat("网关接收每一个请求，选择最快的区域。", 100)
+	r := newRequest(t, route.ChatCompletions, `{"model":"gpt-4o","messages":[{"role":"user","content":"`+zh+`"}]}`)
+	if want := int64(route.EstimateText(route.EncodingO200k, zh)) + 4; r.PromptTokens() != want || want < 1000 {
+		t.Errorf("%d bytes of Chinese: %d tokens, want %d", len(zh), r.PromptTokens(), want)
+	}
+	data := strings.ReplaceAll(base64Image[len("data:image/png;base64,"):], "/", `\/`)
+	r = newRequest(t, route.Messages, `{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[{"role":"user","content":[`+
+		`{"type":"image","source":{"type":"base64","media_type":"image/png","data":"`+data+`"}},{"type":"text","text":"data:image\/png;base64,`+data+`"}]}]}`)
+	if got := r.PromptTokens(); got != 4+route.ClaudeImageTokens {
+		t.Errorf("base64 with escaped slashes: %d tokens, want %d", got, 4+route.ClaudeImageTokens)
 	}
 	tools := `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"get_weather","description":"Get the weather in a city","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]}`
 	if got := newRequest(t, route.ChatCompletions, tools).PromptTokens(); got < 25 || got > 60 {
