@@ -114,7 +114,8 @@ func memberKind(key []byte) keyKind {
 		return kindJSON
 	case "role", "id", "tool_call_id", "call_id", "tool_use_id", "media_type", "mime_type", "url", "image_url",
 		"file_id", "file_url", "format", "cache_control", "signature", "status", "model", "filename",
-		"encrypted_content", "citations", "voice", "redacted_thinking":
+		"encrypted_content", "citations", "voice", "redacted_thinking",
+		"thinking": // Anthropic does not count earlier turns' thinking
 		return kindSkip
 	}
 	return kindText

@@ -88,8 +88,9 @@ func TestPromptTokensOfEachPart(t *testing.T) {
 				`{"role":"user","content":[{"type":"image_url","image_url":{"url":"https://example.com/a/very/long/path/to/an/image.png"}}]}]}`,
 			1 + 4 + 4 + route.OpenAIImageTokens},
 		{"Anthropic system and messages", route.Messages,
-			`{"model":"claude-haiku-4-5","max_tokens":5,"system":"1234567","messages":[{"role":"user","content":[{"type":"text","text":"1234567"}]}]}`,
-			2 + 2 + 4}, // 7 characters at Claude's 3.5 a token
+			`{"model":"claude-haiku-4-5","max_tokens":5,"system":"1234567","messages":[{"role":"user","content":[{"type":"text","text":"1234567"}]},` +
+				`{"role":"assistant","content":[{"type":"thinking","thinking":"not counted again","signature":"x"},{"type":"text","text":"1234567"}]}]}`,
+			2 + 2 + 4 + 2 + 4}, // 7 characters at Claude's 3.5 a token
 		{"a Gemini model", route.ChatCompletions,
 			`{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"12345678 é"}]}`,
 			3 + 4}, // 10 characters at Gemini's 4 a token
