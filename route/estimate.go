@@ -110,10 +110,12 @@ func (at *attempt) countsTokens() bool {
 // estimateUse sets the attempt's usage, when its answer reported none,
 // from the pool's TokenCounter: the client's request body counted as the
 // prompt, what was answered (s) as the completion, marked Estimated.
-// Without a TokenCounter the usage stays unknown.
+// A usage already Estimated (the input_tokens of a stream translated into
+// Anthropic's format, see usageReader) is counted again. Without a
+// TokenCounter the usage stays unknown, or as estimated.
 func (at *attempt) estimateUse(client translate.Format, s *said) {
 	tc := at.p.Tokens
-	if tc == nil || at.use.Known {
+	if tc == nil || at.use.Known && !at.use.Estimated {
 		return
 	}
 	model := at.b.Model()

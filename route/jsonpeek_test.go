@@ -208,3 +208,31 @@ func TestRequestMember(t *testing.T) {
 		})
 	}
 }
+
+// TestSkipStringFindsTheClosingQuote: skipString looks for quotes alone;
+// a quote after an odd number of backslashes is escaped, after an even
+// number it closes the string.
+func TestSkipStringFindsTheClosingQuote(t *testing.T) {
+	tests := []struct {
+		in, str string // str: the string skipped, quotes included; "" for an error
+	}{
+		{`"plain",1`, `"plain"`},
+		{`"a \"quoted\" word"}`, `"a \"quoted\" word"`},
+		{`"ends in a backslash\\",`, `"ends in a backslash\\"`},
+		{`"two \\\\ then \\\" then"]`, `"two \\\\ then \\\" then"`},
+		{`"\\\\\\"x"`, `"\\\\\\"`},
+		{`"""`, `""`},
+		{`"not closed`, ""},
+		{`"escaped close\"`, ""},
+		{`"\\\"`, ""},
+	}
+	for _, tt := range tests {
+		end, err := skipString([]byte(tt.in), 0)
+		switch {
+		case tt.str == "" && err == nil:
+			t.Errorf("%s: ends at %d, want an error", tt.in, end)
+		case tt.str != "" && (err != nil || tt.in[:end] != tt.str):
+			t.Errorf("%s: ends at %d (%v), want %s", tt.in, end, err, tt.str)
+		}
+	}
+}
