@@ -248,6 +248,7 @@ func withModel(body []byte, ms span, model string) []byte {
 	}
 	return append(out, rest...)
 }
+
 // Member returns the value of the top-level member name of r's JSON body
 // as it is written, and whether the body has it (false for a multipart
 // body, or one that is not a JSON object). The gateway checks with it
