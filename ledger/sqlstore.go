@@ -301,7 +301,11 @@ func boolInt(b bool) int64 {
 // groupColumns maps SpendQuery.By to columns, which both usage tables have.
 var groupColumns = map[string]string{
 	ByKey: "key_id", ByTeam: "team", ByPool: "pool", ByBackend: "backend", ByModel: "model", ByDay: "day",
+	ByHour: hourColumn,
 }
+
+// hourColumn numbers a request's UTC hour: hours since the epoch.
+const hourColumn = "(at_us / 3600000000)"
 
 func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) {
 	if err := q.validate(); err != nil {
@@ -319,7 +323,7 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 		query.WriteString(c + ", ")
 	}
 	var args []any
-	if isMidnight(q.From) && isMidnight(q.To) {
+	if isMidnight(q.From) && isMidnight(q.To) && !slices.Contains(q.By, ByHour) {
 		query.WriteString(`CAST(COALESCE(SUM(requests), 0) AS BIGINT), CAST(COALESCE(SUM(failovers), 0) AS BIGINT),
 			` + sumColumns + ` FROM usage_daily WHERE day >= ? AND day < ?`)
 		args = append(args, dayOf(q.From), dayOf(q.To))
@@ -349,7 +353,7 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 	for rows.Next() {
 		var r SpendRow
 		var day string
-		var nus int64
+		var nus, hour int64
 		dest := make([]any, 0, len(cols)+7)
 		for _, c := range cols {
 			switch c {
@@ -365,6 +369,8 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 				dest = append(dest, &r.Model)
 			case "day":
 				dest = append(dest, &day)
+			case hourColumn:
+				dest = append(dest, &hour)
 			}
 		}
 		dest = append(dest, &r.Requests, &r.Failovers, &r.PromptTokens, &r.CompletionTokens,
@@ -376,6 +382,9 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 			if r.Day, err = time.Parse(time.DateOnly, day); err != nil {
 				return nil, fmt.Errorf("ledger: spend: day %q: %w", day, err)
 			}
+		}
+		if slices.Contains(cols, hourColumn) {
+			r.Hour = time.Unix(hour*3600, 0).UTC()
 		}
 		r.Cost = fromNano(nus)
 		out = append(out, r)

@@ -51,15 +51,18 @@ const (
 	ByBackend = "backend"
 	ByModel   = "model"
 	ByDay     = "day"
+	// ByHour groups by UTC hour (for budgets of hours); it always sums
+	// the per-request rows.
+	ByHour = "hour"
 )
 
-var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay}
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByHour}
 
 // SpendQuery asks for spend over [From, To), grouped by the dimensions in
 // By (none: one total row), optionally limited to one key and/or team.
 //
-// When From and To both fall on UTC midnights (days, weeks, months) the
-// store reads its daily aggregate, whose size does not grow with traffic;
+// When From and To both fall on UTC midnights (days, weeks, months), and
+// By has no ByHour, the store reads its daily aggregate, whose size does not grow with traffic;
 // otherwise it sums the per-request rows, which is exact but costs a scan
 // of the requests in the range.
 type SpendQuery struct {
@@ -82,7 +85,8 @@ func (q SpendQuery) validate() error {
 }
 
 // SpendRow is one group of a Spend answer. The grouping fields not asked
-// for are empty; Day is the UTC midnight of the day when grouped by day.
+// for are empty; Day is the UTC midnight of the day when grouped by day,
+// Hour the start of the UTC hour when grouped by hour.
 type SpendRow struct {
 	Key     string    `json:"key,omitempty"`
 	Team    string    `json:"team,omitempty"`
@@ -90,6 +94,7 @@ type SpendRow struct {
 	Backend string    `json:"backend,omitempty"`
 	Model   string    `json:"model,omitempty"`
 	Day     time.Time `json:"day,omitzero"`
+	Hour    time.Time `json:"hour,omitzero"`
 
 	Requests         int64   `json:"requests"`
 	Failovers        int64   `json:"failovers"`
