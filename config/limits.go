@@ -24,10 +24,16 @@ type Limits struct {
 	// MaxConcurrent bounds this key's requests in flight on each replica,
 	// so one tenant cannot take every slot. Keys only. Default unlimited.
 	MaxConcurrent int `yaml:"max_concurrent"`
-	// Budget is the most that may be spent per calendar period (UTC), as
-	// "50/month", "5/day" or "200/week" (US dollars). Past it requests
-	// get 429 budget_exceeded until the period ends; notifications go out
-	// at 80% and 100%. Default none.
+	// Budget is the most that may be spent (US dollars) per period:
+	// "50/month", "5/day", "200/week", or any whole number of hours or
+	// days from 1h to 366d: "5/1h", "20/12h", "100/30d". "month" is the
+	// calendar month; the others are fixed blocks laid end to end from
+	// Monday 1970-01-05 00:00 UTC (every replica agrees on a period's
+	// start from the time alone): "1h" is each clock hour, "day" (1d)
+	// each UTC day, "week" (7d) each ISO week, "30d" consecutive 30-day
+	// blocks. Past it requests get 429 budget_exceeded until the period
+	// ends (Retry-After says when); notifications go out at 80% and 100%.
+	// Default none.
 	Budget Budget `yaml:"budget"`
 }
 
@@ -110,10 +116,12 @@ func (c *Count) UnmarshalYAML(n *yaml.Node) error {
 // quantity.ParseCount, which the admin API shares.
 func ParseCount(s string) (int64, error) { return quantity.ParseCount(s) }
 
-// Budget is an amount in US dollars per calendar period.
+// Budget is an amount in US dollars per period.
 type Budget struct {
 	USD float64
-	// Period is "day", "week" (ISO, from Monday) or "month", in UTC.
+	// Period is "day", "week" (ISO, from Monday), "month", or a number of
+	// hours or days ("1h", "12h", "30d"), in UTC: quantity.ParsePeriod's
+	// canonical form, which ledger.PeriodStart takes.
 	Period string
 }
 
@@ -130,7 +138,7 @@ func (b Budget) String() string {
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (b *Budget) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return typeErr(n.Line, "expected a budget such as 50/month")
+		return typeErr(n.Line, "expected a budget such as 50/month or 100/30d")
 	}
 	v, err := ParseBudget(n.Value)
 	if err != nil {
@@ -141,8 +149,8 @@ func (b *Budget) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // ParseBudget reads "50/month", "$5/day", "200/week" (also "monthly",
-// "daily", "weekly" and "mo", "d", "w"), with quantity.ParseBudget, which
-// the admin API shares.
+// "daily", "weekly" and "mo", "d", "w"), "5/1h", "100/30d", with
+// quantity.ParseBudget, which the admin API shares.
 func ParseBudget(s string) (Budget, error) {
 	usd, period, err := quantity.ParseBudget(s)
 	if err != nil {

@@ -20,6 +20,38 @@ func TestParseBudget(t *testing.T) {
 	if s := (Budget{50, "month"}).String(); s != "50/month" {
 		t.Errorf("String = %q", s)
 	}
+	if s := (Budget{100, "30d"}).String(); s != "100/30d" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+// TestBudgetPeriods: budgets of any whole number of hours or days, from
+// 1h to 366d, in their canonical form, and a bad one named at its line.
+func TestBudgetPeriods(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\nkeys:\n  - name: app\n    key: app-key-0123456789abcdef0123456789\n"
+	env := func(string) (string, bool) { return "", false }
+	for in, want := range map[string]Budget{"100/30d": {100, "30d"}, "5/1h": {5, "1h"}, "20/12h": {20, "12h"}, "50/7d": {50, "week"}, "1/24h": {1, "day"}} {
+		cfg, err := Parse("b.yaml", []byte(head+"    budget: "+in+"\n"), env)
+		if err != nil {
+			t.Errorf("budget %s: %v", in, err)
+			continue
+		}
+		if got := cfg.Keys[0].Budget; got != want {
+			t.Errorf("budget %s = %+v, want %+v", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"5/30m":   `b.yaml:10: budget "5/30m": period "30m" is not day, week, month or a number of hours, days or weeks such as 1h, 12h, 30d`,
+		"5/1.5h":  `b.yaml:10: budget "5/1.5h": period "1.5h" is not`,
+		"5/0h":    `b.yaml:10: budget "5/0h": period "0h" is outside 1h to 366d`,
+		"5/367d":  `b.yaml:10: budget "5/367d": period "367d" is outside 1h to 366d`,
+		"5/1year": `b.yaml:10: budget "5/1year": period "1year" is not`,
+	} {
+		_, err := Parse("b.yaml", []byte(head+"    rpm: 5\n    budget: "+in+"\n"), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("budget %s: %v; want %q", in, err, want)
+		}
+	}
 }
 
 func TestTenancyFiles(t *testing.T) {
@@ -31,7 +63,7 @@ func TestTenancyFiles(t *testing.T) {
 	if k.RPM != 600 || k.TPM != 200000 || k.MaxConcurrent != 20 || k.Budget != (Budget{50, "month"}) || k.Patience.D() != 30*time.Second || k.Team != "apps" {
 		t.Errorf("key %+v", k)
 	}
-	if tm := cfg.Teams[0]; tm.TPM != 1500000 || tm.Budget.USD != 500 {
+	if tm := cfg.Teams[0]; tm.TPM != 1500000 || tm.Budget != (Budget{500, "30d"}) {
 		t.Errorf("team %+v", tm)
 	}
 	if ws := cfg.Warnings(); len(ws) != 0 {
@@ -45,7 +77,7 @@ func TestTenancyFiles(t *testing.T) {
 	// Type errors stop the load before the semantic checks.
 	for _, want := range []string{
 		`tenancy.bad.yaml:9: "lots" is not a count (write 600, 200k or 1.5m)`,
-		`tenancy.bad.yaml:10: budget "50/year": period "year" is not day, week or month`,
+		`tenancy.bad.yaml:10: budget "50/year": period "year" is not day, week, month or a number of hours, days or weeks such as 1h, 12h, 30d`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)

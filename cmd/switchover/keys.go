@@ -37,7 +37,7 @@ Limits (create and update):
   --models M1,M2          models the key may ask for (default all; "" clears)
   --rpm N, --tpm N        requests and tokens per minute: 600, 200k, 1.5m (0: unlimited)
   --max-concurrent N      requests in flight (0: unlimited)
-  --budget AMOUNT/PERIOD  USD per day, week or month: 50/month (none: no budget)
+  --budget AMOUNT/PERIOD  USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)
   --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
   --patience WAIT         the key's default wait for quota: 30s, 2m (none: the pool's)
 
@@ -106,7 +106,7 @@ func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 		rpm:      fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)"),
 		tpm:      fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
 		conc:     fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
-		budget:   fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)"),
+		budget:   fs.String("budget", "", "USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)"),
 		expires:  fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
 		patience: fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
 	}

@@ -28,7 +28,8 @@ listed too (source "config") and are changed in the file.
                                              not given keep their value
 
 --rpm and --tpm take 600, 200k, 1.5m (0: unlimited); --budget takes 50/month,
-5/day, 200/week (none: no budget). Both take -admin URL, -key KEY and -json.
+5/day, 200/week, 5/1h, 100/30d (none: no budget). Both take -admin URL, -key KEY
+and -json.
 `
 
 // teamsCommand runs switchover teams SUBCOMMAND.
@@ -96,7 +97,7 @@ func teamsSet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs, client, asJSON := subFlags("teams set", "Usage: switchover teams set NAME [--rpm N] [--tpm N] [--budget AMOUNT/PERIOD]\n\nCreates the team or changes it; limits not given keep their value.\n", stderr)
 	fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)")
 	fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)")
-	fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)")
+	fs.String("budget", "", "USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)")
 	name, err := parseWithArg(fs, args, "a team name")
 	if err != nil {
 		return err

@@ -220,6 +220,8 @@ func TestPatchKey(t *testing.T) {
 			k.Budget, k.BudgetPeriod = 3, "day"
 		}},
 		{"budget string", `{"budget":"$7.5/monthly"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 7.5, "month" }},
+		{"budget per 30 days", `{"budget":"100/30d"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 100, "30d" }},
+		{"budget period in hours", `{"budget":2,"budget_period":"48h"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 2, "2d" }},
 		{"relative expiry", `{"expires":"36h"}`, func(k *ledger.Key) { k.Expires = now.Add(36 * time.Hour) }},
 		{"clear", `{"team":"","pools":[],"models":[],"rpm":0,"budget":"none","expires":"never"}`, func(k *ledger.Key) {
 			k.Team, k.Pools, k.Models, k.RPM, k.Budget, k.BudgetPeriod, k.Expires = "", nil, nil, 0, 0, "", time.Time{}
@@ -307,6 +309,8 @@ func TestBadKeyInput(t *testing.T) {
 		{"budget negative", "POST", `{"name":"a","budget":"-5/day"}`, "budget:"},
 		{"budget_usd without period", "POST", `{"name":"a","budget_usd":5}`, "budget_period:"},
 		{"budget_period unknown", "POST", `{"name":"a","budget_usd":5,"budget_period":"year"}`, "budget_period:"},
+		{"budget period under an hour", "POST", `{"name":"a","budget":"5/30m"}`, "budget:"},
+		{"budget_period over 366d", "POST", `{"name":"a","budget_usd":5,"budget_period":"400d"}`, "budget_period:"},
 		{"budget_usd negative", "PATCH", `{"budget_usd":-1,"budget_period":"day"}`, "budget_usd:"},
 		{"budget and budget_usd", "POST", `{"name":"a","budget":"5/day","budget_usd":5}`, "budget_usd:"},
 		{"budget a bool", "POST", `{"name":"a","budget":true}`, "budget:"},

@@ -40,7 +40,8 @@ type budget struct {
 
 // apply changes b by the fields of a body: budget ("50/month", a number
 // of USD, or "" / 0 for none), budget_usd (a number) and budget_period
-// (day, week or month). Nil fields leave b alone.
+// (day, week, month, or hours or days such as 1h or 30d, see
+// quantity.ParsePeriod). Nil fields leave b alone.
 func (b *budget) apply(text, usd, period any) error {
 	if text != nil && usd != nil {
 		return badField("budget_usd", "give budget or budget_usd, not both")
@@ -80,19 +81,23 @@ func (b *budget) apply(text, usd, period any) error {
 	if period != nil {
 		p, ok := period.(string)
 		if !ok {
-			return badField("budget_period", "expected day, week or month")
+			return badField("budget_period", "expected day, week, month, or hours or days such as 1h or 30d")
 		}
-		b.period = strings.ToLower(strings.TrimSpace(p))
+		c, err := quantity.ParsePeriod(p)
+		if err != nil {
+			return badField("budget_period", "%v", err)
+		}
+		b.period = c
 	}
 	if b.usd == 0 {
 		b.period = ""
 		return nil
 	}
 	if b.period == "" {
-		return badField("budget_period", "required with a budget in US dollars: day, week or month")
+		return badField("budget_period", "required with a budget in US dollars: day, week, month, or hours or days such as 1h or 30d")
 	}
 	if _, err := ledger.PeriodStart(b.period, time.Time{}); err != nil {
-		return badField("budget_period", "%q is not day, week or month", b.period)
+		return badField("budget_period", "%q is not day, week, month, or hours or days such as 1h or 30d", b.period)
 	}
 	return nil
 }
