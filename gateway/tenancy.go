@@ -90,6 +90,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if store != nil {
 		t.dir = tenant.NewDirectory(clk, store)
 		t.spend = tenant.NewSpend(clk, store)
+		t.spend.SetPeriods(t.dir.Periods) // how far back budgets read spend
 		t.health.set = g.Metrics.StoreUp
 		wo := ledger.WriterOptions{
 			Clock:     clk,
@@ -123,6 +124,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	} else {
 		t.dir = tenant.NewDirectory(clk, nil)
 		t.spend = tenant.NewSpend(clk, nil)
+		t.spend.SetPeriods(t.dir.Periods)
 	}
 	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
 	t.lim.OnBudget = g.budgetAlert
@@ -145,6 +147,10 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits), ShareObjects: t.ShareObjects})
 	}
 	g.ten.dir.SetConfig(keys, teams)
+	select { // read spend again, as far back as the file's budget periods need
+	case g.ten.kick <- struct{}{}:
+	default:
+	}
 }
 
 func limitsOf(l config.Limits) tenant.Limits {

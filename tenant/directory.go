@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ type snapshot struct {
 	stored   map[string]storedKey // by prefix, and by a rotated secret's prefix
 	teams    map[string]Limits    // the configuration's win over the store's
 	shares   map[string]bool      // teams whose keys share stored objects
+	periods  []string             // of the budgets of keys and teams
 }
 
 // KeyByPrefix implements ledger.KeyLookup over the memory.
@@ -168,8 +170,38 @@ func (d *Directory) publish() {
 		s.teams[n] = l
 	}
 	s.required = d.store != nil || len(s.config) > 0
+	s.periods = periodsOf(s)
 	d.snap.Store(s)
 }
+
+// periodsOf returns the budget periods of s's keys and teams, each once.
+func periodsOf(s *snapshot) []string {
+	seen := map[string]bool{}
+	add := func(l Limits) {
+		if l.Budget > 0 && l.BudgetPeriod != "" {
+			seen[l.BudgetPeriod] = true
+		}
+	}
+	for _, p := range s.config {
+		add(p.Limits)
+	}
+	for _, k := range s.stored {
+		add(k.p.Limits)
+	}
+	for _, l := range s.teams {
+		add(l)
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Periods returns the budget periods of the keys and teams known, each
+// once (for Spend.SetPeriods).
+func (d *Directory) Periods() []string { return d.snap.Load().periods }
 
 // principalOf is the principal of a store's key; shares are the teams
 // whose keys share stored objects.

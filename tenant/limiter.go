@@ -336,11 +336,11 @@ const costWeight = 0.2
 // the requests in flight reserved, and appends the alerts its spend has
 // earned. Called with l.mu held.
 func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, subj string, price float64, now time.Time, alerts *[]BudgetAlert) *Refusal {
-	if lim.Budget <= 0 || l.spend == nil {
+	if l.spend == nil {
 		return nil
 	}
-	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
-	if err != nil {
+	start, reset, ok := BudgetPeriod(lim, now)
+	if !ok {
 		return nil
 	}
 	spent := l.spend.Spent(subj, start)
@@ -361,7 +361,6 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	if held < budget && held+nanos(price) <= budget {
 		return nil
 	}
-	reset := periodEnd(lim.BudgetPeriod, start)
 	who := kind + " " + name
 	if label != "" && label != name && kind == "key" {
 		who = fmt.Sprintf("key %s (%s)", name, label)
@@ -650,14 +649,19 @@ func (l *Limiter) debitPeer(prev peerState, totals map[string]Taken, now time.Ti
 // idleSubject is how long a subject with nothing in flight is kept.
 const idleSubject = 10 * time.Minute
 
-func periodEnd(period string, start time.Time) time.Time {
-	switch period {
-	case ledger.PeriodDay:
-		return start.AddDate(0, 0, 1)
-	case ledger.PeriodWeek:
-		return start.AddDate(0, 0, 7)
+// BudgetPeriod returns the start and end of the period of lim's budget
+// that holds now (see ledger.PeriodStart: every replica computes the
+// same from the time alone), and false when lim has no budget or its
+// period is not one.
+func BudgetPeriod(lim Limits, now time.Time) (start, end time.Time, ok bool) {
+	if lim.Budget <= 0 {
+		return time.Time{}, time.Time{}, false
 	}
-	return start.AddDate(0, 1, 0)
+	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	return start, ledger.PeriodEnd(lim.BudgetPeriod, start), true
 }
 
 func (p *Principal) display() string {
