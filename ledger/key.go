@@ -44,6 +44,14 @@ type Key struct {
 	// days such as "1h" or "30d" (quantity.ParsePeriod's canonical form,
 	// see PeriodStart), or "" when Budget is 0.
 	BudgetPeriod string `json:"budget_period,omitempty"`
+	// SoftBudget is an alert threshold below Budget, in USD per
+	// BudgetPeriod: when the key's spend reaches it a budget
+	// notification goes out (instead of the one at 80%); nothing is
+	// refused. 0 is none; it needs a Budget, and is below it.
+	SoftBudget float64 `json:"soft_budget,omitempty"`
+	// Budgets bound the key's spend on one pool or one model each, on
+	// top of its Budget. Nil is none.
+	Budgets []ScopedBudget `json:"budgets,omitempty"`
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins; capped by the pool's max_wait_limit);
 	// zero is the pool's. Shown by the admin API as "30s".
@@ -79,6 +87,40 @@ type Team struct {
 	TPM          int64   `json:"tpm,omitempty"`
 	Budget       float64 `json:"budget,omitempty"`
 	BudgetPeriod string  `json:"budget_period,omitempty"`
+	// SoftBudget is an alert threshold below Budget, as Key.SoftBudget.
+	SoftBudget float64 `json:"soft_budget,omitempty"`
+}
+
+// ScopedBudget is a budget of a key's spend on one pool or one model
+// (exactly one of Pool and Model is set), in USD per Period (as
+// Key.BudgetPeriod).
+type ScopedBudget struct {
+	Pool   string  `json:"pool,omitempty"`
+	Model  string  `json:"model,omitempty"`
+	Budget float64 `json:"budget"`
+	Period string  `json:"budget_period"`
+}
+
+// validBudgets checks a soft budget and scoped budgets as a store keeps
+// them.
+func validBudgets(budget, soft float64, scoped []ScopedBudget) error {
+	if soft < 0 || (soft > 0 && soft >= budget) {
+		return fmt.Errorf("%w: soft budget %v is not below the budget %v", ErrInvalid, soft, budget)
+	}
+	seen := map[[2]string]bool{}
+	for _, b := range scoped {
+		if (b.Pool == "") == (b.Model == "") || b.Budget <= 0 {
+			return fmt.Errorf("%w: a scoped budget needs a pool or a model, and an amount above 0: %+v", ErrInvalid, b)
+		}
+		if _, err := PeriodStart(b.Period, time.Time{}); err != nil {
+			return err
+		}
+		if seen[[2]string{b.Pool, b.Model}] {
+			return fmt.Errorf("%w: two budgets of pool %q model %q", ErrInvalid, b.Pool, b.Model)
+		}
+		seen[[2]string{b.Pool, b.Model}] = true
+	}
+	return nil
 }
 
 // Errors returned by stores and Verify; test them with errors.Is.

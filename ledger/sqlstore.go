@@ -43,15 +43,21 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 	if err := validPeriod(k.BudgetPeriod); err != nil {
 		return err
 	}
+	if err := validBudgets(k.Budget, k.SoftBudget, k.Budgets); err != nil {
+		return err
+	}
 	if k.ID == "" || k.Prefix == "" || len(k.Hash) == 0 {
 		return fmt.Errorf("%w: a key needs an ID, prefix and hash (use NewKey)", ErrInvalid)
 	}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
+	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
-		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
-		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
-		k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil))
+			k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
+			k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
+			micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
+			k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil))
+		return err
+	})
 	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
 	}
@@ -71,6 +77,11 @@ func (s *sqlStore) KeyByPrefix(ctx context.Context, prefix string) (Key, error) 
 	if err != nil {
 		return Key{}, fmt.Errorf("ledger: key by prefix: %w", err)
 	}
+	r, err := s.readRules(ctx, keyOwner(k.ID))
+	if err != nil {
+		return Key{}, fmt.Errorf("ledger: key by prefix: %w", err)
+	}
+	r.attach(&k)
 	return k, nil
 }
 
@@ -91,6 +102,14 @@ func (s *sqlStore) Keys(ctx context.Context) ([]Key, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: keys: %w", err)
 	}
+	rows.Close()
+	r, err := s.readRules(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: keys: %w", err)
+	}
+	for i := range ks {
+		r.attach(&ks[i])
+	}
 	return ks, nil
 }
 
@@ -98,12 +117,24 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 	if err := validPeriod(k.BudgetPeriod); err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
+	if err := validBudgets(k.Budget, k.SoftBudget, k.Budgets); err != nil {
+		return err
+	}
+	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
 		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?
 		WHERE id = ?`),
-		k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
-		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(), k.ID)
-	return oneRow(res, err, "update key", k.ID)
+			k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
+			toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(), k.ID)
+		if err != nil {
+			return err
+		}
+		return oneRow(res, nil, "update key", k.ID) // no rules for a key that is not there
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("ledger: update key %s: %w", k.ID, err)
+	}
+	return err
 }
 
 func (s *sqlStore) RotateKey(ctx context.Context, id, prefix string, hash []byte, prevUntil time.Time) error {
@@ -151,11 +182,17 @@ func (s *sqlStore) PutTeam(ctx context.Context, t Team) error {
 	if err := validPeriod(t.BudgetPeriod); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO teams (name, rpm, tpm, budget_nusd, budget_period)
+	if err := validBudgets(t.Budget, t.SoftBudget, nil); err != nil {
+		return err
+	}
+	err := s.withRules(ctx, teamOwner(t.Name), t.SoftBudget, nil, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO teams (name, rpm, tpm, budget_nusd, budget_period)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET rpm = excluded.rpm, tpm = excluded.tpm,
 			budget_nusd = excluded.budget_nusd, budget_period = excluded.budget_period`),
-		t.Name, t.RPM, t.TPM, toNano(t.Budget), t.BudgetPeriod)
+			t.Name, t.RPM, t.TPM, toNano(t.Budget), t.BudgetPeriod)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("ledger: put team %s: %w", t.Name, err)
 	}
@@ -180,6 +217,14 @@ func (s *sqlStore) Teams(ctx context.Context) ([]Team, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: teams: %w", err)
+	}
+	rows.Close()
+	r, err := s.readRules(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: teams: %w", err)
+	}
+	for i := range ts {
+		ts[i].SoftBudget = r.soft[teamOwner(ts[i].Name)]
 	}
 	return ts, nil
 }

@@ -95,6 +95,36 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	if got, err := ledger.Verify(ctx, s, secret, t0.Add(72*time.Hour)); err != nil || got.RPM != 120 || got.Models != nil || !got.Expires.IsZero() || got.Patience != 5*time.Second || got.BudgetPeriod != "12h" {
 		t.Fatalf("after UpdateKey, Verify = %+v, %v; want RPM 120, all models, no expiry, patience 5s, budget per 12h", got, err)
 	}
+	// A soft budget and budgets of a pool and a model are kept, and
+	// replaced by the next update.
+	k.Budget, k.SoftBudget = 10, 4
+	k.Budgets = []ledger.ScopedBudget{{Model: "o3", Budget: 5, Period: "day"}, {Pool: "main", Budget: 2.5, Period: "1h"}}
+	if err := s.UpdateKey(ctx, k); err != nil {
+		t.Fatalf("UpdateKey with budgets: %v", err)
+	}
+	wantScoped := []ledger.ScopedBudget{{Model: "o3", Budget: 5, Period: "day"}, {Pool: "main", Budget: 2.5, Period: "1h"}}
+	if got, err := ledger.Verify(ctx, s, secret, t0); err != nil || got.SoftBudget != 4 || !reflect.DeepEqual(got.Budgets, wantScoped) {
+		t.Fatalf("after UpdateKey with budgets, Verify = %+v, %v; want soft budget 4 and %+v", got, err, wantScoped)
+	}
+	k.SoftBudget, k.Budgets = 0, k.Budgets[:1]
+	if err := s.UpdateKey(ctx, k); err != nil {
+		t.Fatalf("UpdateKey: %v", err)
+	}
+	if ks, err := s.Keys(ctx); err != nil || len(ks) != 1 || ks[0].SoftBudget != 0 || !reflect.DeepEqual(ks[0].Budgets, wantScoped[:1]) {
+		t.Fatalf("Keys after removing the soft budget and a scoped one = %+v, %v", ks, err)
+	}
+	for name, bad := range map[string]ledger.Key{
+		"soft not below":       {ID: k.ID, Budget: 5, BudgetPeriod: "day", SoftBudget: 5},
+		"soft without budget":  {ID: k.ID, SoftBudget: 1},
+		"scoped without scope": {ID: k.ID, Budgets: []ledger.ScopedBudget{{Budget: 1, Period: "day"}}},
+		"scoped both":          {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Model: "b", Budget: 1, Period: "day"}}},
+		"scoped bad period":    {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "year"}}},
+		"scoped twice":         {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "day"}, {Pool: "a", Budget: 2, Period: "day"}}},
+	} {
+		if err := s.UpdateKey(ctx, bad); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("UpdateKey(%s) = %v, want ErrInvalid", name, err)
+		}
+	}
 	if err := s.UpdateKey(ctx, ledger.Key{ID: "key_nope"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("UpdateKey(unknown) = %v, want ErrNotFound", err)
 	}
@@ -166,11 +196,14 @@ func testTeams(t *testing.T, s ledger.Store) {
 		{Name: "infra", TPM: 5000, Budget: 100.25, BudgetPeriod: ledger.PeriodWeek},
 		{Name: "research", RPM: 20, Budget: 2.5, BudgetPeriod: ledger.PeriodDay}, // replaces
 		{Name: "hourly", Budget: 5, BudgetPeriod: "1h"},
-		{Name: "monthly", Budget: 100, BudgetPeriod: "30d"},
+		{Name: "monthly", Budget: 100, BudgetPeriod: "30d", SoftBudget: 40},
 	} {
 		if err := s.PutTeam(ctx, tm); err != nil {
 			t.Fatalf("PutTeam(%+v): %v", tm, err)
 		}
+	}
+	if err := s.PutTeam(ctx, ledger.Team{Name: "x", Budget: 1, BudgetPeriod: "day", SoftBudget: 2}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("PutTeam(soft budget above the budget) = %v, want ErrInvalid", err)
 	}
 	for _, p := range []string{"year", "90m", "7d", "400d"} { // "7d" is stored as "week"
 		if err := s.PutTeam(ctx, ledger.Team{Name: "x", Budget: 1, BudgetPeriod: p}); !errors.Is(err, ledger.ErrInvalid) {
@@ -181,7 +214,7 @@ func testTeams(t *testing.T, s ledger.Store) {
 	want := []ledger.Team{
 		{Name: "hourly", Budget: 5, BudgetPeriod: "1h"},
 		{Name: "infra", TPM: 5000, Budget: 100.25, BudgetPeriod: ledger.PeriodWeek},
-		{Name: "monthly", Budget: 100, BudgetPeriod: "30d"},
+		{Name: "monthly", Budget: 100, BudgetPeriod: "30d", SoftBudget: 40},
 		{Name: "research", RPM: 20, Budget: 2.5, BudgetPeriod: ledger.PeriodDay},
 	}
 	if err != nil || !reflect.DeepEqual(got, want) {
