@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -38,6 +39,7 @@ Limits (create and update):
   --rpm N, --tpm N        requests and tokens per minute: 600, 200k, 1.5m (0: unlimited)
   --max-concurrent N      requests in flight (0: unlimited)
   --budget AMOUNT/PERIOD  USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)
+  --soft-budget USD       alert (a budget notification) when spend reaches it; refuses nothing
   --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
   --patience WAIT         the key's default wait for quota: 30s, 2m (none: the pool's)
 
@@ -93,7 +95,7 @@ func adminFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, func() *
 type keyFlags struct {
 	fs                                                *flag.FlagSet
 	name, team, pools, models, rpm, tpm, conc, budget *string
-	expires, patience                                 *string
+	expires, patience, soft                           *string
 }
 
 func addKeyFlags(fs *flag.FlagSet) *keyFlags {
@@ -107,6 +109,7 @@ func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 		tpm:      fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
 		conc:     fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
 		budget:   fs.String("budget", "", "USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)"),
+		soft:     fs.String("soft-budget", "", "USD per the budget's period at which a budget alert goes out; refuses nothing (none: the alert at 80%)"),
 		expires:  fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
 		patience: fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
 	}
@@ -139,6 +142,11 @@ func (kf *keyFlags) body() (map[string]any, error) {
 				}
 			}
 			b["budget"] = v
+		case "soft-budget":
+			if err = checkDollars(v); err != nil {
+				err = fmt.Errorf("--soft-budget: %v", err)
+			}
+			b["soft_budget"] = v
 		case "expires":
 			if err = checkExpires(v); err != nil {
 				err = fmt.Errorf("--expires: %v", err)
@@ -157,6 +165,18 @@ func (kf *keyFlags) body() (map[string]any, error) {
 		return nil, usageError{err}
 	}
 	return b, nil
+}
+
+// checkDollars checks an amount of US dollars ("40", "$40"), or "" or
+// "none" for none.
+func checkDollars(v string) error {
+	if v == "" || strings.EqualFold(v, "none") {
+		return nil
+	}
+	if f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64); err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return fmt.Errorf("%q is not an amount of US dollars such as 40", v)
+	}
+	return nil
 }
 
 func checkExpires(v string) error {
@@ -305,6 +325,9 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	line("tpm", formatCount(k.TPM))
 	line("max concurrent", formatCount(int64(k.MaxConcurrent)))
 	line("budget", formatBudget(k.Budget, k.BudgetPeriod))
+	if k.SoftBudget > 0 {
+		line("soft budget", strconv.FormatFloat(k.SoftBudget, 'f', -1, 64))
+	}
 	line("expires", formatTime(k.Expires))
 	line("patience", dash(k.Patience))
 	line("created", formatTime(k.Created))

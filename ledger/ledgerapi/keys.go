@@ -68,7 +68,9 @@ type keyBody struct {
 	Budget        any       `json:"budget"`
 	BudgetUSD     any       `json:"budget_usd"`
 	BudgetPeriod  any       `json:"budget_period"`
-	Expires       any       `json:"expires"`
+	// SoftBudget is an alert threshold below the budget, in USD.
+	SoftBudget any `json:"soft_budget"`
+	Expires    any `json:"expires"`
 	// Patience is a duration ("30s", "2m"); "", "none" or 0 removes it.
 	Patience any `json:"patience"`
 }
@@ -130,6 +132,9 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 		return err
 	}
 	k.Budget, k.BudgetPeriod = bu.usd, bu.period
+	if err := soft(b.SoftBudget, &k.SoftBudget, k.Budget); err != nil {
+		return err
+	}
 	if b.Expires != nil {
 		if k.Expires, err = expiry(b.Expires, now); err != nil {
 			return err

@@ -102,6 +102,46 @@ func (b *budget) apply(text, usd, period any) error {
 	return nil
 }
 
+// soft reads soft_budget into *usd: an amount of US dollars (a number,
+// or a string such as "$40"), or "", "none" or 0 for none; nil leaves it
+// alone, but a budget removed removes it too. It must be below budget,
+// the budget being set.
+func soft(v any, usd *float64, budget float64) error {
+	switch x := v.(type) {
+	case nil:
+		if budget == 0 {
+			*usd = 0
+		}
+	case json.Number:
+		f, err := strconv.ParseFloat(x.String(), 64)
+		if err != nil || math.IsInf(f, 0) || f < 0 {
+			return badField("soft_budget", "%s is not an amount of US dollars", x)
+		}
+		*usd = f
+	case string:
+		t := strings.TrimPrefix(strings.TrimSpace(x), "$")
+		if t == "" || strings.EqualFold(t, "none") {
+			*usd = 0
+			break
+		}
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return badField("soft_budget", "%q is not an amount of US dollars", x)
+		}
+		*usd = f
+	default:
+		return badField("soft_budget", "expected a number of US dollars")
+	}
+	if *usd > 0 && *usd >= budget {
+		if budget == 0 {
+			return badField("soft_budget", "an alert below the budget needs a budget")
+		}
+		return badField("soft_budget", "$%s is not below the budget ($%s): lower it, or remove it with \"none\"",
+			strconv.FormatFloat(*usd, 'f', -1, 64), strconv.FormatFloat(budget, 'f', -1, 64))
+	}
+	return nil
+}
+
 // expiry reads expires: a time from now ("90d", "36h"), an RFC 3339 time,
 // or "" / "never" for none. It must be in the future.
 func expiry(v any, now time.Time) (time.Time, error) {
