@@ -2,7 +2,9 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -35,6 +37,28 @@ type Limits struct {
 	// ends (Retry-After says when); notifications go out at 80% and 100%.
 	// Default none.
 	Budget Budget `yaml:"budget"`
+	// SoftBudget is an alert threshold below Budget, in US dollars per
+	// the budget's period ("40" or "$40"): when spend reaches it, one
+	// budget notification goes out per period (in place of the one at
+	// 80%); nothing is refused. Requires Budget and must be below it.
+	// Default none (the alert at 80%).
+	SoftBudget Dollars `yaml:"soft_budget"`
+}
+
+// Dollars is an amount in US dollars: 40, "$40", "0.5".
+type Dollars float64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Dollars) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeErr(n.Line, "expected an amount in US dollars such as 40")
+	}
+	f, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(n.Value), "$"), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
+		return typeErr(n.Line, "%q is not an amount in US dollars from 0 to 1e9", n.Value)
+	}
+	*d = Dollars(f)
+	return nil
 }
 
 // Team groups keys under shared limits and a shared budget, which apply on

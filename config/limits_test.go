@@ -173,3 +173,27 @@ func TestKeyTeamNotInFileWithStoreWarns(t *testing.T) {
 		t.Fatalf("warnings: %v", ws)
 	}
 }
+
+// TestSoftBudget: soft_budget is an amount below the budget, checked at
+// its line.
+func TestSoftBudget(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\nteams:\n  - {name: t, budget: 100/30d, soft_budget: $40}\nkeys:\n  - name: app\n    key: app-key-0123456789abcdef0123456789\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("s.yaml", []byte(head+"    budget: 10/day\n    soft_budget: 8\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Keys[0].SoftBudget != 8 || cfg.Teams[0].SoftBudget != 40 {
+		t.Errorf("soft budgets %v and %v, want 8 and 40", cfg.Keys[0].SoftBudget, cfg.Teams[0].SoftBudget)
+	}
+	for body, want := range map[string]string{
+		"    soft_budget: 8\n":                      "s.yaml:11: keys[0].soft_budget: is an alert below the budget: set budget too",
+		"    budget: 10/day\n    soft_budget: 10\n": "s.yaml:12: keys[0].soft_budget: $10 is not below the budget (10/day)",
+		"    budget: 10/day\n    soft_budget: x\n":  `s.yaml:12: "x" is not an amount in US dollars from 0 to 1e9`,
+	} {
+		_, err := Parse("s.yaml", []byte(head+body), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", body, err, want)
+		}
+	}
+}

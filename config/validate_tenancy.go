@@ -95,6 +95,12 @@ func validateLimits(ps *Problems, p string, l Limits, team bool) {
 	if team && l.MaxConcurrent != 0 {
 		ps.add(p+".max_concurrent", "is a limit of keys, not teams")
 	}
+	switch soft := float64(l.SoftBudget); {
+	case soft > 0 && l.Budget.IsZero():
+		ps.add(p+".soft_budget", "is an alert below the budget: set budget too")
+	case soft > 0 && soft >= l.Budget.USD:
+		ps.add(p+".soft_budget", "$%g is not below the budget (%s)", soft, l.Budget)
+	}
 }
 
 // validate checks a store that is set: exactly one database, a buffer

@@ -155,7 +155,7 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 
 func limitsOf(l config.Limits) tenant.Limits {
 	return tenant.Limits{RPM: int64(l.RPM), TPM: int64(l.TPM), MaxConcurrent: l.MaxConcurrent,
-		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period}
+		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period, SoftBudget: float64(l.SoftBudget)}
 }
 
 // refreshTenancy reads keys and spend back from the store.
@@ -281,35 +281,59 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 	})
 }
 
-// budgetAlert notifies a budget reaching 80% or 100%: once per fleet when
-// replicas share state (the first to take the alert's lease sends it).
+// budgetAlert notifies a budget reaching 80% (or its soft budget) or
+// 100%: once per fleet when replicas share state (the first to take the
+// alert's lease sends it).
 func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	thr := strconv.FormatFloat(a.Threshold, 'f', -1, 64)
-	key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.DateOnly), thr)
-	if !g.fleet.leaseOnce(g.life.bg, key, 32*24*time.Hour) {
+	// The period's start to the second: periods of hours start several
+	// times a day.
+	key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.RFC3339), thr)
+	ttl := ledger.PeriodEnd(a.Period, a.PeriodStart).Sub(g.now()) + 24*time.Hour // held while the period lasts
+	if !g.fleet.leaseOnce(g.life.bg, key, ttl) {
 		return // another replica sent it
 	}
-	g.Metrics.BudgetAlert(a.Subject, thr)
+	label := thr
+	if a.Soft {
+		label = "soft" // soft budgets' shares vary: one label for them all
+	}
+	g.Metrics.BudgetAlert(a.Subject, label)
 	who := a.Subject + " " + a.Name
 	if a.Label != "" && a.Label != a.Name {
 		who += " (" + a.Label + ")"
 	}
 	state := fmt.Sprintf("has spent %.0f%% of its budget", 100*a.Spent/a.Budget)
 	switch {
+	case a.Soft:
+		state = fmt.Sprintf("has reached its soft budget of $%s (%.0f%% of its budget; nothing is refused until the budget)",
+			strconv.FormatFloat(a.SoftBudget, 'f', -1, 64), 100*a.Spent/a.Budget)
 	case a.Threshold >= 1 && a.Spent >= a.Budget:
 		state = "has spent its whole budget; its requests are refused with 429 budget_exceeded until the period ends"
 	case a.Threshold >= 1:
 		state = fmt.Sprintf("has spent %.0f%% of its budget, and requests that may cost more than the rest are refused with 429 budget_exceeded until the period ends", 100*a.Spent/a.Budget)
 	}
 	now := g.now()
-	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, a.PeriodStart.UTC().Format(time.DateOnly))
+	since := a.PeriodStart.UTC().Format(time.DateOnly)
+	if !a.PeriodStart.Equal(a.PeriodStart.Truncate(24 * time.Hour)) {
+		since = a.PeriodStart.UTC().Format(time.RFC3339)
+	}
+	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, since)
 	g.Logger.Warn("budget", "subject", a.Subject, "name", a.Name, "threshold", a.Threshold, "spent_usd", a.Spent, "budget_usd", a.Budget, "period", a.Period)
 	g.addEvent(Event{At: now, Kind: "budget", Detail: detail}, true)
 	if g.notes.tracker != nil {
 		g.notes.tracker.Send(notify.Notification{Kind: notify.KindBudget, Reason: detail, At: now,
 			Text:    fmt.Sprintf("switchover: %s (%s).", detail, now.UTC().Format(time.RFC3339)),
-			Details: map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}})
+			Details: budgetDetails(a, thr)})
 	}
+}
+
+// budgetDetails are the details of a budget notification.
+func budgetDetails(a tenant.BudgetAlert, thr string) map[string]string {
+	d := map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}
+	if a.Soft {
+		d["soft_budget_usd"] = strconv.FormatFloat(a.SoftBudget, 'f', -1, 64)
+	}
+	return d
 }
 
 // limitsExchange shares rate-limit use through the fleet's store: each
@@ -351,7 +375,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			for _, k := range g.Config().Keys {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
-					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget})
 			}
 			return keys
 		},
@@ -359,7 +383,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			var teams []ledger.Team
 			for _, t := range g.Config().Teams {
 				l := limitsOf(t.Limits)
-				teams = append(teams, ledger.Team{Name: t.Name, RPM: l.RPM, TPM: l.TPM, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+				teams = append(teams, ledger.Team{Name: t.Name, RPM: l.RPM, TPM: l.TPM, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget})
 			}
 			return teams
 		},

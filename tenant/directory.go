@@ -153,7 +153,7 @@ func (d *Directory) Refresh(ctx context.Context) error {
 	}
 	d.stored.teams = make(map[string]Limits, len(teams))
 	for _, t := range teams {
-		d.stored.teams[t.Name] = Limits{RPM: t.RPM, TPM: t.TPM, Budget: t.Budget, BudgetPeriod: t.BudgetPeriod}
+		d.stored.teams[t.Name] = Limits{RPM: t.RPM, TPM: t.TPM, Budget: t.Budget, BudgetPeriod: t.BudgetPeriod, SoftBudget: t.SoftBudget}
 	}
 	d.publish()
 	return nil
@@ -208,7 +208,8 @@ func (d *Directory) Periods() []string { return d.snap.Load().periods }
 func principalOf(k ledger.Key, shares map[string]bool) *Principal {
 	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store", Patience: k.Patience,
 		ShareObjects: k.Team != "" && shares[k.Team],
-		Limits:       Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
+		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod,
+			SoftBudget: k.SoftBudget}}
 	return p.withNames()
 }
 

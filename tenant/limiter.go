@@ -20,7 +20,8 @@ type Limiter struct {
 	spend *Spend
 	teams func(name string) (Limits, bool)
 	// OnBudget, if set, is told once per subject, period and threshold
-	// when spend reaches 80% and 100% of a budget. It is called without
+	// when spend reaches 80% (or the soft budget, when one is set) and
+	// 100% of a budget. It is called without
 	// the limiter's lock held, on the request's goroutine: keep it quick.
 	OnBudget func(BudgetAlert)
 	// Price, if set, prices a request against budgets (AdmitAsk): the
@@ -80,10 +81,14 @@ type Taken struct {
 
 // BudgetAlert says a budget reached a threshold.
 type BudgetAlert struct {
-	Subject     string  // "key" or "team"
-	Name        string  // the key's ID or the team's name
-	Label       string  // the key's name, if it has one
-	Threshold   float64 // 0.8 or 1
+	Subject   string  // "key" or "team"
+	Name      string  // the key's ID or the team's name
+	Label     string  // the key's name, if it has one
+	Threshold float64 // 0.8, the soft budget's share of the budget, or 1
+	// Soft says the threshold is the subject's soft budget (SoftBudget
+	// dollars), which refuses nothing.
+	Soft        bool
+	SoftBudget  float64
 	Spent       float64
 	Budget      float64
 	Period      string
@@ -96,8 +101,14 @@ type alertKey struct {
 	thr     float64
 }
 
-// Thresholds of spend that send a BudgetAlert.
-var alertThresholds = []float64{0.8, 1}
+// thresholds returns the shares of lim's budget whose reaching sends a
+// BudgetAlert: 80% or the soft budget's share, and 100%.
+func thresholds(lim Limits) [2]float64 {
+	if lim.SoftBudget > 0 && lim.SoftBudget < lim.Budget {
+		return [2]float64{lim.SoftBudget / lim.Budget, 1}
+	}
+	return [2]float64{0.8, 1}
+}
 
 // NewLimiter returns a limiter whose budgets are read from spend, and
 // whose teams' limits come from teams (nil: only keys' limits apply).
@@ -345,15 +356,24 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	}
 	spent := l.spend.Spent(subj, start)
 	if l.OnBudget != nil {
-		for _, thr := range alertThresholds {
+		for i, thr := range thresholds(lim) {
 			k := alertKey{subj, start, thr}
-			if nanos(spent) >= nanos(thr*lim.Budget) && !l.alerted[k] {
+			at := thr * lim.Budget
+			soft := i == 0 && lim.SoftBudget > 0 && lim.SoftBudget < lim.Budget
+			if soft {
+				at = lim.SoftBudget
+			}
+			if nanos(spent) >= nanos(at) && !l.alerted[k] {
 				if len(l.alerted) >= maxAlerted {
 					clear(l.alerted)
 				}
 				l.alerted[k] = true
-				*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: thr, Spent: spent,
-					Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start})
+				a := BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: thr, Spent: spent,
+					Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start}
+				if soft {
+					a.Soft, a.SoftBudget = true, lim.SoftBudget
+				}
+				*alerts = append(*alerts, a)
 			}
 		}
 	}

@@ -21,9 +21,14 @@ import (
 type Limits struct {
 	RPM, TPM      int64
 	MaxConcurrent int // keys only
-	// Budget is in US dollars per BudgetPeriod ("day", "week", "month").
+	// Budget is in US dollars per BudgetPeriod ("day", "week", "month",
+	// or hours or days such as "1h", "30d": see ledger.PeriodStart).
 	Budget       float64
 	BudgetPeriod string
+	// SoftBudget is an alert threshold below Budget (US dollars per the
+	// same period): reaching it sends one BudgetAlert (Soft) per period
+	// in place of the one at 80%. It refuses nothing. Zero: none.
+	SoftBudget float64
 }
 
 // Principal is a key as the gateway enforces it.

@@ -1,0 +1,34 @@
+package gateway_test
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSoftBudgetNotifiesAndRefusesNothing: a key's soft budget sends one
+// budget notification when its spend reaches it (in place of the one at
+// 80%), refuses nothing, and the budget still stops the key.
+func TestSoftBudgetNotifiesAndRefusesNothing(t *testing.T) {
+	hook := newWebhook(t)
+	per := perCall
+	extra := fmt.Sprintf("store: {sqlite: %q}\nnotifications: {webhooks: [{url: %q}]}\nkeys:\n  - {name: app, key: %s, budget: %s/1h, soft_budget: %s}\n",
+		filepath.Join(t.TempDir(), "s.db"), hook.srv.URL, tenantKey, fmt.Sprint(5*per), fmt.Sprint(2*per))
+	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
+	n := 0
+	for ; n < 20; n++ {
+		if st, _, _ := post(t, e.url, tenantKey, chatBody); st != http.StatusOK {
+			break
+		}
+	}
+	if n != 5 {
+		t.Fatalf("%d requests admitted on a budget of 5 requests' cost with a soft budget of 2, want 5", n)
+	}
+	eventually(t, "two budget notifications", func() bool { return len(hook.got("budget")) == 2 })
+	got := hook.got("budget")
+	if !strings.Contains(got[0], "soft budget") || !strings.Contains(got[1], "whole budget") {
+		t.Errorf("budget notifications: %q", got)
+	}
+}
