@@ -7,8 +7,9 @@ import (
 )
 
 // The budget_rules table holds what a key or team has beside its own
-// budget: its soft budget (pool and model ''), and a key's budgets of one
-// pool or model. owner is "key:ID" or "team:NAME".
+// budget: its soft budget (pool ''), and a key's budgets of one pool.
+// owner is "key:ID" or "team:NAME"; model is '' (kept for budgets by a
+// model name that is not a pool's, should they come).
 
 func keyOwner(id string) string    { return "key:" + id }
 func teamOwner(name string) string { return "team:" + name }
@@ -34,7 +35,7 @@ func (s *sqlStore) withRules(ctx context.Context, owner string, soft float64, sc
 		}
 	}
 	for _, b := range scoped {
-		if _, err := tx.ExecContext(ctx, insert, owner, b.Pool, b.Model, toNano(b.Budget), b.Period); err != nil {
+		if _, err := tx.ExecContext(ctx, insert, owner, b.Pool, "", toNano(b.Budget), b.Period); err != nil {
 			return err
 		}
 	}
@@ -49,9 +50,9 @@ type rules struct {
 
 // readRules reads the rules of owner, or of every owner with "".
 func (s *sqlStore) readRules(ctx context.Context, owner string) (rules, error) {
-	query, args := `SELECT owner, pool, model, budget_nusd, budget_period FROM budget_rules`, []any{}
+	query, args := `SELECT owner, pool, budget_nusd, budget_period FROM budget_rules WHERE model = ''`, []any{}
 	if owner != "" {
-		query += ` WHERE owner = ?`
+		query += ` AND owner = ?`
 		args = append(args, owner)
 	}
 	rows, err := s.r.QueryContext(ctx, s.q(query+` ORDER BY owner, pool, model`), args...)
@@ -64,10 +65,10 @@ func (s *sqlStore) readRules(ctx context.Context, owner string) (rules, error) {
 		var o string
 		var b ScopedBudget
 		var nus int64
-		if err := rows.Scan(&o, &b.Pool, &b.Model, &nus, &b.Period); err != nil {
+		if err := rows.Scan(&o, &b.Pool, &nus, &b.Period); err != nil {
 			return rules{}, fmt.Errorf("budget rules: %w", err)
 		}
-		if b.Pool == "" && b.Model == "" {
+		if b.Pool == "" {
 			out.soft[o] = fromNano(nus)
 			continue
 		}

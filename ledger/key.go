@@ -49,8 +49,9 @@ type Key struct {
 	// notification goes out (instead of the one at 80%); nothing is
 	// refused. 0 is none; it needs a Budget, and is below it.
 	SoftBudget float64 `json:"soft_budget,omitempty"`
-	// Budgets bound the key's spend on one pool or one model each, on
-	// top of its Budget. Nil is none.
+	// Budgets bound the key's spend on one pool each (a pool is one
+	// model, under its name and aliases), on top of its Budget. Nil is
+	// none.
 	Budgets []ScopedBudget `json:"budgets,omitempty"`
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins; capped by the pool's max_wait_limit);
@@ -91,12 +92,10 @@ type Team struct {
 	SoftBudget float64 `json:"soft_budget,omitempty"`
 }
 
-// ScopedBudget is a budget of a key's spend on one pool or one model
-// (exactly one of Pool and Model is set), in USD per Period (as
-// Key.BudgetPeriod).
+// ScopedBudget is a budget of a key's spend on one pool, in USD per
+// Period (as Key.BudgetPeriod).
 type ScopedBudget struct {
-	Pool   string  `json:"pool,omitempty"`
-	Model  string  `json:"model,omitempty"`
+	Pool   string  `json:"pool"`
 	Budget float64 `json:"budget"`
 	Period string  `json:"budget_period"`
 }
@@ -107,18 +106,18 @@ func validBudgets(budget, soft float64, scoped []ScopedBudget) error {
 	if soft < 0 || (soft > 0 && soft >= budget) {
 		return fmt.Errorf("%w: soft budget %v is not below the budget %v", ErrInvalid, soft, budget)
 	}
-	seen := map[[2]string]bool{}
+	seen := map[string]bool{}
 	for _, b := range scoped {
-		if (b.Pool == "") == (b.Model == "") || b.Budget <= 0 {
-			return fmt.Errorf("%w: a scoped budget needs a pool or a model, and an amount above 0: %+v", ErrInvalid, b)
+		if b.Pool == "" || b.Budget <= 0 {
+			return fmt.Errorf("%w: a budget of a pool needs the pool and an amount above 0: %+v", ErrInvalid, b)
 		}
 		if _, err := PeriodStart(b.Period, time.Time{}); err != nil {
 			return err
 		}
-		if seen[[2]string{b.Pool, b.Model}] {
-			return fmt.Errorf("%w: two budgets of pool %q model %q", ErrInvalid, b.Pool, b.Model)
+		if seen[b.Pool] {
+			return fmt.Errorf("%w: two budgets of pool %q", ErrInvalid, b.Pool)
 		}
-		seen[[2]string{b.Pool, b.Model}] = true
+		seen[b.Pool] = true
 	}
 	return nil
 }

@@ -98,11 +98,11 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	// A soft budget and budgets of a pool and a model are kept, and
 	// replaced by the next update.
 	k.Budget, k.SoftBudget = 10, 4
-	k.Budgets = []ledger.ScopedBudget{{Model: "o3", Budget: 5, Period: "day"}, {Pool: "main", Budget: 2.5, Period: "1h"}}
+	k.Budgets = []ledger.ScopedBudget{{Pool: "main", Budget: 2.5, Period: "1h"}, {Pool: "o3", Budget: 5, Period: "day"}}
 	if err := s.UpdateKey(ctx, k); err != nil {
 		t.Fatalf("UpdateKey with budgets: %v", err)
 	}
-	wantScoped := []ledger.ScopedBudget{{Model: "o3", Budget: 5, Period: "day"}, {Pool: "main", Budget: 2.5, Period: "1h"}}
+	wantScoped := []ledger.ScopedBudget{{Pool: "main", Budget: 2.5, Period: "1h"}, {Pool: "o3", Budget: 5, Period: "day"}}
 	if got, err := ledger.Verify(ctx, s, secret, t0); err != nil || got.SoftBudget != 4 || !reflect.DeepEqual(got.Budgets, wantScoped) {
 		t.Fatalf("after UpdateKey with budgets, Verify = %+v, %v; want soft budget 4 and %+v", got, err, wantScoped)
 	}
@@ -114,12 +114,12 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 		t.Fatalf("Keys after removing the soft budget and a scoped one = %+v, %v", ks, err)
 	}
 	for name, bad := range map[string]ledger.Key{
-		"soft not below":       {ID: k.ID, Budget: 5, BudgetPeriod: "day", SoftBudget: 5},
-		"soft without budget":  {ID: k.ID, SoftBudget: 1},
-		"scoped without scope": {ID: k.ID, Budgets: []ledger.ScopedBudget{{Budget: 1, Period: "day"}}},
-		"scoped both":          {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Model: "b", Budget: 1, Period: "day"}}},
-		"scoped bad period":    {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "year"}}},
-		"scoped twice":         {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "day"}, {Pool: "a", Budget: 2, Period: "day"}}},
+		"soft not below":        {ID: k.ID, Budget: 5, BudgetPeriod: "day", SoftBudget: 5},
+		"soft without budget":   {ID: k.ID, SoftBudget: 1},
+		"scoped without a pool": {ID: k.ID, Budgets: []ledger.ScopedBudget{{Budget: 1, Period: "day"}}},
+		"scoped without amount": {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Period: "day"}}},
+		"scoped bad period":     {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "year"}}},
+		"scoped twice":          {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "day"}, {Pool: "a", Budget: 2, Period: "day"}}},
 	} {
 		if err := s.UpdateKey(ctx, bad); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("UpdateKey(%s) = %v, want ErrInvalid", name, err)
