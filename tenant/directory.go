@@ -73,6 +73,7 @@ type snapshot struct {
 	teams    map[string]Limits    // the configuration's win over the store's
 	shares   map[string]bool      // teams whose keys share stored objects
 	periods  []string             // of the budgets of keys and teams
+	pools    bool                 // some key has budgets of one pool
 }
 
 // KeyByPrefix implements ledger.KeyLookup over the memory.
@@ -170,23 +171,31 @@ func (d *Directory) publish() {
 		s.teams[n] = l
 	}
 	s.required = d.store != nil || len(s.config) > 0
-	s.periods = periodsOf(s)
+	s.periods, s.pools = periodsOf(s)
 	d.snap.Store(s)
 }
 
-// periodsOf returns the budget periods of s's keys and teams, each once.
-func periodsOf(s *snapshot) []string {
+// periodsOf returns the budget periods of s's keys and teams, each once,
+// and whether some key has budgets of one pool.
+func periodsOf(s *snapshot) (periods []string, pools bool) {
 	seen := map[string]bool{}
 	add := func(l Limits) {
 		if l.Budget > 0 && l.BudgetPeriod != "" {
 			seen[l.BudgetPeriod] = true
 		}
 	}
-	for _, p := range s.config {
+	key := func(p *Principal) {
 		add(p.Limits)
+		for _, b := range p.PoolBudgets {
+			add(Limits{Budget: b.Budget, BudgetPeriod: b.Period})
+			pools = true
+		}
+	}
+	for _, p := range s.config {
+		key(p)
 	}
 	for _, k := range s.stored {
-		add(k.p.Limits)
+		key(k.p)
 	}
 	for _, l := range s.teams {
 		add(l)
@@ -196,8 +205,12 @@ func periodsOf(s *snapshot) []string {
 		out = append(out, p)
 	}
 	slices.Sort(out)
-	return out
+	return out, pools
 }
+
+// PoolBudgets reports whether some key has budgets of one pool (for
+// Spend.SetPoolBudgets).
+func (d *Directory) PoolBudgets() bool { return d.snap.Load().pools }
 
 // Periods returns the budget periods of the keys and teams known, each
 // once (for Spend.SetPeriods).
@@ -210,6 +223,9 @@ func principalOf(k ledger.Key, shares map[string]bool) *Principal {
 		ShareObjects: k.Team != "" && shares[k.Team],
 		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod,
 			SoftBudget: k.SoftBudget}}
+	for _, b := range k.Budgets {
+		p.PoolBudgets = append(p.PoolBudgets, PoolBudget{Pool: b.Pool, Budget: b.Budget, Period: b.Period})
+	}
 	return p.withNames()
 }
 

@@ -81,9 +81,12 @@ type Taken struct {
 
 // BudgetAlert says a budget reached a threshold.
 type BudgetAlert struct {
-	Subject   string  // "key" or "team"
-	Name      string  // the key's ID or the team's name
-	Label     string  // the key's name, if it has one
+	Subject string // "key" or "team"
+	Name    string // the key's ID or the team's name
+	Label   string // the key's name, if it has one
+	// Scope is "" for the subject's own budget, or "pool NAME" for a
+	// key's budget of one pool.
+	Scope     string
 	Threshold float64 // 0.8, the soft budget's share of the budget, or 1
 	// Soft says the threshold is the subject's soft budget (SoftBudget
 	// dollars), which refuses nothing.
@@ -130,7 +133,14 @@ type Ticket struct {
 	estimate float64
 	// reservedKey and reservedTeam are what Admit set aside.
 	reservedKey, reservedTeam float64
-	done                      bool
+	// pool is the request's pool; poolSub the state of the key's budget
+	// of that pool (nil: none), poolLimits that budget, and reservedPool
+	// what Admit set aside against it.
+	pool         string
+	poolSub      *subject
+	poolLimits   Limits
+	reservedPool float64
+	done         bool
 }
 
 // Admit is AdmitAsk of a request that is not priced: one to pool by the
@@ -168,12 +178,12 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	if p.Team != "" {
 		teamLimits, hasTeam = l.teams(p.Team)
 	}
-	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) {
+	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) && len(p.PoolBudgets) == 0 {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
 	price, priced := a.cost(l.Price)
 	var alerts []BudgetAlert
-	t, r := l.admit(p, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, &alerts)
+	t, r := l.admit(p, pool, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, &alerts)
 	l.send(alerts)
 	return t, r
 }
@@ -194,7 +204,7 @@ func (c cost) of(s *subject) float64 {
 }
 
 // admit is Admit past the checks that need no state.
-func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
+func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
 	est := float64(max(tokens, 0))
 	keyName, teamName := p.names()
 	l.mu.Lock()
@@ -204,11 +214,19 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 	if hasTeam {
 		ts = l.subject(teamName, teamLimits, now)
 	}
-	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, c.of(ks), now, alerts); r != nil {
+	if r := l.overBudget("key", p.ID, p.Name, "", p.Limits, ks, keyName, c.of(ks), now, alerts); r != nil {
 		return nil, r
 	}
 	if ts != nil {
-		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, c.of(ts), now, alerts); r != nil {
+		if r := l.overBudget("team", p.Team, "", "", teamLimits, ts, teamName, c.of(ts), now, alerts); r != nil {
+			return nil, r
+		}
+	}
+	var ps *subject
+	pb, hasPool := p.PoolBudget(pool)
+	if hasPool {
+		ps = l.subject(poolSubject(keyName, pool), Limits{}, now)
+		if r := l.overBudget("key", p.ID, p.Name, "pool "+pool, pb, ps, poolSubject(keyName, pool), c.of(ps), now, alerts); r != nil {
 			return nil, r
 		}
 	}
@@ -243,7 +261,7 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 					who, formatCount(c.b.limit), c.limit, formatCount(c.b.cap), formatCount(used), w)}
 		}
 	}
-	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est}
+	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est, pool: pool}
 	for _, s := range []*subject{ks, ts} {
 		if s == nil {
 			continue
@@ -264,6 +282,12 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		t.teamName = p.Team
 		t.reservedTeam = c.of(ts)
 		ts.reserved += t.reservedTeam
+	}
+	if ps != nil {
+		t.poolSub, t.poolLimits = ps, pb
+		t.reservedPool = c.of(ps)
+		ps.reserved += t.reservedPool
+		ps.used = now
 	}
 	ks.inflight++
 	return t, nil
@@ -299,8 +323,12 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	if t.team == nil {
 		teamName = ""
 	}
+	poolName := ""
+	if t.pool != "" {
+		poolName = poolSubject(keyName, t.pool)
+	}
 	if l.spend != nil && cost != 0 {
-		l.spend.add(keyName, teamName, cost, now)
+		l.spend.add(cost, now, keyName, teamName, poolName)
 	}
 	var alerts []BudgetAlert
 	l.mu.Lock()
@@ -321,17 +349,17 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 			s.taken.Tokens += d
 		}
 		s.reserved = max(s.reserved-x.reserved, 0)
-		if s.costs == 0 {
-			s.avgCost = cost
-		} else {
-			s.avgCost += costWeight * (cost - s.avgCost)
-		}
-		s.costs++
+		s.avgCost = average(s, cost)
 	}
-	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, keyName, 0, now, &alerts)
+	if s := t.poolSub; s != nil {
+		s.reserved = max(s.reserved-t.reservedPool, 0)
+		s.avgCost = average(s, cost)
+		l.overBudget("key", t.p.ID, t.p.Name, "pool "+t.pool, t.poolLimits, s, poolName, 0, now, &alerts)
+	}
+	l.overBudget("key", t.p.ID, t.p.Name, "", t.p.Limits, t.key, keyName, 0, now, &alerts)
 	if t.team != nil {
 		if tl, ok := l.teams(t.teamName); ok {
-			l.overBudget("team", t.teamName, "", tl, t.team, teamName, 0, now, &alerts)
+			l.overBudget("team", t.teamName, "", "", tl, t.team, teamName, 0, now, &alerts)
 		}
 	}
 	l.mu.Unlock()
@@ -342,11 +370,26 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 // that requests in flight are expected to cost.
 const costWeight = 0.2
 
+// average counts cost in s's moving average of costs and returns it.
+// Called with l.mu held.
+func average(s *subject, cost float64) float64 {
+	if s.costs == 0 {
+		s.avgCost = cost
+	} else {
+		s.avgCost += costWeight * (cost - s.avgCost)
+	}
+	s.costs++
+	return s.avgCost
+}
+
 // overBudget returns a refusal when the subject's budget has no room
 // for a request that may cost price on top of what was spent and what
 // the requests in flight reserved, and appends the alerts its spend has
 // earned. Called with l.mu held.
-func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, subj string, price float64, now time.Time, alerts *[]BudgetAlert) *Refusal {
+//
+// scope is "" for the subject's own budget, or "pool NAME" for a key's
+// budget of one pool (subj is then its poolSubject).
+func (l *Limiter) overBudget(kind, name, label, scope string, lim Limits, s *subject, subj string, price float64, now time.Time, alerts *[]BudgetAlert) *Refusal {
 	if l.spend == nil {
 		return nil
 	}
@@ -368,7 +411,7 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 					clear(l.alerted)
 				}
 				l.alerted[k] = true
-				a := BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: thr, Spent: spent,
+				a := BudgetAlert{Subject: kind, Name: name, Label: label, Scope: scope, Threshold: thr, Spent: spent,
 					Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start}
 				if soft {
 					a.Soft, a.SoftBudget = true, lim.SoftBudget
@@ -385,6 +428,9 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	if label != "" && label != name && kind == "key" {
 		who = fmt.Sprintf("key %s (%s)", name, label)
 	}
+	if scope != "" {
+		who += " on " + scope
+	}
 	r := &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
 		Max: lim.Budget, Used: spent, Reset: reset, RetryAfter: reset.Sub(now)}
 	switch {
@@ -394,7 +440,7 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	case nanos(spent)+nanos(price) > budget:
 		// The request alone does not fit: waiting for the requests in
 		// flight will not help, a smaller one (max_tokens) may.
-		l.budgetFull(kind, name, label, lim, subj, spent, start, alerts)
+		l.budgetFull(kind, name, label, scope, lim, subj, spent, start, alerts)
 		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and this request may cost up to $%.4f (its prompt and max_tokens at its backend's price), more than the $%.4f left; lower max_tokens, or wait until it resets at %s",
 			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, price, lim.Budget-spent, reset.UTC().Format(time.RFC3339))
 	default:
@@ -414,7 +460,7 @@ const maxAlerted = 10000
 // most (prompt and max_tokens), so a budget usually stops a little short
 // of fully spent, and its 100% alert would otherwise never go out while
 // its callers are already refused. Called with l.mu held.
-func (l *Limiter) budgetFull(kind, name, label string, lim Limits, subj string, spent float64, start time.Time, alerts *[]BudgetAlert) {
+func (l *Limiter) budgetFull(kind, name, label, scope string, lim Limits, subj string, spent float64, start time.Time, alerts *[]BudgetAlert) {
 	k := alertKey{subj, start, 1}
 	if l.OnBudget == nil || nanos(spent) < nanos(0.8*lim.Budget) || l.alerted[k] {
 		return
@@ -423,7 +469,7 @@ func (l *Limiter) budgetFull(kind, name, label string, lim Limits, subj string, 
 		clear(l.alerted)
 	}
 	l.alerted[k] = true
-	*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: 1, Spent: spent,
+	*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Scope: scope, Threshold: 1, Spent: spent,
 		Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start})
 }
 

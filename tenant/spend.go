@@ -29,6 +29,7 @@ type Spend struct {
 	clock   clock.Clock
 	source  SpendSource
 	periods func() []string
+	pools   func() bool
 
 	// Buckets are UTC hours (hours since 1970-01-01). The store's figure
 	// of a whole day that no period of hours needs is kept in its first
@@ -51,6 +52,15 @@ func NewSpend(c clock.Clock, source SpendSource) *Spend {
 	return &Spend{clock: clock.Or(c), source: source, base: map[string]map[int64]int64{}, pending: map[string]map[int64]int64{}}
 }
 
+// SetPoolBudgets tells Refresh whether some key has budgets of one pool
+// (Directory.PoolBudgets), so that it reads the spend of each key on each
+// pool too. Nil (the default): none. Call it before the first Refresh.
+func (s *Spend) SetPoolBudgets(any func() bool) {
+	s.mu.Lock()
+	s.pools = any
+	s.mu.Unlock()
+}
+
 // SetPeriods tells Refresh which budget periods are in use (see
 // Directory.Periods), so that it reads back from the store as far as the
 // longest needs, by hour where a period starts on an hour other than
@@ -62,16 +72,23 @@ func (s *Spend) SetPeriods(periods func() []string) {
 	s.mu.Unlock()
 }
 
-func subjects(key, team string) []string {
-	s := make([]string, 0, 2)
+func subjects(key, team, pool string) []string {
+	s := make([]string, 0, 3)
 	if key != "" {
 		s = append(s, "key:"+key)
+		if pool != "" {
+			s = append(s, poolSubject("key:"+key, pool))
+		}
 	}
 	if team != "" {
 		s = append(s, "team:"+team)
 	}
 	return s
 }
+
+// poolSubject is the subject of key's spend (its limiter name, "key:ID")
+// on pool, for its budgets of one pool.
+func poolSubject(key, pool string) string { return key + "/pool:" + pool }
 
 func addTo(m map[string]map[int64]int64, subject string, hour, cost int64) {
 	d := m[subject]
@@ -95,16 +112,24 @@ func hourOf(t time.Time) int64 {
 // ("" for none).
 func (s *Spend) Add(key, team string, cost float64, at time.Time) {
 	k, t := (&Principal{ID: key, Team: team}).names()
-	s.add(k, t, cost, at)
+	s.add(cost, at, k, t)
 }
 
-// add is Add with the subjects' names ("key:ID", "team:NAME" or "").
-func (s *Spend) add(key, team string, cost float64, at time.Time) {
+// AddOn is Add of a request to pool ("" for none), which counts for the
+// key's budgets of that pool too.
+func (s *Spend) AddOn(key, team, pool string, cost float64, at time.Time) {
+	s.add(cost, at, subjects(key, team, pool)...)
+}
+
+// add is Add with the subjects' names ("key:ID", "team:NAME",
+// poolSubject; "" for none).
+func (s *Spend) add(cost float64, at time.Time, subjects ...string) {
 	hour, n := hourOf(at), nanos(cost)
 	s.mu.Lock()
-	addTo(s.pending, key, hour, n)
-	if team != "" {
-		addTo(s.pending, team, hour, n)
+	for _, sub := range subjects {
+		if sub != "" {
+			addTo(s.pending, sub, hour, n)
+		}
 	}
 	s.mu.Unlock()
 }
@@ -123,7 +148,7 @@ func (s *Spend) Written(batch []ledger.Usage) {
 			continue
 		}
 		hour := hourOf(u.At)
-		for _, sub := range subjects(u.KeyID, u.Team) {
+		for _, sub := range subjects(u.KeyID, u.Team, u.Pool) {
 			// A record may be written before its Add (the writer can be
 			// quicker than the request's end): pending goes below zero
 			// until the Add comes, and the sum stays right throughout.
@@ -249,27 +274,45 @@ func (s *Spend) horizon(now time.Time) (from, hourly time.Time, found bool) {
 	return from, hourly, found
 }
 
-// read adds the store's spend over [from, to), by key and by team, grouped
-// by day or hour (ledger.ByDay, ledger.ByHour), to base.
+// read adds the store's spend over [from, to), by key and by team (and by
+// key and pool, when some key has budgets of one pool), grouped by day or
+// hour (ledger.ByDay, ledger.ByHour), to base.
 func (s *Spend) read(ctx context.Context, base map[string]map[int64]int64, from, to time.Time, by string) error {
-	for _, who := range []string{ledger.ByKey, ledger.ByTeam} {
-		rows, err := s.source.Spend(ctx, ledger.SpendQuery{From: from, To: to, By: []string{who, by}})
+	s.mu.Lock()
+	pools := s.pools
+	s.mu.Unlock()
+	groups := []string{ledger.ByKey, ledger.ByTeam}
+	if pools != nil && pools() {
+		groups = append(groups, ledger.ByPool)
+	}
+	for _, who := range groups {
+		q := ledger.SpendQuery{From: from, To: to, By: []string{who, by}}
+		if who == ledger.ByPool {
+			q.By = []string{ledger.ByKey, ledger.ByPool, by}
+		}
+		rows, err := s.source.Spend(ctx, q)
 		if err != nil {
 			return err
 		}
 		for _, r := range rows {
-			name := r.Key
-			if who == ledger.ByTeam {
-				name = r.Team
+			var name string
+			switch {
+			case r.Cost == 0:
+			case who == ledger.ByKey && r.Key != "":
+				name = "key:" + r.Key
+			case who == ledger.ByTeam && r.Team != "":
+				name = "team:" + r.Team
+			case who == ledger.ByPool && r.Key != "" && r.Pool != "":
+				name = poolSubject("key:"+r.Key, r.Pool)
 			}
-			if name == "" || r.Cost == 0 {
+			if name == "" {
 				continue
 			}
 			at := r.Day
 			if by == ledger.ByHour {
 				at = r.Hour
 			}
-			addTo(base, who+":"+name, hourOf(at), nanos(r.Cost))
+			addTo(base, name, hourOf(at), nanos(r.Cost))
 		}
 	}
 	return nil

@@ -43,6 +43,9 @@ type Principal struct {
 	// Pools and Models the key may use; empty is all.
 	Pools, Models []string
 	Limits        Limits
+	// PoolBudgets bound the key's spend on one pool each, on top of its
+	// own budget (keys[].budgets); nil is none.
+	PoolBudgets []PoolBudget
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins); zero is the pool's.
 	Patience time.Duration
@@ -76,6 +79,28 @@ func (p *Principal) withNames() *Principal {
 	p.keyName, p.teamName = "", ""
 	p.keyName, p.teamName = p.names()
 	return p
+}
+
+// PoolBudget is a budget of a key's spend on one pool, in US dollars per
+// Period (as Limits.BudgetPeriod).
+type PoolBudget struct {
+	Pool   string
+	Budget float64
+	Period string
+}
+
+// PoolBudget returns p's budget of pool as Limits (Budget and
+// BudgetPeriod), and whether it has one.
+func (p *Principal) PoolBudget(pool string) (Limits, bool) {
+	if pool == "" {
+		return Limits{}, false
+	}
+	for _, b := range p.PoolBudgets {
+		if b.Pool == pool {
+			return Limits{Budget: b.Budget, BudgetPeriod: b.Period}, true
+		}
+	}
+	return Limits{}, false
 }
 
 // Team is a team's limits (MaxConcurrent unused), and whether its keys
