@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,32 @@ type Limits struct {
 	// 80%); nothing is refused. Requires Budget and must be below it.
 	// Default none (the alert at 80%).
 	SoftBudget Dollars `yaml:"soft_budget"`
+}
+
+// PoolBudget is a budget of a key's spend on one pool: {pool: gpt4o,
+// budget: 10/day}. A pool serves one model under its name and aliases,
+// so {model: NAME} names the pool NAME is the name or an alias of (for
+// readers who think in models). Enforced as the key's own budget is: a
+// request to the pool is priced and reserved against it, and refused
+// with 429 budget_exceeded when it does not fit.
+type PoolBudget struct {
+	Pool   string `yaml:"pool"`
+	Model  string `yaml:"model"`
+	Budget Budget `yaml:"budget"`
+}
+
+// PoolIn returns the pool b bounds in c: its pool, or the pool its model
+// names (by name or alias); "" when there is none.
+func (b PoolBudget) PoolIn(c *Config) string {
+	if b.Pool != "" {
+		return b.Pool
+	}
+	for _, p := range c.Pools {
+		if p.Name == b.Model || slices.Contains(p.Aliases, b.Model) {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 // Dollars is an amount in US dollars: 40, "$40", "0.5".

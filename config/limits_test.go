@@ -197,3 +197,31 @@ func TestSoftBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolBudgets: a key's budgets of one pool name a pool, or a model
+// that is a pool's name or alias; mistakes are named at their line.
+func TestPoolBudgets(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: gpt4o, aliases: [gpt-4o], members: [{backend: a}]}\n  - {name: o3, members: [{backend: a}]}\nkeys:\n  - name: app\n    key: app-key-0123456789abcdef0123456789\n    budgets:\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("p.yaml", []byte(head+"      - {pool: o3, budget: 5/1h}\n      - {model: gpt-4o, budget: 10/day}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := cfg.Keys[0].Budgets
+	if len(bs) != 2 || bs[0].PoolIn(cfg) != "o3" || bs[1].PoolIn(cfg) != "gpt4o" || bs[1].Budget != (Budget{10, "day"}) {
+		t.Errorf("budgets %+v", bs)
+	}
+	for body, want := range map[string]string{
+		"      - {pool: nope, budget: 5/day}\n":                                         `p.yaml:11: keys[0].budgets[0].pool: no pool is named "nope"`,
+		"      - {model: gpt-5, budget: 5/day}\n":                                       `p.yaml:11: keys[0].budgets[0].model: no pool is named "gpt-5" or has it as an alias`,
+		"      - {pool: o3, model: o3, budget: 5/day}\n":                                `p.yaml:11: keys[0].budgets[0]: give pool or model (one of them)`,
+		"      - {pool: o3}\n":                                                          `p.yaml:11: keys[0].budgets[0]: needs a budget such as 10/day`,
+		"      - {pool: gpt4o, budget: 5/day}\n      - {model: gpt-4o, budget: 1/1h}\n": `p.yaml:12: keys[0].budgets[1]: pool "gpt4o" has a budget already on this key`,
+		"      - {pool: o3, budget: 5/10m}\n":                                           `p.yaml:11: budget "5/10m": period "10m" is not`,
+	} {
+		_, err := Parse("p.yaml", []byte(head+body), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", body, err, want)
+		}
+	}
+}

@@ -329,6 +329,9 @@ type Key struct {
 	Pools  []string `yaml:"pools"`
 	Models []string `yaml:"models"`
 	Limits `yaml:",inline"`
+	// Budgets bound the key's spend on one pool each, on top of its own
+	// budget. Default none.
+	Budgets []PoolBudget `yaml:"budgets"`
 	// Patience bounds how long this key's requests wait in a pool's
 	// queue, under the pool's own patience. Default: the pool's.
 	Patience Duration `yaml:"patience"`

@@ -61,8 +61,35 @@ func (c *Config) validateKeyLimits(ps *Problems, pools, teams map[string]bool) {
 				ps.add(fmt.Sprintf("%s.models[%d]", p, j), "no pool is named %q or has it as an alias", m)
 			}
 		}
+		c.validatePoolBudgets(ps, p, k.Budgets, pools, models)
 		if k.Team != "" && !teams[k.Team] && !c.Store.Enabled() {
 			ps.add(p+".team", "no team is named %q (add it under teams)", k.Team)
+		}
+	}
+}
+
+// validatePoolBudgets checks a key's budgets of one pool, at path p.
+func (c *Config) validatePoolBudgets(ps *Problems, p string, bs []PoolBudget, pools, models map[string]bool) {
+	seen := map[string]bool{}
+	for j, b := range bs {
+		q := fmt.Sprintf("%s.budgets[%d]", p, j)
+		switch {
+		case (b.Pool == "") == (b.Model == ""):
+			ps.add(q, "give pool or model (one of them)")
+			continue
+		case b.Pool != "" && !pools[b.Pool]:
+			ps.add(q+".pool", "no pool is named %q", b.Pool)
+			continue
+		case b.Model != "" && !models[b.Model]:
+			ps.add(q+".model", "no pool is named %q or has it as an alias", b.Model)
+			continue
+		case b.Budget.IsZero():
+			ps.add(q, "needs a budget such as 10/day")
+		}
+		if pool := b.PoolIn(c); seen[pool] {
+			ps.add(q, "pool %q has a budget already on this key", pool)
+		} else {
+			seen[pool] = true
 		}
 	}
 }
