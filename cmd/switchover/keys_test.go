@@ -137,6 +137,17 @@ func TestKeysCommand(t *testing.T) {
 	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--budget", "5/30m"); code != exitUsage || !strings.Contains(e, "--budget") {
 		t.Fatalf("keys update --budget 5/30m: exit %d\n%s", code, e)
 	}
+	code, out, _ = cli(t, admin, "keys", "update", k.ID, "--pool-budgets", "chat-prod=1/1h,embed=$20/30d")
+	if code != exitOK || !strings.Contains(out, "  pool budgets    chat-prod=1/1h,embed=20/30d\n") {
+		t.Fatalf("keys update --pool-budgets: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, admin, "keys", "update", k.ID, "--pool-budgets", "none")
+	if code != exitOK || strings.Contains(out, "pool budgets") {
+		t.Fatalf("keys update --pool-budgets none: exit %d\n%s", code, out)
+	}
+	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--pool-budgets", "chat-prod"); code != exitUsage || !strings.Contains(e, "--pool-budgets") {
+		t.Fatalf("keys update --pool-budgets chat-prod: exit %d\n%s", code, e)
+	}
 	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--soft-budget", "lots"); code != exitUsage || !strings.Contains(e, "--soft-budget") {
 		t.Fatalf("keys update --soft-budget lots: exit %d\n%s", code, e)
 	}

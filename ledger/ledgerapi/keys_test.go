@@ -222,6 +222,10 @@ func TestPatchKey(t *testing.T) {
 		{"budget string", `{"budget":"$7.5/monthly"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 7.5, "month" }},
 		{"budget per 30 days", `{"budget":"100/30d"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 100, "30d" }},
 		{"soft budget", `{"soft_budget":"$4"}`, func(k *ledger.Key) { k.SoftBudget = 4 }},
+		{"pool budgets", `{"budgets":[{"pool":"a","budget":"5/1h"},{"pool":"b","budget":"$10/30d"}]}`, func(k *ledger.Key) {
+			k.Budgets = []ledger.ScopedBudget{{Pool: "a", Budget: 5, Period: "1h"}, {Pool: "b", Budget: 10, Period: "30d"}}
+		}},
+		{"pool budgets removed", `{"budgets":[]}`, func(k *ledger.Key) { k.Budgets = nil }},
 		{"soft budget removed with the budget", `{"budget":"none"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod, k.SoftBudget = 0, "", 0 }},
 		{"budget and soft budget", `{"budget":"10/day","soft_budget":8}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod, k.SoftBudget = 10, "day", 8 }},
 		{"budget period in hours", `{"budget":20,"budget_period":"48h"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 20, "2d" }},
@@ -313,6 +317,9 @@ func TestBadKeyInput(t *testing.T) {
 		{"budget negative", "POST", `{"name":"a","budget":"-5/day"}`, "budget:"},
 		{"budget_usd without period", "POST", `{"name":"a","budget_usd":5}`, "budget_period:"},
 		{"budget_period unknown", "POST", `{"name":"a","budget_usd":5,"budget_period":"year"}`, "budget_period:"},
+		{"pool budget of no pool", "POST", `{"name":"a","budgets":[{"pool":"nope","budget":"5/day"}]}`, "budgets[0].pool:"},
+		{"pool budget twice", "POST", `{"name":"a","budgets":[{"pool":"chat-prod","budget":"5/day"},{"pool":"chat-prod","budget":"1/1h"}]}`, "budgets[1].pool:"},
+		{"pool budget bad", "POST", `{"name":"a","budgets":[{"pool":"chat-prod","budget":"5/year"}]}`, "budgets[0].budget:"},
 		{"soft budget without a budget", "POST", `{"name":"a","soft_budget":5}`, "soft_budget:"},
 		{"soft budget above the budget", "POST", `{"name":"a","budget":"5/day","soft_budget":"6"}`, "soft_budget:"},
 		{"soft budget not an amount", "POST", `{"name":"a","budget":"5/day","soft_budget":"lots"}`, "soft_budget:"},

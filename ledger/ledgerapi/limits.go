@@ -142,6 +142,40 @@ func soft(v any, usd *float64, budget float64) error {
 	return nil
 }
 
+// poolBudgetBody is one of a key's budgets of one pool in a body.
+type poolBudgetBody struct {
+	Pool   string `json:"pool"`
+	Budget string `json:"budget"`
+}
+
+// poolBudgets reads a key's budgets of one pool: each names a pool that
+// exists (Handler.Pools), once, with a budget such as "5/day".
+func (h *Handler) poolBudgets(bs []poolBudgetBody) ([]ledger.ScopedBudget, error) {
+	var known []string
+	if h.Pools != nil {
+		known = h.Pools()
+	}
+	var out []ledger.ScopedBudget
+	for i, b := range bs {
+		field := "budgets[" + strconv.Itoa(i) + "]"
+		pool := strings.TrimSpace(b.Pool)
+		switch {
+		case pool == "":
+			return nil, badField(field+".pool", "a budget of a pool needs the pool")
+		case h.Pools != nil && !slices.Contains(known, pool):
+			return nil, badField(field+".pool", "%q is not one of %s", pool, strings.Join(known, ", "))
+		case slices.ContainsFunc(out, func(o ledger.ScopedBudget) bool { return o.Pool == pool }):
+			return nil, badField(field+".pool", "pool %q has a budget already", pool)
+		}
+		usd, period, err := quantity.ParseBudget(b.Budget)
+		if err != nil {
+			return nil, badField(field+".budget", "%v", err)
+		}
+		out = append(out, ledger.ScopedBudget{Pool: pool, Budget: usd, Period: period})
+	}
+	return out, nil
+}
+
 // expiry reads expires: a time from now ("90d", "36h"), an RFC 3339 time,
 // or "" / "never" for none. It must be in the future.
 func expiry(v any, now time.Time) (time.Time, error) {
