@@ -32,3 +32,25 @@ func TestSoftBudgetNotifiesAndRefusesNothing(t *testing.T) {
 		t.Errorf("budget notifications: %q", got)
 	}
 }
+
+// TestPoolBudgetStopsItsPool: a key's budget of one pool, named by a
+// model alias, stops the key's requests to that pool once spent, with
+// 429 budget_exceeded naming the pool.
+func TestPoolBudgetStopsItsPool(t *testing.T) {
+	per := perCall
+	extra := fmt.Sprintf("store: {sqlite: %q}\nkeys:\n  - name: app\n    key: %s\n    budgets: [{model: claude-sonnet-4-5, budget: %s/1h}]\n",
+		filepath.Join(t.TempDir(), "s.db"), tenantKey, fmt.Sprint(3*per))
+	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
+	n := 0
+	var last []byte
+	for ; n < 10; n++ {
+		st, _, b := post(t, e.url, tenantKey, chatBody)
+		if st != http.StatusOK {
+			last = b
+			break
+		}
+	}
+	if n != 3 || !strings.Contains(string(last), "budget_exceeded") || !strings.Contains(string(last), "on pool chat-prod") {
+		t.Fatalf("%d requests admitted on a pool budget of 3 requests' cost, want 3; then %s", n, last)
+	}
+}

@@ -91,6 +91,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.dir = tenant.NewDirectory(clk, store)
 		t.spend = tenant.NewSpend(clk, store)
 		t.spend.SetPeriods(t.dir.Periods) // how far back budgets read spend
+		t.spend.SetPoolBudgets(t.dir.PoolBudgets)
 		t.health.set = g.Metrics.StoreUp
 		wo := ledger.WriterOptions{
 			Clock:     clk,
@@ -139,7 +140,7 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	for _, k := range cfg.Keys {
 		keys = append(keys, tenant.ConfigKey{Secret: k.Key.Value(), Principal: tenant.Principal{
 			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
-			Limits: limitsOf(k.Limits), Patience: k.Patience.D(),
+			Limits: limitsOf(k.Limits), PoolBudgets: poolBudgetsOf(cfg, k), Patience: k.Patience.D(),
 		}})
 	}
 	teams := make([]tenant.Team, 0, len(cfg.Teams))
@@ -151,6 +152,15 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	case g.ten.kick <- struct{}{}:
 	default:
 	}
+}
+
+// poolBudgetsOf returns k's budgets of one pool, their pools resolved.
+func poolBudgetsOf(cfg *config.Config, k config.Key) []tenant.PoolBudget {
+	var out []tenant.PoolBudget
+	for _, b := range k.Budgets {
+		out = append(out, tenant.PoolBudget{Pool: b.PoolIn(cfg), Budget: b.Budget.USD, Period: b.Budget.Period})
+	}
+	return out
 }
 
 func limitsOf(l config.Limits) tenant.Limits {
@@ -288,7 +298,7 @@ func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	thr := strconv.FormatFloat(a.Threshold, 'f', -1, 64)
 	// The period's start to the second: periods of hours start several
 	// times a day.
-	key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.RFC3339), thr)
+	key := fmt.Sprintf("budget/%s/%s/%s/%s/%s", a.Subject, a.Name, a.Scope, a.PeriodStart.UTC().Format(time.RFC3339), thr)
 	ttl := ledger.PeriodEnd(a.Period, a.PeriodStart).Sub(g.now()) + 24*time.Hour // held while the period lasts
 	if !g.fleet.leaseOnce(g.life.bg, key, ttl) {
 		return // another replica sent it
@@ -301,6 +311,9 @@ func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	who := a.Subject + " " + a.Name
 	if a.Label != "" && a.Label != a.Name {
 		who += " (" + a.Label + ")"
+	}
+	if a.Scope != "" {
+		who += " on " + a.Scope
 	}
 	state := fmt.Sprintf("has spent %.0f%% of its budget", 100*a.Spent/a.Budget)
 	switch {
@@ -327,11 +340,23 @@ func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	}
 }
 
+// scopedOf is bs as the ledger keeps them.
+func scopedOf(bs []tenant.PoolBudget) []ledger.ScopedBudget {
+	var out []ledger.ScopedBudget
+	for _, b := range bs {
+		out = append(out, ledger.ScopedBudget{Pool: b.Pool, Budget: b.Budget, Period: b.Period})
+	}
+	return out
+}
+
 // budgetDetails are the details of a budget notification.
 func budgetDetails(a tenant.BudgetAlert, thr string) map[string]string {
 	d := map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}
 	if a.Soft {
 		d["soft_budget_usd"] = strconv.FormatFloat(a.SoftBudget, 'f', -1, 64)
+	}
+	if a.Scope != "" {
+		d["scope"] = a.Scope
 	}
 	return d
 }
@@ -375,7 +400,8 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			for _, k := range g.Config().Keys {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
-					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget})
+					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget,
+					Budgets: scopedOf(poolBudgetsOf(g.Config(), k))})
 			}
 			return keys
 		},
