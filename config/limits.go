@@ -93,12 +93,25 @@ func (d *Dollars) UnmarshalYAML(n *yaml.Node) error {
 type Team struct {
 	Name   string `yaml:"name"`
 	Limits `yaml:",inline"`
+	// Org names the organisation (one of orgs) whose limits and budget
+	// apply on top of the team's. Default none.
+	Org string `yaml:"org"`
 	// ShareObjects makes the stored objects (responses, files, batches
 	// …) the team's keys make belong to the team: every key of the team
 	// reaches them. Default false: each key reaches only its own. Turned
 	// off again, the objects made while it was on are reached by no key
 	// until it is turned back on.
 	ShareObjects bool `yaml:"share_objects"`
+}
+
+// Org groups teams under shared limits (rpm, tpm) and a shared budget
+// (budget, soft_budget), which apply on top of each team's and each
+// key's: a request of a key of a team of the org is admitted only when
+// the key, its team and the org all have room. Its spend is its teams'.
+// Orgs are kept in this file only.
+type Org struct {
+	Name   string `yaml:"name"`
+	Limits `yaml:",inline"`
 }
 
 // Store is where virtual keys, teams and usage are kept.
@@ -235,6 +248,12 @@ func (c *Config) warnTenancy() Problems {
 	for i, t := range c.Teams {
 		if !t.Budget.IsZero() {
 			ws = append(ws, Problem{Path: fmt.Sprintf("teams[%d].budget", i),
+				Msg: "without a store, spend is counted from the gateway's start: a restart forgets it; add store: {sqlite: FILE}"})
+		}
+	}
+	for i, o := range c.Orgs {
+		if !o.Budget.IsZero() {
+			ws = append(ws, Problem{Path: fmt.Sprintf("orgs[%d].budget", i),
 				Msg: "without a store, spend is counted from the gateway's start: a restart forgets it; add store: {sqlite: FILE}"})
 		}
 	}

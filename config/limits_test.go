@@ -90,7 +90,7 @@ func TestTenancyFiles(t *testing.T) {
 		`tenancy.bad.yaml:6: keys[0].pools[1]: no pool is named "nope"`,
 		`tenancy.bad.yaml:7: keys[0].models[1]: no pool is named "other" or has it as an alias`,
 		`tenancy.bad.yaml:11: keys[0].max_concurrent: must not be negative`,
-		`tenancy.bad.yaml:17: teams[0].max_concurrent: is a limit of keys, not teams`,
+		`tenancy.bad.yaml:17: teams[0].max_concurrent: is a limit of keys, not of teams or orgs`,
 		`tenancy.bad.yaml:18: teams[1].name: team name "apps" is used twice`,
 		`tenancy.bad.yaml:19: store: set sqlite or postgres, not both`,
 	} {
@@ -220,6 +220,31 @@ func TestPoolBudgets(t *testing.T) {
 		"      - {pool: o3, budget: 5/10m}\n":                                           `p.yaml:11: budget "5/10m": period "10m" is not`,
 	} {
 		_, err := Parse("p.yaml", []byte(head+body), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", body, err, want)
+		}
+	}
+}
+
+// TestOrgs: orgs take a team's limits, teams name one, and mistakes are
+// named at their line.
+func TestOrgs(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("o.yaml", []byte(head+"orgs:\n  - {name: acme, rpm: 1000, budget: 1000/30d, soft_budget: 800}\nteams:\n  - {name: apps, org: acme}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.Orgs[0]; o.Name != "acme" || o.RPM != 1000 || o.Budget != (Budget{1000, "30d"}) || o.SoftBudget != 800 || cfg.Teams[0].Org != "acme" {
+		t.Errorf("orgs %+v, teams %+v", cfg.Orgs, cfg.Teams)
+	}
+	for body, want := range map[string]string{
+		"orgs:\n  - {name: acme}\nteams:\n  - {name: apps, org: acne}\n": `o.yaml:9: teams[0].org: no org is named "acne" (add it under orgs)`,
+		"orgs:\n  - {name: acme}\n  - {name: acme}\n":                    `o.yaml:8: orgs[1].name: org name "acme" is used twice`,
+		"orgs:\n  - {name: acme, max_concurrent: 3}\n":                   `o.yaml:7: orgs[0].max_concurrent: is a limit of keys, not of teams or orgs`,
+		"orgs:\n  - {name: acme, budget: 5/day, soft_budget: 6}\n":       `o.yaml:7: orgs[0].soft_budget: $6 is not below the budget (5/day)`,
+	} {
+		_, err := Parse("o.yaml", []byte(head+body), env)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v; want %q", body, err, want)
 		}

@@ -45,6 +45,9 @@ type Config struct {
 	Keys []Key `yaml:"keys"`
 	// Teams group keys under shared limits and budgets.
 	Teams []Team `yaml:"teams"`
+	// Orgs group teams under shared limits and budgets, which apply on
+	// top of each team's (teams[].org).
+	Orgs []Org `yaml:"orgs"`
 	// ObjectIDs signs the owner into the ids of stored objects (see
 	// docs/operations.md, "Stored objects and their owners").
 	ObjectIDs ObjectIDs `yaml:"object_ids"`

@@ -17,11 +17,33 @@ func (c *Config) validateTenancy(ps *Problems, pools map[string]bool) {
 	}
 }
 
-// validateTeams checks that every team has a unique name and limits a
-// team may have, and returns the teams' names.
+// validateOrgs checks that every org has a unique name and limits an org
+// may have (a team's), and returns the orgs' names.
+func (c *Config) validateOrgs(ps *Problems) (names map[string]bool) {
+	names = map[string]bool{}
+	for i, o := range c.Orgs {
+		p := fmt.Sprintf("orgs[%d]", i)
+		switch {
+		case o.Name == "":
+			ps.add(p+".name", "an org needs a name")
+		case names[o.Name]:
+			ps.add(p+".name", "org name %q is used twice", o.Name)
+		}
+		names[o.Name] = true
+		validateLimits(ps, p, o.Limits, true)
+	}
+	return names
+}
+
+// validateTeams checks that every team has a unique name, limits a team
+// may have and an org that exists, and returns the teams' names.
 func (c *Config) validateTeams(ps *Problems) (names map[string]bool) {
+	orgs := c.validateOrgs(ps)
 	names = map[string]bool{}
 	for i, t := range c.Teams {
+		if t.Org != "" && !orgs[t.Org] {
+			ps.add(fmt.Sprintf("teams[%d].org", i), "no org is named %q (add it under orgs)", t.Org)
+		}
 		p := fmt.Sprintf("teams[%d]", i)
 		switch {
 		case t.Name == "":
@@ -120,7 +142,7 @@ func validateLimits(ps *Problems, p string, l Limits, team bool) {
 		ps.add(p+".max_concurrent", "must not be negative")
 	}
 	if team && l.MaxConcurrent != 0 {
-		ps.add(p+".max_concurrent", "is a limit of keys, not teams")
+		ps.add(p+".max_concurrent", "is a limit of keys, not of teams or orgs")
 	}
 	switch soft := float64(l.SoftBudget); {
 	case soft > 0 && l.Budget.IsZero():
