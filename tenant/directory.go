@@ -49,9 +49,11 @@ type Directory struct {
 	snap   atomic.Pointer[snapshot]
 	mu     sync.Mutex // serialises SetConfig and Refresh
 	config struct {
-		keys   map[[sha256.Size]byte]*Principal
-		teams  map[string]Limits
-		shares map[string]bool // teams whose keys share stored objects
+		keys    map[[sha256.Size]byte]*Principal
+		teams   map[string]Limits
+		shares  map[string]bool // teams whose keys share stored objects
+		orgs    map[string]Limits
+		teamOrg map[string]string // the org of each team of the configuration
 	}
 	stored struct {
 		keys  map[string]storedKey
@@ -74,6 +76,9 @@ type snapshot struct {
 	shares   map[string]bool      // teams whose keys share stored objects
 	periods  []string             // of the budgets of keys and teams
 	pools    bool                 // some key has budgets of one pool
+	orgs     map[string]Limits
+	teamOrg  map[string]string
+	members  map[string][]string // "org:NAME" → its teams' subjects
 }
 
 // KeyByPrefix implements ledger.KeyLookup over the memory.
@@ -104,8 +109,12 @@ func (d *Directory) SetConfig(keys []ConfigKey, teams []Team) {
 	defer d.mu.Unlock()
 	d.config.teams = make(map[string]Limits, len(teams))
 	d.config.shares = map[string]bool{}
+	d.config.teamOrg = map[string]string{}
 	for _, t := range teams {
 		d.config.teams[t.Name] = t.Limits
+		if t.Org != "" {
+			d.config.teamOrg[t.Name] = t.Org
+		}
 		if t.ShareObjects {
 			d.config.shares[t.Name] = true
 		}
@@ -123,6 +132,18 @@ func (d *Directory) SetConfig(keys []ConfigKey, teams []Team) {
 			stored[prefix] = storedKey{key: k.key, p: principalOf(k.key, d.config.shares)}
 		}
 		d.stored.keys = stored
+	}
+	d.publish()
+}
+
+// SetOrgs replaces the configuration's organisations (teams name theirs
+// in SetConfig).
+func (d *Directory) SetOrgs(orgs []Org) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.config.orgs = make(map[string]Limits, len(orgs))
+	for _, o := range orgs {
+		d.config.orgs[o.Name] = o.Limits
 	}
 	d.publish()
 }
@@ -171,6 +192,18 @@ func (d *Directory) publish() {
 		s.teams[n] = l
 	}
 	s.required = d.store != nil || len(s.config) > 0
+	s.orgs, s.teamOrg, s.members = d.config.orgs, map[string]string{}, map[string][]string{}
+	for team, o := range d.config.teamOrg {
+		if _, ok := s.orgs[o]; ok {
+			s.teamOrg[team] = o
+			s.members["org:"+o] = append(s.members["org:"+o], "team:"+team)
+		}
+	}
+	for o := range s.orgs {
+		if s.members["org:"+o] == nil {
+			s.members["org:"+o] = []string{} // no teams: no spend
+		}
+	}
 	s.periods, s.pools = periodsOf(s)
 	d.snap.Store(s)
 }
@@ -200,6 +233,9 @@ func periodsOf(s *snapshot) (periods []string, pools bool) {
 	for _, l := range s.teams {
 		add(l)
 	}
+	for _, l := range s.orgs {
+		add(l)
+	}
 	out := make([]string, 0, len(seen))
 	for p := range seen {
 		out = append(out, p)
@@ -207,6 +243,20 @@ func periodsOf(s *snapshot) (periods []string, pools bool) {
 	slices.Sort(out)
 	return out, pools
 }
+
+// Org returns the organisation of team, and its limits.
+func (d *Directory) Org(team string) (name string, lim Limits, ok bool) {
+	s := d.snap.Load()
+	name, ok = s.teamOrg[team]
+	if !ok {
+		return "", Limits{}, false
+	}
+	return name, s.orgs[name], true
+}
+
+// Members returns the subjects whose spend is subject's: an org's teams
+// ("team:NAME"); nil for any other subject (for Spend.SetMembers).
+func (d *Directory) Members(subject string) []string { return d.snap.Load().members[subject] }
 
 // PoolBudgets reports whether some key has budgets of one pool (for
 // Spend.SetPoolBudgets).

@@ -24,6 +24,10 @@ type Limiter struct {
 	// 100% of a budget. It is called without
 	// the limiter's lock held, on the request's goroutine: keep it quick.
 	OnBudget func(BudgetAlert)
+	// Orgs, if set, returns the organisation of a team and its limits,
+	// which apply on top of the team's (rates, budget, reservations):
+	// Directory.Org. Nil: no organisations. Set it before use.
+	Orgs func(team string) (org string, lim Limits, ok bool)
 	// Price, if set, prices a request against budgets (AdmitAsk): the
 	// price of the tokens of the backend most likely to answer. Nil, or
 	// no price for the request's backend and model: it is expected to
@@ -131,8 +135,12 @@ type Ticket struct {
 	team     *subject
 	teamName string
 	estimate float64
-	// reservedKey and reservedTeam are what Admit set aside.
-	reservedKey, reservedTeam float64
+	// org is the state of the team's organisation (nil: none), named
+	// orgName.
+	org     *subject
+	orgName string
+	// reservedKey, reservedTeam and reservedOrg are what Admit set aside.
+	reservedKey, reservedTeam, reservedOrg float64
 	// pool is the request's pool; poolSub the state of the key's budget
 	// of that pool (nil: none), poolLimits that budget, and reservedPool
 	// what Admit set aside against it.
@@ -178,14 +186,25 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	if p.Team != "" {
 		teamLimits, hasTeam = l.teams(p.Team)
 	}
-	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) && len(p.PoolBudgets) == 0 {
+	var o org
+	if hasTeam && l.Orgs != nil {
+		o.name, o.lim, o.ok = l.Orgs(p.Team)
+	}
+	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) && len(p.PoolBudgets) == 0 && (!o.ok || o.lim == (Limits{})) {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
 	price, priced := a.cost(l.Price)
 	var alerts []BudgetAlert
-	t, r := l.admit(p, pool, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, &alerts)
+	t, r := l.admit(p, pool, teamLimits, hasTeam, o, a.Tokens, cost{price, priced}, now, &alerts)
 	l.send(alerts)
 	return t, r
+}
+
+// org is the organisation of a request's team, if ok.
+type org struct {
+	name string
+	lim  Limits
+	ok   bool
 }
 
 // cost is a request's price, when it has one.
@@ -204,7 +223,7 @@ func (c cost) of(s *subject) float64 {
 }
 
 // admit is Admit past the checks that need no state.
-func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
+func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bool, o org, tokens int64, c cost, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
 	est := float64(max(tokens, 0))
 	keyName, teamName := p.names()
 	l.mu.Lock()
@@ -222,6 +241,13 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 			return nil, r
 		}
 	}
+	var orgSub *subject
+	if o.ok {
+		orgSub = l.subject("org:"+o.name, o.lim, now)
+		if r := l.overBudget("org", o.name, "", "", o.lim, orgSub, "org:"+o.name, c.of(orgSub), now, alerts); r != nil {
+			return nil, r
+		}
+	}
 	var ps *subject
 	pb, hasPool := p.PoolBudget(pool)
 	if hasPool {
@@ -236,13 +262,17 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 		subj, name string
 		limit      string
 	}
-	checks := [4]check{
+	checks := [6]check{
 		{ks.rpm, 1, "key", p.ID, "requests per minute"},
 		{ks.tpm, est, "key", p.ID, "tokens per minute"},
 	}
 	if ts != nil {
 		checks[2] = check{ts.rpm, 1, "team", p.Team, "requests per minute"}
 		checks[3] = check{ts.tpm, est, "team", p.Team, "tokens per minute"}
+	}
+	if orgSub != nil {
+		checks[4] = check{orgSub.rpm, 1, "org", o.name, "requests per minute"}
+		checks[5] = check{orgSub.tpm, est, "org", o.name, "tokens per minute"}
 	}
 	for _, c := range checks {
 		if c.b == nil {
@@ -251,8 +281,8 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 		if w := c.b.wait(c.n, now); w > 0 {
 			w = max(w.Round(time.Millisecond), time.Millisecond)
 			who := "key " + p.display()
-			if c.subj == "team" {
-				who = "team " + c.name
+			if c.subj != "key" {
+				who = c.subj + " " + c.name
 			}
 			used := math.Ceil(c.b.used(now))
 			return nil, &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: c.subj, Name: c.name,
@@ -261,8 +291,8 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 					who, formatCount(c.b.limit), c.limit, formatCount(c.b.cap), formatCount(used), w)}
 		}
 	}
-	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est, pool: pool}
-	for _, s := range []*subject{ks, ts} {
+	t := &Ticket{l: l, p: p, key: ks, team: ts, org: orgSub, orgName: o.name, estimate: est, pool: pool}
+	for _, s := range []*subject{ks, ts, orgSub} {
 		if s == nil {
 			continue
 		}
@@ -282,6 +312,10 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 		t.teamName = p.Team
 		t.reservedTeam = c.of(ts)
 		ts.reserved += t.reservedTeam
+	}
+	if orgSub != nil {
+		t.reservedOrg = c.of(orgSub)
+		orgSub.reserved += t.reservedOrg
 	}
 	if ps != nil {
 		t.poolSub, t.poolLimits = ps, pb
@@ -336,7 +370,7 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	for _, x := range []struct {
 		s        *subject
 		reserved float64
-	}{{t.key, t.reservedKey}, {t.team, t.reservedTeam}} {
+	}{{t.key, t.reservedKey}, {t.team, t.reservedTeam}, {t.org, t.reservedOrg}} {
 		s := x.s
 		if s == nil {
 			continue
@@ -360,6 +394,11 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	if t.team != nil {
 		if tl, ok := l.teams(t.teamName); ok {
 			l.overBudget("team", t.teamName, "", "", tl, t.team, teamName, 0, now, &alerts)
+		}
+	}
+	if t.org != nil && l.Orgs != nil {
+		if name, ol, ok := l.Orgs(t.teamName); ok && name == t.orgName {
+			l.overBudget("org", name, "", "", ol, t.org, "org:"+name, 0, now, &alerts)
 		}
 	}
 	l.mu.Unlock()

@@ -30,6 +30,7 @@ type Spend struct {
 	source  SpendSource
 	periods func() []string
 	pools   func() bool
+	members func(subject string) []string
 
 	// Buckets are UTC hours (hours since 1970-01-01). The store's figure
 	// of a whole day that no period of hours needs is kept in its first
@@ -50,6 +51,16 @@ type writtenBatch struct {
 // NewSpend returns a Spend reading from source (nil: memory only).
 func NewSpend(c clock.Clock, source SpendSource) *Spend {
 	return &Spend{clock: clock.Or(c), source: source, base: map[string]map[int64]int64{}, pending: map[string]map[int64]int64{}}
+}
+
+// SetMembers tells Spent which subjects a subject's spend is the sum of:
+// an organisation's ("org:NAME") is its teams' ("team:NAME"), as usage
+// is recorded by team (Directory.Members). Nil (the default): none. Call
+// it before use.
+func (s *Spend) SetMembers(members func(subject string) []string) {
+	s.mu.Lock()
+	s.members = members
+	s.mu.Unlock()
 }
 
 // SetPoolBudgets tells Refresh whether some key has budgets of one pool
@@ -168,6 +179,23 @@ func (s *Spend) Written(batch []ledger.Usage) {
 // Spent returns what subject ("key:ID" or "team:NAME") spent from since
 // on; since is a period's start (ledger.PeriodStart), always on the hour.
 func (s *Spend) Spent(subject string, since time.Time) float64 {
+	s.mu.Lock()
+	members := s.members
+	s.mu.Unlock()
+	if members != nil {
+		if ms := members(subject); ms != nil {
+			var t float64
+			for _, m := range ms {
+				t += s.spent(m, since)
+			}
+			return t
+		}
+	}
+	return s.spent(subject, since)
+}
+
+// spent is Spent of a subject that has no members.
+func (s *Spend) spent(subject string, since time.Time) float64 {
 	from := hourOf(since)
 	sum := func(d map[int64]int64) (t int64) {
 		for hour, c := range d {

@@ -109,6 +109,15 @@ type Team struct {
 	Name         string
 	Limits       Limits
 	ShareObjects bool
+	// Org names the team's organisation (see Org); "" for none.
+	Org string
+}
+
+// Org is an organisation: limits and a budget shared by its teams, on
+// top of theirs. Orgs come from the configuration only.
+type Org struct {
+	Name   string
+	Limits Limits
 }
 
 // Allows reports whether p may use pool by the model name model; an
