@@ -54,3 +54,24 @@ func TestPoolBudgetStopsItsPool(t *testing.T) {
 		t.Fatalf("%d requests admitted on a pool budget of 3 requests' cost, want 3; then %s", n, last)
 	}
 }
+
+// TestOrgBudgetStopsItsTeams: an org's budget holds for the keys of its
+// teams, on top of theirs.
+func TestOrgBudgetStopsItsTeams(t *testing.T) {
+	per := perCall
+	extra := fmt.Sprintf("store: {sqlite: %q}\norgs:\n  - {name: acme, budget: %s/day}\nteams:\n  - {name: apps, org: acme}\nkeys:\n  - {name: app, key: %s, team: apps}\n",
+		filepath.Join(t.TempDir(), "s.db"), fmt.Sprint(3*per), tenantKey)
+	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
+	n := 0
+	var last []byte
+	for ; n < 10; n++ {
+		st, _, b := post(t, e.url, tenantKey, chatBody)
+		if st != http.StatusOK {
+			last = b
+			break
+		}
+	}
+	if n != 3 || !strings.Contains(string(last), "budget_exceeded") || !strings.Contains(string(last), "org acme") {
+		t.Fatalf("%d requests admitted on an org budget of 3 requests' cost, want 3; then %s", n, last)
+	}
+}

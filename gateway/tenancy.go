@@ -127,7 +127,9 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.spend = tenant.NewSpend(clk, nil)
 		t.spend.SetPeriods(t.dir.Periods)
 	}
+	t.spend.SetMembers(t.dir.Members) // an org's spend is its teams'
 	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
+	t.lim.Orgs = t.dir.Org
 	t.lim.OnBudget = g.budgetAlert
 	t.lim.Price = g.price // budgets price a request at its pool's top member
 	g.ten = t
@@ -145,8 +147,13 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	}
 	teams := make([]tenant.Team, 0, len(cfg.Teams))
 	for _, t := range cfg.Teams {
-		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits), ShareObjects: t.ShareObjects})
+		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits), ShareObjects: t.ShareObjects, Org: t.Org})
 	}
+	orgs := make([]tenant.Org, 0, len(cfg.Orgs))
+	for _, o := range cfg.Orgs {
+		orgs = append(orgs, tenant.Org{Name: o.Name, Limits: limitsOf(o.Limits)})
+	}
+	g.ten.dir.SetOrgs(orgs)
 	g.ten.dir.SetConfig(keys, teams)
 	select { // read spend again, as far back as the file's budget periods need
 	case g.ten.kick <- struct{}{}:
