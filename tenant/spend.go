@@ -348,18 +348,30 @@ func (s *Spend) read(ctx context.Context, base map[string]map[int64]int64, from,
 
 // prune drops the hours no budget can count any more: those before the
 // earliest start of the periods in use (with none, all but the last day).
+// It folds the hours of the days before today into their day's first
+// hour, where no period of hours starts within them, so that a long
+// period sums a bucket a day.
 func (s *Spend) prune() {
 	now := s.clock.Now()
 	cut := hourOf(now) - 24
-	if from, _, found := s.horizon(now); found {
+	today, _ := ledger.PeriodStart(ledger.PeriodDay, now)
+	fold := hourOf(today)
+	if from, hourly, found := s.horizon(now); found {
 		cut = hourOf(from)
+		if !hourly.IsZero() {
+			fold = min(fold, hourOf(hourly))
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for sub, d := range s.pending {
-		for hour := range d {
-			if hour < cut {
+		for hour, c := range d {
+			switch day := hour - hour%24; {
+			case hour < cut:
 				delete(d, hour)
+			case hour < fold && hour != day:
+				delete(d, hour)
+				d[day] += c
 			}
 		}
 		if len(d) == 0 {
