@@ -57,16 +57,19 @@ const (
 	// once under each of its tags, and under "" when it had none, so
 	// the groups' sum exceeds the total when requests have several.
 	ByTag = "tag"
+	// ByHour groups by UTC hour (for budgets of hours); it always sums
+	// the per-request rows.
+	ByHour = "hour"
 )
 
-var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByTag}
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByHour, ByTag}
 
 // SpendQuery asks for spend over [From, To), grouped by the dimensions in
 // By (none: one total row), optionally limited to one key, team and/or
 // tag (a request with that tag among its key's tags at the time).
 //
-// When From and To both fall on UTC midnights (days, weeks, months) the
-// store reads its daily aggregate, whose size does not grow with traffic;
+// When From and To both fall on UTC midnights (days, weeks, months), and
+// By has no ByHour, the store reads its daily aggregate, whose size does not grow with traffic;
 // otherwise it sums the per-request rows, which is exact but costs a scan
 // of the requests in the range.
 type SpendQuery struct {
@@ -90,7 +93,8 @@ func (q SpendQuery) validate() error {
 }
 
 // SpendRow is one group of a Spend answer. The grouping fields not asked
-// for are empty; Day is the UTC midnight of the day when grouped by day.
+// for are empty; Day is the UTC midnight of the day when grouped by day,
+// Hour the start of the UTC hour when grouped by hour.
 type SpendRow struct {
 	Key     string    `json:"key,omitempty"`
 	Team    string    `json:"team,omitempty"`
@@ -98,6 +102,7 @@ type SpendRow struct {
 	Backend string    `json:"backend,omitempty"`
 	Model   string    `json:"model,omitempty"`
 	Day     time.Time `json:"day,omitzero"`
+	Hour    time.Time `json:"hour,omitzero"`
 	Tag     string    `json:"tag,omitempty"`
 
 	Requests         int64   `json:"requests"`
