@@ -188,7 +188,7 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
-		"ALTER TABLE usage_requests DROP COLUMN tags", "DELETE FROM schema_migrations WHERE version >= 6"} {
+		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DELETE FROM schema_migrations WHERE version >= 6"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
