@@ -114,13 +114,14 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Back to version 1: without the columns and tables of versions 2
-	// (patience), 3 (estimated usage), 4 (a rotated secret's grace) and
-	// 5 (object owners) and their migrations' rows.
+	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
+	// (object owners) and 7 (end users) and their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
-		"DROP TABLE object_owners", "DELETE FROM schema_migrations WHERE version >= 2"} {
+		"DROP TABLE object_owners", "DROP INDEX usage_requests_end_user", "ALTER TABLE usage_requests DROP COLUMN end_user",
+		"DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -134,8 +135,12 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
 	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
-	} // Version 3's column takes an estimated usage record.
-	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true}}); err != nil {
+	} // Version 3's column takes an estimated usage record, version 7's its end user.
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true, EndUser: "u1"}}); err != nil {
 		t.Fatalf("recording an estimated usage after the upgrade: %v", err)
+	}
+	rows, err := s.Spend(ctx, ledger.SpendQuery{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), EndUser: "u1"})
+	if err != nil || len(rows) != 1 || rows[0].Requests != 1 {
+		t.Fatalf("spend of the end user after the upgrade: %+v, %v", rows, err)
 	}
 }

@@ -218,8 +218,8 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_requests (request_id, at_us, day, key_id, team,
 		pool, backend, region, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
-		cost_nusd, status, failover, estimated)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		cost_nusd, status, failover, estimated, end_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (request_id) DO NOTHING`))
 	if err != nil {
 		return fmt.Errorf("ledger: record usage: %w", err)
@@ -230,7 +230,7 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		nus := toNano(u.Cost)
 		res, err := ins.ExecContext(ctx, u.RequestID, u.At.UnixMicro(), dayOf(u.At), u.KeyID, u.Team,
 			u.Pool, u.Backend, u.Region, u.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens,
-			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated))
+			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), u.EndUser)
 		if err != nil {
 			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
 		}
@@ -298,9 +298,11 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// groupColumns maps SpendQuery.By to columns, which both usage tables have.
+// groupColumns maps SpendQuery.By to columns, which both usage tables
+// have (end_user only usage_requests: see SpendQuery.byRequest).
 var groupColumns = map[string]string{
 	ByKey: "key_id", ByTeam: "team", ByPool: "pool", ByBackend: "backend", ByModel: "model", ByDay: "day",
+	ByEndUser: "end_user",
 }
 
 func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) {
@@ -319,7 +321,7 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 		query.WriteString(c + ", ")
 	}
 	var args []any
-	if isMidnight(q.From) && isMidnight(q.To) {
+	if !q.byRequest() {
 		query.WriteString(`CAST(COALESCE(SUM(requests), 0) AS BIGINT), CAST(COALESCE(SUM(failovers), 0) AS BIGINT),
 			` + sumColumns + ` FROM usage_daily WHERE day >= ? AND day < ?`)
 		args = append(args, dayOf(q.From), dayOf(q.To))
@@ -335,6 +337,10 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 	if q.Team != "" {
 		query.WriteString(" AND team = ?")
 		args = append(args, q.Team)
+	}
+	if q.EndUser != "" {
+		query.WriteString(" AND end_user = ?")
+		args = append(args, q.EndUser)
 	}
 	if len(cols) > 0 {
 		list := strings.Join(cols, ", ")
@@ -365,6 +371,8 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 				dest = append(dest, &r.Model)
 			case "day":
 				dest = append(dest, &day)
+			case "end_user":
+				dest = append(dest, &r.EndUser)
 			}
 		}
 		dest = append(dest, &r.Requests, &r.Failovers, &r.PromptTokens, &r.CompletionTokens,

@@ -36,6 +36,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SpentSince", func(t *testing.T) { testSpentSince(t, h.Open(t)) })
 	t.Run("ConcurrentRecording", func(t *testing.T) { testConcurrent(t, h.Open(t)) })
 	t.Run("ObjectOwners", func(t *testing.T) { testObjectOwners(t, h.Open(t)) })
+	t.Run("EndUsers", func(t *testing.T) { testEndUsers(t, h.Open(t)) })
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })
 	}
