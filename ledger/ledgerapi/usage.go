@@ -13,7 +13,7 @@ import (
 )
 
 // groupings are the values "by" takes, in ledger's SpendQuery.By.
-var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay}
+var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByEndUser}
 
 // Groupings returns the values "by" takes, in ledger's SpendQuery.By, in
 // the order error messages list them. Each call returns a fresh slice,
@@ -30,7 +30,7 @@ type Usage struct {
 	Total ledger.SpendRow   `json:"total"`
 }
 
-// usage answers GET /admin/usage?from=&to=&by=&key=&team=&format=.
+// usage answers GET /admin/usage?from=&to=&by=&key=&team=&end_user=&format=.
 func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) {
 	q := r.URL.Query()
 	now := h.now().UTC()
@@ -63,7 +63,12 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) 
 		h.fail(w, r, badField("format", "%q is not json or csv", format))
 		return
 	}
-	rows, err := s.Spend(r.Context(), ledger.SpendQuery{From: from, To: to, By: by, Key: q.Get("key"), Team: q.Get("team")})
+	endUser := q.Get("end_user")
+	if len(endUser) > ledger.MaxEndUser {
+		h.fail(w, r, badField("end_user", "is %d bytes, longer than any end user kept (%d)", len(endUser), ledger.MaxEndUser))
+		return
+	}
+	rows, err := s.Spend(r.Context(), ledger.SpendQuery{From: from, To: to, By: by, Key: q.Get("key"), Team: q.Get("team"), EndUser: endUser})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -144,6 +149,8 @@ func Group(r ledger.SpendRow, b string) string {
 		return r.Backend
 	case ledger.ByModel:
 		return r.Model
+	case ledger.ByEndUser:
+		return r.EndUser
 	case ledger.ByDay:
 		if r.Day.IsZero() {
 			return ""
