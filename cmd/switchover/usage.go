@@ -20,15 +20,17 @@ const usageUsage = `Usage: switchover usage [flags]
 
 Prints requests, tokens and cost from the gateway's store over a period
 (default: from the start of this month to the end of today, UTC), grouped
-by any of key, team, pool, backend, model and day:
+by any of key, team, pool, backend, model, day and end_user:
 
   switchover usage --by team,day
   switchover usage --from 2026-11-01 --to 2026-12-01 --by backend --format csv
 
 --from and --to take a date (UTC midnight) or an RFC 3339 time; --to is
 exclusive: --from 2026-11-01 --to 2026-12-01 is November. --key-id and
---team keep one key's or one team's usage. -key is the admin key, as in every
-command.
+--team keep one key's or one team's usage, --end-user one end user's (the
+request's "user", metadata.user_id or x-switchover-end-user header; by end
+user, the store sums its requests rather than its daily totals). -key is the
+admin key, as in every command.
 `
 
 // usageCommand runs switchover usage.
@@ -36,11 +38,12 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs, client := adminFlagSet("usage", usageUsage, stderr)
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")
-	by := fs.String("by", "", "comma-separated grouping: key, team, pool, backend, model, day (default: one total)")
+	by := fs.String("by", "", "comma-separated grouping: key, team, pool, backend, model, day, end_user (default: one total)")
 	// Not -key, which is the admin key in every command (and must not end
 	// up in a URL).
 	key := fs.String("key-id", "", "only the usage of this key ID")
 	team := fs.String("team", "", "only the usage of this team")
+	endUser := fs.String("end-user", "", "only the usage of this end user")
 	format := fs.String("format", "table", "table, json or csv")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -75,6 +78,9 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *team != "" {
 		q.Set("team", *team)
+	}
+	if *endUser != "" {
+		q.Set("end_user", *endUser)
 	}
 	switch *format {
 	case "table":
