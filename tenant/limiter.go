@@ -23,6 +23,10 @@ type Limiter struct {
 	// when spend reaches 80% and 100% of a budget. It is called without
 	// the limiter's lock held, on the request's goroutine: keep it quick.
 	OnBudget func(BudgetAlert)
+	// EndUsers keeps the end users' limits (Limits.EndUser): NewLimiter
+	// makes one of DefaultMaxEndUsers, without a store. Nil enforces
+	// none. Set its Load before use to count the store's spend.
+	EndUsers *EndUsers
 	// Price, if set, prices a request against budgets (AdmitAsk): the
 	// price of the tokens of the backend most likely to answer. Nil, or
 	// no price for the request's backend and model: it is expected to
@@ -106,7 +110,7 @@ func NewLimiter(c clock.Clock, spend *Spend, teams func(string) (Limits, bool)) 
 		teams = func(string) (Limits, bool) { return Limits{}, false }
 	}
 	return &Limiter{clock: clock.Or(c), spend: spend, teams: teams, subjects: map[string]*subject{},
-		share: 1, replicas: 1, seen: map[string]*peerState{}, alerted: map[alertKey]bool{}}
+		share: 1, replicas: 1, seen: map[string]*peerState{}, alerted: map[alertKey]bool{}, EndUsers: NewEndUsers(c, 0)}
 }
 
 // Ticket is an admitted request. Done must be called once when it ends.
@@ -120,6 +124,7 @@ type Ticket struct {
 	// reservedKey and reservedTeam are what Admit set aside.
 	reservedKey, reservedTeam float64
 	done                      bool
+	eu                        *endUserTicket // what its end user took; nil for none
 }
 
 // Admit is AdmitAsk of a request that is not priced: one to pool by the
@@ -143,6 +148,11 @@ func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket
 // reserved, plus its price, is within it: concurrent callers cannot all
 // slip in on the last dollar, and a request whose price alone exceeds
 // what is left is refused.
+//
+// A request that names its end user (Ask.EndUser) is first held to the
+// end-user limits of its key and team (Limits.EndUser, kept by
+// EndUsers), refused with Subject "end_user"; what it took there is
+// given back if its key or team then refuses it.
 func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	now := l.clock.Now()
 	pool, model := a.Pool, a.Model
@@ -161,10 +171,19 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
 	price, priced := a.cost(l.Price)
+	eu, r := l.EndUsers.admit(p, teamLimits, hasTeam, a, cost{price, priced}, now)
+	if r != nil {
+		return nil, r
+	}
 	var alerts []BudgetAlert
 	t, r := l.admit(p, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, &alerts)
 	l.send(alerts)
-	return t, r
+	if r != nil {
+		eu.cancel(now)
+		return nil, r
+	}
+	t.eu = eu
+	return t, nil
 }
 
 // cost is a request's price, when it has one.
@@ -284,6 +303,7 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	t.done = true
 	l := t.l
 	now := l.clock.Now()
+	t.eu.done(tokens, known, cost, now)
 	keyName, teamName := t.p.names()
 	if t.team == nil {
 		teamName = ""

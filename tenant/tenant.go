@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/switchover-gw/switchover/ledger"
 )
 
 // Limits bound one key or team. Zero fields are unlimited.
@@ -24,6 +26,9 @@ type Limits struct {
 	// Budget is in US dollars per BudgetPeriod ("day", "week", "month").
 	Budget       float64
 	BudgetPeriod string
+	// EndUser bounds each end user of the key or team (see
+	// EndUserLimits); zero is none.
+	EndUser EndUserLimits
 }
 
 // Principal is a key as the gateway enforces it.
@@ -103,6 +108,10 @@ func (p *Principal) allows(pool, model string) bool {
 	}
 	return model == "" || len(p.Models) == 0 || slices.Contains(p.Models, model)
 }
+
+// MaxEndUser is the longest end user (Ask.EndUser), in bytes, the
+// gateway takes: the usage store's limit (ledger.MaxEndUser).
+const MaxEndUser = ledger.MaxEndUser
 
 // Refusal is why a request may not start. Its figures fill the 429's
 // message and headers.
