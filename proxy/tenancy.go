@@ -140,7 +140,7 @@ func admit(x *exchange) error {
 func askOf(x *exchange, pool, model string) tenant.Ask {
 	est := int64(x.req.EstimatedTokens())
 	out := x.req.MaxOutputTokens()
-	a := tenant.Ask{Pool: pool, Model: model, Tokens: est, Prompt: max(est-out, 0), Completion: out}
+	a := tenant.Ask{Pool: pool, Model: model, Tokens: est, Prompt: max(est-out, 0), Completion: out, EndUser: x.lg.endUser}
 	if m := topMember(x.pool); m != nil {
 		a.Backend = m.Backend.Name
 		a.Models = []string{m.Deployment, x.req.Model}
