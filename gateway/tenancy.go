@@ -271,7 +271,7 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
 		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
 		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
-		Estimated: s.Usage.Estimated,
+		Estimated: s.Usage.Estimated, EndUser: s.EndUser,
 	})
 }
 
