@@ -29,6 +29,10 @@ type Limits struct {
 	// get 429 budget_exceeded until the period ends; notifications go out
 	// at 80% and 100%. Default none.
 	Budget Budget `yaml:"budget"`
+	// EndUserLimits bound each end user of the key (of a team: of all
+	// its keys together), apart from every other: see EndUserLimits.
+	// Default none.
+	EndUserLimits EndUserLimits `yaml:"end_user_limits"`
 }
 
 // Team groups keys under shared limits and a shared budget, which apply on
