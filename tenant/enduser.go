@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +34,10 @@ type EndUserLimits struct {
 	BudgetPeriod string
 }
 
-// EndUserLoad reads what the end user user of scope ("key:ID" or
-// "team:NAME") spent from since on, in US dollars, from the usage store.
-type EndUserLoad func(ctx context.Context, scope, user string, since time.Time) (float64, error)
+// EndUserLoad reads what the end user user of key ID key, or of team
+// team (one of them is ""), spent from since on, in US dollars, from the
+// usage store.
+type EndUserLoad func(ctx context.Context, key, team, user string, since time.Time) (float64, error)
 
 // DefaultMaxEndUsers is how many end users EndUsers keeps by default.
 // Each takes about 300 bytes plus its id and its key's or team's name,
@@ -449,7 +451,13 @@ func (e *EndUsers) Refresh(ctx context.Context) error {
 	e.mu.Unlock()
 	var firstErr error
 	for _, j := range jobs {
-		usd, err := e.Load(ctx, j.u.k.scope, j.u.k.user, j.since)
+		key, team := "", ""
+		if id, ok := strings.CutPrefix(j.u.k.scope, "key:"); ok {
+			key = id
+		} else {
+			team = strings.TrimPrefix(j.u.k.scope, "team:")
+		}
+		usd, err := e.Load(ctx, key, team, j.u.k.user, j.since)
 		e.mu.Lock()
 		u := j.u
 		u.loading = false

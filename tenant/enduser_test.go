@@ -225,10 +225,14 @@ type fakeLoad struct {
 	err   error
 }
 
-func (f *fakeLoad) load(_ context.Context, scope, user string, _ time.Time) (float64, error) {
+func (f *fakeLoad) load(_ context.Context, key, team, user string, _ time.Time) (float64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	scope := "key:" + key
+	if team != "" {
+		scope = "team:" + team
+	}
 	return f.spent[endUserKey{scope, user}], f.err
 }
 
