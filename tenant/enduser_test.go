@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -129,12 +130,22 @@ func TestMillionEndUsersStayBounded(t *testing.T) {
 	l.EndUsers = NewEndUsers(c, 1000)
 	p := key("k", Limits{EndUser: EndUserLimits{RPM: 60, Budget: 1, BudgetPeriod: "day"}})
 	const ids = manyEndUsers
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
 	for i := range ids {
 		tk, r := l.AdmitAsk(p, euAsk(fmt.Sprintf("user-%d", i), 0))
 		if r != nil {
 			t.Fatalf("user %d: %v", i, r)
 		}
 		tk.Done(0, true, 0.0001)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	// 1,000 end users take well under 1 MB; a million kept would take
+	// hundreds.
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 8<<20 {
+		t.Errorf("the heap grew by %d MiB over %d end users", grew>>20, ids)
 	}
 	if n, ev := l.EndUsers.Len(), l.EndUsers.Evicted(); n != 1000 || len(l.EndUsers.users) != 1000 || ev != ids-1000 {
 		t.Fatalf("after %d end users: %d kept (map %d), %d forgotten; want 1000, %d", ids, n, len(l.EndUsers.users), ev, ids-1000)
