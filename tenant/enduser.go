@@ -139,8 +139,14 @@ func (e *EndUsers) Evicted() int64 {
 }
 
 // Kick is signalled when an end user's spend should be read from the
-// store soon (one met anew, or whose figure is old): call Refresh.
-func (e *EndUsers) Kick() <-chan struct{} { return e.kick }
+// store soon (one met anew, or whose figure is old): call Refresh. A nil
+// EndUsers's is nil, which never fires.
+func (e *EndUsers) Kick() <-chan struct{} {
+	if e == nil {
+		return nil
+	}
+	return e.kick
+}
 
 // endUserTicket is what an admitted request took from its end users.
 type endUserTicket struct {
