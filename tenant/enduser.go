@@ -65,8 +65,9 @@ const maxEndUserLoads = 256
 // Budgets count what the store recorded in the period (read by Refresh
 // through Load, again every 30 s while the end user is active) plus what
 // this replica spent since, plus what its requests in flight reserved.
-// Until the store's figure is first read, an end user with a budget may
-// have one request in flight. Without Load (no store), spend is this
+// Until the store's figure is first read (or a read failed), one request
+// of an end user with a budget is admitted, and the others are refused
+// with a retry in a second. Without Load (no store), spend is this
 // replica's since the end user was last met.
 //
 // It is safe for concurrent use. Use NewEndUsers; the zero value is not
@@ -113,6 +114,7 @@ type endUser struct {
 	loaded           bool // a load was tried in this period
 	loadedAt         time.Time
 	loading          bool
+	early            int // requests admitted in this period before a load was tried
 }
 
 // NewEndUsers returns an EndUsers keeping at most max end users (0:
@@ -217,6 +219,9 @@ func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, n
 		}
 		u.inflight++
 		u.used = now
+		if !u.period.IsZero() && !u.loaded {
+			u.early++
+		}
 		t.reserved[i] = scopes[i].price
 		u.reserved += scopes[i].price
 	}
@@ -244,7 +249,7 @@ func (e *EndUsers) user(k endUserKey, lim EndUserLimits, now time.Time) *endUser
 			// A new period: nothing spent in it yet that this replica
 			// knows, and the store's figure is to be read.
 			u.period, u.base, u.cur, u.prev, u.older = start, 0, 0, 0, 0
-			u.loaded, u.loadedAt = false, time.Time{}
+			u.loaded, u.loadedAt, u.early = false, time.Time{}, 0
 		}
 	}
 	return u
@@ -331,10 +336,11 @@ func (e *EndUsers) overBudget(u *endUser, s endUserScope, user string, now time.
 	reset := periodEnd(lim.BudgetPeriod, u.period)
 	r := &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: "end_user", Name: user, Limit: "budget",
 		Max: lim.Budget, Reset: reset, RetryAfter: reset.Sub(now)}
-	if e.Load != nil && !u.loaded && u.inflight > 0 {
+	if e.Load != nil && !u.loaded && u.early > 0 {
 		e.signal()
-		r.Reset, r.RetryAfter = now.Add(time.Second), time.Second
-		r.Message = fmt.Sprintf("switchover: this request's end user has a request in flight, and what it spent is being read from the store; retry in a second (%s sets a budget for each of its end users)", s.who)
+		// Not spent: to retry in a moment.
+		r.Code, r.Reset, r.RetryAfter = "rate_limit_exceeded", now.Add(time.Second), time.Second
+		r.Message = fmt.Sprintf("switchover: what this request's end user spent is being read from the store, and one request of it was admitted meanwhile; retry in a second (%s sets a budget for each of its end users)", s.who)
 		return r
 	}
 	if e.Load != nil && (!u.loaded || now.Sub(u.loadedAt) > endUserReload) {

@@ -269,7 +269,7 @@ func TestEndUserBudgetCountsTheStore(t *testing.T) {
 		t.Fatalf("alice's first request, before her spend is read: %v", r)
 	}
 	_, r = l.AdmitAsk(p, a)
-	if r == nil || r.RetryAfter != time.Second || !strings.Contains(r.Message, "being read") {
+	if r == nil || r.RetryAfter != time.Second || r.Code != "rate_limit_exceeded" || r.Limit != "budget" || !strings.Contains(r.Message, "being read") {
 		t.Fatalf("a second at once, before her spend is read: %+v", r)
 	}
 	select {
@@ -347,3 +347,32 @@ func TestEndUserBudgetWhenTheStoreFails(t *testing.T) {
 }
 
 func spentOf(u *endUser) float64 { return float64(u.base+u.older+u.prev+u.cur) / 1e9 }
+
+// TestEndUserOneRequestInAllBeforeItsSpendIsRead: before an end user's
+// spend is first read from the store, one request of it is admitted in
+// all, not one at a time (a slow store let a second replica admit two
+// requests of an end user whose budget was spent, one after the other).
+func TestEndUserOneRequestInAllBeforeItsSpendIsRead(t *testing.T) {
+	c := fakeclock.New()
+	l := NewLimiter(c, nil, nil)
+	store := &fakeLoad{spent: map[endUserKey]float64{{"key:k", "alice"}: 1}}
+	l.EndUsers.Load = store.load
+	p := key("k", Limits{EndUser: EndUserLimits{Budget: 1, BudgetPeriod: "day"}})
+	first, r := l.AdmitAsk(p, euAsk("alice", 0))
+	if r != nil {
+		t.Fatal(r)
+	}
+	first.Done(0, true, 0.001)
+	if _, r := l.AdmitAsk(p, euAsk("alice", 0)); r == nil || r.RetryAfter != time.Second {
+		t.Fatalf("a second request after the first ended, her spend not read yet: %+v", r)
+	}
+	if err := l.EndUsers.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, r := l.AdmitAsk(p, euAsk("alice", 0)); r == nil || r.Code != "budget_exceeded" || r.RetryAfter <= time.Second {
+		t.Fatalf("once her spent budget is read: %+v", r)
+	}
+	if _, r := l.AdmitAsk(p, euAsk("bob", 0)); r != nil {
+		t.Fatalf("bob's first request: %v", r)
+	}
+}
