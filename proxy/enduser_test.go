@@ -17,8 +17,9 @@ import (
 
 // spends records the Spends of answered requests.
 type spends struct {
-	mu sync.Mutex
-	by map[string]Spend // by request id
+	mu     sync.Mutex
+	by     map[string]Spend // by request id
+	limits []string         // of refusals: "key code limit"
 }
 
 func (s *spends) Spent(sp Spend) (float64, bool) {
@@ -26,6 +27,15 @@ func (s *spends) Spent(sp Spend) (float64, bool) {
 	defer s.mu.Unlock()
 	s.by[sp.RequestID] = sp
 	return 0, false
+}
+
+func (s *spends) Refused(code string) {}
+
+// KeyRefused records the limits of refusals at a key's limits.
+func (s *spends) KeyRefused(key, code, limit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limits = append(s.limits, key+" "+code+" "+limit)
 }
 
 func (s *spends) endUser(t *testing.T, id string) string {
@@ -58,7 +68,7 @@ func endUserGateway(t *testing.T, keyed bool) (u string, sp *spends, upHeaders f
 		io.WriteString(w, chatAnswer)
 	})
 	sp = &spends{by: map[string]Spend{}}
-	h := &Handler{Clock: clk, Spender: sp}
+	h := &Handler{Clock: clk, Spender: sp, Refusals: sp}
 	lim := Limits(tenant.Limits{EndUser: tenant.EndUserLimits{RPM: 6}})
 	var dir *tenant.Directory
 	var limiter *tenant.Limiter
@@ -189,6 +199,12 @@ func TestEndUserIsTrackedAndLimitedPerKey(t *testing.T) {
 		if h.Get(HeaderEndUser) != "" {
 			t.Fatalf("the end-user header went upstream: %v", h)
 		}
+	}
+	sp.mu.Lock()
+	refused := strings.Join(sp.limits, ", ")
+	sp.mu.Unlock()
+	if want := "a rate_limit_exceeded end user requests per minute, a rate_limit_exceeded end user requests per minute"; refused != want {
+		t.Errorf("refusals counted: %s; want %s", refused, want)
 	}
 	if !strings.Contains(log.String(), "request_id=eu-a") {
 		t.Fatalf("no request line in the log:\n%s", log.String())
