@@ -16,23 +16,26 @@ func (r *Request) EndUser() string {
 		return ""
 	}
 	if r.Format == translate.Anthropic {
-		meta, ok := member(r.Body, "metadata")
-		if !ok || len(meta) == 0 || meta[0] != '{' {
+		var meta [1][]byte
+		if !topMembers(r.Body, []string{"metadata"}, meta[:]) || len(meta[0]) == 0 || meta[0][0] != '{' {
 			return ""
 		}
-		return stringMember(meta, "user_id")
+		var id [1][]byte
+		topMembers(meta[0], []string{"user_id"}, id[:])
+		return stringValue(id[0])
 	}
-	if u := stringMember(r.Body, "user"); u != "" {
+	var v [2][]byte
+	topMembers(r.Body, []string{"user", "safety_identifier"}, v[:])
+	if u := stringValue(v[0]); u != "" {
 		return u
 	}
-	return stringMember(r.Body, "safety_identifier")
+	return stringValue(v[1])
 }
 
-// stringMember is the top-level member name of the JSON object obj when
-// it is a string, decoded; "" otherwise.
-func stringMember(obj []byte, name string) string {
-	v, ok := member(obj, name)
-	if !ok || len(v) == 0 || v[0] != '"' {
+// stringValue is the raw JSON value v decoded when it is a string; ""
+// otherwise.
+func stringValue(v []byte) string {
+	if len(v) == 0 || v[0] != '"' {
 		return ""
 	}
 	s, err := unquote(v)
@@ -42,46 +45,50 @@ func stringMember(obj []byte, name string) string {
 	return s
 }
 
-// member returns the raw value of the top-level member name of the JSON
-// object obj, and whether it has one: the last one, as JSON decoders
-// keep, with keys compared as written (a key spelt with escapes is not
-// found). A body that is not an object has none.
-func member(obj []byte, name string) (val []byte, found bool) {
+// topMembers reads the raw values of the top-level members names of the
+// JSON object obj into vals (nil for one it lacks), in one pass: of each,
+// the last one, as JSON decoders keep, with keys compared as written (a
+// key spelt with escapes is not found). It reports whether obj is an
+// object it could read to its end; if not, vals are left nil.
+func topMembers(obj []byte, names []string, vals [][]byte) bool {
+	clear(vals)
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
-		return nil, false
+		return false
 	}
 	i++
 	for first := true; ; first = false {
 		i = skipSpace(obj, i)
 		if i >= len(obj) || obj[i] == '}' {
-			return val, found
+			return i < len(obj)
 		}
+		ok := true
 		if !first {
-			if obj[i] != ',' {
-				return nil, false
-			}
+			ok = obj[i] == ','
 			i = skipSpace(obj, i+1)
 		}
-		if i >= len(obj) || obj[i] != '"' {
-			return nil, false
+		var kEnd, vStart, vEnd int
+		var err error
+		if ok && i < len(obj) && obj[i] == '"' {
+			kEnd, err = skipString(obj, i)
+			if err == nil {
+				j := skipSpace(obj, kEnd)
+				ok = j < len(obj) && obj[j] == ':'
+				vStart = skipSpace(obj, j+1)
+				vEnd, err = skipValue(obj, vStart)
+			}
+		} else {
+			ok = false
 		}
-		kEnd, err := skipString(obj, i)
-		if err != nil {
-			return nil, false
+		if !ok || err != nil {
+			clear(vals)
+			return false
 		}
 		key := obj[i+1 : kEnd-1]
-		i = skipSpace(obj, kEnd)
-		if i >= len(obj) || obj[i] != ':' {
-			return nil, false
-		}
-		vStart := skipSpace(obj, i+1)
-		vEnd, err := skipValue(obj, vStart)
-		if err != nil {
-			return nil, false
-		}
-		if string(key) == name {
-			val, found = obj[vStart:vEnd], true
+		for n, name := range names {
+			if string(key) == name {
+				vals[n] = obj[vStart:vEnd]
+			}
 		}
 		i = vEnd
 	}
