@@ -160,10 +160,20 @@ type endUserTicket struct {
 
 // endUserScope is one of a request's end users to check.
 type endUserScope struct {
-	name  string // "key:ID" or "team:NAME"
-	who   string // "key ID" or "team NAME", for messages
+	name  string     // "key:ID" or "team:NAME"
+	p     *Principal // the request's key
+	team  bool       // the scope is p's team's
 	lim   EndUserLimits
 	price float64
+}
+
+// who names the scope's key or team in messages: "key ID (NAME)" or
+// "team NAME".
+func (s endUserScope) who() string {
+	if s.team {
+		return "team " + s.p.Team
+	}
+	return "key " + s.p.display()
 }
 
 // admit checks and takes the request a of p from its end user's state in
@@ -177,11 +187,11 @@ func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, n
 	var scopes [2]endUserScope
 	n := 0
 	if p.Limits.EndUser != (EndUserLimits{}) {
-		scopes[0] = endUserScope{name: keyName, who: "key " + p.display(), lim: p.Limits.EndUser}
+		scopes[0] = endUserScope{name: keyName, p: p, lim: p.Limits.EndUser}
 		n++
 	}
 	if hasTeam && tl.EndUser != (EndUserLimits{}) {
-		scopes[1] = endUserScope{name: teamName, who: "team " + p.Team, lim: tl.EndUser}
+		scopes[1] = endUserScope{name: teamName, p: p, team: true, lim: tl.EndUser}
 		n++
 	}
 	if n == 0 {
@@ -319,7 +329,7 @@ func (e *EndUsers) check(u *endUser, s endUserScope, user string, est float64, n
 			return &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: "end_user", Name: user,
 				Limit: c.limit, Max: c.b.limit, Used: used, Remaining: math.Floor(max(c.b.level, 0)), Reset: now.Add(w), RetryAfter: w,
 				Message: fmt.Sprintf("switchover: this request's end user is over the limit of %s %s that %s sets for each of its end users (at most %s in any 10 s; %s used); retry in %s",
-					formatCount(c.b.limit), c.limit, s.who, formatCount(c.b.cap), formatCount(used), w)}
+					formatCount(c.b.limit), c.limit, s.who(), formatCount(c.b.cap), formatCount(used), w)}
 		}
 	}
 	return nil
@@ -334,34 +344,38 @@ func (e *EndUsers) overBudget(u *endUser, s endUserScope, user string, now time.
 		return nil
 	}
 	reset := periodEnd(lim.BudgetPeriod, u.period)
-	r := &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: "end_user", Name: user, Limit: "budget",
-		Max: lim.Budget, Reset: reset, RetryAfter: reset.Sub(now)}
+	refusal := func() *Refusal { // only when refused: admitting allocates nothing here
+		return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: "end_user", Name: user, Limit: "budget",
+			Max: lim.Budget, Reset: reset, RetryAfter: reset.Sub(now)}
+	}
 	if e.Load != nil && !u.loaded && u.early > 0 {
 		e.signal()
+		r := refusal()
 		// Not spent: to retry in a moment.
 		r.Code, r.Reset, r.RetryAfter = "rate_limit_exceeded", now.Add(time.Second), time.Second
-		r.Message = fmt.Sprintf("switchover: what this request's end user spent is being read from the store, and one request of it was admitted meanwhile; retry in a second (%s sets a budget for each of its end users)", s.who)
+		r.Message = fmt.Sprintf("switchover: what this request's end user spent is being read from the store, and one request of it was admitted meanwhile; retry in a second (%s sets a budget for each of its end users)", s.who())
 		return r
 	}
 	if e.Load != nil && (!u.loaded || now.Sub(u.loadedAt) > endUserReload) {
 		e.signal()
 	}
 	spent := u.base + u.older + u.prev + u.cur
-	r.Used = float64(spent) / 1e9
 	budget, held := nanos(lim.Budget), spent+nanos(u.reserved)
 	if held < budget && held+nanos(s.price) <= budget {
 		return nil
 	}
+	r := refusal()
+	r.Used = float64(spent) / 1e9
 	switch {
 	case spent >= budget:
 		r.Message = fmt.Sprintf("switchover: this request's end user has spent $%.4f of the budget of $%s per %s that %s sets for each of its end users; it resets at %s",
-			r.Used, formatMoney(lim.Budget), lim.BudgetPeriod, s.who, reset.UTC().Format(time.RFC3339))
+			r.Used, formatMoney(lim.Budget), lim.BudgetPeriod, s.who(), reset.UTC().Format(time.RFC3339))
 	case spent+nanos(s.price) > budget:
 		r.Message = fmt.Sprintf("switchover: this request's end user has spent $%.4f of the budget of $%s per %s that %s sets for each of its end users, and this request may cost up to $%.4f (its prompt and max_tokens at its backend's price, or unpriced the end user's recent average), more than is left; lower max_tokens, or wait until it resets at %s",
-			r.Used, formatMoney(lim.Budget), lim.BudgetPeriod, s.who, s.price, reset.UTC().Format(time.RFC3339))
+			r.Used, formatMoney(lim.Budget), lim.BudgetPeriod, s.who(), s.price, reset.UTC().Format(time.RFC3339))
 	default:
 		r.Message = fmt.Sprintf("switchover: this request's end user has spent $%.4f of the budget of $%s per %s that %s sets for each of its end users, and its requests in flight have reserved the rest; retry when they end",
-			r.Used, formatMoney(lim.Budget), lim.BudgetPeriod, s.who)
+			r.Used, formatMoney(lim.Budget), lim.BudgetPeriod, s.who())
 		r.Reset, r.RetryAfter = now.Add(time.Second), time.Second
 	}
 	return r

@@ -376,3 +376,32 @@ func TestEndUserOneRequestInAllBeforeItsSpendIsRead(t *testing.T) {
 		t.Fatalf("bob's first request: %v", r)
 	}
 }
+
+// BenchmarkAdmitEndUser: admitting and settling a request of one of
+// 1,000 end users of a key with end_user_limits, beside the same without
+// an end user.
+func BenchmarkAdmitEndUser(b *testing.B) {
+	p := key("k", Limits{RPM: 1e9, EndUser: EndUserLimits{RPM: 1e9, TPM: 1e9, Budget: 1e9, BudgetPeriod: "month"}}).withNames()
+	users := make([]string, 1000)
+	for i := range users {
+		users[i] = fmt.Sprintf("user-%d", i)
+	}
+	for _, tc := range []struct {
+		name  string
+		users []string
+	}{{"end user", users}, {"none", []string{""}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			l := NewLimiter(fakeclock.New(), nil, nil)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				tk, r := l.AdmitAsk(p, euAsk(tc.users[i%len(tc.users)], 10))
+				if r != nil {
+					b.Fatal(r)
+				}
+				tk.Done(10, true, 0)
+				i++
+			}
+		})
+	}
+}
