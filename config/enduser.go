@@ -18,9 +18,9 @@ type EndUserLimits struct {
 	// week or month). It counts the store's record of the end user's
 	// spend (read when it is first met, and every 30 s while it is
 	// active) plus this replica's since: other replicas' spend arrives up
-	// to about 30 s late. Until the store's figure is first read one
-	// request of an end user is admitted, the others refused with a retry
-	// in a second. Default none.
+	// to about 30 s late. Until the store's figure is first read an end
+	// user may spend a tenth of its budget on a replica (at least one
+	// request), then is refused with a retry in a second. Default none.
 	Budget Budget `yaml:"budget"`
 }
 

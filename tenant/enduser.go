@@ -65,9 +65,9 @@ const maxEndUserLoads = 256
 // Budgets count what the store recorded in the period (read by Refresh
 // through Load, again every 30 s while the end user is active) plus what
 // this replica spent since, plus what its requests in flight reserved.
-// Until the store's figure is first read (or a read failed), one request
-// of an end user with a budget is admitted, and the others are refused
-// with a retry in a second. Without Load (no store), spend is this
+// Until the store's figure is first read (or a read failed), an end user
+// with a budget may spend a tenth of it on this replica (at least one
+// request); past that it is refused with a retry in a second. Without Load (no store), spend is this
 // replica's since the end user was last met.
 //
 // It is safe for concurrent use. Use NewEndUsers; the zero value is not
@@ -348,12 +348,13 @@ func (e *EndUsers) overBudget(u *endUser, s endUserScope, user string, now time.
 		return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: "end_user", Name: user, Limit: "budget",
 			Max: lim.Budget, Reset: reset, RetryAfter: reset.Sub(now)}
 	}
-	if e.Load != nil && !u.loaded && u.early > 0 {
+	if early := u.older + u.prev + u.cur + nanos(u.reserved) + nanos(s.price); e.Load != nil && !u.loaded && u.early > 0 &&
+		(early > nanos(lim.Budget)*earlyShare/100 || s.price == 0 && u.inflight > 0) { // unpriced and no history: one at a time
 		e.signal()
 		r := refusal()
 		// Not spent: to retry in a moment.
 		r.Code, r.Reset, r.RetryAfter = "rate_limit_exceeded", now.Add(time.Second), time.Second
-		r.Message = fmt.Sprintf("switchover: what this request's end user spent is being read from the store, and one request of it was admitted meanwhile; retry in a second (%s sets a budget for each of its end users)", s.who())
+		r.Message = fmt.Sprintf("switchover: what this request's end user spent is being read from the store, and it has used meanwhile what it may before that is known; retry in a second (%s sets a budget for each of its end users)", s.who())
 		return r
 	}
 	if e.Load != nil && (!u.loaded || now.Sub(u.loadedAt) > endUserReload) {
@@ -380,6 +381,12 @@ func (e *EndUsers) overBudget(u *endUser, s endUserScope, user string, now time.
 	}
 	return r
 }
+
+// earlyShare is the percentage of an end user's budget it may spend
+// (and reserve) on a replica before its spend is first read from the
+// store, beyond its first request: a spent budget is overshot by at most
+// that, or that one request, per replica that meets the end user anew.
+const earlyShare = 10
 
 // signal asks for a Refresh soon, without waiting.
 func (e *EndUsers) signal() {

@@ -348,23 +348,33 @@ func TestEndUserBudgetWhenTheStoreFails(t *testing.T) {
 
 func spentOf(u *endUser) float64 { return float64(u.base+u.older+u.prev+u.cur) / 1e9 }
 
-// TestEndUserOneRequestInAllBeforeItsSpendIsRead: before an end user's
-// spend is first read from the store, one request of it is admitted in
-// all, not one at a time (a slow store let a second replica admit two
-// requests of an end user whose budget was spent, one after the other).
-func TestEndUserOneRequestInAllBeforeItsSpendIsRead(t *testing.T) {
+// TestEndUserEarlySpendBeforeItsSpendIsRead: before an end user's spend
+// is first read from the store, it may spend a tenth of its budget on
+// this replica (at least one request), in all, not one request at a time
+// (a slow store let a second replica admit two requests of an end user
+// whose budget was spent, one after the other).
+func TestEndUserEarlySpendBeforeItsSpendIsRead(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, nil, nil)
 	store := &fakeLoad{spent: map[endUserKey]float64{{"key:k", "alice"}: 1}}
 	l.EndUsers.Load = store.load
 	p := key("k", Limits{EndUser: EndUserLimits{Budget: 1, BudgetPeriod: "day"}})
-	first, r := l.AdmitAsk(p, euAsk("alice", 0))
-	if r != nil {
-		t.Fatal(r)
+	admitted := 0
+	for range 20 {
+		tk, r := l.AdmitAsk(p, euAsk("alice", 0))
+		if r != nil {
+			if r.RetryAfter != time.Second || r.Code != "rate_limit_exceeded" {
+				t.Fatalf("refusal before her spend is read: %+v", r)
+			}
+			break
+		}
+		admitted++
+		tk.Done(0, true, 0.03) // then expected to cost $0.03 each
 	}
-	first.Done(0, true, 0.001)
-	if _, r := l.AdmitAsk(p, euAsk("alice", 0)); r == nil || r.RetryAfter != time.Second {
-		t.Fatalf("a second request after the first ended, her spend not read yet: %+v", r)
+	// $0.03, $0.06, $0.09 spent; a fourth, expected at $0.03, would pass
+	// a tenth of $1.
+	if admitted != 3 {
+		t.Fatalf("%d requests of $0.03 admitted one after the other before her spend was read, want 3 (a tenth of $1)", admitted)
 	}
 	if err := l.EndUsers.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
