@@ -75,6 +75,41 @@ type Store struct {
 	// together, about 0.1–10 ms added to each request's end depending on
 	// the disk, and about 300 bytes a record until it is stored.
 	Spool string `yaml:"spool"`
+	// Retention is how long per-request usage records (the request logs
+	// of GET /admin/usage/requests, and usage over parts of days) are
+	// kept: "90d", "2160h". Older ones are deleted in the background,
+	// 1000 a transaction, once an hour. At least 32d, so that every
+	// budget period finds its records; the daily sums (usage over whole
+	// days, budgets) are kept regardless. Default "" or "0": forever.
+	Retention string `yaml:"retention"`
+}
+
+// MinRetention is the shortest store.retention (ledger.MinRetention).
+const MinRetention = 32 * 24 * time.Hour
+
+// RetentionAge returns Retention as a duration; 0 is forever (and for a
+// value validation refuses).
+func (s *Store) RetentionAge() time.Duration {
+	if s == nil || s.Retention == "" || s.Retention == "0" {
+		return 0
+	}
+	d, err := parseRetention(s.Retention)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// parseRetention reads a retention: days ("90d") or a Go duration.
+func parseRetention(v string) (time.Duration, error) {
+	if d, err := quantity.ParseAge(v); err == nil {
+		return d, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a time such as 90d or 2160h", v)
+	}
+	return d, nil
 }
 
 // SpoolPath returns the usage spool's file, or "" when there is none.

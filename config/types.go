@@ -332,6 +332,11 @@ type Key struct {
 	// Patience bounds how long this key's requests wait in a pool's
 	// queue, under the pool's own patience. Default: the pool's.
 	Patience Duration `yaml:"patience"`
+	// Tags label the key's usage for spend by tag (at most 16 words of
+	// ASCII letters, digits and - _ . : / = @); Metadata is free text
+	// shown by keys list (at most 32 entries). Default none.
+	Tags     []string          `yaml:"tags"`
+	Metadata map[string]string `yaml:"metadata"`
 }
 
 // Backend types.

@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/switchover-gw/switchover/internal/labels"
+)
 
 // MinKeyLen is the shortest gateway key the file may give: long enough
 // that guessing is hopeless even unthrottled.
@@ -28,5 +32,11 @@ func (c *Config) validateKeys(ps *Problems) {
 			ps.add(p+".key", "same key as %q", other)
 		}
 		values[k.Key] = k.Name
+		if _, err := labels.Tags(k.Tags); err != nil {
+			ps.add(p+".tags", "%v", err)
+		}
+		if err := labels.Metadata(k.Metadata); err != nil {
+			ps.add(p+".metadata", "%v", err)
+		}
 	}
 }

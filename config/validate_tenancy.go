@@ -112,4 +112,11 @@ func (s *Store) validate(ps *Problems) {
 	if s.Refresh != 0 && s.Refresh.D() < 100*time.Millisecond {
 		ps.add("store.refresh", "%s is too often; use 1s or more", s.Refresh)
 	}
+	if r := s.Retention; r != "" && r != "0" {
+		if d, err := parseRetention(r); err != nil {
+			ps.add("store.retention", "%v (or 0: forever)", err)
+		} else if d < MinRetention {
+			ps.add("store.retention", "%s is shorter than 32d: a budget's period must find its records (0 keeps them forever)", r)
+		}
+	}
 }

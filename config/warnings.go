@@ -59,5 +59,5 @@ func (c *Config) warnReplicasWithoutState() Problems {
 		Msg: fmt.Sprintf("without state.redis, replicas sharing this store see each other's spend only when they read it back (store.refresh, %s): "+
 			"a budget can overshoot by what the other replicas spend in that time plus their requests in flight "+
 			"(two busy replicas took a $0.05 budget to $0.082), and rpm and tpm hold per replica (N replicas admit N times each); "+
-			"add state.redis to share limits (see docs/operations.md, \"Several replicas\"), or ignore this with one replica", refresh)}}
+			"add state.redis to share limits and budgets (see docs/operations.md, \"Several replicas\"), or ignore this with one replica", refresh)}}
 }

@@ -104,6 +104,7 @@ func feed(m *metrics.Metrics) {
 	m.Observe(route.Event{Kind: route.EventHedge, Pool: "chat", Backend: backend, From: "other", Hedge: route.HedgeWon})
 	m.FleetStore(true)
 	m.FleetDropped()
+	m.BudgetFallback()
 	m.Tokens("chat", "weu", "gpt-4o-2024-08-06", "app", 100, 20, 10, 5, 0.0004, true)
 	m.KeyRefused("app", "rate_limit_exceeded", "requests per minute")
 	m.BudgetAlert("key", "0.8")

@@ -28,6 +28,10 @@ type tenancy struct {
 	refresh time.Duration
 	kick    chan struct{}
 	done    chan struct{}
+	// retention is store.retention (0: forever); retained is closed when
+	// its goroutine has ended.
+	retention time.Duration
+	retained  chan struct{}
 	// kind is "sqlite" or "postgres"; health whether the store's last
 	// write and read worked.
 	kind   string
@@ -85,6 +89,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if sc := cfg.Store; sc != nil && sc.Refresh > 0 {
 		t.refresh = sc.Refresh.D()
 	}
+	t.retention = cfg.Store.RetentionAge()
 	t.store = store
 	clk := g.opts.Clock
 	if store != nil {
@@ -127,6 +132,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
 	t.lim.OnBudget = g.budgetAlert
 	t.lim.Price = g.price // budgets price a request at its pool's top member
+	g.shareBudgets(t.lim)
 	if store != nil {
 		t.lim.EndUsers.Load = endUserSpend(store)
 	}
@@ -139,7 +145,7 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	keys := make([]tenant.ConfigKey, 0, len(cfg.Keys))
 	for _, k := range cfg.Keys {
 		keys = append(keys, tenant.ConfigKey{Secret: k.Key.Value(), Principal: tenant.Principal{
-			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
+			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags,
 			Limits: limitsOf(k.Limits), Patience: k.Patience.D(),
 		}})
 	}
@@ -190,6 +196,7 @@ func (g *Gateway) KeysChanged() {
 func (g *Gateway) runTenancy() {
 	t := g.ten
 	t.done = make(chan struct{})
+	g.runRetention(t)
 	go func() {
 		defer close(t.done)
 		refresh := time.NewTicker(t.refresh)
@@ -260,6 +267,9 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 	if t.done != nil {
 		<-t.done
 	}
+	if t.retained != nil {
+		<-t.retained
+	}
 	var errs []error
 	if t.writer != nil {
 		if err := t.writer.Close(ctx); errors.Is(err, ledger.ErrSpooled) {
@@ -299,7 +309,7 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 		model = s.Model
 	}
 	t.writer.Add(ledger.Usage{
-		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
+		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Tags: s.Tags, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
 		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
 		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
 		Estimated: s.Usage.Estimated, EndUser: s.EndUser,
@@ -376,7 +386,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			for _, k := range g.Config().Keys {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
-					RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+					Tags: k.Tags, Metadata: k.Metadata, RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
 			}
 			return keys
 		},

@@ -27,6 +27,13 @@ type Key struct {
 	Prefix string `json:"prefix"`
 	// Hash is SHA-256 of the whole secret. Never serialised.
 	Hash []byte `json:"-"`
+	// Tags label the key for people and for spend by tag (at most
+	// labels.MaxTags, each a short word of ASCII letters, digits and
+	// - _ . : / = @); each usage record keeps the tags its key had then.
+	Tags []string `json:"tags,omitempty"`
+	// Metadata is free-form text about the key (owner, ticket, cost
+	// centre), at most labels.MaxMetadata entries; shown, never used.
+	Metadata map[string]string `json:"metadata,omitempty"`
 	// Pools and Models the key may use; empty means all.
 	Pools  []string `json:"pools,omitempty"`
 	Models []string `json:"models,omitempty"`

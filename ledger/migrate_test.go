@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -113,11 +114,18 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Usage from before tags existed.
+	old := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old, RequestID: "r0", KeyID: k.ID, PromptTokens: 5, Cost: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
 	// Back to version 1: without the columns and tables of versions 2
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
-	// (object owners) and 7 (end users) and their migrations' rows.
+	// (object owners), 6 (tags) and 7 (end users) and their migrations' rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
+	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
+		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata", "ALTER TABLE usage_requests DROP COLUMN tags",
+		"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
 		"DROP TABLE object_owners", "DROP INDEX usage_requests_end_user", "ALTER TABLE usage_requests DROP COLUMN end_user",
@@ -142,5 +150,74 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	rows, err := s.Spend(ctx, ledger.SpendQuery{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), EndUser: "u1"})
 	if err != nil || len(rows) != 1 || rows[0].Requests != 1 {
 		t.Fatalf("spend of the end user after the upgrade: %+v, %v", rows, err)
+	}
+	// Version 6: the old key has no tags and takes some; the old usage
+	// counts under the tag "" and a new tagged record under its tag.
+	if got.Tags != nil || got.Metadata != nil {
+		t.Fatalf("the old key has tags %q and metadata %q, want none", got.Tags, got.Metadata)
+	}
+	got.Tags, got.Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
+	if err := s.UpdateKey(ctx, got); err != nil {
+		t.Fatalf("tagging the old key after the upgrade: %v", err)
+	}
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r2", KeyID: k.ID, Tags: got.Tags, PromptTokens: 7, Cost: 0.25}}); err != nil {
+		t.Fatal(err)
+	}
+	day := old.Truncate(24 * time.Hour)
+	rows, err = s.Spend(ctx, ledger.SpendQuery{From: day, To: day.Add(24 * time.Hour), By: []string{ledger.ByTag}})
+	want := []ledger.SpendRow{{Requests: 1, PromptTokens: 5, Cost: 0.5}, {Tag: "prod", Requests: 1, PromptTokens: 7, Cost: 0.25}}
+	if err != nil || !reflect.DeepEqual(rows, want) {
+		t.Fatalf("spend by tag over the old day = %+v, %v; want %+v", rows, err, want)
+	}
+}
+
+// TestPostgresUpgradesAVersion5Database: a PostgreSQL database made before
+// tags (schema version 5, with usage in it) is migrated on open: its old
+// usage counts under the tag "", and keys and records take tags.
+func TestPostgresUpgradesAVersion5Database(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.Start(t)
+	s, err := postgres.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := ledger.NewKey(ctx, s, ledger.Key{Name: "old"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2026, 11, 2, 10, 0, 0, 0, time.UTC)
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old, RequestID: "r0", KeyID: k.ID, PromptTokens: 5, Cost: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	db := ledger.WriterDB(s)
+	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
+		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
+		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP INDEX usage_requests_end_user", "ALTER TABLE usage_requests DROP COLUMN end_user",
+		"DELETE FROM schema_migrations WHERE version >= 6"} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	if s, err = postgres.Open(ctx, dsn); err != nil {
+		t.Fatalf("opening a version 5 database: %v", err)
+	}
+	defer s.Close()
+	ks, err := s.Keys(ctx)
+	if err != nil || len(ks) != 1 || ks[0].Tags != nil || ks[0].Metadata != nil {
+		t.Fatalf("the old key after the upgrade: %+v, %v", ks, err)
+	}
+	ks[0].Tags, ks[0].Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
+	if err := s.UpdateKey(ctx, ks[0]); err != nil {
+		t.Fatalf("tagging the old key: %v", err)
+	}
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r1", KeyID: k.ID, Tags: []string{"prod"}, PromptTokens: 7, Cost: 0.25}}); err != nil {
+		t.Fatal(err)
+	}
+	day := old.Truncate(24 * time.Hour)
+	rows, err := s.Spend(ctx, ledger.SpendQuery{From: day, To: day.Add(24 * time.Hour), By: []string{ledger.ByTag}})
+	want := []ledger.SpendRow{{Requests: 1, PromptTokens: 5, Cost: 0.5}, {Tag: "prod", Requests: 1, PromptTokens: 7, Cost: 0.25}}
+	if err != nil || !reflect.DeepEqual(rows, want) {
+		t.Fatalf("spend by tag over the old day = %+v, %v; want %+v", rows, err, want)
 	}
 }

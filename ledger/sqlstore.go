@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/switchover-gw/switchover/internal/labels"
 )
 
 // sqlStore is the Store over database/sql shared by SQLite and
@@ -35,23 +37,23 @@ func NewSQLStore(r, w *sql.DB, d Dialect) Store {
 
 const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
 	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms,
-	prev_prefix, prev_hash, prev_until_us`
+	prev_prefix, prev_hash, prev_until_us, tags, metadata`
 
 func (s *sqlStore) q(query string) string { return s.d.bind(query) }
 
 func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
-	if err := validPeriod(k.BudgetPeriod); err != nil {
+	if err := validKey(k); err != nil {
 		return err
 	}
 	if k.ID == "" || k.Prefix == "" || len(k.Hash) == 0 {
 		return fmt.Errorf("%w: a key needs an ID, prefix and hash (use NewKey)", ErrInvalid)
 	}
 	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
 		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
 		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
-		k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil))
+		k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata))
 	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
 	}
@@ -95,14 +97,15 @@ func (s *sqlStore) Keys(ctx context.Context) ([]Key, error) {
 }
 
 func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
-	if err := validPeriod(k.BudgetPeriod); err != nil {
+	if err := validKey(k); err != nil {
 		return err
 	}
 	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
-		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?
-		WHERE id = ?`),
+		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?,
+		tags = ?, metadata = ? WHERE id = ?`),
 		k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
-		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(), k.ID)
+		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(),
+		jsonList(k.Tags), jsonMap(k.Metadata), k.ID)
 	return oneRow(res, err, "update key", k.ID)
 }
 
@@ -184,12 +187,47 @@ func (s *sqlStore) Teams(ctx context.Context) ([]Team, error) {
 	return ts, nil
 }
 
-// dailyKey is a row of usage_daily.
-type dailyKey struct{ day, key, team, pool, backend, model string }
+// dailyKey is a row of usage_daily, or of usage_daily_tags with its tag.
+type dailyKey struct{ day, tag, key, team, pool, backend, model string }
 
 type sums struct {
 	requests, failovers                        int64
 	prompt, completion, cached, reasoning, nus int64
+}
+
+func (sm *sums) add(u Usage, nus int64) {
+	sm.requests++
+	sm.failovers += boolInt(u.Failover)
+	sm.prompt += u.PromptTokens
+	sm.completion += u.CompletionTokens
+	sm.cached += u.CachedTokens
+	sm.reasoning += u.ReasoningTokens
+	sm.nus += nus
+}
+
+// dailySums are the sums a batch adds to usage_daily and, per tag, to
+// usage_daily_tags.
+type dailySums struct{ all, tagged map[dailyKey]*sums }
+
+func (d dailySums) add(u Usage, tags []string, nus int64) {
+	dk := dailyKey{dayOf(u.At), "", u.KeyID, u.Team, u.Pool, u.Backend, u.Model}
+	addTo(d.all, dk, u, nus)
+	if len(tags) == 0 {
+		addTo(d.tagged, dk, u, nus) // under the tag ''
+	}
+	for _, t := range tags {
+		dk.tag = t
+		addTo(d.tagged, dk, u, nus)
+	}
+}
+
+func addTo(m map[dailyKey]*sums, dk dailyKey, u Usage, nus int64) {
+	sm := m[dk]
+	if sm == nil {
+		sm = &sums{}
+		m[dk] = sm
+	}
+	sm.add(u, nus)
 }
 
 func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
@@ -218,19 +256,26 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_requests (request_id, at_us, day, key_id, team,
 		pool, backend, region, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
-		cost_nusd, status, failover, estimated, end_user)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		cost_nusd, status, failover, estimated, tags, end_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (request_id) DO NOTHING`))
 	if err != nil {
 		return fmt.Errorf("ledger: record usage: %w", err)
 	}
 	defer ins.Close()
-	daily := map[dailyKey]*sums{}
+	insTag, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_tags (request_id, tag, at_us) VALUES (?, ?, ?)
+		ON CONFLICT (request_id, tag) DO NOTHING`))
+	if err != nil {
+		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	defer insTag.Close()
+	daily := dailySums{all: map[dailyKey]*sums{}, tagged: map[dailyKey]*sums{}}
 	for _, u := range rs {
 		nus := toNano(u.Cost)
+		tags := uniqueTags(u.Tags)
 		res, err := ins.ExecContext(ctx, u.RequestID, u.At.UnixMicro(), dayOf(u.At), u.KeyID, u.Team,
 			u.Pool, u.Backend, u.Region, u.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens,
-			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), u.EndUser)
+			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), jsonList(tags), u.EndUser)
 		if err != nil {
 			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
 		}
@@ -239,54 +284,78 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		} else if n == 0 {
 			continue // recorded before
 		}
-		dk := dailyKey{dayOf(u.At), u.KeyID, u.Team, u.Pool, u.Backend, u.Model}
-		sm := daily[dk]
-		if sm == nil {
-			sm = &sums{}
-			daily[dk] = sm
-		}
-		sm.requests++
-		sm.failovers += boolInt(u.Failover)
-		sm.prompt += u.PromptTokens
-		sm.completion += u.CompletionTokens
-		sm.cached += u.CachedTokens
-		sm.reasoning += u.ReasoningTokens
-		sm.nus += nus
-	}
-	if len(daily) > 0 {
-		up, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_daily (day, key_id, team, pool, backend, model,
-			requests, failovers, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nusd)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (day, key_id, team, pool, backend, model) DO UPDATE SET
-				requests = usage_daily.requests + excluded.requests,
-				failovers = usage_daily.failovers + excluded.failovers,
-				prompt_tokens = usage_daily.prompt_tokens + excluded.prompt_tokens,
-				completion_tokens = usage_daily.completion_tokens + excluded.completion_tokens,
-				cached_tokens = usage_daily.cached_tokens + excluded.cached_tokens,
-				reasoning_tokens = usage_daily.reasoning_tokens + excluded.reasoning_tokens,
-				cost_nusd = usage_daily.cost_nusd + excluded.cost_nusd`))
-		if err != nil {
-			return fmt.Errorf("ledger: record usage: %w", err)
-		}
-		defer up.Close()
-		keys := make([]dailyKey, 0, len(daily))
-		for dk := range daily {
-			keys = append(keys, dk)
-		}
-		slices.SortFunc(keys, func(a, b dailyKey) int {
-			return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.key, b.key), cmp.Compare(a.team, b.team),
-				cmp.Compare(a.pool, b.pool), cmp.Compare(a.backend, b.backend), cmp.Compare(a.model, b.model))
-		})
-		for _, dk := range keys {
-			sm := daily[dk]
-			if _, err := up.ExecContext(ctx, dk.day, dk.key, dk.team, dk.pool, dk.backend, dk.model,
-				sm.requests, sm.failovers, sm.prompt, sm.completion, sm.cached, sm.reasoning, sm.nus); err != nil {
-				return fmt.Errorf("ledger: record usage: daily sums: %w", err)
+		for _, t := range tags {
+			if _, err := insTag.ExecContext(ctx, u.RequestID, t, u.At.UnixMicro()); err != nil {
+				return fmt.Errorf("ledger: record usage %s: tags: %w", u.RequestID, err)
 			}
 		}
+		daily.add(u, tags, nus)
+	}
+	if err := s.addDaily(ctx, tx, false, daily.all); err != nil {
+		return err
+	}
+	if err := s.addDaily(ctx, tx, true, daily.tagged); err != nil {
+		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	return nil
+}
+
+// uniqueTags returns tags without empty ones and repeats, sorted (the
+// order in which rows are locked).
+func uniqueTags(tags []string) []string {
+	out := slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return t == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// addDaily adds sums to usage_daily, or with tagged to usage_daily_tags,
+// in key order.
+func (s *sqlStore) addDaily(ctx context.Context, tx *sql.Tx, tagged bool, daily map[dailyKey]*sums) error {
+	if len(daily) == 0 {
+		return nil
+	}
+	table, tagCol, tagVal := "usage_daily", "", ""
+	if tagged {
+		table, tagCol, tagVal = "usage_daily_tags", "tag, ", "?, "
+	}
+	up, err := tx.PrepareContext(ctx, s.q(`INSERT INTO `+table+` (day, `+tagCol+`key_id, team, pool, backend, model,
+		requests, failovers, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens, cost_nusd)
+		VALUES (?, `+tagVal+`?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (day, `+tagCol+`key_id, team, pool, backend, model) DO UPDATE SET
+			requests = `+table+`.requests + excluded.requests,
+			failovers = `+table+`.failovers + excluded.failovers,
+			prompt_tokens = `+table+`.prompt_tokens + excluded.prompt_tokens,
+			completion_tokens = `+table+`.completion_tokens + excluded.completion_tokens,
+			cached_tokens = `+table+`.cached_tokens + excluded.cached_tokens,
+			reasoning_tokens = `+table+`.reasoning_tokens + excluded.reasoning_tokens,
+			cost_nusd = `+table+`.cost_nusd + excluded.cost_nusd`))
+	if err != nil {
+		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	defer up.Close()
+	keys := make([]dailyKey, 0, len(daily))
+	for dk := range daily {
+		keys = append(keys, dk)
+	}
+	slices.SortFunc(keys, func(a, b dailyKey) int {
+		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.tag, b.tag), cmp.Compare(a.key, b.key),
+			cmp.Compare(a.team, b.team), cmp.Compare(a.pool, b.pool), cmp.Compare(a.backend, b.backend),
+			cmp.Compare(a.model, b.model))
+	})
+	for _, dk := range keys {
+		sm := daily[dk]
+		args := []any{dk.day}
+		if tagged {
+			args = append(args, dk.tag)
+		}
+		args = append(args, dk.key, dk.team, dk.pool, dk.backend, dk.model,
+			sm.requests, sm.failovers, sm.prompt, sm.completion, sm.cached, sm.reasoning, sm.nus)
+		if _, err := up.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("ledger: record usage: daily sums: %w", err)
+		}
 	}
 	return nil
 }
@@ -299,20 +368,28 @@ func boolInt(b bool) int64 {
 }
 
 // groupColumns maps SpendQuery.By to columns, which both usage tables
-// have (end_user only usage_requests: see SpendQuery.byRequest).
+// (and usage_daily_tags) have; ByTag is tagColumn; end_user only
+// usage_requests has (see SpendQuery.byRequest).
 var groupColumns = map[string]string{
 	ByKey: "key_id", ByTeam: "team", ByPool: "pool", ByBackend: "backend", ByModel: "model", ByDay: "day",
 	ByEndUser: "end_user",
 }
 
-func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) {
-	if err := q.validate(); err != nil {
-		return nil, err
-	}
+// spendSQL builds the query of q, grouped by groups (q.By without
+// repeats), and its arguments. Only column names of this package go into
+// its text; every value is an argument.
+func spendSQL(q SpendQuery, groups []string) (string, []any) {
+	tagged := q.Tag != "" || slices.Contains(groups, ByTag)
+	daily := !q.byRequest()
 	var cols []string
-	for _, b := range q.By {
-		if c := groupColumns[b]; !slices.Contains(cols, c) {
-			cols = append(cols, c)
+	for _, g := range groups {
+		switch {
+		case g != ByTag:
+			cols = append(cols, "u."+groupColumns[g])
+		case daily:
+			cols = append(cols, "u.tag")
+		default: // a request without tags is grouped under ''
+			cols = append(cols, "COALESCE(t.tag, '')")
 		}
 	}
 	var query strings.Builder
@@ -321,32 +398,62 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 		query.WriteString(c + ", ")
 	}
 	var args []any
-	if !q.byRequest() {
+	if daily {
+		table := "usage_daily"
+		if tagged {
+			table = "usage_daily_tags"
+		}
 		query.WriteString(`CAST(COALESCE(SUM(requests), 0) AS BIGINT), CAST(COALESCE(SUM(failovers), 0) AS BIGINT),
-			` + sumColumns + ` FROM usage_daily WHERE day >= ? AND day < ?`)
+			` + sumColumns + ` FROM ` + table + ` u WHERE u.day >= ? AND u.day < ?`)
 		args = append(args, dayOf(q.From), dayOf(q.To))
+		if q.Tag != "" {
+			query.WriteString(" AND u.tag = ?")
+			args = append(args, q.Tag)
+		}
 	} else {
 		query.WriteString(`COUNT(*), CAST(COALESCE(SUM(failover), 0) AS BIGINT),
-			` + sumColumns + ` FROM usage_requests WHERE at_us >= ? AND at_us < ?`)
+			` + sumColumns + ` FROM usage_requests u`)
+		switch {
+		case q.Tag != "":
+			query.WriteString(" JOIN usage_tags t ON t.request_id = u.request_id AND t.tag = ?")
+			args = append(args, q.Tag)
+		case tagged:
+			query.WriteString(" LEFT JOIN usage_tags t ON t.request_id = u.request_id")
+		}
+		query.WriteString(" WHERE u.at_us >= ? AND u.at_us < ?")
 		args = append(args, q.From.UnixMicro(), q.To.UnixMicro())
 	}
 	if q.Key != "" {
-		query.WriteString(" AND key_id = ?")
+		query.WriteString(" AND u.key_id = ?")
 		args = append(args, q.Key)
 	}
 	if q.Team != "" {
-		query.WriteString(" AND team = ?")
+		query.WriteString(" AND u.team = ?")
 		args = append(args, q.Team)
 	}
 	if q.EndUser != "" {
-		query.WriteString(" AND end_user = ?")
+		query.WriteString(" AND u.end_user = ?")
 		args = append(args, q.EndUser)
 	}
 	if len(cols) > 0 {
 		list := strings.Join(cols, ", ")
 		query.WriteString(" GROUP BY " + list + " ORDER BY " + list)
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(query.String()), args...)
+	return query.String(), args
+}
+
+func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) {
+	if err := q.validate(); err != nil {
+		return nil, err
+	}
+	var groups []string
+	for _, b := range q.By {
+		if !slices.Contains(groups, b) {
+			groups = append(groups, b)
+		}
+	}
+	query, args := spendSQL(q, groups)
+	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: spend: %w", err)
 	}
@@ -356,24 +463,9 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 		var r SpendRow
 		var day string
 		var nus int64
-		dest := make([]any, 0, len(cols)+7)
-		for _, c := range cols {
-			switch c {
-			case "key_id":
-				dest = append(dest, &r.Key)
-			case "team":
-				dest = append(dest, &r.Team)
-			case "pool":
-				dest = append(dest, &r.Pool)
-			case "backend":
-				dest = append(dest, &r.Backend)
-			case "model":
-				dest = append(dest, &r.Model)
-			case "day":
-				dest = append(dest, &day)
-			case "end_user":
-				dest = append(dest, &r.EndUser)
-			}
+		dest := make([]any, 0, len(groups)+7)
+		for _, g := range groups {
+			dest = append(dest, r.groupField(g, &day))
 		}
 		dest = append(dest, &r.Requests, &r.Failovers, &r.PromptTokens, &r.CompletionTokens,
 			&r.CachedTokens, &r.ReasoningTokens, &nus)
@@ -392,6 +484,28 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 		return nil, fmt.Errorf("ledger: spend: %w", err)
 	}
 	return out, nil
+}
+
+// groupField is where the value of grouping g is scanned: a field of r,
+// or day (as stored) for ByDay.
+func (r *SpendRow) groupField(g string, day *string) any {
+	switch g {
+	case ByKey:
+		return &r.Key
+	case ByTeam:
+		return &r.Team
+	case ByPool:
+		return &r.Pool
+	case ByBackend:
+		return &r.Backend
+	case ByModel:
+		return &r.Model
+	case ByTag:
+		return &r.Tag
+	case ByEndUser:
+		return &r.EndUser
+	}
+	return day
 }
 
 const sumColumns = `CAST(COALESCE(SUM(prompt_tokens), 0) AS BIGINT), CAST(COALESCE(SUM(completion_tokens), 0) AS BIGINT),
@@ -436,11 +550,11 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanKey(row scanner) (Key, error) {
 	var k Key
-	var pools, models string
+	var pools, models, tags, metadata string
 	var maxConc, budget, expires, created, revoked, patience, prevUntil int64
 	if err := row.Scan(&k.ID, &k.Name, &k.Team, &k.Prefix, &k.Hash, &pools, &models, &k.RPM, &k.TPM,
 		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked, &patience,
-		&k.PrevPrefix, &k.PrevHash, &prevUntil); err != nil {
+		&k.PrevPrefix, &k.PrevHash, &prevUntil, &tags, &metadata); err != nil {
 		return Key{}, err
 	}
 	if k.PrevPrefix == "" {
@@ -453,6 +567,18 @@ func scanKey(row scanner) (Key, error) {
 	}
 	if err := json.Unmarshal([]byte(models), &k.Models); err != nil {
 		return Key{}, fmt.Errorf("models of %s: %w", k.ID, err)
+	}
+	if err := json.Unmarshal([]byte(tags), &k.Tags); err != nil {
+		return Key{}, fmt.Errorf("tags of %s: %w", k.ID, err)
+	}
+	if err := json.Unmarshal([]byte(metadata), &k.Metadata); err != nil {
+		return Key{}, fmt.Errorf("metadata of %s: %w", k.ID, err)
+	}
+	if len(k.Tags) == 0 {
+		k.Tags = nil
+	}
+	if len(k.Metadata) == 0 {
+		k.Metadata = nil
 	}
 	if len(k.Pools) == 0 {
 		k.Pools = nil
@@ -472,6 +598,30 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// jsonMap stores metadata as a JSON object ("{}" when empty).
+func jsonMap(m map[string]string) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(m) // a map[string]string always marshals
+	return string(b)
+}
+
+// validKey checks what a store refuses to keep: an unknown budget period,
+// tags or metadata out of bounds (see package labels).
+func validKey(k Key) error {
+	if err := validPeriod(k.BudgetPeriod); err != nil {
+		return err
+	}
+	if _, err := labels.Tags(k.Tags); err != nil {
+		return fmt.Errorf("%w: key %s: %v", ErrInvalid, k.ID, err)
+	}
+	if err := labels.Metadata(k.Metadata); err != nil {
+		return fmt.Errorf("%w: key %s: %v", ErrInvalid, k.ID, err)
+	}
+	return nil
 }
 
 // jsonList stores a list as a JSON array ("[]" when empty).

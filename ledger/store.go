@@ -49,6 +49,15 @@ type Store interface {
 	RecordUsage(ctx context.Context, batch []Usage) error
 	// Spend sums usage as q asks, ordered by the grouping fields.
 	Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error)
+	// Requests returns the usage records q selects, newest first (see
+	// RequestQuery), for the request logs. ErrInvalid for a limit out of
+	// range or an empty range.
+	Requests(ctx context.Context, q RequestQuery) ([]Usage, error)
+	// DeleteRequestsBefore deletes the oldest per-request usage records
+	// (and their tags) from before on, at most limit (1 to
+	// MaxRequestsLimit) in one transaction, and returns how many; the
+	// daily sums stay. See Retention.
+	DeleteRequestsBefore(ctx context.Context, before time.Time, limit int) (int, error)
 	// SpentSince returns the cost (USD) and tokens (prompt + completion)
 	// of the usage matching f from since on, for budget checks; since is
 	// usually PeriodStart of the budget's period.

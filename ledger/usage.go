@@ -25,6 +25,8 @@ type Usage struct {
 	Backend   string `json:"backend,omitempty"`
 	Region    string `json:"region,omitempty"`
 	Model     string `json:"model,omitempty"`
+	// Tags are the key's tags when the request was made (see Key.Tags).
+	Tags []string `json:"tags,omitempty"`
 	// EndUser is the end user the request was made for (the request's
 	// "user", Anthropic's metadata.user_id, or the gateway's end-user
 	// header), as the caller sent it; at most MaxEndUser bytes, "" for
@@ -56,19 +58,24 @@ const (
 	ByBackend = "backend"
 	ByModel   = "model"
 	ByDay     = "day"
+	// ByTag groups by the tags the requests' keys had: a request counts
+	// once under each of its tags, and under "" when it had none, so
+	// the groups' sum exceeds the total when requests have several.
+	ByTag = "tag"
 	// ByEndUser groups by the request's end user (Usage.EndUser); the
 	// requests without one are a group of their own, named "".
 	ByEndUser = "end_user"
 )
 
-var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByEndUser}
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByTag, ByEndUser}
 
 // MaxEndUser is the longest end user, in bytes, a usage record keeps.
 // The gateway refuses a request whose end user is longer (400).
 const MaxEndUser = 256
 
 // SpendQuery asks for spend over [From, To), grouped by the dimensions in
-// By (none: one total row), optionally limited to one key and/or team.
+// By (none: one total row), optionally limited to one key, team and/or
+// tag (a request with that tag among its key's tags at the time).
 //
 // When From and To both fall on UTC midnights (days, weeks, months) the
 // store reads its daily aggregate, whose size does not grow with traffic;
@@ -83,6 +90,7 @@ type SpendQuery struct {
 	By       []string
 	Key      string
 	Team     string
+	Tag      string
 	// EndUser limits the answer to one end user's requests; "" is every
 	// request, with an end user or not.
 	EndUser string
@@ -115,6 +123,7 @@ type SpendRow struct {
 	Backend string    `json:"backend,omitempty"`
 	Model   string    `json:"model,omitempty"`
 	Day     time.Time `json:"day,omitzero"`
+	Tag     string    `json:"tag,omitempty"`
 	EndUser string    `json:"end_user,omitempty"`
 
 	Requests         int64   `json:"requests"`

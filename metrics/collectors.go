@@ -177,4 +177,8 @@ func (m *Metrics) newFleetMetrics() {
 		Name: "switchover_fleet_dropped_total",
 		Help: "Updates for the shared state store dropped because it was not keeping up (a slow or unreachable store): the other replicas did not hear of them.",
 	})
+	m.budgetFallbacks = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "switchover_budget_shared_fallbacks_total",
+		Help: "Calls to the budgets shared through the state store (a request's hold, or its settling) that failed: the request was held against this replica's view of its budgets alone, which other replicas' requests in flight do not reach.",
+	})
 }

@@ -52,6 +52,7 @@ type Metrics struct {
 	tokens             *prometheus.CounterVec
 	cost               *prometheus.CounterVec
 	fleetDropped       prometheus.Counter
+	budgetFallbacks    prometheus.Counter
 	poolFallbacks      *prometheus.CounterVec
 	queueLength        *prometheus.GaugeVec
 	queueWait          *prometheus.HistogramVec
@@ -102,7 +103,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Registry.MustRegister(m.registered()...)
-	// fleetUp and fleetDropped are registered by FleetStore, once a replica
+	// fleetUp, fleetDropped and budgetFallbacks are registered by FleetStore, once a replica
 	// shares state; switchover_store_up by StoreUp, once a store is open.
 	m.tenancy()
 	return m
@@ -124,7 +125,7 @@ func (m *Metrics) registered() []prometheus.Collector {
 func (m *Metrics) Names() []string {
 	ch := make(chan *prometheus.Desc, 64)
 	go func() {
-		for _, c := range append(m.registered(), m.fleetUp, m.fleetDropped) {
+		for _, c := range append(m.registered(), m.fleetUp, m.fleetDropped, m.budgetFallbacks) {
 			c.Describe(ch)
 		}
 		for _, c := range m.tenancyCollectors() {
@@ -300,7 +301,7 @@ func (m *Metrics) Tokens(pool, backend, model, key string, prompt, completion, c
 // FleetStore records whether the shared state store answers; the first
 // call registers the fleet's metrics.
 func (m *Metrics) FleetStore(up bool) {
-	m.fleetOnce.Do(func() { m.Registry.MustRegister(m.fleetUp, m.fleetDropped) })
+	m.fleetOnce.Do(func() { m.Registry.MustRegister(m.fleetUp, m.fleetDropped, m.budgetFallbacks) })
 	v := 0.0
 	if up {
 		v = 1
@@ -310,6 +311,11 @@ func (m *Metrics) FleetStore(up bool) {
 
 // FleetDropped counts an update the shared store did not take in time.
 func (m *Metrics) FleetDropped() { m.fleetDropped.Inc() }
+
+// BudgetFallback counts a call to the fleet's shared budgets (state.redis)
+// that failed, so that the request was held against this replica's
+// budgets alone.
+func (m *Metrics) BudgetFallback() { m.budgetFallbacks.Inc() }
 
 // Transition records a breaker state change. Every transition is counted,
 // in whatever order it arrives (each is one change that happened); the

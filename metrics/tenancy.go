@@ -17,6 +17,7 @@ type tenancy struct {
 	dropped  prometheus.Counter
 	storeUp  prometheus.Gauge
 	failures *prometheus.CounterVec
+	pruned   prometheus.Counter
 }
 
 func (m *Metrics) tenancy() *tenancy {
@@ -40,9 +41,13 @@ func (m *Metrics) tenancy() *tenancy {
 		})
 		t.failures = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchover_store_errors_total",
-			Help: "Failed calls to the store of keys and usage, by operation (write, refresh, spool: a write or fsync of the local usage spool).",
+			Help: "Failed calls to the store of keys and usage, by operation (write, refresh, spool: a write or fsync of the local usage spool, retention: a delete of old usage records).",
 		}, []string{"op"})
-		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.failures)
+		t.pruned = prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchover_usage_pruned_total",
+			Help: "Per-request usage records deleted by store.retention (older than it); the daily sums stay.",
+		})
+		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.failures, t.pruned)
 	})
 	return t
 }
@@ -50,7 +55,7 @@ func (m *Metrics) tenancy() *tenancy {
 // tenancyCollectors are the tenancy metrics, for Names.
 func (m *Metrics) tenancyCollectors() []prometheus.Collector {
 	t := m.tenancy()
-	return []prometheus.Collector{t.limited, t.budget, t.dropped, t.storeUp, t.failures}
+	return []prometheus.Collector{t.limited, t.budget, t.dropped, t.storeUp, t.failures, t.pruned}
 }
 
 // KeyRefused counts a request refused at a key's or team's limit.
@@ -76,6 +81,9 @@ func (m *Metrics) StoreUp(up bool) {
 	t.upOnce.Do(func() { m.Registry.MustRegister(t.storeUp) })
 	t.storeUp.Set(v)
 }
+
+// UsagePruned counts per-request usage records deleted by the retention.
+func (m *Metrics) UsagePruned(n int) { m.tenancy().pruned.Add(float64(n)) }
 
 // StoreError counts a failed call to the store of keys and usage.
 func (m *Metrics) StoreError(op string) { m.tenancy().failures.WithLabelValues(op).Inc() }

@@ -124,6 +124,8 @@ type Spender interface {
 // reported (Usage.Known false when it said none).
 type Spend struct {
 	RequestID, Key, Team string
+	// Tags are the key's tags (see tenant.Principal), nil without a key.
+	Tags                 []string
 	EndUser              string
 	Pool, Backend, Model string
 	Status               int

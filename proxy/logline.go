@@ -74,7 +74,7 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		sp := Spend{RequestID: l.id, Pool: l.pool, Backend: backend, Key: l.key, Model: l.model, Status: status, Usage: l.usage,
 			EndUser: l.endUser}
 		if l.who != nil {
-			sp.Team = l.who.Team
+			sp.Team, sp.Tags = l.who.Team, l.who.Tags
 		}
 		if l.report != nil {
 			sp.Failover = l.report.Failover

@@ -174,7 +174,7 @@ func (d *Directory) publish() {
 // principalOf is the principal of a store's key; shares are the teams
 // whose keys share stored objects.
 func principalOf(k ledger.Key, shares map[string]bool) *Principal {
-	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Source: "store", Patience: k.Patience,
+	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags, Source: "store", Patience: k.Patience,
 		ShareObjects: k.Team != "" && shares[k.Team],
 		Limits:       Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
 	return p.withNames()

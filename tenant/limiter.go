@@ -32,6 +32,24 @@ type Limiter struct {
 	// no price for the request's backend and model: it is expected to
 	// cost its key's (and team's) recent average. Set it before use.
 	Price PriceFunc
+	// Shared, if set, holds budgets for the whole fleet (see
+	// SharedBudget): a request of a key or team with a budget is held
+	// there too, one round trip before it starts and one when it ends.
+	// Nil means each replica reserves its own requests only. When a call
+	// to it fails, the request is held on this replica alone. Set it
+	// before use.
+	Shared SharedBudget
+	// SharedHoldTTL is how long a request's reservation in Shared lasts
+	// if its replica never settles it (it died): a request that runs
+	// longer keeps its cost, and loses its reservation. Zero means
+	// DefaultSharedHoldTTL.
+	SharedHoldTTL time.Duration
+	// OnShared, if set, is told of each call to Shared that failed (err
+	// not nil: the request was held on this replica alone), and of the
+	// first that worked after one; changed says it is the first of its
+	// kind (log those). Called without the limiter's lock held.
+	OnShared func(err error, changed bool)
+	shared   sharedState
 
 	mu       sync.Mutex
 	subjects map[string]*subject
@@ -65,6 +83,7 @@ type subject struct {
 	reserved float64
 	avgCost  float64
 	costs    int
+	fleet    fleetFigures // in Shared, as the last admission read them
 }
 
 // Taken is what a subject took of its rate limits (requests and tokens),
@@ -110,7 +129,8 @@ func NewLimiter(c clock.Clock, spend *Spend, teams func(string) (Limits, bool)) 
 		teams = func(string) (Limits, bool) { return Limits{}, false }
 	}
 	return &Limiter{clock: clock.Or(c), spend: spend, teams: teams, subjects: map[string]*subject{},
-		share: 1, replicas: 1, seen: map[string]*peerState{}, alerted: map[alertKey]bool{}, EndUsers: NewEndUsers(c, 0)}
+		share: 1, replicas: 1, seen: map[string]*peerState{}, alerted: map[alertKey]bool{},
+		shared: sharedState{prefix: newHoldPrefix()}, EndUsers: NewEndUsers(c, 0)}
 }
 
 // Ticket is an admitted request. Done must be called once when it ends.
@@ -123,6 +143,7 @@ type Ticket struct {
 	estimate float64
 	// reservedKey and reservedTeam are what Admit set aside.
 	reservedKey, reservedTeam float64
+	shared                    *sharedHold // nil: not held in Limiter.Shared
 	done                      bool
 	eu                        *endUserTicket // what its end user took; nil for none
 }
@@ -175,15 +196,17 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	if r != nil {
 		return nil, r
 	}
+	sh := l.holdShared(p, teamLimits, hasTeam, cost{price, priced}, now)
 	var alerts []BudgetAlert
-	t, r := l.admit(p, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, &alerts)
+	t, r := l.admit(p, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, sh, &alerts)
 	l.send(alerts)
-	if r != nil {
+	if t == nil {
+		l.releaseShared(sh)
 		eu.cancel(now)
 		return nil, r
 	}
 	t.eu = eu
-	return t, nil
+	return t, r
 }
 
 // cost is a request's price, when it has one.
@@ -202,7 +225,7 @@ func (c cost) of(s *subject) float64 {
 }
 
 // admit is Admit past the checks that need no state.
-func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
+func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, sh *sharedHold, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
 	est := float64(max(tokens, 0))
 	keyName, teamName := p.names()
 	l.mu.Lock()
@@ -212,11 +235,14 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 	if hasTeam {
 		ts = l.subject(teamName, teamLimits, now)
 	}
-	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, c.of(ks), now, alerts); r != nil {
+	kp := sh.apply(ks, keyName, c.of(ks))
+	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, kp, now, alerts); r != nil {
 		return nil, r
 	}
+	var tp float64
 	if ts != nil {
-		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, c.of(ts), now, alerts); r != nil {
+		tp = sh.apply(ts, teamName, c.of(ts))
+		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, tp, now, alerts); r != nil {
 			return nil, r
 		}
 	}
@@ -251,7 +277,7 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 					who, formatCount(c.b.limit), c.limit, formatCount(c.b.cap), formatCount(used), w)}
 		}
 	}
-	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est}
+	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est, shared: sh}
 	for _, s := range []*subject{ks, ts} {
 		if s == nil {
 			continue
@@ -266,11 +292,11 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		s.taken.Tokens += est
 		s.used = now
 	}
-	t.reservedKey = c.of(ks)
+	t.reservedKey = kp
 	ks.reserved += t.reservedKey
 	if ts != nil {
 		t.teamName = p.Team
-		t.reservedTeam = c.of(ts)
+		t.reservedTeam = tp
 		ts.reserved += t.reservedTeam
 	}
 	ks.inflight++
@@ -308,6 +334,9 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	if t.team == nil {
 		teamName = ""
 	}
+	// Shared first: this replica's own figure, which Shared takes as the
+	// floor of spent, must not count a cost Shared does not have yet.
+	l.settleShared(t.shared, cost)
 	if l.spend != nil && cost != 0 {
 		l.spend.add(keyName, teamName, cost, now)
 	}
@@ -363,7 +392,8 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	if err != nil {
 		return nil
 	}
-	spent := l.spend.Spent(subj, start)
+	spent := max(l.spend.Spent(subj, start), s.fleet.spentIn(start))
+	reserved := max(s.reserved, s.fleet.heldIn(start))
 	if l.OnBudget != nil {
 		for _, thr := range alertThresholds {
 			k := alertKey{subj, start, thr}
@@ -377,7 +407,7 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 			}
 		}
 	}
-	budget, held := nanos(lim.Budget), nanos(spent)+nanos(s.reserved)
+	budget, held := nanos(lim.Budget), nanos(spent)+nanos(reserved)
 	if held < budget && held+nanos(price) <= budget {
 		return nil
 	}
@@ -400,7 +430,7 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, price, lim.Budget-spent, reset.UTC().Format(time.RFC3339))
 	default:
 		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and its requests in flight have reserved $%.4f of the rest; retry when they end",
-			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, s.reserved)
+			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, reserved)
 		r.Reset, r.RetryAfter = now.Add(time.Second), time.Second
 	}
 	return r

@@ -42,7 +42,9 @@ type Principal struct {
 	Team string
 	// Pools and Models the key may use; empty is all.
 	Pools, Models []string
-	Limits        Limits
+	// Tags are the key's tags, recorded with each of its requests' usage.
+	Tags   []string
+	Limits Limits
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins); zero is the pool's.
 	Patience time.Duration

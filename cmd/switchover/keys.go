@@ -7,14 +7,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
 
@@ -40,6 +43,12 @@ Limits (create and update):
   --budget AMOUNT/PERIOD  USD per day, week or month: 50/month (none: no budget)
   --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
   --patience WAIT         the key's default wait for quota: 30s, 2m (none: the pool's)
+  --tag TAG               a tag, for spend by tag; repeat for several (on update they
+                          replace the key's; --tag "" removes them)
+  --meta NAME=VALUE       free-form metadata; repeat for several (on update it replaces
+                          the key's; --meta "" removes it)
+
+list --tag TAG shows the keys with that tag (repeat: with every one).
 
 Every subcommand takes -admin URL (default $SWITCHOVER_ADMIN or
 http://127.0.0.1:8081), -key KEY (default $SWITCHOVER_ADMIN_KEY) and -json
@@ -94,10 +103,12 @@ type keyFlags struct {
 	fs                                                *flag.FlagSet
 	name, team, pools, models, rpm, tpm, conc, budget *string
 	expires, patience                                 *string
+	tags                                              listFlag
+	meta                                              metaFlag
 }
 
 func addKeyFlags(fs *flag.FlagSet) *keyFlags {
-	return &keyFlags{
+	kf := &keyFlags{
 		fs:       fs,
 		name:     fs.String("name", "", "a label for people, such as the team or application"),
 		team:     fs.String("team", "", "the team whose limits and budget also apply"),
@@ -110,6 +121,9 @@ func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 		expires:  fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
 		patience: fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
 	}
+	fs.Var(&kf.tags, "tag", "a tag of the key; repeat for several (\"\": none)")
+	fs.Var(&kf.meta, "meta", "metadata NAME=VALUE; repeat for several (\"\": none)")
+	return kf
 }
 
 // body is the admin API body of the flags given on the command line,
@@ -144,6 +158,17 @@ func (kf *keyFlags) body() (map[string]any, error) {
 				err = fmt.Errorf("--expires: %v", err)
 			}
 			b["expires"] = v
+		case "tag":
+			tags, e := labels.Tags(kf.tags.list)
+			if e != nil {
+				err = fmt.Errorf("--tag: %v", e)
+			}
+			b["tags"] = append([]string{}, tags...)
+		case "meta":
+			if e := labels.Metadata(kf.meta.m); e != nil {
+				err = fmt.Errorf("--meta: %v", e)
+			}
+			b["metadata"] = kf.meta.m
 		case "patience":
 			if v != "" && !strings.EqualFold(v, "none") {
 				if d, e := time.ParseDuration(v); e != nil || d < 0 {
@@ -223,7 +248,7 @@ func keysUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(body) == 0 {
-		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience")}
+		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience, --tag, --meta")}
 	}
 	raw, err := client().call(ctx, http.MethodPatch, "/admin/keys/"+url.PathEscape(id), body)
 	if err != nil {
@@ -299,6 +324,10 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	line("name", dash(k.Name))
 	line("team", dash(k.Team))
 	line("prefix", dash(k.Prefix))
+	line("tags", dash(strings.Join(k.Tags, ",")))
+	for _, name := range slices.Sorted(maps.Keys(k.Metadata)) {
+		line("meta "+name, k.Metadata[name])
+	}
 	line("pools", list(k.Pools))
 	line("models", list(k.Models))
 	line("rpm", formatCount(k.RPM))
@@ -320,14 +349,27 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 }
 
 func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs, client, asJSON := subFlags("keys list", "Usage: switchover keys list\n\nLists every key: the store's, then the config file's (read-only).\n", stderr)
+	fs, client, asJSON := subFlags("keys list", "Usage: switchover keys list [--tag TAG]\n\nLists every key: the store's, then the config file's (read-only).\n", stderr)
+	var tags listFlag
+	fs.Var(&tags, "tag", "only the keys with this tag; repeat: with every one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := noArgs(fs); err != nil {
 		return err
 	}
-	raw, err := client().call(ctx, http.MethodGet, "/admin/keys", nil)
+	q := url.Values{}
+	for _, t := range tags.list {
+		if err := labels.CheckTag(t); err != nil {
+			return usageError{fmt.Errorf("--tag: %v", err)}
+		}
+		q.Add("tag", t)
+	}
+	path := "/admin/keys"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	raw, err := client().call(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return err
 	}
@@ -344,10 +386,10 @@ func keysList(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\tname\tteam\tprefix\tpools\trpm\ttpm\tconcurrent\tbudget\texpires\tstate\tsource")
+	fmt.Fprintln(tw, "id\tname\tteam\ttags\tprefix\tpools\trpm\ttpm\tconcurrent\tbudget\texpires\tstate\tsource")
 	for _, k := range a.Keys {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(k.ID), dash(k.Name), dash(k.Team),
-			dash(k.Prefix), list(k.Pools), formatCount(k.RPM), formatCount(k.TPM), formatCount(int64(k.MaxConcurrent)),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", dash(k.ID), dash(k.Name), dash(k.Team),
+			dash(strings.Join(k.Tags, ",")), dash(k.Prefix), list(k.Pools), formatCount(k.RPM), formatCount(k.TPM), formatCount(int64(k.MaxConcurrent)),
 			formatBudget(k.Budget, k.BudgetPeriod), formatTime(k.Expires), k.State, k.Source)
 	}
 	return tw.Flush()
@@ -393,4 +435,31 @@ func formatTime(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// metaFlag is --meta NAME=VALUE, repeatable; "" empties it (so that an
+// update removes the key's metadata).
+type metaFlag struct{ m map[string]string }
+
+func (f *metaFlag) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(f.m)) {
+		parts = append(parts, k+"="+f.m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (f *metaFlag) Set(v string) error {
+	if f.m == nil {
+		f.m = map[string]string{}
+	}
+	if v == "" {
+		return nil
+	}
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=VALUE", v)
+	}
+	f.m[name] = value
+	return nil
 }

@@ -110,8 +110,8 @@ func TestKeysCommand(t *testing.T) {
 	}
 
 	code, out, _ = cli(t, admin, "keys", "list")
-	header := regexp.MustCompile(`^id +name +team +prefix +pools +rpm +tpm +concurrent +budget +expires +state +source\n`)
-	row := regexp.MustCompile(regexp.QuoteMeta(k.ID) + ` +app-team +research +` + k.Prefix +
+	header := regexp.MustCompile(`^id +name +team +tags +prefix +pools +rpm +tpm +concurrent +budget +expires +state +source\n`)
+	row := regexp.MustCompile(regexp.QuoteMeta(k.ID) + ` +app-team +research +- +` + k.Prefix +
 		` +chat-prod,embed +600 +200k +10 +50/month +2027-03-01T10:00:00Z +active +store\n`)
 	if code != exitOK || !header.MatchString(out) || !row.MatchString(out) {
 		t.Fatalf("keys list: exit %d\n%s", code, out)

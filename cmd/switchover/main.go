@@ -10,10 +10,12 @@
 //	switchover sim [-c sim.yaml | flags]    run simulated LLM regions
 //	switchover load [flags]                 drive load, report success and latency
 //	switchover gameday [flags]              rehearse outages, compare setups
+//	switchover drill spend [flags]          measure budgets and shared limits
 //	switchover status [action]              pools and breakers of a running gateway
 //	switchover keys create|list|show|update|rotate|revoke  virtual keys in the store
 //	switchover teams list|set               teams' limits and budgets
 //	switchover usage [flags]                requests, tokens and cost by key, team, day…
+//	switchover usage requests [flags]       one row per request (the spend logs)
 //	switchover health [-url URL]            exit 0 if the gateway answers ready
 //	switchover version [-json]              version, commit, build time, Go
 package main
@@ -82,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = loadCommand(ctx, args[1:], stdout, stderr)
 	case "gameday":
 		err = gamedayCommand(ctx, args[1:], stdout, stderr)
+	case "drill":
+		err = drillCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		err = statusCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
@@ -136,6 +140,8 @@ Usage:
                                           report success, latency, goodput, failovers
   switchover gameday [flags]              rehearse outages and quota shortages on
                                           simulated regions; compare setups; HTML report
+  switchover drill spend [flags]          measure budgets and shared rate limits through
+                                          gateways in process: bursts, replicas, rollouts
   switchover status [-admin URL] [action] the running gateway's pools, breakers and
                                           events; drain, restore, open, close, set,
                                           reset, reload
@@ -143,7 +149,8 @@ Usage:
                                           update, rotate, revoke (secrets shown once)
   switchover teams list|set NAME          teams' shared limits and budgets
   switchover usage [--by team,day]        requests, tokens and cost by key, team, pool,
-                                          backend, model, day; table, JSON or CSV
+                                          backend, model, day, tag; table, JSON or CSV
+  switchover usage requests [filters]     one row per request (the spend logs), paged
   switchover health [-url URL]            GET the readiness endpoint; exit 0 on 200
                                           (a container HEALTHCHECK without a shell)
   switchover version [-json]              print the version, commit, build time and Go

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
@@ -20,29 +21,40 @@ const usageUsage = `Usage: switchover usage [flags]
 
 Prints requests, tokens and cost from the gateway's store over a period
 (default: from the start of this month to the end of today, UTC), grouped
-by any of key, team, pool, backend, model, day and end_user:
+by any of key, team, pool, backend, model, day, tag and end_user:
 
   switchover usage --by team,day
+  switchover usage --by key --by team
   switchover usage --from 2026-11-01 --to 2026-12-01 --by backend --format csv
 
 --from and --to take a date (UTC midnight) or an RFC 3339 time; --to is
-exclusive: --from 2026-11-01 --to 2026-12-01 is November. --key-id and
---team keep one key's or one team's usage, --end-user one end user's (the
-request's "user", metadata.user_id or x-switchover-end-user header; by end
-user, the store sums its requests rather than its daily totals). -key is the
-admin key, as in every command.
+exclusive: --from 2026-11-01 --to 2026-12-01 is November. --key-id,
+--team and --tag keep one key's, team's or tag's usage, --end-user one end
+user's (the request's "user", metadata.user_id or x-switchover-end-user
+header; by end user, the store sums its requests rather than its daily
+totals).
+
+switchover usage requests prints the request logs, one row per request
+(see switchover usage requests -h). By tag, a request
+counts under each tag its key had then (under "-" without any). -key is the admin key, as in every
+command.
 `
 
 // usageCommand runs switchover usage.
 func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "requests" {
+		return usageRequests(ctx, args[1:], stdout, stderr)
+	}
 	fs, client := adminFlagSet("usage", usageUsage, stderr)
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")
-	by := fs.String("by", "", "comma-separated grouping: key, team, pool, backend, model, day, end_user (default: one total)")
+	var by listFlag
+	fs.Var(&by, "by", "grouping: key, team, pool, backend, model, day, tag, end_user; comma-separated or repeated (default: one total)")
 	// Not -key, which is the admin key in every command (and must not end
 	// up in a URL).
 	key := fs.String("key-id", "", "only the usage of this key ID")
 	team := fs.String("team", "", "only the usage of this team")
+	tag := fs.String("tag", "", "only the usage of keys that had this tag")
 	endUser := fs.String("end-user", "", "only the usage of this end user")
 	format := fs.String("format", "table", "table, json or csv")
 	if err := parseFlags(fs, args); err != nil {
@@ -63,7 +75,7 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		q.Set(name, v)
 	}
-	groups := splitList(*by)
+	groups := by.list
 	groupings := ledgerapi.Groupings()
 	for _, g := range groups {
 		if !slices.Contains(groupings, g) {
@@ -78,6 +90,12 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if *team != "" {
 		q.Set("team", *team)
+	}
+	if *tag != "" {
+		if err := labels.CheckTag(*tag); err != nil {
+			return usageError{fmt.Errorf("--tag: %v", err)}
+		}
+		q.Set("tag", *tag)
 	}
 	if *endUser != "" {
 		q.Set("end_user", *endUser)
@@ -144,4 +162,20 @@ func formatBound(t time.Time) string {
 		return t.Format(time.DateOnly)
 	}
 	return t.Format(time.RFC3339)
+}
+
+// listFlag is a flag that may be repeated, each value a comma-separated
+// list: --by key,team and --by key --by team give the same list, in
+// order, each name once.
+type listFlag struct{ list []string }
+
+func (f *listFlag) String() string { return strings.Join(f.list, ",") }
+
+func (f *listFlag) Set(v string) error {
+	for _, s := range splitList(v) {
+		if !slices.Contains(f.list, s) {
+			f.list = append(f.list, s)
+		}
+	}
+	return nil
 }

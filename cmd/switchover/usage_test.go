@@ -48,6 +48,12 @@ infra     openai-paygo  1         1          2000    1000        0       300    
 research  aoai-se       3         0          4500    250         100     0          0.017560
 total                   4         1          6500    1250        100     300        0.052560
 `},
+		{"by key and team, --by repeated", []string{"--by", "key", "--by", "team,key"}, `usage from 2026-12-01 to 2026-12-02
+key    team      requests  failovers  prompt  completion  cached  reasoning  cost USD
+key_1  research  2         0          3500    50          0       0          0.005060
+key_2  infra     1         1          2000    1000        0       300        0.035000
+total            3         1          5500    1050        0       300        0.040060
+`},
 		{"no grouping", []string{"--from", "2026-11-30", "--to", "2026-12-01"}, `usage from 2026-11-30 to 2026-12-01
        requests  failovers  prompt  completion  cached  reasoning  cost USD
 total  1         0          1000    200         100     0          0.012500
@@ -109,6 +115,7 @@ func TestUsageCommandUsageErrors(t *testing.T) {
 		args   []string
 		stderr string
 	}{
+		{"bad repeated by", []string{"--by", "team", "--by", "region"}, `--by: "region" is not one of`},
 		{"bad by", []string{"--by", "team,region"}, `--by: "region" is not one of key, team, pool, backend, model, day`},
 		{"bad from", []string{"--from", "yesterday"}, `--from: "yesterday" is neither a date`},
 		{"bad to", []string{"--to", "2026-12-01T00:00"}, `--to: "2026-12-01T00:00" is neither a date`},

@@ -81,6 +81,8 @@ type Handler struct {
 //	GET   /admin/teams              {"teams":[...]}: the store's and the config's
 //	PUT   /admin/teams/{name}       create or replace a team of the store; {"team"}
 //	GET   /admin/usage              spend over a period, JSON or CSV
+//	GET   /admin/usage/requests     one row per request, newest first, paged
+//	                                by an opaque cursor; JSON or CSV
 //
 // Errors are {"error":{"message":"..."}}: 400 for bad input (the message
 // starts with the field), 404 for an unknown key, 409 without a store, for a team of the config or
@@ -107,6 +109,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	route("GET /admin/teams", h.listTeams)
 	route("PUT /admin/teams/{name}", h.putTeam)
 	route("GET /admin/usage", h.usage)
+	route("GET /admin/usage/requests", h.requests)
 }
 
 var errNoStore = errors.New("no store configured; add store: {sqlite: FILE} or {postgres: URL} to the config")

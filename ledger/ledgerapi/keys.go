@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/ledger"
 )
@@ -71,6 +73,10 @@ type keyBody struct {
 	Expires       any       `json:"expires"`
 	// Patience is a duration ("30s", "2m"); "", "none" or 0 removes it.
 	Patience any `json:"patience"`
+	// Tags and Metadata replace the key's (see labels for their bounds);
+	// [] and {} remove them.
+	Tags     *[]string          `json:"tags"`
+	Metadata *map[string]string `json:"metadata"`
 }
 
 // maxPatience bounds a key's patience; a pool's max_wait_limit caps it
@@ -103,6 +109,20 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 	if b.Models != nil {
 		if k.Models, err = names("models", *b.Models, h.Models); err != nil {
 			return err
+		}
+	}
+	if b.Tags != nil {
+		if k.Tags, err = labels.Tags(*b.Tags); err != nil {
+			return badField("tags", "%v", err)
+		}
+	}
+	if b.Metadata != nil {
+		if err := labels.Metadata(*b.Metadata); err != nil {
+			return badField("metadata", "%v", err)
+		}
+		k.Metadata = *b.Metadata
+		if len(k.Metadata) == 0 {
+			k.Metadata = nil
 		}
 	}
 	if b.RPM != nil {
@@ -198,7 +218,16 @@ func (h *Handler) createKey(w http.ResponseWriter, r *http.Request, s ledger.Sto
 	writeJSON(w, http.StatusCreated, keyAnswer{Key: view(k, SourceStore, now), Secret: secret})
 }
 
+// listKeys answers GET /admin/keys; ?tag=T (repeatable) keeps the keys
+// that have every tag given.
 func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	tags := r.URL.Query()["tag"]
+	for _, t := range tags {
+		if err := labels.CheckTag(t); err != nil {
+			h.fail(w, r, badField("tag", "%v", err))
+			return
+		}
+	}
 	ks, err := s.Keys(r.Context())
 	if err != nil {
 		h.fail(w, r, err)
@@ -206,12 +235,20 @@ func (h *Handler) listKeys(w http.ResponseWriter, r *http.Request, s ledger.Stor
 	}
 	now := h.now()
 	out := make([]KeyView, 0, len(ks))
+	add := func(k ledger.Key, source string) {
+		for _, t := range tags {
+			if !slices.Contains(k.Tags, t) {
+				return
+			}
+		}
+		out = append(out, view(k, source, now))
+	}
 	for _, k := range ks {
-		out = append(out, view(k, SourceStore, now))
+		add(k, SourceStore)
 	}
 	if h.Static != nil {
 		for _, k := range h.Static() {
-			out = append(out, view(k, SourceConfig, now))
+			add(k, SourceConfig)
 		}
 	}
 	writeJSON(w, http.StatusOK, struct {
@@ -395,5 +432,5 @@ func (h *Handler) logAction(r *http.Request, action string, k ledger.Key) {
 	if k.Name != "" {
 		what += " (" + k.Name + ")"
 	}
-	h.record(r, "key:"+action, what, "key", k.ID, "name", k.Name, "team", k.Team)
+	h.record(r, "key:"+action, what, "key", k.ID, "name", k.Name, "team", k.Team, "tags", k.Tags)
 }

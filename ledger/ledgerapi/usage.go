@@ -9,11 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
 // groupings are the values "by" takes, in ledger's SpendQuery.By.
-var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByEndUser}
+var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
 
 // Groupings returns the values "by" takes, in ledger's SpendQuery.By, in
 // the order error messages list them. Each call returns a fresh slice,
@@ -30,7 +31,8 @@ type Usage struct {
 	Total ledger.SpendRow   `json:"total"`
 }
 
-// usage answers GET /admin/usage?from=&to=&by=&key=&team=&end_user=&format=.
+// usage answers GET /admin/usage?from=&to=&by=&key=&team=&tag=&end_user=&format=;
+// by may be repeated.
 func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) {
 	q := r.URL.Query()
 	now := h.now().UTC()
@@ -53,7 +55,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) 
 		h.fail(w, r, badField("to", "%s is not after from (%s); to is exclusive", to.Format(time.RFC3339), from.Format(time.RFC3339)))
 		return
 	}
-	by, err := parseBy(q.Get("by"))
+	by, err := parseBy(q["by"])
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -63,12 +65,19 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) 
 		h.fail(w, r, badField("format", "%q is not json or csv", format))
 		return
 	}
+	tag := q.Get("tag")
+	if tag != "" {
+		if err := labels.CheckTag(tag); err != nil {
+			h.fail(w, r, badField("tag", "%v", err))
+			return
+		}
+	}
 	endUser := q.Get("end_user")
 	if len(endUser) > ledger.MaxEndUser {
 		h.fail(w, r, badField("end_user", "is %d bytes, longer than any end user kept (%d)", len(endUser), ledger.MaxEndUser))
 		return
 	}
-	rows, err := s.Spend(r.Context(), ledger.SpendQuery{From: from, To: to, By: by, Key: q.Get("key"), Team: q.Get("team"), EndUser: endUser})
+	rows, err := s.Spend(r.Context(), ledger.SpendQuery{From: from, To: to, By: by, Key: q.Get("key"), Team: q.Get("team"), Tag: tag, EndUser: endUser})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -95,10 +104,12 @@ func parseTime(field, v string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// parseBy reads a comma-separated grouping; repeats count once.
-func parseBy(v string) ([]string, error) {
+// parseBy reads the groupings of every "by" parameter, each a
+// comma-separated list (?by=key,team and ?by=key&by=team are the same);
+// repeats count once.
+func parseBy(vs []string) ([]string, error) {
 	by := []string{}
-	for b := range strings.SplitSeq(v, ",") {
+	for b := range strings.SplitSeq(strings.Join(vs, ","), ",") {
 		b = strings.ToLower(strings.TrimSpace(b))
 		if b == "" || slices.Contains(by, b) {
 			continue
@@ -149,6 +160,8 @@ func Group(r ledger.SpendRow, b string) string {
 		return r.Backend
 	case ledger.ByModel:
 		return r.Model
+	case ledger.ByTag:
+		return r.Tag
 	case ledger.ByEndUser:
 		return r.EndUser
 	case ledger.ByDay:

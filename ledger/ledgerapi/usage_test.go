@@ -118,6 +118,10 @@ research,2026-12-01,2,0,3500,50,0,0,0.00506
 			{"csv over requests (RFC 3339 bounds), by model, one team", "?from=2026-12-01T08:30:00Z&to=2026-12-01T10:00:00Z&by=model&team=research&format=csv", `model,requests,failovers,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd
 text-embedding-3-small,1,0,3000,0,0,0,0.00006
 `},
+			{"csv by key and team, by repeated (only the first was used)", "?by=key&by=team&format=csv", `key,team,requests,failovers,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd
+key_1,research,2,0,3500,50,0,0,0.00506
+key_2,infra,1,1,2000,1000,0,300,0.035
+`},
 			{"csv with nothing", "?from=2026-10-01&to=2026-11-01&by=key&format=csv", `key,requests,failovers,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd
 `},
 		}
@@ -137,6 +141,7 @@ func TestUsageBadInput(t *testing.T) {
 	for query, field := range map[string]string{
 		"?by=region":                        "by:",
 		"?by=team,hour":                     "by:",
+		"?by=team&by=hour":                  "by:",
 		"?from=yesterday":                   "from:",
 		"?to=2026-13-01":                    "to:",
 		"?from=2026-12-01&to=2026-12-01":    "to:",
@@ -155,7 +160,7 @@ func TestUsageBadInput(t *testing.T) {
 // TestGroupingsIsACopy: changing what Groupings returned does not change
 // the next answer (it was a package variable anyone could overwrite).
 func TestGroupingsIsACopy(t *testing.T) {
-	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByEndUser}
+	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
 	g := ledgerapi.Groupings()
 	if !slices.Equal(g, want) {
 		t.Fatalf("Groupings() = %v, want %v", g, want)
@@ -163,5 +168,20 @@ func TestGroupingsIsACopy(t *testing.T) {
 	g[0] = "region"
 	if g := ledgerapi.Groupings(); !slices.Equal(g, want) {
 		t.Fatalf("after changing a returned slice, Groupings() = %v, want %v", g, want)
+	}
+}
+
+// TestUsageRepeatedByUsedOnlyTheFirst is the regression test of issue
+// 24's item 6: GET /admin/usage?by=key&by=team grouped by key alone.
+func TestUsageRepeatedByUsedOnlyTheFirst(t *testing.T) {
+	s := openSQLite(t)
+	if err := s.RecordUsage(t.Context(), usageRecords); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, s)
+	var u ledgerapi.Usage
+	e.json("GET", "/admin/usage?by=key&by=team", "", http.StatusOK, &u)
+	if !slices.Equal(u.By, []string{"key", "team"}) || len(u.Rows) != 2 || u.Rows[0].Team != "research" || u.Rows[1].Team != "infra" {
+		t.Fatalf("by=key&by=team answered by %v, rows %+v", u.By, u.Rows)
 	}
 }

@@ -36,6 +36,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SpentSince", func(t *testing.T) { testSpentSince(t, h.Open(t)) })
 	t.Run("ConcurrentRecording", func(t *testing.T) { testConcurrent(t, h.Open(t)) })
 	t.Run("ObjectOwners", func(t *testing.T) { testObjectOwners(t, h.Open(t)) })
+	t.Run("KeyTags", func(t *testing.T) { testKeyTags(t, h.Open(t)) })
+	t.Run("SpendByTag", func(t *testing.T) { testSpendByTag(t, h.Open(t)) })
+	t.Run("Requests", func(t *testing.T) { testRequests(t, h.Open(t)) })
+	t.Run("Retention", func(t *testing.T) { testRetention(t, h.Open(t)) })
 	t.Run("EndUsers", func(t *testing.T) { testEndUsers(t, h.Open(t)) })
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/switchover-gw/switchover/internal/labels"
+	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+)
+
+const usageRequestsUsage = `Usage: switchover usage requests [flags]
+
+Prints the gateway's request logs: one row per request, newest first,
+with its key, team, tags, pool, backend, model, tokens, cost and status:
+
+  switchover usage requests --key-id key_abc --status error
+  switchover usage requests --tag prod --from 2026-12-01 --format csv
+
+A page holds --limit requests (default 100, at most 1000); the table ends
+with the command for the next page, JSON has next_cursor. --status takes
+a status (429), a class (5xx) or error (400 to 599).
+`
+
+// usageRequests runs switchover usage requests.
+func usageRequests(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, client := adminFlagSet("usage requests", usageRequestsUsage, stderr)
+	params := map[string]*string{
+		"from":   fs.String("from", "", "the oldest time, a date such as 2026-12-01 or an RFC 3339 time (default: none)"),
+		"to":     fs.String("to", "", "the end, exclusive (default: none)"),
+		"key":    fs.String("key-id", "", "only the requests of this key ID"),
+		"team":   fs.String("team", "", "only the requests of this team"),
+		"tag":    fs.String("tag", "", "only the requests of keys that had this tag"),
+		"model":  fs.String("model", "", "only the requests of this model"),
+		"status": fs.String("status", "", "only this status: 429, 5xx or error"),
+		"cursor": fs.String("cursor", "", "where the last page ended (its next_cursor)"),
+	}
+	limit := fs.Int("limit", 0, "requests per page, 1 to 1000 (default 100)")
+	format := fs.String("format", "table", "table, json or csv")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if err := noArgs(fs); err != nil {
+		return err
+	}
+	q := url.Values{}
+	for name, v := range params {
+		if *v != "" {
+			q.Set(name, *v)
+		}
+	}
+	if err := checkRequestFlags(q, *limit); err != nil {
+		return err
+	}
+	if *limit != 0 {
+		q.Set("limit", strconv.Itoa(*limit))
+	}
+	switch *format {
+	case "table":
+	case "json", "csv":
+		q.Set("format", *format)
+	default:
+		return usageError{fmt.Errorf("--format: %q is not table, json or csv", *format)}
+	}
+	path := "/admin/usage/requests"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	raw, err := client().call(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	if *format != "table" {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	var a ledgerapi.Requests
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return fmt.Errorf("admin API: unexpected answer: %v", err)
+	}
+	return printRequests(stdout, a, args)
+}
+
+// checkRequestFlags checks what can be checked here, so that a typo is a
+// usage error.
+func checkRequestFlags(q url.Values, limit int) error {
+	for _, name := range []string{"from", "to"} {
+		v := q.Get(name)
+		if v == "" {
+			continue
+		}
+		if _, err := time.Parse(time.DateOnly, v); err != nil {
+			if _, err := time.Parse(time.RFC3339, v); err != nil {
+				return usageError{fmt.Errorf("--%s: %q is neither a date such as 2026-12-01 nor an RFC 3339 time", name, v)}
+			}
+		}
+	}
+	if t := q.Get("tag"); t != "" {
+		if err := labels.CheckTag(t); err != nil {
+			return usageError{fmt.Errorf("--tag: %v", err)}
+		}
+	}
+	if limit < 0 || limit > ledgerapi.MaxRequestsLimit {
+		return usageError{fmt.Errorf("--limit: %d is not from 1 to %d", limit, ledgerapi.MaxRequestsLimit)}
+	}
+	return nil
+}
+
+// printRequests prints a page of request logs as a table, and the
+// command of the next page (args with the new --cursor).
+func printRequests(w io.Writer, a ledgerapi.Requests, args []string) error {
+	if len(a.Requests) == 0 {
+		fmt.Fprintln(w, "no requests")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "time\trequest id\tkey\tteam\ttags\tbackend\tmodel\tprompt\tcompletion\tcost USD\tstatus\tfailover")
+	for _, r := range a.Requests {
+		prompt, completion := strconv.FormatInt(r.PromptTokens, 10), strconv.FormatInt(r.CompletionTokens, 10)
+		if r.Estimated {
+			prompt, completion = "~"+prompt, "~"+completion
+		}
+		failover := "-"
+		if r.Failover {
+			failover = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.6f\t%d\t%s\n", r.Time.UTC().Format(time.RFC3339), r.RequestID,
+			dash(r.Key), dash(r.Team), dash(strings.Join(r.Tags, ",")), dash(r.Backend), dash(r.Model), prompt, completion,
+			r.Cost, r.Status, failover)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if a.NextCursor != "" {
+		var kept []string
+		for i := 0; i < len(args); i++ {
+			switch a := args[i]; {
+			case a == "--cursor" || a == "-cursor":
+				i++
+			case strings.HasPrefix(a, "--cursor=") || strings.HasPrefix(a, "-cursor="):
+			default:
+				kept = append(kept, a)
+			}
+		}
+		fmt.Fprintf(w, "more: switchover usage requests %s--cursor %s\n", joinArgs(kept), a.NextCursor)
+	}
+	return nil
+}
+
+// joinArgs writes args for a shell, each followed by a space; secrets
+// (-key) are left out.
+func joinArgs(args []string) string {
+	var b strings.Builder
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "-key" || a == "--key" {
+			i++
+			continue
+		}
+		if strings.HasPrefix(a, "-key=") || strings.HasPrefix(a, "--key=") {
+			continue
+		}
+		if a == "" || strings.ContainsAny(a, " \t'\"$`\\*?;&|<>()") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		b.WriteString(a + " ")
+	}
+	return b.String()
+}

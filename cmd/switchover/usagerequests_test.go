@@ -1,0 +1,65 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// TestUsageRequestsCommand: a page as a table ends with the command of
+// the next one (without the admin key), which gives the rest; CSV and
+// filters pass through.
+func TestUsageRequestsCommand(t *testing.T) {
+	admin, s := ledgerAdmin(t)
+	if err := s.RecordUsage(t.Context(), []ledger.Usage{
+		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "r1", KeyID: "key_1", Team: "research", Tags: []string{"prod"}, Backend: "aoai-se",
+			Model: "gpt-4o", PromptTokens: 500, CompletionTokens: 50, Cost: 0.005, Status: 200},
+		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "r2", KeyID: "key_2", Team: "infra", Backend: "openai-paygo",
+			Model: "gpt-4o", PromptTokens: 2000, CompletionTokens: 1000, Cost: 0.035, Status: 429, Failover: true},
+		{At: usageAt("2026-12-01T09:30:00Z"), RequestID: "r3", KeyID: "key_1", Team: "research", Tags: []string{"prod"}, Backend: "aoai-se",
+			Model: "gpt-4o-mini", PromptTokens: 30, CompletionTokens: 7, Cost: 0.00006, Status: 200, Estimated: true},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"usage", "requests", "-admin", admin, "-key", "admin-key-0123456789"}
+	code, out, errOut := run2(t, append(base, "--limit", "2")...)
+	want := `time                  request id  key    team      tags  backend       model        prompt  completion  cost USD  status  failover
+2026-12-01T09:30:00Z  r3          key_1  research  prod  aoai-se       gpt-4o-mini  ~30     ~7          0.000060  200     -
+2026-12-01T09:00:00Z  r2          key_2  infra     -     openai-paygo  gpt-4o       2000    1000        0.035000  429     yes
+`
+	if code != exitOK || !strings.HasPrefix(out, want) {
+		t.Fatalf("exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
+	}
+	more := regexp.MustCompile(`(?m)^more: switchover usage requests -admin \S+ --limit 2 --cursor (\S+)$`).FindStringSubmatch(out)
+	if more == nil || strings.Contains(out, "admin-key-0123456789") {
+		t.Fatalf("no next-page command, or it holds the admin key:\n%s", out)
+	}
+	code, out, _ = run2(t, append(base, "--limit", "2", "--cursor", more[1])...)
+	if code != exitOK || !strings.Contains(out, "  r1  ") || strings.Contains(out, "r2") || strings.Contains(out, "more:") {
+		t.Fatalf("the next page: exit %d\n%s", code, out)
+	}
+	code, out, _ = run2(t, append(base, "--tag", "prod", "--status", "2xx", "--from", "2026-12-01T09:00:00Z", "--format", "csv")...)
+	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover
+2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false
+` {
+		t.Fatalf("csv: exit %d\n%s", code, out)
+	}
+}
+
+func TestUsageRequestsCommandUsageErrors(t *testing.T) {
+	admin := "http://127.0.0.1:1" // nothing listens: a call would be exit 1
+	for _, args := range [][]string{
+		{"--from", "yesterday"},
+		{"--tag", "a b"},
+		{"--limit", "1001"},
+		{"--format", "xml"},
+		{"extra"},
+	} {
+		code, _, errOut := run2(t, append([]string{"usage", "requests", "-admin", admin}, args...)...)
+		if code != exitUsage {
+			t.Errorf("%q: exit %d, want %d\n%s", args, code, exitUsage, errOut)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// runRetention starts store.retention's deletion of old per-request usage
+// records, when a store and a retention are configured: a round at start
+// and every hour, on the gateway's clock, until the gateway stops. Every
+// replica of a fleet runs it; their deletes of the same rows are
+// harmless.
+func (g *Gateway) runRetention(t *tenancy) {
+	if t.store == nil || t.retention <= 0 {
+		return
+	}
+	r := ledger.NewRetention(t.store, ledger.RetentionOptions{Keep: t.retention, Clock: g.opts.Clock,
+		OnRound: func(n int, before time.Time, err error) {
+			if n > 0 {
+				g.Metrics.UsagePruned(n)
+				g.Logger.Info("usage retention: deleted request records older than store.retention", "deleted", n,
+					"before", before.UTC().Format(time.RFC3339), "retention", t.retention.String())
+			}
+			if err != nil {
+				g.Metrics.StoreError("retention")
+				g.Logger.Warn("usage retention: delete failed; the next round tries again", "error", err)
+			}
+		}})
+	t.retained = make(chan struct{})
+	go func() {
+		defer close(t.retained)
+		r.Run(g.life.bg)
+	}()
+}

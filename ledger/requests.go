@@ -1,0 +1,62 @@
+package ledger
+
+import (
+	"fmt"
+	"time"
+)
+
+// RequestQuery selects usage records one by one, for the request logs:
+// newest first, in the order of (At, RequestID) descending, which is
+// stable under inserts of newer records (a record stored late with an
+// old time, as a spool replay stores it, appears where its time puts it).
+// Empty fields match everything.
+type RequestQuery struct {
+	// From and To bound At to [From, To); zero is unbounded.
+	From, To time.Time
+	Key      string
+	Team     string
+	// Tag keeps the records whose key had this tag then.
+	Tag   string
+	Model string
+	// StatusMin and StatusMax bound the HTTP status returned to the
+	// client (inclusive); zero is unbounded.
+	StatusMin, StatusMax int
+	// Before, when set, keeps the records after it in the order (older
+	// than it): the position where the last page ended.
+	Before Cursor
+	// Limit is the most records returned; 1 to MaxRequestsLimit.
+	Limit int
+}
+
+// MaxRequestsLimit bounds RequestQuery.Limit (the admin API's pages are
+// smaller: it asks one more than a page to know if another follows).
+const MaxRequestsLimit = 10_000
+
+// Cursor is a position in the request logs: the time and request id of
+// the last record of a page. The zero Cursor is the start.
+type Cursor struct {
+	At        time.Time
+	RequestID string
+}
+
+// IsZero reports whether c is the start.
+func (c Cursor) IsZero() bool { return c.At.IsZero() && c.RequestID == "" }
+
+// CursorOf returns the position of u.
+func CursorOf(u Usage) Cursor { return Cursor{At: u.At, RequestID: u.RequestID} }
+
+func (q RequestQuery) validate() error {
+	if q.Limit < 1 || q.Limit > MaxRequestsLimit {
+		return fmt.Errorf("%w: limit %d (want 1 to %d)", ErrInvalid, q.Limit, MaxRequestsLimit)
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
+		return fmt.Errorf("%w: request range [%s, %s) is empty", ErrInvalid, q.From, q.To)
+	}
+	if q.StatusMax != 0 && q.StatusMax < q.StatusMin {
+		return fmt.Errorf("%w: status range %d to %d is empty", ErrInvalid, q.StatusMin, q.StatusMax)
+	}
+	if q.Before.At.IsZero() != (q.Before.RequestID == "") {
+		return fmt.Errorf("%w: a cursor needs a time and a request id", ErrInvalid)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/clock"
+)
+
+// MinRetention is the shortest retention of per-request usage records:
+// a budget's period (up to a calendar month) must find the records of
+// its whole current period, whatever reads them.
+const MinRetention = 32 * 24 * time.Hour
+
+// RetentionOptions are the settings of a Retention. Zero values are the
+// documented defaults, but Keep, which is required.
+type RetentionOptions struct {
+	// Keep is how long per-request records are kept: those older than
+	// now - Keep are deleted. At least MinRetention (NewRetention raises
+	// a shorter one to it).
+	Keep time.Duration
+	// Every is the time between two rounds. Default 1h.
+	Every time.Duration
+	// Batch is the most records deleted in one transaction, so that no
+	// delete holds the store's locks long. Default 1000.
+	Batch int
+	// MaxBatches bounds one round; the next round goes on where it
+	// stopped. Default 100.
+	MaxBatches int
+	// Clock times the rounds and says what now is. Default the wall
+	// clock.
+	Clock clock.Clock
+	// OnRound, if set, is told after each round that deleted records or
+	// failed: how many it deleted, the cutoff, and the error that ended
+	// it (nil when it ran to the end). Called on the Retention's
+	// goroutine.
+	OnRound func(deleted int, before time.Time, err error)
+}
+
+// Retention deletes per-request usage records (usage_requests and their
+// tags) older than its Keep from a Store, in the background, in bounded
+// batches. The daily sums that usage reports over whole days and budgets
+// read are kept. Start it with Run; it is safe for concurrent use.
+type Retention struct {
+	s Store
+	o RetentionOptions
+}
+
+// NewRetention returns the Retention of s; Run starts it.
+func NewRetention(s Store, o RetentionOptions) *Retention {
+	o.Keep = max(o.Keep, MinRetention)
+	if o.Every <= 0 {
+		o.Every = time.Hour
+	}
+	if o.Batch <= 0 {
+		o.Batch = 1000
+	}
+	if o.MaxBatches <= 0 {
+		o.MaxBatches = 100
+	}
+	o.Clock = clock.Or(o.Clock)
+	return &Retention{s: s, o: o}
+}
+
+// Run runs a round now and then every Every until ctx ends; it returns
+// then. Call it once, on its own goroutine.
+func (r *Retention) Run(ctx context.Context) {
+	tick := make(chan struct{}, 1)
+	for {
+		n, before, err := r.Round(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if (n > 0 || err != nil) && r.o.OnRound != nil {
+			r.o.OnRound(n, before, err)
+		}
+		t := r.o.Clock.AfterFunc(r.o.Every, func() { tick <- struct{}{} })
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-tick:
+		}
+	}
+}
+
+// Round deletes, in batches of Batch and at most MaxBatches of them, the
+// records older than now - Keep, and returns how many it deleted and that
+// cutoff.
+func (r *Retention) Round(ctx context.Context) (int, time.Time, error) {
+	before := r.o.Clock.Now().Add(-r.o.Keep)
+	total := 0
+	for range r.o.MaxBatches {
+		n, err := r.s.DeleteRequestsBefore(ctx, before, r.o.Batch)
+		total += n
+		if err != nil {
+			return total, before, err
+		}
+		if n < r.o.Batch {
+			break
+		}
+	}
+	return total, before, nil
+}
+
+func (s *sqlStore) DeleteRequestsBefore(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit < 1 || limit > MaxRequestsLimit {
+		return 0, fmt.Errorf("%w: delete limit %d (want 1 to %d)", ErrInvalid, limit, MaxRequestsLimit)
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: retention: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	rows, err := tx.QueryContext(ctx, s.q(`SELECT request_id FROM usage_requests WHERE at_us < ?
+		ORDER BY at_us, request_id LIMIT ?`), before.UnixMicro(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("ledger: retention: %w", err)
+	}
+	var ids []any
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("ledger: retention: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("ledger: retention: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
+	for _, table := range []string{"usage_tags", "usage_requests"} {
+		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE request_id IN `+in), ids...); err != nil {
+			return 0, fmt.Errorf("ledger: retention: %s: %w", table, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("ledger: retention: %w", err)
+	}
+	return len(ids), nil
+}

@@ -1,0 +1,210 @@
+package tenant
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchover-gw/switchover/fleet"
+	"github.com/switchover-gw/switchover/ledger"
+)
+
+// SharedBudget holds budgets for the whole fleet (Limiter.Shared): what
+// each request in flight reserved and what was spent, per key and team
+// and period, in a store every replica reaches (fleet/redisstore's Store
+// has it, on Redis). With it, a request is admitted against what every
+// replica spent and reserved, atomically, so that N replicas overshoot a
+// budget no more than one does; without it each replica reserves only
+// its own requests, and sees the others' spend when the store is read
+// again (Spend.Refresh).
+type SharedBudget = fleet.Budgets
+
+// DefaultSharedHoldTTL is how long a request's reservation in a
+// SharedBudget lasts when Limiter.SharedHoldTTL is zero.
+const DefaultSharedHoldTTL = 10 * time.Minute
+
+// sharedTimeout bounds one call to the SharedBudget, whatever the
+// store's own timeouts.
+const sharedTimeout = time.Second
+
+// sharedState is the Limiter's side of a SharedBudget. Safe for
+// concurrent use.
+type sharedState struct {
+	prefix string       // of this limiter's hold ids, random
+	seq    atomic.Int64 // of its holds
+	down   atomic.Bool  // the last call to the SharedBudget failed
+}
+
+// sharedHold is a request's budgets in the SharedBudget.
+type sharedHold struct {
+	id    string
+	lines []fleet.BudgetLine // Subject: the subject's name in l.subjects
+	held  bool               // the SharedBudget holds the lines' amounts under id
+	// ok says the SharedBudget answered: figs are its figures before
+	// this hold, line by line. Not ok, the request is held on this
+	// replica alone.
+	ok   bool
+	figs []fleet.BudgetFigures
+}
+
+// fleetFigures are a subject's spent and held amounts in the
+// SharedBudget as its last admission here read them, in the period that
+// starts at start.
+type fleetFigures struct {
+	start       time.Time
+	spent, held float64
+}
+
+// holdShared reserves a request's price against the budgets of p's key
+// and team in the SharedBudget, both or neither. It returns nil when
+// there is nothing to hold there: no SharedBudget, or no budget. A
+// SharedBudget that fails is reported (OnShared) and the request is held
+// on this replica alone, as without one.
+func (l *Limiter) holdShared(p *Principal, teamLimits Limits, hasTeam bool, c cost, now time.Time) *sharedHold {
+	if l.Shared == nil || l.spend == nil {
+		return nil
+	}
+	keyName, teamName := p.names()
+	h := &sharedHold{}
+	h.add(l, keyName, p.Limits, c, now)
+	if hasTeam {
+		h.add(l, teamName, teamLimits, c, now)
+	}
+	if len(h.lines) == 0 {
+		return nil
+	}
+	h.id = l.holdID()
+	ttl := l.SharedHoldTTL
+	if ttl <= 0 {
+		ttl = DefaultSharedHoldTTL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	held, figs, err := l.Shared.HoldBudget(ctx, h.id, h.lines, now, now.Add(ttl))
+	l.sharedResult(err)
+	if err == nil && len(figs) == len(h.lines) {
+		h.held, h.ok, h.figs = held, true, figs
+	}
+	return h
+}
+
+// add appends the line of subject subj's budget lim, if it has one, with
+// the amount the request reserves against it: its price, or unpriced,
+// the subject's recent average.
+func (h *sharedHold) add(l *Limiter, subj string, lim Limits, c cost, now time.Time) {
+	if lim.Budget <= 0 {
+		return
+	}
+	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
+	if err != nil {
+		return
+	}
+	amount := c.usd
+	if !c.priced {
+		l.mu.Lock()
+		if s := l.subjects[subj]; s != nil {
+			amount = s.avgCost
+		}
+		l.mu.Unlock()
+	}
+	h.lines = append(h.lines, fleet.BudgetLine{Subject: subj, Start: start, End: periodEnd(lim.BudgetPeriod, start),
+		Budget: nanos(lim.Budget), Amount: nanos(amount), Seed: nanos(l.spend.Spent(subj, start))})
+}
+
+// apply gives s (subject name subj) the SharedBudget's figures of h, and
+// returns what the request reserves against s's budget: price, or the
+// amount h reserved in the SharedBudget. A subject without figures of
+// this admission keeps none of the held amount (the SharedBudget is out,
+// or does not hold its budget), and what was spent as last read. Called
+// with l.mu held.
+func (h *sharedHold) apply(s *subject, subj string, price float64) float64 {
+	if s == nil {
+		return price
+	}
+	s.fleet.held = 0
+	if h == nil || !h.ok {
+		return price
+	}
+	for i, ln := range h.lines {
+		if ln.Subject != subj {
+			continue
+		}
+		f := h.figs[i]
+		s.fleet = fleetFigures{start: ln.Start, spent: float64(f.Spent) / 1e9, held: float64(f.Held) / 1e9}
+		return float64(ln.Amount) / 1e9
+	}
+	return price
+}
+
+// spentIn returns what the SharedBudget said s spent in the period that
+// starts at start, or 0 when it has no figure of it.
+func (f fleetFigures) spentIn(start time.Time) float64 {
+	if !f.start.Equal(start) {
+		return 0
+	}
+	return f.spent
+}
+
+// heldIn is spentIn for the amount held.
+func (f fleetFigures) heldIn(start time.Time) float64 {
+	if !f.start.Equal(start) {
+		return 0
+	}
+	return f.held
+}
+
+// settleShared ends a request's hold in the SharedBudget: it adds cost
+// to its budgets' spent there (what this replica spent, with cost, is
+// the floor), and releases what it reserved. A request that was not held
+// there (the SharedBudget was out) still adds its cost, so the fleet's
+// figure stays whole once it is back. Call it before cost is added to
+// l.spend: a hold that reads l.spend meanwhile would otherwise take a
+// figure with cost as spent's floor, and the settle add cost again.
+func (l *Limiter) settleShared(h *sharedHold, cost float64) {
+	if h == nil || (!h.held && cost == 0) {
+		return
+	}
+	lines := make([]fleet.BudgetLine, len(h.lines))
+	for i, ln := range h.lines {
+		ln.Seed = nanos(l.spend.Spent(ln.Subject, ln.Start)) + nanos(cost)
+		lines[i] = ln
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	l.sharedResult(l.Shared.SettleBudget(ctx, h.id, lines, nanos(cost), l.clock.Now()))
+}
+
+// releaseShared gives back what h holds in the SharedBudget: the request
+// was refused here after all.
+func (l *Limiter) releaseShared(h *sharedHold) {
+	if h == nil || !h.held {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	l.sharedResult(l.Shared.SettleBudget(ctx, h.id, h.lines, 0, l.clock.Now()))
+}
+
+// sharedResult reports a call to the SharedBudget to OnShared: every
+// failure, and the first success after one.
+func (l *Limiter) sharedResult(err error) {
+	wasDown := l.shared.down.Swap(err != nil)
+	if l.OnShared != nil && (err != nil || wasDown) {
+		l.OnShared(err, wasDown != (err != nil))
+	}
+}
+
+// holdID returns a new hold id, unique across the fleet.
+func (l *Limiter) holdID() string {
+	return l.shared.prefix + strconv.FormatInt(l.shared.seq.Add(1), 36)
+}
+
+// newHoldPrefix returns a random prefix for a limiter's hold ids.
+func newHoldPrefix() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b) + "-"
+}
