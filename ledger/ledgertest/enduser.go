@@ -18,7 +18,7 @@ func testEndUsers(t *testing.T, s ledger.Store) {
 	d := day(2)
 	long := strings.Repeat("é", ledger.MaxEndUser/2) // 256 bytes, the most kept
 	batch := []ledger.Usage{
-		{At: d.Add(time.Hour), RequestID: "e1", KeyID: "A", Team: "T1", Model: "m", EndUser: "alice@example.com", PromptTokens: 10, Cost: 0.001},
+		{At: d.Add(time.Hour), RequestID: "e1", KeyID: "A", Team: "T1", Model: "m", EndUser: "alice@example.com", Tags: []string{"prod"}, PromptTokens: 10, Cost: 0.001},
 		{At: d.Add(2 * time.Hour), RequestID: "e2", KeyID: "A", Team: "T1", Model: "m", EndUser: "alice@example.com", PromptTokens: 20, Cost: 0.002},
 		{At: d.Add(3 * time.Hour), RequestID: "e3", KeyID: "A", Team: "T1", Model: "m", EndUser: "bob", PromptTokens: 30, Cost: 0.004},
 		{At: d.Add(4 * time.Hour), RequestID: "e4", KeyID: "B", Team: "T1", Model: "m", EndUser: "alice@example.com", PromptTokens: 40, Cost: 0.008},
@@ -51,6 +51,12 @@ func testEndUsers(t *testing.T, s ledger.Store) {
 			{Day: day(2), Requests: 1, PromptTokens: 40, Cost: 0.008}}},
 		{"one end user, hours", ledger.SpendQuery{From: d.Add(90 * time.Minute), To: d.Add(10 * time.Hour), EndUser: "alice@example.com"}, []ledger.SpendRow{
 			{Requests: 2, PromptTokens: 60, Cost: 0.01}}},
+		{"one end user of one tag", with(func(q *ledger.SpendQuery) { q.EndUser, q.Tag = "alice@example.com", "prod" }), []ledger.SpendRow{
+			{Requests: 1, PromptTokens: 10, Cost: 0.001}}},
+		{"by tag and end user, one key", with(func(q *ledger.SpendQuery) { q.By, q.Key = []string{ledger.ByTag, ledger.ByEndUser}, "A" }), []ledger.SpendRow{
+			{EndUser: "alice@example.com", Requests: 1, PromptTokens: 20, Cost: 0.002},
+			{EndUser: "bob", Requests: 1, PromptTokens: 30, Cost: 0.004},
+			{Tag: "prod", EndUser: "alice@example.com", Requests: 1, PromptTokens: 10, Cost: 0.001}}},
 		{"an end user of none", with(func(q *ledger.SpendQuery) { q.EndUser = "carol" }), []ledger.SpendRow{{}}},
 		{"without end users, by key: the daily sums agree", with(func(q *ledger.SpendQuery) { q.By = []string{ledger.ByKey} }), []ledger.SpendRow{
 			{Key: "A", Requests: 3, PromptTokens: 60, Cost: 0.007},
