@@ -2,7 +2,10 @@ package config
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -24,15 +27,69 @@ type Limits struct {
 	// MaxConcurrent bounds this key's requests in flight on each replica,
 	// so one tenant cannot take every slot. Keys only. Default unlimited.
 	MaxConcurrent int `yaml:"max_concurrent"`
-	// Budget is the most that may be spent per calendar period (UTC), as
-	// "50/month", "5/day" or "200/week" (US dollars). Past it requests
-	// get 429 budget_exceeded until the period ends; notifications go out
-	// at 80% and 100%. Default none.
+	// Budget is the most that may be spent (US dollars) per period:
+	// "50/month", "5/day", "200/week", or any whole number of hours or
+	// days from 1h to 366d: "5/1h", "20/12h", "100/30d". "month" is the
+	// calendar month; the others are fixed blocks laid end to end from
+	// Monday 1970-01-05 00:00 UTC (every replica agrees on a period's
+	// start from the time alone): "1h" is each clock hour, "day" (1d)
+	// each UTC day, "week" (7d) each ISO week, "30d" consecutive 30-day
+	// blocks. Past it requests get 429 budget_exceeded until the period
+	// ends (Retry-After says when); notifications go out at 80% and 100%.
+	// Default none.
 	Budget Budget `yaml:"budget"`
 	// EndUserLimits bound each end user of the key (of a team: of all
 	// its keys together), apart from every other: see EndUserLimits.
 	// Default none.
 	EndUserLimits EndUserLimits `yaml:"end_user_limits"`
+	// SoftBudget is an alert threshold below Budget, in US dollars per
+	// the budget's period ("40" or "$40"): when spend reaches it, one
+	// budget notification goes out per period (in place of the one at
+	// 80%); nothing is refused. Requires Budget and must be below it.
+	// Default none (the alert at 80%).
+	SoftBudget Dollars `yaml:"soft_budget"`
+}
+
+// PoolBudget is a budget of a key's spend on one pool: {pool: gpt4o,
+// budget: 10/day}. A pool serves one model under its name and aliases,
+// so {model: NAME} names the pool NAME is the name or an alias of (for
+// readers who think in models). Enforced as the key's own budget is: a
+// request to the pool is priced and reserved against it, and refused
+// with 429 budget_exceeded when it does not fit.
+type PoolBudget struct {
+	Pool   string `yaml:"pool"`
+	Model  string `yaml:"model"`
+	Budget Budget `yaml:"budget"`
+}
+
+// PoolIn returns the pool b bounds in c: its pool, or the pool its model
+// names (by name or alias); "" when there is none.
+func (b PoolBudget) PoolIn(c *Config) string {
+	if b.Pool != "" {
+		return b.Pool
+	}
+	for _, p := range c.Pools {
+		if p.Name == b.Model || slices.Contains(p.Aliases, b.Model) {
+			return p.Name
+		}
+	}
+	return ""
+}
+
+// Dollars is an amount in US dollars: 40, "$40", "0.5".
+type Dollars float64
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Dollars) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return typeErr(n.Line, "expected an amount in US dollars such as 40")
+	}
+	f, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(n.Value), "$"), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1e9 {
+		return typeErr(n.Line, "%q is not an amount in US dollars from 0 to 1e9", n.Value)
+	}
+	*d = Dollars(f)
+	return nil
 }
 
 // Team groups keys under shared limits and a shared budget, which apply on
@@ -40,12 +97,25 @@ type Limits struct {
 type Team struct {
 	Name   string `yaml:"name"`
 	Limits `yaml:",inline"`
+	// Org names the organisation (one of orgs) whose limits and budget
+	// apply on top of the team's. Default none.
+	Org string `yaml:"org"`
 	// ShareObjects makes the stored objects (responses, files, batches
 	// …) the team's keys make belong to the team: every key of the team
 	// reaches them. Default false: each key reaches only its own. Turned
 	// off again, the objects made while it was on are reached by no key
 	// until it is turned back on.
 	ShareObjects bool `yaml:"share_objects"`
+}
+
+// Org groups teams under shared limits (rpm, tpm) and a shared budget
+// (budget, soft_budget), which apply on top of each team's and each
+// key's: a request of a key of a team of the org is admitted only when
+// the key, its team and the org all have room. Its spend is its teams'.
+// Orgs are kept in this file only.
+type Org struct {
+	Name   string `yaml:"name"`
+	Limits `yaml:",inline"`
 }
 
 // Store is where virtual keys, teams and usage are kept.
@@ -149,10 +219,12 @@ func (c *Count) UnmarshalYAML(n *yaml.Node) error {
 // quantity.ParseCount, which the admin API shares.
 func ParseCount(s string) (int64, error) { return quantity.ParseCount(s) }
 
-// Budget is an amount in US dollars per calendar period.
+// Budget is an amount in US dollars per period.
 type Budget struct {
 	USD float64
-	// Period is "day", "week" (ISO, from Monday) or "month", in UTC.
+	// Period is "day", "week" (ISO, from Monday), "month", or a number of
+	// hours or days ("1h", "12h", "30d"), in UTC: quantity.ParsePeriod's
+	// canonical form, which ledger.PeriodStart takes.
 	Period string
 }
 
@@ -169,7 +241,7 @@ func (b Budget) String() string {
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (b *Budget) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return typeErr(n.Line, "expected a budget such as 50/month")
+		return typeErr(n.Line, "expected a budget such as 50/month or 100/30d")
 	}
 	v, err := ParseBudget(n.Value)
 	if err != nil {
@@ -180,8 +252,8 @@ func (b *Budget) UnmarshalYAML(n *yaml.Node) error {
 }
 
 // ParseBudget reads "50/month", "$5/day", "200/week" (also "monthly",
-// "daily", "weekly" and "mo", "d", "w"), with quantity.ParseBudget, which
-// the admin API shares.
+// "daily", "weekly" and "mo", "d", "w"), "5/1h", "100/30d", with
+// quantity.ParseBudget, which the admin API shares.
 func ParseBudget(s string) (Budget, error) {
 	usd, period, err := quantity.ParseBudget(s)
 	if err != nil {
@@ -215,6 +287,12 @@ func (c *Config) warnTenancy() Problems {
 	for i, t := range c.Teams {
 		if !t.Budget.IsZero() {
 			ws = append(ws, Problem{Path: fmt.Sprintf("teams[%d].budget", i),
+				Msg: "without a store, spend is counted from the gateway's start: a restart forgets it; add store: {sqlite: FILE}"})
+		}
+	}
+	for i, o := range c.Orgs {
+		if !o.Budget.IsZero() {
+			ws = append(ws, Problem{Path: fmt.Sprintf("orgs[%d].budget", i),
 				Msg: "without a store, spend is counted from the gateway's start: a restart forgets it; add store: {sqlite: FILE}"})
 		}
 	}

@@ -20,6 +20,38 @@ func TestParseBudget(t *testing.T) {
 	if s := (Budget{50, "month"}).String(); s != "50/month" {
 		t.Errorf("String = %q", s)
 	}
+	if s := (Budget{100, "30d"}).String(); s != "100/30d" {
+		t.Errorf("String = %q", s)
+	}
+}
+
+// TestBudgetPeriods: budgets of any whole number of hours or days, from
+// 1h to 366d, in their canonical form, and a bad one named at its line.
+func TestBudgetPeriods(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\nkeys:\n  - name: app\n    key: app-key-0123456789abcdef0123456789\n"
+	env := func(string) (string, bool) { return "", false }
+	for in, want := range map[string]Budget{"100/30d": {100, "30d"}, "5/1h": {5, "1h"}, "20/12h": {20, "12h"}, "50/7d": {50, "week"}, "1/24h": {1, "day"}} {
+		cfg, err := Parse("b.yaml", []byte(head+"    budget: "+in+"\n"), env)
+		if err != nil {
+			t.Errorf("budget %s: %v", in, err)
+			continue
+		}
+		if got := cfg.Keys[0].Budget; got != want {
+			t.Errorf("budget %s = %+v, want %+v", in, got, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"5/30m":   `b.yaml:10: budget "5/30m": period "30m" is not day, week, month or a number of hours, days or weeks such as 1h, 12h, 30d`,
+		"5/1.5h":  `b.yaml:10: budget "5/1.5h": period "1.5h" is not`,
+		"5/0h":    `b.yaml:10: budget "5/0h": period "0h" is outside 1h to 366d`,
+		"5/367d":  `b.yaml:10: budget "5/367d": period "367d" is outside 1h to 366d`,
+		"5/1year": `b.yaml:10: budget "5/1year": period "1year" is not`,
+	} {
+		_, err := Parse("b.yaml", []byte(head+"    rpm: 5\n    budget: "+in+"\n"), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("budget %s: %v; want %q", in, err, want)
+		}
+	}
 }
 
 func TestTenancyFiles(t *testing.T) {
@@ -31,7 +63,7 @@ func TestTenancyFiles(t *testing.T) {
 	if k.RPM != 600 || k.TPM != 200000 || k.MaxConcurrent != 20 || k.Budget != (Budget{50, "month"}) || k.Patience.D() != 30*time.Second || k.Team != "apps" {
 		t.Errorf("key %+v", k)
 	}
-	if tm := cfg.Teams[0]; tm.TPM != 1500000 || tm.Budget.USD != 500 {
+	if tm := cfg.Teams[0]; tm.TPM != 1500000 || tm.Budget != (Budget{500, "30d"}) {
 		t.Errorf("team %+v", tm)
 	}
 	if ws := cfg.Warnings(); len(ws) != 0 {
@@ -45,7 +77,7 @@ func TestTenancyFiles(t *testing.T) {
 	// Type errors stop the load before the semantic checks.
 	for _, want := range []string{
 		`tenancy.bad.yaml:9: "lots" is not a count (write 600, 200k or 1.5m)`,
-		`tenancy.bad.yaml:10: budget "50/year": period "year" is not day, week or month`,
+		`tenancy.bad.yaml:10: budget "50/year": period "year" is not day, week, month or a number of hours, days or weeks such as 1h, 12h, 30d`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
@@ -58,7 +90,7 @@ func TestTenancyFiles(t *testing.T) {
 		`tenancy.bad.yaml:6: keys[0].pools[1]: no pool is named "nope"`,
 		`tenancy.bad.yaml:7: keys[0].models[1]: no pool is named "other" or has it as an alias`,
 		`tenancy.bad.yaml:11: keys[0].max_concurrent: must not be negative`,
-		`tenancy.bad.yaml:17: teams[0].max_concurrent: is a limit of keys, not teams`,
+		`tenancy.bad.yaml:17: teams[0].max_concurrent: is a limit of keys, not of teams or orgs`,
 		`tenancy.bad.yaml:18: teams[1].name: team name "apps" is used twice`,
 		`tenancy.bad.yaml:19: store: set sqlite or postgres, not both`,
 	} {
@@ -139,5 +171,82 @@ func TestKeyTeamNotInFileWithStoreWarns(t *testing.T) {
 	}
 	if ws := cfg.Warnings(); len(ws) != 1 || !strings.Contains(ws.Error(), `w.yaml:3: keys[0].team: no team of this file is named "nosuch"`) {
 		t.Fatalf("warnings: %v", ws)
+	}
+}
+
+// TestSoftBudget: soft_budget is an amount below the budget, checked at
+// its line.
+func TestSoftBudget(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\nteams:\n  - {name: t, budget: 100/30d, soft_budget: $40}\nkeys:\n  - name: app\n    key: app-key-0123456789abcdef0123456789\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("s.yaml", []byte(head+"    budget: 10/day\n    soft_budget: 8\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Keys[0].SoftBudget != 8 || cfg.Teams[0].SoftBudget != 40 {
+		t.Errorf("soft budgets %v and %v, want 8 and 40", cfg.Keys[0].SoftBudget, cfg.Teams[0].SoftBudget)
+	}
+	for body, want := range map[string]string{
+		"    soft_budget: 8\n":                      "s.yaml:11: keys[0].soft_budget: is an alert below the budget: set budget too",
+		"    budget: 10/day\n    soft_budget: 10\n": "s.yaml:12: keys[0].soft_budget: $10 is not below the budget (10/day)",
+		"    budget: 10/day\n    soft_budget: x\n":  `s.yaml:12: "x" is not an amount in US dollars from 0 to 1e9`,
+	} {
+		_, err := Parse("s.yaml", []byte(head+body), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", body, err, want)
+		}
+	}
+}
+
+// TestPoolBudgets: a key's budgets of one pool name a pool, or a model
+// that is a pool's name or alias; mistakes are named at their line.
+func TestPoolBudgets(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: gpt4o, aliases: [gpt-4o], members: [{backend: a}]}\n  - {name: o3, members: [{backend: a}]}\nkeys:\n  - name: app\n    key: app-key-0123456789abcdef0123456789\n    budgets:\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("p.yaml", []byte(head+"      - {pool: o3, budget: 5/1h}\n      - {model: gpt-4o, budget: 10/day}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs := cfg.Keys[0].Budgets
+	if len(bs) != 2 || bs[0].PoolIn(cfg) != "o3" || bs[1].PoolIn(cfg) != "gpt4o" || bs[1].Budget != (Budget{10, "day"}) {
+		t.Errorf("budgets %+v", bs)
+	}
+	for body, want := range map[string]string{
+		"      - {pool: nope, budget: 5/day}\n":                                         `p.yaml:11: keys[0].budgets[0].pool: no pool is named "nope"`,
+		"      - {model: gpt-5, budget: 5/day}\n":                                       `p.yaml:11: keys[0].budgets[0].model: no pool is named "gpt-5" or has it as an alias`,
+		"      - {pool: o3, model: o3, budget: 5/day}\n":                                `p.yaml:11: keys[0].budgets[0]: give pool or model (one of them)`,
+		"      - {pool: o3}\n":                                                          `p.yaml:11: keys[0].budgets[0]: needs a budget such as 10/day`,
+		"      - {pool: gpt4o, budget: 5/day}\n      - {model: gpt-4o, budget: 1/1h}\n": `p.yaml:12: keys[0].budgets[1]: pool "gpt4o" has a budget already on this key`,
+		"      - {pool: o3, budget: 5/10m}\n":                                           `p.yaml:11: budget "5/10m": period "10m" is not`,
+	} {
+		_, err := Parse("p.yaml", []byte(head+body), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", body, err, want)
+		}
+	}
+}
+
+// TestOrgs: orgs take a team's limits, teams name one, and mistakes are
+// named at their line.
+func TestOrgs(t *testing.T) {
+	const head = "listen: 127.0.0.1:8080\nbackends:\n  - {name: a, type: openai, api_key: sk-00000000000000000000000000000000}\npools:\n  - {name: chat, members: [{backend: a}]}\n"
+	env := func(string) (string, bool) { return "", false }
+	cfg, err := Parse("o.yaml", []byte(head+"orgs:\n  - {name: acme, rpm: 1000, budget: 1000/30d, soft_budget: 800}\nteams:\n  - {name: apps, org: acme}\n"), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.Orgs[0]; o.Name != "acme" || o.RPM != 1000 || o.Budget != (Budget{1000, "30d"}) || o.SoftBudget != 800 || cfg.Teams[0].Org != "acme" {
+		t.Errorf("orgs %+v, teams %+v", cfg.Orgs, cfg.Teams)
+	}
+	for body, want := range map[string]string{
+		"orgs:\n  - {name: acme}\nteams:\n  - {name: apps, org: acne}\n": `o.yaml:9: teams[0].org: no org is named "acne" (add it under orgs)`,
+		"orgs:\n  - {name: acme}\n  - {name: acme}\n":                    `o.yaml:8: orgs[1].name: org name "acme" is used twice`,
+		"orgs:\n  - {name: acme, max_concurrent: 3}\n":                   `o.yaml:7: orgs[0].max_concurrent: is a limit of keys, not of teams or orgs`,
+		"orgs:\n  - {name: acme, budget: 5/day, soft_budget: 6}\n":       `o.yaml:7: orgs[0].soft_budget: $6 is not below the budget (5/day)`,
+	} {
+		_, err := Parse("o.yaml", []byte(head+body), env)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v; want %q", body, err, want)
+		}
 	}
 }

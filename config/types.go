@@ -45,6 +45,9 @@ type Config struct {
 	Keys []Key `yaml:"keys"`
 	// Teams group keys under shared limits and budgets.
 	Teams []Team `yaml:"teams"`
+	// Orgs group teams under shared limits and budgets, which apply on
+	// top of each team's (teams[].org).
+	Orgs []Org `yaml:"orgs"`
 	// ObjectIDs signs the owner into the ids of stored objects (see
 	// docs/operations.md, "Stored objects and their owners").
 	ObjectIDs ObjectIDs `yaml:"object_ids"`
@@ -329,6 +332,9 @@ type Key struct {
 	Pools  []string `yaml:"pools"`
 	Models []string `yaml:"models"`
 	Limits `yaml:",inline"`
+	// Budgets bound the key's spend on one pool each, on top of its own
+	// budget. Default none.
+	Budgets []PoolBudget `yaml:"budgets"`
 	// Patience bounds how long this key's requests wait in a pool's
 	// queue, under the pool's own patience. Default: the pool's.
 	Patience Duration `yaml:"patience"`

@@ -17,11 +17,33 @@ func (c *Config) validateTenancy(ps *Problems, pools map[string]bool) {
 	}
 }
 
-// validateTeams checks that every team has a unique name and limits a
-// team may have, and returns the teams' names.
+// validateOrgs checks that every org has a unique name and limits an org
+// may have (a team's), and returns the orgs' names.
+func (c *Config) validateOrgs(ps *Problems) (names map[string]bool) {
+	names = map[string]bool{}
+	for i, o := range c.Orgs {
+		p := fmt.Sprintf("orgs[%d]", i)
+		switch {
+		case o.Name == "":
+			ps.add(p+".name", "an org needs a name")
+		case names[o.Name]:
+			ps.add(p+".name", "org name %q is used twice", o.Name)
+		}
+		names[o.Name] = true
+		validateLimits(ps, p, o.Limits, true)
+	}
+	return names
+}
+
+// validateTeams checks that every team has a unique name, limits a team
+// may have and an org that exists, and returns the teams' names.
 func (c *Config) validateTeams(ps *Problems) (names map[string]bool) {
+	orgs := c.validateOrgs(ps)
 	names = map[string]bool{}
 	for i, t := range c.Teams {
+		if t.Org != "" && !orgs[t.Org] {
+			ps.add(fmt.Sprintf("teams[%d].org", i), "no org is named %q (add it under orgs)", t.Org)
+		}
 		p := fmt.Sprintf("teams[%d]", i)
 		switch {
 		case t.Name == "":
@@ -61,8 +83,35 @@ func (c *Config) validateKeyLimits(ps *Problems, pools, teams map[string]bool) {
 				ps.add(fmt.Sprintf("%s.models[%d]", p, j), "no pool is named %q or has it as an alias", m)
 			}
 		}
+		c.validatePoolBudgets(ps, p, k.Budgets, pools, models)
 		if k.Team != "" && !teams[k.Team] && !c.Store.Enabled() {
 			ps.add(p+".team", "no team is named %q (add it under teams)", k.Team)
+		}
+	}
+}
+
+// validatePoolBudgets checks a key's budgets of one pool, at path p.
+func (c *Config) validatePoolBudgets(ps *Problems, p string, bs []PoolBudget, pools, models map[string]bool) {
+	seen := map[string]bool{}
+	for j, b := range bs {
+		q := fmt.Sprintf("%s.budgets[%d]", p, j)
+		switch {
+		case (b.Pool == "") == (b.Model == ""):
+			ps.add(q, "give pool or model (one of them)")
+			continue
+		case b.Pool != "" && !pools[b.Pool]:
+			ps.add(q+".pool", "no pool is named %q", b.Pool)
+			continue
+		case b.Model != "" && !models[b.Model]:
+			ps.add(q+".model", "no pool is named %q or has it as an alias", b.Model)
+			continue
+		case b.Budget.IsZero():
+			ps.add(q, "needs a budget such as 10/day")
+		}
+		if pool := b.PoolIn(c); seen[pool] {
+			ps.add(q, "pool %q has a budget already on this key", pool)
+		} else {
+			seen[pool] = true
 		}
 	}
 }
@@ -93,7 +142,13 @@ func validateLimits(ps *Problems, p string, l Limits, team bool) {
 		ps.add(p+".max_concurrent", "must not be negative")
 	}
 	if team && l.MaxConcurrent != 0 {
-		ps.add(p+".max_concurrent", "is a limit of keys, not teams")
+		ps.add(p+".max_concurrent", "is a limit of keys, not of teams or orgs")
+	}
+	switch soft := float64(l.SoftBudget); {
+	case soft > 0 && l.Budget.IsZero():
+		ps.add(p+".soft_budget", "is an alert below the budget: set budget too")
+	case soft > 0 && soft >= l.Budget.USD:
+		ps.add(p+".soft_budget", "$%g is not below the budget (%s)", soft, l.Budget)
 	}
 }
 

@@ -147,3 +147,58 @@ func costOf(t *testing.T) float64 {
 	}
 	return price.Cost(8, 0, 5) // the simulator's tokens for chatBody
 }
+
+// messagesNoUsage posts an Anthropic-format request with key, streamed or
+// not, and reads the answer whole.
+func messagesNoUsage(t *testing.T, url, key string, stream bool) (int, string) {
+	t.Helper()
+	body := `{"model":"chat-prod","max_tokens":5,"stream":` + fmt.Sprint(stream) +
+		`,"messages":[{"role":"user","content":"count the tokens of this prompt"}]}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	resp, err := testClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestAnthropicFormatEstimatesAreMarkedEstimated: an Anthropic-format
+// caller (/v1/messages) served by an OpenAI-format upstream that reports
+// no usage was recorded with message_start's input estimate (bytes/4) as
+// if reported, and no completion tokens, when streamed; a plain answer
+// was recorded as 0 tokens. Both are now the tokenizer's counts, marked
+// estimated, as on the OpenAI format.
+func TestAnthropicFormatEstimatesAreMarkedEstimated(t *testing.T) {
+	for _, st := range estimateStores {
+		t.Run(st.name, func(t *testing.T) {
+			yml, db := st.open(t)
+			e := startProviders(t, []string{"openai"}, func(d *sim.Deployment) { d.Reply.OmitUsage = true }, yml)
+			k, secret, err := ledger.NewKey(t.Context(), e.gw.Ledger(), ledger.Key{Name: "app"}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, stream := range []bool{true, false} {
+				if code, body := messagesNoUsage(t, e.url, secret, stream); code != http.StatusOK {
+					t.Fatalf("stream %v: %d %s", stream, code, body)
+				}
+			}
+			row := spend(t, e.gw.Ledger(), k.ID, 2)
+			// "count the tokens of this prompt" is 6 tokens in o200k_base,
+			// plus 4 for the message: 10 each.
+			if row.PromptTokens != 20 || row.CompletionTokens <= 0 || row.Cost <= 0 {
+				t.Errorf("recorded %+v, want 20 prompt tokens, completion tokens and a cost", row)
+			}
+			var n int
+			if err := db.QueryRowContext(t.Context(), `SELECT COUNT(*) FROM usage_requests WHERE key_id = '`+k.ID+`' AND estimated = 1 AND completion_tokens > 0`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 2 {
+				t.Errorf("%d rows marked estimated with completion tokens, want 2", n)
+			}
+		})
+	}
+}

@@ -95,6 +95,8 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if store != nil {
 		t.dir = tenant.NewDirectory(clk, store)
 		t.spend = tenant.NewSpend(clk, store)
+		t.spend.SetPeriods(t.dir.Periods) // how far back budgets read spend
+		t.spend.SetPoolBudgets(t.dir.PoolBudgets)
 		t.health.set = g.Metrics.StoreUp
 		wo := ledger.WriterOptions{
 			Clock:     clk,
@@ -128,8 +130,11 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	} else {
 		t.dir = tenant.NewDirectory(clk, nil)
 		t.spend = tenant.NewSpend(clk, nil)
+		t.spend.SetPeriods(t.dir.Periods)
 	}
+	t.spend.SetMembers(t.dir.Members) // an org's spend is its teams'
 	t.lim = tenant.NewLimiter(clk, t.spend, t.dir.Team)
+	t.lim.Orgs = t.dir.Org
 	t.lim.OnBudget = g.budgetAlert
 	t.lim.Price = g.price // budgets price a request at its pool's top member
 	g.shareBudgets(t.lim)
@@ -146,20 +151,38 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 	for _, k := range cfg.Keys {
 		keys = append(keys, tenant.ConfigKey{Secret: k.Key.Value(), Principal: tenant.Principal{
 			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags,
-			Limits: limitsOf(k.Limits), Patience: k.Patience.D(),
+			Limits: limitsOf(k.Limits), PoolBudgets: poolBudgetsOf(cfg, k), Patience: k.Patience.D(),
 		}})
 	}
 	teams := make([]tenant.Team, 0, len(cfg.Teams))
 	for _, t := range cfg.Teams {
-		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits), ShareObjects: t.ShareObjects})
+		teams = append(teams, tenant.Team{Name: t.Name, Limits: limitsOf(t.Limits), ShareObjects: t.ShareObjects, Org: t.Org})
 	}
+	orgs := make([]tenant.Org, 0, len(cfg.Orgs))
+	for _, o := range cfg.Orgs {
+		orgs = append(orgs, tenant.Org{Name: o.Name, Limits: limitsOf(o.Limits)})
+	}
+	g.ten.dir.SetOrgs(orgs)
 	g.ten.dir.SetConfig(keys, teams)
+	select { // read spend again, as far back as the file's budget periods need
+	case g.ten.kick <- struct{}{}:
+	default:
+	}
+}
+
+// poolBudgetsOf returns k's budgets of one pool, their pools resolved.
+func poolBudgetsOf(cfg *config.Config, k config.Key) []tenant.PoolBudget {
+	var out []tenant.PoolBudget
+	for _, b := range k.Budgets {
+		out = append(out, tenant.PoolBudget{Pool: b.PoolIn(cfg), Budget: b.Budget.USD, Period: b.Budget.Period})
+	}
+	return out
 }
 
 func limitsOf(l config.Limits) tenant.Limits {
 	e := l.EndUserLimits
 	return tenant.Limits{RPM: int64(l.RPM), TPM: int64(l.TPM), MaxConcurrent: l.MaxConcurrent,
-		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period,
+		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period, SoftBudget: float64(l.SoftBudget),
 		EndUser: tenant.EndUserLimits{RPM: int64(e.RPM), TPM: int64(e.TPM), Budget: e.Budget.USD, BudgetPeriod: e.Budget.Period}}
 }
 
@@ -316,35 +339,74 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 	})
 }
 
-// budgetAlert notifies a budget reaching 80% or 100%: once per fleet when
-// replicas share state (the first to take the alert's lease sends it).
+// budgetAlert notifies a budget reaching 80% (or its soft budget) or
+// 100%: once per fleet when replicas share state (the first to take the
+// alert's lease sends it).
 func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	thr := strconv.FormatFloat(a.Threshold, 'f', -1, 64)
-	key := fmt.Sprintf("budget/%s/%s/%s/%s", a.Subject, a.Name, a.PeriodStart.UTC().Format(time.DateOnly), thr)
-	if !g.fleet.leaseOnce(g.life.bg, key, 32*24*time.Hour) {
+	// The period's start to the second: periods of hours start several
+	// times a day.
+	key := fmt.Sprintf("budget/%s/%s/%s/%s/%s", a.Subject, a.Name, a.Scope, a.PeriodStart.UTC().Format(time.RFC3339), thr)
+	ttl := ledger.PeriodEnd(a.Period, a.PeriodStart).Sub(g.now()) + 24*time.Hour // held while the period lasts
+	if !g.fleet.leaseOnce(g.life.bg, key, ttl) {
 		return // another replica sent it
 	}
-	g.Metrics.BudgetAlert(a.Subject, thr)
+	label := thr
+	if a.Soft {
+		label = "soft" // soft budgets' shares vary: one label for them all
+	}
+	g.Metrics.BudgetAlert(a.Subject, label)
 	who := a.Subject + " " + a.Name
 	if a.Label != "" && a.Label != a.Name {
 		who += " (" + a.Label + ")"
 	}
+	if a.Scope != "" {
+		who += " on " + a.Scope
+	}
 	state := fmt.Sprintf("has spent %.0f%% of its budget", 100*a.Spent/a.Budget)
 	switch {
+	case a.Soft:
+		state = fmt.Sprintf("has reached its soft budget of $%s (%.0f%% of its budget; nothing is refused until the budget)",
+			strconv.FormatFloat(a.SoftBudget, 'f', -1, 64), 100*a.Spent/a.Budget)
 	case a.Threshold >= 1 && a.Spent >= a.Budget:
 		state = "has spent its whole budget; its requests are refused with 429 budget_exceeded until the period ends"
 	case a.Threshold >= 1:
 		state = fmt.Sprintf("has spent %.0f%% of its budget, and requests that may cost more than the rest are refused with 429 budget_exceeded until the period ends", 100*a.Spent/a.Budget)
 	}
 	now := g.now()
-	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, a.PeriodStart.UTC().Format(time.DateOnly))
+	since := a.PeriodStart.UTC().Format(time.DateOnly)
+	if !a.PeriodStart.Equal(a.PeriodStart.Truncate(24 * time.Hour)) {
+		since = a.PeriodStart.UTC().Format(time.RFC3339)
+	}
+	detail := fmt.Sprintf("%s %s: $%.2f of $%s per %s since %s", who, state, a.Spent, strconv.FormatFloat(a.Budget, 'f', -1, 64), a.Period, since)
 	g.Logger.Warn("budget", "subject", a.Subject, "name", a.Name, "threshold", a.Threshold, "spent_usd", a.Spent, "budget_usd", a.Budget, "period", a.Period)
 	g.addEvent(Event{At: now, Kind: "budget", Detail: detail}, true)
 	if g.notes.tracker != nil {
 		g.notes.tracker.Send(notify.Notification{Kind: notify.KindBudget, Reason: detail, At: now,
 			Text:    fmt.Sprintf("switchover: %s (%s).", detail, now.UTC().Format(time.RFC3339)),
-			Details: map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}})
+			Details: budgetDetails(a, thr)})
 	}
+}
+
+// scopedOf is bs as the ledger keeps them.
+func scopedOf(bs []tenant.PoolBudget) []ledger.ScopedBudget {
+	var out []ledger.ScopedBudget
+	for _, b := range bs {
+		out = append(out, ledger.ScopedBudget{Pool: b.Pool, Budget: b.Budget, Period: b.Period})
+	}
+	return out
+}
+
+// budgetDetails are the details of a budget notification.
+func budgetDetails(a tenant.BudgetAlert, thr string) map[string]string {
+	d := map[string]string{"subject": a.Subject, "name": a.Name, "threshold": thr, "spent_usd": strconv.FormatFloat(a.Spent, 'f', 4, 64), "budget_usd": strconv.FormatFloat(a.Budget, 'f', -1, 64), "period": a.Period}
+	if a.Soft {
+		d["soft_budget_usd"] = strconv.FormatFloat(a.SoftBudget, 'f', -1, 64)
+	}
+	if a.Scope != "" {
+		d["scope"] = a.Scope
+	}
+	return d
 }
 
 // limitsExchange shares rate-limit use through the fleet's store: each
@@ -386,7 +448,8 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			for _, k := range g.Config().Keys {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
-					Tags: k.Tags, Metadata: k.Metadata, RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+					Tags: k.Tags, Metadata: k.Metadata, RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget,
+					Budgets: scopedOf(poolBudgetsOf(g.Config(), k))})
 			}
 			return keys
 		},
@@ -394,7 +457,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 			var teams []ledger.Team
 			for _, t := range g.Config().Teams {
 				l := limitsOf(t.Limits)
-				teams = append(teams, ledger.Team{Name: t.Name, RPM: l.RPM, TPM: l.TPM, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod})
+				teams = append(teams, ledger.Team{Name: t.Name, RPM: l.RPM, TPM: l.TPM, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget})
 			}
 			return teams
 		},

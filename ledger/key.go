@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/switchover-gw/switchover/internal/quantity"
 )
 
 // Key is a virtual key: a secret that clients send instead of a provider's
@@ -45,9 +47,19 @@ type Key struct {
 	// Budget is the most the key may spend per BudgetPeriod, in USD; 0 is
 	// unlimited. Stored in nano-USD, so values finer than 1e-9 round.
 	Budget float64 `json:"budget,omitempty"`
-	// BudgetPeriod is "day", "week" or "month" (calendar periods in UTC,
+	// BudgetPeriod is "day", "week", "month", or a number of hours or
+	// days such as "1h" or "30d" (quantity.ParsePeriod's canonical form,
 	// see PeriodStart), or "" when Budget is 0.
 	BudgetPeriod string `json:"budget_period,omitempty"`
+	// SoftBudget is an alert threshold below Budget, in USD per
+	// BudgetPeriod: when the key's spend reaches it a budget
+	// notification goes out (instead of the one at 80%); nothing is
+	// refused. 0 is none; it needs a Budget, and is below it.
+	SoftBudget float64 `json:"soft_budget,omitempty"`
+	// Budgets bound the key's spend on one pool each (a pool is one
+	// model, under its name and aliases), on top of its Budget. Nil is
+	// none.
+	Budgets []ScopedBudget `json:"budgets,omitempty"`
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins; capped by the pool's max_wait_limit);
 	// zero is the pool's. Shown by the admin API as "30s".
@@ -83,6 +95,38 @@ type Team struct {
 	TPM          int64   `json:"tpm,omitempty"`
 	Budget       float64 `json:"budget,omitempty"`
 	BudgetPeriod string  `json:"budget_period,omitempty"`
+	// SoftBudget is an alert threshold below Budget, as Key.SoftBudget.
+	SoftBudget float64 `json:"soft_budget,omitempty"`
+}
+
+// ScopedBudget is a budget of a key's spend on one pool, in USD per
+// Period (as Key.BudgetPeriod).
+type ScopedBudget struct {
+	Pool   string  `json:"pool"`
+	Budget float64 `json:"budget"`
+	Period string  `json:"budget_period"`
+}
+
+// validBudgets checks a soft budget and scoped budgets as a store keeps
+// them.
+func validBudgets(budget, soft float64, scoped []ScopedBudget) error {
+	if soft < 0 || (soft > 0 && soft >= budget) {
+		return fmt.Errorf("%w: soft budget %v is not below the budget %v", ErrInvalid, soft, budget)
+	}
+	seen := map[string]bool{}
+	for _, b := range scoped {
+		if b.Pool == "" || b.Budget <= 0 {
+			return fmt.Errorf("%w: a budget of a pool needs the pool and an amount above 0: %+v", ErrInvalid, b)
+		}
+		if _, err := PeriodStart(b.Period, time.Time{}); err != nil {
+			return err
+		}
+		if seen[b.Pool] {
+			return fmt.Errorf("%w: two budgets of pool %q", ErrInvalid, b.Pool)
+		}
+		seen[b.Pool] = true
+	}
+	return nil
 }
 
 // Errors returned by stores and Verify; test them with errors.Is.
@@ -110,23 +154,43 @@ const (
 	PeriodMonth = "month"
 )
 
-// PeriodStart returns the start of the calendar period that contains now,
-// in UTC: midnight for "day", Monday midnight for "week" (ISO weeks), the
-// first of the month for "month". It returns the zero time and ErrInvalid
-// for any other period.
+// periodAnchor is where fixed budget periods are counted from: Monday
+// 1970-01-05 00:00 UTC, so that whole days are UTC days and whole weeks
+// ISO weeks.
+var periodAnchor = time.Unix(4*86400, 0).UTC()
+
+// PeriodStart returns the start of the budget period that contains now,
+// in UTC. period is in quantity.ParsePeriod's canonical form: "month" is
+// the calendar month (from the first); every other period is a fixed
+// block of its length ("day", "week", "1h", "12h", "30d"), laid end to
+// end from Monday 1970-01-05 00:00 UTC: "day" starts at midnight, "week"
+// on Monday (ISO weeks), "1h" on the hour, "30d" every 30 days. Every
+// replica computes the same start from the time alone. It returns the
+// zero time and ErrInvalid for any other period.
 func PeriodStart(period string, now time.Time) (time.Time, error) {
 	now = now.UTC()
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	switch period {
-	case PeriodDay:
-		return day, nil
-	case PeriodWeek:
-		back := (int(day.Weekday()) + 6) % 7 // days since Monday
-		return day.AddDate(0, 0, -back), nil
-	case PeriodMonth:
+	length, ok := quantity.PeriodLength(period)
+	switch {
+	case !ok:
+		return time.Time{}, fmt.Errorf("%w: budget period %q (want day, week, month, or hours or days such as 1h, 30d)", ErrInvalid, period)
+	case length == 0:
 		return time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC), nil
 	}
-	return time.Time{}, fmt.Errorf("%w: budget period %q (want day, week or month)", ErrInvalid, period)
+	n := now.Sub(periodAnchor) / length
+	if now.Before(periodAnchor) && now.Sub(periodAnchor)%length != 0 {
+		n-- // round down before the anchor too
+	}
+	return periodAnchor.Add(n * length), nil
+}
+
+// PeriodEnd returns the end of the period that starts at start (as
+// PeriodStart returned it), which is the next one's start.
+func PeriodEnd(period string, start time.Time) time.Time {
+	length, ok := quantity.PeriodLength(period)
+	if !ok || length == 0 {
+		return start.AddDate(0, 1, 0)
+	}
+	return start.Add(length)
 }
 
 func validPeriod(p string) error {

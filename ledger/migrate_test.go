@@ -121,15 +121,16 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	// Back to version 1: without the columns and tables of versions 2
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
-	// (object owners), 6 (tags) and 7 (end users) and their migrations' rows.
+	// (object owners), 6 (tags), 7 (end users) and 8 (budget rules), and
+	// their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata", "ALTER TABLE usage_requests DROP COLUMN tags",
 		"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
-		"DROP TABLE object_owners", "DROP INDEX usage_requests_end_user", "ALTER TABLE usage_requests DROP COLUMN end_user",
-		"DELETE FROM schema_migrations WHERE version >= 2"} {
+		"DROP TABLE object_owners", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
+		"ALTER TABLE usage_requests DROP COLUMN end_user", "DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -192,8 +193,8 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
-		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP INDEX usage_requests_end_user", "ALTER TABLE usage_requests DROP COLUMN end_user",
-		"DELETE FROM schema_migrations WHERE version >= 6"} {
+		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
+		"ALTER TABLE usage_requests DROP COLUMN end_user", "DELETE FROM schema_migrations WHERE version >= 6"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

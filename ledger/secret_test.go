@@ -74,18 +74,36 @@ func TestPeriodStart(t *testing.T) {
 		{"day", time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)},
 		{"week", time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)},
 		{"month", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)},
+		{"1h", time.Date(2026, 11, 4, 20, 0, 0, 0, time.UTC)},
+		{"12h", time.Date(2026, 11, 4, 12, 0, 0, 0, time.UTC)},
+		{"36h", time.Date(2026, 11, 4, 0, 0, 0, 0, time.UTC)},
+		{"30d", time.Date(2026, 10, 8, 0, 0, 0, 0, time.UTC)},
+		{"14d", time.Date(2026, 10, 26, 0, 0, 0, 0, time.UTC)}, // a Monday, as every whole number of weeks
 	} {
 		got, err := ledger.PeriodStart(tc.period, now)
 		if err != nil || !got.Equal(tc.want) {
 			t.Errorf("PeriodStart(%s) = %v, %v; want %v", tc.period, got, err, tc.want)
 		}
+		end := ledger.PeriodEnd(tc.period, got)
+		if next, _ := ledger.PeriodStart(tc.period, end); !next.Equal(end) || !end.After(now) {
+			t.Errorf("PeriodEnd(%s) = %v: not the next period's start after now", tc.period, end)
+		}
+	}
+	if end := ledger.PeriodEnd("30d", time.Date(2026, 10, 8, 0, 0, 0, 0, time.UTC)); !end.Equal(time.Date(2026, 11, 7, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("PeriodEnd(30d) = %v", end)
+	}
+	before := time.Date(1969, 12, 31, 23, 30, 0, 0, time.UTC) // before the anchor: still rounds down
+	if got, _ := ledger.PeriodStart("1h", before); !got.Equal(time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC)) {
+		t.Errorf("PeriodStart(1h, 1969) = %v", got)
 	}
 	sunday := time.Date(2026, 11, 8, 23, 0, 0, 0, time.UTC)
 	if got, _ := ledger.PeriodStart("week", sunday); !got.Equal(time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Errorf("PeriodStart(week, Sunday) = %v, want the Monday before", got)
 	}
-	if _, err := ledger.PeriodStart("year", now); !errors.Is(err, ledger.ErrInvalid) {
-		t.Errorf("PeriodStart(year) = %v, want ErrInvalid", err)
+	for _, p := range []string{"year", "24h", "7d", "0h", "90m"} { // not canonical, or not a period
+		if _, err := ledger.PeriodStart(p, now); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("PeriodStart(%s) = %v, want ErrInvalid", p, err)
+		}
 	}
 }
 

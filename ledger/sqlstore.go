@@ -45,15 +45,21 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 	if err := validKey(k); err != nil {
 		return err
 	}
+	if err := validBudgets(k.Budget, k.SoftBudget, k.Budgets); err != nil {
+		return err
+	}
 	if k.ID == "" || k.Prefix == "" || len(k.Hash) == 0 {
 		return fmt.Errorf("%w: a key needs an ID, prefix and hash (use NewKey)", ErrInvalid)
 	}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
+	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-		k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
-		k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
-		micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
-		k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata))
+			k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
+			k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
+			micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
+			k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata))
+		return err
+	})
 	if err != nil && s.d.IsUnique(err) {
 		return fmt.Errorf("%w: %s: %v", ErrConflict, k.ID, err)
 	}
@@ -73,6 +79,11 @@ func (s *sqlStore) KeyByPrefix(ctx context.Context, prefix string) (Key, error) 
 	if err != nil {
 		return Key{}, fmt.Errorf("ledger: key by prefix: %w", err)
 	}
+	r, err := s.readRules(ctx, keyOwner(k.ID))
+	if err != nil {
+		return Key{}, fmt.Errorf("ledger: key by prefix: %w", err)
+	}
+	r.attach(&k)
 	return k, nil
 }
 
@@ -93,6 +104,14 @@ func (s *sqlStore) Keys(ctx context.Context) ([]Key, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: keys: %w", err)
 	}
+	rows.Close()
+	r, err := s.readRules(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: keys: %w", err)
+	}
+	for i := range ks {
+		r.attach(&ks[i])
+	}
 	return ks, nil
 }
 
@@ -100,13 +119,25 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 	if err := validKey(k); err != nil {
 		return err
 	}
-	res, err := s.w.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
+	if err := validBudgets(k.Budget, k.SoftBudget, k.Budgets); err != nil {
+		return err
+	}
+	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
 		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?,
 		tags = ?, metadata = ? WHERE id = ?`),
-		k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
-		toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(),
-		jsonList(k.Tags), jsonMap(k.Metadata), k.ID)
-	return oneRow(res, err, "update key", k.ID)
+			k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
+			toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(),
+			jsonList(k.Tags), jsonMap(k.Metadata), k.ID)
+		if err != nil {
+			return err
+		}
+		return oneRow(res, nil, "update key", k.ID) // no rules for a key that is not there
+	})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("ledger: update key %s: %w", k.ID, err)
+	}
+	return err
 }
 
 func (s *sqlStore) RotateKey(ctx context.Context, id, prefix string, hash []byte, prevUntil time.Time) error {
@@ -154,11 +185,17 @@ func (s *sqlStore) PutTeam(ctx context.Context, t Team) error {
 	if err := validPeriod(t.BudgetPeriod); err != nil {
 		return err
 	}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO teams (name, rpm, tpm, budget_nusd, budget_period)
+	if err := validBudgets(t.Budget, t.SoftBudget, nil); err != nil {
+		return err
+	}
+	err := s.withRules(ctx, teamOwner(t.Name), t.SoftBudget, nil, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO teams (name, rpm, tpm, budget_nusd, budget_period)
 		VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (name) DO UPDATE SET rpm = excluded.rpm, tpm = excluded.tpm,
 			budget_nusd = excluded.budget_nusd, budget_period = excluded.budget_period`),
-		t.Name, t.RPM, t.TPM, toNano(t.Budget), t.BudgetPeriod)
+			t.Name, t.RPM, t.TPM, toNano(t.Budget), t.BudgetPeriod)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("ledger: put team %s: %w", t.Name, err)
 	}
@@ -183,6 +220,14 @@ func (s *sqlStore) Teams(ctx context.Context) ([]Team, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: teams: %w", err)
+	}
+	rows.Close()
+	r, err := s.readRules(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("ledger: teams: %w", err)
+	}
+	for i := range ts {
+		ts[i].SoftBudget = r.soft[teamOwner(ts[i].Name)]
 	}
 	return ts, nil
 }
@@ -375,15 +420,20 @@ var groupColumns = map[string]string{
 	ByEndUser: "end_user",
 }
 
+// hourColumn numbers a request's UTC hour: hours since the epoch.
+const hourColumn = "(u.at_us / 3600000000)"
+
 // spendSQL builds the query of q, grouped by groups (q.By without
 // repeats), and its arguments. Only column names of this package go into
 // its text; every value is an argument.
 func spendSQL(q SpendQuery, groups []string) (string, []any) {
 	tagged := q.Tag != "" || slices.Contains(groups, ByTag)
-	daily := !q.byRequest()
+	daily := !q.byRequest() && !slices.Contains(groups, ByHour)
 	var cols []string
 	for _, g := range groups {
 		switch {
+		case g == ByHour:
+			cols = append(cols, hourColumn)
 		case g != ByTag:
 			cols = append(cols, "u."+groupColumns[g])
 		case daily:
@@ -462,10 +512,10 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 	for rows.Next() {
 		var r SpendRow
 		var day string
-		var nus int64
+		var nus, hour int64
 		dest := make([]any, 0, len(groups)+7)
 		for _, g := range groups {
-			dest = append(dest, r.groupField(g, &day))
+			dest = append(dest, r.groupField(g, &day, &hour))
 		}
 		dest = append(dest, &r.Requests, &r.Failovers, &r.PromptTokens, &r.CompletionTokens,
 			&r.CachedTokens, &r.ReasoningTokens, &nus)
@@ -476,6 +526,9 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 			if r.Day, err = time.Parse(time.DateOnly, day); err != nil {
 				return nil, fmt.Errorf("ledger: spend: day %q: %w", day, err)
 			}
+		}
+		if slices.Contains(groups, ByHour) {
+			r.Hour = time.Unix(hour*3600, 0).UTC()
 		}
 		r.Cost = fromNano(nus)
 		out = append(out, r)
@@ -488,8 +541,10 @@ func (s *sqlStore) Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error) 
 
 // groupField is where the value of grouping g is scanned: a field of r,
 // or day (as stored) for ByDay.
-func (r *SpendRow) groupField(g string, day *string) any {
+func (r *SpendRow) groupField(g string, day *string, hour *int64) any {
 	switch g {
+	case ByHour:
+		return hour
 	case ByKey:
 		return &r.Key
 	case ByTeam:

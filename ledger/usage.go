@@ -62,12 +62,15 @@ const (
 	// once under each of its tags, and under "" when it had none, so
 	// the groups' sum exceeds the total when requests have several.
 	ByTag = "tag"
+	// ByHour groups by UTC hour (for budgets of hours); it always sums
+	// the per-request rows.
+	ByHour = "hour"
 	// ByEndUser groups by the request's end user (Usage.EndUser); the
 	// requests without one are a group of their own, named "".
 	ByEndUser = "end_user"
 )
 
-var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByTag, ByEndUser}
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByHour, ByTag, ByEndUser}
 
 // MaxEndUser is the longest end user, in bytes, a usage record keeps.
 // The gateway refuses a request whose end user is longer (400).
@@ -77,8 +80,8 @@ const MaxEndUser = 256
 // By (none: one total row), optionally limited to one key, team and/or
 // tag (a request with that tag among its key's tags at the time).
 //
-// When From and To both fall on UTC midnights (days, weeks, months) the
-// store reads its daily aggregate, whose size does not grow with traffic;
+// When From and To both fall on UTC midnights (days, weeks, months), and
+// By has no ByHour, the store reads its daily aggregate, whose size does not grow with traffic;
 // otherwise it sums the per-request rows, which is exact but costs a scan
 // of the requests in the range. A query by end user (ByEndUser, or an
 // EndUser filter) always sums the per-request rows: the daily aggregate
@@ -115,7 +118,8 @@ func (q SpendQuery) validate() error {
 }
 
 // SpendRow is one group of a Spend answer. The grouping fields not asked
-// for are empty; Day is the UTC midnight of the day when grouped by day.
+// for are empty; Day is the UTC midnight of the day when grouped by day,
+// Hour the start of the UTC hour when grouped by hour.
 type SpendRow struct {
 	Key     string    `json:"key,omitempty"`
 	Team    string    `json:"team,omitempty"`
@@ -123,6 +127,7 @@ type SpendRow struct {
 	Backend string    `json:"backend,omitempty"`
 	Model   string    `json:"model,omitempty"`
 	Day     time.Time `json:"day,omitzero"`
+	Hour    time.Time `json:"hour,omitzero"`
 	Tag     string    `json:"tag,omitempty"`
 	EndUser string    `json:"end_user,omitempty"`
 

@@ -14,7 +14,8 @@ import (
 
 // parseCall is the stage that makes the API call's route.Request of its
 // body: the model (or the Azure deployment the path names), the stream
-// flag, the caller's max wait. A body that is not the operation's, or an
+// flag, the caller's max wait. A body that is not the operation's, an
+// Anthropic messages call without max_tokens (checkMaxTokens), or an
 // unreadable max wait, gets 400.
 func parseCall(x *exchange) error {
 	r, op := x.r, x.op
@@ -42,6 +43,11 @@ func parseCall(x *exchange) error {
 		}
 		return requestError(http.StatusBadRequest, code, "switchover: "+err.Error())
 	}
+	if op == route.Messages {
+		if err := checkMaxTokens(req); err != nil {
+			return err
+		}
+	}
 	req.Format = x.format
 	if x.dep != "" {
 		req.Model = x.dep
@@ -56,6 +62,21 @@ func parseCall(x *exchange) error {
 	}
 	x.req = req
 	x.lg.model, x.lg.stream = req.Model, req.Stream
+	return nil
+}
+
+// checkMaxTokens refuses an Anthropic messages call without max_tokens,
+// or with one that is not an integer, as Anthropic's API does (400, its
+// message): before routing, so that the answer does not depend on which
+// member would serve the call (a translated member has no such rule).
+func checkMaxTokens(req *route.Request) error {
+	v, ok := req.Member("max_tokens")
+	if !ok {
+		return requestError(http.StatusBadRequest, "invalid_request", "max_tokens: Field required")
+	}
+	if _, err := strconv.ParseInt(string(v), 10, 64); err != nil {
+		return requestError(http.StatusBadRequest, "invalid_request", "max_tokens: Input should be a valid integer")
+	}
 	return nil
 }
 

@@ -287,6 +287,10 @@ func (g *answersGateway) newLogs(t *testing.T) string {
 
 const answerChat = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
 
+// answerMessages is an Anthropic messages call: answerChat with the
+// max_tokens Anthropic requires.
+const answerMessages = `{"model":"chat-prod","max_tokens":64,"messages":[{"role":"user","content":"hello"}]}`
+
 // answerKey is the headers of a call with the gateway's key.
 var answerKey = map[string]string{"Authorization": "Bearer app-key", "Content-Type": "application/json"}
 
@@ -320,7 +324,7 @@ var keyAnswerCases = []answerCase{
 	{name: "wrong method on a response", method: "PUT", path: "/v1/responses/resp_1", header: answerKey},
 	{name: "wrong method anthropic", method: "GET", path: "/v1/messages"},
 	{name: "no key", method: "POST", path: "/v1/chat/completions", body: answerChat},
-	{name: "no key anthropic", method: "POST", path: "/v1/messages", body: answerChat},
+	{name: "no key anthropic", method: "POST", path: "/v1/messages", body: answerMessages},
 	{name: "wrong key", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Authorization": "Bearer nope"}},
 	{name: "unknown model listed", method: "GET", path: "/v1/models/nope", header: answerKey},
 	{name: "model listed", method: "GET", path: "/v1/models/chat-prod", header: answerKey},
@@ -332,7 +336,7 @@ var keyAnswerCases = []answerCase{
 			h.Update(&rt)
 			h.inflight.acquire(0)
 		}},
-	{name: "at the concurrency cap anthropic", method: "POST", path: "/v1/messages", body: answerChat, header: answerKey},
+	{name: "at the concurrency cap anthropic", method: "POST", path: "/v1/messages", body: answerMessages, header: answerKey},
 	{name: "below the cap again", method: "POST", path: "/v1/chat/completions", body: answerChat, header: answerKey,
 		setup: func(g *answersGateway) {
 			h := g.h
@@ -343,7 +347,7 @@ var keyAnswerCases = []answerCase{
 		}},
 	{name: "declared body over max", method: "POST", path: "/v1/chat/completions", header: answerKey, declared: 4 << 10},
 	{name: "chunked body over max", method: "POST", path: "/v1/chat/completions", header: answerKey, chunked: true, body: strings.Repeat("x", 2<<10)},
-	{name: "body memory full", method: "POST", path: "/v1/messages", header: answerKey, body: answerChat,
+	{name: "body memory full", method: "POST", path: "/v1/messages", header: answerKey, body: answerMessages,
 		setup: func(g *answersGateway) {
 			h := g.h
 			rt := *h.routes.Load()
@@ -362,6 +366,11 @@ var keyAnswerCases = []answerCase{
 		}},
 	{name: "invalid json", method: "POST", path: "/v1/chat/completions", header: answerKey, body: "{"},
 	{name: "invalid json anthropic", method: "POST", path: "/v1/messages", header: answerKey, body: "{"},
+	{name: "responses under an azure deployment", method: "POST", path: "/openai/deployments/chat-prod/responses?api-version=2025-04-01-preview",
+		header: answerKey, body: answerChat},
+	{name: "messages without max_tokens", method: "POST", path: "/v1/messages", header: answerKey, body: answerChat},
+	{name: "messages with a max_tokens not an integer", method: "POST", path: "/v1/messages", header: answerKey,
+		body: `{"model":"chat-prod","max_tokens":"64","messages":[{"role":"user","content":"hello"}]}`},
 	{name: "owners conflict", method: "POST", path: "/v1/responses", header: answerKey,
 		body: `{"model":"chat-prod","previous_response_id":"` + taggedResponse("a") + `","input":[{"type":"item_reference","id":"` + signedFor("app", "msg_1", "b") + `"}]}`},
 	{name: "invalid multipart", method: "POST", path: "/v1/audio/transcriptions", header: withKey("Content-Type", "text/plain"), body: "x"},
@@ -405,14 +414,14 @@ var keyAnswerCases = []answerCase{
 var tenantAnswerCases = []answerCase{
 	{name: "tenant no key", method: "POST", path: "/v1/chat/completions", body: answerChat},
 	{name: "tenant revoked", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Authorization": "Bearer revoked"}},
-	{name: "tenant expired", method: "POST", path: "/v1/messages", body: answerChat, header: map[string]string{"X-Api-Key": "expired"}},
+	{name: "tenant expired", method: "POST", path: "/v1/messages", body: answerMessages, header: map[string]string{"X-Api-Key": "expired"}},
 	{name: "tenant store down", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "down"}},
 	{name: "tenant rpm", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "rpm"}},
 	{name: "tenant tpm", method: "POST", path: "/v1/chat/completions", body: `{"model":"alias","max_tokens":100,"messages":[]}`, header: map[string]string{"Api-Key": "tpm"}},
 	{name: "tenant tpm object", method: "GET", path: "/v1/responses/" + signedFor("tpm", "resp_abc", "up"), header: map[string]string{"Api-Key": "tpm"}},
 	{name: "tenant tpm pinned", method: "GET", path: "/v1/files", header: map[string]string{"Api-Key": "tpm"}},
 	{name: "tenant tpm realtime", method: "GET", path: "/v1/realtime?model=alias", header: map[string]string{"Api-Key": "tpm", "Connection": "Upgrade", "Upgrade": "websocket"}},
-	{name: "tenant budget anthropic", method: "POST", path: "/v1/messages", body: answerChat, header: map[string]string{"Api-Key": "budget"}},
+	{name: "tenant budget anthropic", method: "POST", path: "/v1/messages", body: answerMessages, header: map[string]string{"Api-Key": "budget"}},
 	{name: "tenant model", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "model"}},
 	{name: "tenant concurrent", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "concurrent"}},
 	{name: "tenant token estimate not admitted", method: "POST", path: "/v1/messages/count_tokens", body: answerChat, header: map[string]string{"Api-Key": "rpm"}},

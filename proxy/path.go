@@ -54,13 +54,16 @@ func classifyPath(x *exchange) error {
 		}
 	}
 	if x.kind == pathUnknown {
+		if dep, ok := deploymentResponsesPath(path); ok {
+			return deploymentResponsesError(dep)
+		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
 	}
 	switch x.op {
 	case route.Messages, route.CountTokens:
 		x.format = translate.Anthropic
-	case route.Responses:
+	case route.Responses, route.ResponsesCompact:
 		x.format = translate.Responses
 	}
 	return nil
@@ -91,6 +94,8 @@ func checkMethod(x *exchange) error {
 // classify maps a request path to what it asks for: an API operation (with
 // the deployment, for Azure-style paths), the model list, or a stored
 // response (objectPath, relative to the API root: "responses/{id}…").
+// responses/compact is an operation, routed by its body's model like
+// responses, never a stored response's id.
 func classify(path string) (kind pathKind, op route.Operation, deployment, modelID string) {
 	for _, prefix := range []string{"/openai/v1/", "/v1/", "/openai/", "/"} {
 		rest, ok := strings.CutPrefix(path, prefix)
@@ -102,8 +107,8 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 			return pathRealtime, route.Realtime, "", ""
 		}
 		if prefix == "/openai/" {
-			if rest == "responses" {
-				return pathAPI, route.Responses, "", "" // with an api-version
+			if rest == "responses" || rest == string(route.ResponsesCompact) {
+				return pathAPI, route.Operation(rest), "", "" // with an api-version
 			}
 			if strings.HasPrefix(rest, "responses/") {
 				return pathObject, route.Responses, "", rest
@@ -137,6 +142,36 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 	return pathUnknown, "", "", ""
 }
 
+// deploymentResponsesPath reports whether path is the Responses API under
+// an Azure deployment (/openai/deployments/{deployment}/responses, and
+// the paths below it), where Azure does not serve it, and returns the
+// deployment. The AzureOpenAI clients of the SDKs call it when made with
+// a deployment.
+func deploymentResponsesPath(path string) (deployment string, ok bool) {
+	rest, ok := strings.CutPrefix(path, "/openai/deployments/")
+	if !ok {
+		return "", false
+	}
+	dep, after, ok := strings.Cut(rest, "/")
+	if !ok || dep == "" {
+		return "", false
+	}
+	after = strings.TrimSuffix(after, "/")
+	return dep, after == "responses" || strings.HasPrefix(after, "responses/")
+}
+
+// deploymentResponsesError is Azure's answer to the Responses API under a
+// deployment: 404, code "404", "Resource not found", with the path to
+// use instead: the Responses API is on /openai/v1/responses (or
+// /openai/responses with an api-version), the deployment the body's
+// model.
+func deploymentResponsesError(deployment string) error {
+	return requestError(http.StatusNotFound, "404", fmt.Sprintf(
+		"Resource not found. The Responses API is not served under /openai/deployments/{deployment}/: "+
+			"call /openai/v1/responses (or /openai/responses?api-version=...) with %q as the body's model",
+		truncate(deployment, 100)))
+}
+
 // isOp reports whether o is an operation routed by the model in its body
 // under /v1/ and /openai/v1/.
 func isOp(o route.Operation) bool {
@@ -165,7 +200,7 @@ func isDeploymentOp(o route.Operation) bool {
 
 // routeList is the 404's list of what the gateway routes.
 func routeList(rt *Routes) string {
-	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id})", "audio/transcriptions",
+	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id}, responses/compact)", "audio/transcriptions",
 		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
 		"realtime", "messages", "messages/count_tokens"}
 	var pinned []string

@@ -32,6 +32,9 @@ func TestClassify(t *testing.T) {
 		{"/v1/responses", pathAPI, route.Responses, "", ""},
 		{"/openai/v1/responses", pathAPI, route.Responses, "", ""},
 		{"/openai/responses", pathAPI, route.Responses, "", ""},
+		{"/v1/responses/compact", pathAPI, route.ResponsesCompact, "", ""},
+		{"/openai/v1/responses/compact", pathAPI, route.ResponsesCompact, "", ""},
+		{"/openai/responses/compact", pathAPI, route.ResponsesCompact, "", ""},
 		{"/v1/responses/resp_1", pathObject, route.Responses, "", "responses/resp_1"},
 		{"/openai/responses/resp_1/input_items", pathObject, route.Responses, "", "responses/resp_1/input_items"},
 		{"/v1/moderations", pathAPI, route.Moderations, "", ""},
@@ -51,5 +54,25 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("classify = %v %q %q %q", kind, op, dep, model)
 			}
 		})
+	}
+}
+
+func TestDeploymentResponsesPath(t *testing.T) {
+	for _, tc := range []struct {
+		path, dep string
+		ok        bool
+	}{
+		{"/openai/deployments/gpt-4o/responses", "gpt-4o", true},
+		{"/openai/deployments/gpt-4o/responses/", "gpt-4o", true},
+		{"/openai/deployments/gpt-4o/responses/resp_1/cancel", "gpt-4o", true},
+		{"/openai/deployments/gpt-4o/chat/completions", "gpt-4o", false},
+		{"/openai/deployments/gpt-4o/responsesx", "gpt-4o", false},
+		{"/openai/deployments//responses", "", false},
+		{"/openai/v1/responses", "", false},
+	} {
+		dep, ok := deploymentResponsesPath(tc.path)
+		if ok != tc.ok || (ok && dep != tc.dep) {
+			t.Errorf("deploymentResponsesPath(%q) = %q %v, want %q %v", tc.path, dep, ok, tc.dep, tc.ok)
+		}
 	}
 }

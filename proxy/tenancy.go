@@ -136,11 +136,12 @@ func admit(x *exchange) error {
 
 // askOf is the request x to admit, checked as pool and model: its token
 // estimate, and its price's parts (the prompt estimate, its max_tokens,
-// and the pool's top member, the one most likely to answer).
+// and the pool's top member, the one most likely to answer). The
+// estimates are the route.Request's, computed once and read again by the
+// pool's quota router.
 func askOf(x *exchange, pool, model string) tenant.Ask {
-	est := int64(x.req.EstimatedTokens())
-	out := x.req.MaxOutputTokens()
-	a := tenant.Ask{Pool: pool, Model: model, Tokens: est, Prompt: max(est-out, 0), Completion: out, EndUser: x.lg.endUser}
+	r := x.req
+	a := tenant.Ask{Pool: pool, Model: model, Tokens: r.Tokens(), Prompt: r.PromptTokens(), Completion: r.MaxOutputTokens(), EndUser: x.lg.endUser}
 	if m := topMember(x.pool); m != nil {
 		a.Backend = m.Backend.Name
 		a.Models = []string{m.Deployment, x.req.Model}

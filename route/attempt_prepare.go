@@ -79,7 +79,7 @@ func prepareTranslated(r *Request, m *Member, model string, target, from transla
 		if from != translate.OpenAI {
 			// Made by translation: drop or refuse what only some
 			// OpenAI-format servers take.
-			if canon, err = translate.ForOpenAI(canon, translate.OpenAIOptions{Reasoning: reasoningModel(model)}); err != nil {
+			if canon, err = translate.ForOpenAI(canon, translate.OpenAIOptions{Reasoning: reasoningModel(model), Model: model}); err != nil {
 				return badBody(err)
 			}
 		}

@@ -163,12 +163,13 @@ func (at *attempt) streamReaders(resp *http.Response, wrapped *body, native, cli
 	}
 	if at.countsTokens() {
 		strip := o.AskedUsage || native != client && client == translate.OpenAI && !r.includeUsage
+		guessed := native != client && client == translate.Anthropic
 		if at.p.Tokens == nil {
-			resp.Body = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, nil), c: resp.Body}
+			resp.Body = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, guessed, nil), c: resp.Body}
 			return
 		}
 		eb := &estimatingBody{at: at, client: client}
-		eb.ReadCloser = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, &eb.said), c: resp.Body}
+		eb.ReadCloser = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, guessed, &eb.said), c: resp.Body}
 		resp.Body = eb
 	}
 }
@@ -246,6 +247,9 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
 	at.use = answerUsage(client, out)
+	if native != client && client == translate.Anthropic && !reportsUsage(native, raw) {
+		at.use = Usage{} // the translation's zeros are not a count
+	}
 	if !at.use.Known && at.p.Tokens != nil && resp.StatusCode/100 == 2 && at.countsTokens() {
 		var s said
 		s.add(out)
@@ -335,7 +339,7 @@ func (at *attempt) failedStatus(resp *http.Response, errBody []byte, a *Attempt,
 		// may have a larger limit.
 		at.record(breaker.Outcome{Result: breaker.Ignore})
 		a.Reason, a.Retryable, a.RetryAfter = ReasonTooLarge, true, 0
-		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.estimateTokens(), r.neverFits(resp.Header))
+		a.Message = fmt.Sprintf("the request needs about %d tokens, more than this backend's whole limit of %d tokens per minute", r.Tokens(), r.neverFits(resp.Header))
 		resp.Body.Close()
 		at.release()
 		return resp, *a, nil

@@ -54,8 +54,8 @@ func convertError(native, client translate.Format, status int, body []byte) []by
 
 // streamConverter returns the converter of a stream from the backend's
 // format to the client's, or nil when they are the same. The Anthropic
-// client's message_start carries an estimate of the input tokens, which
-// chat streams report only at their end.
+// client's message_start carries an estimate of the input tokens
+// (Request.PromptTokens), which chat streams report only at their end.
 func streamConverter(native, client translate.Format, model string, r *Request) translate.StreamConverter {
 	if native == client {
 		return nil
@@ -72,7 +72,7 @@ func streamConverter(native, client translate.Format, model string, r *Request) 
 	var fromOpenAI translate.StreamConverter
 	switch client {
 	case translate.Anthropic:
-		est, _ := translate.EstimateAnthropicTokens(r.Body)
+		est := int(r.PromptTokens())
 		fromOpenAI = translate.NewOpenAIToAnthropicStreamWith(translate.AnthropicStreamOptions{InputTokens: est})
 	case translate.Responses:
 		fromOpenAI = translate.NewOpenAIToResponsesStream(r.Body)

@@ -99,19 +99,23 @@ func (s *said) text() string {
 }
 
 // countsTokens reports whether the attempt's answer is one whose tokens
-// are counted: chat, completions, Responses and Messages.
+// are counted: chat, completions, Responses (and their compaction) and
+// Messages.
 func (at *attempt) countsTokens() bool {
 	o, r := &at.o, at.r
-	return o.Op.IsChat() || o.Op == Completions || o.Op == Responses || r.Op.IsChat() || r.Op == Responses
+	return o.Op.IsChat() || o.Op == Completions || o.Op == Responses || o.Op == ResponsesCompact ||
+		r.Op.IsChat() || r.Op == Responses
 }
 
 // estimateUse sets the attempt's usage, when its answer reported none,
 // from the pool's TokenCounter: the client's request body counted as the
 // prompt, what was answered (s) as the completion, marked Estimated.
-// Without a TokenCounter the usage stays unknown.
+// A usage already Estimated (the input_tokens of a stream translated into
+// Anthropic's format, see usageReader) is counted again. Without a
+// TokenCounter the usage stays unknown, or as estimated.
 func (at *attempt) estimateUse(client translate.Format, s *said) {
 	tc := at.p.Tokens
-	if tc == nil || at.use.Known {
+	if tc == nil || at.use.Known && !at.use.Estimated {
 		return
 	}
 	model := at.b.Model()

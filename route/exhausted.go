@@ -106,7 +106,7 @@ func (p *Pool) attemptsMessage(r *Request, rep *Report, code string) string {
 	}
 	msg := fmt.Sprintf("switchover: every attempt for pool %q failed (%s)", p.Name, strings.Join(parts, "; "))
 	if code == "tokens_exceed_limit" {
-		msg = fmt.Sprintf("switchover: the request needs about %d tokens, more than the whole per-minute token limit of every backend of pool %q (%s); reduce max_tokens or the prompt", r.estimateTokens(), p.Name, strings.Join(parts, "; "))
+		msg = fmt.Sprintf("switchover: the request needs about %d tokens, more than the whole per-minute token limit of every backend of pool %q (%s); reduce max_tokens or the prompt", r.Tokens(), p.Name, strings.Join(parts, "; "))
 	}
 	if rep.BudgetSpent {
 		msg += "; the request's time budget ran out"

@@ -185,3 +185,54 @@ func BenchmarkPeek(b *testing.B) {
 		}
 	}
 }
+
+func TestRequestMember(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       string
+		ok         bool
+	}{
+		{"present", `{"model":"m","max_tokens":64}`, "64", true},
+		{"escaped key", `{"max\u005ftokens": 7}`, "7", true},
+		{"null", `{"max_tokens":null}`, "null", true},
+		{"nested only", `{"metadata":{"max_tokens":1}}`, "", false},
+		{"absent", `{"model":"m"}`, "", false},
+		{"not an object", `[1]`, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Request{Body: []byte(tc.body)}
+			v, ok := r.Member("max_tokens")
+			if ok != tc.ok || string(v) != tc.want {
+				t.Errorf("Member = %q %v, want %q %v", v, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// TestSkipStringFindsTheClosingQuote: skipString looks for quotes alone;
+// a quote after an odd number of backslashes is escaped, after an even
+// number it closes the string.
+func TestSkipStringFindsTheClosingQuote(t *testing.T) {
+	tests := []struct {
+		in, str string // str: the string skipped, quotes included; "" for an error
+	}{
+		{`"plain",1`, `"plain"`},
+		{`"a \"quoted\" word"}`, `"a \"quoted\" word"`},
+		{`"ends in a backslash\\",`, `"ends in a backslash\\"`},
+		{`"two \\\\ then \\\" then"]`, `"two \\\\ then \\\" then"`},
+		{`"\\\\\\"x"`, `"\\\\\\"`},
+		{`"""`, `""`},
+		{`"not closed`, ""},
+		{`"escaped close\"`, ""},
+		{`"\\\"`, ""},
+	}
+	for _, tt := range tests {
+		end, err := skipString([]byte(tt.in), 0)
+		switch {
+		case tt.str == "" && err == nil:
+			t.Errorf("%s: ends at %d, want an error", tt.in, end)
+		case tt.str != "" && (err != nil || tt.in[:end] != tt.str):
+			t.Errorf("%s: ends at %d (%v), want %s", tt.in, end, err, tt.str)
+		}
+	}
+}

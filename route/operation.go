@@ -77,12 +77,14 @@ func (op Operation) opSlot() int {
 		return 12
 	case Realtime:
 		return 13
+	case ResponsesCompact:
+		return 14
 	}
 	return -1
 }
 
 // numOpSlots is how many operations opSlot places.
-const numOpSlots = 14
+const numOpSlots = 15
 
 // opMarks are the operations a member was found not to serve: for each
 // slot, when the mark ends (Unix nanoseconds on the pool's clock; zero

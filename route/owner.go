@@ -410,8 +410,11 @@ type lineBody struct {
 func (l *lineBody) Close() error { return l.c.Close() }
 
 // tagsIDs reports whether the answers to r name objects that live on the
-// backend that made them: Responses, and calls on stored objects.
-func (r *Request) tagsIDs() bool { return r.Op == Responses || r.Path != "" }
+// backend that made them: Responses (and their compaction), and calls on
+// stored objects.
+func (r *Request) tagsIDs() bool {
+	return r.Op == Responses || r.Op == ResponsesCompact || r.Path != ""
+}
 
 // isJSON reports whether a response's Content-Type is JSON. A file's
 // content (application/octet-stream, JSONL) is passed on as it is, even

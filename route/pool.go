@@ -204,7 +204,7 @@ func (p *Pool) prepareAttempt(r *Request, rep *Report, tried *memberSet, m *Memb
 		p.markTried(tried, m.Backend)
 		var ue *translate.UnsupportedError
 		if errors.As(err, &ue) {
-			rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: ue.Error()})
+			rep.Skipped = append(rep.Skipped, Skip{Backend: m.Backend.Name, Reason: skipReason(m.Backend.Provider, ue)})
 			return nil, nil
 		}
 		return nil, err

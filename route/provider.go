@@ -63,6 +63,35 @@ type supporter interface {
 	supports(op Operation) bool
 }
 
+// kindOf names prov's kind in messages: "azure", "openai", "anthropic" or
+// "gemini" for this package's providers, another provider by its wire
+// format. An Azure backend speaks OpenAI's format but is not OpenAI: a
+// reason that names the backend's kind must say which.
+func kindOf(prov Provider) string {
+	switch prov.(type) {
+	case *Azure:
+		return "azure"
+	case *OpenAI:
+		return "openai"
+	case *Anthropic:
+		return "anthropic"
+	case *Gemini:
+		return "gemini"
+	}
+	return string(prov.Format())
+}
+
+// skipReason is why a member whose provider is prov was skipped for a
+// request it cannot honour (ue): its kind, the feature, and the cause when
+// it is the model rather than the kind.
+func skipReason(prov Provider, ue *translate.UnsupportedError) string {
+	s := kindOf(prov) + " cannot honour " + ue.Feature
+	if ue.Cause != "" {
+		s += ": " + ue.Cause
+	}
+	return s
+}
+
 // serves reports whether prov takes op in its own format.
 func serves(prov Provider, op Operation) bool {
 	if s, ok := prov.(supporter); ok {
@@ -72,11 +101,11 @@ func serves(prov Provider, op Operation) bool {
 }
 
 // wireFormat is the format of a call of op to prov: the provider's own,
-// except that OpenAI-format backends take Responses calls in the
-// Responses format.
+// except that OpenAI-format backends take Responses calls (and their
+// compaction) in the Responses format.
 func wireFormat(prov Provider, op Operation) translate.Format {
 	f := prov.Format()
-	if f == translate.OpenAI && op == Responses && serves(prov, Responses) {
+	if f == translate.OpenAI && (op == Responses || op == ResponsesCompact) && serves(prov, op) {
 		return translate.Responses
 	}
 	return f

@@ -61,7 +61,7 @@ func (p *Azure) supports(op Operation) bool {
 	switch op {
 	case Messages, CountTokens, Moderations: // Azure filters content itself; it has no moderations API
 		return false
-	case Responses:
+	case Responses, ResponsesCompact:
 		return !p.NoResponses
 	}
 	return true

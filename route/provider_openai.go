@@ -45,7 +45,7 @@ func (p *OpenAI) supports(op Operation) bool {
 	switch op {
 	case Messages, CountTokens:
 		return false
-	case Responses:
+	case Responses, ResponsesCompact:
 		return !p.NoResponses
 	}
 	return true

@@ -22,11 +22,16 @@ type Operation string
 // speak the OpenAI API (OpenAI and Azure OpenAI), or for CountTokens
 // Anthropic's.
 const (
-	ChatCompletions     Operation = "chat/completions"
-	Completions         Operation = "completions"
-	Embeddings          Operation = "embeddings"
-	Messages            Operation = "messages"
-	Responses           Operation = "responses"
+	ChatCompletions Operation = "chat/completions"
+	Completions     Operation = "completions"
+	Embeddings      Operation = "embeddings"
+	Messages        Operation = "messages"
+	Responses       Operation = "responses"
+	// ResponsesCompact is the Responses API's compaction (POST
+	// /v1/responses/compact): a create-type call routed by the model in
+	// its body, answered with a response.compaction object. It is never
+	// translated: only members that serve the Responses API take it.
+	ResponsesCompact    Operation = "responses/compact"
 	CountTokens         Operation = "messages/count_tokens"
 	AudioTranscriptions Operation = "audio/transcriptions"
 	AudioTranslations   Operation = "audio/translations"
@@ -45,7 +50,7 @@ const (
 
 // Operations lists the operations a pool routes, in the order
 // OperationFromPath tries them.
-var operations = []Operation{ChatCompletions, Completions, Embeddings, Responses, CountTokens,
+var operations = []Operation{ChatCompletions, Completions, Embeddings, Responses, ResponsesCompact, CountTokens,
 	AudioTranscriptions, AudioTranslations, AudioSpeech, ImagesGenerations, ImagesEdits, ImagesVariations, Moderations}
 
 // Operations returns the operations a pool routes by model (Messages
@@ -154,8 +159,10 @@ type Request struct {
 
 	values int // the body's JSON values (JSONStats.Values)
 
-	tokens     int64 // estimateTokens, once computed
-	tokensDone bool
+	// The token estimates, once computed (estimate): the prompt, the
+	// most the answer may be, and their sum.
+	prompt, maxOut, tokens int64
+	tokensDone             bool
 
 	// onPick, if set, is called when a member is picked for the request
 	// (its quota admitted it): a queued request then leaves the queue,
@@ -169,12 +176,13 @@ var _ Cost = (*Request)(nil)
 // (NewTaggedRequest); "" when none did.
 func (r *Request) OwnerID() string { return r.ownerID }
 
-// Tokens is the request's token estimate for quota admission (see
-// estimateTokens), computed once.
+// Tokens is the request's token estimate for quota admission, computed
+// once: a rough upper estimate of the tokens a provider counts against
+// its per-minute limit before running it, the prompt (PromptTokens) plus
+// the most it may generate (MaxOutputTokens). Not safe for concurrent use
+// until its first call has returned.
 func (r *Request) Tokens() int64 {
-	if !r.tokensDone {
-		r.tokens, r.tokensDone = int64(r.estimateTokens()), true
-	}
+	r.estimate()
 	return r.tokens
 }
 
@@ -210,7 +218,7 @@ func NewTaggedRequest(op Operation, body []byte, header http.Header, tagger *Tag
 }
 
 func newScannedRequest(op Operation, body []byte, header http.Header, tagger *Tagger) (*Request, error) {
-	if op == Responses || op == CountTokens || !tagger.open() {
+	if op == Responses || op == ResponsesCompact || op == CountTokens || !tagger.open() {
 		var owner, id string
 		var err error
 		if body, owner, id, err = tagger.UntagBody(body); err != nil {
@@ -243,7 +251,7 @@ func newJSONRequest(op Operation, body []byte, header http.Header) (*Request, er
 // format is the wire format of op's bodies.
 func (op Operation) format() translate.Format {
 	switch op {
-	case Responses:
+	case Responses, ResponsesCompact:
 		return translate.Responses
 	case Messages, CountTokens:
 		return translate.Anthropic
@@ -310,22 +318,9 @@ func (r *Request) String() string {
 	return fmt.Sprintf("%s model=%q stream=%v bytes=%d", r.Op, r.Model, r.Stream, len(r.Body))
 }
 
-// EstimatedTokens is estimateTokens, for limits on tokens per minute
-// outside the engine (a key's TPM).
-func (r *Request) EstimatedTokens() int { return r.estimateTokens() }
-
-// estimateTokens is a rough upper estimate of the tokens a provider counts
-// against its per-minute limit for this request before running it: the
-// prompt at one token per four bytes of body, plus the most it may
-// generate (max_tokens, max_completion_tokens or max_output_tokens; 0 when
-// none is set). Read only on the rare paths that need it.
-func (r *Request) estimateTokens() int {
-	out := int64(0)
-	if r.ContentType == "" {
-		out = peekMaxTokens(r.Body)
-	}
-	return int(min(int64(len(r.Body)/4)+max(out, 0), 1<<40))
-}
+// EstimatedTokens is Tokens, for limits on tokens per minute outside the
+// engine (a key's TPM).
+func (r *Request) EstimatedTokens() int { return int(r.Tokens()) }
 
 // neverFits returns the backend's whole per-minute token limit when a 429
 // with headers h refused this request because the request alone is larger
@@ -339,7 +334,7 @@ func (r *Request) neverFits(h http.Header) int {
 			break
 		}
 	}
-	if limit == 0 || r.estimateTokens() <= limit {
+	if limit == 0 || r.Tokens() <= int64(limit) {
 		return 0
 	}
 	return limit

@@ -85,6 +85,16 @@ func answerUsage(f translate.Format, body []byte) Usage {
 	return u
 }
 
+// reportsUsage reports whether raw, a plain answer in the backend's
+// format native, says what it used: a translation into Anthropic's
+// format always carries a usage object, zeros when the source had none.
+func reportsUsage(native translate.Format, raw []byte) bool {
+	if native == translate.Gemini {
+		return bytes.Contains(raw, []byte(`"usageMetadata"`))
+	}
+	return answerUsage(native, raw).Known
+}
+
 // decodeUsage is answerUsage by encoding/json over the whole body: slower,
 // and what peekUsage must agree with.
 func decodeUsage(f translate.Format, body []byte) Usage {
@@ -162,10 +172,17 @@ func peekUsage(body []byte) (model, usage span, ok bool) {
 // OpenAI usage chunk (no choices, only usage) is taken out: the gateway
 // asked for it, the caller did not. While u is not known, the text
 // members of the stream's events are kept in keep (nil: none).
-func usageReader(r io.Reader, f translate.Format, u *Usage, strip bool, keep *said) *lineReader {
+//
+// With guessed, the stream is one the gateway translated into Anthropic's
+// format, whose message_start carries the gateway's own estimate of the
+// input tokens (see streamConverter): it is taken as Estimated, and the
+// text is still kept, until a message_delta brings the upstream's counts
+// (its input_tokens); without them it stays an estimate, for estimateUse
+// to count again.
+func usageReader(r io.Reader, f translate.Format, u *Usage, strip, guessed bool, keep *said) *lineReader {
 	data := []byte("data:")
 	return &lineReader{r: r, fn: func(line []byte) []byte {
-		if keep != nil && !u.Known && bytes.HasPrefix(line, data) {
+		if keep != nil && (!u.Known || u.Estimated) && bytes.HasPrefix(line, data) {
 			keep.add(line)
 		}
 		if !bytes.HasPrefix(line, data) || !bytes.Contains(line, []byte(`"usage"`)) {
@@ -188,13 +205,21 @@ func usageReader(r io.Reader, f translate.Format, u *Usage, strip bool, keep *sa
 			switch {
 			case ev.Type == "message_start" && ev.Message.Usage != nil:
 				got := ev.Message.Usage.usage(f)
-				u.Known, u.Prompt, u.Cached, u.Model = true, got.Prompt, got.Cached, ev.Message.Model
+				u.Known, u.Estimated, u.Prompt, u.Cached, u.Model = true, guessed, got.Prompt, got.Cached, ev.Message.Model
 				u.Completion = max(u.Completion, got.Completion)
 			case ev.Type == "message_delta" && ev.Usage != nil:
+				if guessed && !bytes.Contains(payload, []byte(`"input_tokens"`)) {
+					// The upstream reported nothing: the translation's
+					// zero output is not a count.
+					return line
+				}
 				// Cumulative: the last one says the whole answer's.
-				u.Known, u.Completion = true, ev.Usage.OutputTokens
-				if ev.Usage.InputTokens > 0 {
+				u.Known, u.Estimated, u.Completion = true, false, ev.Usage.OutputTokens
+				if ev.Usage.InputTokens > 0 || guessed {
 					u.Prompt = ev.Usage.InputTokens + ev.Usage.CacheReadInputTokens + ev.Usage.CacheCreationInputTokens
+				}
+				if guessed {
+					u.Cached = ev.Usage.CacheReadInputTokens
 				}
 			}
 		case translate.Responses:

@@ -89,3 +89,44 @@ func BenchmarkAnswerUsage(b *testing.B) {
 		answerUsage(translate.OpenAI, body)
 	}
 }
+
+// TestTranslatedAnthropicStartIsAnEstimate: a stream translated into
+// Anthropic's format carries the gateway's own input estimate in
+// message_start; it was recorded as the upstream's count (and the
+// answer's text no longer kept). It is Estimated, and the text kept,
+// until a message_delta brings the upstream's input_tokens.
+func TestTranslatedAnthropicStartIsAnEstimate(t *testing.T) {
+	start := `data: {"type":"message_start","message":{"model":"gpt-4o","usage":{"input_tokens":12,"output_tokens":0}}}` + "\n\n"
+	text := `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hello"}}` + "\n\n"
+	tests := []struct {
+		name, delta string
+		guessed     bool
+		want        Usage
+		kept        string
+	}{
+		{"upstream reported nothing", `{"output_tokens":0}`, true,
+			Usage{Known: true, Estimated: true, Prompt: 12, Model: "gpt-4o"}, "hello"},
+		{"upstream reported usage", `{"input_tokens":7,"output_tokens":3,"cache_read_input_tokens":2}`, true,
+			Usage{Known: true, Prompt: 9, Completion: 3, Cached: 2, Model: "gpt-4o"}, "hello"},
+		{"Anthropic's own stream", `{"output_tokens":3}`, false,
+			Usage{Known: true, Prompt: 12, Completion: 3, Model: "gpt-4o"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var u Usage
+			var s said
+			in := start + text + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":` + tt.delta + "}\n\n"
+			r := usageReader(bytes.NewReader([]byte(in)), translate.Anthropic, &u, false, tt.guessed, &s)
+			var out bytes.Buffer
+			if _, err := out.ReadFrom(r); err != nil {
+				t.Fatal(err)
+			}
+			if u != tt.want {
+				t.Errorf("usage %+v, want %+v", u, tt.want)
+			}
+			if got := s.text(); got != tt.kept {
+				t.Errorf("kept %q, want %q", got, tt.kept)
+			}
+		})
+	}
+}

@@ -92,6 +92,7 @@ var (
 // upgrades to a WebSocket (see realtime.go).
 var extraRoutes = []extraRoute{
 	{"POST", "responses", opResponses, "resource", oaAz, func(d *deployment) endpointFunc { return d.createResponse }},
+	{"POST", "responses/compact", opResponses, "resource", oaAz, func(d *deployment) endpointFunc { return d.compactResponse }},
 	{"GET", "responses/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getResponse }},
 	{"DELETE", "responses/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.deleteResponse }},
 	{"POST", "responses/{id}/cancel", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.cancelResponse }},

@@ -13,7 +13,8 @@ import (
 
 // This file serves the Responses API: POST responses (plain, streamed,
 // background), GET and DELETE responses/{id}, POST responses/{id}/cancel
-// and GET responses/{id}/input_items.
+// and GET responses/{id}/input_items (compact.go serves POST
+// responses/compact).
 
 // responsesBody is the part of a Responses API request the sim reads.
 type responsesBody struct {
@@ -70,7 +71,7 @@ func (s *storedResponse) view(now time.Time) responseObject {
 	default:
 		return o
 	}
-	o.Output, o.Usage, o.IncompleteDetails = []any{}, nil, nil
+	o.Output, o.Usage, o.IncompleteDetails, o.CompletedAt = []any{}, nil, nil, nil
 	return o
 }
 
@@ -79,25 +80,41 @@ type responseObject struct {
 	ID                 string             `json:"id"`
 	Object             string             `json:"object"`
 	CreatedAt          int64              `json:"created_at"`
+	CompletedAt        *int64             `json:"completed_at"` // null unless completed
 	Status             string             `json:"status"`
 	Background         bool               `json:"background"`
 	Error              *struct{}          `json:"error"`
 	IncompleteDetails  *incompleteDetails `json:"incomplete_details"`
 	Instructions       json.RawMessage    `json:"instructions"`
 	MaxOutputTokens    *int               `json:"max_output_tokens"`
+	MaxToolCalls       *int               `json:"max_tool_calls"`
 	Model              string             `json:"model"`
 	Output             []any              `json:"output"`
 	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
 	PreviousResponseID *string            `json:"previous_response_id"`
+	PromptCacheKey     *string            `json:"prompt_cache_key"`
+	Reasoning          responseReasoning  `json:"reasoning"`
+	SafetyIdentifier   *string            `json:"safety_identifier"`
+	ServiceTier        string             `json:"service_tier"`
 	Store              bool               `json:"store"`
 	Temperature        float64            `json:"temperature"`
+	PresencePenalty    float64            `json:"presence_penalty"`
+	FrequencyPenalty   float64            `json:"frequency_penalty"`
 	Text               responseText       `json:"text"`
 	ToolChoice         json.RawMessage    `json:"tool_choice"`
 	Tools              []json.RawMessage  `json:"tools"`
 	TopP               float64            `json:"top_p"`
+	TopLogprobs        int                `json:"top_logprobs"`
 	Truncation         string             `json:"truncation"`
 	Usage              *responseUsage     `json:"usage"`
+	User               *string            `json:"user"`
 	Metadata           map[string]string  `json:"metadata"`
+}
+
+// responseReasoning is a response's reasoning setting: none asked.
+type responseReasoning struct {
+	Effort  *string `json:"effort"`
+	Summary *string `json:"summary"`
 }
 
 type incompleteDetails struct {
@@ -354,6 +371,10 @@ func (d *deployment) createResponse(w http.ResponseWriter, r *http.Request, c *c
 	plan := d.plan(c, f)
 	a := d.answer(p.req, *c, verdict == filterTruncate)
 	obj := d.responseFor(p, a, c, prevID)
+	if obj.Status == "completed" {
+		done := c.now.Add(plan.total).Unix()
+		obj.CompletedAt = &done
+	}
 	stored := &storedResponse{obj: obj, ans: a, input: p.input, tokens: a.promptTokens + a.completionTokens()}
 
 	if p.body.Background && !p.body.Stream {
@@ -398,7 +419,7 @@ func (d *deployment) responseFor(p *parsedResponses, a *answer, c *call, prevID 
 		Status: "completed", Background: b.Background, Instructions: nullIfEmpty(b.Instructions),
 		MaxOutputTokens: b.MaxOutputTokens, Model: d.cfg.Model, ParallelToolCalls: true,
 		PreviousResponseID: prevID, Store: p.store, Temperature: 1, ToolChoice: b.ToolChoice,
-		Tools: b.Tools, TopP: 1, Truncation: "disabled", Metadata: b.Metadata,
+		Tools: b.Tools, TopP: 1, Truncation: "disabled", Metadata: b.Metadata, ServiceTier: "default",
 	}
 	obj.Text.Format.Type = "text"
 	if len(obj.ToolChoice) == 0 {
@@ -456,7 +477,7 @@ func responseEvents(obj responseObject, a *answer, plan timing) []sseEvent {
 		evs = append(evs, sseEvent{name: name, delay: delay, data: mustJSON(fields)})
 	}
 	start := obj
-	start.Status, start.Output, start.Usage, start.IncompleteDetails = "in_progress", []any{}, nil, nil
+	start.Status, start.Output, start.Usage, start.IncompleteDetails, start.CompletedAt = "in_progress", []any{}, nil, nil, nil
 	add(plan.firstToken, "response.created", map[string]any{"response": start})
 	add(0, "response.in_progress", map[string]any{"response": start})
 	switch item := obj.Output[0].(type) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/fleet"
-	"github.com/switchover-gw/switchover/ledger"
 )
 
 // SharedBudget holds budgets for the whole fleet (Limiter.Shared): what
@@ -98,8 +97,8 @@ func (h *sharedHold) add(l *Limiter, subj string, lim Limits, c cost, now time.T
 	if lim.Budget <= 0 {
 		return
 	}
-	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
-	if err != nil {
+	start, end, ok := BudgetPeriod(lim, now)
+	if !ok {
 		return
 	}
 	amount := c.usd
@@ -110,7 +109,7 @@ func (h *sharedHold) add(l *Limiter, subj string, lim Limits, c cost, now time.T
 		}
 		l.mu.Unlock()
 	}
-	h.lines = append(h.lines, fleet.BudgetLine{Subject: subj, Start: start, End: periodEnd(lim.BudgetPeriod, start),
+	h.lines = append(h.lines, fleet.BudgetLine{Subject: subj, Start: start, End: end,
 		Budget: nanos(lim.Budget), Amount: nanos(amount), Seed: nanos(l.spend.Spent(subj, start))})
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,9 +49,11 @@ type Directory struct {
 	snap   atomic.Pointer[snapshot]
 	mu     sync.Mutex // serialises SetConfig and Refresh
 	config struct {
-		keys   map[[sha256.Size]byte]*Principal
-		teams  map[string]Limits
-		shares map[string]bool // teams whose keys share stored objects
+		keys    map[[sha256.Size]byte]*Principal
+		teams   map[string]Limits
+		shares  map[string]bool // teams whose keys share stored objects
+		orgs    map[string]Limits
+		teamOrg map[string]string // the org of each team of the configuration
 	}
 	stored struct {
 		keys  map[string]storedKey
@@ -71,6 +74,11 @@ type snapshot struct {
 	stored   map[string]storedKey // by prefix, and by a rotated secret's prefix
 	teams    map[string]Limits    // the configuration's win over the store's
 	shares   map[string]bool      // teams whose keys share stored objects
+	periods  []string             // of the budgets of keys and teams
+	pools    bool                 // some key has budgets of one pool
+	orgs     map[string]Limits
+	teamOrg  map[string]string
+	members  map[string][]string // "org:NAME" → its teams' subjects
 }
 
 // KeyByPrefix implements ledger.KeyLookup over the memory.
@@ -101,8 +109,12 @@ func (d *Directory) SetConfig(keys []ConfigKey, teams []Team) {
 	defer d.mu.Unlock()
 	d.config.teams = make(map[string]Limits, len(teams))
 	d.config.shares = map[string]bool{}
+	d.config.teamOrg = map[string]string{}
 	for _, t := range teams {
 		d.config.teams[t.Name] = t.Limits
+		if t.Org != "" {
+			d.config.teamOrg[t.Name] = t.Org
+		}
 		if t.ShareObjects {
 			d.config.shares[t.Name] = true
 		}
@@ -120,6 +132,18 @@ func (d *Directory) SetConfig(keys []ConfigKey, teams []Team) {
 			stored[prefix] = storedKey{key: k.key, p: principalOf(k.key, d.config.shares)}
 		}
 		d.stored.keys = stored
+	}
+	d.publish()
+}
+
+// SetOrgs replaces the configuration's organisations (teams name theirs
+// in SetConfig).
+func (d *Directory) SetOrgs(orgs []Org) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.config.orgs = make(map[string]Limits, len(orgs))
+	for _, o := range orgs {
+		d.config.orgs[o.Name] = o.Limits
 	}
 	d.publish()
 }
@@ -151,7 +175,7 @@ func (d *Directory) Refresh(ctx context.Context) error {
 	}
 	d.stored.teams = make(map[string]Limits, len(teams))
 	for _, t := range teams {
-		d.stored.teams[t.Name] = Limits{RPM: t.RPM, TPM: t.TPM, Budget: t.Budget, BudgetPeriod: t.BudgetPeriod}
+		d.stored.teams[t.Name] = Limits{RPM: t.RPM, TPM: t.TPM, Budget: t.Budget, BudgetPeriod: t.BudgetPeriod, SoftBudget: t.SoftBudget}
 	}
 	d.publish()
 	return nil
@@ -168,15 +192,90 @@ func (d *Directory) publish() {
 		s.teams[n] = l
 	}
 	s.required = d.store != nil || len(s.config) > 0
+	s.orgs, s.teamOrg, s.members = d.config.orgs, map[string]string{}, map[string][]string{}
+	for team, o := range d.config.teamOrg {
+		if _, ok := s.orgs[o]; ok {
+			s.teamOrg[team] = o
+			s.members["org:"+o] = append(s.members["org:"+o], "team:"+team)
+		}
+	}
+	for o := range s.orgs {
+		if s.members["org:"+o] == nil {
+			s.members["org:"+o] = []string{} // no teams: no spend
+		}
+	}
+	s.periods, s.pools = periodsOf(s)
 	d.snap.Store(s)
 }
+
+// periodsOf returns the budget periods of s's keys and teams, each once,
+// and whether some key has budgets of one pool.
+func periodsOf(s *snapshot) (periods []string, pools bool) {
+	seen := map[string]bool{}
+	add := func(l Limits) {
+		if l.Budget > 0 && l.BudgetPeriod != "" {
+			seen[l.BudgetPeriod] = true
+		}
+	}
+	key := func(p *Principal) {
+		add(p.Limits)
+		for _, b := range p.PoolBudgets {
+			add(Limits{Budget: b.Budget, BudgetPeriod: b.Period})
+			pools = true
+		}
+	}
+	for _, p := range s.config {
+		key(p)
+	}
+	for _, k := range s.stored {
+		key(k.p)
+	}
+	for _, l := range s.teams {
+		add(l)
+	}
+	for _, l := range s.orgs {
+		add(l)
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, pools
+}
+
+// Org returns the organisation of team, and its limits.
+func (d *Directory) Org(team string) (name string, lim Limits, ok bool) {
+	s := d.snap.Load()
+	name, ok = s.teamOrg[team]
+	if !ok {
+		return "", Limits{}, false
+	}
+	return name, s.orgs[name], true
+}
+
+// Members returns the subjects whose spend is subject's: an org's teams
+// ("team:NAME"); nil for any other subject (for Spend.SetMembers).
+func (d *Directory) Members(subject string) []string { return d.snap.Load().members[subject] }
+
+// PoolBudgets reports whether some key has budgets of one pool (for
+// Spend.SetPoolBudgets).
+func (d *Directory) PoolBudgets() bool { return d.snap.Load().pools }
+
+// Periods returns the budget periods of the keys and teams known, each
+// once (for Spend.SetPeriods).
+func (d *Directory) Periods() []string { return d.snap.Load().periods }
 
 // principalOf is the principal of a store's key; shares are the teams
 // whose keys share stored objects.
 func principalOf(k ledger.Key, shares map[string]bool) *Principal {
 	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags, Source: "store", Patience: k.Patience,
 		ShareObjects: k.Team != "" && shares[k.Team],
-		Limits:       Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod}}
+		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod,
+			SoftBudget: k.SoftBudget}}
+	for _, b := range k.Budgets {
+		p.PoolBudgets = append(p.PoolBudgets, PoolBudget{Pool: b.Pool, Budget: b.Budget, Period: b.Period})
+	}
 	return p.withNames()
 }
 

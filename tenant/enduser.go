@@ -343,7 +343,7 @@ func (e *EndUsers) overBudget(u *endUser, s endUserScope, user string, now time.
 	if lim.Budget <= 0 || u.period.IsZero() {
 		return nil
 	}
-	reset := periodEnd(lim.BudgetPeriod, u.period)
+	reset := ledger.PeriodEnd(lim.BudgetPeriod, u.period)
 	refusal := func() *Refusal { // only when refused: admitting allocates nothing here
 		return &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: "end_user", Name: user, Limit: "budget",
 			Max: lim.Budget, Reset: reset, RetryAfter: reset.Sub(now)}

@@ -20,13 +20,18 @@ type Limiter struct {
 	spend *Spend
 	teams func(name string) (Limits, bool)
 	// OnBudget, if set, is told once per subject, period and threshold
-	// when spend reaches 80% and 100% of a budget. It is called without
+	// when spend reaches 80% (or the soft budget, when one is set) and
+	// 100% of a budget. It is called without
 	// the limiter's lock held, on the request's goroutine: keep it quick.
 	OnBudget func(BudgetAlert)
 	// EndUsers keeps the end users' limits (Limits.EndUser): NewLimiter
 	// makes one of DefaultMaxEndUsers, without a store. Nil enforces
 	// none. Set its Load before use to count the store's spend.
 	EndUsers *EndUsers
+	// Orgs, if set, returns the organisation of a team and its limits,
+	// which apply on top of the team's (rates, budget, reservations):
+	// Directory.Org. Nil: no organisations. Set it before use.
+	Orgs func(team string) (org string, lim Limits, ok bool)
 	// Price, if set, prices a request against budgets (AdmitAsk): the
 	// price of the tokens of the backend most likely to answer. Nil, or
 	// no price for the request's backend and model: it is expected to
@@ -103,10 +108,17 @@ type Taken struct {
 
 // BudgetAlert says a budget reached a threshold.
 type BudgetAlert struct {
-	Subject     string  // "key" or "team"
-	Name        string  // the key's ID or the team's name
-	Label       string  // the key's name, if it has one
-	Threshold   float64 // 0.8 or 1
+	Subject string // "key" or "team"
+	Name    string // the key's ID or the team's name
+	Label   string // the key's name, if it has one
+	// Scope is "" for the subject's own budget, or "pool NAME" for a
+	// key's budget of one pool.
+	Scope     string
+	Threshold float64 // 0.8, the soft budget's share of the budget, or 1
+	// Soft says the threshold is the subject's soft budget (SoftBudget
+	// dollars), which refuses nothing.
+	Soft        bool
+	SoftBudget  float64
 	Spent       float64
 	Budget      float64
 	Period      string
@@ -119,8 +131,14 @@ type alertKey struct {
 	thr     float64
 }
 
-// Thresholds of spend that send a BudgetAlert.
-var alertThresholds = []float64{0.8, 1}
+// thresholds returns the shares of lim's budget whose reaching sends a
+// BudgetAlert: 80% or the soft budget's share, and 100%.
+func thresholds(lim Limits) [2]float64 {
+	if lim.SoftBudget > 0 && lim.SoftBudget < lim.Budget {
+		return [2]float64{lim.SoftBudget / lim.Budget, 1}
+	}
+	return [2]float64{0.8, 1}
+}
 
 // NewLimiter returns a limiter whose budgets are read from spend, and
 // whose teams' limits come from teams (nil: only keys' limits apply).
@@ -141,11 +159,22 @@ type Ticket struct {
 	team     *subject
 	teamName string
 	estimate float64
-	// reservedKey and reservedTeam are what Admit set aside.
-	reservedKey, reservedTeam float64
-	shared                    *sharedHold // nil: not held in Limiter.Shared
-	done                      bool
-	eu                        *endUserTicket // what its end user took; nil for none
+	// org is the state of the team's organisation (nil: none), named
+	// orgName.
+	org     *subject
+	orgName string
+	// reservedKey, reservedTeam and reservedOrg are what Admit set aside.
+	reservedKey, reservedTeam, reservedOrg float64
+	// pool is the request's pool; poolSub the state of the key's budget
+	// of that pool (nil: none), poolLimits that budget, and reservedPool
+	// what Admit set aside against it.
+	pool         string
+	poolSub      *subject
+	poolLimits   Limits
+	reservedPool float64
+	shared       *sharedHold // nil: not held in Limiter.Shared
+	done         bool
+	eu           *endUserTicket // what its end user took; nil for none
 }
 
 // Admit is AdmitAsk of a request that is not priced: one to pool by the
@@ -188,7 +217,11 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	if p.Team != "" {
 		teamLimits, hasTeam = l.teams(p.Team)
 	}
-	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) {
+	var o org
+	if hasTeam && l.Orgs != nil {
+		o.name, o.lim, o.ok = l.Orgs(p.Team)
+	}
+	if p.Limits == (Limits{}) && (!hasTeam || teamLimits == (Limits{})) && len(p.PoolBudgets) == 0 && (!o.ok || o.lim == (Limits{})) {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
 	price, priced := a.cost(l.Price)
@@ -198,7 +231,7 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	}
 	sh := l.holdShared(p, teamLimits, hasTeam, cost{price, priced}, now)
 	var alerts []BudgetAlert
-	t, r := l.admit(p, teamLimits, hasTeam, a.Tokens, cost{price, priced}, now, sh, &alerts)
+	t, r := l.admit(p, pool, teamLimits, hasTeam, o, a.Tokens, cost{price, priced}, now, sh, &alerts)
 	l.send(alerts)
 	if t == nil {
 		l.releaseShared(sh)
@@ -207,6 +240,13 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	}
 	t.eu = eu
 	return t, r
+}
+
+// org is the organisation of a request's team, if ok.
+type org struct {
+	name string
+	lim  Limits
+	ok   bool
 }
 
 // cost is a request's price, when it has one.
@@ -225,7 +265,7 @@ func (c cost) of(s *subject) float64 {
 }
 
 // admit is Admit past the checks that need no state.
-func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens int64, c cost, now time.Time, sh *sharedHold, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
+func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bool, o org, tokens int64, c cost, now time.Time, sh *sharedHold, alerts *[]BudgetAlert) (*Ticket, *Refusal) {
 	est := float64(max(tokens, 0))
 	keyName, teamName := p.names()
 	l.mu.Lock()
@@ -236,13 +276,28 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		ts = l.subject(teamName, teamLimits, now)
 	}
 	kp := sh.apply(ks, keyName, c.of(ks))
-	if r := l.overBudget("key", p.ID, p.Name, p.Limits, ks, keyName, kp, now, alerts); r != nil {
+	if r := l.overBudget("key", p.ID, p.Name, "", p.Limits, ks, keyName, kp, now, alerts); r != nil {
 		return nil, r
 	}
 	var tp float64
 	if ts != nil {
 		tp = sh.apply(ts, teamName, c.of(ts))
-		if r := l.overBudget("team", p.Team, "", teamLimits, ts, teamName, tp, now, alerts); r != nil {
+		if r := l.overBudget("team", p.Team, "", "", teamLimits, ts, teamName, tp, now, alerts); r != nil {
+			return nil, r
+		}
+	}
+	var orgSub *subject
+	if o.ok {
+		orgSub = l.subject("org:"+o.name, o.lim, now)
+		if r := l.overBudget("org", o.name, "", "", o.lim, orgSub, "org:"+o.name, c.of(orgSub), now, alerts); r != nil {
+			return nil, r
+		}
+	}
+	var ps *subject
+	pb, hasPool := p.PoolBudget(pool)
+	if hasPool {
+		ps = l.subject(poolSubject(keyName, pool), Limits{}, now)
+		if r := l.overBudget("key", p.ID, p.Name, "pool "+pool, pb, ps, poolSubject(keyName, pool), c.of(ps), now, alerts); r != nil {
 			return nil, r
 		}
 	}
@@ -252,13 +307,17 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		subj, name string
 		limit      string
 	}
-	checks := [4]check{
+	checks := [6]check{
 		{ks.rpm, 1, "key", p.ID, "requests per minute"},
 		{ks.tpm, est, "key", p.ID, "tokens per minute"},
 	}
 	if ts != nil {
 		checks[2] = check{ts.rpm, 1, "team", p.Team, "requests per minute"}
 		checks[3] = check{ts.tpm, est, "team", p.Team, "tokens per minute"}
+	}
+	if orgSub != nil {
+		checks[4] = check{orgSub.rpm, 1, "org", o.name, "requests per minute"}
+		checks[5] = check{orgSub.tpm, est, "org", o.name, "tokens per minute"}
 	}
 	for _, c := range checks {
 		if c.b == nil {
@@ -267,8 +326,8 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		if w := c.b.wait(c.n, now); w > 0 {
 			w = max(w.Round(time.Millisecond), time.Millisecond)
 			who := "key " + p.display()
-			if c.subj == "team" {
-				who = "team " + c.name
+			if c.subj != "key" {
+				who = c.subj + " " + c.name
 			}
 			used := math.Ceil(c.b.used(now))
 			return nil, &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limit_exceeded", Subject: c.subj, Name: c.name,
@@ -277,8 +336,8 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 					who, formatCount(c.b.limit), c.limit, formatCount(c.b.cap), formatCount(used), w)}
 		}
 	}
-	t := &Ticket{l: l, p: p, key: ks, team: ts, estimate: est, shared: sh}
-	for _, s := range []*subject{ks, ts} {
+	t := &Ticket{l: l, p: p, key: ks, team: ts, org: orgSub, orgName: o.name, estimate: est, pool: pool, shared: sh}
+	for _, s := range []*subject{ks, ts, orgSub} {
 		if s == nil {
 			continue
 		}
@@ -298,6 +357,16 @@ func (l *Limiter) admit(p *Principal, teamLimits Limits, hasTeam bool, tokens in
 		t.teamName = p.Team
 		t.reservedTeam = tp
 		ts.reserved += t.reservedTeam
+	}
+	if orgSub != nil {
+		t.reservedOrg = c.of(orgSub)
+		orgSub.reserved += t.reservedOrg
+	}
+	if ps != nil {
+		t.poolSub, t.poolLimits = ps, pb
+		t.reservedPool = c.of(ps)
+		ps.reserved += t.reservedPool
+		ps.used = now
 	}
 	ks.inflight++
 	return t, nil
@@ -337,8 +406,12 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	// Shared first: this replica's own figure, which Shared takes as the
 	// floor of spent, must not count a cost Shared does not have yet.
 	l.settleShared(t.shared, cost)
+	poolName := ""
+	if t.pool != "" {
+		poolName = poolSubject(keyName, t.pool)
+	}
 	if l.spend != nil && cost != 0 {
-		l.spend.add(keyName, teamName, cost, now)
+		l.spend.add(cost, now, keyName, teamName, poolName)
 	}
 	var alerts []BudgetAlert
 	l.mu.Lock()
@@ -346,7 +419,7 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	for _, x := range []struct {
 		s        *subject
 		reserved float64
-	}{{t.key, t.reservedKey}, {t.team, t.reservedTeam}} {
+	}{{t.key, t.reservedKey}, {t.team, t.reservedTeam}, {t.org, t.reservedOrg}} {
 		s := x.s
 		if s == nil {
 			continue
@@ -359,17 +432,22 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 			s.taken.Tokens += d
 		}
 		s.reserved = max(s.reserved-x.reserved, 0)
-		if s.costs == 0 {
-			s.avgCost = cost
-		} else {
-			s.avgCost += costWeight * (cost - s.avgCost)
-		}
-		s.costs++
+		s.avgCost = average(s, cost)
 	}
-	l.overBudget("key", t.p.ID, t.p.Name, t.p.Limits, t.key, keyName, 0, now, &alerts)
+	if s := t.poolSub; s != nil {
+		s.reserved = max(s.reserved-t.reservedPool, 0)
+		s.avgCost = average(s, cost)
+		l.overBudget("key", t.p.ID, t.p.Name, "pool "+t.pool, t.poolLimits, s, poolName, 0, now, &alerts)
+	}
+	l.overBudget("key", t.p.ID, t.p.Name, "", t.p.Limits, t.key, keyName, 0, now, &alerts)
 	if t.team != nil {
 		if tl, ok := l.teams(t.teamName); ok {
-			l.overBudget("team", t.teamName, "", tl, t.team, teamName, 0, now, &alerts)
+			l.overBudget("team", t.teamName, "", "", tl, t.team, teamName, 0, now, &alerts)
+		}
+	}
+	if t.org != nil && l.Orgs != nil {
+		if name, ol, ok := l.Orgs(t.teamName); ok && name == t.orgName {
+			l.overBudget("org", name, "", "", ol, t.org, "org:"+name, 0, now, &alerts)
 		}
 	}
 	l.mu.Unlock()
@@ -380,30 +458,54 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 // that requests in flight are expected to cost.
 const costWeight = 0.2
 
+// average counts cost in s's moving average of costs and returns it.
+// Called with l.mu held.
+func average(s *subject, cost float64) float64 {
+	if s.costs == 0 {
+		s.avgCost = cost
+	} else {
+		s.avgCost += costWeight * (cost - s.avgCost)
+	}
+	s.costs++
+	return s.avgCost
+}
+
 // overBudget returns a refusal when the subject's budget has no room
 // for a request that may cost price on top of what was spent and what
 // the requests in flight reserved, and appends the alerts its spend has
 // earned. Called with l.mu held.
-func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, subj string, price float64, now time.Time, alerts *[]BudgetAlert) *Refusal {
-	if lim.Budget <= 0 || l.spend == nil {
+//
+// scope is "" for the subject's own budget, or "pool NAME" for a key's
+// budget of one pool (subj is then its poolSubject).
+func (l *Limiter) overBudget(kind, name, label, scope string, lim Limits, s *subject, subj string, price float64, now time.Time, alerts *[]BudgetAlert) *Refusal {
+	if l.spend == nil {
 		return nil
 	}
-	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
-	if err != nil {
+	start, reset, ok := BudgetPeriod(lim, now)
+	if !ok {
 		return nil
 	}
 	spent := max(l.spend.Spent(subj, start), s.fleet.spentIn(start))
 	reserved := max(s.reserved, s.fleet.heldIn(start))
 	if l.OnBudget != nil {
-		for _, thr := range alertThresholds {
+		for i, thr := range thresholds(lim) {
 			k := alertKey{subj, start, thr}
-			if nanos(spent) >= nanos(thr*lim.Budget) && !l.alerted[k] {
+			at := thr * lim.Budget
+			soft := i == 0 && lim.SoftBudget > 0 && lim.SoftBudget < lim.Budget
+			if soft {
+				at = lim.SoftBudget
+			}
+			if nanos(spent) >= nanos(at) && !l.alerted[k] {
 				if len(l.alerted) >= maxAlerted {
 					clear(l.alerted)
 				}
 				l.alerted[k] = true
-				*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: thr, Spent: spent,
-					Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start})
+				a := BudgetAlert{Subject: kind, Name: name, Label: label, Scope: scope, Threshold: thr, Spent: spent,
+					Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start}
+				if soft {
+					a.Soft, a.SoftBudget = true, lim.SoftBudget
+				}
+				*alerts = append(*alerts, a)
 			}
 		}
 	}
@@ -411,10 +513,12 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	if held < budget && held+nanos(price) <= budget {
 		return nil
 	}
-	reset := periodEnd(lim.BudgetPeriod, start)
 	who := kind + " " + name
 	if label != "" && label != name && kind == "key" {
 		who = fmt.Sprintf("key %s (%s)", name, label)
+	}
+	if scope != "" {
+		who += " on " + scope
 	}
 	r := &Refusal{Status: http.StatusTooManyRequests, Code: "budget_exceeded", Subject: kind, Name: name, Limit: "budget",
 		Max: lim.Budget, Used: spent, Reset: reset, RetryAfter: reset.Sub(now)}
@@ -425,7 +529,7 @@ func (l *Limiter) overBudget(kind, name, label string, lim Limits, s *subject, s
 	case nanos(spent)+nanos(price) > budget:
 		// The request alone does not fit: waiting for the requests in
 		// flight will not help, a smaller one (max_tokens) may.
-		l.budgetFull(kind, name, label, lim, subj, spent, start, alerts)
+		l.budgetFull(kind, name, label, scope, lim, subj, spent, start, alerts)
 		r.Message = fmt.Sprintf("switchover: %s has spent $%.4f of its budget of $%s per %s, and this request may cost up to $%.4f (its prompt and max_tokens at its backend's price), more than the $%.4f left; lower max_tokens, or wait until it resets at %s",
 			who, spent, formatMoney(lim.Budget), lim.BudgetPeriod, price, lim.Budget-spent, reset.UTC().Format(time.RFC3339))
 	default:
@@ -445,7 +549,7 @@ const maxAlerted = 10000
 // most (prompt and max_tokens), so a budget usually stops a little short
 // of fully spent, and its 100% alert would otherwise never go out while
 // its callers are already refused. Called with l.mu held.
-func (l *Limiter) budgetFull(kind, name, label string, lim Limits, subj string, spent float64, start time.Time, alerts *[]BudgetAlert) {
+func (l *Limiter) budgetFull(kind, name, label, scope string, lim Limits, subj string, spent float64, start time.Time, alerts *[]BudgetAlert) {
 	k := alertKey{subj, start, 1}
 	if l.OnBudget == nil || nanos(spent) < nanos(0.8*lim.Budget) || l.alerted[k] {
 		return
@@ -454,7 +558,7 @@ func (l *Limiter) budgetFull(kind, name, label string, lim Limits, subj string, 
 		clear(l.alerted)
 	}
 	l.alerted[k] = true
-	*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Threshold: 1, Spent: spent,
+	*alerts = append(*alerts, BudgetAlert{Subject: kind, Name: name, Label: label, Scope: scope, Threshold: 1, Spent: spent,
 		Budget: lim.Budget, Period: lim.BudgetPeriod, PeriodStart: start})
 }
 
@@ -700,14 +804,19 @@ func (l *Limiter) debitPeer(prev peerState, totals map[string]Taken, now time.Ti
 // idleSubject is how long a subject with nothing in flight is kept.
 const idleSubject = 10 * time.Minute
 
-func periodEnd(period string, start time.Time) time.Time {
-	switch period {
-	case ledger.PeriodDay:
-		return start.AddDate(0, 0, 1)
-	case ledger.PeriodWeek:
-		return start.AddDate(0, 0, 7)
+// BudgetPeriod returns the start and end of the period of lim's budget
+// that holds now (see ledger.PeriodStart: every replica computes the
+// same from the time alone), and false when lim has no budget or its
+// period is not one.
+func BudgetPeriod(lim Limits, now time.Time) (start, end time.Time, ok bool) {
+	if lim.Budget <= 0 {
+		return time.Time{}, time.Time{}, false
 	}
-	return start.AddDate(0, 1, 0)
+	start, err := ledger.PeriodStart(lim.BudgetPeriod, now)
+	if err != nil {
+		return time.Time{}, time.Time{}, false
+	}
+	return start, ledger.PeriodEnd(lim.BudgetPeriod, start), true
 }
 
 func (p *Principal) display() string {

@@ -15,7 +15,7 @@ type SpendSource interface {
 	Spend(ctx context.Context, q ledger.SpendQuery) ([]ledger.SpendRow, error)
 }
 
-// Spend is what each key and team spent, by day, for budgets: the store's
+// Spend is what each key and team spent, by hour, for budgets: the store's
 // last figure (Refresh) plus what this replica spent that the figure does
 // not include yet. Without a source, it is what this replica spent since
 // it started. It is safe for concurrent use.
@@ -26,11 +26,18 @@ type SpendSource interface {
 // lands while a Refresh runs may be counted twice until the next one:
 // budgets err on the side of stopping early, never late.
 type Spend struct {
-	clock  clock.Clock
-	source SpendSource
+	clock   clock.Clock
+	source  SpendSource
+	periods func() []string
+	pools   func() bool
+	members func(subject string) []string
 
+	// Buckets are UTC hours (hours since 1970-01-01). The store's figure
+	// of a whole day that no period of hours needs is kept in its first
+	// hour: every period starts on the hour, and a day's first hour
+	// counts for a period exactly when the whole day does.
 	mu      sync.Mutex
-	base    map[string]map[int64]int64 // subject → day → the store's figure
+	base    map[string]map[int64]int64 // subject → hour → the store's figure
 	pending map[string]map[int64]int64 // added, not yet written
 	written []writtenBatch             // written since the last Refresh began
 	stale   bool                       // the last Refresh failed
@@ -46,10 +53,43 @@ func NewSpend(c clock.Clock, source SpendSource) *Spend {
 	return &Spend{clock: clock.Or(c), source: source, base: map[string]map[int64]int64{}, pending: map[string]map[int64]int64{}}
 }
 
-func subjects(key, team string) []string {
-	s := make([]string, 0, 2)
+// SetMembers tells Spent which subjects a subject's spend is the sum of:
+// an organisation's ("org:NAME") is its teams' ("team:NAME"), as usage
+// is recorded by team (Directory.Members). Nil (the default): none. Call
+// it before use.
+func (s *Spend) SetMembers(members func(subject string) []string) {
+	s.mu.Lock()
+	s.members = members
+	s.mu.Unlock()
+}
+
+// SetPoolBudgets tells Refresh whether some key has budgets of one pool
+// (Directory.PoolBudgets), so that it reads the spend of each key on each
+// pool too. Nil (the default): none. Call it before the first Refresh.
+func (s *Spend) SetPoolBudgets(any func() bool) {
+	s.mu.Lock()
+	s.pools = any
+	s.mu.Unlock()
+}
+
+// SetPeriods tells Refresh which budget periods are in use (see
+// Directory.Periods), so that it reads back from the store as far as the
+// longest needs, by hour where a period starts on an hour other than
+// midnight. Nil (the default): "week" and "month". Call it before the
+// first Refresh.
+func (s *Spend) SetPeriods(periods func() []string) {
+	s.mu.Lock()
+	s.periods = periods
+	s.mu.Unlock()
+}
+
+func subjects(key, team, pool string) []string {
+	s := make([]string, 0, 3)
 	if key != "" {
 		s = append(s, "key:"+key)
+		if pool != "" {
+			s = append(s, poolSubject("key:"+key, pool))
+		}
 	}
 	if team != "" {
 		s = append(s, "team:"+team)
@@ -57,38 +97,56 @@ func subjects(key, team string) []string {
 	return s
 }
 
-func addTo(m map[string]map[int64]int64, subject string, day, cost int64) {
+// poolSubject is the subject of key's spend (its limiter name, "key:ID")
+// on pool, for its budgets of one pool.
+func poolSubject(key, pool string) string { return key + "/pool:" + pool }
+
+func addTo(m map[string]map[int64]int64, subject string, hour, cost int64) {
 	d := m[subject]
 	if d == nil {
 		d = map[int64]int64{}
 		m[subject] = d
 	}
-	d[day] += cost
+	d[hour] += cost
 }
 
-// dayOf numbers t's UTC day: days since 1970-01-01.
-func dayOf(t time.Time) int64 { return t.Unix() / 86400 }
+// hourOf numbers t's UTC hour: hours since 1970-01-01, rounded down.
+func hourOf(t time.Time) int64 {
+	u := t.Unix()
+	if u < 0 && u%3600 != 0 {
+		return u/3600 - 1
+	}
+	return u / 3600
+}
 
 // Add counts cost (US dollars) spent at at by key ID key and its team
 // ("" for none).
 func (s *Spend) Add(key, team string, cost float64, at time.Time) {
 	k, t := (&Principal{ID: key, Team: team}).names()
-	s.add(k, t, cost, at)
+	s.add(cost, at, k, t)
 }
 
-// add is Add with the subjects' names ("key:ID", "team:NAME" or "").
-func (s *Spend) add(key, team string, cost float64, at time.Time) {
-	day, n := dayOf(at), nanos(cost)
+// AddOn is Add of a request to pool ("" for none), which counts for the
+// key's budgets of that pool too.
+func (s *Spend) AddOn(key, team, pool string, cost float64, at time.Time) {
+	s.add(cost, at, subjects(key, team, pool)...)
+}
+
+// add is Add with the subjects' names ("key:ID", "team:NAME",
+// poolSubject; "" for none).
+func (s *Spend) add(cost float64, at time.Time, subjects ...string) {
+	hour, n := hourOf(at), nanos(cost)
 	s.mu.Lock()
-	addTo(s.pending, key, day, n)
-	if team != "" {
-		addTo(s.pending, team, day, n)
+	for _, sub := range subjects {
+		if sub != "" {
+			addTo(s.pending, sub, hour, n)
+		}
 	}
 	s.mu.Unlock()
 }
 
 // Written tells that the records were stored; each must have been Added
-// (same key, team, cost and day).
+// (same key, team, cost and hour).
 func (s *Spend) Written(batch []ledger.Usage) {
 	if s.source == nil {
 		return
@@ -100,30 +158,48 @@ func (s *Spend) Written(batch []ledger.Usage) {
 		if u.Cost == 0 {
 			continue
 		}
-		day := dayOf(u.At)
-		for _, sub := range subjects(u.KeyID, u.Team) {
+		hour := hourOf(u.At)
+		for _, sub := range subjects(u.KeyID, u.Team, u.Pool) {
 			// A record may be written before its Add (the writer can be
 			// quicker than the request's end): pending goes below zero
 			// until the Add comes, and the sum stays right throughout.
-			addTo(s.pending, sub, day, -nanos(u.Cost))
-			if d := s.pending[sub]; d[day] == 0 {
-				delete(d, day)
+			addTo(s.pending, sub, hour, -nanos(u.Cost))
+			if d := s.pending[sub]; d[hour] == 0 {
+				delete(d, hour)
 				if len(d) == 0 {
 					delete(s.pending, sub)
 				}
 			}
-			addTo(b.cost, sub, day, nanos(u.Cost))
+			addTo(b.cost, sub, hour, nanos(u.Cost))
 		}
 	}
 	s.written = append(s.written, b)
 }
 
-// Spent returns what subject ("key:ID" or "team:NAME") spent from since on.
+// Spent returns what subject ("key:ID" or "team:NAME") spent from since
+// on; since is a period's start (ledger.PeriodStart), always on the hour.
 func (s *Spend) Spent(subject string, since time.Time) float64 {
-	from := dayOf(since)
+	s.mu.Lock()
+	members := s.members
+	s.mu.Unlock()
+	if members != nil {
+		if ms := members(subject); ms != nil {
+			var t float64
+			for _, m := range ms {
+				t += s.spent(m, since)
+			}
+			return t
+		}
+	}
+	return s.spent(subject, since)
+}
+
+// spent is Spent of a subject that has no members.
+func (s *Spend) spent(subject string, since time.Time) float64 {
+	from := hourOf(since)
 	sum := func(d map[int64]int64) (t int64) {
-		for day, c := range d {
-			if day >= from {
+		for hour, c := range d {
+			if hour >= from {
 				t += c
 			}
 		}
@@ -150,41 +226,38 @@ func (s *Spend) Stale() bool {
 	return s.stale
 }
 
-// Refresh reads the spend of every key and team since the earliest
-// period start a budget can have (this week's Monday or the first of the
-// month) from the store.
+// Refresh reads the spend of every key and team from the store, from the
+// earliest start of the periods in use (SetPeriods) on: by day from the
+// daily aggregate, and by hour from the requests themselves on the days
+// where a period of hours starts other than at midnight (only those cost
+// a scan of the requests, and only of the period's days).
 func (s *Spend) Refresh(ctx context.Context) error {
 	if s.source == nil {
 		s.prune()
 		return nil
 	}
 	began := s.clock.Now()
-	week, _ := ledger.PeriodStart(ledger.PeriodWeek, began)
-	month, _ := ledger.PeriodStart(ledger.PeriodMonth, began)
-	from := month
-	if week.Before(month) {
-		from = week
-	}
-	to, _ := ledger.PeriodStart(ledger.PeriodDay, began)
-	to = to.AddDate(0, 0, 1)
+	from, hourly, found := s.horizon(began)
 	base := map[string]map[int64]int64{}
-	for _, by := range []string{ledger.ByKey, ledger.ByTeam} {
-		rows, err := s.source.Spend(ctx, ledger.SpendQuery{From: from, To: to, By: []string{by, ledger.ByDay}})
+	if found {
+		today, _ := ledger.PeriodStart(ledger.PeriodDay, began)
+		tomorrow := today.AddDate(0, 0, 1)
+		daily := tomorrow
+		if !hourly.IsZero() {
+			daily = hourly
+		}
+		var err error
+		if from.Before(daily) {
+			err = s.read(ctx, base, from, daily, ledger.ByDay)
+		}
+		if err == nil && !hourly.IsZero() {
+			err = s.read(ctx, base, hourly, tomorrow, ledger.ByHour)
+		}
 		if err != nil {
 			s.mu.Lock()
 			s.stale = true
 			s.mu.Unlock()
 			return err
-		}
-		for _, r := range rows {
-			name := r.Key
-			if by == ledger.ByTeam {
-				name = r.Team
-			}
-			if name == "" || r.Cost == 0 {
-				continue
-			}
-			addTo(base, by+":"+name, dayOf(r.Day), nanos(r.Cost))
 		}
 	}
 	s.mu.Lock()
@@ -200,15 +273,105 @@ func (s *Spend) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// prune drops the days no budget can count any more.
+// horizon returns how far back Refresh reads at now: from the earliest
+// start of a period in use (a midnight), and by hour from hourly on (the
+// midnight before the earliest start that is not one; zero: none). found
+// is false when no period is in use.
+func (s *Spend) horizon(now time.Time) (from, hourly time.Time, found bool) {
+	s.mu.Lock()
+	periods := s.periods
+	s.mu.Unlock()
+	ps := []string{ledger.PeriodWeek, ledger.PeriodMonth}
+	if periods != nil {
+		ps = periods()
+	}
+	for _, p := range ps {
+		start, err := ledger.PeriodStart(p, now)
+		if err != nil {
+			continue
+		}
+		day := start.Truncate(24 * time.Hour)
+		if !found || day.Before(from) {
+			from = day
+		}
+		if !start.Equal(day) && (hourly.IsZero() || day.Before(hourly)) {
+			hourly = day
+		}
+		found = true
+	}
+	return from, hourly, found
+}
+
+// read adds the store's spend over [from, to), by key and by team (and by
+// key and pool, when some key has budgets of one pool), grouped by day or
+// hour (ledger.ByDay, ledger.ByHour), to base.
+func (s *Spend) read(ctx context.Context, base map[string]map[int64]int64, from, to time.Time, by string) error {
+	s.mu.Lock()
+	pools := s.pools
+	s.mu.Unlock()
+	groups := []string{ledger.ByKey, ledger.ByTeam}
+	if pools != nil && pools() {
+		groups = append(groups, ledger.ByPool)
+	}
+	for _, who := range groups {
+		q := ledger.SpendQuery{From: from, To: to, By: []string{who, by}}
+		if who == ledger.ByPool {
+			q.By = []string{ledger.ByKey, ledger.ByPool, by}
+		}
+		rows, err := s.source.Spend(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			var name string
+			switch {
+			case r.Cost == 0:
+			case who == ledger.ByKey && r.Key != "":
+				name = "key:" + r.Key
+			case who == ledger.ByTeam && r.Team != "":
+				name = "team:" + r.Team
+			case who == ledger.ByPool && r.Key != "" && r.Pool != "":
+				name = poolSubject("key:"+r.Key, r.Pool)
+			}
+			if name == "" {
+				continue
+			}
+			at := r.Day
+			if by == ledger.ByHour {
+				at = r.Hour
+			}
+			addTo(base, name, hourOf(at), nanos(r.Cost))
+		}
+	}
+	return nil
+}
+
+// prune drops the hours no budget can count any more: those before the
+// earliest start of the periods in use (with none, all but the last day).
+// It folds the hours of the days before today into their day's first
+// hour, where no period of hours starts within them, so that a long
+// period sums a bucket a day.
 func (s *Spend) prune() {
-	cut := dayOf(s.clock.Now()) - 32
+	now := s.clock.Now()
+	cut := hourOf(now) - 24
+	today, _ := ledger.PeriodStart(ledger.PeriodDay, now)
+	fold := hourOf(today)
+	if from, hourly, found := s.horizon(now); found {
+		cut = hourOf(from)
+		if !hourly.IsZero() {
+			fold = min(fold, hourOf(hourly))
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for sub, d := range s.pending {
-		for day := range d {
-			if day < cut {
-				delete(d, day)
+		for hour, c := range d {
+			switch day := hour - hour%24; {
+			case hour < cut:
+				delete(d, hour)
+			case hour < fold && hour != day:
+				delete(d, hour)
+				d[day] += c
 			}
 		}
 		if len(d) == 0 {

@@ -98,3 +98,29 @@ func TestSpendWrittenBeforeAdded(t *testing.T) {
 		t.Fatalf("spent %v, want 0.5", got)
 	}
 }
+
+// TestSpendPruneFoldsPastDays: without a store, the hours of past days
+// are folded into one bucket a day, and what a budget counts is the same.
+func TestSpendPruneFoldsPastDays(t *testing.T) {
+	c := fakeclock.New() // 2026-11-30 12:00 UTC
+	s := NewSpend(c, nil)
+	s.SetPeriods(func() []string { return []string{"30d", "1h"} })
+	for h := range 72 {
+		s.Add("k", "", 1, c.Now().Add(-time.Duration(h)*time.Hour))
+	}
+	start, _ := ledger.PeriodStart("30d", c.Now())
+	hour, _ := ledger.PeriodStart("1h", c.Now())
+	s.Refresh(context.Background()) // prunes
+	if got := s.Spent("key:k", start); got != 72 {
+		t.Errorf("spent in the 30 days: %v, want 72", got)
+	}
+	if got := s.Spent("key:k", hour); got != 1 {
+		t.Errorf("spent this hour: %v, want 1", got)
+	}
+	s.mu.Lock()
+	n := len(s.pending["key:k"])
+	s.mu.Unlock()
+	if n != 3+13 { // 27, 28 and 29 November, and today's 13 hours
+		t.Errorf("%d buckets, want 16", n)
+	}
+}

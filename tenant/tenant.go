@@ -23,12 +23,17 @@ import (
 type Limits struct {
 	RPM, TPM      int64
 	MaxConcurrent int // keys only
-	// Budget is in US dollars per BudgetPeriod ("day", "week", "month").
+	// Budget is in US dollars per BudgetPeriod ("day", "week", "month",
+	// or hours or days such as "1h", "30d": see ledger.PeriodStart).
 	Budget       float64
 	BudgetPeriod string
 	// EndUser bounds each end user of the key or team (see
 	// EndUserLimits); zero is none.
 	EndUser EndUserLimits
+	// SoftBudget is an alert threshold below Budget (US dollars per the
+	// same period): reaching it sends one BudgetAlert (Soft) per period
+	// in place of the one at 80%. It refuses nothing. Zero: none.
+	SoftBudget float64
 }
 
 // Principal is a key as the gateway enforces it.
@@ -45,6 +50,9 @@ type Principal struct {
 	// Tags are the key's tags, recorded with each of its requests' usage.
 	Tags   []string
 	Limits Limits
+	// PoolBudgets bound the key's spend on one pool each, on top of its
+	// own budget (keys[].budgets); nil is none.
+	PoolBudgets []PoolBudget
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins); zero is the pool's.
 	Patience time.Duration
@@ -80,12 +88,43 @@ func (p *Principal) withNames() *Principal {
 	return p
 }
 
+// PoolBudget is a budget of a key's spend on one pool, in US dollars per
+// Period (as Limits.BudgetPeriod).
+type PoolBudget struct {
+	Pool   string
+	Budget float64
+	Period string
+}
+
+// PoolBudget returns p's budget of pool as Limits (Budget and
+// BudgetPeriod), and whether it has one.
+func (p *Principal) PoolBudget(pool string) (Limits, bool) {
+	if pool == "" {
+		return Limits{}, false
+	}
+	for _, b := range p.PoolBudgets {
+		if b.Pool == pool {
+			return Limits{Budget: b.Budget, BudgetPeriod: b.Period}, true
+		}
+	}
+	return Limits{}, false
+}
+
 // Team is a team's limits (MaxConcurrent unused), and whether its keys
 // share their stored objects.
 type Team struct {
 	Name         string
 	Limits       Limits
 	ShareObjects bool
+	// Org names the team's organisation (see Org); "" for none.
+	Org string
+}
+
+// Org is an organisation: limits and a budget shared by its teams, on
+// top of theirs. Orgs come from the configuration only.
+type Org struct {
+	Name   string
+	Limits Limits
 }
 
 // Allows reports whether p may use pool by the model name model; an

@@ -7,7 +7,6 @@ package tokens
 
 import (
 	"errors"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -17,14 +16,11 @@ import (
 	"github.com/switchover-gw/switchover/translate"
 )
 
-// Characters per token where no tokenizer of the provider's is published.
+// Characters per token where no tokenizer of the provider's is published
+// (route's, which estimates requests before they are sent).
 const (
-	// ClaudeCharsPerToken: Anthropic documents a token as about 3.5
-	// English characters for Claude models.
-	ClaudeCharsPerToken = 3.5
-	// GeminiCharsPerToken: Google documents a token as about 4
-	// characters for Gemini models.
-	GeminiCharsPerToken = 4.0
+	ClaudeCharsPerToken = route.ClaudeCharsPerToken
+	GeminiCharsPerToken = route.GeminiCharsPerToken
 	// maxText bounds the text one call tokenizes (1 MiB); past it the
 	// rest is counted at 4 bytes a token, as the tokenizer's cost grows
 	// with the text.
@@ -32,44 +28,21 @@ const (
 )
 
 // Encoding is how a model's text is counted.
-type Encoding string
+type Encoding = route.TokenEncoding
 
 // The encodings.
 const (
-	O200k  Encoding = "o200k_base"  // gpt-4o, gpt-4.1, o-series, gpt-5 and unknown models
-	Cl100k Encoding = "cl100k_base" // gpt-4, gpt-3.5-turbo, text-embedding-3 and ada-002
-	Claude Encoding = "claude"      // ClaudeCharsPerToken
-	Gemini Encoding = "gemini"      // GeminiCharsPerToken
+	O200k  = route.EncodingO200k  // gpt-4o, gpt-4.1, o-series, gpt-5 and unknown models
+	Cl100k = route.EncodingCl100k // gpt-4, gpt-3.5-turbo, text-embedding-3 and ada-002
+	Claude = route.EncodingClaude // ClaudeCharsPerToken
+	Gemini = route.EncodingGemini // GeminiCharsPerToken
 )
 
-// EncodingFor returns the encoding used for model: by name, case
-// insensitively, anywhere in it (so "azure/gpt-4o-mini" and a deployment
-// named "prod-claude-sonnet" are recognised). A model it does not know is
-// counted with o200k_base.
-func EncodingFor(model string) Encoding {
-	m := strings.ToLower(model)
-	switch {
-	case strings.Contains(m, "claude"):
-		return Claude
-	case strings.Contains(m, "gemini"):
-		return Gemini
-	case strings.Contains(m, "gpt-4o"), strings.Contains(m, "gpt-4.1"), strings.Contains(m, "gpt-5"),
-		strings.Contains(m, "chatgpt"), isOSeries(m):
-		return O200k
-	case strings.Contains(m, "gpt-4"), strings.Contains(m, "gpt-3.5"), strings.Contains(m, "gpt-35"),
-		strings.Contains(m, "text-embedding"), strings.Contains(m, "davinci-002"), strings.Contains(m, "babbage-002"):
-		return Cl100k
-	}
-	return O200k
-}
-
-// isOSeries reports whether m names an o-series model (o1, o3, o4-mini...).
-func isOSeries(m string) bool {
-	if i := strings.LastIndexByte(m, '/'); i >= 0 {
-		m = m[i+1:]
-	}
-	return len(m) >= 2 && m[0] == 'o' && m[1] >= '1' && m[1] <= '9'
-}
+// EncodingFor returns the encoding used for model (route.EncodingFor):
+// by name, case insensitively, anywhere in it (so "azure/gpt-4o-mini" and
+// a deployment named "prod-claude-sonnet" are recognised). A model it
+// does not know is counted with o200k_base.
+func EncodingFor(model string) Encoding { return route.EncodingFor(model) }
 
 // Counter counts tokens. Its zero value is ready; the vocabularies are
 // loaded at the first count that needs them (tens of milliseconds, some

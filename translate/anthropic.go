@@ -48,18 +48,23 @@ type anBlock struct {
 	Title     string          `json:"title,omitempty"`     // document
 	Thinking  *string         `json:"thinking,omitempty"`  // thinking
 	Signature *string         `json:"signature,omitempty"` // thinking: written as "" when there is none
-	// Citations is written as null on the text blocks of translated
-	// answers, as the Messages API writes it when there are none; never
-	// set on requests.
-	Citations json.RawMessage `json:"citations,omitempty"`
+	// Caller is who called a tool in a tool_use block of an answer:
+	// {"type": "direct"} for the model itself, as every call a translated
+	// answer holds is (programmatic calls from Anthropic's code execution
+	// have no counterpart elsewhere). Never set on requests.
+	Caller *anCaller `json:"caller,omitempty"`
+	// A text block of a translated answer has no citations member: the
+	// Messages API leaves it out of a block that cites nothing (and
+	// clients that validate it take an array or nothing, never null).
 }
 
-// outTextBlock is a text block of an answer: with its citations (none).
-func outTextBlock(s string) anBlock {
-	b := textBlock(s)
-	b.Citations = json.RawMessage("null")
-	return b
+// anCaller is the caller of a tool_use block.
+type anCaller struct {
+	Type string `json:"type"`
 }
+
+// directCaller is the caller of a tool the model called itself.
+var directCaller = &anCaller{Type: "direct"}
 
 type anSource struct {
 	Type      string `json:"type"`

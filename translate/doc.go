@@ -178,7 +178,9 @@
 // stop_sequence, stop_details, container and diagnostics are null (no
 // matched sequence is known, no refusal category, no code-execution
 // container, no cache diagnostics), in responses, message_start and
-// message_delta.
+// message_delta. Text blocks have no citations member (Anthropic leaves it
+// out of a block that cites nothing); tool_use blocks have caller
+// {"type": "direct"}: the model made every call a translated answer holds.
 //
 // Usage. OpenAI prompt_tokens counts cached tokens where Anthropic
 // input_tokens does not: prompt_tokens = input_tokens +

@@ -25,7 +25,7 @@ func ExampleChain() {
 	// data: {"type":"message_start","message":{"id":"msg_r1","type":"message","role":"assistant","model":"gemini-2.5-flash","content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"diagnostics":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens_details":{"thinking_tokens":0},"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard","speed":"standard","inference_geo":null}}}
 	//
 	// event: content_block_start
-	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"","citations":null}}
+	// data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}
 	//
 	// event: content_block_delta
 	// data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi!"}}

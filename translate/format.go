@@ -25,9 +25,16 @@ const (
 type UnsupportedError struct {
 	Target  Format // the format that cannot express the feature
 	Feature string // what the request asked for, e.g. "n > 1"
+	// Cause is why, when it is not the format itself but the backend's
+	// model (a reasoning_effort for a model that does not reason); ""
+	// when the format is the reason.
+	Cause string
 }
 
 func (e *UnsupportedError) Error() string {
+	if e.Cause != "" {
+		return fmt.Sprintf("%s cannot honour %s: %s", e.Target, e.Feature, e.Cause)
+	}
 	return fmt.Sprintf("%s cannot honour %s", e.Target, e.Feature)
 }
 

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
@@ -27,6 +28,10 @@ type OpenAIOptions struct {
 	// gpt-5 models, and servers that copy them). Default false: other
 	// models answer 400 to it.
 	Reasoning bool
+	// Model is the backend's model (or deployment), named as the cause
+	// of the *UnsupportedError for a reasoning_effort it cannot honour.
+	// Optional: "" names none.
+	Model string
 }
 
 // ForOpenAI returns canon ready for an OpenAI-format backend: top_k ->
@@ -52,7 +57,11 @@ func ForOpenAI(canon []byte, opt OpenAIOptions) ([]byte, error) {
 	if v, ok := members["reasoning_effort"]; ok && !isNull(v) && !opt.Reasoning {
 		var effort string
 		if json.Unmarshal(v, &effort) != nil || effort != "none" {
-			return nil, unsupported(OpenAI, "reasoning_effort")
+			cause := "the model is not a reasoning model"
+			if opt.Model != "" {
+				cause = fmt.Sprintf("its model %q is not a reasoning model", opt.Model)
+			}
+			return nil, &UnsupportedError{Target: OpenAI, Feature: "reasoning_effort", Cause: cause}
 		}
 		delete(members, "reasoning_effort")
 		changed = true

@@ -225,17 +225,17 @@ func OpenAIResponseToAnthropic(body []byte) ([]byte, error) {
 		content = append(content, thinkingBlock(t))
 	}
 	if c.Message.Content != nil && *c.Message.Content != "" {
-		content = append(content, outTextBlock(*c.Message.Content))
+		content = append(content, textBlock(*c.Message.Content))
 	}
 	if c.Message.Refusal != nil && *c.Message.Refusal != "" {
-		content = append(content, outTextBlock(*c.Message.Refusal))
+		content = append(content, textBlock(*c.Message.Refusal))
 	}
 	for _, tc := range c.Message.ToolCalls {
 		input, err := argumentsObject(tc.Function.Arguments)
 		if err != nil {
 			return nil, errBadBody("openai response", fmt.Errorf("tool call %q: arguments are not a JSON object", tc.ID))
 		}
-		content = append(content, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input})
+		content = append(content, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: input, Caller: directCaller})
 	}
 	if content == nil {
 		content = []anBlock{}

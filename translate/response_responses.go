@@ -27,12 +27,13 @@ func OpenAIResponseToResponses(body, req []byte) ([]byte, error) {
 	}
 	id := responseID(c.ID, string(body))
 	out := e.response(id, c.Model)
+	out.CreatedAt = c.Created
 	ch := c.Choices[0]
 	finish := ""
 	if ch.FinishReason != nil {
 		finish = *ch.FinishReason
 	}
-	out.Status, out.IncompleteDetails = finishStatus(finish)
+	out.finish(finish, c.ServiceTier)
 	out.Output = outputItems(id, &ch.Message, out.Status)
 	out.Usage = usageFromChat(c.Usage)
 	return marshal(out)

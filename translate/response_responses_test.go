@@ -94,11 +94,12 @@ func TestOpenAIResponseToResponses(t *testing.T) {
 // TestOpenAIResponseToResponsesDefaults checks the echoed fields of a
 // request that set none of them, and of no request at all.
 func TestOpenAIResponseToResponsesDefaults(t *testing.T) {
-	const want = `{"id":"resp_t1","object":"response","created_at":0,"status":"completed","background":false,"error":null,
+	const want = `{"id":"resp_t1","object":"response","created_at":1,"completed_at":1,"status":"completed","background":false,"error":null,
 		"incomplete_details":null,"instructions":null,"max_output_tokens":null,"max_tool_calls":null,"model":"m","output":[],
 		"parallel_tool_calls":true,"previous_response_id":null,"prompt_cache_key":null,"reasoning":{"effort":null,"summary":null},
-		"safety_identifier":null,"store":true,"temperature":1,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],
-		"top_p":1,"truncation":"disabled","usage":{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":5,
+		"safety_identifier":null,"store":true,"temperature":1,"presence_penalty":0,"frequency_penalty":0,
+		"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],"top_p":1,"top_logprobs":0,"service_tier":"default",
+		"truncation":"disabled","usage":{"input_tokens":3,"input_tokens_details":{"cached_tokens":0},"output_tokens":5,
 		"output_tokens_details":{"reasoning_tokens":0},"total_tokens":8},"user":null,"metadata":{}}`
 	for name, req := range map[string][]byte{"nil": nil, "minimal": []byte(`{"model":"asked","input":"hi"}`)} {
 		t.Run(name, func(t *testing.T) {

@@ -50,10 +50,10 @@ func TestOpenAIResponseToAnthropicEdges(t *testing.T) {
 	}{
 		{"tool calls ended with stop",
 			`{"id":"chatcmpl-1","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},"finish_reason":"stop"}]}`,
-			`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"c1","name":"f","input":{"a":1}}],"stop_reason":"tool_use","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`},
+			`{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"c1","name":"f","input":{"a":1},"caller":{"type":"direct"}}],"stop_reason":"tool_use","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`},
 		{"refusal",
 			`{"id":"x","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,"refusal":"I can't help with that."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11}}`,
-			`{"id":"msg_x","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"I can't help with that.","citations":null}],"stop_reason":"refusal","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":5,"output_tokens":6,` + anUsageRest + `}}`},
+			`{"id":"msg_x","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"I can't help with that."}],"stop_reason":"refusal","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":5,"output_tokens":6,` + anUsageRest + `}}`},
 		{"empty content",
 			`{"id":"chatcmpl-2","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}]}`,
 			`{"id":"msg_2","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"refusal","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`},
@@ -105,12 +105,12 @@ func TestReasoningInResponses(t *testing.T) {
 		conv           func([]byte) ([]byte, error)
 	}{
 		{"string reasoning", `{"id":"chatcmpl-3","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok","reasoning":"hm"},"finish_reason":"stop"}]}`,
-			`{"id":"msg_3","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":""},{"type":"text","text":"ok","citations":null}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
+			`{"id":"msg_3","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":""},{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
 			OpenAIResponseToAnthropic},
 		{"object reasoning", `{"id":"chatcmpl-4","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok","reasoning":{"summary":[]}},"finish_reason":"stop"}]}`,
-			`{"id":"msg_4","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok","citations":null}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
+			`{"id":"msg_4","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
 			OpenAIResponseToAnthropic},
-		{"redacted thinking only", `{"id":"msg_5","type":"message","role":"assistant","model":"c","content":[{"type":"redacted_thinking","data":"xx"},{"type":"text","text":"ok","citations":null}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`,
+		{"redacted thinking only", `{"id":"msg_5","type":"message","role":"assistant","model":"c","content":[{"type":"redacted_thinking","data":"xx"},{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`,
 			`{"id":"chatcmpl-msg_5","object":"chat.completion","created":0,"model":"c","choices":[{"index":0,"message":{"role":"assistant","content":"ok","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
 			AnthropicResponseToOpenAI},
 	} {

@@ -77,9 +77,13 @@ import (
 // Responses. The id is "resp_" + the chat id without its "chatcmpl-" prefix
 // (or a digest of the body when the chat id is empty); item ids are "rs_",
 // "msg_" and "fc_" + a digest of the response id and the item's position,
-// so the same answer gets the same ids. created_at is 0, like the chat
-// responses' "created" elsewhere in this package: the body holds no time
-// and the package reads no clock. Only the first choice is read (Responses
+// so the same answer gets the same ids. created_at is the chat answer's
+// "created" (0 when it has none, as a chat answer translated from another
+// provider: the package reads no clock), and completed_at the same for a
+// completed response, null otherwise. service_tier is the chat answer's
+// ("default" when it names none); presence_penalty and frequency_penalty
+// are 0 (a Responses request has neither), top_logprobs the request's
+// (0). Only the first choice is read (Responses
 // has no n). output holds, in order, a reasoning item when the chat message
 // has reasoning_content (or "reasoning", as some servers name it) with the
 // text as one summary_text, a message item (output_text with empty
@@ -329,9 +333,11 @@ type rsChatJSONSchema struct {
 // ---- the chat answer, as the response and stream converters read it ----
 
 type rsChatCompletion struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
+	ID          string `json:"id"`
+	Created     int64  `json:"created"`
+	Model       string `json:"model"`
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
 		Message      rsChatMessage `json:"message"`
 		FinishReason *string       `json:"finish_reason"`
 	} `json:"choices"`
@@ -365,6 +371,7 @@ type rsResponse struct {
 	ID                 string          `json:"id"`
 	Object             string          `json:"object"`
 	CreatedAt          int64           `json:"created_at"`
+	CompletedAt        *int64          `json:"completed_at"` // null unless status is completed
 	Status             string          `json:"status"`
 	Background         bool            `json:"background"`
 	Error              json.RawMessage `json:"error"`
@@ -381,10 +388,14 @@ type rsResponse struct {
 	SafetyIdentifier   *string         `json:"safety_identifier"`
 	Store              bool            `json:"store"`
 	Temperature        float64         `json:"temperature"`
+	PresencePenalty    float64         `json:"presence_penalty"`
+	FrequencyPenalty   float64         `json:"frequency_penalty"`
 	Text               json.RawMessage `json:"text"`
 	ToolChoice         json.RawMessage `json:"tool_choice"`
 	Tools              []rsToolEcho    `json:"tools"`
 	TopP               float64         `json:"top_p"`
+	TopLogprobs        int             `json:"top_logprobs"`
+	ServiceTier        string          `json:"service_tier"`
 	Truncation         string          `json:"truncation"`
 	Usage              *rsUsage        `json:"usage"`
 	User               *string         `json:"user"`
@@ -548,12 +559,16 @@ func (e *echo) response(id, model string) *rsResponse {
 		ToolChoice:        json.RawMessage(`"auto"`),
 		Tools:             []rsToolEcho{},
 		TopP:              1,
+		ServiceTier:       "default",
 		Truncation:        "disabled",
 		User:              r.User,
 		Metadata:          json.RawMessage("{}"),
 	}
 	if model == "" {
 		out.Model = e.model
+	}
+	if r.TopLogprobs != nil {
+		out.TopLogprobs = *r.TopLogprobs
 	}
 	if r.Temperature != nil {
 		out.Temperature = *r.Temperature
@@ -610,6 +625,21 @@ func textEcho(t *rsText) any {
 		}
 	}
 	return out
+}
+
+// finish sets what r says once its answer is in: its status (and why it
+// is incomplete) from the chat finish_reason, completed_at for a completed
+// response, and the service tier the chat answer reports (tier, "" when it
+// reports none).
+func (r *rsResponse) finish(finish, tier string) {
+	r.Status, r.IncompleteDetails = finishStatus(finish)
+	if r.Status == "completed" {
+		at := r.CreatedAt
+		r.CompletedAt = &at
+	}
+	if tier != "" {
+		r.ServiceTier = tier
+	}
 }
 
 // finishStatus maps a chat finish_reason to a Responses status and the

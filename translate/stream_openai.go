@@ -137,7 +137,7 @@ func (s *openAIToAnthropic) Event(ev Event) ([]byte, error) {
 			}
 			if s.open < 0 || s.openKind != blockText {
 				out = append(out, s.stopBlock()...)
-				out = append(out, s.startBlock(outTextBlock(""), blockText, -1)...)
+				out = append(out, s.startBlock(textBlock(""), blockText, -1)...)
 			}
 			out = append(out, s.blockDelta(anBlockDelta{Type: "text_delta", Text: *text})...)
 		}
@@ -148,7 +148,7 @@ func (s *openAIToAnthropic) Event(ev Event) ([]byte, error) {
 			}
 			if _, seen := s.toolBlock[k]; !seen {
 				out = append(out, s.stopBlock()...)
-				block := anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage("{}")}
+				block := anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: json.RawMessage("{}"), Caller: directCaller}
 				out = append(out, s.startBlock(block, blockTool, k)...)
 			} else if s.openTool != k {
 				return out, errBadBody("openai stream", fmt.Errorf("tool call %d resumed after another began", k))

@@ -41,6 +41,7 @@ type openAIToResponses struct {
 	open    int          // index in items of the open reasoning or message item, -1 if none
 	tools   map[int]int  // chat tool call index -> index in items
 	finish  string       // chat finish_reason, once seen
+	tier    string       // chat service_tier, once seen
 	usage   *oaUsage     // once seen
 	done    bool         // the final event was written
 	buf     bytes.Buffer // output of the current call
@@ -70,9 +71,11 @@ type rsOutPart struct {
 
 // rsChatChunk is a chat chunk as the converter reads it, or an error.
 type rsChatChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
+	ID          string `json:"id"`
+	Created     int64  `json:"created"`
+	Model       string `json:"model"`
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
 		Index        int           `json:"index"`
 		Delta        rsChatMessage `json:"delta"`
 		FinishReason *string       `json:"finish_reason"`
@@ -133,9 +136,12 @@ func (s *openAIToResponses) Event(ev Event) ([]byte, error) {
 	if len(c.Choices) == 0 && c.Usage == nil {
 		return nil, nil // e.g. Azure's prompt_filter_results chunk
 	}
-	s.start(c.ID, c.Model)
+	s.start(c.ID, c.Model, c.Created)
 	if c.Usage != nil {
 		s.usage = c.Usage
+	}
+	if c.ServiceTier != "" {
+		s.tier = c.ServiceTier
 	}
 	for _, ch := range c.Choices {
 		if ch.Index != 0 {
@@ -215,12 +221,13 @@ func (s *openAIToResponses) streamErr(data []byte) ([]byte, error) {
 }
 
 // start writes response.created and response.in_progress once.
-func (s *openAIToResponses) start(chatID, model string) {
+func (s *openAIToResponses) start(chatID, model string, created int64) {
 	if s.started {
 		return
 	}
 	s.started = true
 	s.resp = s.echo.response(responseID(chatID, ""), model)
+	s.resp.CreatedAt = created
 	snap := *s.resp
 	s.emit(rsEvent{Type: "response.created", Response: &snap})
 	snap2 := *s.resp
@@ -398,11 +405,11 @@ func (s *openAIToResponses) close() {
 	if s.done {
 		return
 	}
-	s.start("", "")
+	s.start("", "", 0)
 	s.closeItems()
 	s.done = true
 	r := *s.resp
-	r.Status, r.IncompleteDetails = finishStatus(s.finish)
+	r.finish(s.finish, s.tier)
 	r.Output = make([]any, 0, len(s.items))
 	for _, it := range s.items {
 		r.Output = append(r.Output, it.snapshot())

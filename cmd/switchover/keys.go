@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -40,7 +41,9 @@ Limits (create and update):
   --models M1,M2          models the key may ask for (default all; "" clears)
   --rpm N, --tpm N        requests and tokens per minute: 600, 200k, 1.5m (0: unlimited)
   --max-concurrent N      requests in flight (0: unlimited)
-  --budget AMOUNT/PERIOD  USD per day, week or month: 50/month (none: no budget)
+  --budget AMOUNT/PERIOD  USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)
+  --soft-budget USD       alert (a budget notification) when spend reaches it; refuses nothing
+  --pool-budgets P=B,...  budgets of one pool each: o3=5/day,gpt4o=10/1h (none: no such budgets)
   --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
   --patience WAIT         the key's default wait for quota: 30s, 2m (none: the pool's)
   --tag TAG               a tag, for spend by tag; repeat for several (on update they
@@ -102,24 +105,26 @@ func adminFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, func() *
 type keyFlags struct {
 	fs                                                *flag.FlagSet
 	name, team, pools, models, rpm, tpm, conc, budget *string
-	expires, patience                                 *string
+	expires, patience, soft, poolBudgets              *string
 	tags                                              listFlag
 	meta                                              metaFlag
 }
 
 func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 	kf := &keyFlags{
-		fs:       fs,
-		name:     fs.String("name", "", "a label for people, such as the team or application"),
-		team:     fs.String("team", "", "the team whose limits and budget also apply"),
-		pools:    fs.String("pools", "", "comma-separated pools the key may use (empty: all)"),
-		models:   fs.String("models", "", "comma-separated models the key may ask for (empty: all)"),
-		rpm:      fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)"),
-		tpm:      fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
-		conc:     fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
-		budget:   fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)"),
-		expires:  fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
-		patience: fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
+		fs:          fs,
+		name:        fs.String("name", "", "a label for people, such as the team or application"),
+		team:        fs.String("team", "", "the team whose limits and budget also apply"),
+		pools:       fs.String("pools", "", "comma-separated pools the key may use (empty: all)"),
+		models:      fs.String("models", "", "comma-separated models the key may ask for (empty: all)"),
+		rpm:         fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)"),
+		tpm:         fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)"),
+		conc:        fs.String("max-concurrent", "", "requests in flight (0: unlimited)"),
+		budget:      fs.String("budget", "", "USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)"),
+		poolBudgets: fs.String("pool-budgets", "", "budgets of one pool each: o3=5/day,gpt4o=10/1h (none: no budgets of a pool)"),
+		soft:        fs.String("soft-budget", "", "USD per the budget's period at which a budget alert goes out; refuses nothing (none: the alert at 80%)"),
+		expires:     fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
+		patience:    fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
 	}
 	fs.Var(&kf.tags, "tag", "a tag of the key; repeat for several (\"\": none)")
 	fs.Var(&kf.meta, "meta", "metadata NAME=VALUE; repeat for several (\"\": none)")
@@ -153,6 +158,17 @@ func (kf *keyFlags) body() (map[string]any, error) {
 				}
 			}
 			b["budget"] = v
+		case "pool-budgets":
+			var bs []map[string]string
+			if bs, err = parsePoolBudgets(v); err != nil {
+				err = fmt.Errorf("--pool-budgets: %v", err)
+			}
+			b["budgets"] = bs
+		case "soft-budget":
+			if err = checkDollars(v); err != nil {
+				err = fmt.Errorf("--soft-budget: %v", err)
+			}
+			b["soft_budget"] = v
 		case "expires":
 			if err = checkExpires(v); err != nil {
 				err = fmt.Errorf("--expires: %v", err)
@@ -182,6 +198,38 @@ func (kf *keyFlags) body() (map[string]any, error) {
 		return nil, usageError{err}
 	}
 	return b, nil
+}
+
+// parsePoolBudgets reads "o3=5/day,gpt4o=10/1h" as the admin API's
+// budgets; "" and "none" are none (an empty list, which removes them).
+func parsePoolBudgets(v string) ([]map[string]string, error) {
+	out := []map[string]string{}
+	if v == "" || strings.EqualFold(v, "none") {
+		return out, nil
+	}
+	for _, item := range splitList(v) {
+		pool, budget, ok := strings.Cut(item, "=")
+		if !ok || strings.TrimSpace(pool) == "" {
+			return nil, fmt.Errorf("%q is not POOL=BUDGET such as o3=5/day", item)
+		}
+		if _, err := config.ParseBudget(budget); err != nil {
+			return nil, err
+		}
+		out = append(out, map[string]string{"pool": strings.TrimSpace(pool), "budget": strings.TrimSpace(budget)})
+	}
+	return out, nil
+}
+
+// checkDollars checks an amount of US dollars ("40", "$40"), or "" or
+// "none" for none.
+func checkDollars(v string) error {
+	if v == "" || strings.EqualFold(v, "none") {
+		return nil
+	}
+	if f, err := strconv.ParseFloat(strings.TrimPrefix(v, "$"), 64); err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return fmt.Errorf("%q is not an amount of US dollars such as 40", v)
+	}
+	return nil
 }
 
 func checkExpires(v string) error {
@@ -334,6 +382,16 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	line("tpm", formatCount(k.TPM))
 	line("max concurrent", formatCount(int64(k.MaxConcurrent)))
 	line("budget", formatBudget(k.Budget, k.BudgetPeriod))
+	if k.SoftBudget > 0 {
+		line("soft budget", strconv.FormatFloat(k.SoftBudget, 'f', -1, 64))
+	}
+	if len(k.Budgets) > 0 {
+		var bs []string
+		for _, b := range k.Budgets {
+			bs = append(bs, b.Pool+"="+formatBudget(b.Budget, b.Period))
+		}
+		line("pool budgets", strings.Join(bs, ","))
+	}
 	line("expires", formatTime(k.Expires))
 	line("patience", dash(k.Patience))
 	line("created", formatTime(k.Created))

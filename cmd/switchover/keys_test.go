@@ -130,6 +130,30 @@ func TestKeysCommand(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `"rpm": 1200`) || strings.Contains(out, "secret") {
 		t.Fatalf("keys show -json: exit %d\n%s", code, out)
 	}
+	code, out, _ = cli(t, admin, "keys", "update", k.ID, "--budget", "5/1h", "--soft-budget", "$2")
+	if code != exitOK || !strings.Contains(out, "  budget          5/1h\n") || !strings.Contains(out, "  soft budget     2\n") {
+		t.Fatalf("keys update --budget 5/1h: exit %d\n%s", code, out)
+	}
+	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--budget", "5/30m"); code != exitUsage || !strings.Contains(e, "--budget") {
+		t.Fatalf("keys update --budget 5/30m: exit %d\n%s", code, e)
+	}
+	code, out, _ = cli(t, admin, "keys", "update", k.ID, "--pool-budgets", "chat-prod=1/1h,embed=$20/30d")
+	if code != exitOK || !strings.Contains(out, "  pool budgets    chat-prod=1/1h,embed=20/30d\n") {
+		t.Fatalf("keys update --pool-budgets: exit %d\n%s", code, out)
+	}
+	code, out, _ = cli(t, admin, "keys", "update", k.ID, "--pool-budgets", "none")
+	if code != exitOK || strings.Contains(out, "pool budgets") {
+		t.Fatalf("keys update --pool-budgets none: exit %d\n%s", code, out)
+	}
+	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--pool-budgets", "chat-prod"); code != exitUsage || !strings.Contains(e, "--pool-budgets") {
+		t.Fatalf("keys update --pool-budgets chat-prod: exit %d\n%s", code, e)
+	}
+	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--soft-budget", "lots"); code != exitUsage || !strings.Contains(e, "--soft-budget") {
+		t.Fatalf("keys update --soft-budget lots: exit %d\n%s", code, e)
+	}
+	if code, _, e := cli(t, admin, "keys", "update", k.ID, "--soft-budget", "6"); code == exitOK || !strings.Contains(e, "soft_budget") {
+		t.Fatalf("keys update --soft-budget 6 on a budget of 5: exit %d\n%s", code, e)
+	}
 
 	code, out, _ = cli(t, admin, "keys", "rotate", k.ID)
 	m = secretRE.FindStringSubmatch(out)
@@ -186,8 +210,24 @@ func TestTeamsCommand(t *testing.T) {
 		out != "team infra: rpm -, tpm -, budget -\n" {
 		t.Fatalf("teams set infra: exit %d\n%s", code, out)
 	}
+	if code, out, _ := cli(t, admin, "teams", "set", "--budget", "100/720h", "--soft-budget", "40", "ops"); code != exitOK ||
+		out != "team ops: rpm -, tpm -, budget 100/30d, soft budget 40\n" {
+		t.Fatalf("teams set ops --budget 100/720h: exit %d\n%s", code, out)
+	}
+	if code, out, _ := cli(t, admin, "teams", "set", "--rpm", "5", "ops"); code != exitOK ||
+		out != "team ops: rpm 5, tpm -, budget 100/30d, soft budget 40\n" {
+		t.Fatalf("teams set ops --rpm 5 (the soft budget stays): exit %d\n%s", code, out)
+	}
+	if code, out, _ := cli(t, admin, "teams", "set", "--budget", "none", "ops"); code != exitOK ||
+		out != "team ops: rpm 5, tpm -, budget -\n" {
+		t.Fatalf("teams set ops --budget none (the soft budget goes with it): exit %d\n%s", code, out)
+	}
+	if code, out, _ := cli(t, admin, "teams", "set", "--budget", "100/30d", "ops"); code != exitOK ||
+		out != "team ops: rpm 5, tpm -, budget 100/30d\n" {
+		t.Fatalf("teams set ops: exit %d\n%s", code, out)
+	}
 	code, out, _ := cli(t, admin, "teams", "list")
-	if want := "name      rpm  tpm  budget    source\ninfra     -    -    -         store\nresearch  1k   50k  100/week  store\n"; code != exitOK || out != want {
+	if want := "name      rpm  tpm  budget    source\ninfra     -    -    -         store\nops       5    -    100/30d   store\nresearch  1k   50k  100/week  store\n"; code != exitOK || out != want {
 		t.Fatalf("teams list: exit %d\n%s\nwant\n%s", code, out, want)
 	}
 }

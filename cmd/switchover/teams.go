@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -24,11 +25,14 @@ Teams set here are kept in the gateway's store; the config file's teams are
 listed too (source "config") and are changed in the file.
 
   list                                       every team, of the store and the file
-  set NAME [--rpm N] [--tpm N] [--budget B]  create a team or change it; limits
+  set NAME [--rpm N] [--tpm N] [--budget B] [--soft-budget USD]
+                                             create a team or change it; limits
                                              not given keep their value
 
 --rpm and --tpm take 600, 200k, 1.5m (0: unlimited); --budget takes 50/month,
-5/day, 200/week (none: no budget). Both take -admin URL, -key KEY and -json.
+5/day, 200/week, 5/1h, 100/30d (none: no budget); --soft-budget an amount in USD
+per the budget's period at which a budget notification goes out, refusing
+nothing (none: the one at 80%). Both take -admin URL, -key KEY and -json.
 `
 
 // teamsCommand runs switchover teams SUBCOMMAND.
@@ -96,7 +100,8 @@ func teamsSet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs, client, asJSON := subFlags("teams set", "Usage: switchover teams set NAME [--rpm N] [--tpm N] [--budget AMOUNT/PERIOD]\n\nCreates the team or changes it; limits not given keep their value.\n", stderr)
 	fs.String("rpm", "", "requests per minute: 600, 1.5k (0: unlimited)")
 	fs.String("tpm", "", "tokens per minute: 200k, 1m (0: unlimited)")
-	fs.String("budget", "", "USD per period: 50/month, 5/day, 200/week (none: no budget)")
+	fs.String("budget", "", "USD per period: 50/month, 5/day, 5/1h, 100/30d (none: no budget)")
+	fs.String("soft-budget", "", "USD per the budget's period at which a budget alert goes out; refuses nothing (none: the alert at 80%)")
 	name, err := parseWithArg(fs, args, "a team name")
 	if err != nil {
 		return err
@@ -116,6 +121,10 @@ func teamsSet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return usageError{fmt.Errorf("--budget: %v", err)}
 		}
 	}
+	soft, hasSoft := set["soft-budget"]
+	if err := checkDollars(soft); err != nil {
+		return usageError{fmt.Errorf("--soft-budget: %v", err)}
+	}
 	c := client()
 	_, teams, err := fetchTeams(ctx, c)
 	if err != nil {
@@ -128,6 +137,9 @@ func teamsSet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if t.Budget != 0 {
 				body["budget_usd"], body["budget_period"] = t.Budget, t.BudgetPeriod
 			}
+			if t.SoftBudget != 0 {
+				body["soft_budget"] = t.SoftBudget
+			}
 		}
 	}
 	for _, n := range []string{"rpm", "tpm"} {
@@ -139,6 +151,12 @@ func teamsSet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		delete(body, "budget_usd")
 		delete(body, "budget_period")
 		body["budget"] = budget
+		if budget == "" || budget == "0" || strings.EqualFold(budget, "none") {
+			delete(body, "soft_budget") // goes with the budget
+		}
+	}
+	if hasSoft {
+		body["soft_budget"] = soft
 	}
 	raw, err := c.call(ctx, http.MethodPut, "/admin/teams/"+url.PathEscape(name), body)
 	if err != nil {
@@ -153,6 +171,10 @@ func teamsSet(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("admin API: unexpected answer: %v", err)
 	}
 	t := a.Team
-	fmt.Fprintf(stdout, "team %s: rpm %s, tpm %s, budget %s\n", t.Name, formatCount(t.RPM), formatCount(t.TPM), formatBudget(t.Budget, t.BudgetPeriod))
+	fmt.Fprintf(stdout, "team %s: rpm %s, tpm %s, budget %s", t.Name, formatCount(t.RPM), formatCount(t.TPM), formatBudget(t.Budget, t.BudgetPeriod))
+	if t.SoftBudget > 0 {
+		fmt.Fprintf(stdout, ", soft budget %s", strconv.FormatFloat(t.SoftBudget, 'f', -1, 64))
+	}
+	fmt.Fprintln(stdout)
 	return nil
 }

@@ -43,14 +43,14 @@ func ParseCount(s string) (int64, error) {
 	return int64(f), nil
 }
 
-// ParseBudget reads "50/month", "$5/day", "200/week" (also "monthly",
-// "daily", "weekly" and "mo", "d", "w"): an amount in US dollars above 0
-// and at most 1e9, and its period, "day", "week" or "month". On error
+// ParseBudget reads "50/month", "$5/day", "200/week", "100/30d", "5/1h"
+// (see ParsePeriod for the periods): an amount in US dollars above 0 and
+// at most 1e9, and its period in ParsePeriod's canonical form. On error
 // usd is 0 and period "".
 func ParseBudget(s string) (usd float64, period string, err error) {
 	amount, period, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
-		return 0, "", fmt.Errorf("%q is not a budget (write an amount in US dollars and a period: 50/month, 5/day, 200/week)", s)
+		return 0, "", fmt.Errorf("%q is not a budget (write an amount in US dollars and a period: 50/month, 5/day, 100/30d, 5/1h)", s)
 	}
 	f, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(amount), "$"), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f <= 0 {
@@ -59,17 +59,98 @@ func ParseBudget(s string) (usd float64, period string, err error) {
 	if f > 1e9 {
 		return 0, "", fmt.Errorf("budget %q is too large", s)
 	}
-	switch strings.ToLower(strings.TrimSpace(period)) {
-	case "day", "daily", "d":
-		period = "day"
-	case "week", "weekly", "w":
-		period = "week"
-	case "month", "monthly", "mo":
-		period = "month"
-	default:
-		return 0, "", fmt.Errorf("budget %q: period %q is not day, week or month", s, period)
+	p, err := ParsePeriod(period)
+	if err != nil {
+		return 0, "", fmt.Errorf("budget %q: %w", s, err)
 	}
-	return f, period, nil
+	return f, p, nil
+}
+
+// Budget periods.
+const (
+	MinPeriod = time.Hour
+	MaxPeriod = 366 * 24 * time.Hour
+)
+
+// ParsePeriod reads a budget period and returns its canonical form:
+//   - "day" ("daily", "d", "1d", "24h"), "week" ("weekly", "w", "1w",
+//     "7d", "168h") and "month" ("monthly", "mo");
+//   - a whole number of hours, days or weeks from 1h to 366d: "1h",
+//     "12h", "30d", "2w"; canonically "Nh" below a day or when not whole
+//     days, "Nd" otherwise ("48h" is "2d", "2w" is "14d").
+//
+// "month" is the calendar month. The others are fixed blocks of their
+// length laid end to end from Monday 1970-01-05 00:00 UTC (see
+// PeriodLength), so that "day" is the UTC day and "week" the ISO week.
+func ParsePeriod(s string) (string, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	switch t {
+	case "day", "daily", "d":
+		return "day", nil
+	case "week", "weekly", "w":
+		return "week", nil
+	case "month", "monthly", "mo":
+		return "month", nil
+	}
+	bad := fmt.Errorf("period %q is not day, week, month or a number of hours, days or weeks such as 1h, 12h, 30d", s)
+	if len(t) < 2 {
+		return "", bad
+	}
+	var unit time.Duration
+	switch t[len(t)-1] {
+	case 'h':
+		unit = time.Hour
+	case 'd':
+		unit = 24 * time.Hour
+	case 'w':
+		unit = 7 * 24 * time.Hour
+	default:
+		return "", bad
+	}
+	n, err := strconv.ParseInt(t[:len(t)-1], 10, 64)
+	if err != nil {
+		return "", bad
+	}
+	if n <= 0 || n > int64(MaxPeriod/unit) {
+		return "", fmt.Errorf("period %q is outside 1h to 366d", s)
+	}
+	return canonical(time.Duration(n) * unit), nil
+}
+
+func canonical(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "day"
+	case d == 7*day:
+		return "week"
+	case d%day == 0:
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+}
+
+// PeriodLength returns the length of a period in canonical form (see
+// ParsePeriod): 24h for "day", 168h for "week", 0 for "month", whose
+// length varies. ok is false for anything that is not canonical.
+func PeriodLength(period string) (d time.Duration, ok bool) {
+	switch period {
+	case "day":
+		return 24 * time.Hour, true
+	case "week":
+		return 7 * 24 * time.Hour, true
+	case "month":
+		return 0, true
+	}
+	p, err := ParsePeriod(period)
+	if err != nil || p != period {
+		return 0, false
+	}
+	n, _ := strconv.ParseInt(period[:len(period)-1], 10, 64)
+	if period[len(period)-1] == 'd' {
+		return time.Duration(n) * 24 * time.Hour, true
+	}
+	return time.Duration(n) * time.Hour, true
 }
 
 // ParseAge reads a time from now: a Go duration ("36h") or days ("90d").

@@ -23,12 +23,13 @@ func TestParseBudget(t *testing.T) {
 		usd    float64
 		period string
 	}
-	for in, want := range map[string]budget{"50/month": {50, "month"}, "$5/day": {5, "day"}, "0.25 / weekly": {0.25, "week"}, "10/mo": {10, "month"}} {
+	for in, want := range map[string]budget{"50/month": {50, "month"}, "$5/day": {5, "day"}, "0.25 / weekly": {0.25, "week"}, "10/mo": {10, "month"},
+		"100/30d": {100, "30d"}, "5/1h": {5, "1h"}, "20/12h": {20, "12h"}, "50/7d": {50, "week"}, "1/24h": {1, "day"}, "1/48h": {1, "2d"}, "1/2w": {1, "14d"}, "1/36h": {1, "36h"}} {
 		if usd, period, err := ParseBudget(in); err != nil || (budget{usd, period}) != want {
 			t.Errorf("ParseBudget(%q) = %v, %q, %v; want %+v", in, usd, period, err, want)
 		}
 	}
-	for _, in := range []string{"50", "50/year", "0/day", "-5/day", "x/day", "1e10/day"} {
+	for _, in := range []string{"50", "50/year", "0/day", "-5/day", "x/day", "1e10/day", "5/0h", "5/90m", "5/1.5h", "5/367d", "5/-1d", "5/h1", "5/d1", "5/1y"} {
 		if _, _, err := ParseBudget(in); err == nil {
 			t.Errorf("ParseBudget(%q) took it", in)
 		}
@@ -45,6 +46,19 @@ func TestParseAge(t *testing.T) {
 	for _, in := range []string{"", "0d", "-1h", "forever"} {
 		if _, err := ParseAge(in); err == nil {
 			t.Errorf("ParseAge(%q) took it", in)
+		}
+	}
+}
+
+func TestPeriodLength(t *testing.T) {
+	for p, want := range map[string]time.Duration{"day": 24 * time.Hour, "week": 168 * time.Hour, "month": 0, "1h": time.Hour, "36h": 36 * time.Hour, "30d": 720 * time.Hour, "366d": 366 * 24 * time.Hour} {
+		if got, ok := PeriodLength(p); !ok || got != want {
+			t.Errorf("PeriodLength(%q) = %v, %v; want %v", p, got, ok, want)
+		}
+	}
+	for _, p := range []string{"", "24h", "7d", "1d", "48h", "fortnight", "0h"} {
+		if _, ok := PeriodLength(p); ok {
+			t.Errorf("PeriodLength(%q) took a period that is not canonical", p)
 		}
 	}
 }

@@ -70,7 +70,12 @@ type keyBody struct {
 	Budget        any       `json:"budget"`
 	BudgetUSD     any       `json:"budget_usd"`
 	BudgetPeriod  any       `json:"budget_period"`
-	Expires       any       `json:"expires"`
+	// SoftBudget is an alert threshold below the budget, in USD.
+	SoftBudget any `json:"soft_budget"`
+	// Budgets are budgets of one pool each: [{"pool":"o3","budget":
+	// "5/day"}]; [] removes them.
+	Budgets *[]poolBudgetBody `json:"budgets"`
+	Expires any               `json:"expires"`
 	// Patience is a duration ("30s", "2m"); "", "none" or 0 removes it.
 	Patience any `json:"patience"`
 	// Tags and Metadata replace the key's (see labels for their bounds);
@@ -150,6 +155,14 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 		return err
 	}
 	k.Budget, k.BudgetPeriod = bu.usd, bu.period
+	if err := soft(b.SoftBudget, &k.SoftBudget, k.Budget); err != nil {
+		return err
+	}
+	if b.Budgets != nil {
+		if k.Budgets, err = h.poolBudgets(*b.Budgets); err != nil {
+			return err
+		}
+	}
 	if b.Expires != nil {
 		if k.Expires, err = expiry(b.Expires, now); err != nil {
 			return err

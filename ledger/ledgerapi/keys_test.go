@@ -220,9 +220,19 @@ func TestPatchKey(t *testing.T) {
 			k.Budget, k.BudgetPeriod = 3, "day"
 		}},
 		{"budget string", `{"budget":"$7.5/monthly"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 7.5, "month" }},
+		{"budget per 30 days", `{"budget":"100/30d"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 100, "30d" }},
+		{"soft budget", `{"soft_budget":"$4"}`, func(k *ledger.Key) { k.SoftBudget = 4 }},
+		{"pool budgets", `{"budgets":[{"pool":"a","budget":"5/1h"},{"pool":"b","budget":"$10/30d"}]}`, func(k *ledger.Key) {
+			k.Budgets = []ledger.ScopedBudget{{Pool: "a", Budget: 5, Period: "1h"}, {Pool: "b", Budget: 10, Period: "30d"}}
+		}},
+		{"pool budgets removed", `{"budgets":[]}`, func(k *ledger.Key) { k.Budgets = nil }},
+		{"soft budget removed with the budget", `{"budget":"none"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod, k.SoftBudget = 0, "", 0 }},
+		{"budget and soft budget", `{"budget":"10/day","soft_budget":8}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod, k.SoftBudget = 10, "day", 8 }},
+		{"budget period in hours", `{"budget":20,"budget_period":"48h"}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod = 20, "2d" }},
+		{"budget lowered below the soft budget", `{"budget":"5/day","soft_budget":1}`, func(k *ledger.Key) { k.Budget, k.BudgetPeriod, k.SoftBudget = 5, "day", 1 }},
 		{"relative expiry", `{"expires":"36h"}`, func(k *ledger.Key) { k.Expires = now.Add(36 * time.Hour) }},
 		{"clear", `{"team":"","pools":[],"models":[],"rpm":0,"budget":"none","expires":"never"}`, func(k *ledger.Key) {
-			k.Team, k.Pools, k.Models, k.RPM, k.Budget, k.BudgetPeriod, k.Expires = "", nil, nil, 0, 0, "", time.Time{}
+			k.Team, k.Pools, k.Models, k.RPM, k.Budget, k.BudgetPeriod, k.SoftBudget, k.Expires = "", nil, nil, 0, 0, "", 0, time.Time{}
 		}},
 		{"rename", `{"name":"ci-2"}`, func(k *ledger.Key) { k.Name = "ci-2" }},
 		{"patience", `{"patience":"90s"}`, func(k *ledger.Key) { k.Patience = 90 * time.Second }},
@@ -307,6 +317,14 @@ func TestBadKeyInput(t *testing.T) {
 		{"budget negative", "POST", `{"name":"a","budget":"-5/day"}`, "budget:"},
 		{"budget_usd without period", "POST", `{"name":"a","budget_usd":5}`, "budget_period:"},
 		{"budget_period unknown", "POST", `{"name":"a","budget_usd":5,"budget_period":"year"}`, "budget_period:"},
+		{"pool budget of no pool", "POST", `{"name":"a","budgets":[{"pool":"nope","budget":"5/day"}]}`, "budgets[0].pool:"},
+		{"pool budget twice", "POST", `{"name":"a","budgets":[{"pool":"chat-prod","budget":"5/day"},{"pool":"chat-prod","budget":"1/1h"}]}`, "budgets[1].pool:"},
+		{"pool budget bad", "POST", `{"name":"a","budgets":[{"pool":"chat-prod","budget":"5/year"}]}`, "budgets[0].budget:"},
+		{"soft budget without a budget", "POST", `{"name":"a","soft_budget":5}`, "soft_budget:"},
+		{"soft budget above the budget", "POST", `{"name":"a","budget":"5/day","soft_budget":"6"}`, "soft_budget:"},
+		{"soft budget not an amount", "POST", `{"name":"a","budget":"5/day","soft_budget":"lots"}`, "soft_budget:"},
+		{"budget period under an hour", "POST", `{"name":"a","budget":"5/30m"}`, "budget:"},
+		{"budget_period over 366d", "POST", `{"name":"a","budget_usd":5,"budget_period":"400d"}`, "budget_period:"},
 		{"budget_usd negative", "PATCH", `{"budget_usd":-1,"budget_period":"day"}`, "budget_usd:"},
 		{"budget and budget_usd", "POST", `{"name":"a","budget":"5/day","budget_usd":5}`, "budget_usd:"},
 		{"budget a bool", "POST", `{"name":"a","budget":true}`, "budget:"},

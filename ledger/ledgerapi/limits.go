@@ -40,7 +40,8 @@ type budget struct {
 
 // apply changes b by the fields of a body: budget ("50/month", a number
 // of USD, or "" / 0 for none), budget_usd (a number) and budget_period
-// (day, week or month). Nil fields leave b alone.
+// (day, week, month, or hours or days such as 1h or 30d, see
+// quantity.ParsePeriod). Nil fields leave b alone.
 func (b *budget) apply(text, usd, period any) error {
 	if text != nil && usd != nil {
 		return badField("budget_usd", "give budget or budget_usd, not both")
@@ -80,21 +81,99 @@ func (b *budget) apply(text, usd, period any) error {
 	if period != nil {
 		p, ok := period.(string)
 		if !ok {
-			return badField("budget_period", "expected day, week or month")
+			return badField("budget_period", "expected day, week, month, or hours or days such as 1h or 30d")
 		}
-		b.period = strings.ToLower(strings.TrimSpace(p))
+		c, err := quantity.ParsePeriod(p)
+		if err != nil {
+			return badField("budget_period", "%v", err)
+		}
+		b.period = c
 	}
 	if b.usd == 0 {
 		b.period = ""
 		return nil
 	}
 	if b.period == "" {
-		return badField("budget_period", "required with a budget in US dollars: day, week or month")
+		return badField("budget_period", "required with a budget in US dollars: day, week, month, or hours or days such as 1h or 30d")
 	}
 	if _, err := ledger.PeriodStart(b.period, time.Time{}); err != nil {
-		return badField("budget_period", "%q is not day, week or month", b.period)
+		return badField("budget_period", "%q is not day, week, month, or hours or days such as 1h or 30d", b.period)
 	}
 	return nil
+}
+
+// soft reads soft_budget into *usd: an amount of US dollars (a number,
+// or a string such as "$40"), or "", "none" or 0 for none; nil leaves it
+// alone, but a budget removed removes it too. It must be below budget,
+// the budget being set.
+func soft(v any, usd *float64, budget float64) error {
+	switch x := v.(type) {
+	case nil:
+		if budget == 0 {
+			*usd = 0
+		}
+	case json.Number:
+		f, err := strconv.ParseFloat(x.String(), 64)
+		if err != nil || math.IsInf(f, 0) || f < 0 {
+			return badField("soft_budget", "%s is not an amount of US dollars", x)
+		}
+		*usd = f
+	case string:
+		t := strings.TrimPrefix(strings.TrimSpace(x), "$")
+		if t == "" || strings.EqualFold(t, "none") {
+			*usd = 0
+			break
+		}
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+			return badField("soft_budget", "%q is not an amount of US dollars", x)
+		}
+		*usd = f
+	default:
+		return badField("soft_budget", "expected a number of US dollars")
+	}
+	if *usd > 0 && *usd >= budget {
+		if budget == 0 {
+			return badField("soft_budget", "an alert below the budget needs a budget")
+		}
+		return badField("soft_budget", "$%s is not below the budget ($%s): lower it, or remove it with \"none\"",
+			strconv.FormatFloat(*usd, 'f', -1, 64), strconv.FormatFloat(budget, 'f', -1, 64))
+	}
+	return nil
+}
+
+// poolBudgetBody is one of a key's budgets of one pool in a body.
+type poolBudgetBody struct {
+	Pool   string `json:"pool"`
+	Budget string `json:"budget"`
+}
+
+// poolBudgets reads a key's budgets of one pool: each names a pool that
+// exists (Handler.Pools), once, with a budget such as "5/day".
+func (h *Handler) poolBudgets(bs []poolBudgetBody) ([]ledger.ScopedBudget, error) {
+	var known []string
+	if h.Pools != nil {
+		known = h.Pools()
+	}
+	var out []ledger.ScopedBudget
+	for i, b := range bs {
+		field := "budgets[" + strconv.Itoa(i) + "]"
+		pool := strings.TrimSpace(b.Pool)
+		switch {
+		case pool == "":
+			return nil, badField(field+".pool", "a budget of a pool needs the pool")
+		case h.Pools != nil && !slices.Contains(known, pool):
+			return nil, badField(field+".pool", "%q is not one of %s", pool, strings.Join(known, ", "))
+		case slices.ContainsFunc(out, func(o ledger.ScopedBudget) bool { return o.Pool == pool }):
+			return nil, badField(field+".pool", "pool %q has a budget already", pool)
+		}
+		usd, period, err := quantity.ParseBudget(b.Budget)
+		if err != nil {
+			return nil, badField(field+".budget", "%v", err)
+		}
+		out = append(out, ledger.ScopedBudget{Pool: pool, Budget: usd, Period: period})
+	}
+	return out, nil
 }
 
 // expiry reads expires: a time from now ("90d", "36h"), an RFC 3339 time,

@@ -18,6 +18,7 @@ type teamBody struct {
 	Budget       any `json:"budget"`
 	BudgetUSD    any `json:"budget_usd"`
 	BudgetPeriod any `json:"budget_period"`
+	SoftBudget   any `json:"soft_budget"`
 }
 
 // TeamView is a team as the API lists it: its limits and where it comes
@@ -118,6 +119,10 @@ func (h *Handler) putTeam(w http.ResponseWriter, r *http.Request, s ledger.Store
 		return
 	}
 	t.Budget, t.BudgetPeriod = bu.usd, bu.period
+	if err := soft(b.SoftBudget, &t.SoftBudget, t.Budget); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if err := s.PutTeam(r.Context(), t); err != nil {
 		h.fail(w, r, err)
 		return

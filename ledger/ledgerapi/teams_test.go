@@ -28,24 +28,28 @@ func TestTeams(t *testing.T) {
 	}
 	e.json("PUT", "/admin/teams/infra", `{"budget_usd":2.5,"budget_period":"day"}`, http.StatusOK, nil)
 	e.json("PUT", "/admin/teams/research", `{"tpm":"20k"}`, http.StatusOK, nil) // replaces: no rpm, no budget
+	e.json("PUT", "/admin/teams/hourly", `{"budget":"5/1h","soft_budget":"$2.5"}`, http.StatusOK, nil)
 	e.json("GET", "/admin/teams", "", http.StatusOK, &list)
 	want := []ledger.Team{
+		{Name: "hourly", Budget: 5, BudgetPeriod: "1h", SoftBudget: 2.5},
 		{Name: "infra", Budget: 2.5, BudgetPeriod: "day"},
 		{Name: "research", TPM: 20000},
 	}
 	if !reflect.DeepEqual(list.Teams, want) {
 		t.Fatalf("teams = %+v, want %+v", list.Teams, want)
 	}
-	if n := e.changes.Load(); n != 3 {
-		t.Errorf("OnChange called %d times, want 3", n)
+	if n := e.changes.Load(); n != 4 {
+		t.Errorf("OnChange called %d times, want 4", n)
 	}
 	for body, field := range map[string]string{
-		`{"rpm":"x"}`:                      "rpm:",
-		`{"tpm":-2}`:                       "tpm:",
-		`{"budget":"5"}`:                   "budget:",
-		`{"budget_usd":5}`:                 "budget_period:",
-		`{"max_concurrent":3}`:             `"max_concurrent"`,
-		`{"budget":5,"budget_period":"x"}`: "budget_period:",
+		`{"rpm":"x"}`:                        "rpm:",
+		`{"tpm":-2}`:                         "tpm:",
+		`{"budget":"5"}`:                     "budget:",
+		`{"budget_usd":5}`:                   "budget_period:",
+		`{"max_concurrent":3}`:               `"max_concurrent"`,
+		`{"budget":5,"budget_period":"x"}`:   "budget_period:",
+		`{"budget":"5/90m"}`:                 "budget:",
+		`{"budget":"5/day","soft_budget":5}`: "soft_budget:",
 	} {
 		var a errorAnswer
 		e.json("PUT", "/admin/teams/infra", body, http.StatusBadRequest, &a)

@@ -93,12 +93,42 @@ func testKeyLifecycle(t *testing.T, s ledger.Store) {
 	}
 
 	// Update changes limits, not the secret.
-	k.RPM, k.Models, k.Expires, k.BudgetPeriod, k.Patience = 120, nil, time.Time{}, ledger.PeriodDay, 5*time.Second
+	k.RPM, k.Models, k.Expires, k.BudgetPeriod, k.Patience = 120, nil, time.Time{}, "12h", 5*time.Second
 	if err := s.UpdateKey(ctx, k); err != nil {
 		t.Fatalf("UpdateKey: %v", err)
 	}
-	if got, err := ledger.Verify(ctx, s, secret, t0.Add(72*time.Hour)); err != nil || got.RPM != 120 || got.Models != nil || !got.Expires.IsZero() || got.Patience != 5*time.Second {
-		t.Fatalf("after UpdateKey, Verify = %+v, %v; want RPM 120, all models, no expiry, patience 5s", got, err)
+	if got, err := ledger.Verify(ctx, s, secret, t0.Add(72*time.Hour)); err != nil || got.RPM != 120 || got.Models != nil || !got.Expires.IsZero() || got.Patience != 5*time.Second || got.BudgetPeriod != "12h" {
+		t.Fatalf("after UpdateKey, Verify = %+v, %v; want RPM 120, all models, no expiry, patience 5s, budget per 12h", got, err)
+	}
+	// A soft budget and budgets of a pool and a model are kept, and
+	// replaced by the next update.
+	k.Budget, k.SoftBudget = 10, 4
+	k.Budgets = []ledger.ScopedBudget{{Pool: "main", Budget: 2.5, Period: "1h"}, {Pool: "o3", Budget: 5, Period: "day"}}
+	if err := s.UpdateKey(ctx, k); err != nil {
+		t.Fatalf("UpdateKey with budgets: %v", err)
+	}
+	wantScoped := []ledger.ScopedBudget{{Pool: "main", Budget: 2.5, Period: "1h"}, {Pool: "o3", Budget: 5, Period: "day"}}
+	if got, err := ledger.Verify(ctx, s, secret, t0); err != nil || got.SoftBudget != 4 || !reflect.DeepEqual(got.Budgets, wantScoped) {
+		t.Fatalf("after UpdateKey with budgets, Verify = %+v, %v; want soft budget 4 and %+v", got, err, wantScoped)
+	}
+	k.SoftBudget, k.Budgets = 0, k.Budgets[:1]
+	if err := s.UpdateKey(ctx, k); err != nil {
+		t.Fatalf("UpdateKey: %v", err)
+	}
+	if ks, err := s.Keys(ctx); err != nil || len(ks) != 1 || ks[0].SoftBudget != 0 || !reflect.DeepEqual(ks[0].Budgets, wantScoped[:1]) {
+		t.Fatalf("Keys after removing the soft budget and a scoped one = %+v, %v", ks, err)
+	}
+	for name, bad := range map[string]ledger.Key{
+		"soft not below":        {ID: k.ID, Budget: 5, BudgetPeriod: "day", SoftBudget: 5},
+		"soft without budget":   {ID: k.ID, SoftBudget: 1},
+		"scoped without a pool": {ID: k.ID, Budgets: []ledger.ScopedBudget{{Budget: 1, Period: "day"}}},
+		"scoped without amount": {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Period: "day"}}},
+		"scoped bad period":     {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "year"}}},
+		"scoped twice":          {ID: k.ID, Budgets: []ledger.ScopedBudget{{Pool: "a", Budget: 1, Period: "day"}, {Pool: "a", Budget: 2, Period: "day"}}},
+	} {
+		if err := s.UpdateKey(ctx, bad); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("UpdateKey(%s) = %v, want ErrInvalid", name, err)
+		}
 	}
 	if err := s.UpdateKey(ctx, ledger.Key{ID: "key_nope"}); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("UpdateKey(unknown) = %v, want ErrNotFound", err)
@@ -170,17 +200,26 @@ func testTeams(t *testing.T, s ledger.Store) {
 		{Name: "research", RPM: 10, Budget: 1},
 		{Name: "infra", TPM: 5000, Budget: 100.25, BudgetPeriod: ledger.PeriodWeek},
 		{Name: "research", RPM: 20, Budget: 2.5, BudgetPeriod: ledger.PeriodDay}, // replaces
+		{Name: "hourly", Budget: 5, BudgetPeriod: "1h"},
+		{Name: "monthly", Budget: 100, BudgetPeriod: "30d", SoftBudget: 40},
 	} {
 		if err := s.PutTeam(ctx, tm); err != nil {
 			t.Fatalf("PutTeam(%+v): %v", tm, err)
 		}
 	}
-	if err := s.PutTeam(ctx, ledger.Team{Name: "x", BudgetPeriod: "year"}); !errors.Is(err, ledger.ErrInvalid) {
-		t.Errorf("PutTeam(period year) = %v, want ErrInvalid", err)
+	if err := s.PutTeam(ctx, ledger.Team{Name: "x", Budget: 1, BudgetPeriod: "day", SoftBudget: 2}); !errors.Is(err, ledger.ErrInvalid) {
+		t.Errorf("PutTeam(soft budget above the budget) = %v, want ErrInvalid", err)
+	}
+	for _, p := range []string{"year", "90m", "7d", "400d"} { // "7d" is stored as "week"
+		if err := s.PutTeam(ctx, ledger.Team{Name: "x", Budget: 1, BudgetPeriod: p}); !errors.Is(err, ledger.ErrInvalid) {
+			t.Errorf("PutTeam(period %s) = %v, want ErrInvalid", p, err)
+		}
 	}
 	got, err := s.Teams(ctx)
 	want := []ledger.Team{
+		{Name: "hourly", Budget: 5, BudgetPeriod: "1h"},
 		{Name: "infra", TPM: 5000, Budget: 100.25, BudgetPeriod: ledger.PeriodWeek},
+		{Name: "monthly", Budget: 100, BudgetPeriod: "30d", SoftBudget: 40},
 		{Name: "research", RPM: 20, Budget: 2.5, BudgetPeriod: ledger.PeriodDay},
 	}
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -289,6 +328,14 @@ func testSpend(t *testing.T, s ledger.Store) {
 		{"hours, from the requests", ledger.SpendQuery{From: day(2).Add(10*time.Hour + 30*time.Minute), To: day(3).Add(12 * time.Hour), By: []string{ledger.ByKey}}, []ledger.SpendRow{
 			{Key: "A", Requests: 1, Failovers: 1, PromptTokens: 200, CompletionTokens: 100, Cost: 0.002},
 			{Key: "B", Requests: 1, PromptTokens: 1000, Cost: 0.0105}}},
+		{"by key and hour", ledger.SpendQuery{From: day(2), To: day(4), By: []string{ledger.ByKey, ledger.ByHour}}, []ledger.SpendRow{
+			{Key: "A", Hour: day(2).Add(10 * time.Hour), Requests: 1, PromptTokens: 100, CompletionTokens: 50, CachedTokens: 20, ReasoningTokens: 10, Cost: 0.001},
+			{Key: "A", Hour: day(2).Add(11 * time.Hour), Requests: 1, Failovers: 1, PromptTokens: 200, CompletionTokens: 100, Cost: 0.002},
+			{Key: "B", Hour: day(3).Add(9 * time.Hour), Requests: 1, PromptTokens: 1000, Cost: 0.0105}}},
+		{"by hour, from an hour", ledger.SpendQuery{From: day(2).Add(11 * time.Hour), To: day(9).Add(time.Hour), By: []string{ledger.ByHour}}, []ledger.SpendRow{
+			{Hour: day(2).Add(11 * time.Hour), Requests: 1, Failovers: 1, PromptTokens: 200, CompletionTokens: 100, Cost: 0.002},
+			{Hour: day(3).Add(9 * time.Hour), Requests: 1, PromptTokens: 1000, Cost: 0.0105},
+			{Hour: day(9), Requests: 1, PromptTokens: 7, CompletionTokens: 3, Cost: 0.000007}}},
 		{"nothing in range", ledger.SpendQuery{From: day(20), To: day(21)}, []ledger.SpendRow{{}}},
 		{"nothing in range, grouped", ledger.SpendQuery{From: day(20), To: day(21), By: []string{ledger.ByKey}}, nil},
 	}
