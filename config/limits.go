@@ -38,6 +38,10 @@ type Limits struct {
 	// ends (Retry-After says when); notifications go out at 80% and 100%.
 	// Default none.
 	Budget Budget `yaml:"budget"`
+	// EndUserLimits bound each end user of the key (of a team: of all
+	// its keys together), apart from every other: see EndUserLimits.
+	// Default none.
+	EndUserLimits EndUserLimits `yaml:"end_user_limits"`
 	// SoftBudget is an alert threshold below Budget, in US dollars per
 	// the budget's period ("40" or "$40"): when spend reaches it, one
 	// budget notification goes out per period (in place of the one at

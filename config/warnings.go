@@ -40,6 +40,7 @@ func (c *Config) warn() Problems {
 			Msg: fmt.Sprintf("no paths are listed, so backend %s takes none (it used to take every path); list those to forward in unknown_paths.paths, such as [assistants, threads], or [\"*\"] for all but the provider's admin APIs, realtime sub-paths and stored chat completions", u.Backend)})
 	}
 	ws = append(ws, c.warnTenancy()...)
+	ws = append(ws, c.warnEndUserBudgets()...)
 	return append(ws, c.warnReplicasWithoutState()...)
 }
 

@@ -138,6 +138,9 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	t.lim.OnBudget = g.budgetAlert
 	t.lim.Price = g.price // budgets price a request at its pool's top member
 	g.shareBudgets(t.lim)
+	if store != nil {
+		t.lim.EndUsers.Load = endUserSpend(store)
+	}
 	g.ten = t
 	return nil
 }
@@ -177,8 +180,10 @@ func poolBudgetsOf(cfg *config.Config, k config.Key) []tenant.PoolBudget {
 }
 
 func limitsOf(l config.Limits) tenant.Limits {
+	e := l.EndUserLimits
 	return tenant.Limits{RPM: int64(l.RPM), TPM: int64(l.TPM), MaxConcurrent: l.MaxConcurrent,
-		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period, SoftBudget: float64(l.SoftBudget)}
+		Budget: l.Budget.USD, BudgetPeriod: l.Budget.Period, SoftBudget: float64(l.SoftBudget),
+		EndUser: tenant.EndUserLimits{RPM: int64(e.RPM), TPM: int64(e.TPM), Budget: e.Budget.USD, BudgetPeriod: e.Budget.Period}}
 }
 
 // refreshTenancy reads keys and spend back from the store.
@@ -237,7 +242,11 @@ func (g *Gateway) runTenancy() {
 				t.lim.Sync(ctx, ex)
 				cancel()
 				continue
+			case <-t.lim.EndUsers.Kick():
+				g.refreshEndUsers(t)
+				continue
 			}
+			g.refreshEndUsers(t)
 			if t.store == nil {
 				t.spend.Refresh(g.life.bg) // prunes old days
 				continue
@@ -247,6 +256,28 @@ func (g *Gateway) runTenancy() {
 			cancel()
 		}
 	}()
+}
+
+// endUserSpend reads an end user's spend from store, for its budget.
+func endUserSpend(store ledger.Store) tenant.EndUserLoad {
+	return func(ctx context.Context, key, team, user string, since time.Time) (float64, error) {
+		rows, err := store.Spend(ctx, ledger.SpendQuery{From: since, To: since.AddDate(1, 0, 0), Key: key, Team: team, EndUser: user})
+		if err != nil || len(rows) == 0 {
+			return 0, err
+		}
+		return rows[0].Cost, nil
+	}
+}
+
+// refreshEndUsers reads from the store the spend of the end users whose
+// budgets need it, and forgets those long idle.
+func (g *Gateway) refreshEndUsers(t *tenancy) {
+	ctx, cancel := context.WithTimeout(g.life.bg, 10*time.Second)
+	defer cancel()
+	if err := t.lim.EndUsers.Refresh(ctx); err != nil {
+		g.Metrics.StoreError("refresh")
+		g.Logger.Warn("usage store: reading end users' spend failed; their budgets count this replica's spend only until it works", "error", err)
+	}
 }
 
 // stopTenancy writes out the buffered usage (within ctx) and closes the
@@ -304,7 +335,7 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Tags: s.Tags, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
 		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
 		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
-		Estimated: s.Usage.Estimated,
+		Estimated: s.Usage.Estimated, EndUser: s.EndUser,
 	})
 }
 

@@ -121,15 +121,16 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	// Back to version 1: without the columns and tables of versions 2
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
-	// (object owners), 6 (tags) and 8 (budget rules), and their
-	// migrations' rows.
+	// (object owners), 6 (tags), 7 (end users) and 8 (budget rules), and
+	// their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata", "ALTER TABLE usage_requests DROP COLUMN tags",
 		"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
-		"DROP TABLE object_owners", "DROP TABLE budget_rules", "DELETE FROM schema_migrations WHERE version >= 2"} {
+		"DROP TABLE object_owners", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
+		"ALTER TABLE usage_requests DROP COLUMN end_user", "DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -143,9 +144,13 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
 	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
-	} // Version 3's column takes an estimated usage record.
-	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true}}); err != nil {
+	} // Version 3's column takes an estimated usage record, version 7's its end user.
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true, EndUser: "u1"}}); err != nil {
 		t.Fatalf("recording an estimated usage after the upgrade: %v", err)
+	}
+	rows, err := s.Spend(ctx, ledger.SpendQuery{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), EndUser: "u1"})
+	if err != nil || len(rows) != 1 || rows[0].Requests != 1 {
+		t.Fatalf("spend of the end user after the upgrade: %+v, %v", rows, err)
 	}
 	// Version 6: the old key has no tags and takes some; the old usage
 	// counts under the tag "" and a new tagged record under its tag.
@@ -160,7 +165,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	day := old.Truncate(24 * time.Hour)
-	rows, err := s.Spend(ctx, ledger.SpendQuery{From: day, To: day.Add(24 * time.Hour), By: []string{ledger.ByTag}})
+	rows, err = s.Spend(ctx, ledger.SpendQuery{From: day, To: day.Add(24 * time.Hour), By: []string{ledger.ByTag}})
 	want := []ledger.SpendRow{{Requests: 1, PromptTokens: 5, Cost: 0.5}, {Tag: "prod", Requests: 1, PromptTokens: 7, Cost: 0.25}}
 	if err != nil || !reflect.DeepEqual(rows, want) {
 		t.Fatalf("spend by tag over the old day = %+v, %v; want %+v", rows, err, want)
@@ -188,7 +193,8 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
-		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DELETE FROM schema_migrations WHERE version >= 6"} {
+		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
+		"ALTER TABLE usage_requests DROP COLUMN end_user", "DELETE FROM schema_migrations WHERE version >= 6"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -301,8 +301,8 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_requests (request_id, at_us, day, key_id, team,
 		pool, backend, region, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
-		cost_nusd, status, failover, estimated, tags)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		cost_nusd, status, failover, estimated, tags, end_user)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (request_id) DO NOTHING`))
 	if err != nil {
 		return fmt.Errorf("ledger: record usage: %w", err)
@@ -320,7 +320,7 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		tags := uniqueTags(u.Tags)
 		res, err := ins.ExecContext(ctx, u.RequestID, u.At.UnixMicro(), dayOf(u.At), u.KeyID, u.Team,
 			u.Pool, u.Backend, u.Region, u.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens,
-			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), jsonList(tags))
+			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), jsonList(tags), u.EndUser)
 		if err != nil {
 			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
 		}
@@ -413,9 +413,11 @@ func boolInt(b bool) int64 {
 }
 
 // groupColumns maps SpendQuery.By to columns, which both usage tables
-// (and usage_daily_tags) have; ByTag is tagColumn.
+// (and usage_daily_tags) have; ByTag is tagColumn; end_user only
+// usage_requests has (see SpendQuery.byRequest).
 var groupColumns = map[string]string{
 	ByKey: "key_id", ByTeam: "team", ByPool: "pool", ByBackend: "backend", ByModel: "model", ByDay: "day",
+	ByEndUser: "end_user",
 }
 
 // hourColumn numbers a request's UTC hour: hours since the epoch.
@@ -426,7 +428,7 @@ const hourColumn = "(u.at_us / 3600000000)"
 // its text; every value is an argument.
 func spendSQL(q SpendQuery, groups []string) (string, []any) {
 	tagged := q.Tag != "" || slices.Contains(groups, ByTag)
-	daily := isMidnight(q.From) && isMidnight(q.To) && !slices.Contains(groups, ByHour)
+	daily := !q.byRequest() && !slices.Contains(groups, ByHour)
 	var cols []string
 	for _, g := range groups {
 		switch {
@@ -478,6 +480,10 @@ func spendSQL(q SpendQuery, groups []string) (string, []any) {
 	if q.Team != "" {
 		query.WriteString(" AND u.team = ?")
 		args = append(args, q.Team)
+	}
+	if q.EndUser != "" {
+		query.WriteString(" AND u.end_user = ?")
+		args = append(args, q.EndUser)
 	}
 	if len(cols) > 0 {
 		list := strings.Join(cols, ", ")
@@ -551,6 +557,8 @@ func (r *SpendRow) groupField(g string, day *string, hour *int64) any {
 		return &r.Model
 	case ByTag:
 		return &r.Tag
+	case ByEndUser:
+		return &r.EndUser
 	}
 	return day
 }

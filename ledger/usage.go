@@ -27,6 +27,11 @@ type Usage struct {
 	Model     string `json:"model,omitempty"`
 	// Tags are the key's tags when the request was made (see Key.Tags).
 	Tags []string `json:"tags,omitempty"`
+	// EndUser is the end user the request was made for (the request's
+	// "user", Anthropic's metadata.user_id, or the gateway's end-user
+	// header), as the caller sent it; at most MaxEndUser bytes, "" for
+	// none. Only the per-request rows keep it.
+	EndUser string `json:"end_user,omitempty"`
 
 	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
 	CompletionTokens int64 `json:"completion_tokens,omitempty"`
@@ -60,9 +65,16 @@ const (
 	// ByHour groups by UTC hour (for budgets of hours); it always sums
 	// the per-request rows.
 	ByHour = "hour"
+	// ByEndUser groups by the request's end user (Usage.EndUser); the
+	// requests without one are a group of their own, named "".
+	ByEndUser = "end_user"
 )
 
-var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByHour, ByTag}
+var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByHour, ByTag, ByEndUser}
+
+// MaxEndUser is the longest end user, in bytes, a usage record keeps.
+// The gateway refuses a request whose end user is longer (400).
+const MaxEndUser = 256
 
 // SpendQuery asks for spend over [From, To), grouped by the dimensions in
 // By (none: one total row), optionally limited to one key, team and/or
@@ -71,13 +83,26 @@ var groupings = []string{ByKey, ByTeam, ByPool, ByBackend, ByModel, ByDay, ByHou
 // When From and To both fall on UTC midnights (days, weeks, months), and
 // By has no ByHour, the store reads its daily aggregate, whose size does not grow with traffic;
 // otherwise it sums the per-request rows, which is exact but costs a scan
-// of the requests in the range.
+// of the requests in the range. A query by end user (ByEndUser, or an
+// EndUser filter) always sums the per-request rows: the daily aggregate
+// does not keep end users. With an EndUser filter the scan is of that end
+// user's requests only (an index); grouped by end user without one, of
+// every request in the range.
 type SpendQuery struct {
 	From, To time.Time
 	By       []string
 	Key      string
 	Team     string
 	Tag      string
+	// EndUser limits the answer to one end user's requests; "" is every
+	// request, with an end user or not.
+	EndUser string
+}
+
+// byRequest reports whether q must sum the per-request rows: its range
+// is not whole days, or it asks by end user.
+func (q SpendQuery) byRequest() bool {
+	return !isMidnight(q.From) || !isMidnight(q.To) || q.EndUser != "" || slices.Contains(q.By, ByEndUser)
 }
 
 func (q SpendQuery) validate() error {
@@ -104,6 +129,7 @@ type SpendRow struct {
 	Day     time.Time `json:"day,omitzero"`
 	Hour    time.Time `json:"hour,omitzero"`
 	Tag     string    `json:"tag,omitempty"`
+	EndUser string    `json:"end_user,omitempty"`
 
 	Requests         int64   `json:"requests"`
 	Failovers        int64   `json:"failovers"`

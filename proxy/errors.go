@@ -144,7 +144,11 @@ func (x *exchange) fail(err error) {
 	if e.refusal != nil {
 		x.lg.refused = e.code
 		if x.h.Refusals != nil {
-			x.h.Refusals.KeyRefused(x.lg.key, e.code, e.refusal.Limit)
+			limit := e.refusal.Limit
+			if e.refusal.Subject == "end_user" {
+				limit = "end user " + limit // apart from the key's own on dashboards
+			}
+			x.h.Refusals.KeyRefused(x.lg.key, e.code, limit)
 		}
 	}
 	body := e.body()

@@ -119,12 +119,14 @@ type Spender interface {
 }
 
 // Spend is one answered request, for a Spender: who asked (the key's name
-// or ID, "" without keys, and its team), where it went, how it ended and
-// the usage the answer reported (Usage.Known false when it said none).
+// or ID, "" without keys, and its team, and the end user it was made for,
+// "" for none), where it went, how it ended and the usage the answer
+// reported (Usage.Known false when it said none).
 type Spend struct {
 	RequestID, Key, Team string
 	// Tags are the key's tags (see tenant.Principal), nil without a key.
 	Tags                 []string
+	EndUser              string
 	Pool, Backend, Model string
 	Status               int
 	Failover             bool

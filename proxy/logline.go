@@ -45,6 +45,9 @@ type logLine struct {
 	who     *tenant.Principal
 	ticket  *tenant.Ticket
 	refused string
+	// endUser is the end user the request is made for (findEndUser):
+	// kept in its usage record, never written in the line.
+	endUser string
 	// routed is set for calls routed by their model to a pool (not a
 	// stored object's, pinned to its backend): the key's allowed pools
 	// and models apply to them.
@@ -68,7 +71,8 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		l.usage = *r.Usage
 	}
 	if h.Spender != nil && backend != "" {
-		sp := Spend{RequestID: l.id, Pool: l.pool, Backend: backend, Key: l.key, Model: l.model, Status: status, Usage: l.usage}
+		sp := Spend{RequestID: l.id, Pool: l.pool, Backend: backend, Key: l.key, Model: l.model, Status: status, Usage: l.usage,
+			EndUser: l.endUser}
 		if l.who != nil {
 			sp.Team, sp.Tags = l.who.Team, l.who.Tags
 		}

@@ -49,31 +49,32 @@ import (
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
+//	                    findEndUser     enduser.go   the end user (header, else body); 400
 //	                    admit           tenancy.go   the key's limits (Routes.Admission); 429, 403
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //
 //	a stored response   begin, ignoreBody, routeObject (objects.go: its backend; 404),
 //	                    checkUpstreamPath (forward.go: the path sent; 400),
-//	                    admit, applyPatience, relay
+//	                    findEndUser (the header's), admit, applyPatience, relay
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), scopeForwarded (forward.go:
 //	(or unknown_paths)  the key's pools and models on unknown_paths; 403), readRequestBody,
 //	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
-//	                    checkUpstreamPath, admit, applyPatience, relay
+//	                    checkUpstreamPath, findEndUser, admit, applyPatience, relay
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
-//	                    admit, tunnel (realtime.go: the session, joined to its backend's)
+//	                    findEndUser, admit, tunnel (realtime.go: the session, joined to its backend's)
 var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, authenticate, holdSlot}
 
 // stagesOf are the stages a request runs after everyRequest's, by the
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
 	pathModels:   {ignoreBody, listModels},
-	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, admit, applyPatience, relay},
-	pathObject:   {begin, ignoreBody, routeObject, checkUpstreamPath, admit, applyPatience, relay},
-	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, admit, applyPatience, relay},
-	pathRealtime: {begin, routeRealtime, admit, tunnel},
+	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, findEndUser, admit, applyPatience, relay},
+	pathObject:   {begin, ignoreBody, routeObject, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
+	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
+	pathRealtime: {begin, routeRealtime, findEndUser, admit, tunnel},
 }
 
 // stage is one step of a request's pipeline: nil goes on to the next, an

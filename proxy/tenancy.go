@@ -141,7 +141,7 @@ func admit(x *exchange) error {
 // pool's quota router.
 func askOf(x *exchange, pool, model string) tenant.Ask {
 	r := x.req
-	a := tenant.Ask{Pool: pool, Model: model, Tokens: r.Tokens(), Prompt: r.PromptTokens(), Completion: r.MaxOutputTokens()}
+	a := tenant.Ask{Pool: pool, Model: model, Tokens: r.Tokens(), Prompt: r.PromptTokens(), Completion: r.MaxOutputTokens(), EndUser: x.lg.endUser}
 	if m := topMember(x.pool); m != nil {
 		a.Backend = m.Backend.Name
 		a.Models = []string{m.Deployment, x.req.Model}

@@ -20,6 +20,9 @@ type Ask struct {
 	// Backend: the request is not priced.
 	Backend string
 	Models  []string
+	// EndUser is the end user the request is made for ("" for none):
+	// the limits of end users (Limits.EndUser) apply to it.
+	EndUser string
 }
 
 // DefaultCompletion is the completion a request that sets no max_tokens

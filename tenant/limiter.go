@@ -24,6 +24,10 @@ type Limiter struct {
 	// 100% of a budget. It is called without
 	// the limiter's lock held, on the request's goroutine: keep it quick.
 	OnBudget func(BudgetAlert)
+	// EndUsers keeps the end users' limits (Limits.EndUser): NewLimiter
+	// makes one of DefaultMaxEndUsers, without a store. Nil enforces
+	// none. Set its Load before use to count the store's spend.
+	EndUsers *EndUsers
 	// Orgs, if set, returns the organisation of a team and its limits,
 	// which apply on top of the team's (rates, budget, reservations):
 	// Directory.Org. Nil: no organisations. Set it before use.
@@ -144,7 +148,7 @@ func NewLimiter(c clock.Clock, spend *Spend, teams func(string) (Limits, bool)) 
 	}
 	return &Limiter{clock: clock.Or(c), spend: spend, teams: teams, subjects: map[string]*subject{},
 		share: 1, replicas: 1, seen: map[string]*peerState{}, alerted: map[alertKey]bool{},
-		shared: sharedState{prefix: newHoldPrefix()}}
+		shared: sharedState{prefix: newHoldPrefix()}, EndUsers: NewEndUsers(c, 0)}
 }
 
 // Ticket is an admitted request. Done must be called once when it ends.
@@ -170,6 +174,7 @@ type Ticket struct {
 	reservedPool float64
 	shared       *sharedHold // nil: not held in Limiter.Shared
 	done         bool
+	eu           *endUserTicket // what its end user took; nil for none
 }
 
 // Admit is AdmitAsk of a request that is not priced: one to pool by the
@@ -193,6 +198,11 @@ func (l *Limiter) Admit(p *Principal, pool, model string, tokens int64) (*Ticket
 // reserved, plus its price, is within it: concurrent callers cannot all
 // slip in on the last dollar, and a request whose price alone exceeds
 // what is left is refused.
+//
+// A request that names its end user (Ask.EndUser) is first held to the
+// end-user limits of its key and team (Limits.EndUser, kept by
+// EndUsers), refused with Subject "end_user"; what it took there is
+// given back if its key or team then refuses it.
 func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 	now := l.clock.Now()
 	pool, model := a.Pool, a.Model
@@ -215,13 +225,20 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
 	price, priced := a.cost(l.Price)
+	eu, r := l.EndUsers.admit(p, teamLimits, hasTeam, a, cost{price, priced}, now)
+	if r != nil {
+		return nil, r
+	}
 	sh := l.holdShared(p, teamLimits, hasTeam, cost{price, priced}, now)
 	var alerts []BudgetAlert
 	t, r := l.admit(p, pool, teamLimits, hasTeam, o, a.Tokens, cost{price, priced}, now, sh, &alerts)
 	l.send(alerts)
 	if t == nil {
 		l.releaseShared(sh)
+		eu.cancel(now)
+		return nil, r
 	}
+	t.eu = eu
 	return t, r
 }
 
@@ -381,6 +398,7 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	t.done = true
 	l := t.l
 	now := l.clock.Now()
+	t.eu.done(tokens, known, cost, now)
 	keyName, teamName := t.p.names()
 	if t.team == nil {
 		teamName = ""

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/switchover-gw/switchover/ledger"
 )
 
 // Limits bound one key or team. Zero fields are unlimited.
@@ -25,6 +27,9 @@ type Limits struct {
 	// or hours or days such as "1h", "30d": see ledger.PeriodStart).
 	Budget       float64
 	BudgetPeriod string
+	// EndUser bounds each end user of the key or team (see
+	// EndUserLimits); zero is none.
+	EndUser EndUserLimits
 	// SoftBudget is an alert threshold below Budget (US dollars per the
 	// same period): reaching it sends one BudgetAlert (Soft) per period
 	// in place of the one at 80%. It refuses nothing. Zero: none.
@@ -144,6 +149,10 @@ func (p *Principal) allows(pool, model string) bool {
 	}
 	return model == "" || len(p.Models) == 0 || slices.Contains(p.Models, model)
 }
+
+// MaxEndUser is the longest end user (Ask.EndUser), in bytes, the
+// gateway takes: the usage store's limit (ledger.MaxEndUser).
+const MaxEndUser = ledger.MaxEndUser
 
 // Refusal is why a request may not start. Its figures fill the 429's
 // message and headers.

@@ -21,7 +21,7 @@ const usageUsage = `Usage: switchover usage [flags]
 
 Prints requests, tokens and cost from the gateway's store over a period
 (default: from the start of this month to the end of today, UTC), grouped
-by any of key, team, pool, backend, model, day and tag:
+by any of key, team, pool, backend, model, day, tag and end_user:
 
   switchover usage --by team,day
   switchover usage --by key --by team
@@ -29,7 +29,10 @@ by any of key, team, pool, backend, model, day and tag:
 
 --from and --to take a date (UTC midnight) or an RFC 3339 time; --to is
 exclusive: --from 2026-11-01 --to 2026-12-01 is November. --key-id,
---team and --tag keep one key's, team's or tag's usage.
+--team and --tag keep one key's, team's or tag's usage, --end-user one end
+user's (the request's "user", metadata.user_id or x-switchover-end-user
+header; by end user, the store sums its requests rather than its daily
+totals).
 
 switchover usage requests prints the request logs, one row per request
 (see switchover usage requests -h). By tag, a request
@@ -46,12 +49,13 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")
 	var by listFlag
-	fs.Var(&by, "by", "grouping: key, team, pool, backend, model, day, tag; comma-separated or repeated (default: one total)")
+	fs.Var(&by, "by", "grouping: key, team, pool, backend, model, day, tag, end_user; comma-separated or repeated (default: one total)")
 	// Not -key, which is the admin key in every command (and must not end
 	// up in a URL).
 	key := fs.String("key-id", "", "only the usage of this key ID")
 	team := fs.String("team", "", "only the usage of this team")
 	tag := fs.String("tag", "", "only the usage of keys that had this tag")
+	endUser := fs.String("end-user", "", "only the usage of this end user")
 	format := fs.String("format", "table", "table, json or csv")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -92,6 +96,9 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			return usageError{fmt.Errorf("--tag: %v", err)}
 		}
 		q.Set("tag", *tag)
+	}
+	if *endUser != "" {
+		q.Set("end_user", *endUser)
 	}
 	switch *format {
 	case "table":

@@ -14,7 +14,7 @@ import (
 )
 
 // groupings are the values "by" takes, in ledger's SpendQuery.By.
-var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag}
+var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
 
 // Groupings returns the values "by" takes, in ledger's SpendQuery.By, in
 // the order error messages list them. Each call returns a fresh slice,
@@ -31,7 +31,7 @@ type Usage struct {
 	Total ledger.SpendRow   `json:"total"`
 }
 
-// usage answers GET /admin/usage?from=&to=&by=&key=&team=&tag=&format=;
+// usage answers GET /admin/usage?from=&to=&by=&key=&team=&tag=&end_user=&format=;
 // by may be repeated.
 func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) {
 	q := r.URL.Query()
@@ -72,7 +72,12 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, s ledger.Store) 
 			return
 		}
 	}
-	rows, err := s.Spend(r.Context(), ledger.SpendQuery{From: from, To: to, By: by, Key: q.Get("key"), Team: q.Get("team"), Tag: tag})
+	endUser := q.Get("end_user")
+	if len(endUser) > ledger.MaxEndUser {
+		h.fail(w, r, badField("end_user", "is %d bytes, longer than any end user kept (%d)", len(endUser), ledger.MaxEndUser))
+		return
+	}
+	rows, err := s.Spend(r.Context(), ledger.SpendQuery{From: from, To: to, By: by, Key: q.Get("key"), Team: q.Get("team"), Tag: tag, EndUser: endUser})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -157,6 +162,8 @@ func Group(r ledger.SpendRow, b string) string {
 		return r.Model
 	case ledger.ByTag:
 		return r.Tag
+	case ledger.ByEndUser:
+		return r.EndUser
 	case ledger.ByDay:
 		if r.Day.IsZero() {
 			return ""

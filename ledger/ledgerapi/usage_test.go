@@ -160,7 +160,7 @@ func TestUsageBadInput(t *testing.T) {
 // TestGroupingsIsACopy: changing what Groupings returned does not change
 // the next answer (it was a package variable anyone could overwrite).
 func TestGroupingsIsACopy(t *testing.T) {
-	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag}
+	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
 	g := ledgerapi.Groupings()
 	if !slices.Equal(g, want) {
 		t.Fatalf("Groupings() = %v, want %v", g, want)
