@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -249,5 +250,33 @@ func TestStoredChatOnATranslatingBackendIsNotTagged(t *testing.T) {
 	}
 	if after := calls(e); after["claude"] != before["claude"] {
 		t.Errorf("the call reached the backend: %v -> %v", before, after)
+	}
+}
+
+// TestStoredChatMessagesPageWithTheGivenCursor is a regression test: the
+// messages' ids come back tagged, and a page's after= naming one went
+// upstream as it was, which the backend does not know; it is untagged,
+// and api-version (Azure's form) is not sent to the v1 API.
+func TestStoredChatMessagesPageWithTheGivenCursor(t *testing.T) {
+	e := startStoredChats(t)
+	id := idOf(t, ownCall(t, e, "POST", "/v1/chat/completions", keyA,
+		`{"model":"chat-prod","store":true,"messages":[{"role":"system","content":"one"},{"role":"user","content":"two"}]}`))
+	first := ownCall(t, e, "GET", "/openai/chat/completions/"+id+"/messages?limit=1&api-version=2025-03-01-preview", keyA, "")
+	var page struct {
+		LastID  string `json:"last_id"`
+		HasMore bool   `json:"has_more"`
+	}
+	if first.status != http.StatusOK || json.Unmarshal([]byte(first.body), &page) != nil || !page.HasMore || !strings.Contains(first.body, `"content":"one"`) {
+		t.Fatalf("first page: %d %s", first.status, first.body)
+	}
+	if _, _, ok := route.UntagID(page.LastID); !ok {
+		t.Fatalf("a message id not tagged: %s", page.LastID)
+	}
+	second := ownCall(t, e, "GET", "/v1/chat/completions/"+id+"/messages?limit=1&after="+page.LastID, keyA, "")
+	if second.status != http.StatusOK || !strings.Contains(second.body, `"content":"two"`) {
+		t.Errorf("second page: %d %s", second.status, second.body)
+	}
+	if a := ownCall(t, e, "GET", "/v1/chat/completions/"+id+"/messages?after="+forge(page.LastID), keyA, ""); a.status != http.StatusNotFound {
+		t.Errorf("a forged cursor: %d %s", a.status, a.body)
 	}
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -93,12 +94,15 @@ func routeObject(x *exchange) error {
 	if err != nil {
 		return err
 	}
-	collection, format := "responses/", translate.Responses
+	collection, format, query := "responses/", translate.Responses, r.URL.RawQuery
 	if x.op == route.ChatCompletions {
 		collection, format = storedChats, translate.OpenAI
+		if query, err = chatQuery(tg, r.URL.Query(), owner); err != nil {
+			return err
+		}
 	}
 	req := &route.Request{Op: x.op, Format: format, Header: r.Header, Owner: owner, Tagger: tg,
-		Method: r.Method, Path: collection + orig + sub, RawQuery: r.URL.RawQuery}
+		Method: r.Method, Path: collection + orig + sub, RawQuery: query}
 	if len(x.body) > 0 {
 		req.Body = x.body
 	}
@@ -143,4 +147,24 @@ func storedChatListRefused() error {
 	return requestError(http.StatusNotFound, "list_not_supported",
 		"switchover: the gateway does not list stored chat completions (GET chat/completions): the provider's list would name other callers' chats; "+
 			"keep the ids your chats with store: true return, and call GET chat/completions/{id} or chat/completions/{id}/messages")
+}
+
+// chatQuery is the query a call on a stored chat completion sends its
+// owner: without api-version (the call goes to the v1 API), and with the
+// ids in it (messages' after=, which the gateway gave tagged) untagged.
+// An id the caller may not reach, or held by another backend than owner,
+// gets objectNotFound.
+func chatQuery(tg *route.Tagger, q url.Values, owner string) (string, error) {
+	q.Del("api-version")
+	for k, vs := range q {
+		for i, v := range vs {
+			b, orig, tagged, err := tg.Untag(v)
+			if err != nil || tagged && b != owner {
+				return "", objectNotFound(v)
+			}
+			vs[i] = orig
+		}
+		q[k] = vs
+	}
+	return q.Encode(), nil
 }
