@@ -28,6 +28,8 @@ type objects struct {
 	batches    *store[*storedBatch]
 	msgBatches *store[*storedMessageBatch]
 	chats      *store[*storedChat]
+
+	conversations *store[*storedConversation]
 }
 
 func newObjects() *objects {
@@ -37,6 +39,8 @@ func newObjects() *objects {
 		batches:    newStore[*storedBatch](MaxStoredBatches, 0),
 		msgBatches: newStore[*storedMessageBatch](MaxStoredBatches, 0),
 		chats:      newStore[*storedChat](MaxStoredChats, 0),
+
+		conversations: newStore[*storedConversation](MaxStoredConversations, 0),
 	}
 }
 
