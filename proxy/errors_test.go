@@ -319,6 +319,7 @@ func signedFor(key, id, backend string) string {
 // keyAnswerCases run on a gateway with a key in its configuration.
 var keyAnswerCases = []answerCase{
 	{name: "unknown route", method: "POST", path: "/v1/no/such/route", body: "{}"},
+	{name: "conversations without a pinned route", method: "POST", path: "/v1/conversations", body: "{}"},
 	{name: "unknown metrics", method: "GET", path: "/metrics"},
 	{name: "wrong method", method: "DELETE", path: "/v1/chat/completions"},
 	{name: "list of stored chats", method: "GET", path: "/v1/chat/completions", header: answerKey},

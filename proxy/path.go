@@ -57,6 +57,11 @@ func classifyPath(x *exchange) error {
 		if dep, ok := deploymentResponsesPath(path); ok {
 			return deploymentResponsesError(dep)
 		}
+		if rel, ok := apiRelative(path); ok && under(rel, "conversations") {
+			return requestError(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s; "+
+				"a conversation lives on the backend that makes it and its create names no model: "+
+				"a pinned route says which (pinned: [{paths: [conversations], backend: ...}])", x.r.Method, truncate(path, 200)))
+		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
 	}
