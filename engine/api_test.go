@@ -66,7 +66,8 @@ func TestRequestErrors(t *testing.T) {
 		{"unknown model", "POST", "/v1/chat/completions", `{"model":"gpt-5"}`, 404, "model_not_found"},
 		{"unknown deployment", "POST", "/openai/deployments/nope/chat/completions?api-version=2024-10-21", `{}`, 404, "model_not_found"},
 		{"unknown path", "POST", "/v1/no/such/route", `{}`, 404, "not_found"},
-		{"wrong method", "GET", "/v1/chat/completions", ``, 405, "method_not_allowed"},
+		{"wrong method", "DELETE", "/v1/chat/completions", ``, 405, "method_not_allowed"},
+		{"list of stored chats", "GET", "/v1/chat/completions", ``, 404, "list_not_supported"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

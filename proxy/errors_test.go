@@ -319,8 +319,12 @@ func signedFor(key, id, backend string) string {
 // keyAnswerCases run on a gateway with a key in its configuration.
 var keyAnswerCases = []answerCase{
 	{name: "unknown route", method: "POST", path: "/v1/no/such/route", body: "{}"},
+	{name: "conversations without a pinned route", method: "POST", path: "/v1/conversations", body: "{}"},
 	{name: "unknown metrics", method: "GET", path: "/metrics"},
-	{name: "wrong method", method: "GET", path: "/v1/chat/completions"},
+	{name: "wrong method", method: "DELETE", path: "/v1/chat/completions"},
+	{name: "list of stored chats", method: "GET", path: "/v1/chat/completions", header: answerKey},
+	{name: "wrong method on a stored chat", method: "PUT", path: "/v1/chat/completions/chatcmpl-1", header: answerKey},
+	{name: "unknown stored chat", method: "GET", path: "/v1/chat/completions/chatcmpl-1", header: answerKey},
 	{name: "wrong method on a response", method: "PUT", path: "/v1/responses/resp_1", header: answerKey},
 	{name: "wrong method anthropic", method: "GET", path: "/v1/messages"},
 	{name: "no key", method: "POST", path: "/v1/chat/completions", body: answerChat},

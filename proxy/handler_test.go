@@ -45,7 +45,7 @@ func TestRefusedRequestsAreLogged(t *testing.T) {
 		status             int
 	}{
 		{"unknown route", http.MethodPost, "/v1/no/such/route", http.StatusNotFound},
-		{"wrong method", http.MethodGet, "/v1/chat/completions", http.StatusMethodNotAllowed},
+		{"wrong method", http.MethodDelete, "/v1/chat/completions", http.StatusMethodNotAllowed},
 		{"wrong key", http.MethodPost, "/v1/chat/completions", http.StatusUnauthorized},
 	}
 	for _, tc := range tests {

@@ -57,6 +57,11 @@ func classifyPath(x *exchange) error {
 		if dep, ok := deploymentResponsesPath(path); ok {
 			return deploymentResponsesError(dep)
 		}
+		if rel, ok := apiRelative(path); ok && under(rel, "conversations") {
+			return requestError(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s; "+
+				"a conversation lives on the backend that makes it and its create names no model: "+
+				"a pinned route says which (pinned: [{paths: [conversations], backend: ...}])", x.r.Method, truncate(path, 200)))
+		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
 	}
@@ -78,6 +83,10 @@ func checkMethod(x *exchange) error {
 		want = http.MethodGet
 	case pathObject:
 		want = objectMethod(x.rel, x.r.Method)
+	case pathAPI:
+		if x.op == route.ChatCompletions && x.dep == "" && x.r.Method == http.MethodGet {
+			return storedChatListRefused()
+		}
 	case pathPinned:
 		want = x.r.Method // the backend's API decides
 	case pathRealtime:
@@ -113,6 +122,9 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 			if strings.HasPrefix(rest, "responses/") {
 				return pathObject, route.Responses, "", rest
 			}
+			if strings.HasPrefix(rest, storedChats) {
+				return pathObject, route.ChatCompletions, "", rest
+			}
 			dep, after, ok := strings.Cut(strings.TrimPrefix(rest, "deployments/"), "/")
 			if !strings.HasPrefix(rest, "deployments/") || !ok || dep == "" {
 				return pathUnknown, "", "", ""
@@ -130,6 +142,9 @@ func classify(path string) (kind pathKind, op route.Operation, deployment, model
 		}
 		if strings.HasPrefix(rest, "responses/") && prefix != "/" {
 			return pathObject, route.Responses, "", rest
+		}
+		if strings.HasPrefix(rest, storedChats) && prefix != "/" {
+			return pathObject, route.ChatCompletions, "", rest
 		}
 		if rest == "models" {
 			return pathModels, "", "", ""
@@ -200,7 +215,7 @@ func isDeploymentOp(o route.Operation) bool {
 
 // routeList is the 404's list of what the gateway routes.
 func routeList(rt *Routes) string {
-	ops := []string{"chat/completions", "completions", "embeddings", "responses (and responses/{id}, responses/compact)", "audio/transcriptions",
+	ops := []string{"chat/completions (and chat/completions/{id}, made with store: true)", "completions", "embeddings", "responses (and responses/{id}, responses/compact)", "audio/transcriptions",
 		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
 		"realtime", "messages", "messages/count_tokens"}
 	var pinned []string

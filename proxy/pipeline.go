@@ -54,7 +54,8 @@ import (
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
 //	                    relay           relay.go     the call through the pool, its answer passed on
 //
-//	a stored response   begin, ignoreBody, routeObject (objects.go: its backend; 404),
+//	a stored response   begin, objectBody (objects.go: read for a chat's POST, else ignored),
+//	or chat completion  routeObject (objects.go: its backend; 404),
 //	                    checkUpstreamPath (forward.go: the path sent; 400),
 //	                    findEndUser (the header's), admit, applyPatience, relay
 //
@@ -72,7 +73,7 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, auth
 var stagesOf = [...][]stage{
 	pathModels:   {ignoreBody, listModels},
 	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, findEndUser, admit, applyPatience, relay},
-	pathObject:   {begin, ignoreBody, routeObject, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
+	pathObject:   {begin, objectBody, routeObject, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, findEndUser, admit, tunnel},
 }

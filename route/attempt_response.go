@@ -158,7 +158,7 @@ func (at *attempt) streamReaders(resp *http.Response, wrapped *body, native, cli
 	// An error event the backend sends may quote the credential it was
 	// sent, passed through or translated.
 	resp.Body = &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
-	if r.tagsIDs() {
+	if r.tagsAnswer(native, client) {
 		resp.Body = &lineBody{lineReader: r.Tagger.taggingReader(resp.Body, b.Name), c: resp.Body}
 	}
 	if at.countsTokens() {
@@ -255,7 +255,7 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 		s.add(out)
 		at.estimateUse(client, &s)
 	}
-	if r.tagsIDs() && isJSON(resp.Header) {
+	if r.tagsAnswer(native, client) && isJSON(resp.Header) {
 		out = r.Tagger.answer(at.ctx, out, b.Name, resp.StatusCode)
 	}
 	if native != client || len(out) != len(raw) {

@@ -7,6 +7,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // Objects that live on one backend (a stored response, a file, a batch)
@@ -144,6 +146,20 @@ var ownedKeys = map[string]bool{
 	"file_ids": true, "vector_store_ids": true, "response_ids": true,
 }
 
+// storedChatPrefix is the prefix of chat completion ids. A chat completion
+// made with "store": true lives on the backend that made it, but the
+// prefix is not in statefulPrefixes: a request body naming an untagged
+// one is not refused (chat bodies are not calls on stored objects).
+// Answers tag it (tagsInAnswer): those of stored chats, and of calls on
+// them.
+const storedChatPrefix = "chatcmpl-"
+
+// tagsInAnswer reports whether an answer's id value v is tagged: a
+// stateful object's, or a stored chat completion's (or its messages').
+func tagsInAnswer(v string) bool {
+	return isStateful(v) || strings.HasPrefix(v, storedChatPrefix)
+}
+
 func isStateful(id string) bool {
 	if strings.HasPrefix(id, "batch_req_") { // a line of a batch's output, not an object
 		return false
@@ -161,7 +177,7 @@ func isStateful(id string) bool {
 // body with none is returned as it is.
 func TagIDs(body []byte, backend string) []byte {
 	return rewriteStrings(body, func(key, v string) (string, bool) {
-		if !ownedKeys[key] || !isStateful(v) {
+		if !ownedKeys[key] || !tagsInAnswer(v) {
 			return "", false
 		}
 		if _, _, ok := UntagID(v); ok {
@@ -410,10 +426,20 @@ type lineBody struct {
 func (l *lineBody) Close() error { return l.c.Close() }
 
 // tagsIDs reports whether the answers to r name objects that live on the
-// backend that made them: Responses (and their compaction), and calls on
-// stored objects.
+// backend that made them: Responses (and their compaction), chat
+// completions made with "store": true, and calls on stored objects.
 func (r *Request) tagsIDs() bool {
-	return r.Op == Responses || r.Op == ResponsesCompact || r.Path != ""
+	return r.Op == Responses || r.Op == ResponsesCompact || r.Path != "" || r.storedChat
+}
+
+// tagsAnswer reports whether an attempt's answer to r, from a backend
+// whose native format is native for a client speaking client, has its
+// ids tagged (tagsIDs). A stored chat translated from another API (an
+// Anthropic or Gemini backend) is not tagged: that backend keeps no chat
+// completion the id could reach, and an untagged id is refused by calls
+// on stored chats.
+func (r *Request) tagsAnswer(native, client translate.Format) bool {
+	return r.tagsIDs() && !(r.storedChat && native != client)
 }
 
 // isJSON reports whether a response's Content-Type is JSON. A file's

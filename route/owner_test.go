@@ -1,11 +1,15 @@
 package route
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 func TestTagIDRoundTrip(t *testing.T) {
@@ -129,4 +133,53 @@ func TestUntagIDsOnlyAtIDMembers(t *testing.T) {
 	if got := string(TagIDs([]byte(list), "weu")); !strings.Contains(got, TagID("file-a", "weu")) {
 		t.Fatalf("pretty list not tagged: %s", got)
 	}
+}
+
+// TestStoredChatRequests: a chat's answer is tagged only when its body
+// says "store": true at the top level; a chat body naming an untagged
+// chat completion id is not refused for a keyed caller (chat ids are
+// tagged in answers, not checked in requests).
+func TestStoredChatRequests(t *testing.T) {
+	keyed := &Tagger{Tenant: "k:a"}
+	for _, tc := range []struct {
+		name string
+		op   Operation
+		body string
+		want bool
+	}{
+		{"store true", ChatCompletions, `{"model":"m","store":true,"messages":[]}`, true},
+		{"store true spaced", ChatCompletions, `{"model":"m", "store" : true ,"messages":[]}`, true},
+		{"store false", ChatCompletions, `{"model":"m","store":false,"messages":[]}`, false},
+		{"no store", ChatCompletions, `{"model":"m","messages":[]}`, false},
+		{"store nested", ChatCompletions, `{"model":"m","metadata":{"store":true},"messages":[]}`, false},
+		{"store as text", ChatCompletions, `{"model":"m","store":"true","messages":[]}`, false},
+		{"not a chat", Completions, `{"model":"m","store":true,"prompt":"x"}`, false},
+		{"names a chat id", ChatCompletions, `{"model":"m","store":true,"messages":[{"role":"user","content":"x","id":"chatcmpl-1"}]}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := NewTaggedRequest(tc.op, []byte(tc.body), nil, keyed)
+			if err != nil {
+				t.Fatalf("NewTaggedRequest: %v", err)
+			}
+			if r.storedChat != tc.want || r.tagsIDs() != tc.want {
+				t.Errorf("storedChat %v, tagsIDs %v, want %v", r.storedChat, r.tagsIDs(), tc.want)
+			}
+			if tc.want && r.tagsAnswer(translate.Anthropic, translate.OpenAI) {
+				t.Error("a translated stored chat is tagged")
+			}
+		})
+	}
+	tagged := keyed.TagIDs([]byte(`{"id":"chatcmpl-abc","object":"chat.completion","choices":[{"message":{"tool_calls":[{"id":"call_1"}]}}]}`), "weu")
+	if b, orig, ok := UntagID(jsonID(t, tagged)); !ok || b != "weu" || orig != "chatcmpl-abc" || !bytes.Contains(tagged, []byte(`"id":"call_1"`)) {
+		t.Errorf("tagged answer: %s", tagged)
+	}
+}
+
+func jsonID(t *testing.T, b []byte) string {
+	t.Helper()
+	var v struct{ ID string }
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v.ID
 }

@@ -1,6 +1,7 @@
 package route
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -151,6 +152,10 @@ type Request struct {
 
 	ownerID string // the tagged id that named Owner, as the caller sent it
 
+	// storedChat says the request makes a chat completion the backend
+	// stores ("store": true): its answer's id is tagged with its owner.
+	storedChat bool
+
 	modelSpan span   // where "model" sits in Body; empty when absent
 	bodyModel string // the model named in Body
 
@@ -245,7 +250,19 @@ func newJSONRequest(op Operation, body []byte, header http.Header) (*Request, er
 	if header == nil {
 		header = http.Header{}
 	}
-	return &Request{Op: op, Body: body, Header: header, Model: model, Stream: stream, modelSpan: ms, bodyModel: model, Format: op.format()}, nil
+	r := &Request{Op: op, Body: body, Header: header, Model: model, Stream: stream, modelSpan: ms, bodyModel: model, Format: op.format()}
+	r.storedChat = op == ChatCompletions && r.storesChat()
+	return r, nil
+}
+
+// storesChat reports whether r's body asks the backend to store the chat
+// completion: a top-level "store": true.
+func (r *Request) storesChat() bool {
+	if !bytes.Contains(r.Body, []byte(`"store"`)) {
+		return false
+	}
+	v, ok := r.Member("store")
+	return ok && bytes.Equal(bytes.TrimSpace(v), []byte("true"))
 }
 
 // format is the wire format of op's bodies.

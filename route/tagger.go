@@ -216,7 +216,7 @@ func (t *Tagger) UntagRef(id string) (backend, orig string, tagged bool, err err
 // depth. A body with none is returned as it is.
 func (t *Tagger) TagIDs(body []byte, backend string) []byte {
 	return rewriteStrings(body, func(key, v string) (string, bool) {
-		if !ownedKeys[key] || !isStateful(v) {
+		if !ownedKeys[key] || !tagsInAnswer(v) {
 			return "", false
 		}
 		if tagged := t.Tag(v, backend); tagged != v {

@@ -97,6 +97,15 @@ var extraRoutes = []extraRoute{
 	{"DELETE", "responses/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.deleteResponse }},
 	{"POST", "responses/{id}/cancel", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.cancelResponse }},
 	{"GET", "responses/{id}/input_items", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.listInputItems }},
+	{"GET", "chat/completions", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.listChats }},
+	{"GET", "chat/completions/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getChat }},
+	{"POST", "chat/completions/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.updateChat }},
+	{"DELETE", "chat/completions/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.deleteChat }},
+	{"GET", "chat/completions/{id}/messages", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.chatMessages }},
+	{"POST", "conversations", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.createConversation }},
+	{"GET", "conversations/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getConversation }},
+	{"POST", "conversations/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.updateConversation }},
+	{"DELETE", "conversations/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.deleteConversation }},
 	{"POST", "files", opFiles, "resource", oaAz, func(d *deployment) endpointFunc { return d.uploadFile }},
 	{"GET", "files", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.listFiles }},
 	{"GET", "files/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getFile }},
@@ -342,7 +351,7 @@ func (d *deployment) objectID(rng *rand.Rand, prefix string, n int, alnum bool) 
 }
 
 // objectPrefixes are the prefixes of the ids of stored objects.
-var objectPrefixes = []string{"resp_", "msg_", "fc_", "file-", "batch_", "msgbatch_01", "sess_"}
+var objectPrefixes = []string{"resp_", "msg_", "fc_", "file-", "batch_", "msgbatch_01", "sess_", "conv_"}
 
 // ObjectOwner reports which deployment made a stored object (a response, a
 // file, a batch, a message batch, a realtime session): the name of the

@@ -80,6 +80,8 @@ func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws
 			if !d.routeExtra(w, r, dr, rest, "v1", "v1") {
 				d.writeError(w, errRouteNotFound(Azure, r))
 			}
+		case r.Method != http.MethodPost && d.routeExtra(w, r, dr, rest, "v1", "v1"):
+			// the list of stored chat completions
 		case r.Method != http.MethodPost:
 			d.writeError(w, errMethodNotAllowed(Azure, r))
 		default:
@@ -107,7 +109,9 @@ func (d *deployment) routeOpenAI(w http.ResponseWriter, r *http.Request, dr draw
 	}
 	if op, known := opPaths[rest]; known {
 		if r.Method != http.MethodPost {
-			d.writeError(w, errMethodNotAllowed(OpenAI, r))
+			if !d.routeExtra(w, r, dr, rest, "", "") { // the list of stored chat completions
+				d.writeError(w, errMethodNotAllowed(OpenAI, r))
+			}
 			return
 		}
 		d.serve(w, r, dr, route{op: op, modelInBody: true})
@@ -336,6 +340,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 	}
 	plan := planTiming(d.cfg.Latency, c.z, factor)
 	ans := d.answer(req, c, verdict == filterTruncate)
+	if c.op == opChat && (fl == OpenAI || fl == Azure) {
+		d.storeChat(c.body, ans)
+	}
 	if req.stream && c.op != opEmbeddings {
 		return d.stream(w, r, ans, plan, f, c.tally)
 	}

@@ -27,6 +27,9 @@ type objects struct {
 	files      *store[*storedFile]
 	batches    *store[*storedBatch]
 	msgBatches *store[*storedMessageBatch]
+	chats      *store[*storedChat]
+
+	conversations *store[*storedConversation]
 }
 
 func newObjects() *objects {
@@ -35,6 +38,9 @@ func newObjects() *objects {
 		files:      newStore[*storedFile](MaxStoredFiles, MaxStoredFileBytes),
 		batches:    newStore[*storedBatch](MaxStoredBatches, 0),
 		msgBatches: newStore[*storedMessageBatch](MaxStoredBatches, 0),
+		chats:      newStore[*storedChat](MaxStoredChats, 0),
+
+		conversations: newStore[*storedConversation](MaxStoredConversations, 0),
 	}
 }
 
