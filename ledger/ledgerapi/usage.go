@@ -181,7 +181,7 @@ func writeCSV(w http.ResponseWriter, by []string, rows []ledger.SpendRow) {
 	for _, r := range rows {
 		rec := make([]string, 0, len(by)+7)
 		for _, b := range by {
-			rec = append(rec, Group(r, b))
+			rec = append(rec, textCell(Group(r, b)))
 		}
 		rec = append(rec, itoa(r.Requests), itoa(r.Failovers), itoa(r.PromptTokens), itoa(r.CompletionTokens),
 			itoa(r.CachedTokens), itoa(r.ReasoningTokens), strconv.FormatFloat(r.Cost, 'f', -1, 64))
@@ -191,3 +191,16 @@ func writeCSV(w http.ResponseWriter, by []string, rows []ledger.SpendRow) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// textCell makes a CSV cell of text that callers chose (a model, an end
+// user, a team or key name): one that starts with = + - @, a tab or a
+// carriage return is a formula to a spreadsheet, so it gets a leading
+// apostrophe, which spreadsheets show as text and do not display
+// (OWASP's advice for CSV injection). Tags cannot start so (see
+// labels.CheckTag); numbers and times are written as they are.
+func textCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
