@@ -14,7 +14,7 @@ import (
 )
 
 // groupings are the values "by" takes, in ledger's SpendQuery.By.
-var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
+var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByHour, ledger.ByTag, ledger.ByEndUser}
 
 // Groupings returns the values "by" takes, in ledger's SpendQuery.By, in
 // the order error messages list them. Each call returns a fresh slice,
@@ -147,7 +147,8 @@ func CSVHeader(by []string) []string {
 		"cached_tokens", "reasoning_tokens", "cost_usd")
 }
 
-// Group returns the value of grouping field b in r ("2026-12-01" for day).
+// Group returns the value of grouping field b in r ("2026-12-01" for day,
+// "2026-12-01T08:00:00Z" for hour).
 func Group(r ledger.SpendRow, b string) string {
 	switch b {
 	case ledger.ByKey:
@@ -169,6 +170,11 @@ func Group(r ledger.SpendRow, b string) string {
 			return ""
 		}
 		return r.Day.UTC().Format(time.DateOnly)
+	case ledger.ByHour:
+		if r.Hour.IsZero() {
+			return ""
+		}
+		return r.Hour.UTC().Format(time.RFC3339)
 	}
 	return ""
 }
