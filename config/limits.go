@@ -149,8 +149,11 @@ type Store struct {
 	// of GET /admin/usage/requests, and usage over parts of days) are
 	// kept: "90d", "2160h". Older ones are deleted in the background,
 	// 1000 a transaction, once an hour. At least 32d, so that every
-	// budget period finds its records; the daily sums (usage over whole
-	// days, budgets) are kept regardless. Default "" or "0": forever.
+	// budget period finds its records; records a budget reads (an end
+	// user's budget over its period, a budget of hours over its period
+	// and a day) are kept even when older; the daily sums (usage over
+	// whole days, budgets) are kept regardless. Default "" or "0":
+	// forever.
 	Retention string `yaml:"retention"`
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // runRetention starts store.retention's deletion of old per-request usage
-// records, when a store and a retention are configured: a round at start
+// records, when a store and a retention are configured (never those a
+// budget still reads: see Directory.RequestLookback): a round at start
 // and every hour, on the gateway's clock, until the gateway stops. Every
 // replica of a fleet runs it; their deletes of the same rows are
 // harmless.
@@ -16,6 +17,9 @@ func (g *Gateway) runRetention(t *tenancy) {
 		return
 	}
 	r := ledger.NewRetention(t.store, ledger.RetentionOptions{Keep: t.retention, Clock: g.opts.Clock,
+		// Budgets that sum per-request records (end users', and periods
+		// of hours) keep theirs whatever store.retention says.
+		Hold: t.dir.RequestLookback,
 		OnRound: func(n int, before time.Time, err error) {
 			if n > 0 {
 				g.Metrics.UsagePruned(n)

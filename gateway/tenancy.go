@@ -12,6 +12,7 @@ import (
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 	"github.com/switchover-gw/switchover/ledger/postgres"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
+	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/tenant"
@@ -141,9 +142,14 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	if store != nil {
 		t.lim.EndUsers.Load = endUserSpend(store)
 	}
+	if t.lim.EndUsers != nil {
+		g.Metrics.EndUsers(t.lim.EndUsers) // switchover_end_users
+	}
 	g.ten = t
 	return nil
 }
+
+var _ metrics.EndUserSource = (*tenant.EndUsers)(nil)
 
 // configureTenancy gives the directory the configuration's keys and teams.
 func (g *Gateway) configureTenancy(cfg *config.Config) {

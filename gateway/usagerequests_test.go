@@ -84,6 +84,38 @@ func TestStoreRetentionDeletesOldRequests(t *testing.T) {
 	}
 }
 
+// TestRetentionKeepsWhatEndUserBudgetsRead: store.retention (40d) does
+// not delete the per-request records a 60-day end-user budget still
+// reads; older ones go.
+func TestRetentionKeepsWhatEndUserBudgetsRead(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "switchover.db")
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+		return strings.Replace(y, "keys:\n  - name: app-team\n", "store: {sqlite: "+db+", retention: 40d}\nkeys:\n  - name: app-team\n"+
+			"    end_user_limits: {budget: 5/60d}\n", 1)
+	})
+	s := h.gw.Ledger()
+	now := h.clock.Now()
+	if err := s.RecordUsage(t.Context(), []ledger.Usage{
+		{At: now.AddDate(0, 0, -62), RequestID: "old", KeyID: "app-team", EndUser: "alice", Cost: 1},
+		{At: now.AddDate(0, 0, -50), RequestID: "held", KeyID: "app-team", EndUser: "alice", Cost: 1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	poll.Until(t, 30*time.Second, func() bool {
+		h.clock.Advance(time.Hour) // a round an hour
+		us, err := s.Requests(t.Context(), ledger.RequestQuery{Limit: 10})
+		left = left[:0]
+		for _, u := range us {
+			left = append(left, u.RequestID)
+		}
+		return err == nil && len(left) == 1
+	}, func() string { return fmt.Sprintf("records left: %v", left) })
+	if left[0] != "held" {
+		t.Fatalf("retention kept %v, want [held]", left)
+	}
+}
+
 // TestMinRetentionIsTheLedgers: config refuses what ledger would raise.
 func TestMinRetentionIsTheLedgers(t *testing.T) {
 	if config.MinRetention != ledger.MinRetention {

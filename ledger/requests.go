@@ -18,6 +18,8 @@ type RequestQuery struct {
 	// Tag keeps the records whose key had this tag then.
 	Tag   string
 	Model string
+	// EndUser keeps the records made for this end user (Usage.EndUser).
+	EndUser string
 	// StatusMin and StatusMax bound the HTTP status returned to the
 	// client (inclusive); zero is unbounded.
 	StatusMin, StatusMax int
@@ -51,6 +53,9 @@ func (q RequestQuery) validate() error {
 	}
 	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
 		return fmt.Errorf("%w: request range [%s, %s) is empty", ErrInvalid, q.From, q.To)
+	}
+	if len(q.EndUser) > MaxEndUser {
+		return fmt.Errorf("%w: end user of %d bytes (a record keeps at most %d)", ErrInvalid, len(q.EndUser), MaxEndUser)
 	}
 	if q.StatusMax != 0 && q.StatusMax < q.StatusMin {
 		return fmt.Errorf("%w: status range %d to %d is empty", ErrInvalid, q.StatusMin, q.StatusMax)

@@ -21,6 +21,13 @@ type RetentionOptions struct {
 	// now - Keep are deleted. At least MinRetention (NewRetention raises
 	// a shorter one to it).
 	Keep time.Duration
+	// Hold, if set, returns how far back from now readers still need
+	// per-request records (the budgets that sum them: see the gateway's
+	// wiring); a round keeps every record younger than that, even when
+	// Keep is shorter, so that a long budget period never loses its
+	// records. Called at the start of each round. Default nil: Keep
+	// alone.
+	Hold func() time.Duration
 	// Every is the time between two rounds. Default 1h.
 	Every time.Duration
 	// Batch is the most records deleted in one transaction, so that no
@@ -87,10 +94,14 @@ func (r *Retention) Run(ctx context.Context) {
 }
 
 // Round deletes, in batches of Batch and at most MaxBatches of them, the
-// records older than now - Keep, and returns how many it deleted and that
-// cutoff.
+// records older than now - Keep (or now - Hold(), when that is older),
+// and returns how many it deleted and that cutoff.
 func (r *Retention) Round(ctx context.Context) (int, time.Time, error) {
-	before := r.o.Clock.Now().Add(-r.o.Keep)
+	keep := r.o.Keep
+	if r.o.Hold != nil {
+		keep = max(keep, r.o.Hold())
+	}
+	before := r.o.Clock.Now().Add(-keep)
 	total := 0
 	for range r.o.MaxBatches {
 		n, err := r.s.DeleteRequestsBefore(ctx, before, r.o.Batch)

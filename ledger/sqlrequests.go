@@ -9,7 +9,7 @@ import (
 
 // requestColumns are the columns of usage_requests read into a Usage.
 const requestColumns = `request_id, at_us, key_id, team, pool, backend, region, model, tags, prompt_tokens,
-	completion_tokens, cached_tokens, reasoning_tokens, cost_nusd, status, failover, estimated`
+	completion_tokens, cached_tokens, reasoning_tokens, cost_nusd, status, failover, estimated, end_user`
 
 func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error) {
 	if err := q.validate(); err != nil {
@@ -31,7 +31,7 @@ func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error
 		at := q.Before.At.UnixMicro()
 		cond("(u.at_us < ? OR (u.at_us = ? AND u.request_id < ?))", at, at, q.Before.RequestID)
 	}
-	for col, v := range map[string]string{"u.key_id": q.Key, "u.team": q.Team, "u.model": q.Model} {
+	for col, v := range map[string]string{"u.key_id": q.Key, "u.team": q.Team, "u.model": q.Model, "u.end_user": q.EndUser} {
 		if v != "" {
 			cond(col+" = ?", v)
 		}
@@ -63,7 +63,7 @@ func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error
 		var tags string
 		if err := rows.Scan(&u.RequestID, &at, &u.KeyID, &u.Team, &u.Pool, &u.Backend, &u.Region, &u.Model, &tags,
 			&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &nus, &u.Status,
-			&failover, &estimated); err != nil {
+			&failover, &estimated, &u.EndUser); err != nil {
 			return nil, fmt.Errorf("ledger: requests: %w", err)
 		}
 		if err := json.Unmarshal([]byte(tags), &u.Tags); err != nil {

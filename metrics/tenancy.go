@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -18,6 +19,21 @@ type tenancy struct {
 	storeUp  prometheus.Gauge
 	failures *prometheus.CounterVec
 	pruned   prometheus.Counter
+	// endUsers and evicted read endSource (EndUsers); 0 until it is set.
+	endUsers  prometheus.GaugeFunc
+	evicted   prometheus.CounterFunc
+	endSource atomic.Pointer[EndUserSource]
+}
+
+// EndUserSource is what the end-user metrics read: tenant.EndUsers.
+// Its methods are called at each scrape, so they must be safe for
+// concurrent use and cheap.
+type EndUserSource interface {
+	// Len returns the end users kept.
+	Len() int
+	// Evicted returns how many end users were forgotten to make room,
+	// since start.
+	Evicted() int64
 }
 
 func (m *Metrics) tenancy() *tenancy {
@@ -47,7 +63,25 @@ func (m *Metrics) tenancy() *tenancy {
 			Name: "switchover_usage_pruned_total",
 			Help: "Per-request usage records deleted by store.retention (older than it); the daily sums stay.",
 		})
-		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.failures, t.pruned)
+		t.endUsers = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchover_end_users",
+			Help: "End users whose limits this replica keeps (rates, requests in flight, spend): those met in the last 10 minutes or with requests in flight, at most 20,000.",
+		}, func() float64 {
+			if src := t.endSource.Load(); src != nil {
+				return float64((*src).Len())
+			}
+			return 0
+		})
+		t.evicted = prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "switchover_end_users_evicted_total",
+			Help: "End users forgotten to make room for others while the table was full (20,000): their rate limits start afresh, and their spend is read again from the store when they come back.",
+		}, func() float64 {
+			if src := t.endSource.Load(); src != nil {
+				return float64((*src).Evicted())
+			}
+			return 0
+		})
+		m.Registry.MustRegister(t.limited, t.budget, t.dropped, t.failures, t.pruned, t.endUsers, t.evicted)
 	})
 	return t
 }
@@ -55,7 +89,18 @@ func (m *Metrics) tenancy() *tenancy {
 // tenancyCollectors are the tenancy metrics, for Names.
 func (m *Metrics) tenancyCollectors() []prometheus.Collector {
 	t := m.tenancy()
-	return []prometheus.Collector{t.limited, t.budget, t.dropped, t.storeUp, t.failures, t.pruned}
+	return []prometheus.Collector{t.limited, t.budget, t.dropped, t.storeUp, t.failures, t.pruned, t.endUsers, t.evicted}
+}
+
+// EndUsers makes switchover_end_users and
+// switchover_end_users_evicted_total read src (nil: 0 again).
+func (m *Metrics) EndUsers(src EndUserSource) {
+	t := m.tenancy()
+	if src == nil {
+		t.endSource.Store(nil)
+		return
+	}
+	t.endSource.Store(&src)
 }
 
 // KeyRefused counts a request refused at a key's or team's limit.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -76,6 +77,7 @@ type snapshot struct {
 	shares   map[string]bool      // teams whose keys share stored objects
 	periods  []string             // of the budgets of keys and teams
 	pools    bool                 // some key has budgets of one pool
+	lookback time.Duration        // how far back budgets read per-request records
 	orgs     map[string]Limits
 	teamOrg  map[string]string
 	members  map[string][]string // "org:NAME" → its teams' subjects
@@ -205,6 +207,7 @@ func (d *Directory) publish() {
 		}
 	}
 	s.periods, s.pools = periodsOf(s)
+	s.lookback = lookbackOf(s)
 	d.snap.Store(s)
 }
 
@@ -261,6 +264,56 @@ func (d *Directory) Members(subject string) []string { return d.snap.Load().memb
 // PoolBudgets reports whether some key has budgets of one pool (for
 // Spend.SetPoolBudgets).
 func (d *Directory) PoolBudgets() bool { return d.snap.Load().pools }
+
+// lookbackOf returns how far back from now the budgets of s's keys,
+// teams and organisations read per-request usage records (which
+// store.retention deletes), as opposed to the daily sums: an end user's
+// budget reads its records from its period's start (a month: up to 31
+// days back); a budget of hours ("12h", not whole days) reads by hour
+// from the midnight before its period's start (up to a day more than
+// its length). 0 when no budget reads them.
+func lookbackOf(s *snapshot) time.Duration {
+	var longest time.Duration
+	read := func(budget float64, period string, extra time.Duration, always bool) {
+		n, ok := quantity.PeriodLength(period)
+		if n == 0 {
+			n = 31 * 24 * time.Hour // a month
+		}
+		if budget <= 0 || !ok || !always && n%(24*time.Hour) == 0 {
+			return // none, or whole days: the daily sums
+		}
+		longest = max(longest, n+extra)
+	}
+	add := func(l Limits) {
+		read(l.Budget, l.BudgetPeriod, 24*time.Hour, false)
+		read(l.EndUser.Budget, l.EndUser.BudgetPeriod, 0, true)
+	}
+	key := func(p *Principal) {
+		add(p.Limits)
+		for _, b := range p.PoolBudgets {
+			read(b.Budget, b.Period, 24*time.Hour, false)
+		}
+	}
+	for _, p := range s.config {
+		key(p)
+	}
+	for _, k := range s.stored {
+		key(k.p)
+	}
+	for _, l := range s.teams {
+		add(l)
+	}
+	for _, l := range s.orgs {
+		add(l)
+	}
+	return longest
+}
+
+// RequestLookback returns how far back from now the budgets of the keys,
+// teams and organisations known read per-request usage records: the
+// least a retention of those records must keep (ledger's
+// RetentionOptions.Hold). 0 when none does. Safe for concurrent use.
+func (d *Directory) RequestLookback() time.Duration { return d.snap.Load().lookback }
 
 // Periods returns the budget periods of the keys and teams known, each
 // once (for Spend.SetPeriods).

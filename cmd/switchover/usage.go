@@ -21,9 +21,10 @@ const usageUsage = `Usage: switchover usage [flags]
 
 Prints requests, tokens and cost from the gateway's store over a period
 (default: from the start of this month to the end of today, UTC), grouped
-by any of key, team, pool, backend, model, day, tag and end_user:
+by any of key, team, pool, backend, model, day, hour, tag and end_user:
 
   switchover usage --by team,day
+  switchover usage --from 2026-12-01T06:00:00Z --to 2026-12-01T12:00:00Z --by hour
   switchover usage --by key --by team
   switchover usage --from 2026-11-01 --to 2026-12-01 --by backend --format csv
 
@@ -32,7 +33,8 @@ exclusive: --from 2026-11-01 --to 2026-12-01 is November. --key-id,
 --team and --tag keep one key's, team's or tag's usage, --end-user one end
 user's (the request's "user", metadata.user_id or x-switchover-end-user
 header; by end user, the store sums its requests rather than its daily
-totals).
+totals; so does --by hour, which gives a row an hour: give it a short
+period).
 
 switchover usage requests prints the request logs, one row per request
 (see switchover usage requests -h). By tag, a request
@@ -49,7 +51,7 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")
 	var by listFlag
-	fs.Var(&by, "by", "grouping: key, team, pool, backend, model, day, tag, end_user; comma-separated or repeated (default: one total)")
+	fs.Var(&by, "by", "grouping: key, team, pool, backend, model, day, hour, tag, end_user; comma-separated or repeated (default: one total)")
 	// Not -key, which is the admin key in every command (and must not end
 	// up in a URL).
 	key := fs.String("key-id", "", "only the usage of this key ID")

@@ -46,3 +46,25 @@ total  2         0          30      0           0       0          0.750000
 		})
 	}
 }
+
+// TestUsageCommandByHour: usage --by hour prints a row an hour.
+func TestUsageCommandByHour(t *testing.T) {
+	admin, s := ledgerAdmin(t)
+	if err := s.RecordUsage(t.Context(), []ledger.Usage{
+		{At: usageAt("2026-12-01T08:10:00Z"), RequestID: "h1", KeyID: "key_1", Model: "m", PromptTokens: 10, Cost: 0.25},
+		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "h2", KeyID: "key_2", Model: "m", PromptTokens: 20, Cost: 0.5},
+		{At: usageAt("2026-12-01T09:59:59Z"), RequestID: "h3", KeyID: "key_1", Model: "m", PromptTokens: 40, Cost: 1},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := `usage from 2026-12-01 to 2026-12-02
+hour                  requests  failovers  prompt  completion  cached  reasoning  cost USD
+2026-12-01T08:00:00Z  1         0          10      0           0       0          0.250000
+2026-12-01T09:00:00Z  2         0          60      0           0       0          1.500000
+total                 3         0          70      0           0       0          1.750000
+`
+	code, out, errOut := cli(t, admin, "usage", "--from", "2026-12-01", "--to", "2026-12-02", "--by", "hour")
+	if code != exitOK || out != want {
+		t.Fatalf("usage --by hour: exit %d, stderr %s\n%s\nwant\n%s", code, errOut, out, want)
+	}
+}

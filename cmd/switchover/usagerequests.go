@@ -13,16 +13,18 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/internal/labels"
+	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
 
 const usageRequestsUsage = `Usage: switchover usage requests [flags]
 
 Prints the gateway's request logs: one row per request, newest first,
-with its key, team, tags, pool, backend, model, tokens, cost and status:
+with its key, team, end user, tags, pool, backend, model, tokens, cost and status:
 
   switchover usage requests --key-id key_abc --status error
   switchover usage requests --tag prod --from 2026-12-01 --format csv
+  switchover usage requests --end-user alice@example.com
 
 A page holds --limit requests (default 100, at most 1000); the table ends
 with the command for the next page, JSON has next_cursor. --status takes
@@ -33,14 +35,15 @@ a status (429), a class (5xx) or error (400 to 599).
 func usageRequests(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs, client := adminFlagSet("usage requests", usageRequestsUsage, stderr)
 	params := map[string]*string{
-		"from":   fs.String("from", "", "the oldest time, a date such as 2026-12-01 or an RFC 3339 time (default: none)"),
-		"to":     fs.String("to", "", "the end, exclusive (default: none)"),
-		"key":    fs.String("key-id", "", "only the requests of this key ID"),
-		"team":   fs.String("team", "", "only the requests of this team"),
-		"tag":    fs.String("tag", "", "only the requests of keys that had this tag"),
-		"model":  fs.String("model", "", "only the requests of this model"),
-		"status": fs.String("status", "", "only this status: 429, 5xx or error"),
-		"cursor": fs.String("cursor", "", "where the last page ended (its next_cursor)"),
+		"from":     fs.String("from", "", "the oldest time, a date such as 2026-12-01 or an RFC 3339 time (default: none)"),
+		"to":       fs.String("to", "", "the end, exclusive (default: none)"),
+		"key":      fs.String("key-id", "", "only the requests of this key ID"),
+		"team":     fs.String("team", "", "only the requests of this team"),
+		"tag":      fs.String("tag", "", "only the requests of keys that had this tag"),
+		"model":    fs.String("model", "", "only the requests of this model"),
+		"end_user": fs.String("end-user", "", "only the requests made for this end user (the request's user field or header)"),
+		"status":   fs.String("status", "", "only this status: 429, 5xx or error"),
+		"cursor":   fs.String("cursor", "", "where the last page ended (its next_cursor)"),
 	}
 	limit := fs.Int("limit", 0, "requests per page, 1 to 1000 (default 100)")
 	format := fs.String("format", "table", "table, json or csv")
@@ -107,6 +110,9 @@ func checkRequestFlags(q url.Values, limit int) error {
 			return usageError{fmt.Errorf("--tag: %v", err)}
 		}
 	}
+	if u := q.Get("end_user"); len(u) > ledger.MaxEndUser {
+		return usageError{fmt.Errorf("--end-user: %d bytes, longer than any end user kept (%d)", len(u), ledger.MaxEndUser)}
+	}
 	if limit < 0 || limit > ledgerapi.MaxRequestsLimit {
 		return usageError{fmt.Errorf("--limit: %d is not from 1 to %d", limit, ledgerapi.MaxRequestsLimit)}
 	}
@@ -121,7 +127,7 @@ func printRequests(w io.Writer, a ledgerapi.Requests, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "time\trequest id\tkey\tteam\ttags\tbackend\tmodel\tprompt\tcompletion\tcost USD\tstatus\tfailover")
+	fmt.Fprintln(tw, "time\trequest id\tkey\tteam\tend user\ttags\tbackend\tmodel\tprompt\tcompletion\tcost USD\tstatus\tfailover")
 	for _, r := range a.Requests {
 		prompt, completion := strconv.FormatInt(r.PromptTokens, 10), strconv.FormatInt(r.CompletionTokens, 10)
 		if r.Estimated {
@@ -131,8 +137,8 @@ func printRequests(w io.Writer, a ledgerapi.Requests, args []string) error {
 		if r.Failover {
 			failover = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.6f\t%d\t%s\n", r.Time.UTC().Format(time.RFC3339), r.RequestID,
-			dash(r.Key), dash(r.Team), dash(strings.Join(r.Tags, ",")), dash(r.Backend), dash(r.Model), prompt, completion,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.6f\t%d\t%s\n", r.Time.UTC().Format(time.RFC3339), r.RequestID,
+			dash(r.Key), dash(r.Team), dash(r.EndUser), dash(strings.Join(r.Tags, ",")), dash(r.Backend), dash(r.Model), prompt, completion,
 			r.Cost, r.Status, failover)
 	}
 	if err := tw.Flush(); err != nil {

@@ -17,7 +17,7 @@ func TestUsageRequestsCommand(t *testing.T) {
 		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "r1", KeyID: "key_1", Team: "research", Tags: []string{"prod"}, Backend: "aoai-se",
 			Model: "gpt-4o", PromptTokens: 500, CompletionTokens: 50, Cost: 0.005, Status: 200},
 		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "r2", KeyID: "key_2", Team: "infra", Backend: "openai-paygo",
-			Model: "gpt-4o", PromptTokens: 2000, CompletionTokens: 1000, Cost: 0.035, Status: 429, Failover: true},
+			Model: "gpt-4o", EndUser: "alice@example.com", PromptTokens: 2000, CompletionTokens: 1000, Cost: 0.035, Status: 429, Failover: true},
 		{At: usageAt("2026-12-01T09:30:00Z"), RequestID: "r3", KeyID: "key_1", Team: "research", Tags: []string{"prod"}, Backend: "aoai-se",
 			Model: "gpt-4o-mini", PromptTokens: 30, CompletionTokens: 7, Cost: 0.00006, Status: 200, Estimated: true},
 	}); err != nil {
@@ -25,9 +25,9 @@ func TestUsageRequestsCommand(t *testing.T) {
 	}
 	base := []string{"usage", "requests", "-admin", admin, "-key", "admin-key-0123456789"}
 	code, out, errOut := run2(t, append(base, "--limit", "2")...)
-	want := `time                  request id  key    team      tags  backend       model        prompt  completion  cost USD  status  failover
-2026-12-01T09:30:00Z  r3          key_1  research  prod  aoai-se       gpt-4o-mini  ~30     ~7          0.000060  200     -
-2026-12-01T09:00:00Z  r2          key_2  infra     -     openai-paygo  gpt-4o       2000    1000        0.035000  429     yes
+	want := `time                  request id  key    team      end user           tags  backend       model        prompt  completion  cost USD  status  failover
+2026-12-01T09:30:00Z  r3          key_1  research  -                  prod  aoai-se       gpt-4o-mini  ~30     ~7          0.000060  200     -
+2026-12-01T09:00:00Z  r2          key_2  infra     alice@example.com  -     openai-paygo  gpt-4o       2000    1000        0.035000  429     yes
 `
 	if code != exitOK || !strings.HasPrefix(out, want) {
 		t.Fatalf("exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
@@ -41,10 +41,15 @@ func TestUsageRequestsCommand(t *testing.T) {
 		t.Fatalf("the next page: exit %d\n%s", code, out)
 	}
 	code, out, _ = run2(t, append(base, "--tag", "prod", "--status", "2xx", "--from", "2026-12-01T09:00:00Z", "--format", "csv")...)
-	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover
-2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false
+	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user
+2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false,
 ` {
 		t.Fatalf("csv: exit %d\n%s", code, out)
+	}
+	code, out, _ = run2(t, append(base, "--end-user", "alice@example.com", "--format", "json")...)
+	if code != exitOK || !strings.Contains(out, `"request_id": "r2"`) || !strings.Contains(out, `"end_user": "alice@example.com"`) ||
+		strings.Contains(out, `"r1"`) || strings.Contains(out, `"r3"`) {
+		t.Fatalf("--end-user: exit %d\n%s", code, out)
 	}
 }
 
@@ -55,6 +60,7 @@ func TestUsageRequestsCommandUsageErrors(t *testing.T) {
 		{"--tag", "a b"},
 		{"--limit", "1001"},
 		{"--format", "xml"},
+		{"--end-user", strings.Repeat("u", ledger.MaxEndUser+1)},
 		{"extra"},
 	} {
 		code, _, errOut := run2(t, append([]string{"usage", "requests", "-admin", admin}, args...)...)

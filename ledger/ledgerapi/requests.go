@@ -22,19 +22,22 @@ const (
 
 // RequestRow is one request of GET /admin/usage/requests.
 type RequestRow struct {
-	Time             time.Time `json:"time"`
-	RequestID        string    `json:"request_id"`
-	Key              string    `json:"key"`
-	Team             string    `json:"team"`
-	Tags             []string  `json:"tags"`
-	Pool             string    `json:"pool"`
-	Backend          string    `json:"backend"`
-	Model            string    `json:"model"`
-	PromptTokens     int64     `json:"prompt_tokens"`
-	CompletionTokens int64     `json:"completion_tokens"`
-	CachedTokens     int64     `json:"cached_tokens"`
-	ReasoningTokens  int64     `json:"reasoning_tokens"`
-	Cost             float64   `json:"cost"`
+	Time      time.Time `json:"time"`
+	RequestID string    `json:"request_id"`
+	Key       string    `json:"key"`
+	Team      string    `json:"team"`
+	Tags      []string  `json:"tags"`
+	// EndUser is the end user the request was made for (its user field
+	// or header); "" when none was given.
+	EndUser          string  `json:"end_user"`
+	Pool             string  `json:"pool"`
+	Backend          string  `json:"backend"`
+	Model            string  `json:"model"`
+	PromptTokens     int64   `json:"prompt_tokens"`
+	CompletionTokens int64   `json:"completion_tokens"`
+	CachedTokens     int64   `json:"cached_tokens"`
+	ReasoningTokens  int64   `json:"reasoning_tokens"`
+	Cost             float64 `json:"cost"`
 	// Estimated: the answer reported no usage; the gateway counted it.
 	Estimated bool `json:"estimated"`
 	// Status is the HTTP status returned to the client; 0 when the client
@@ -56,14 +59,14 @@ func rowOf(u ledger.Usage) RequestRow {
 	if tags == nil {
 		tags = []string{}
 	}
-	return RequestRow{Time: u.At.UTC(), RequestID: u.RequestID, Key: u.KeyID, Team: u.Team, Tags: tags, Pool: u.Pool,
+	return RequestRow{Time: u.At.UTC(), RequestID: u.RequestID, Key: u.KeyID, Team: u.Team, Tags: tags, EndUser: u.EndUser, Pool: u.Pool,
 		Backend: u.Backend, Model: u.Model, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost, Estimated: u.Estimated,
 		Status: u.Status, Failover: u.Failover}
 }
 
 // requests answers GET /admin/usage/requests?from=&to=&key=&team=&tag=
-// &model=&status=&cursor=&limit=&format=: one row per request, newest
+// &model=&end_user=&status=&cursor=&limit=&format=: one row per request, newest
 // first; the next page's cursor is in next_cursor and the X-Next-Cursor
 // header.
 func (h *Handler) requests(w http.ResponseWriter, r *http.Request, s ledger.Store) {
@@ -100,7 +103,8 @@ func (h *Handler) requests(w http.ResponseWriter, r *http.Request, s ledger.Stor
 // requestQuery reads the parameters of GET /admin/usage/requests.
 func requestQuery(r *http.Request) (ledger.RequestQuery, string, error) {
 	v := r.URL.Query()
-	q := ledger.RequestQuery{Key: v.Get("key"), Team: v.Get("team"), Model: v.Get("model"), Limit: DefaultRequestsLimit}
+	q := ledger.RequestQuery{Key: v.Get("key"), Team: v.Get("team"), Model: v.Get("model"),
+		EndUser: v.Get("end_user"), Limit: DefaultRequestsLimit}
 	var err error
 	if s := v.Get("from"); s != "" {
 		if q.From, err = parseTime("from", s); err != nil {
@@ -124,6 +128,9 @@ func requestQuery(r *http.Request) (ledger.RequestQuery, string, error) {
 		if err := checkName(field, s); err != nil {
 			return q, "", err
 		}
+	}
+	if len(q.EndUser) > ledger.MaxEndUser {
+		return q, "", badField("end_user", "is %d bytes, longer than any end user kept (%d)", len(q.EndUser), ledger.MaxEndUser)
 	}
 	if q.StatusMin, q.StatusMax, err = parseStatus(v.Get("status")); err != nil {
 		return q, "", err
@@ -205,9 +212,10 @@ func truncate(s string) string {
 	return s
 }
 
-// RequestsCSVHeader is the header line of the CSV request logs.
+// requestsCSVHeader is the header line of the CSV request logs; end_user
+// is last, so that the columns before it kept their places when it came.
 var requestsCSVHeader = []string{"time", "request_id", "key", "team", "tags", "pool", "backend", "model",
-	"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd", "estimated", "status", "failover"}
+	"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd", "estimated", "status", "failover", "end_user"}
 
 func writeRequestsCSV(w http.ResponseWriter, rows []RequestRow) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -215,10 +223,10 @@ func writeRequestsCSV(w http.ResponseWriter, rows []RequestRow) {
 	cw := csv.NewWriter(w)
 	_ = cw.Write(requestsCSVHeader)
 	for _, r := range rows {
-		_ = cw.Write([]string{r.Time.Format(time.RFC3339Nano), r.RequestID, r.Key, r.Team, strings.Join(r.Tags, " "),
-			r.Pool, r.Backend, r.Model, itoa(r.PromptTokens), itoa(r.CompletionTokens), itoa(r.CachedTokens),
+		_ = cw.Write([]string{r.Time.Format(time.RFC3339Nano), textCell(r.RequestID), textCell(r.Key), textCell(r.Team),
+			textCell(strings.Join(r.Tags, " ")), textCell(r.Pool), textCell(r.Backend), textCell(r.Model), itoa(r.PromptTokens), itoa(r.CompletionTokens), itoa(r.CachedTokens),
 			itoa(r.ReasoningTokens), strconv.FormatFloat(r.Cost, 'f', -1, 64), strconv.FormatBool(r.Estimated),
-			strconv.Itoa(r.Status), strconv.FormatBool(r.Failover)})
+			strconv.Itoa(r.Status), strconv.FormatBool(r.Failover), textCell(r.EndUser)})
 	}
 	cw.Flush() // an error is the client's going away: nothing to do
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // groupings are the values "by" takes, in ledger's SpendQuery.By.
-var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
+var groupings = []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByHour, ledger.ByTag, ledger.ByEndUser}
 
 // Groupings returns the values "by" takes, in ledger's SpendQuery.By, in
 // the order error messages list them. Each call returns a fresh slice,
@@ -147,7 +147,8 @@ func CSVHeader(by []string) []string {
 		"cached_tokens", "reasoning_tokens", "cost_usd")
 }
 
-// Group returns the value of grouping field b in r ("2026-12-01" for day).
+// Group returns the value of grouping field b in r ("2026-12-01" for day,
+// "2026-12-01T08:00:00Z" for hour).
 func Group(r ledger.SpendRow, b string) string {
 	switch b {
 	case ledger.ByKey:
@@ -169,6 +170,11 @@ func Group(r ledger.SpendRow, b string) string {
 			return ""
 		}
 		return r.Day.UTC().Format(time.DateOnly)
+	case ledger.ByHour:
+		if r.Hour.IsZero() {
+			return ""
+		}
+		return r.Hour.UTC().Format(time.RFC3339)
 	}
 	return ""
 }
@@ -181,7 +187,7 @@ func writeCSV(w http.ResponseWriter, by []string, rows []ledger.SpendRow) {
 	for _, r := range rows {
 		rec := make([]string, 0, len(by)+7)
 		for _, b := range by {
-			rec = append(rec, Group(r, b))
+			rec = append(rec, textCell(Group(r, b)))
 		}
 		rec = append(rec, itoa(r.Requests), itoa(r.Failovers), itoa(r.PromptTokens), itoa(r.CompletionTokens),
 			itoa(r.CachedTokens), itoa(r.ReasoningTokens), strconv.FormatFloat(r.Cost, 'f', -1, 64))
@@ -191,3 +197,16 @@ func writeCSV(w http.ResponseWriter, by []string, rows []ledger.SpendRow) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// textCell makes a CSV cell of text that callers chose (a model, an end
+// user, a team or key name): one that starts with = + - @, a tab or a
+// carriage return is a formula to a spreadsheet, so it gets a leading
+// apostrophe, which spreadsheets show as text and do not display
+// (OWASP's advice for CSV injection). Tags cannot start so (see
+// labels.CheckTag); numbers and times are written as they are.
+func textCell(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

@@ -140,8 +140,8 @@ func TestUsageBadInput(t *testing.T) {
 	e := newEnv(t, openSQLite(t))
 	for query, field := range map[string]string{
 		"?by=region":                        "by:",
-		"?by=team,hour":                     "by:",
-		"?by=team&by=hour":                  "by:",
+		"?by=team,minute":                   "by:",
+		"?by=team&by=week":                  "by:",
 		"?from=yesterday":                   "from:",
 		"?to=2026-13-01":                    "to:",
 		"?from=2026-12-01&to=2026-12-01":    "to:",
@@ -160,7 +160,7 @@ func TestUsageBadInput(t *testing.T) {
 // TestGroupingsIsACopy: changing what Groupings returned does not change
 // the next answer (it was a package variable anyone could overwrite).
 func TestGroupingsIsACopy(t *testing.T) {
-	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByTag, ledger.ByEndUser}
+	want := []string{ledger.ByKey, ledger.ByTeam, ledger.ByPool, ledger.ByBackend, ledger.ByModel, ledger.ByDay, ledger.ByHour, ledger.ByTag, ledger.ByEndUser}
 	g := ledgerapi.Groupings()
 	if !slices.Equal(g, want) {
 		t.Fatalf("Groupings() = %v, want %v", g, want)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,15 +17,15 @@ func requestRecords() []ledger.Usage {
 	at := func(h, m int) time.Time { return day(2).Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute) }
 	return []ledger.Usage{
 		{At: at(9, 0), RequestID: "r1", KeyID: "A", Team: "T1", Pool: "p", Backend: "b1", Region: "eu", Model: "m1",
-			Tags: []string{"prod"}, PromptTokens: 10, CompletionTokens: 5, Cost: 0.001, Status: 200},
+			Tags: []string{"prod"}, EndUser: "alice@example.com", PromptTokens: 10, CompletionTokens: 5, Cost: 0.001, Status: 200},
 		{At: at(10, 0), RequestID: "r2", KeyID: "B", Team: "T2", Pool: "p", Backend: "b2", Model: "m2",
-			PromptTokens: 20, Cost: 0.002, Status: 429},
+			EndUser: "=bob", PromptTokens: 20, Cost: 0.002, Status: 429},
 		{At: at(11, 0), RequestID: "r3", KeyID: "A", Team: "T1", Pool: "p", Backend: "b2", Model: "m1",
 			Tags: []string{"prod", "team-a"}, PromptTokens: 30, Cost: 0.003, Status: 200, Failover: true},
 		{At: at(11, 0), RequestID: "r4", KeyID: "C", Team: "T1", Pool: "p", Backend: "b1", Model: "m1",
 			PromptTokens: 40, Cost: 0.004, Status: 502},
 		{At: at(12, 0), RequestID: "r5", KeyID: "A", Team: "T1", Pool: "p", Backend: "b1", Model: "m2",
-			Tags: []string{"team-a"}, PromptTokens: 50, Cost: 0.005, Status: 200, Estimated: true},
+			Tags: []string{"team-a"}, EndUser: "alice@example.com", PromptTokens: 50, Cost: 0.005, Status: 200, Estimated: true},
 		{At: at(24+8, 0), RequestID: "r6", KeyID: "B", Team: "T2", Pool: "p", Backend: "b1", Model: "m1",
 			PromptTokens: 60, Cost: 0.006, Status: 0},
 	}
@@ -98,6 +99,8 @@ func testRequests(t *testing.T, s ledger.Store) {
 		"tag":              {ledger.RequestQuery{Tag: "prod"}, []string{"r3", "r1"}},
 		"tag and key":      {ledger.RequestQuery{Tag: "team-a", Key: "A"}, []string{"r5", "r3"}},
 		"model":            {ledger.RequestQuery{Model: "m2"}, []string{"r5", "r2"}},
+		"end user":         {ledger.RequestQuery{EndUser: "alice@example.com"}, []string{"r5", "r1"}},
+		"end user and key": {ledger.RequestQuery{EndUser: "=bob", Key: "B"}, []string{"r2"}},
 		"status 2xx":       {ledger.RequestQuery{StatusMin: 200, StatusMax: 299}, []string{"r5", "r3", "r1"}},
 		"status errors":    {ledger.RequestQuery{StatusMin: 400}, []string{"r4", "r2"}},
 		"time range":       {ledger.RequestQuery{From: in(10), To: in(12)}, []string{"r4", "r3", "r2"}},
@@ -115,6 +118,7 @@ func testRequests(t *testing.T, s ledger.Store) {
 		"limit over":        {Limit: ledger.MaxRequestsLimit + 1},
 		"empty range":       {Limit: 1, From: in(12), To: in(12)},
 		"cursor without id": {Limit: 1, Before: ledger.Cursor{At: in(1)}},
+		"end user too long": {Limit: 1, EndUser: strings.Repeat("u", ledger.MaxEndUser+1)},
 	} {
 		if _, err := s.Requests(ctx, q); !errors.Is(err, ledger.ErrInvalid) {
 			t.Errorf("%s: Requests = %v, want ErrInvalid", name, err)

@@ -82,6 +82,41 @@ func testRetention(t *testing.T, s ledger.Store) {
 	}
 }
 
+// testRetentionHold: a Retention whose Hold is longer than its Keep (a
+// budget that reads 45 days of per-request records) deletes only what
+// is older than the Hold; with a Hold shorter than Keep, Keep rules.
+func testRetentionHold(t *testing.T, s ledger.Store) {
+	ctx := context.Background()
+	now := day(2).AddDate(0, 2, 0).Add(12 * time.Hour)
+	ago := func(days int) time.Time { return now.AddDate(0, 0, -days) }
+	if err := s.RecordUsage(ctx, []ledger.Usage{
+		{At: ago(50), RequestID: "old", KeyID: "A", Cost: 0.1},
+		{At: ago(40), RequestID: "held", KeyID: "A", Cost: 0.2},
+		{At: ago(1), RequestID: "new", KeyID: "A", Cost: 0.4},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	clk := fakeclock.New()
+	clk.Advance(now.Sub(clk.Now()))
+	hold := 45 * 24 * time.Hour
+	r := ledger.NewRetention(s, ledger.RetentionOptions{Keep: ledger.MinRetention, Clock: clk,
+		Hold: func() time.Duration { return hold }})
+	n, before, err := r.Round(ctx)
+	if err != nil || n != 1 || !before.Equal(now.Add(-hold)) {
+		t.Fatalf("Round with a 45-day hold = %d, %s, %v; want 1 deleted before %s", n, before, err, now.Add(-hold))
+	}
+	if got := remaining(t, s); !slices.Equal(got, []string{"new", "held"}) {
+		t.Fatalf("after a round with a 45-day hold: %v", got)
+	}
+	hold = time.Hour // shorter than Keep: Keep rules
+	if n, before, err := r.Round(ctx); err != nil || n != 1 || !before.Equal(now.Add(-ledger.MinRetention)) {
+		t.Fatalf("Round with a 1-hour hold = %d, %s, %v; want 1 deleted before %s", n, before, err, now.Add(-ledger.MinRetention))
+	}
+	if got := remaining(t, s); !slices.Equal(got, []string{"new"}) {
+		t.Fatalf("after a round with a 1-hour hold: %v", got)
+	}
+}
+
 func waitRound(t *testing.T, rounds <-chan round) round {
 	t.Helper()
 	select {
