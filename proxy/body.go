@@ -23,8 +23,10 @@ import (
 func readRequestBody(x *exchange) error {
 	r, rt := x.r, x.rt
 	if r.ContentLength > rt.MaxBody {
-		// Refused before a byte of it is read; the connection is not
-		// worth draining.
+		// Refused before a byte of it is read. The connection closes,
+		// but not before the client, which is likely still writing the
+		// body, can read the answer (linger).
+		x.lingers = true
 		return bodyTooLarge(rt.MaxBody).with("Connection", "close")
 	}
 	var keyMemory *atomic.Int64
@@ -76,6 +78,28 @@ func (x *exchange) bodyUnread() bool { return x.body == nil && x.r.ContentLength
 // the same.
 func (x *exchange) stopBodyRead() {
 	http.NewResponseController(x.w).SetReadDeadline(time.Unix(1, 0))
+}
+
+// lingerBytes and lingerTime bound what end reads and discards of a body
+// refused for its declared size, once the answer is out: a client still
+// writing the body would otherwise meet a closed connection and report
+// a reset, not the answer (nginx's lingering close does the same). Other
+// refusals of an unread body (no key, a slow body) close at once.
+const (
+	lingerBytes = 4 << 20
+	lingerTime  = 2 * time.Second
+)
+
+// linger sends the answer, then reads and discards what the client still
+// sends of the unread body, up to lingerBytes for lingerTime, before the
+// connection closes; the request's slots are already given back.
+func (x *exchange) linger() {
+	rc := http.NewResponseController(x.w)
+	_ = rc.EnableFullDuplex()
+	if rc.Flush() == nil && rc.SetReadDeadline(time.Now().Add(lingerTime)) == nil {
+		_, _ = io.CopyN(io.Discard, x.r.Body, lingerBytes)
+	}
+	x.stopBodyRead()
 }
 
 // errBodyTooSlow is the cause of a body read ended by its bodyDeadline.

@@ -109,6 +109,7 @@ type exchange struct {
 
 	slot        bool // holds a slot under the concurrency cap
 	watching    bool // watch is watching the body's read
+	lingers     bool // end lingers on the unread body (linger)
 	logged      bool // gets a log line
 	sent        bool // the answer's header has gone out: an error now cuts it short
 	eventStream bool // the answer is an event stream
@@ -155,14 +156,16 @@ func (x *exchange) run(stages []stage) error {
 }
 
 // end is the pipeline's last step: it stops a watch on the body's read
-// left running and net/http's read of a body left unread, gives back the
-// body's memory, writes the request's log line, then gives back its
-// slots.
+// left running and net/http's read of a body left unread (after the
+// answer, for a body refused for its declared size: see linger), gives
+// back the body's memory, writes the request's log line, then gives back
+// its slots.
 func (x *exchange) end() {
 	if x.watching {
 		x.watch.stop() // the read panicked: the watch must not outlive it
 	}
-	if x.bodyUnread() && x.kind != pathRealtime { // a realtime session's connection is the tunnel's
+	unread := x.bodyUnread() && x.kind != pathRealtime // a realtime session's connection is the tunnel's
+	if unread && !x.lingers {
 		x.stopBodyRead()
 	}
 	x.res.close()
@@ -178,6 +181,9 @@ func (x *exchange) end() {
 	}
 	if x.slot {
 		x.h.inflight.release()
+	}
+	if unread && x.lingers {
+		x.linger()
 	}
 }
 
