@@ -14,7 +14,7 @@ import (
 // client was still writing it, so the client could see a reset instead
 // of the 413. The gateway now reads and discards the rest (up to
 // lingerBytes, for lingerTime) before it closes. Without that, this test
-// failed on a loaded 2-core machine; with it, 2,400 runs of the engine
+// failed on a loaded 2-core machine; with it, 1,800 runs of the engine
 // test passed there.
 func TestOversizedBodyGets413NotAReset(t *testing.T) {
 	u, _ := limitedGateway(t, &Handler{}, newGate(), func(rt *Routes) { rt.MaxBody = 64 << 10 })
