@@ -102,23 +102,8 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *endUser != "" {
 		q.Set("end_user", *endUser)
 	}
-	switch *format {
-	case "table":
-	case "json", "csv":
-		q.Set("format", *format)
-	default:
-		return usageError{fmt.Errorf("--format: %q is not table, json or csv", *format)}
-	}
-	path := "/admin/usage"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	raw, err := client().call(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return err
-	}
-	if *format != "table" {
-		_, err := stdout.Write(raw)
+	raw, err := getFormatted(ctx, client, "/admin/usage", q, *format, stdout)
+	if err != nil || raw == nil {
 		return err
 	}
 	var u ledgerapi.Usage
@@ -180,4 +165,30 @@ func (f *listFlag) Set(v string) error {
 		}
 	}
 	return nil
+}
+
+// getFormatted asks the admin API for GET path with the query q in format
+// (table, json or csv; any other is a usage error). A JSON or CSV answer
+// is written to stdout as it came and nil returned; for a table, the
+// JSON answer to print is returned.
+func getFormatted(ctx context.Context, client func() *adminClient, path string, q url.Values, format string, stdout io.Writer) ([]byte, error) {
+	switch format {
+	case "table":
+	case "json", "csv":
+		q.Set("format", format)
+	default:
+		return nil, usageError{fmt.Errorf("--format: %q is not table, json or csv", format)}
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	raw, err := client().call(ctx, http.MethodGet, path, nil)
+	switch {
+	case err != nil:
+		return nil, err
+	case format != "table":
+		_, err := stdout.Write(raw)
+		return nil, err
+	}
+	return raw, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -65,23 +64,8 @@ func usageRequests(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if *limit != 0 {
 		q.Set("limit", strconv.Itoa(*limit))
 	}
-	switch *format {
-	case "table":
-	case "json", "csv":
-		q.Set("format", *format)
-	default:
-		return usageError{fmt.Errorf("--format: %q is not table, json or csv", *format)}
-	}
-	path := "/admin/usage/requests"
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	raw, err := client().call(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return err
-	}
-	if *format != "table" {
-		_, err := stdout.Write(raw)
+	raw, err := getFormatted(ctx, client, "/admin/usage/requests", q, *format, stdout)
+	if err != nil || raw == nil {
 		return err
 	}
 	var a ledgerapi.Requests
