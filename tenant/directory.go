@@ -62,6 +62,12 @@ type Directory struct {
 	}
 	misses sync.Map // prefix → time.Time of a miss in the store
 	nmiss  atomic.Int64
+	// reads numbers each Refresh's read of the store; read is the number
+	// of the read published last, so that a slow read never replaces
+	// what a later one published (a background refresh overtaken by the
+	// admin API's would bring a rotated secret back).
+	reads atomic.Uint64
+	read  uint64
 }
 
 type storedKey struct {
@@ -157,6 +163,7 @@ func (d *Directory) Refresh(ctx context.Context) error {
 	if d.store == nil {
 		return nil
 	}
+	n := d.reads.Add(1)
 	keys, err := d.store.Keys(ctx)
 	if err != nil {
 		return fmt.Errorf("reading keys: %w", err)
@@ -167,6 +174,10 @@ func (d *Directory) Refresh(ctx context.Context) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if n < d.read {
+		return nil // a read begun after this one was published already
+	}
+	d.read = n
 	d.stored.keys = make(map[string]storedKey, len(keys))
 	for _, k := range keys {
 		sk := storedKey{key: k, p: principalOf(k, d.config.shares)}

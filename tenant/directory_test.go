@@ -186,3 +186,62 @@ func TestStoreKeysShareObjectsWithTheirConfiguredTeam(t *testing.T) {
 		t.Fatalf("after the team stopped sharing: %+v, %v", p, err)
 	}
 }
+
+// slowKeysStore holds its first Keys call, having read the store, until
+// release is closed.
+type slowKeysStore struct {
+	ledger.Store
+	held    chan struct{} // closed once the first call has read
+	release chan struct{}
+	calls   int
+}
+
+func (s *slowKeysStore) Keys(ctx context.Context) ([]ledger.Key, error) {
+	s.calls++
+	keys, err := s.Store.Keys(ctx)
+	if s.calls == 1 {
+		close(s.held)
+		<-s.release
+	}
+	return keys, err
+}
+
+// TestRefreshOvertakenKeepsTheLaterRead is the regression test for the
+// flaky TestKeyExpiryAndRotationGraceLapse: a background Refresh that
+// read the keys before an admin rotation published after the admin
+// API's own Refresh, so the rotated secret was the key's current one
+// again and answered 200 after its grace. A read begun earlier never
+// replaces one published later.
+func TestRefreshOvertakenKeepsTheLaterRead(t *testing.T) {
+	ctx := context.Background()
+	c := fakeclock.New()
+	store := &slowKeysStore{Store: openLedger(t), held: make(chan struct{}), release: make(chan struct{})}
+	k, oldSecret, err := ledger.NewKey(ctx, store, ledger.Key{Name: "rotated"}, c.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDirectory(c, store)
+	background := make(chan error, 1)
+	go func() { background <- d.Refresh(ctx) }()
+	<-store.held // the background refresh has read the key before its rotation
+
+	newSecret, err := ledger.Rotate(ctx, store, k.ID, c.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Refresh(ctx); err != nil { // the admin API's, after the rotation
+		t.Fatal(err)
+	}
+	close(store.release)
+	if err := <-background; err != nil {
+		t.Fatal(err)
+	}
+
+	c.Advance(time.Minute)
+	if _, err := d.Authenticate(ctx, oldSecret); !errors.Is(err, ErrUnknownKey) {
+		t.Fatalf("the rotated secret after its grace: %v, want %v", err, ErrUnknownKey)
+	}
+	if p, err := d.Authenticate(ctx, newSecret); err != nil || p.ID != k.ID {
+		t.Fatalf("the new secret: %+v, %v", p, err)
+	}
+}
