@@ -86,19 +86,19 @@ type sdkNodeRun struct {
 }
 
 var (
-	openaiChecks = []string{"chat", "chat_n2", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
+	openaiChecks = []string{"errors", "chat", "chat_n2", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
 		"responses_create", "responses_stream", "responses_stored", "responses_background", "responses_compact",
 		"embeddings", "moderations", "images", "audio_speech", "audio_transcription", "files_batches", "realtime"}
 	// Azure has no moderations.
-	azureChecks = []string{"chat", "chat_n2", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
+	azureChecks = []string{"errors", "chat", "chat_n2", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
 		"responses_create", "responses_stream", "responses_stored", "responses_compact", "responses_deployment_client",
 		"embeddings", "images", "audio_speech", "audio_transcription", "files_batches", "realtime"}
 	// Translated for an Anthropic member: chat and Responses through chat.
-	openaiTranslatedChecks = []string{"chat", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
+	openaiTranslatedChecks = []string{"errors", "chat", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
 		"responses_create", "responses_stream"}
 	openaiFailoverChecks = []string{"chat", "chat_stream", "chat_tools", "responses_create", "responses_stream", "embeddings"}
-	anthropicChecks      = []string{"messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking", "thinking_blocks", "message_batches"}
-	anthropicTranslated  = []string{"messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking"}
+	anthropicChecks      = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking", "thinking_blocks", "message_batches"}
+	anthropicTranslated  = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking"}
 	anthropicFailover    = []string{"messages", "messages_stream", "tools"}
 	vercelOpenAIChecks   = []string{"openai_generate", "openai_stream", "openai_tools", "openai_chat_generate"}
 	vercelAnthropic      = []string{"anthropic_generate", "anthropic_stream", "anthropic_tools"}
@@ -367,7 +367,9 @@ func TestSDKNodeGemini(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			got := runSDKNode(t, node, dir, e, r)
 			for _, c := range r.checks {
-				if res := got[c]; !res.OK {
+				if res, ok := got[c]; !ok {
+					t.Errorf("%s: %s printed no result", c, r.script)
+				} else if !res.OK {
 					t.Errorf("%s: %s", c, res.Detail)
 				}
 			}

@@ -86,6 +86,24 @@ const checks = {
     return `${use.name}(${JSON.stringify(use.input)}) -> ${textOf(second)}`;
   },
 
+  async errors() {
+    // The gateway's refusals reach the SDK as its own error classes, in
+    // Anthropic's error format: a wrong key, then a missing max_tokens.
+    const bad = new Anthropic({ baseURL: gatewayURL(), apiKey: 'not-a-key-of-this-gateway', maxRetries: 0 });
+    await assert.rejects(bad.messages.create({ model: model(), max_tokens: 10, messages }), (e) => {
+      assert.ok(e instanceof Anthropic.AuthenticationError, `${e.constructor.name} ${e.status}: ${e.message}`);
+      assert.doesNotMatch(e.message, /not-a-key-of-this-gateway/, 'the key is echoed');
+      return true;
+    });
+    await assert.rejects(client.messages.create({ model: model(), messages }), (e) => {
+      assert.ok(e instanceof Anthropic.BadRequestError, `${e.constructor.name} ${e.status}: ${e.message}`);
+      assert.equal(e.error?.type, 'error', `body ${JSON.stringify(e.error)}`);
+      assert.equal(e.error?.error?.type, 'invalid_request_error', `body ${JSON.stringify(e.error)}`);
+      return true;
+    });
+    return 'AuthenticationError, then BadRequestError (invalid_request_error)';
+  },
+
   async count_tokens() {
     const c = await client.messages.countTokens({ model: model(), messages });
     assert.ok(Number.isInteger(c.input_tokens) && c.input_tokens > 0, `input_tokens ${c.input_tokens}`);

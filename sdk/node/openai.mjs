@@ -130,6 +130,28 @@ const checks = {
     return `${called} call(s): ${content}`;
   },
 
+  async errors() {
+    // The gateway's refusals reach the SDK as its own error classes: a
+    // wrong key, then a model no pool answers to.
+    const bad = azure
+      ? new AzureOpenAI({ endpoint: gatewayURL(), apiKey: 'not-a-key-of-this-gateway', apiVersion, deployment: model(), maxRetries: 0 })
+      : new OpenAI({ baseURL: gatewayURL() + '/v1', apiKey: 'not-a-key-of-this-gateway', maxRetries: 0 });
+    await assert.rejects(bad.chat.completions.create({ model: model(), messages }), (e) => {
+      assert.ok(e instanceof OpenAI.AuthenticationError, `${e.constructor.name} ${e.status}: ${e.message}`);
+      assert.doesNotMatch(e.message, /not-a-key-of-this-gateway/, 'the key is echoed');
+      return true;
+    });
+    const other = azure
+      ? new AzureOpenAI({ endpoint: gatewayURL(), apiKey: gatewayKey(), apiVersion, deployment: 'no-such-pool', maxRetries: 0 })
+      : openai;
+    await assert.rejects(other.chat.completions.create({ model: 'no-such-pool', messages }), (e) => {
+      assert.ok(e instanceof OpenAI.APIError && [400, 404].includes(e.status), `${e.constructor.name} ${e.status}: ${e.message}`);
+      text(e.message, 'message');
+      return true;
+    });
+    return 'AuthenticationError, then a 400/404 APIError for an unknown model';
+  },
+
   async responses_create() {
     const r = await v1().responses.create({ model: model(), input: 'Say hello.', max_output_tokens: 30 });
     responseShape(r);
