@@ -38,6 +38,7 @@ var sdkNodeDeployments = []sim.Deployment{
 	{Name: "reasoner", Flavour: sim.OpenAI, Deployment: "o4-mini", Key: "sk-oai-backend-000000"},
 	{Name: "aoai", Flavour: sim.Azure, Deployment: "gpt-4o", Key: "azure-backend-key-0000"},
 	{Name: "claude", Flavour: sim.Anthropic, Deployment: "claude-sonnet-4-5", Key: "sk-ant-backend-00000"},
+	{Name: "gemini", Flavour: sim.Gemini, Deployment: "gemini-2.5-flash", Key: "goog-backend-key-0000"},
 	{Name: "down", Flavour: sim.OpenAI, Deployment: "gpt-4o", Key: "sk-oai-backend-000000"},
 	{Name: "busy", Flavour: sim.OpenAI, Deployment: "gpt-4o", Key: "sk-oai-backend-000000"},
 	{Name: "overloaded", Flavour: sim.Anthropic, Deployment: "claude-sonnet-4-5", Key: "sk-ant-backend-00000"},
@@ -59,6 +60,8 @@ const sdkNodePools = `pools:
   - {name: claude, members: [{backend: claude, priority: 1, model: claude-sonnet-4-5}]}
   - {name: via-claude, members: [{backend: claude, priority: 1, model: claude-sonnet-4-5}]}
   - {name: via-openai, members: [{backend: reasoner, priority: 1, model: o4-mini}]}
+  - {name: via-azure, members: [{backend: aoai, priority: 1, model: gpt-4o}]}
+  - {name: via-gemini, members: [{backend: gemini, priority: 1, model: gemini-2.5-flash}]}
   - name: failover-5xx
     retry: {attempts: 3}
     members: [{backend: down, priority: 1, model: gpt-4o}, {backend: oai, priority: 2, model: gpt-4o}]
@@ -99,21 +102,26 @@ var (
 	openaiFailoverChecks = []string{"chat", "chat_stream", "chat_tools", "responses_create", "responses_stream", "embeddings"}
 	anthropicChecks      = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking", "thinking_blocks", "message_batches"}
 	anthropicTranslated  = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking"}
-	anthropicFailover    = []string{"messages", "messages_stream", "tools"}
-	vercelOpenAIChecks   = []string{"openai_generate", "openai_stream", "openai_tools", "openai_chat_generate"}
-	vercelAnthropic      = []string{"anthropic_generate", "anthropic_stream", "anthropic_tools"}
-	langchainOpenAI      = []string{"openai_invoke", "openai_stream", "openai_tools"}
-	langchainAnthropic   = []string{"anthropic_invoke", "anthropic_stream"}
+	// gpt-4o and Gemini do not reason: thinking skips them.
+	anthropicTranslatedAzure = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens"}
+	anthropicFailover        = []string{"messages", "messages_stream", "tools"}
+	vercelOpenAIChecks       = []string{"openai_generate", "openai_stream", "openai_tools", "openai_chat_generate"}
+	vercelAnthropic          = []string{"anthropic_generate", "anthropic_stream", "anthropic_tools"}
+	langchainOpenAI          = []string{"openai_invoke", "openai_stream", "openai_tools"}
+	langchainAnthropic       = []string{"anthropic_invoke", "anthropic_stream"}
 )
 
 var sdkNodeRuns = []sdkNodeRun{
 	{name: "openai/passthrough", script: "openai.mjs", model: "gpt-4o", checks: openaiChecks},
 	{name: "openai/azure", script: "openai.mjs", model: "azure-4o", env: []string{"SDK_AZURE=1"}, checks: azureChecks},
 	{name: "openai/translated", script: "openai.mjs", model: "via-claude", checks: openaiTranslatedChecks},
+	{name: "openai/translated-gemini", script: "openai.mjs", model: "via-gemini", checks: openaiTranslatedChecks},
 	{name: "openai/failover-5xx", script: "openai.mjs", model: "failover-5xx", checks: openaiFailoverChecks, failedOver: "down"},
 	{name: "openai/failover-429", script: "openai.mjs", model: "failover-429", checks: openaiFailoverChecks, failedOver: "busy"},
 	{name: "anthropic/passthrough", script: "anthropic.mjs", model: "claude", checks: anthropicChecks},
 	{name: "anthropic/translated", script: "anthropic.mjs", model: "via-openai", checks: anthropicTranslated},
+	{name: "anthropic/translated-azure", script: "anthropic.mjs", model: "via-azure", checks: anthropicTranslatedAzure},
+	{name: "anthropic/translated-gemini", script: "anthropic.mjs", model: "via-gemini", checks: anthropicTranslatedAzure},
 	{name: "anthropic/failover-529", script: "anthropic.mjs", model: "failover-529", checks: anthropicFailover, failedOver: "overloaded"},
 	{name: "vercel/openai-passthrough", script: "vercel.mjs", model: "gpt-4o", checks: vercelOpenAIChecks},
 	{name: "vercel/openai-translated", script: "vercel.mjs", model: "via-claude", checks: vercelOpenAIChecks},
@@ -186,7 +194,7 @@ func startSDKNodeEnv(t *testing.T) *sdkNodeEnv {
 	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {format: json, level: warn}\nserver: {drain_delay: 0s}\n")
 	fmt.Fprintf(&y, "keys: [{name: sdk, key: %s}]\nbackends:\n", sdkNodeKey)
 	for _, d := range sdkNodeDeployments {
-		typ := map[sim.Flavour]string{sim.OpenAI: "openai", sim.Azure: "azure", sim.Anthropic: "anthropic"}[d.Flavour]
+		typ := map[sim.Flavour]string{sim.OpenAI: "openai", sim.Azure: "azure", sim.Anthropic: "anthropic", sim.Gemini: "gemini"}[d.Flavour]
 		// No probes: the failing members stay in their pools, so every
 		// failover run meets them (until the breaker benches them).
 		fmt.Fprintf(&y, "  - {name: %s, type: %s, url: %q, api_key: %q, probe: {disabled: true}}\n", d.Name, typ, eps[d.Name].URL, d.Key)
