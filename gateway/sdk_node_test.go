@@ -83,8 +83,9 @@ type sdkNodeRun struct {
 	model  string
 	env    []string
 	checks []string
-	// failedOver names a deployment that must have refused at least one
-	// call during the run (the pool's failing first member).
+	// failedOver names a deployment that must have taken at least one
+	// call during the run (the pool's failing first member), so that the
+	// run's answers came after a failure.
 	failedOver string
 }
 
@@ -94,21 +95,22 @@ var (
 		"embeddings", "moderations", "images", "audio_speech", "audio_transcription", "files_batches", "realtime"}
 	// Azure has no moderations.
 	azureChecks = []string{"errors", "chat", "chat_n2", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
-		"responses_create", "responses_stream", "responses_stored", "responses_compact", "responses_deployment_client",
+		"responses_create", "responses_stream", "responses_stored", "responses_background", "responses_compact", "responses_deployment_client",
 		"embeddings", "images", "audio_speech", "audio_transcription", "files_batches", "realtime"}
-	// Translated for an Anthropic member: chat and Responses through chat.
+	// Translated for an Anthropic or Gemini member: chat, and Responses
+	// through chat.
 	openaiTranslatedChecks = []string{"errors", "chat", "chat_stream", "chat_stream_helper", "chat_tools", "chat_tools_runner",
 		"responses_create", "responses_stream"}
 	openaiFailoverChecks = []string{"chat", "chat_stream", "chat_tools", "responses_create", "responses_stream", "embeddings"}
 	anthropicChecks      = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking", "thinking_blocks", "message_batches"}
 	anthropicTranslated  = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens", "thinking"}
 	// gpt-4o and Gemini do not reason: thinking skips them.
-	anthropicTranslatedAzure = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens"}
-	anthropicFailover        = []string{"messages", "messages_stream", "tools"}
-	vercelOpenAIChecks       = []string{"openai_generate", "openai_stream", "openai_tools", "openai_chat_generate"}
-	vercelAnthropic          = []string{"anthropic_generate", "anthropic_stream", "anthropic_tools"}
-	langchainOpenAI          = []string{"openai_invoke", "openai_stream", "openai_tools"}
-	langchainAnthropic       = []string{"anthropic_invoke", "anthropic_stream"}
+	anthropicNoThinking = []string{"errors", "messages", "messages_stream", "messages_stream_helper", "tools", "count_tokens"}
+	anthropicFailover   = []string{"messages", "messages_stream", "tools"}
+	vercelOpenAIChecks  = []string{"openai_generate", "openai_stream", "openai_tools", "openai_chat_generate"}
+	vercelAnthropic     = []string{"anthropic_generate", "anthropic_stream", "anthropic_tools"}
+	langchainOpenAI     = []string{"openai_invoke", "openai_stream", "openai_tools"}
+	langchainAnthropic  = []string{"anthropic_invoke", "anthropic_stream"}
 )
 
 var sdkNodeRuns = []sdkNodeRun{
@@ -120,8 +122,8 @@ var sdkNodeRuns = []sdkNodeRun{
 	{name: "openai/failover-429", script: "openai.mjs", model: "failover-429", checks: openaiFailoverChecks, failedOver: "busy"},
 	{name: "anthropic/passthrough", script: "anthropic.mjs", model: "claude", checks: anthropicChecks},
 	{name: "anthropic/translated", script: "anthropic.mjs", model: "via-openai", checks: anthropicTranslated},
-	{name: "anthropic/translated-azure", script: "anthropic.mjs", model: "via-azure", checks: anthropicTranslatedAzure},
-	{name: "anthropic/translated-gemini", script: "anthropic.mjs", model: "via-gemini", checks: anthropicTranslatedAzure},
+	{name: "anthropic/translated-azure", script: "anthropic.mjs", model: "via-azure", checks: anthropicNoThinking},
+	{name: "anthropic/translated-gemini", script: "anthropic.mjs", model: "via-gemini", checks: anthropicNoThinking},
 	{name: "anthropic/failover-529", script: "anthropic.mjs", model: "failover-529", checks: anthropicFailover, failedOver: "overloaded"},
 	{name: "vercel/openai-passthrough", script: "vercel.mjs", model: "gpt-4o", checks: vercelOpenAIChecks},
 	{name: "vercel/openai-translated", script: "vercel.mjs", model: "via-claude", checks: vercelOpenAIChecks},
@@ -271,6 +273,7 @@ func runSDKNode(t *testing.T, node, dir string, e *sdkNodeEnv, r sdkNodeRun) map
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{r.script}, r.checks...)...)
 	cmd.Dir = dir
+	cmd.WaitDelay = 10 * time.Second
 	// The SDKs read these when no option is given (and some refuse an
 	// empty one): keep the developer's own out of the run.
 	var environ []string
