@@ -84,8 +84,8 @@ type sdkNodeRun struct {
 	env    []string
 	checks []string
 	// failedOver names a deployment that must have taken at least one
-	// call during the run (the pool's failing first member), so that the
-	// run's answers came after a failure.
+	// call during the run and answered none (the pool's failing first
+	// member), so that the run's answers came after a failure.
 	failedOver string
 }
 
@@ -109,7 +109,7 @@ var (
 	anthropicFailover   = []string{"messages", "messages_stream", "tools"}
 	vercelOpenAIChecks  = []string{"openai_generate", "openai_stream", "openai_tools", "openai_chat_generate"}
 	vercelAnthropic     = []string{"anthropic_generate", "anthropic_stream", "anthropic_tools"}
-	langchainOpenAI     = []string{"openai_invoke", "openai_stream", "openai_tools"}
+	langchainOpenAI     = []string{"openai_invoke", "openai_stream", "openai_tools", "openai_responses_invoke"}
 	langchainAnthropic  = []string{"anthropic_invoke", "anthropic_stream"}
 )
 
@@ -353,6 +353,9 @@ func TestSDKNode(t *testing.T) {
 				after := e.sim.Stats()[r.failedOver]
 				if after.Calls <= before.Calls {
 					t.Errorf("%s took no call: the run did not fail over", r.failedOver)
+				}
+				if after.Answered != before.Answered {
+					t.Errorf("%s answered %d calls: its fault is not in force", r.failedOver, after.Answered-before.Answered)
 				}
 			}
 		})

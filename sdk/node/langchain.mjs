@@ -1,5 +1,6 @@
 // LangChain JS (@langchain/openai, @langchain/anthropic) through the
-// gateway: invoke, stream and a tool call by the OpenAI chat model, and
+// gateway: invoke, stream and a tool call by the OpenAI chat model (and
+// invoke through the Responses API), and
 // invoke and stream by the Anthropic chat model. See lib.mjs for the
 // environment.
 
@@ -39,6 +40,10 @@ const checks = {
     assert.equal(typeof m.tool_calls[0].args, 'object');
     return `${m.tool_calls[0].name}(${JSON.stringify(m.tool_calls[0].args)})`;
   },
+  openai_responses_invoke: () => invoke(new ChatOpenAI({
+    model: model(), apiKey: gatewayKey(), maxTokens: 30, maxRetries: 0, useResponsesApi: true,
+    configuration: { baseURL: gatewayURL() + '/v1' },
+  })),
   anthropic_invoke: () => invoke(anthropic()),
   anthropic_stream: () => stream(anthropic()),
 };
