@@ -108,6 +108,7 @@ type exchange struct {
 	watch  *bodyDeadline  // bounds the body's arrival; kept for the exchange's next request
 
 	slot        bool // holds a slot under the concurrency cap
+	conv        bool // a conversations path no pinned route takes: its pool is one of Routes.Conversations (conversationPool)
 	watching    bool // watch is watching the body's read
 	lingers     bool // end lingers on the unread body (linger)
 	logged      bool // gets a log line
