@@ -305,3 +305,13 @@ func TestConversationsWithNoPoolToKeepThem(t *testing.T) {
 	e := startProviders(t, []string{"claude"}, nil, "")
 	convCall(t, e, "POST", "/v1/conversations", "", `{}`).want(t, "create", http.StatusNotFound, "pinned")
 }
+
+// TestUnknownPathsDoNotTakeConversations: unknown_paths forwarding every
+// path to openai does not take conversations while a pool can keep them:
+// they are made on chat-prod's first member, owner-routed, not forwarded
+// unscoped.
+func TestUnknownPathsDoNotTakeConversations(t *testing.T) {
+	e := startProviders(t, []string{"aoai-weu", "openai"}, nil, ownerExtra+"unknown_paths: {backend: openai, paths: [\"*\"]}\n")
+	id := conversationID(t, convCall(t, e, "POST", "/v1/conversations", keyA, `{}`), "aoai-weu")
+	convCall(t, e, "GET", "/v1/conversations/"+id, keyB, "").want(t, "another key's GET", http.StatusNotFound)
+}
