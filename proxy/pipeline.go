@@ -61,7 +61,9 @@ import (
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), scopeForwarded (forward.go:
 //	(or unknown_paths)  the key's pools and models on unknown_paths; 403), readRequestBody,
-//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
+//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404;
+//	                    for conversations without a pinned route, their pool first:
+//	                    conversationPool in conversations.go, 403, 404),
 //	                    checkUpstreamPath, findEndUser, admit, applyPatience, relay
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
