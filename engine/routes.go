@@ -8,7 +8,8 @@ import (
 
 // routes is what the request pipeline serves from e: every pool by name
 // and alias, the configuration's keys, the tenancy hooks of d, the pinned
-// routes, the pool of unknown paths, and the body and concurrency limits.
+// routes, the pools of conversations, the pool of unknown paths, and the
+// body and concurrency limits.
 func (e *Engine) routes(d Deps) *proxy.Routes {
 	cfg := e.Config
 	r := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
@@ -32,6 +33,7 @@ func (e *Engine) routes(d Deps) *proxy.Routes {
 			r.Pinned = append(r.Pinned, proxy.Pinned{Path: config.PinnedPath(path), Pool: p})
 		}
 	}
+	r.Conversations = e.conversationPools(d)
 	if u := cfg.UnknownPaths; u != nil {
 		r.Unknown = e.pinnedPool(u.Backend, "", d)
 		for _, p := range u.Paths {
@@ -54,4 +56,32 @@ func (e *Engine) pinnedPool(backend, pool string, d Deps) *route.Pool {
 	src := e.Pools[pool]
 	p.Name, p.Members = src.Name, src.Members
 	return p
+}
+
+// conversationPools are the pools where conversations are made and
+// reached when no pinned route takes them (proxy.Routes.Conversations):
+// for each pool, in the configuration's order, its members that can keep
+// them (openai and azure backends whose responses_api is not false), with
+// one attempt as for a pinned pool, under the pool's name. Pools with none
+// are left out.
+func (e *Engine) conversationPools(d Deps) []*route.Pool {
+	able := map[string]bool{}
+	for _, bc := range e.Config.Backends {
+		able[bc.Name] = (bc.Type == config.TypeOpenAI || bc.Type == config.TypeAzure) &&
+			(bc.ResponsesAPI == nil || *bc.ResponsesAPI)
+	}
+	var out []*route.Pool
+	for _, pc := range e.Config.Pools {
+		src := e.Pools[pc.Name]
+		var members []*route.Member
+		for _, m := range src.Members {
+			if able[m.Backend.Name] {
+				members = append(members, m)
+			}
+		}
+		if len(members) > 0 {
+			out = append(out, &route.Pool{Name: src.Name, Members: members, Attempts: 1, Observer: d.Observer, Clock: d.Clock})
+		}
+	}
+	return out
 }

@@ -139,14 +139,22 @@ func TestContentlessStreamFailsOverForEveryClientFormat(t *testing.T) {
 // first words: the client, whatever its format, gets those words and then
 // the error event in its format once the stall rule's floor has passed on
 // the engine's clock (the idle timeout, two minutes, has not).
+//
+// The clock moves only once the client has both words: every read of the
+// stream after the first word arms a timer of the floor, so a timer of
+// that length found earlier may be the one of the read that brings the
+// second word, stopped as it returns; advancing then moved the clock past
+// nothing, the next read armed its floor from the new time, and the test
+// waited out its context (flaky under load, issue 25's list).
 func TestStreamStalledAfterContentEndsWithTheErrorEvent(t *testing.T) {
 	for _, tc := range []struct {
 		client streamClient
-		after  int // events up to the second word
+		after  int    // events up to the second word
+		word   string // marks a word's event, as the client gets it
 	}{
-		{streamClients[0], 4}, // filter results, role, two words
-		{streamClients[1], 4},
-		{streamClients[2], 6}, // created, in_progress, item, part, two deltas
+		{streamClients[0], 4, `"delta":{"content":"`}, // filter results, role, two words
+		{streamClients[1], 4, `"text_delta"`},
+		{streamClients[2], 6, "event: response.output_text.delta"}, // created, in_progress, item, part, two deltas
 	} {
 		t.Run(tc.client.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -168,13 +176,13 @@ func TestStreamStalledAfterContentEndsWithTheErrorEvent(t *testing.T) {
 					lines <- sc.Text()
 				}
 			}()
+			got := waitWords(t, ctx, lines, tc.word, 2)
 			// The words came at once (the clock stands still): the bound
-			// is the floor, armed once the engine waits on weu.
+			// is the floor, armed by the read that waits for more.
 			if err := clk.BlockUntilTimer(ctx, route.StallFloor); err != nil {
 				t.Fatalf("no read waits on the stall rule's floor: %v", err)
 			}
 			clk.Advance(route.StallFloor)
-			var got []string
 			for l := range lines {
 				got = append(got, l)
 			}
@@ -183,6 +191,32 @@ func TestStreamStalledAfterContentEndsWithTheErrorEvent(t *testing.T) {
 			if i < 0 || j < 0 || i < j || !strings.Contains(body[i:], "upstream_stream_error") && !strings.Contains(body[i:], "failed mid-way") {
 				t.Fatalf("stream ended without the error event after its words:\n%s", body)
 			}
+			if n := strings.Count(body, tc.word); n != 2 {
+				t.Fatalf("%d words before the error event, want 2 (the stall is after both):\n%s", n, body)
+			}
 		})
 	}
+}
+
+// waitWords reads lines until n of them hold word (a word's event has
+// reached the client, so the engine has read it) and returns the lines
+// read; the stream's end or ctx's before that fails t.
+func waitWords(t *testing.T, ctx context.Context, lines <-chan string, word string, n int) []string {
+	t.Helper()
+	var got []string
+	for seen := 0; seen < n; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stream ended after %d words:\n%s", seen, strings.Join(got, "\n"))
+			}
+			got = append(got, l)
+			if strings.Contains(l, word) {
+				seen++
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d words before %v:\n%s", seen, ctx.Err(), strings.Join(got, "\n"))
+		}
+	}
+	return got
 }

@@ -166,19 +166,25 @@ const HeaderEstimate = "X-Switchover-Estimate"
 
 // estimateTokens is the stage that answers POST /v1/messages/count_tokens
 // for a pool with no Anthropic member, which could count them, with the
-// gateway's own estimate, labelled as such: text at four bytes a token, a
-// flat figure per image or document. The key's limits do not apply to it.
+// gateway's own estimate, labelled as such: the request's prompt
+// estimate (route.Request.PromptTokens, the figure admission and the
+// quota router use), which counts text by the pieces of the named
+// model's encoding (Claude's characters per token when the name says
+// none) and images, audio and documents at their documented flat costs,
+// never their base64 bytes. A body Anthropic would refuse gets its 400
+// (translate.CheckAnthropicCountTokens). The key's limits do not apply
+// to it.
 func estimateTokens(x *exchange) error {
 	if x.op != route.CountTokens || hasAnthropicMember(x.pool) {
 		return nil
 	}
-	if err := chargeDecoding(x); err != nil {
+	if err := chargeDecoding(x); err != nil { // the check decodes the messages
 		return err
 	}
-	n, err := translate.EstimateAnthropicTokens(x.body)
-	if err != nil {
-		return requestError(http.StatusBadRequest, "invalid_request", "switchover: "+err.Error())
+	if err := translate.CheckAnthropicCountTokens(x.body); err != nil {
+		return requestError(http.StatusBadRequest, "invalid_request", err.Error())
 	}
+	n := x.req.PromptTokens()
 	x.w.Header().Set(HeaderEstimate, "true")
 	x.w.Header().Set("Content-Type", "application/json")
 	x.writeHeader(http.StatusOK)

@@ -61,6 +61,12 @@ type Routes struct {
 	// without failover; the longest matching Path wins. Nil means none:
 	// those paths get 404.
 	Pinned []Pinned
+	// Conversations are where conversations are made and reached when no
+	// pinned route takes their path (see conversations.go): for each
+	// pool that has members able to keep them, in the configuration's
+	// order, a pool of those members named as it is, with one attempt.
+	// Nil means none: without a pinned route they get 404.
+	Conversations []*route.Pool
 	// UnknownAllow are the paths Unknown takes, relative to the API root,
 	// for keys whose scope allows it (scopeForwarded): "assistants" takes
 	// /v1/assistants and every path under it; "*" takes every path. The

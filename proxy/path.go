@@ -45,7 +45,7 @@ func classifyPath(x *exchange) error {
 		if rel, ok := apiRelative(path); ok {
 			if p := pinnedFor(x.rt, rel); p != nil {
 				x.kind, x.pool, x.rel = pathPinned, p.Pool, rel
-			} else if x.rt.Unknown != nil && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/openai/v1/")) {
+			} else if !conversationRoute(x, rel) && x.rt.Unknown != nil && (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/openai/v1/")) {
 				if err := x.rt.forwards(path, rel); err != nil {
 					return err
 				}
@@ -60,7 +60,8 @@ func classifyPath(x *exchange) error {
 		if rel, ok := apiRelative(path); ok && under(rel, "conversations") {
 			return requestError(http.StatusNotFound, "not_found", fmt.Sprintf("switchover: no route for %s %s; "+
 				"a conversation lives on the backend that makes it and its create names no model: "+
-				"a pinned route says which (pinned: [{paths: [conversations], backend: ...}])", x.r.Method, truncate(path, 200)))
+				"no pool has an openai or azure member with the Responses API to make it on, and no pinned route says which "+
+				"(pinned: [{paths: [conversations], backend: ...}])", x.r.Method, truncate(path, 200)))
 		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))

@@ -106,6 +106,11 @@ func routePinned(x *exchange) error {
 		}
 		body = out
 	}
+	if x.conv {
+		if x.pool, err = conversationPool(x, &owner); err != nil {
+			return err
+		}
+	}
 	if err := owner.check(x); err != nil {
 		return err
 	}

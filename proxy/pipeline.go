@@ -61,7 +61,9 @@ import (
 //
 //	a pinned path       begin, pinnedFormat (pinned.go), scopeForwarded (forward.go:
 //	(or unknown_paths)  the key's pools and models on unknown_paths; 403), readRequestBody,
-//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404),
+//	                    routePinned (pinned.go: untagged ids, their backend; 400, 404;
+//	                    for conversations without a pinned route, their pool first:
+//	                    conversationPool in conversations.go, 403, 404),
 //	                    checkUpstreamPath, findEndUser, admit, applyPatience, relay
 //
 //	a realtime session  begin, routeRealtime (realtime.go: its pool; 426, 400, 404),
@@ -108,6 +110,7 @@ type exchange struct {
 	watch  *bodyDeadline  // bounds the body's arrival; kept for the exchange's next request
 
 	slot        bool // holds a slot under the concurrency cap
+	conv        bool // a conversations path no pinned route takes: its pool is one of Routes.Conversations (conversationPool)
 	watching    bool // watch is watching the body's read
 	lingers     bool // end lingers on the unread body (linger)
 	logged      bool // gets a log line

@@ -106,6 +106,10 @@ var extraRoutes = []extraRoute{
 	{"GET", "conversations/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getConversation }},
 	{"POST", "conversations/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.updateConversation }},
 	{"DELETE", "conversations/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.deleteConversation }},
+	{"POST", "conversations/{id}/items", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.addConversationItems }},
+	{"GET", "conversations/{id}/items", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.listConversationItems }},
+	{"GET", "conversations/{id}/items/{item}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getConversationItem }},
+	{"DELETE", "conversations/{id}/items/{item}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.deleteConversationItem }},
 	{"POST", "files", opFiles, "resource", oaAz, func(d *deployment) endpointFunc { return d.uploadFile }},
 	{"GET", "files", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.listFiles }},
 	{"GET", "files/{id}", opObjects, "resource", oaAz, func(d *deployment) endpointFunc { return d.getFile }},
@@ -132,7 +136,8 @@ var extraRoutes = []extraRoute{
 }
 
 // matchPattern matches path against pattern segment by segment; {id}
-// matches one non-empty segment, which it returns.
+// matches one non-empty segment, which it returns, {item} one it does
+// not (the handler reads it from the path).
 func matchPattern(pattern, path string) (id string, ok bool) {
 	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
 	if len(ps) != len(xs) {
@@ -140,11 +145,13 @@ func matchPattern(pattern, path string) (id string, ok bool) {
 	}
 	for i, p := range ps {
 		switch {
-		case p == "{id}":
+		case p == "{id}" || p == "{item}":
 			if xs[i] == "" {
 				return "", false
 			}
-			id = xs[i]
+			if p == "{id}" {
+				id = xs[i]
+			}
 		case p != xs[i]:
 			return "", false
 		}

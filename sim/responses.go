@@ -26,6 +26,7 @@ type responsesBody struct {
 	Store              *bool             `json:"store"`
 	Background         bool              `json:"background"`
 	PreviousResponseID string            `json:"previous_response_id"`
+	Conversation       json.RawMessage   `json:"conversation"`
 	Tools              []json.RawMessage `json:"tools"`
 	ToolChoice         json.RawMessage   `json:"tool_choice"`
 	Metadata           map[string]string `json:"metadata"`
@@ -358,6 +359,12 @@ func (d *deployment) createResponse(w http.ResponseWriter, r *http.Request, c *c
 		// real API.
 		p.req.promptTokens += carried
 		prevID = &id
+	}
+	if id := conversationRef(p.body.Conversation); id != "" {
+		if _, ok := d.objects.conversations.get(id); !ok {
+			d.writeError(w, errConversationNotFound(id))
+			return outcomeRejected
+		}
 	}
 	cost := p.req.cost(d.cfg.Quota.DefaultMaxTokens)
 	if !d.admit(w, c, f, cost) {

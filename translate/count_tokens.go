@@ -28,8 +28,55 @@ const (
 	messageTokens = 4
 )
 
+// CheckAnthropicCountTokens checks the body of POST
+// /v1/messages/count_tokens as Anthropic's API does before it counts: a
+// JSON object whose messages are a list, each message with a role and a
+// content that is a string or a list of blocks, and a system, if any,
+// that is a string or a list. The error says what is wrong in the API's
+// words ("messages.0.content: Field required"). The gateway answers a
+// count itself with route.Request.PromptTokens once this has passed.
+//
+// Safe for concurrent use.
+func CheckAnthropicCountTokens(body []byte) error {
+	members, err := decodeObject(body)
+	if err != nil {
+		return errors.New("the body is not a JSON object")
+	}
+	if !isNull(members["system"]) && !stringOrList(members["system"]) {
+		return errors.New("system: Input should be a valid string or list")
+	}
+	raw := members["messages"]
+	if isNull(raw) {
+		return errors.New("messages: Field required")
+	}
+	var msgs []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return errors.New("messages: Input should be a valid list of objects")
+	}
+	for i, m := range msgs {
+		var role string
+		if json.Unmarshal(m["role"], &role) != nil || role == "" {
+			return fmt.Errorf("messages.%d.role: Field required", i)
+		}
+		if isNull(m["content"]) {
+			return fmt.Errorf("messages.%d.content: Field required", i)
+		}
+		if !stringOrList(m["content"]) {
+			return fmt.Errorf("messages.%d.content: Input should be a valid string or list", i)
+		}
+	}
+	return nil
+}
+
+// stringOrList reports whether raw, a JSON value, is a string or a list.
+func stringOrList(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && (t[0] == '"' || t[0] == '[')
+}
+
 // EstimateAnthropicTokens estimates the input tokens of a Messages API
-// request body (the body of POST /v1/messages/count_tokens): text at about
+// request body (the gateway's own count_tokens answer is
+// route.Request.PromptTokens, not this): text at about
 // 4 bytes per token, images and documents at a documented flat cost each
 // (never their base64 bytes counted as text), tool definitions counted as
 // their JSON. Returns an error for a malformed body.

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -78,6 +79,29 @@ func TestEstimateMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if n, err := tc.est([]byte(tc.body)); err == nil {
 				t.Errorf("no error, estimate %d", n)
+			}
+		})
+	}
+}
+
+// TestCheckAnthropicCountTokens: the body of a count_tokens the gateway
+// answers itself is checked as Anthropic checks it, with its words.
+func TestCheckAnthropicCountTokens(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"string content", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`, ""},
+		{"blocks and system", `{"model":"m","system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`, ""},
+		{"not an object", `[]`, "the body is not a JSON object"},
+		{"no messages", `{"model":"m"}`, "messages: Field required"},
+		{"messages a number", `{"messages":5}`, "messages: Input should be a valid list of objects"},
+		{"no role", `{"messages":[{"content":"x"}]}`, "messages.0.role: Field required"},
+		{"no content", `{"messages":[{"role":"user","content":"x"},{"role":"user"}]}`, "messages.1.content: Field required"},
+		{"content a number", `{"messages":[{"role":"user","content":5}]}`, "messages.0.content: Input should be a valid string or list"},
+		{"system a number", `{"system":5,"messages":[{"role":"user","content":"x"}]}`, "system: Input should be a valid string or list"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckAnthropicCountTokens([]byte(tc.body))
+			if got := fmt.Sprint(err); tc.want == "" && err != nil || tc.want != "" && got != tc.want {
+				t.Fatalf("error %v, want %q", err, tc.want)
 			}
 		})
 	}

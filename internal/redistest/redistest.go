@@ -9,23 +9,15 @@
 package redistest
 
 import (
-	"bufio"
-	"bytes"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/switchover-gw/switchover/internal/redisserver"
 )
 
-// readyTimeout bounds how long a starting server may take to answer PING.
-const readyTimeout = 10 * time.Second
+// readyTimeout bounds how long a starting cluster may take to be ok.
+const readyTimeout = redisserver.ReadyTimeout
 
 // Start starts a redis-server for t and returns its URL
 // (redis://127.0.0.1:PORT). The server is stopped at t.Cleanup.
@@ -34,22 +26,14 @@ func Start(t testing.TB) (url string) {
 	return StartServer(t).URL()
 }
 
-// Server is a redis-server process run for a test. Stop and Restart make
-// Redis go away and come back on the same address, for tests of what
-// clients do meanwhile; Pause and Resume make it stop answering without
-// closing its connections. A Server is safe for concurrent use.
+// Server is a redis-server process run for a test
+// (redisserver.Server): Stop and Restart make Redis go away and come back
+// on the same address, for tests of what clients do meanwhile; Pause and
+// Resume make it stop answering without closing its connections. A
+// Server is safe for concurrent use.
 type Server struct {
-	t    testing.TB
-	bin  string
-	dir  string
-	port int
-	// busPort is the cluster bus port of a cluster node; zero for a
-	// standalone server.
-	busPort int
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	*redisserver.Server
+	t testing.TB
 }
 
 // StartServer starts a redis-server for t and returns its handle. The
@@ -72,72 +56,16 @@ func lookPath(t testing.TB, program string) string {
 	return bin
 }
 
-// startServer starts bin in a temporary directory of its own, as a
-// cluster node when cluster is set.
+// startServer starts bin in the test's temporary directory, as a cluster
+// node when cluster is set; it is stopped at t.Cleanup.
 func startServer(t testing.TB, bin string, cluster bool) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: bin, dir: t.TempDir()}
-	t.Cleanup(s.Stop)
-	// A free port found by listening can be taken by someone else before
-	// the server binds it; try a few.
-	var lastErr error
-	for range 5 {
-		var err error
-		s.port, err = freePort()
-		if err == nil && cluster {
-			s.busPort, err = freePort()
-		}
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		if s.busPort == s.port {
-			lastErr = fmt.Errorf("port %d picked twice", s.port)
-			continue
-		}
-		if lastErr = s.start(); lastErr == nil {
-			return s
-		}
+	srv, err := redisserver.Start(bin, t.TempDir(), cluster)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
 	}
-	t.Fatalf("redistest: %v", lastErr)
-	return nil
-}
-
-// URL returns the server's address as a redis:// URL.
-func (s *Server) URL() string { return "redis://" + s.Addr() }
-
-// Addr returns the server's host:port.
-func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
-
-// Stop kills the server (SIGKILL, as a crash would) and waits for it to
-// exit; its connections are closed and its data is gone (it keeps none on
-// disk). Stopping a stopped server does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-	s.cmd = nil
-}
-
-// Pause freezes the server (SIGSTOP): its connections stay open but it
-// answers nothing, as a server stuck or behind a black-holed network
-// would. Resume, Stop or the test's end thaws or kills it. Pausing a
-// stopped server does nothing.
-func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
-
-// Resume lets a paused server carry on (SIGCONT); what clients sent
-// meanwhile is answered then.
-func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
-
-func (s *Server) signal(sig os.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		_ = s.cmd.Process.Signal(sig)
-	}
+	t.Cleanup(srv.Stop)
+	return &Server{Server: srv, t: t}
 }
 
 // Restart starts the server again, empty, on the same port, and returns
@@ -145,119 +73,10 @@ func (s *Server) signal(sig os.Signal) {
 // test if the server cannot start.
 func (s *Server) Restart() {
 	s.t.Helper()
-	s.Stop()
-	if err := s.start(); err != nil {
+	if err := s.Server.Restart(); err != nil {
 		s.t.Fatalf("redistest: restart: %v", err)
 	}
 }
 
-func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return fmt.Errorf("server already running")
-	}
-	args := []string{
-		"--port", strconv.Itoa(s.port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--protected-mode", "no",
-		"--dir", s.dir,
-	}
-	if s.busPort != 0 {
-		// The bus port is given rather than left at port+10000, which
-		// may be taken or past 65535 for a port of the ephemeral range.
-		args = append(args,
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(s.dir, "nodes.conf"),
-			"--cluster-port", strconv.Itoa(s.busPort),
-		)
-	}
-	cmd := exec.Command(s.bin, args...)
-	cmd.Dir = s.dir
-	out := &lockedWriter{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	if err := waitReady(s.Addr(), done); err != nil {
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("redis-server on %s: %w\n%s", s.Addr(), err, out.String())
-	}
-	s.cmd, s.done = cmd, done
-	return nil
-}
-
-// waitReady polls addr with PING until it answers PONG, the process exits
-// (done closed) or readyTimeout passes.
-func waitReady(addr string, done <-chan struct{}) error {
-	deadline := time.Now().Add(readyTimeout)
-	var err error
-	for time.Now().Before(deadline) {
-		select {
-		case <-done:
-			return fmt.Errorf("exited before answering PING")
-		default:
-		}
-		if err = ping(addr); err == nil {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond) // polling for readiness, bounded by deadline
-	}
-	return fmt.Errorf("no answer to PING within %v: %v", readyTimeout, err)
-}
-
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(line) != "+PONG" {
-		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
-	}
-	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// lockedWriter is the server's output, written by exec's copying
-// goroutine and read when start fails.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.String()
-}
+// ping is redisserver.Ping.
+func ping(addr string) error { return redisserver.Ping(addr) }
