@@ -552,6 +552,15 @@ type Backend struct {
 	// over. Shorter risks a refused call at the window's end; longer
 	// leaves quota unused.
 	QuotaSlice Duration `yaml:"quota_slice"`
+	// HTTP2 lets calls to an https backend use HTTP/2 when it offers it
+	// (ALPN h2): many calls share a connection, up to the backend's
+	// limit of concurrent streams on one (SETTINGS_MAX_CONCURRENT_STREAMS,
+	// often 100 to 250), past which another connection is opened; an idle
+	// connection is pinged and closed when the backend stops answering.
+	// Default true. False keeps every call on HTTP/1.1 connections of its
+	// own (a proxy or server with a broken HTTP/2). WebSocket sessions
+	// (Realtime) always use HTTP/1.1; http:// backends always do.
+	HTTP2 *bool `yaml:"http2"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`
