@@ -20,6 +20,7 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/internal/testpki"
 	"github.com/switchover-gw/switchover/sim"
 )
@@ -481,4 +482,23 @@ func rtRead(t *testing.T, ctx context.Context, c *websocket.Conn) rtEvent {
 		t.Fatalf("event %s: %v", data, err)
 	}
 	return ev
+}
+
+// TestMetricsListenerOverTLS: server.metrics_tls serves metrics_listen
+// over TLS, to scrapers with a certificate of its client CA only.
+func TestMetricsListenerOverTLS(t *testing.T) {
+	e := startTLS(t, "metrics_listen: 127.0.0.1:0, metrics_tls: {cert_file: $CERT, key_file: $KEY, client_ca_file: $CA}", "")
+	poll.Until(t, 10*time.Second, func() bool { return e.gw.MetricsAddr() != nil }, func() string { return "the metrics listener" })
+	addr := e.gw.MetricsAddr().String()
+	scraper := e.ca.Client(t, "prometheus")
+	resp, err := e.client(t, &scraper).Get("https://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `switchover_tls_certificate_expiry_timestamp_seconds{listener="metrics"}`) {
+		t.Fatalf("status %d, body without the metrics listener's certificate expiry", resp.StatusCode)
+	}
+	refusedInHandshake(t, addr, e.ca, nil)
 }
