@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -501,4 +502,35 @@ func TestMetricsListenerOverTLS(t *testing.T) {
 		t.Fatalf("status %d, body without the metrics listener's certificate expiry", resp.StatusCode)
 	}
 	refusedInHandshake(t, addr, e.ca, nil)
+}
+
+// Regression: behind server.tls the server's connection states name the
+// *tls.Conn, not the connection the limits track, so a busy TLS
+// connection stayed in the idle list (to be closed for the next one,
+// mid-request). Busy TLS connections leave it; idle ones join it.
+func TestTLSConnectionsTrackedByTheConnectionLimits(t *testing.T) {
+	e := startTLS(t, "max_connections: 50, tls: {cert_file: $CERT, key_file: $KEY}", "")
+	c, err := tls.Dial("tcp", e.api, &tls.Config{RootCAs: e.ca.Pool(), NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tlsAppKey+
+		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("a busy connection: %v, %v", resp, err)
+	}
+	poll.Until(t, 10*time.Second, func() bool { return e.gw.IdleConnections() == 0 },
+		func() string { return fmt.Sprintf("%d idle connections, want none: the busy TLS one is not idle", e.gw.IdleConnections()) })
+	req, _ := http.NewRequest(http.MethodGet, "https://"+e.api+"/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+tlsAppKey)
+	resp, err := e.client(t, nil).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	poll.Until(t, 10*time.Second, func() bool { return e.gw.IdleConnections() == 1 },
+		func() string { return fmt.Sprintf("%d idle connections, want the HTTP/2 one answered", e.gw.IdleConnections()) })
 }
