@@ -522,7 +522,9 @@ func TestTLSConnectionsTrackedByTheConnectionLimits(t *testing.T) {
 		t.Fatalf("a busy connection: %v, %v", resp, err)
 	}
 	poll.Until(t, 10*time.Second, func() bool { return e.gw.IdleConnections() == 0 },
-		func() string { return fmt.Sprintf("%d idle connections, want none: the busy TLS one is not idle", e.gw.IdleConnections()) })
+		func() string {
+			return fmt.Sprintf("%d idle connections, want none: the busy TLS one is not idle", e.gw.IdleConnections())
+		})
 	req, _ := http.NewRequest(http.MethodGet, "https://"+e.api+"/v1/models", nil)
 	req.Header.Set("Authorization", "Bearer "+tlsAppKey)
 	resp, err := e.client(t, nil).Do(req)
@@ -532,5 +534,7 @@ func TestTLSConnectionsTrackedByTheConnectionLimits(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	poll.Until(t, 10*time.Second, func() bool { return e.gw.IdleConnections() == 1 },
-		func() string { return fmt.Sprintf("%d idle connections, want the HTTP/2 one answered", e.gw.IdleConnections()) })
+		func() string {
+			return fmt.Sprintf("%d idle connections, want the HTTP/2 one answered", e.gw.IdleConnections())
+		})
 }
