@@ -468,8 +468,10 @@ func (g *Gateway) Server() *http.Server {
 		MaxHeaderBytes:    1 << 20,
 		// The server logs what goes wrong outside any handler (accept
 		// errors such as "too many open files", a handler's panic with
-		// its stack): errors, never hidden below the default level.
-		ErrorLog: slog.NewLogLogger(g.Logger.Handler(), slog.LevelError),
+		// its stack): errors, never hidden below the default level;
+		// failed TLS handshakes (scanners, plain HTTP to the TLS port, a
+		// client refused by mutual TLS) at debug.
+		ErrorLog: serverErrorLog(g.Logger),
 	}
 }
 

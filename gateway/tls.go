@@ -1,12 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/switchover-gw/switchover/config"
@@ -149,4 +153,23 @@ func tlsListener(ln net.Listener, tc *tls.Config) net.Listener {
 // "metrics") serves now; nil when it serves no TLS.
 func (g *Gateway) TLSCertificate(listener string) *tls.Certificate {
 	return g.tlsCerts.current(listener)
+}
+
+// serverErrorLog is an http.Server's ErrorLog on logger: its lines at
+// error, but for failed TLS handshakes, which any client or scanner can
+// cause at will, at debug.
+func serverErrorLog(logger *slog.Logger) *log.Logger {
+	return log.New(serverLogWriter{logger}, "", 0)
+}
+
+type serverLogWriter struct{ logger *slog.Logger }
+
+func (w serverLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	level := slog.LevelError
+	if strings.HasPrefix(msg, "http: TLS handshake error") {
+		level = slog.LevelDebug
+	}
+	w.logger.Log(context.Background(), level, msg)
+	return len(p), nil
 }

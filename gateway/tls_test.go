@@ -356,6 +356,12 @@ func TestMutualTLS(t *testing.T) {
 		}
 	}
 
+	// Refused handshakes are any client's doing: logged at debug, not
+	// as the server's errors.
+	if strings.Contains(e.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("refused handshakes logged as errors:\n%s", e.logs.String())
+	}
+
 	t.Run("request", func(t *testing.T) {
 		e := startTLS(t, "tls: {cert_file: $CERT, key_file: $KEY, client_ca_file: $CA, client_auth: request}", "")
 		good := e.ca.Client(t, "app")
