@@ -82,6 +82,7 @@ func (c *Config) applyDefaults() {
 	c.Server.applyDefaults(len(c.Keys) <= 1 && c.Store == nil)
 	if a := c.Admin; a != nil {
 		setDefault(&a.Listen, "127.0.0.1:8081")
+		a.TLS.applyDefaults()
 	}
 	setDefault(&c.Reload.Watch, new(true))
 	setDur(&c.Reload.Interval, 0, 5*time.Second)
@@ -116,6 +117,22 @@ func (s *Server) applyDefaults(oneKey bool) {
 	setDur(&s.ShutdownGrace, 0, 30*time.Second)
 	setDefault(&s.DrainDelay, new(Duration(DefaultDrainDelay)))
 	setDefault(&s.TraceHeader, new(true))
+	setDefault(&s.HTTP2, new(true))
+	s.TLS.applyDefaults()
+	s.MetricsTLS.applyDefaults()
+}
+
+// applyDefaults sets client_auth (require with a client CA, else none)
+// and min_version; nothing when t is nil.
+func (t *TLS) applyDefaults() {
+	if t == nil {
+		return
+	}
+	if t.ClientCAFile != "" {
+		setDefault(&t.ClientAuth, ClientAuthRequire)
+	}
+	setDefault(&t.ClientAuth, ClientAuthNone)
+	setDefault(&t.MinVersion, "1.2")
 }
 
 func (n *Notifications) applyDefaults() {

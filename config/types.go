@@ -134,6 +134,11 @@ type Admin struct {
 	// listener): each signs in with its key and sees what the admin sees,
 	// but takes no action. Default none: only admin.key signs in.
 	Viewers []Viewer `yaml:"viewers"`
+	// TLS serves the admin API and console over TLS, as server.tls does
+	// the API; with client_ca_file, only clients with a certificate of
+	// its CAs reach it (admin.key still applies). Default none. Read at
+	// start.
+	TLS *TLS `yaml:"tls"`
 }
 
 // Reload configures configuration reloads. SIGHUP always reloads.
@@ -317,6 +322,63 @@ type Server struct {
 	// listing each attempt (backend, status, reason, latency). Default
 	// true; false never sends it.
 	TraceHeader *bool `yaml:"trace_header"`
+	// TLS serves the API over TLS (https, wss) from certificate and key
+	// files, optionally asking clients for certificates (mutual TLS).
+	// Default none: plain HTTP, for a TLS terminator in front. Read at
+	// start; the files themselves are read again when they change.
+	TLS *TLS `yaml:"tls"`
+	// HTTP2 offers HTTP/2 to TLS clients (ALPN h2) beside HTTP/1.1.
+	// Default true; false serves HTTP/1.1 only. WebSocket sessions
+	// (Realtime) always use HTTP/1.1. Read at start.
+	HTTP2 *bool `yaml:"http2"`
+	// H2C serves cleartext HTTP/2 (prior knowledge, as a proxy that
+	// speaks h2c to its upstreams sends) beside HTTP/1.1 on a listener
+	// without tls. Default false. Only behind a proxy you run: h2c has no
+	// encryption. Read at start.
+	H2C bool `yaml:"h2c"`
+	// MetricsTLS serves metrics_listen over TLS, as tls does the API
+	// (with client_ca_file, only scrapers with a certificate of that CA
+	// read the metrics). Default none. Read at start.
+	MetricsTLS *TLS `yaml:"metrics_tls"`
+}
+
+// Client authentication modes of TLS.ClientAuth.
+const (
+	ClientAuthNone    = "none"
+	ClientAuthRequest = "request"
+	ClientAuthRequire = "require"
+)
+
+// TLS is a listener's TLS: its certificate, and whether clients must show
+// one. The certificate and key files are checked at load (missing,
+// unreadable, not PEM, not a pair are errors on their line) and read
+// again, at most every reload.interval and on SIGHUP, when their content
+// changes: the next handshake serves the new pair; a pair that does not
+// load leaves the one in force serving, logged once and counted in
+// switchover_tls_certificate_reloads_total{result="invalid"}.
+type TLS struct {
+	// CertFile is the certificate in PEM: the server's first, then the
+	// intermediates a client needs to reach its root. Required. A path
+	// relative to the working directory, as every path of this file.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is its private key in PEM (PKCS #8, PKCS #1 or SEC 1; not
+	// encrypted). Required.
+	KeyFile string `yaml:"key_file"`
+	// ClientCAFile holds the certificates (PEM) of the CAs whose client
+	// certificates are accepted. Default none. Read at start only.
+	ClientCAFile string `yaml:"client_ca_file"`
+	// ClientAuth is what a client must show: none (no certificate asked
+	// for), request (one is asked for and, when given, must verify
+	// against client_ca_file; a client without one still connects), or
+	// require (a client without a certificate of client_ca_file's CAs is
+	// refused in the handshake). Default require with client_ca_file,
+	// else none. A client certificate does not replace a gateway key:
+	// both apply.
+	ClientAuth string `yaml:"client_auth"`
+	// MinVersion is the lowest TLS version accepted: "1.2" or "1.3".
+	// Default 1.2. Cipher suites are Go's defaults (TLS 1.3's are not
+	// configurable).
+	MinVersion string `yaml:"min_version"`
 }
 
 // Key is one gateway key.
@@ -490,6 +552,15 @@ type Backend struct {
 	// over. Shorter risks a refused call at the window's end; longer
 	// leaves quota unused.
 	QuotaSlice Duration `yaml:"quota_slice"`
+	// HTTP2 lets calls to an https backend use HTTP/2 when it offers it
+	// (ALPN h2): many calls share a connection, up to the backend's
+	// limit of concurrent streams on one (SETTINGS_MAX_CONCURRENT_STREAMS,
+	// often 100 to 250), past which another connection is opened; an idle
+	// connection is pinged and closed when the backend stops answering.
+	// Default true. False keeps every call on HTTP/1.1 connections of its
+	// own (a proxy or server with a broken HTTP/2). WebSocket sessions
+	// (Realtime) always use HTTP/1.1; http:// backends always do.
+	HTTP2 *bool `yaml:"http2"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`

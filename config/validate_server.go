@@ -15,6 +15,7 @@ func (c *Config) validateServer(ps *Problems) {
 		ps.add("server.max_body", "%d bytes is over 1GiB; each request body is held in memory while it is routed", c.Server.MaxBody)
 	}
 	c.validateListen(ps)
+	c.validateTLS(ps)
 	for i, o := range c.AllowedOrigins {
 		if u, err := url.Parse(o); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			ps.add(fmt.Sprintf("allowed_origins[%d]", i), "%q is not an origin such as https://app.example.com", o)

@@ -96,6 +96,7 @@ func feed(m *metrics.Metrics) {
 	m.Probe("weu", "ok", 50*time.Millisecond)
 	m.Notification("slack", "failover", notify.Sent.String())
 	m.Reload("ok")
+	m.TLSCertificate("api", "", time.Unix(1800000000, 0))
 	m.Admin("drain")
 	m.LogLineDropped()
 	m.Refused("too_many_concurrent_requests")
@@ -144,6 +145,9 @@ func labelValues() map[string]map[string][]string {
 		// gateway.Reload records "ok" or "invalid" (the metric's help says so).
 		"switchover_config_reloads_total":   {"result": {"ok", "invalid"}},
 		"switchover_requests_refused_total": {"code": metrics.RefusalCodes()},
+		// gateway's listeners' TLS: api, admin, metrics; ok or invalid.
+		"switchover_tls_certificate_reloads_total":            {"listener": {"api", "admin", "metrics"}, "result": {"ok", "invalid"}},
+		"switchover_tls_certificate_expiry_timestamp_seconds": {"listener": {"api", "admin", "metrics"}},
 	}
 }
 

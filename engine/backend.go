@@ -22,7 +22,7 @@ func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
 	b := &route.Backend{
 		Name:                   bc.Name,
 		Region:                 bc.Region,
-		Transport:              route.NewTransport(route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D()}),
+		Transport:              route.NewTransport(route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D(), HTTP1Only: bc.HTTP2 != nil && !*bc.HTTP2}),
 		Counts:                 statusSet(bc.Breaker.Statuses),
 		FirstByteTimeout:       bc.FirstByteTimeout.D(),
 		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),

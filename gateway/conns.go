@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"container/list"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -42,6 +43,10 @@ type connLimits struct {
 	// byte of a request read yet), the idlest first.
 	idle   list.List
 	closed bool
+	// tls is set when connections speak TLS (server.tls): a connection
+	// refused is then closed, not answered in plain HTTP it could not
+	// read. Set before the listener accepts.
+	tls bool
 	// lastLog is when shedding was last logged (at most once a minute).
 	lastLog time.Time
 	shed    int // connections closed or refused since lastLog
@@ -169,7 +174,11 @@ func (l *connLimits) admit(c net.Conn) *trackedConn {
 			l.freed.Signal()
 			l.mu.Unlock()
 			l.logShed(attrs)
-			refuseConn(c)
+			if l.tls {
+				c.Close()
+			} else {
+				refuseConn(c)
+			}
 			return nil
 		}
 		l.closeLocked([]*trackedConn{v})
@@ -249,6 +258,9 @@ func (l *connLimits) release(c *trackedConn) {
 // list at its end, busy and hijacked ones leave it. For
 // http.Server.ConnState.
 func (l *connLimits) connState(nc net.Conn, st http.ConnState) {
+	if tc, ok := nc.(*tls.Conn); ok { // server.tls: the tracked connection is under it
+		nc = tc.NetConn()
+	}
 	c, ok := nc.(*trackedConn)
 	if !ok {
 		return

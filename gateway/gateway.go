@@ -125,6 +125,8 @@ type Gateway struct {
 	metricsAddr atomic.Value
 	// conns are the API listener's connection limits while Serve runs.
 	conns atomic.Pointer[connLimits]
+	// tlsCerts are the listeners' certificates while Serve runs.
+	tlsCerts tlsListeners
 }
 
 // notices is what the gateway tells of what happens: notifications (the
@@ -453,18 +455,23 @@ func logLevel(level string) slog.Level {
 // (Serve closes them sooner under pressure). There is no write timeout: a
 // stream may legitimately run for minutes, bounded by each backend's
 // timeout. Its handler is the gateway's behind guardAPI: no-key mode's
-// Host and Origin checks, the throttle of failed key checks.
+// Host and Origin checks, the throttle of failed key checks. It speaks
+// HTTP/1.1, HTTP/2 to TLS clients that offer it (unless server.http2 is
+// false) and cleartext HTTP/2 with server.h2c; Serve adds server.tls.
 func (g *Gateway) Server() *http.Server {
 	s := g.Config().Server
 	return &http.Server{
 		Handler:           g.guardAPI(g.Handler, g.keyThrottle),
+		Protocols:         apiProtocols(s),
 		ReadHeaderTimeout: s.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.IdleTimeout.D(),
 		MaxHeaderBytes:    1 << 20,
 		// The server logs what goes wrong outside any handler (accept
 		// errors such as "too many open files", a handler's panic with
-		// its stack): errors, never hidden below the default level.
-		ErrorLog: slog.NewLogLogger(g.Logger.Handler(), slog.LevelError),
+		// its stack): errors, never hidden below the default level;
+		// failed TLS handshakes (scanners, plain HTTP to the TLS port, a
+		// client refused by mutual TLS) at debug.
+		ErrorLog: serverErrorLog(g.Logger),
 	}
 }
 
@@ -481,19 +488,28 @@ func (g *Gateway) Server() *http.Server {
 //     SSE error event saying the gateway is shutting down; then the
 //     remaining connections are closed and the gateway is closed.
 //
-// The waits run on Options.Clock.
+// With server.tls (admin.tls, server.metrics_tls), ln (the admin and
+// metrics listeners) serve TLS: Serve wraps them. The waits run on
+// Options.Clock.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Listener) error {
 	srv := g.Server()
 	s0 := g.Config().Server
+	apiTLS, adminTLS, err := g.listenersTLS(srv.Protocols)
+	if err != nil {
+		g.Close(context.Background())
+		return err
+	}
 	if cl := newConnLimits(s0.MaxConnections, s0.MaxConnectionsPerAddress, s0.MaxConnections*4/5,
 		s0.IdleTimeoutUnderPressure.D(), g.opts.Clock, g.Logger); cl != nil {
 		// Past the limit idle connections make room; when every one is
 		// busy, a connection waits in the kernel's backlog instead of
 		// taking a file descriptor.
+		cl.tls = apiTLS != nil
 		ln = cl.listener(ln)
 		srv.ConnState = cl.connState
 		g.conns.Store(cl)
 	}
+	ln = tlsListener(ln, apiTLS)
 	g.logNoKeyMode()
 	servers := []*http.Server{srv}
 	ms, mln, err := g.metricsServer()
@@ -517,6 +533,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener, admin ...net.Liste
 		as := g.adminServer()
 		as.ErrorLog = srv.ErrorLog
 		servers = append(servers, as)
+		a = tlsListener(a, adminTLS)
 		go func() { errc <- as.Serve(a) }()
 	}
 	var serveErr error

@@ -8,7 +8,7 @@ import (
 
 // metricsServer opens server.metrics_listen, when set, and returns the
 // server that answers GET /metrics on it, and nothing else, without a
-// key; nil when it is not set. The address it is bound to is
+// key (over TLS with server.metrics_tls); nil when it is not set. The address it is bound to is
 // MetricsAddr.
 func (g *Gateway) metricsServer() (*http.Server, net.Listener, error) {
 	s := g.Config().Server
@@ -19,8 +19,14 @@ func (g *Gateway) metricsServer() (*http.Server, net.Listener, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("server.metrics_listen: %w", err)
 	}
+	tc, err := g.tlsConfig(listenerMetrics, s.MetricsTLS, defaultProtocols())
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
 	g.metricsAddr.Store(ln.Addr())
-	g.Logger.Info("metrics served without a key on their own listener", "metrics_listen", ln.Addr().String())
+	g.Logger.Info("metrics served without a key on their own listener", "metrics_listen", ln.Addr().String(), "tls", tc != nil)
+	ln = tlsListener(ln, tc)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", g.Metrics.Handler())
 	return &http.Server{

@@ -44,9 +44,13 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	return nil
 }
 
-// ReloadFile reads Options.Path again and reloads it. An invalid file keeps
-// the configuration in force; the error lists its problems.
+// ReloadFile reads Options.Path again and reloads it, and the listeners'
+// certificate files (server.tls, admin.tls, server.metrics_tls). An
+// invalid file keeps the configuration in force; the error lists its
+// problems.
 func (g *Gateway) ReloadFile() error {
+	// The listeners' certificate files too, whatever their interval.
+	g.tlsCerts.check()
 	if g.opts.Path == "" {
 		return errors.New("no configuration file to reload (the gateway was not started from one)")
 	}

@@ -160,6 +160,14 @@ func (m *Metrics) newOperationsMetrics() {
 		Name: "switchover_admin_actions_total",
 		Help: "Operator actions through the admin API, by action.",
 	}, []string{"action"})
+	m.tlsReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchover_tls_certificate_reloads_total",
+		Help: "New content of a listener's certificate and key files (api, admin, metrics) by result: ok (served from the next handshake), or invalid (the certificate in force stays).",
+	}, []string{"listener", "result"})
+	m.tlsExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "switchover_tls_certificate_expiry_timestamp_seconds",
+		Help: "When the certificate a listener (api, admin, metrics) serves expires (its NotAfter), in Unix seconds.",
+	}, []string{"listener"})
 	m.logDropped = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "switchover_log_lines_dropped_total",
 		Help: "Log lines dropped because the log's buffer was full: its output (stderr, or what reads it) was not keeping up.",

@@ -42,6 +42,8 @@ type Metrics struct {
 	probeDuration      *prometheus.HistogramVec
 	notifications      *prometheus.CounterVec
 	reloads            *prometheus.CounterVec
+	tlsReloads         *prometheus.CounterVec
+	tlsExpiry          *prometheus.GaugeVec
 	adminActions       *prometheus.CounterVec
 	misconfigured      *prometheus.CounterVec
 	unresponsive       *prometheus.CounterVec
@@ -114,7 +116,7 @@ func New() *Metrics {
 func (m *Metrics) registered() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
-		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.adminActions,
+		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.tlsReloads, m.tlsExpiry, m.adminActions,
 		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
 		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost}
 }
@@ -185,6 +187,22 @@ func (m *Metrics) Notification(sink, kind, result string) {
 
 // Reload records a configuration reload; result is "ok" or "invalid".
 func (m *Metrics) Reload(result string) { m.reloads.WithLabelValues(result).Inc() }
+
+// TLSCertificate records the certificate a listener (api, admin,
+// metrics) serves from now on, by when it expires; result is "ok" for a
+// new certificate loaded from changed files, "invalid" for changed files
+// that did not load (notAfter is then the certificate still served), ""
+// for the first load.
+func (m *Metrics) TLSCertificate(listener, result string, notAfter time.Time) {
+	if result == "" {
+		for _, r := range []string{"ok", "invalid"} {
+			m.tlsReloads.WithLabelValues(listener, r)
+		}
+	} else {
+		m.tlsReloads.WithLabelValues(listener, result).Inc()
+	}
+	m.tlsExpiry.WithLabelValues(listener).Set(float64(notAfter.Unix()))
+}
 
 // RefusalCodes are the codes of switchover_requests_refused_total: the
 // error codes of the gateway's 503s at its own limits.

@@ -157,12 +157,35 @@ type TransportSettings struct {
 	// IdleConnTimeout closes keep-alive connections unused this long.
 	// Default 90s.
 	IdleConnTimeout time.Duration
+	// HTTP1Only keeps every call on HTTP/1.1. Default false: HTTP/2 with
+	// an https backend that offers it.
+	HTTP1Only bool
 }
+
+// HTTP/2 connection health: a connection on which nothing has been read
+// for h2PingAfter is pinged, and closed (failing the calls on it, which
+// the engine retries as connection errors where it may) when the ping
+// is not answered within h2PingTimeout. Without it, calls multiplexed on
+// a connection that died silently (a NAT or load balancer dropping it)
+// would each wait for their own timeout.
+const (
+	h2PingAfter   = 30 * time.Second
+	h2PingTimeout = 15 * time.Second
+)
 
 // NewTransport returns a transport tuned for a gateway: keep-alive pools
 // sized for many concurrent calls to one host, HTTP/2 where the backend
 // offers it, and no transparent decompression, so bodies pass through as
 // the backend encoded them.
+//
+// HTTP/2 is attempted (ALPN h2, then http/1.1) with https backends
+// unless HTTP1Only; an http:// backend gets HTTP/1.1 (no h2c). Calls
+// share an HTTP/2 connection up to the backend's
+// SETTINGS_MAX_CONCURRENT_STREAMS (100 until its SETTINGS arrive); a
+// call beyond that opens another connection rather than waiting (the
+// transport's StrictMaxConcurrentRequests is false), so a burst is never
+// queued behind one connection's limit. WebSocket upgrades (Realtime)
+// always go over HTTP/1.1 connections of their own.
 func NewTransport(s TransportSettings) *http.Transport {
 	if s.ConnectTimeout <= 0 {
 		s.ConnectTimeout = 5 * time.Second
@@ -177,10 +200,14 @@ func NewTransport(s TransportSettings) *http.Transport {
 		s.IdleConnTimeout = 90 * time.Second
 	}
 	d := &net.Dialer{Timeout: s.ConnectTimeout, KeepAlive: 30 * time.Second}
+	protos := new(http.Protocols)
+	protos.SetHTTP1(true)
+	protos.SetHTTP2(!s.HTTP1Only)
 	return &http.Transport{
+		Protocols:             protos,
+		HTTP2:                 &http.HTTP2Config{SendPingTimeout: h2PingAfter, PingTimeout: h2PingTimeout},
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   s.MaxIdleConnsPerHost,
 		IdleConnTimeout:       s.IdleConnTimeout,

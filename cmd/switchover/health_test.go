@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/testpki"
 )
 
 func TestHealthCommand(t *testing.T) {
@@ -95,5 +99,48 @@ pools: [{name: p, members: [{backend: a}]}]
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("health %s: exit %d, stdout %q stderr %q", path, code, out, errOut)
 		}
+	}
+}
+
+// TestHealthOverTLS: an https check verifies the gateway's certificate
+// with the system's roots, -cacert's, or not at all with -insecure, and
+// shows -cert to a listener that requires a client certificate.
+func TestHealthOverTLS(t *testing.T) {
+	ca := testpki.NewCA(t, "health CA")
+	dir := t.TempDir()
+	certPEM, keyPEM := ca.Server(t, "gw", "127.0.0.1")
+	serverCert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ca.Client(t, "kubelet")
+	clientCert := testpki.Write(t, dir, "client.crt", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: client.Certificate[0]}))
+	kder, _ := x509.MarshalPKCS8PrivateKey(client.PrivateKey)
+	clientKey := testpki.Write(t, dir, "client.key", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
+	caFile := testpki.Write(t, dir, "ca.crt", ca.PEM)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ready\n")) }))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{serverCert}, ClientCAs: ca.Pool(), ClientAuth: tls.RequireAndVerifyClientCert}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	url := srv.URL + "/readyz"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"CA file and client certificate", []string{"-cacert", caFile, "-cert", clientCert, "-key", clientKey}, exitOK, ""},
+		{"insecure and client certificate", []string{"-insecure", "-cert", clientCert, "-key", clientKey}, exitOK, ""},
+		{"system roots", []string{"-cert", clientCert, "-key", clientKey}, exitError, "certificate"},
+		{"no client certificate", []string{"-cacert", caFile}, exitError, "certificate required"},
+		{"cert without key", []string{"-cert", clientCert}, exitUsage, "-cert and -key go together"},
+		{"CA file not PEM", []string{"-cacert", clientKey}, exitUsage, "holds no PEM certificate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := run2(t, append([]string{"health", "-url", url}, tc.args...)...)
+			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
+				t.Fatalf("exit %d (want %d); stdout %q stderr %q", code, tc.code, out, errOut)
+			}
+		})
 	}
 }

@@ -93,9 +93,9 @@ func announce(g *gateway.Gateway, ln, admin net.Listener) {
 		names = append(names, pc.Name)
 	}
 	addr := ln.Addr().String()
-	lg.Info("switchover listening", "addr", addr, "pools", names, "backends", len(cfg.Backends), "version", version)
+	lg.Info("switchover listening", "addr", addr, "tls", cfg.Server.TLS != nil, "pools", names, "backends", len(cfg.Backends), "version", version)
 	if admin != nil {
-		lg.Info("admin API listening", "addr", admin.Addr().String())
+		lg.Info("admin API listening", "addr", admin.Addr().String(), "tls", cfg.Admin.TLS != nil)
 	}
 	if !g.Handler.KeysRequired() { // keys of the file, or a store, which holds keys
 		lg.Warn("no gateway keys are configured: serving without authentication", "addr", addr)

@@ -824,3 +824,53 @@ func TestChartPostgresStore(t *testing.T) {
 		t.Errorf("the ConfigMap's store is %v, want the ${DATABASE_URL} reference", raw)
 	}
 }
+
+// TestChartTLSSecret: server.tlsSecret mounts the Secret as a directory
+// (a renewed certificate reaches the pods), points server.tls at its
+// files, keeping other tls fields given in config, and probes over HTTPS.
+func TestChartTLSSecret(t *testing.T) {
+	r := mustRender(t, set("server.tlsSecret", "gw-tls", "config.server.tls.client_ca_file", "/etc/ca/ca.crt"))
+	var d appsv1.Deployment
+	r.one(t, "Deployment", fullname, &d)
+	c := gatewayContainer(t, &d)
+	var mount *corev1.VolumeMount
+	for i, m := range c.VolumeMounts {
+		if m.Name == "tls" {
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	if mount == nil || mount.MountPath != "/etc/switchover-tls" || mount.SubPath != "" || !mount.ReadOnly {
+		t.Fatalf("TLS mount %+v, want /etc/switchover-tls read-only, no subPath", mount)
+	}
+	var secret string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "tls" && v.Secret != nil {
+			secret = v.Secret.SecretName
+		}
+	}
+	if secret != "gw-tls" {
+		t.Fatalf("TLS volume from secret %q, want gw-tls", secret)
+	}
+	for _, p := range []*corev1.Probe{c.ReadinessProbe, c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Fatalf("probe %+v, want HTTPS", p)
+		}
+	}
+	server, _ := rawConfig(t, r)["server"].(map[string]any)
+	tls, _ := server["tls"].(map[string]any)
+	if tls["cert_file"] != "/etc/switchover-tls/tls.crt" || tls["key_file"] != "/etc/switchover-tls/tls.key" || tls["client_ca_file"] != "/etc/ca/ca.crt" {
+		t.Fatalf("server.tls %v", tls)
+	}
+
+	// Without it: no TLS volume, plain HTTP probes, no server.tls.
+	r = mustRender(t, nil)
+	var plain appsv1.Deployment
+	r.one(t, "Deployment", fullname, &plain)
+	c = gatewayContainer(t, &plain)
+	if c.ReadinessProbe.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+		t.Fatal("HTTPS probes without a TLS secret")
+	}
+	if server, _ := rawConfig(t, r)["server"].(map[string]any); server["tls"] != nil {
+		t.Fatalf("server.tls rendered without a TLS secret: %v", server["tls"])
+	}
+}

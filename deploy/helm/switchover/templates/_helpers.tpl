@@ -88,6 +88,12 @@ owns (listen addresses, shutdown timings, shared state) put over it.
 {{- $_ := set $server "drain_delay" (printf "%ds" (int .Values.server.drainDelaySeconds)) }}
 {{- $_ := set $server "shutdown_grace" (printf "%ds" (int .Values.server.shutdownGraceSeconds)) }}
 {{- $_ := set $server "metrics_listen" (printf ":%d" (int .Values.server.metricsPort)) }}
+{{- if .Values.server.tlsSecret }}
+{{- $tls := deepCopy (default dict (get $server "tls")) }}
+{{- $_ := set $tls "cert_file" "/etc/switchover-tls/tls.crt" }}
+{{- $_ := set $tls "key_file" "/etc/switchover-tls/tls.key" }}
+{{- $_ := set $server "tls" $tls }}
+{{- end }}
 {{- $_ := set $cfg "server" $server }}
 {{- if .Values.admin.enabled }}
 {{- $admin := deepCopy (default dict (get $cfg "admin")) }}
