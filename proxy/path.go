@@ -27,6 +27,7 @@ const (
 // operation, the model list, a stored response, a pinned path, a realtime
 // session, a path unknown_paths takes) and the API format the caller
 // speaks, in which its errors are answered: Anthropic's for /v1/messages,
+// Google's for Gemini's API (models/{model}:{method}, gemini.go),
 // OpenAI's otherwise. The path is normalised first (normalisePath), and
 // the request carries the normalised path from here on: a path it refuses
 // gets 400, before any key is checked. A path that nothing routes gets 404
@@ -37,9 +38,16 @@ func classifyPath(x *exchange) error {
 		if anthropicPath(x.r.URL.Path) {
 			x.format = translate.Anthropic
 		}
+		if IsGeminiPath(x.r.URL.Path) {
+			x.format = translate.Gemini
+			stripQueryKey(x.r)
+		}
 		return err
 	}
 	x.r.URL.Path, x.r.URL.RawPath = path, ""
+	if model, method, ok := geminiPath(path); ok {
+		return classifyGemini(x, model, method) // gemini.go
+	}
 	x.kind, x.op, x.dep, x.rel = classify(path)
 	if x.kind == pathUnknown {
 		if rel, ok := apiRelative(path); ok {
