@@ -321,3 +321,13 @@ func GeminiError(status int, code, msg string, h http.Header) json.RawMessage {
 	body := (&apiError{status: status, typ: "invalid_request_error", code: code, msg: msg}).body()
 	return geminiError(status, translate.ErrorToGemini(translate.OpenAI, status, body), h)
 }
+
+// geminiKeyError names, in the message of a missing or wrong key, the
+// header Google's SDKs send it in.
+func geminiKeyError(err error) error {
+	var e *apiError
+	if errors.As(err, &e) && e.msg == msgBadKey {
+		e.msg = "switchover: missing or incorrect gateway key; send it as \"x-goog-api-key: KEY\" (Google's SDKs: the client's API key) or \"Authorization: Bearer KEY\""
+	}
+	return err
+}
