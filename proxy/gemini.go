@@ -238,13 +238,12 @@ func altSSE(r *http.Request) bool {
 // soon as it is whole. A source error ends it unclosed, so that the
 // client sees a broken array rather than a whole one.
 type jsonArrayStream struct {
-	src   io.ReadCloser
-	buf   []byte // source bytes not yet split into lines
-	out   []byte
-	data  []byte // the current event's data
-	n     int    // events written
-	err   error
-	ended bool
+	src  io.ReadCloser
+	buf  []byte // source bytes not yet split into lines
+	out  []byte
+	data []byte // the current event's data
+	n    int    // events written
+	err  error
 }
 
 func newJSONArrayStream(src io.ReadCloser) *jsonArrayStream {
