@@ -419,6 +419,7 @@ var keyAnswerCases = []answerCase{
 	{name: "gemini invalid json", method: "POST", path: "/v1beta/models/chat-prod:generateContent", header: answerGeminiKey, body: "{"},
 	{name: "gemini embedding with a task type", method: "POST", path: "/v1beta/models/chat-prod:embedContent", header: answerGeminiKey,
 		body: `{"content":{"parts":[{"text":"x"}]},"taskType":"CLUSTERING"}`},
+	{name: "gemini model list not routed", method: "GET", path: "/v1beta/models", header: answerGeminiKey},
 	{name: "gemini token estimate", method: "POST", path: "/v1beta/models/chat-prod:countTokens", header: answerGeminiKey,
 		body: `{"contents":[{"parts":[{"text":"hello there"}]}]}`},
 	{name: "gemini stream broken mid-way", method: "POST", path: "/v1beta/models/sse-break:streamGenerateContent?alt=sse", header: answerGeminiKey,

@@ -70,6 +70,9 @@ func classifyPath(x *exchange) error {
 				"a conversation lives on the backend that makes it and its create names no model: "+
 				"a pinned route says which (pinned: [{paths: [conversations], backend: ...}])", x.r.Method, truncate(path, 200)))
 		}
+		if strings.HasPrefix(path, "/v1beta/") {
+			x.format = translate.Gemini // a client of Google's API: its error shape
+		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
 	}
@@ -226,12 +229,14 @@ func routeList(rt *Routes) string {
 	ops := []string{"chat/completions (and chat/completions/{id}, made with store: true)", "completions", "embeddings", "responses (and responses/{id}, responses/compact)", "audio/transcriptions",
 		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
 		"realtime", "messages", "messages/count_tokens"}
+	// Gemini's API, for Google's SDKs.
+	gemini := "/v1beta/models/{model}:generateContent, :streamGenerateContent, :countTokens, :embedContent, :batchEmbedContents"
 	var pinned []string
 	for _, p := range rt.Pinned {
 		pinned = append(pinned, p.Path)
 	}
 	sort.Strings(pinned)
-	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ")
+	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ") + "; and " + gemini
 	if len(pinned) > 0 {
 		s += "; pinned to their backends: " + strings.Join(pinned, ", ")
 	} else {
