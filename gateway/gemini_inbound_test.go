@@ -361,6 +361,8 @@ type capture struct {
 	mu     sync.Mutex
 	bodies [][]byte
 	paths  []string
+	urls   []string
+	keys   []string // the x-goog-api-key each request came with
 	answer func(w http.ResponseWriter, r *http.Request)
 }
 
@@ -369,6 +371,8 @@ func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	c.bodies = append(c.bodies, b)
 	c.paths = append(c.paths, r.URL.Path)
+	c.urls = append(c.urls, r.URL.String())
+	c.keys = append(c.keys, r.Header.Get("X-Goog-Api-Key"))
 	c.mu.Unlock()
 	c.answer(w, r)
 }
@@ -435,11 +439,25 @@ func TestGeminiSchemaAndImageTranslated(t *testing.T) {
 	if !strings.Contains(string(msgs), `"url":"data:image/png;base64,iVBORw0KGgpmYWtl"`) {
 		t.Errorf("messages sent: %s", msgs)
 	}
+
+	// What no translation can honour is refused, in Google's shape, and
+	// never sent without it.
+	status, body := postGemini(t, url+"/v1beta/models/chat-prod:generateContent", "",
+		`{"contents":[{"parts":[{"text":"hi"}]}],"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]}`)
+	if status != 400 || geminiStatus(t, body) != "INVALID_ARGUMENT" || !strings.Contains(string(body), "safetySettings") {
+		t.Errorf("safetySettings: %d %s", status, body)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.bodies) != 1 {
+		t.Errorf("the upstream got %d requests, want 1", len(c.bodies))
+	}
 }
 
 // TestGeminiPassedThroughToGemini: a Gemini member gets the client's body
 // as it was sent, Gemini-only members and all (safetySettings, which no
-// translation could honour), at its own model's URL.
+// translation could honour), at its own model's URL, with its own key:
+// the client's, sent in the query, reaches neither its URL nor headers.
 func TestGeminiPassedThroughToGemini(t *testing.T) {
 	c := &capture{answer: func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -447,7 +465,7 @@ func TestGeminiPassedThroughToGemini(t *testing.T) {
 	}}
 	url := startCaptured(t, "gemini", c)
 	body := `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"safetySettings":[{"category":"HARM_CATEGORY_HARASSMENT","threshold":"BLOCK_NONE"}]}`
-	status, got := postGemini(t, url+"/v1beta/models/chat-prod:generateContent", "", body)
+	status, got := postGemini(t, url+"/v1beta/models/chat-prod:generateContent?key=client-secret-0123456789", "", body)
 	if status != 200 || !strings.Contains(string(got), `"responseId":"r1"`) {
 		t.Fatalf("%d %s", status, got)
 	}
@@ -455,6 +473,9 @@ func TestGeminiPassedThroughToGemini(t *testing.T) {
 	defer c.mu.Unlock()
 	if string(c.bodies[0]) != body || c.paths[0] != "/v1beta/models/upstream-model:generateContent" {
 		t.Errorf("upstream got %s at %s", c.bodies[0], c.paths[0])
+	}
+	if strings.Contains(c.urls[0], "client-secret") || c.keys[0] != "captured-key-000000" {
+		t.Errorf("upstream URL %s, key %q", c.urls[0], c.keys[0])
 	}
 }
 
