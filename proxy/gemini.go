@@ -121,10 +121,10 @@ func stripQueryKey(r *http.Request) {
 	r.URL.RawQuery = q.Encode()
 }
 
-// geminiRequest makes a Gemini client's call of the route.Request parsed
-// from its body: the body turned into an embeddings request for the
-// embedding methods, whose route.Request is then in OpenAI's format; the
-// path's model; streaming for streamGenerateContent.
+// geminiBody is the stage that turns the body of a Gemini client's
+// embedContent or batchEmbedContents into an embeddings request for the
+// path's model (400 for what it cannot carry: a taskType, a title, parts
+// other than text); other calls go on as they are.
 func geminiBody(x *exchange) error {
 	if x.format != translate.Gemini || x.op != route.Embeddings {
 		return nil

@@ -46,11 +46,13 @@ import (
 //	                    traceRequest    tracing.go   the span, with Tracer set
 //	                    readRequestBody body.go      the body, bounded in size, memory (the
 //	                                                 key's share too) and time; 413, 503, 429, 408
-//	                    geminiBody      gemini.go    a Gemini client's embedContent as an embeddings call; 400
+//	                    geminiBody      gemini.go    a Gemini client's embedContent made an
+//	                                                 embeddings call; 400
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
-//	                    countGeminiTokens gemini.go  a Gemini client's countTokens answered here
+//	                    countGeminiTokens            a Gemini client's countTokens answered
+//	                                    gemini.go    here, with the gateway's estimate
 //	                    findEndUser     enduser.go   the end user (header, else body); 400
 //	                    admit           tenancy.go   the key's limits (Routes.Admission); 429, 403
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait

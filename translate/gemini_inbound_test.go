@@ -279,3 +279,24 @@ func TestGeminiEmbedToOpenAI(t *testing.T) {
 		t.Error("two embeddings for one content: no error")
 	}
 }
+
+// FuzzGeminiInbound checks that the Gemini inbound converters never
+// panic: a request converts to JSON or fails, and an OpenAI stream of
+// any bytes becomes well-formed SSE whose data is JSON.
+func FuzzGeminiInbound(f *testing.F) {
+	addSeeds(f, ".json")
+	addSeeds(f, ".sse")
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if out, err := GeminiRequestToOpenAI(in, GeminiInboundOptions{Model: "m", Stream: true}); err == nil && !json.Valid(out) {
+			t.Fatalf("not JSON: %s", out)
+		}
+		if out, err := OpenAIResponseToGemini(in, in); err == nil && !json.Valid(out) {
+			t.Fatalf("not JSON: %s", out)
+		}
+		if out, err := GeminiEmbedToOpenAI(in, "m", true); err == nil && !json.Valid(out) {
+			t.Fatalf("not JSON: %s", out)
+		}
+		out, _ := io.ReadAll(NewReader(io.NopCloser(&pieceReader{b: in, n: 11}), NewOpenAIToGeminiStream(GeminiStreamOptions{IncludeThoughts: true})))
+		checkSSE(t, out)
+	})
+}
