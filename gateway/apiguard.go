@@ -89,9 +89,10 @@ func browserRefusal(cfg *config.Config, r *http.Request) (status int, code, msg 
 // on /v1/messages (and its count_tokens), OpenAI's otherwise.
 func writeAPIError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
 	var body any
-	if strings.HasPrefix(r.URL.Path, "/v1/messages") {
+	if proxy.IsGeminiPath(r.URL.Path) {
+		body = proxy.GeminiError(status, code, msg, w.Header())
+	} else if strings.HasPrefix(r.URL.Path, "/v1/messages") {
 		typ := "permission_error"
 		if status == http.StatusTooManyRequests {
 			typ = "rate_limit_error"
@@ -104,6 +105,7 @@ func writeAPIError(w http.ResponseWriter, r *http.Request, status int, code, msg
 		}
 		body = map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
 	}
+	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(body)
 }
 

@@ -52,6 +52,9 @@ func parseCall(x *exchange) error {
 	if x.dep != "" {
 		req.Model = x.dep
 	}
+	if x.format == translate.Gemini {
+		geminiCall(x, req)
+	}
 	if v := r.Header.Get(HeaderMaxWait); v != "" {
 		d, ok := parseMaxWait(v)
 		if !ok {

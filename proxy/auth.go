@@ -27,8 +27,9 @@ func (k Key) Match(presented string) bool {
 }
 
 // presentedKey returns the key a caller sent: "Authorization: Bearer KEY"
-// (OpenAI SDKs), "api-key: KEY" (Azure OpenAI SDKs) or "x-api-key: KEY"
-// (Anthropic SDKs).
+// (OpenAI SDKs), "api-key: KEY" (Azure OpenAI SDKs), "x-api-key: KEY"
+// (Anthropic SDKs), "x-goog-api-key: KEY" (Google's SDKs) or, on Gemini's
+// API paths, "?key=KEY".
 func presentedKey(r *http.Request) (string, bool) {
 	if v := r.Header.Get("Authorization"); v != "" {
 		scheme, key, ok := strings.Cut(v, " ")
@@ -41,6 +42,16 @@ func presentedKey(r *http.Request) (string, bool) {
 	}
 	if v := r.Header.Get("X-Api-Key"); v != "" {
 		return v, true
+	}
+	if v := r.Header.Get("X-Goog-Api-Key"); v != "" {
+		return v, true // Google's SDKs
+	}
+	if strings.Contains(r.URL.RawQuery, "key=") && IsGeminiPath(r.URL.Path) {
+		// Some clients of Gemini's API send the key in the query;
+		// classifyPath moves it into X-Goog-Api-Key.
+		if v := r.URL.Query().Get("key"); v != "" {
+			return v, true
+		}
 	}
 	if strings.HasSuffix(r.URL.Path, "/realtime") {
 		// A browser cannot set headers on a WebSocket: it sends the key as

@@ -105,7 +105,8 @@ func (e *apiError) headers() http.Header {
 }
 
 // fail answers err, the error x's pipeline stopped at, in the caller's
-// format (OpenAI's error body, or Anthropic's for /v1/messages), and
+// format (OpenAI's error body, Anthropic's for /v1/messages, Google's for
+// Gemini's API), and
 // records it in the log line and the refusal counts: the one place a
 // request's failure is written. After the answer's header it cuts the
 // response short instead (cutShort). A nil err, or errAnswered, writes
@@ -152,8 +153,11 @@ func (x *exchange) fail(err error) {
 		}
 	}
 	body := e.body()
-	if x.format == translate.Anthropic {
+	switch x.format {
+	case translate.Anthropic:
 		body = translate.ErrorToAnthropic(translate.OpenAI, e.status, body)
+	case translate.Gemini:
+		body = geminiError(e.status, translate.ErrorToGemini(translate.OpenAI, e.status, body), h)
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
@@ -216,6 +220,11 @@ func streamErrorEvent(f translate.Format, msg, code string) []byte {
 	if f == translate.Anthropic {
 		b, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": "api_error", "message": msg}})
 		return append(append([]byte("event: error\ndata: "), b...), "\n\n"...)
+	}
+	if f == translate.Gemini {
+		// Google's SDKs raise an error for a chunk with an "error" member.
+		b, _ := json.Marshal(map[string]any{"error": map[string]any{"code": http.StatusInternalServerError, "message": msg, "status": "INTERNAL"}})
+		return append(append([]byte("data: "), b...), "\n\n"...)
 	}
 	b, _ := json.Marshal(struct {
 		Error errorObject `json:"error"`

@@ -410,8 +410,28 @@ var keyAnswerCases = []answerCase{
 	{name: "audio cut short", method: "POST", path: "/v1/audio/speech", header: answerKey,
 		body: `{"model":"plain-break","input":"hello","voice":"alloy"}`},
 	{name: "realtime refused upstream", method: "GET", path: "/v1/realtime?model=chat-prod", header: answerUpgrade},
+	{name: "gemini no key", method: "POST", path: "/v1beta/models/chat-prod:generateContent", body: answerGemini},
+	{name: "gemini wrong key in the query", method: "POST", path: "/v1beta/models/chat-prod:generateContent?key=nope&alt=json", body: answerGemini},
+	{name: "gemini wrong method", method: "GET", path: "/v1beta/models/chat-prod:generateContent", header: answerGeminiKey},
+	{name: "gemini unknown method", method: "POST", path: "/v1beta/models/chat-prod:predict", header: answerGeminiKey, body: "{}"},
+	{name: "gemini refused path", method: "POST", path: "/v1beta/models/chat-prod:generateContent/%2e%2e", header: answerGeminiKey, body: "{}"},
+	{name: "gemini unknown model", method: "POST", path: "/v1beta/models/nope:generateContent", header: answerGeminiKey, body: answerGemini},
+	{name: "gemini invalid json", method: "POST", path: "/v1beta/models/chat-prod:generateContent", header: answerGeminiKey, body: "{"},
+	{name: "gemini embedding with a task type", method: "POST", path: "/v1beta/models/chat-prod:embedContent", header: answerGeminiKey,
+		body: `{"content":{"parts":[{"text":"x"}]},"taskType":"CLUSTERING"}`},
+	{name: "gemini model list not routed", method: "GET", path: "/v1beta/models", header: answerGeminiKey},
+	{name: "gemini token estimate", method: "POST", path: "/v1beta/models/chat-prod:countTokens", header: answerGeminiKey,
+		body: `{"contents":[{"parts":[{"text":"hello there"}]}]}`},
+	{name: "gemini stream broken mid-way", method: "POST", path: "/v1beta/models/sse-break:streamGenerateContent?alt=sse", header: answerGeminiKey,
+		body: answerGemini},
 	{name: "served", method: "POST", path: "/v1/chat/completions", header: answerKey, body: answerChat},
 }
+
+// answerGemini is a generateContent body; answerGeminiKey the key as
+// Google's SDKs send it.
+const answerGemini = `{"contents":[{"role":"user","parts":[{"text":"hello"}]}]}`
+
+var answerGeminiKey = map[string]string{"X-Goog-Api-Key": answerKey["Authorization"][len("Bearer "):]}
 
 // tenantAnswerCases run on a gateway with a KeyResolver and an Admission
 // (answerTenants).
@@ -429,6 +449,7 @@ var tenantAnswerCases = []answerCase{
 	{name: "tenant model", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "model"}},
 	{name: "tenant concurrent", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "concurrent"}},
 	{name: "tenant token estimate not admitted", method: "POST", path: "/v1/messages/count_tokens", body: answerChat, header: map[string]string{"Api-Key": "rpm"}},
+	{name: "tenant rpm gemini", method: "POST", path: "/v1beta/models/alias:generateContent", body: answerGemini, header: map[string]string{"X-Goog-Api-Key": "rpm"}},
 	{name: "tenant served", method: "POST", path: "/v1/chat/completions", body: answerChat, header: map[string]string{"Api-Key": "fine"}},
 }
 

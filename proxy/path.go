@@ -27,6 +27,7 @@ const (
 // operation, the model list, a stored response, a pinned path, a realtime
 // session, a path unknown_paths takes) and the API format the caller
 // speaks, in which its errors are answered: Anthropic's for /v1/messages,
+// Google's for Gemini's API (models/{model}:{method}, gemini.go),
 // OpenAI's otherwise. The path is normalised first (normalisePath), and
 // the request carries the normalised path from here on: a path it refuses
 // gets 400, before any key is checked. A path that nothing routes gets 404
@@ -37,9 +38,16 @@ func classifyPath(x *exchange) error {
 		if anthropicPath(x.r.URL.Path) {
 			x.format = translate.Anthropic
 		}
+		if IsGeminiPath(x.r.URL.Path) {
+			x.format = translate.Gemini
+			stripQueryKey(x.r)
+		}
 		return err
 	}
 	x.r.URL.Path, x.r.URL.RawPath = path, ""
+	if model, method, ok := geminiPath(path); ok {
+		return classifyGemini(x, model, method) // gemini.go
+	}
 	x.kind, x.op, x.dep, x.rel = classify(path)
 	if x.kind == pathUnknown {
 		if rel, ok := apiRelative(path); ok {
@@ -62,6 +70,9 @@ func classifyPath(x *exchange) error {
 				"a conversation lives on the backend that makes it and its create names no model: "+
 				"no pool has an openai or azure member with the Responses API to make it on, and no pinned route says which "+
 				"(pinned: [{paths: [conversations], backend: ...}])", x.r.Method, truncate(path, 200)))
+		}
+		if strings.HasPrefix(path, "/v1beta/") {
+			x.format = translate.Gemini // a client of Google's API: its error shape
 		}
 		return requestError(http.StatusNotFound, "not_found",
 			fmt.Sprintf("switchover: no route for %s %s; %s", x.r.Method, truncate(path, 200), routeList(x.rt)))
@@ -219,12 +230,14 @@ func routeList(rt *Routes) string {
 	ops := []string{"chat/completions (and chat/completions/{id}, made with store: true)", "completions", "embeddings", "responses (and responses/{id}, responses/compact)", "audio/transcriptions",
 		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
 		"realtime", "messages", "messages/count_tokens"}
+	// Gemini's API, for Google's SDKs.
+	gemini := "/v1beta/models/{model}:generateContent, :streamGenerateContent, :countTokens, :embedContent, :batchEmbedContents"
 	var pinned []string
 	for _, p := range rt.Pinned {
 		pinned = append(pinned, p.Path)
 	}
 	sort.Strings(pinned)
-	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ")
+	s := "it routes /v1/ (and /openai/v1/, and Azure's /openai/deployments/{deployment}/) " + strings.Join(ops, ", ") + "; and " + gemini
 	if len(pinned) > 0 {
 		s += "; pinned to their backends: " + strings.Join(pinned, ", ")
 	} else {

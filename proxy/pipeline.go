@@ -46,9 +46,13 @@ import (
 //	                    traceRequest    tracing.go   the span, with Tracer set
 //	                    readRequestBody body.go      the body, bounded in size, memory (the
 //	                                                 key's share too) and time; 413, 503, 429, 408
+//	                    geminiBody      gemini.go    a Gemini client's embedContent made an
+//	                                                 embeddings call; 400
 //	                    parseCall       api.go       the route.Request; 400
 //	                    findPool        api.go       the pool the model names; 400, 404
 //	                    estimateTokens  api.go       count_tokens answered here for a pool that cannot
+//	                    countGeminiTokens            a Gemini client's countTokens answered
+//	                                    gemini.go    here, with the gateway's estimate
 //	                    findEndUser     enduser.go   the end user (header, else body); 400
 //	                    admit           tenancy.go   the key's limits (Routes.Admission); 429, 403
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
@@ -74,7 +78,7 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, auth
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
 	pathModels:   {ignoreBody, listModels},
-	pathAPI:      {begin, traceRequest, readRequestBody, parseCall, findPool, estimateTokens, findEndUser, admit, applyPatience, relay},
+	pathAPI:      {begin, traceRequest, readRequestBody, geminiBody, parseCall, findPool, estimateTokens, countGeminiTokens, findEndUser, admit, applyPatience, relay},
 	pathObject:   {begin, objectBody, routeObject, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, findEndUser, admit, tunnel},
@@ -99,7 +103,7 @@ type exchange struct {
 
 	kind   pathKind
 	op     route.Operation
-	dep    string           // the Azure deployment named in the path
+	dep    string           // the Azure deployment named in the path, or a Gemini client's model
 	rel    string           // what else the path names: a model's id, a stored response's path, a pinned path
 	format translate.Format // the caller's API format, in which errors are answered
 	pool   *route.Pool      // where the request goes (for a pinned path, as its route has it)

@@ -32,6 +32,11 @@ func relay(x *exchange) error {
 		return x.callError(ctx, err)
 	}
 	defer resp.Body.Close()
+	if x.format == translate.Gemini {
+		if err := x.geminiAnswer(resp); err != nil { // gemini.go
+			return err
+		}
+	}
 	x.passHeader(resp.Header, rep)
 	x.writeHeader(resp.StatusCode)
 	x.lg.firstByte = time.Since(x.start)

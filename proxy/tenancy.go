@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/tenant"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // KeyResolver finds the key a caller presented: the pipeline's
@@ -56,6 +57,9 @@ type caller struct {
 func authenticate(x *exchange) error {
 	who, err := x.h.caller(x.r, x.rt)
 	x.lg.key, x.lg.who = who.name, who.p
+	if x.format == translate.Gemini {
+		err = geminiKeyError(err) // gemini.go
+	}
 	return err
 }
 

@@ -247,7 +247,7 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
 	at.use = answerUsage(client, out)
-	if native != client && client == translate.Anthropic && !reportsUsage(native, raw) {
+	if native != client && (client == translate.Anthropic || client == translate.Gemini) && !reportsUsage(native, raw) {
 		at.use = Usage{} // the translation's zeros are not a count
 	}
 	if !at.use.Known && at.p.Tokens != nil && resp.StatusCode/100 == 2 && at.countsTokens() {

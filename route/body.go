@@ -333,6 +333,12 @@ func (s *streamEnd) check(line []byte) {
 				s.done = true
 			}
 		}
+	case translate.Gemini:
+		// A Gemini stream (passed through to a Gemini client) has no end
+		// marker: its candidate's finishReason ends it.
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok && hasStringMember(v, `"finishReason"`) {
+			s.done = true
+		}
 	default:
 		v, ok := bytes.CutPrefix(line, []byte("data:"))
 		if !ok {
@@ -347,8 +353,11 @@ func (s *streamEnd) check(line []byte) {
 
 // hasFinishReason reports whether an OpenAI stream chunk sets a
 // finish_reason (a string, not null).
-func hasFinishReason(v []byte) bool {
-	const key = `"finish_reason"`
+func hasFinishReason(v []byte) bool { return hasStringMember(v, `"finish_reason"`) }
+
+// hasStringMember reports whether v has a member key (quoted) whose value
+// is a string.
+func hasStringMember(v []byte, key string) bool {
 	for {
 		i := bytes.Index(v, []byte(key))
 		if i < 0 {

@@ -26,6 +26,8 @@ func convertResponse(native, client translate.Format, body []byte, model string,
 		return translate.OpenAIResponseToAnthropic(body)
 	case translate.Responses:
 		return translate.OpenAIResponseToResponses(body, req)
+	case translate.Gemini:
+		return translate.OpenAIResponseToGemini(body, req)
 	}
 	return body, nil
 }
@@ -48,6 +50,12 @@ func convertError(native, client translate.Format, status int, body []byte) []by
 			return body
 		}
 		return translate.ErrorToAnthropic(translate.OpenAI, status, translate.ErrorToOpenAI(native, status, body))
+	}
+	if client == translate.Gemini {
+		if native == translate.Gemini {
+			return body
+		}
+		return translate.ErrorToGemini(translate.OpenAI, status, translate.ErrorToOpenAI(native, status, body))
 	}
 	return translate.ErrorToOpenAI(native, status, body)
 }
@@ -76,6 +84,8 @@ func streamConverter(native, client translate.Format, model string, r *Request) 
 		fromOpenAI = translate.NewOpenAIToAnthropicStreamWith(translate.AnthropicStreamOptions{InputTokens: est})
 	case translate.Responses:
 		fromOpenAI = translate.NewOpenAIToResponsesStream(r.Body)
+	case translate.Gemini:
+		fromOpenAI = translate.NewOpenAIToGeminiStream(translate.GeminiStreamOptions{IncludeThoughts: translate.IncludesThoughts(r.Body)})
 	}
 	switch {
 	case toOpenAI == nil:

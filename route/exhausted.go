@@ -145,10 +145,7 @@ func exhaustedBody(r *Request, rep *Report, status int, code, msg string) []byte
 		e.Error.Attempts = append(e.Error.Attempts, exhaustedAttempt{a.Backend, a.Region, a.Status, a.Reason, a.Message, a.Duration.Milliseconds()})
 	}
 	body, _ := json.Marshal(e)
-	if r.format() == translate.Anthropic {
-		body = translate.ErrorToAnthropic(translate.OpenAI, status, body)
-	}
-	return body
+	return clientError(r, status, body)
 }
 
 // unsupported is the answer when no member of the pool can honour the
@@ -164,10 +161,7 @@ func (p *Pool) unsupported(r *Request, rep *Report) *http.Response {
 		} `json:"error"`
 	}
 	e.Error.Message, e.Error.Type, e.Error.Code = msg, "invalid_request_error", "unsupported_by_backends"
-	body, _ := json.Marshal(e)
-	if r.format() == translate.Anthropic {
-		body = translate.ErrorToAnthropic(translate.OpenAI, http.StatusBadRequest, body)
-	}
+	body := clientError(r, http.StatusBadRequest, mustJSON(e))
 	h := http.Header{"Content-Type": {"application/json"}}
 	h.Set(HeaderAttempts, "0")
 	h.Set(HeaderFailover, "false")
@@ -389,4 +383,21 @@ func (p *Pool) unanswered(r *Request, rep *Report, lastHeader http.Header) (*htt
 		return nil, rep, &OwnerUnavailableError{Owner: r.Owner, Pool: p.Name, Why: why, RetryAfter: wait}
 	}
 	return p.exhausted(r, rep, lastHeader), rep, nil
+}
+
+// clientError is the pool's own error body (OpenAI's shape) in r's
+// client's format: Anthropic's, Gemini's, else as it is.
+func clientError(r *Request, status int, body []byte) []byte {
+	switch r.format() {
+	case translate.Anthropic:
+		return translate.ErrorToAnthropic(translate.OpenAI, status, body)
+	case translate.Gemini:
+		return translate.ErrorToGemini(translate.OpenAI, status, body)
+	}
+	return body
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }

@@ -91,7 +91,7 @@ const (
 // it is counted at all.
 func topKind(key []byte) (keyKind, bool) {
 	switch string(key) {
-	case "messages", "system", "instructions", "contents", "suffix":
+	case "messages", "system", "instructions", "contents", "suffix", "systemInstruction", "generateContentRequest":
 		return kindText, true
 	case "input", "prompt":
 		return kindTokens, true
@@ -113,7 +113,7 @@ func memberKind(key []byte) keyKind {
 	case "input", "parameters", "input_schema", "schema":
 		return kindJSON
 	case "role", "id", "tool_call_id", "call_id", "tool_use_id", "media_type", "mime_type", "url", "image_url",
-		"file_id", "file_url", "format", "cache_control", "signature", "status", "model", "filename",
+		"file_id", "file_url", "format", "cache_control", "mimeType", "thoughtSignature", "signature", "status", "model", "filename",
 		"encrypted_content", "citations", "voice", "redacted_thinking",
 		"thinking": // Anthropic does not count earlier turns' thinking
 		return kindSkip

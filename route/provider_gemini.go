@@ -32,6 +32,10 @@ func (p *Gemini) Format() translate.Format { return translate.Gemini }
 
 func (p *Gemini) supports(op Operation) bool { return op == ChatCompletions }
 
+// ignoresBodyModel: the URL names Gemini's model (models/{model}:…), so a
+// Gemini client's body, passed through, is sent as it came.
+func (p *Gemini) ignoresBodyModel(Operation) bool { return true }
+
 // NewRequest implements Provider.
 func (p *Gemini) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
 	v := p.APIVersion

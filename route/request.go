@@ -119,8 +119,11 @@ type Request struct {
 	// Stream is the body's "stream" flag.
 	Stream bool
 	// Format is the wire format of Body and of the response the client
-	// expects: translate.OpenAI (the default, for the zero value too) or
-	// translate.Anthropic (POST /v1/messages).
+	// expects: translate.OpenAI (the default, for the zero value too),
+	// translate.Anthropic (POST /v1/messages), translate.Responses, or
+	// translate.Gemini (a generateContent call of Google's API, whose
+	// Model and Stream the caller sets from the path: the body names
+	// neither).
 	Format translate.Format
 
 	// ContentType is the body's media type with its parameters, for a
@@ -316,6 +319,11 @@ func (r *Request) canonical() ([]byte, error) {
 	case translate.Responses:
 		var err error
 		if body, err = translate.ResponsesRequestToOpenAI(r.Body); err != nil {
+			return nil, err
+		}
+	case translate.Gemini:
+		var err error
+		if body, err = translate.GeminiRequestToOpenAI(r.Body, translate.GeminiInboundOptions{Model: r.Model, Stream: r.Stream}); err != nil {
 			return nil, err
 		}
 	}

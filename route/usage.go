@@ -64,6 +64,9 @@ func (b *usageBody) usage(f translate.Format) Usage {
 
 // answerUsage reads the usage of a plain answer in the client's format f.
 func answerUsage(f translate.Format, body []byte) Usage {
+	if f == translate.Gemini {
+		return geminiUsage(body)
+	}
 	if !bytes.Contains(body, []byte(`"usage"`)) {
 		return Usage{}
 	}
@@ -185,6 +188,16 @@ func usageReader(r io.Reader, f translate.Format, u *Usage, strip, guessed bool,
 		if keep != nil && (!u.Known || u.Estimated) && bytes.HasPrefix(line, data) {
 			keep.add(line)
 		}
+		if f == translate.Gemini {
+			// Each chunk's usageMetadata counts the answer so far: the
+			// last one says the whole answer's.
+			if bytes.HasPrefix(line, data) && bytes.Contains(line, []byte(`"usageMetadata"`)) {
+				if got := geminiUsage(bytes.TrimSpace(line[len(data):])); got.Known {
+					*u = got
+				}
+			}
+			return line
+		}
 		if !bytes.HasPrefix(line, data) || !bytes.Contains(line, []byte(`"usage"`)) {
 			return line
 		}
@@ -286,4 +299,27 @@ func withUsageAsked(body []byte) ([]byte, bool) {
 		out = append(out, ',')
 	}
 	return append(out, body[i+1:]...), true
+}
+
+// geminiUsage reads the usageMetadata (and modelVersion) of a Gemini
+// GenerateContentResponse: thoughts are completion tokens, counted apart
+// as reasoning, as GeminiResponseToOpenAI maps them.
+func geminiUsage(body []byte) Usage {
+	if !bytes.Contains(body, []byte(`"usageMetadata"`)) {
+		return Usage{}
+	}
+	var r struct {
+		ModelVersion  string `json:"modelVersion"`
+		UsageMetadata *struct {
+			Prompt     int64 `json:"promptTokenCount"`
+			Candidates int64 `json:"candidatesTokenCount"`
+			Thoughts   int64 `json:"thoughtsTokenCount"`
+			Cached     int64 `json:"cachedContentTokenCount"`
+		} `json:"usageMetadata"`
+	}
+	if json.Unmarshal(body, &r) != nil || r.UsageMetadata == nil {
+		return Usage{}
+	}
+	m := r.UsageMetadata
+	return Usage{Known: true, Prompt: m.Prompt, Completion: m.Candidates + m.Thoughts, Cached: m.Cached, Reasoning: m.Thoughts, Model: r.ModelVersion}
 }

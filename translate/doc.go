@@ -20,6 +20,11 @@
 // EstimateOpenAITokens estimate input tokens where no backend counts them
 // (count_tokens, message_start).
 //
+// Gemini API clients (Google's SDKs, generateContent) go Gemini -> chat
+// (GeminiRequestToOpenAI) and back (OpenAIResponseToGemini,
+// NewOpenAIToGeminiStream, ErrorToGemini); their embedContent calls go to
+// embeddings (GeminiEmbedToOpenAI) and back (OpenAIEmbeddingToGemini).
+//
 // Responses API clients go Responses -> chat (ResponsesRequestToOpenAI)
 // and back (OpenAIResponseToResponses, NewOpenAIToResponsesStream); their
 // errors use the OpenAI error shape, so ErrorToOpenAI serves them. The
@@ -58,6 +63,48 @@
 // other than enabled, adaptive and disabled, context_management edits other
 // than clearing ones (compact_*), documents other than a base64 PDF, and any
 // other member not listed in anKnown.
+//
+// # Gemini clients
+//
+// A generateContent request is read in Google's JSON names (lowerCamelCase,
+// as the SDKs write them). Mapped: contents (roles user and model), text,
+// inlineData images (JPEG, PNG, GIF, WebP; data URLs) and PDFs (file parts),
+// functionCall (tool_calls; the call's id when it has one, else a digest)
+// and functionResponse (a tool message paired with its call by id, else by
+// name in order; a response whose only member is a string output or result
+// is that text, else its JSON), systemInstruction (a system message),
+// tools[].functionDeclarations (parameters converted from Gemini's Schema
+// to JSON Schema: types to lower case, nullable as a type list with
+// "null", int64 counts from strings to numbers, propertyOrdering left out;
+// parametersJsonSchema as it is), toolConfig (AUTO auto, NONE none, ANY
+// required, ANY with one allowed name that function), and generationConfig
+// (temperature, topP, topK as top_k, maxOutputTokens as
+// max_completion_tokens, stopSequences, candidateCount as n, seed,
+// presencePenalty, frequencyPenalty, responseMimeType application/json as
+// json_object, or json_schema named "response" with responseSchema or
+// responseJsonSchema, responseModalities of TEXT only, thinkingConfig as
+// reasoning_effort: thinkingLevel by name, thinkingBudget 0 "none", -1
+// "medium", else effortOfBudget's bands). Thought parts in history are
+// dropped, like Anthropic thinking blocks; thoughtSignature is ignored.
+// Refused: every other member (safetySettings, cachedContent, Google's own
+// tools, fileData, executableCode, other media, speechConfig,
+// responseLogprobs, …), function calling modes other than those above, and
+// Schema members other than those geminiSchema keeps.
+//
+// Back to a Gemini client: a candidate per choice, text parts, a
+// functionCall part per tool call (its id kept, so the client's
+// functionResponse can name it), reasoning as a first thought part only
+// when the request set thinkingConfig.includeThoughts; finishReason STOP
+// for stop and tool_calls, MAX_TOKENS for length, SAFETY for
+// content_filter or a refusal, else OTHER; usageMetadata with reasoning
+// tokens as thoughtsTokenCount (out of candidatesTokenCount) and cached
+// tokens as cachedContentTokenCount; modelVersion the completion's model,
+// responseId its id without "chatcmpl-". A stream sends each text delta as
+// it comes; tool calls, whose arguments chat streams in pieces, go whole in
+// the last chunk with the finishReason and the usage, held until the usage
+// chunk or the end. Errors are {"error":{"code","message","status"}} with
+// the google.rpc status of the HTTP status, the source's code kept as an
+// ErrorInfo reason (domain "switchover").
 //
 // # Extensions of the canonical format
 //
