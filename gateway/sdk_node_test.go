@@ -363,12 +363,9 @@ func TestSDKNode(t *testing.T) {
 }
 
 // TestSDKNodeGemini runs Google's Gen AI SDK (@google/genai) against
-// the gateway's Gemini inbound API. It is gated until that API lands:
-// SWITCHOVER_SDK_GEMINI=1 runs it.
+// the gateway's Gemini inbound API, on pools served by an OpenAI and by
+// an Anthropic member (translated).
 func TestSDKNodeGemini(t *testing.T) {
-	if os.Getenv("SWITCHOVER_SDK_GEMINI") != "1" {
-		t.Skip("Gemini's inbound API is not served yet: set SWITCHOVER_SDK_GEMINI=1 to run")
-	}
 	node, dir := sdkNodeTools(t)
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@google", "genai", "package.json")); err != nil {
 		t.Fatal("@google/genai is missing (npm ci in sdk/node)")
