@@ -57,6 +57,18 @@ type request struct {
 	// tool is the tool call to answer with, nil to answer with text; see
 	// chooseTool.
 	tool *toolPick
+	// n is how many choices a chat completion asks for (its "n"); 0 and 1
+	// give one.
+	n int
+	// reasoning is how many tokens of thought the answer has before its
+	// text or tool call: set by reasoning_effort (chat), reasoning.effort
+	// (Responses), thinking (Anthropic) and thinkingConfig (Gemini); see
+	// reasoning.go.
+	reasoning int
+	// showThought makes the thought part of the answer (Anthropic thinking
+	// blocks, Gemini thought parts, a Responses reasoning summary); without
+	// it only its tokens are counted, as OpenAI's chat reports them.
+	showThought bool
 	// embeddings
 	inputs     []string
 	dimensions int
@@ -102,6 +114,8 @@ type chatBody struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	Tools               []chatTool      `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
+	N                   *int            `json:"n"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
 }
 
 // chatTool is an entry of a chat request's tools; only type "function"
@@ -204,6 +218,15 @@ func parseChat(body []byte) (*request, error) {
 		r.maxTokens = mct
 	}
 	r.includeUsage = b.Stream && b.StreamOptions != nil && b.StreamOptions.IncludeUsage
+	if b.N != nil {
+		if *b.N < 1 || *b.N > maxChoices {
+			return nil, badRequest("%d is not a valid value for 'n': it must be between 1 and %d", *b.N, maxChoices)
+		}
+		r.n = *b.N
+	}
+	if r.reasoning, err = effortTokens(b.ReasoningEffort, "reasoning_effort"); err != nil {
+		return nil, err
+	}
 	if r.tool, err = chatToolPick(b); err != nil {
 		return nil, err
 	}
