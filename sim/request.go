@@ -69,6 +69,10 @@ type request struct {
 	// blocks, Gemini thought parts, a Responses reasoning summary); without
 	// it only its tokens are counted, as OpenAI's chat reports them.
 	showThought bool
+	// logprobs asks for the log probability of each chat token, with
+	// topLogprobs alternatives (see logprobs.go).
+	logprobs    bool
+	topLogprobs int
 	// embeddings
 	inputs     []string
 	dimensions int
@@ -116,6 +120,8 @@ type chatBody struct {
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	N                   *int            `json:"n"`
 	ReasoningEffort     string          `json:"reasoning_effort"`
+	Logprobs            bool            `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
 }
 
 // chatTool is an entry of a chat request's tools; only type "function"
@@ -224,6 +230,16 @@ func parseChat(body []byte) (*request, error) {
 		}
 		r.n = *b.N
 	}
+	if b.TopLogprobs != nil {
+		if *b.TopLogprobs < 0 || *b.TopLogprobs > maxTopLogprobs {
+			return nil, badRequest("Invalid 'top_logprobs': integer must be between 0 and %d.", maxTopLogprobs)
+		}
+		if !b.Logprobs {
+			return nil, badRequest("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is set.")
+		}
+		r.topLogprobs = *b.TopLogprobs
+	}
+	r.logprobs = b.Logprobs
 	if r.reasoning, err = effortTokens(b.ReasoningEffort, "reasoning_effort"); err != nil {
 		return nil, err
 	}

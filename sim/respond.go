@@ -194,7 +194,7 @@ type chatCompletion struct {
 type chatChoice struct {
 	Index                int                  `json:"index"`
 	Message              chatReplyMessage     `json:"message"`
-	Logprobs             *struct{}            `json:"logprobs"`
+	Logprobs             *choiceLogprobs      `json:"logprobs"`
 	FinishReason         string               `json:"finish_reason"`
 	ContentFilterResults *choiceFilterResults `json:"content_filter_results,omitempty"`
 }
@@ -303,6 +303,7 @@ func (a *answer) body() any {
 			choices = append(choices, chatChoice{
 				Index:                i,
 				Message:              msg,
+				Logprobs:             a.logprobsOf(ch.words),
 				FinishReason:         a.finish,
 				ContentFilterResults: a.choiceResults(a.filtered),
 			})

@@ -55,7 +55,7 @@ type chunk struct {
 type chunkChoice struct {
 	Index                int       `json:"index"`
 	Delta                any       `json:"delta"` // chunkDelta or toolStartDelta
-	Logprobs             *struct{} `json:"logprobs"`
+	Logprobs             *choiceLogprobs `json:"logprobs"`
 	FinishReason         *string   `json:"finish_reason"`
 	ContentFilterResults any       `json:"content_filter_results,omitempty"`
 }
@@ -226,7 +226,7 @@ func (a *answer) chatChoiceEvents(evs *[]sseEvent, base func() chunk, index int,
 			delay = 0
 		}
 		c := base()
-		c.Choices = []any{chunkChoice{Index: index, Delta: chunkDelta{Content: &w}, ContentFilterResults: wordResults}}
+		c.Choices = []any{chunkChoice{Index: index, Delta: chunkDelta{Content: &w}, Logprobs: a.logprobsOf([]string{w}), ContentFilterResults: wordResults}}
 		add(delay, c)
 	}
 }
