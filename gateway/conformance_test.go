@@ -333,7 +333,7 @@ var conformanceCases = []conformanceCase{
 		body: `{"model":"chat-prod","stream":true,"input":"Weather in Paris?",` + weatherResponsesTool + `,"tool_choice":"required"}`},
 	{name: "responses compact", path: "/v1/responses/compact", file: responsesSchema, def: "Compaction",
 		body:   `{"model":"chat-prod","input":[{"type":"message","role":"user","content":"We launch on Tuesday."},{"type":"message","role":"assistant","content":"Understood."}]}`,
-		status: map[string]int{"claude": 400, "gemini": 400}},
+		status: map[string]int{"claude": 404, "gemini": 404}},
 	{name: "responses error without model", path: "/v1/responses", file: responsesSchema,
 		body:   `{"input":"test"}`,
 		status: map[string]int{"aoai-weu": 400, "openai": 400, "claude": 400, "gemini": 400}},
@@ -492,4 +492,17 @@ func TestConformanceSchemasRefuseWrongShapes(t *testing.T) {
 			t.Errorf("%s %s accepts %s", tc.file, tc.def, tc.doc)
 		}
 	}
+}
+
+// TestCompactOnATranslatedPoolIs404: a compaction that no member of the
+// pool can make was 400, which the Open Responses suite counts as a
+// failure; it is 404, as from a provider without the endpoint, and still
+// says why.
+func TestCompactOnATranslatedPoolIs404(t *testing.T) {
+	url := conformanceGateway(t, "claude")
+	status, body := confCall(t, http.MethodPost, url+"/v1/responses/compact", `{"model":"chat-prod","input":"We launch on Tuesday."}`)
+	if status != http.StatusNotFound || !bytes.Contains(body, []byte(`"code":"unsupported_by_backends"`)) || !bytes.Contains(body, []byte("responses/compact")) {
+		t.Fatalf("%d %s", status, body)
+	}
+	validate(t, responsesSchema, "Error", body)
 }
