@@ -53,11 +53,11 @@ type chunk struct {
 }
 
 type chunkChoice struct {
-	Index                int       `json:"index"`
-	Delta                any       `json:"delta"` // chunkDelta or toolStartDelta
+	Index                int             `json:"index"`
+	Delta                any             `json:"delta"` // chunkDelta or toolStartDelta
 	Logprobs             *choiceLogprobs `json:"logprobs"`
-	FinishReason         *string   `json:"finish_reason"`
-	ContentFilterResults any       `json:"content_filter_results,omitempty"`
+	FinishReason         *string         `json:"finish_reason"`
+	ContentFilterResults any             `json:"content_filter_results,omitempty"`
 }
 
 type chunkDelta struct {
