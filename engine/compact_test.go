@@ -71,14 +71,15 @@ func TestResponsesCompactIsRoutedAsACall(t *testing.T) {
 }
 
 // TestResponsesCompactWithoutAResponsesMember: a pool none of whose
-// members has the Responses API answers 400 unsupported_by_backends, as
-// for any operation its members lack, not a translated call.
+// members has the Responses API answers unsupported_by_backends, not a
+// translated call; with 404, as a provider without the endpoint answers
+// (other operations its members lack are 400).
 func TestResponsesCompactWithoutAResponsesMember(t *testing.T) {
 	e := startProviders(t, []string{"claude", "gemini"}, nil, "")
 	c := e.openai()
 	_, err := c.Responses.Compact(t.Context(), compactParams("hello"))
 	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "unsupported_by_backends" {
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 404 || apiErr.Code != "unsupported_by_backends" {
 		t.Fatalf("compact with no Responses member: %v %s", err, apiErr.RawJSON())
 	}
 }

@@ -149,8 +149,15 @@ func exhaustedBody(r *Request, rep *Report, status int, code, msg string) []byte
 }
 
 // unsupported is the answer when no member of the pool can honour the
-// request: 400, saying what each one lacks.
+// request: 400, saying what each one lacks. A compaction no member can
+// make is 404 (same body): the pool has no compaction endpoint, which is
+// how a provider without one answers and what clients of the Responses
+// API take as "compact on the client side".
 func (p *Pool) unsupported(r *Request, rep *Report) *http.Response {
+	status := http.StatusBadRequest
+	if r.Op == ResponsesCompact {
+		status = http.StatusNotFound
+	}
 	msg := fmt.Sprintf("switchover: no backend of pool %q can honour this request: %s", p.Name, skipped(rep))
 	var e struct {
 		Error struct {
@@ -161,11 +168,11 @@ func (p *Pool) unsupported(r *Request, rep *Report) *http.Response {
 		} `json:"error"`
 	}
 	e.Error.Message, e.Error.Type, e.Error.Code = msg, "invalid_request_error", "unsupported_by_backends"
-	body := clientError(r, http.StatusBadRequest, mustJSON(e))
+	body := clientError(r, status, mustJSON(e))
 	h := http.Header{"Content-Type": {"application/json"}}
 	h.Set(HeaderAttempts, "0")
 	h.Set(HeaderFailover, "false")
-	return newResponse(http.StatusBadRequest, h, body)
+	return newResponse(status, h, body)
 }
 
 func skipped(rep *Report) string {

@@ -23,6 +23,7 @@ type anthropicBody struct {
 	Stream     bool                 `json:"stream"`
 	Tools      []anthropicTool      `json:"tools"`
 	ToolChoice *anthropicToolChoice `json:"tool_choice"`
+	Thinking   json.RawMessage      `json:"thinking"`
 }
 
 type anthropicInMessage struct {
@@ -90,7 +91,10 @@ func parseMessages(body []byte) (*request, error) {
 		lastIsResult = results
 	}
 	r := &request{op: opMessages, model: b.Model, prompt: text.String(), promptTokens: estimateTokens(chars),
-		maxTokens: *b.MaxTokens, stream: b.Stream}
+		maxTokens: *b.MaxTokens, stream: b.Stream, showThought: true}
+	if r.reasoning, err = thinkingTokens(b.Thinking, *b.MaxTokens); err != nil {
+		return nil, err
+	}
 
 	var tools []toolSpec
 	for _, t := range b.Tools {
@@ -149,33 +153,77 @@ func anthropicText(raw json.RawMessage, depth int) (string, bool, error) {
 	return sb.String(), results, nil
 }
 
-// anthropicMessage is a Messages API response.
+// anthropicMessage is a Messages API response, with every member the
+// Messages API writes: stop_details and container are null (the sim has
+// no refusal categories and no code execution).
 type anthropicMessage struct {
-	ID           string         `json:"id"`
-	Type         string         `json:"type"`
-	Role         string         `json:"role"`
-	Model        string         `json:"model"`
-	Content      []any          `json:"content"`
-	StopReason   *string        `json:"stop_reason"`
-	StopSequence *string        `json:"stop_sequence"`
-	Usage        anthropicUsage `json:"usage"`
+	ID           string          `json:"id"`
+	Type         string          `json:"type"`
+	Role         string          `json:"role"`
+	Model        string          `json:"model"`
+	Content      []any           `json:"content"`
+	StopReason   *string         `json:"stop_reason"`
+	StopSequence *string         `json:"stop_sequence"`
+	StopDetails  json.RawMessage `json:"stop_details"`
+	Container    json.RawMessage `json:"container"`
+	Usage        anthropicUsage  `json:"usage"`
 }
 
+// anthropicUsage is a message's usage: the sim caches nothing, calls no
+// server tool and runs on the standard tier.
 type anthropicUsage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens              int64                    `json:"input_tokens"`
+	CacheCreationInputTokens int64                    `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64                    `json:"cache_read_input_tokens"`
+	CacheCreation            anthropicCacheCreation   `json:"cache_creation"`
+	OutputTokens             int64                    `json:"output_tokens"`
+	OutputTokensDetails      anthropicOutputDetails   `json:"output_tokens_details"`
+	ServerToolUse            anthropicServerToolUsage `json:"server_tool_use"`
+	ServiceTier              string                   `json:"service_tier"`
+	InferenceGeo             *string                  `json:"inference_geo"`
 }
 
+type anthropicCacheCreation struct {
+	Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+}
+
+// anthropicOutputDetails counts the thinking among the output tokens.
+type anthropicOutputDetails struct {
+	ThinkingTokens int64 `json:"thinking_tokens"`
+}
+
+type anthropicServerToolUsage struct {
+	WebSearchRequests int64 `json:"web_search_requests"`
+	WebFetchRequests  int64 `json:"web_fetch_requests"`
+}
+
+// anthropicTextBlock is a text block. It has no citations member: Anthropic
+// writes none on a block that cites nothing.
 type anthropicTextBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
 }
 
+// anthropicThinkingBlock is a thinking block: the thought and its
+// signature.
+type anthropicThinkingBlock struct {
+	Type      string `json:"type"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+}
+
 type anthropicToolUseBlock struct {
-	Type  string          `json:"type"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type   string          `json:"type"`
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Input  json.RawMessage `json:"input"`
+	Caller anthropicCaller `json:"caller"`
+}
+
+// anthropicCaller says who called a tool: the model itself, for the sim.
+type anthropicCaller struct {
+	Type string `json:"type"`
 }
 
 // stopReason maps the answer's finish to Anthropic's stop_reason.
@@ -197,13 +245,20 @@ func (a *answer) anthropicBody() anthropicMessage {
 	stop := a.stopReason()
 	m := a.anthropicStart()
 	m.StopReason = &stop
-	m.Usage.OutputTokens = a.completionTokens()
+	m.Usage = a.anthropicUsage(a.completionTokens())
+	if len(a.thought) > 0 {
+		m.Content = append(m.Content, anthropicThinkingBlock{Type: "thinking", Thinking: strings.Join(a.thought, ""), Signature: a.signature})
+	}
 	if a.tool != nil {
-		m.Content = []any{anthropicToolUseBlock{Type: "tool_use", ID: a.tool.id, Name: a.tool.name, Input: json.RawMessage(a.tool.args)}}
+		m.Content = append(m.Content, a.toolUseBlock(json.RawMessage(a.tool.args)))
 	} else {
-		m.Content = []any{anthropicTextBlock{Type: "text", Text: a.text()}}
+		m.Content = append(m.Content, anthropicTextBlock{Type: "text", Text: a.text()})
 	}
 	return m
+}
+
+func (a *answer) toolUseBlock(input json.RawMessage) anthropicToolUseBlock {
+	return anthropicToolUseBlock{Type: "tool_use", ID: a.tool.id, Name: a.tool.name, Input: input, Caller: anthropicCaller{Type: "direct"}}
 }
 
 // anthropicStart is the message of message_start: no content yet, no stop
@@ -211,16 +266,28 @@ func (a *answer) anthropicBody() anthropicMessage {
 func (a *answer) anthropicStart() anthropicMessage {
 	return anthropicMessage{
 		ID: a.id, Type: "message", Role: "assistant", Model: a.model, Content: []any{},
-		Usage: anthropicUsage{InputTokens: a.promptTokens, OutputTokens: 1},
+		StopDetails: nullJSON, Container: nullJSON, Usage: a.anthropicUsage(1),
+	}
+}
+
+// anthropicUsage is the usage with output output tokens, of which the
+// thought's are thinking tokens.
+func (a *answer) anthropicUsage(output int64) anthropicUsage {
+	return anthropicUsage{
+		InputTokens: a.promptTokens, OutputTokens: output,
+		OutputTokensDetails: anthropicOutputDetails{ThinkingTokens: min(a.reasoningTokens(), output)},
+		ServiceTier:         "standard",
 	}
 }
 
 // anthropicEvents lays out a stream: message_start (waits
-// plan.firstToken), content_block_start, ping, one content_block_delta
+// plan.firstToken); with a thought first a thinking block (start, ping,
+// one thinking_delta per word, a signature_delta, stop); then
+// content_block_start, ping (once per stream), one content_block_delta
 // per word (text_delta) or per argument fragment (input_json_delta; the
-// block is then a tool_use block with empty input), each after the first
-// waiting plan.perToken, content_block_stop, message_delta with the stop
-// reason and output tokens, and message_stop.
+// block is then a tool_use block with empty input), each after the very
+// first waiting plan.perToken, content_block_stop, message_delta with the
+// stop reason and the usage, and message_stop.
 func (a *answer) anthropicEvents(plan timing) []sseEvent {
 	var evs []sseEvent
 	add := func(name string, delay time.Duration, v any) {
@@ -234,45 +301,78 @@ func (a *answer) anthropicEvents(plan timing) []sseEvent {
 		Message anthropicMessage `json:"message"`
 	}{"message_start", a.anthropicStart()})
 
-	var block any = anthropicTextBlock{Type: "text"}
-	pieces := a.words
-	if a.tool != nil {
-		block = anthropicToolUseBlock{Type: "tool_use", ID: a.tool.id, Name: a.tool.name, Input: json.RawMessage("{}")}
-		pieces = a.tool.fragments()
+	index := 0
+	block := func(b any) {
+		add("content_block_start", 0, struct {
+			Type         string `json:"type"`
+			Index        int    `json:"index"`
+			ContentBlock any    `json:"content_block"`
+		}{"content_block_start", index, b})
 	}
-	add("content_block_start", 0, struct {
-		Type         string `json:"type"`
-		Index        int    `json:"index"`
-		ContentBlock any    `json:"content_block"`
-	}{"content_block_start", 0, block})
-	add("ping", 0, typed{"ping"})
-	for i, p := range pieces {
-		delay := plan.perToken
-		if i == 0 {
-			delay = 0
-		}
-		var delta any = struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}{"text_delta", p}
-		if a.tool != nil {
-			delta = struct {
-				Type        string `json:"type"`
-				PartialJSON string `json:"partial_json"`
-			}{"input_json_delta", p}
-		}
+	blockDelta := func(delay time.Duration, d any) {
 		add("content_block_delta", delay, struct {
 			Type  string `json:"type"`
 			Index int    `json:"index"`
 			Delta any    `json:"delta"`
-		}{"content_block_delta", 0, delta})
+		}{"content_block_delta", index, d})
 	}
-	add("content_block_stop", 0, struct {
-		Type  string `json:"type"`
-		Index int    `json:"index"`
-	}{"content_block_stop", 0})
-	delta := anthropicMessageDelta{Type: "message_delta", Delta: anthropicStopDelta{StopReason: a.stopReason()}}
-	delta.Usage.OutputTokens = a.completionTokens()
+	stop := func() {
+		add("content_block_stop", 0, struct {
+			Type  string `json:"type"`
+			Index int    `json:"index"`
+		}{"content_block_stop", index})
+		index++
+	}
+	pinged := false
+	ping := func() {
+		if !pinged {
+			add("ping", 0, typed{"ping"})
+			pinged = true
+		}
+	}
+	wait := func(i int) time.Duration {
+		if i == 0 && index == 0 {
+			return 0
+		}
+		return plan.perToken
+	}
+	if len(a.thought) > 0 {
+		block(anthropicThinkingBlock{Type: "thinking"})
+		ping()
+		for i, w := range a.thought {
+			blockDelta(wait(i), struct {
+				Type     string `json:"type"`
+				Thinking string `json:"thinking"`
+			}{"thinking_delta", w})
+		}
+		blockDelta(0, struct {
+			Type      string `json:"type"`
+			Signature string `json:"signature"`
+		}{"signature_delta", a.signature})
+		stop()
+	}
+	if a.tool != nil {
+		block(a.toolUseBlock(json.RawMessage("{}")))
+		ping()
+		for i, p := range a.tool.fragments() {
+			blockDelta(wait(i), struct {
+				Type        string `json:"type"`
+				PartialJSON string `json:"partial_json"`
+			}{"input_json_delta", p})
+		}
+	} else {
+		block(anthropicTextBlock{Type: "text"})
+		ping()
+		for i, w := range a.words {
+			blockDelta(wait(i), struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}{"text_delta", w})
+		}
+	}
+	stop()
+	delta := anthropicMessageDelta{Type: "message_delta", Delta: anthropicStopDelta{StopReason: a.stopReason(), StopDetails: nullJSON, Container: nullJSON},
+		Usage: a.anthropicUsage(a.completionTokens())}
 	add("message_delta", 0, delta)
 	add("message_stop", 0, typed{"message_stop"})
 	evs[len(evs)-2].final, evs[len(evs)-1].final = true, true
@@ -281,17 +381,18 @@ func (a *answer) anthropicEvents(plan timing) []sseEvent {
 
 // anthropicMessageDelta is the message_delta event near the end of a
 // stream.
+// Its usage is cumulative, every member written.
 type anthropicMessageDelta struct {
 	Type  string             `json:"type"`
 	Delta anthropicStopDelta `json:"delta"`
-	Usage struct {
-		OutputTokens int64 `json:"output_tokens"`
-	} `json:"usage"`
+	Usage anthropicUsage     `json:"usage"`
 }
 
 type anthropicStopDelta struct {
-	StopReason   string  `json:"stop_reason"`
-	StopSequence *string `json:"stop_sequence"`
+	StopReason   string          `json:"stop_reason"`
+	StopSequence *string         `json:"stop_sequence"`
+	StopDetails  json.RawMessage `json:"stop_details"`
+	Container    json.RawMessage `json:"container"`
 }
 
 // anthropicErrorBody is Anthropic's error shape:

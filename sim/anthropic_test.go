@@ -215,7 +215,7 @@ func TestAnthropicStreamShape(t *testing.T) {
 		2: `{"type":"ping"}`,
 		3: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`,
 		6: `{"type":"content_block_stop","index":0}`,
-		7: `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"output_tokens":3}}`,
+		7: `{"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null,"stop_details":null,"container":null},"usage":{"input_tokens":1,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0},"output_tokens":3,`,
 		8: `{"type":"message_stop"}`,
 	}
 	for i, want := range checks {
@@ -223,7 +223,7 @@ func TestAnthropicStreamShape(t *testing.T) {
 			t.Errorf("event %d = %s\nwant it to contain %s", i, evs[i].data, want)
 		}
 	}
-	if !strings.Contains(evs[0].data, `"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":1,`) {
+	if !strings.Contains(evs[0].data, `"content":[],"stop_reason":null,"stop_sequence":null,"stop_details":null,"container":null,"usage":{"input_tokens":1,`) {
 		t.Errorf("message_start = %s", evs[0].data)
 	}
 }

@@ -18,7 +18,8 @@ type geminiBody struct {
 	Contents          []geminiContent `json:"contents"`
 	SystemInstruction *geminiContent  `json:"systemInstruction"`
 	GenerationConfig  *struct {
-		MaxOutputTokens *int `json:"maxOutputTokens"`
+		MaxOutputTokens *int            `json:"maxOutputTokens"`
+		ThinkingConfig  *geminiThinking `json:"thinkingConfig"`
 	} `json:"generationConfig"`
 	Tools []struct {
 		FunctionDeclarations []struct {
@@ -86,6 +87,10 @@ func parseGenerate(body []byte) (*request, error) {
 			return nil, badRequest("* GenerateContentRequest.generation_config.max_output_tokens: must be positive, got %d", *g.MaxOutputTokens)
 		}
 		r.maxTokens = *g.MaxOutputTokens
+	}
+	if g := b.GenerationConfig; g != nil && g.ThinkingConfig != nil {
+		r.reasoning = g.ThinkingConfig.tokens()
+		r.showThought = g.ThinkingConfig.IncludeThoughts
 	}
 
 	var tools []toolSpec
@@ -181,7 +186,8 @@ type geminiOutContent struct {
 }
 
 type geminiTextPart struct {
-	Text string `json:"text"`
+	Text    string `json:"text"`
+	Thought bool   `json:"thought,omitempty"` // a part of the thought (includeThoughts)
 }
 
 type geminiFunctionCallPart struct {
@@ -191,9 +197,12 @@ type geminiFunctionCallPart struct {
 	} `json:"functionCall"`
 }
 
+// geminiUsage is usageMetadata: candidatesTokenCount leaves the thought
+// out, thoughtsTokenCount counts it, totalTokenCount counts everything.
 type geminiUsage struct {
 	PromptTokenCount     int64 `json:"promptTokenCount"`
 	CandidatesTokenCount int64 `json:"candidatesTokenCount,omitempty"`
+	ThoughtsTokenCount   int64 `json:"thoughtsTokenCount,omitempty"`
 	TotalTokenCount      int64 `json:"totalTokenCount"`
 }
 
@@ -249,8 +258,16 @@ func (a *answer) candidate(parts []any, last bool) geminiCandidate {
 }
 
 func (a *answer) geminiUsage() *geminiUsage {
-	n := a.completionTokens()
-	return &geminiUsage{PromptTokenCount: a.promptTokens, CandidatesTokenCount: n, TotalTokenCount: a.promptTokens + n}
+	n, th := a.completionTokens()-a.reasoningTokens(), a.reasoningTokens()
+	return &geminiUsage{PromptTokenCount: a.promptTokens, CandidatesTokenCount: n, ThoughtsTokenCount: th, TotalTokenCount: a.promptTokens + n + th}
+}
+
+// thoughtParts is the thought as a part, when the request asked to see it.
+func (a *answer) thoughtParts() []any {
+	if len(a.thought) == 0 || !a.req.showThought {
+		return nil
+	}
+	return []any{geminiTextPart{Text: strings.Join(a.thought, ""), Thought: true}}
 }
 
 func (a *answer) functionCallPart() geminiFunctionCallPart {
@@ -267,7 +284,7 @@ func (a *answer) geminiBody() geminiResponse {
 		part = a.functionCallPart()
 	}
 	return geminiResponse{
-		Candidates:    []geminiCandidate{a.candidate([]any{part}, true)},
+		Candidates:    []geminiCandidate{a.candidate(append(a.thoughtParts(), part), true)},
 		UsageMetadata: a.geminiUsage(),
 		ModelVersion:  a.model, ResponseID: a.id,
 	}
@@ -281,15 +298,22 @@ func (a *answer) geminiEvents(plan timing) []sseEvent {
 	base := func() geminiResponse { return geminiResponse{ModelVersion: a.model, ResponseID: a.id} }
 	if a.tool != nil {
 		c := base()
-		c.Candidates = []geminiCandidate{a.candidate([]any{a.functionCallPart()}, true)}
+		c.Candidates = []geminiCandidate{a.candidate(append(a.thoughtParts(), a.functionCallPart()), true)}
 		c.UsageMetadata = a.geminiUsage()
 		return []sseEvent{{delay: plan.firstToken, data: mustJSON(c), final: true}}
 	}
 	var evs []sseEvent
+	first := plan.firstToken
+	if th := a.thoughtParts(); th != nil {
+		c := base()
+		c.Candidates = []geminiCandidate{a.candidate(th, false)}
+		evs = append(evs, sseEvent{delay: first, data: mustJSON(c)})
+		first = plan.perToken
+	}
 	for i, w := range a.words {
 		delay := plan.perToken
 		if i == 0 {
-			delay = plan.firstToken
+			delay = first
 		}
 		last := i == len(a.words)-1
 		c := base()

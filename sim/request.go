@@ -57,6 +57,22 @@ type request struct {
 	// tool is the tool call to answer with, nil to answer with text; see
 	// chooseTool.
 	tool *toolPick
+	// n is how many choices a chat completion asks for (its "n"); 0 and 1
+	// give one.
+	n int
+	// reasoning is how many tokens of thought the answer has before its
+	// text or tool call: set by reasoning_effort (chat), reasoning.effort
+	// (Responses), thinking (Anthropic) and thinkingConfig (Gemini); see
+	// reasoning.go.
+	reasoning int
+	// showThought makes the thought part of the answer (Anthropic thinking
+	// blocks, Gemini thought parts, a Responses reasoning summary); without
+	// it only its tokens are counted, as OpenAI's chat reports them.
+	showThought bool
+	// logprobs asks for the log probability of each chat token, with
+	// topLogprobs alternatives (see logprobs.go).
+	logprobs    bool
+	topLogprobs int
 	// embeddings
 	inputs     []string
 	dimensions int
@@ -102,6 +118,10 @@ type chatBody struct {
 	StreamOptions       *streamOptions  `json:"stream_options"`
 	Tools               []chatTool      `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
+	N                   *int            `json:"n"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
+	Logprobs            bool            `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
 }
 
 // chatTool is an entry of a chat request's tools; only type "function"
@@ -204,6 +224,25 @@ func parseChat(body []byte) (*request, error) {
 		r.maxTokens = mct
 	}
 	r.includeUsage = b.Stream && b.StreamOptions != nil && b.StreamOptions.IncludeUsage
+	if b.N != nil {
+		if *b.N < 1 || *b.N > maxChoices {
+			return nil, badRequest("%d is not a valid value for 'n': it must be between 1 and %d", *b.N, maxChoices)
+		}
+		r.n = *b.N
+	}
+	if b.TopLogprobs != nil {
+		if *b.TopLogprobs < 0 || *b.TopLogprobs > maxTopLogprobs {
+			return nil, badRequest("Invalid 'top_logprobs': integer must be between 0 and %d.", maxTopLogprobs)
+		}
+		if !b.Logprobs {
+			return nil, badRequest("Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is set.")
+		}
+		r.topLogprobs = *b.TopLogprobs
+	}
+	r.logprobs = b.Logprobs
+	if r.reasoning, err = effortTokens(b.ReasoningEffort, "reasoning_effort"); err != nil {
+		return nil, err
+	}
 	if r.tool, err = chatToolPick(b); err != nil {
 		return nil, err
 	}

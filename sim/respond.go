@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"strings"
 )
 
@@ -22,6 +23,21 @@ type answer struct {
 	omitUsage    bool // Reply.OmitUsage: no usage on chat and completions
 	req          *request
 	dims         int // embedding length
+	// thought is the reasoning before the answer, one word per token (see
+	// request.reasoning); counted in the completion tokens, shown only
+	// where the flavour shows thoughts.
+	thought []string
+	// signature is the signature of an Anthropic thinking block.
+	signature string
+	// more are the choices after the first, when a chat asks for n > 1:
+	// each its own words, or its own call of the same tool.
+	more []choiceAnswer
+}
+
+// choiceAnswer is one further choice of a chat completion.
+type choiceAnswer struct {
+	words []string
+	tool  *toolCall
 }
 
 // answer builds the reply: Reply.Tokens words, cut to max_tokens
@@ -59,9 +75,13 @@ func (d *deployment) answer(req *request, c call, truncated bool) *answer {
 	default:
 		a.id = randomID(c.rng, "chatcmpl-", 29)
 	}
+	defer a.think(c.rng, req)
 	if req.tool != nil && !truncated {
 		a.tool = &toolCall{id: toolCallID(c.rng, a.flavour), name: req.tool.name, args: req.tool.args}
 		a.finish = "tool_calls"
+		for i := 1; i < req.n; i++ {
+			a.more = append(a.more, choiceAnswer{tool: &toolCall{id: toolCallID(c.rng, a.flavour), name: req.tool.name, args: req.tool.args}})
+		}
 		return a
 	}
 	n, finish := d.cfg.Reply.Tokens, "stop"
@@ -73,18 +93,50 @@ func (d *deployment) answer(req *request, c call, truncated bool) *answer {
 	}
 	a.words = replyWords(c.rng, n)
 	a.finish = finish
+	for i := 1; i < req.n; i++ {
+		a.more = append(a.more, choiceAnswer{words: replyWords(c.rng, n)})
+	}
 	return a
 }
+
+// think draws the answer's thought, when the request asks for one, after
+// everything else the answer draws (so a request without one draws as it
+// always did).
+func (a *answer) think(rng *rand.Rand, req *request) {
+	if req.reasoning <= 0 {
+		return
+	}
+	a.thought = replyWords(rng, req.reasoning)
+	if a.flavour == Anthropic {
+		a.signature = thinkingSignature(rng)
+	}
+}
+
+// reasoningTokens is the number of tokens of thought.
+func (a *answer) reasoningTokens() int64 { return int64(len(a.thought)) }
 
 func (a *answer) text() string { return strings.Join(a.words, "") }
 
 // completionTokens is the number of words, or of argument fragments of a
-// tool call.
+// tool call, over every choice, plus the thought.
 func (a *answer) completionTokens() int64 {
-	if a.tool != nil {
-		return int64(len(a.tool.fragments()))
+	n := choiceTokens(a.words, a.tool) + a.reasoningTokens()
+	for _, c := range a.more {
+		n += choiceTokens(c.words, c.tool)
 	}
-	return int64(len(a.words))
+	return n
+}
+
+func choiceTokens(words []string, tool *toolCall) int64 {
+	if tool != nil {
+		return int64(len(tool.fragments()))
+	}
+	return int64(len(words))
+}
+
+// choices is every choice of the answer, the first included.
+func (a *answer) choices() []choiceAnswer {
+	return append([]choiceAnswer{{words: a.words, tool: a.tool}}, a.more...)
 }
 
 func (a *answer) usage() *usage {
@@ -92,16 +144,39 @@ func (a *answer) usage() *usage {
 		return nil
 	}
 	n := a.completionTokens()
-	return &usage{PromptTokens: a.promptTokens, CompletionTokens: n, TotalTokens: a.promptTokens + n}
+	u := &usage{PromptTokens: a.promptTokens, CompletionTokens: n, TotalTokens: a.promptTokens + n}
+	if a.op == opChat {
+		// OpenAI and Azure break chat usage down on every answer.
+		u.PromptTokensDetails = &promptTokensDetails{}
+		u.CompletionTokensDetails = &completionTokensDetails{ReasoningTokens: a.reasoningTokens()}
+	}
+	return u
 }
 
 func (a *answer) azure() bool { return a.flavour == Azure }
 
 // usage is the token accounting of an answer.
 type usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-	TotalTokens      int64 `json:"total_tokens"`
+	PromptTokens            int64                    `json:"prompt_tokens"`
+	CompletionTokens        int64                    `json:"completion_tokens"`
+	TotalTokens             int64                    `json:"total_tokens"`
+	PromptTokensDetails     *promptTokensDetails     `json:"prompt_tokens_details,omitempty"`
+	CompletionTokensDetails *completionTokensDetails `json:"completion_tokens_details,omitempty"`
+}
+
+// promptTokensDetails breaks prompt tokens down; the sim caches nothing.
+type promptTokensDetails struct {
+	CachedTokens int64 `json:"cached_tokens"`
+	AudioTokens  int64 `json:"audio_tokens"`
+}
+
+// completionTokensDetails breaks completion tokens down: the thought's
+// tokens are reasoning tokens.
+type completionTokensDetails struct {
+	ReasoningTokens          int64 `json:"reasoning_tokens"`
+	AudioTokens              int64 `json:"audio_tokens"`
+	AcceptedPredictionTokens int64 `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int64 `json:"rejected_prediction_tokens"`
 }
 
 type chatCompletion struct {
@@ -119,16 +194,17 @@ type chatCompletion struct {
 type chatChoice struct {
 	Index                int                  `json:"index"`
 	Message              chatReplyMessage     `json:"message"`
-	Logprobs             *struct{}            `json:"logprobs"`
+	Logprobs             *choiceLogprobs      `json:"logprobs"`
 	FinishReason         string               `json:"finish_reason"`
 	ContentFilterResults *choiceFilterResults `json:"content_filter_results,omitempty"`
 }
 
 type chatReplyMessage struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"` // null with tool calls
-	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
-	Refusal   *string        `json:"refusal"`
+	Role        string         `json:"role"`
+	Content     *string        `json:"content"` // null with tool calls
+	ToolCalls   []chatToolCall `json:"tool_calls,omitempty"`
+	Refusal     *string        `json:"refusal"`
+	Annotations []any          `json:"annotations"`
 }
 
 // chatToolCall is a tool call in a chat completion's message.
@@ -213,22 +289,28 @@ func (a *answer) body() any {
 			PromptFilterResults: a.promptResults(),
 		}
 	default:
-		msg := chatReplyMessage{Role: "assistant"}
-		if a.tool != nil {
-			tc := chatToolCall{ID: a.tool.id, Type: "function"}
-			tc.Function.Name, tc.Function.Arguments = a.tool.name, a.tool.args
-			msg.ToolCalls = []chatToolCall{tc}
-		} else {
-			text := a.text()
-			msg.Content = &text
+		var choices []chatChoice
+		for i, ch := range a.choices() {
+			msg := chatReplyMessage{Role: "assistant", Annotations: []any{}}
+			if ch.tool != nil {
+				tc := chatToolCall{ID: ch.tool.id, Type: "function"}
+				tc.Function.Name, tc.Function.Arguments = ch.tool.name, ch.tool.args
+				msg.ToolCalls = []chatToolCall{tc}
+			} else {
+				text := strings.Join(ch.words, "")
+				msg.Content = &text
+			}
+			choices = append(choices, chatChoice{
+				Index:                i,
+				Message:              msg,
+				Logprobs:             a.logprobsOf(ch.words),
+				FinishReason:         a.finish,
+				ContentFilterResults: a.choiceResults(a.filtered),
+			})
 		}
 		c := chatCompletion{
 			ID: a.id, Object: "chat.completion", Created: a.created, Model: a.model,
-			Choices: []chatChoice{{
-				Message:              msg,
-				FinishReason:         a.finish,
-				ContentFilterResults: a.choiceResults(a.filtered),
-			}},
+			Choices:             choices,
 			Usage:               a.usage(),
 			PromptFilterResults: a.promptResults(),
 			SystemFingerprint:   a.fingerprint,

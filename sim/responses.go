@@ -30,6 +30,10 @@ type responsesBody struct {
 	Tools              []json.RawMessage `json:"tools"`
 	ToolChoice         json.RawMessage   `json:"tool_choice"`
 	Metadata           map[string]string `json:"metadata"`
+	Reasoning          *struct {
+		Effort  string  `json:"effort"`
+		Summary *string `json:"summary"`
+	} `json:"reasoning"`
 }
 
 // responsesTool is the part of a tools entry the sim reads; function tools
@@ -112,7 +116,8 @@ type responseObject struct {
 	Metadata           map[string]string  `json:"metadata"`
 }
 
-// responseReasoning is a response's reasoning setting: none asked.
+// responseReasoning is a response's reasoning setting, as asked (null
+// members when not).
 type responseReasoning struct {
 	Effort  *string `json:"effort"`
 	Summary *string `json:"summary"`
@@ -166,6 +171,20 @@ type outputFunctionCall struct {
 	Status    string `json:"status"`
 }
 
+// outputReasoning is an output item of type reasoning: the thought is
+// hidden, as OpenAI hides it; its summary holds the thought when the
+// request asked for one.
+type outputReasoning struct {
+	Type    string        `json:"type"`
+	ID      string        `json:"id"`
+	Summary []summaryText `json:"summary"`
+}
+
+type summaryText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
 // parsedResponses is a Responses API request as the sim understands it.
 type parsedResponses struct {
 	body     responsesBody
@@ -205,6 +224,15 @@ func (d *deployment) parseResponses(c *call) (*parsedResponses, error) {
 	}
 	if req.tool, err = responsesToolPick(b, lastUser); err != nil {
 		return nil, err
+	}
+	if r := b.Reasoning; r != nil {
+		req.reasoning = thoughtTokens
+		if r.Effort != "" {
+			if req.reasoning, err = effortTokens(r.Effort, "reasoning.effort"); err != nil {
+				return nil, err
+			}
+		}
+		req.showThought = r.Summary != nil && *r.Summary != ""
 	}
 	p.req = req
 	return p, nil
@@ -429,6 +457,13 @@ func (d *deployment) responseFor(p *parsedResponses, a *answer, c *call, prevID 
 		Tools: b.Tools, TopP: 1, Truncation: "disabled", Metadata: b.Metadata, ServiceTier: "default",
 	}
 	obj.Text.Format.Type = "text"
+	obj.Tools = echoTools(b.Tools)
+	if r := b.Reasoning; r != nil {
+		if r.Effort != "" {
+			obj.Reasoning.Effort = &r.Effort
+		}
+		obj.Reasoning.Summary = r.Summary
+	}
 	if len(obj.ToolChoice) == 0 {
 		obj.ToolChoice = json.RawMessage(`"auto"`)
 	}
@@ -452,10 +487,39 @@ func (d *deployment) responseFor(p *parsedResponses, a *answer, c *call, prevID 
 		}
 		obj.Output = []any{msg}
 	}
+	if len(a.thought) > 0 {
+		rs := outputReasoning{Type: "reasoning", ID: d.objectID(c.rng, "rs_", 40, false), Summary: []summaryText{}}
+		if p.req.showThought {
+			rs.Summary = append(rs.Summary, summaryText{Type: "summary_text", Text: strings.Join(a.thought, "")})
+		}
+		obj.Output = append([]any{rs}, obj.Output...)
+	}
 	u := &responseUsage{InputTokens: a.promptTokens, OutputTokens: a.completionTokens()}
+	u.OutputTokensDetails.ReasoningTokens = a.reasoningTokens()
 	u.TotalTokens = u.InputTokens + u.OutputTokens
 	obj.Usage = u
 	return obj
+}
+
+// echoTools is the request's tools as a response lists them: a function
+// tool with every member the API writes (description and parameters null
+// when not given, strict true unless set), other tools as they came.
+func echoTools(tools []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(tools))
+	for _, raw := range tools {
+		var t map[string]json.RawMessage
+		if json.Unmarshal(raw, &t) != nil || string(t["type"]) != `"function"` {
+			out = append(out, raw)
+			continue
+		}
+		for k, def := range map[string]string{"description": "null", "parameters": "null", "strict": "true"} {
+			if v, ok := t[k]; !ok || (k == "strict" && string(v) == "null") {
+				t[k] = json.RawMessage(def)
+			}
+		}
+		out = append(out, mustJSON(t))
+	}
+	return out
 }
 
 func nullIfEmpty(raw json.RawMessage) json.RawMessage {
@@ -466,8 +530,10 @@ func nullIfEmpty(raw json.RawMessage) json.RawMessage {
 }
 
 // responseEvents lays out a streamed response: response.created and
-// response.in_progress (status in_progress, no output), the output item
-// added, for a message its content part added, one output_text.delta per
+// response.in_progress (status in_progress, no output), then each output
+// item in turn: a reasoning item added (with its summary, when asked: part
+// added, one reasoning_summary_text.delta per word, text done, part done)
+// and done; the output item added, for a message its content part added, one output_text.delta per
 // word, output_text.done and content_part.done; for a function call one
 // function_call_arguments.delta per argument fragment and
 // function_call_arguments.done; then output_item.done and
@@ -487,48 +553,71 @@ func responseEvents(obj responseObject, a *answer, plan timing) []sseEvent {
 	start.Status, start.Output, start.Usage, start.IncompleteDetails, start.CompletedAt = "in_progress", []any{}, nil, nil, nil
 	add(plan.firstToken, "response.created", map[string]any{"response": start})
 	add(0, "response.in_progress", map[string]any{"response": start})
-	switch item := obj.Output[0].(type) {
-	case outputFunctionCall:
-		open := item
-		open.Arguments, open.Status = "", "in_progress"
-		add(0, "response.output_item.added", map[string]any{"output_index": 0, "item": open})
-		for i, frag := range a.tool.fragments() {
-			delay := plan.perToken
-			if i == 0 {
-				delay = 0
+	for index, out := range obj.Output {
+		switch item := out.(type) {
+		case outputReasoning:
+			open := item
+			open.Summary = []summaryText{}
+			add(0, "response.output_item.added", map[string]any{"output_index": index, "item": open})
+			for si, sum := range item.Summary {
+				ids := map[string]any{"item_id": item.ID, "output_index": index, "summary_index": si}
+				with := func(k string, v any) map[string]any {
+					m := map[string]any{k: v}
+					for k, v := range ids {
+						m[k] = v
+					}
+					return m
+				}
+				add(0, "response.reasoning_summary_part.added", with("part", summaryText{Type: "summary_text"}))
+				for _, w := range a.thought {
+					add(plan.perToken, "response.reasoning_summary_text.delta", with("delta", w))
+				}
+				add(0, "response.reasoning_summary_text.done", with("text", sum.Text))
+				add(0, "response.reasoning_summary_part.done", with("part", sum))
 			}
-			add(delay, "response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": 0, "delta": frag})
-		}
-		add(0, "response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": 0, "name": item.Name, "arguments": item.Arguments})
-		add(0, "response.output_item.done", map[string]any{"output_index": 0, "item": item})
-	case outputMessage:
-		open := item
-		open.Status, open.Content = "in_progress", []outputText{}
-		add(0, "response.output_item.added", map[string]any{"output_index": 0, "item": open})
-		empty := outputText{Type: "output_text", Annotations: []any{}, Logprobs: []any{}}
-		ids := map[string]any{"item_id": item.ID, "output_index": 0, "content_index": 0}
-		with := func(k string, v any) map[string]any {
-			m := map[string]any{k: v}
-			for k, v := range ids {
-				m[k] = v
+			add(0, "response.output_item.done", map[string]any{"output_index": index, "item": item})
+		case outputFunctionCall:
+			open := item
+			open.Arguments, open.Status = "", "in_progress"
+			add(0, "response.output_item.added", map[string]any{"output_index": index, "item": open})
+			for i, frag := range a.tool.fragments() {
+				delay := plan.perToken
+				if i == 0 {
+					delay = 0
+				}
+				add(delay, "response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": index, "delta": frag})
 			}
-			return m
-		}
-		add(0, "response.content_part.added", with("part", empty))
-		for i, word := range a.words {
-			delay := plan.perToken
-			if i == 0 {
-				delay = 0
+			add(0, "response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": index, "name": item.Name, "arguments": item.Arguments})
+			add(0, "response.output_item.done", map[string]any{"output_index": index, "item": item})
+		case outputMessage:
+			open := item
+			open.Status, open.Content = "in_progress", []outputText{}
+			add(0, "response.output_item.added", map[string]any{"output_index": index, "item": open})
+			empty := outputText{Type: "output_text", Annotations: []any{}, Logprobs: []any{}}
+			ids := map[string]any{"item_id": item.ID, "output_index": index, "content_index": 0}
+			with := func(k string, v any) map[string]any {
+				m := map[string]any{k: v}
+				for k, v := range ids {
+					m[k] = v
+				}
+				return m
 			}
-			m := with("delta", word)
-			m["logprobs"] = []any{}
-			add(delay, "response.output_text.delta", m)
+			add(0, "response.content_part.added", with("part", empty))
+			for i, word := range a.words {
+				delay := plan.perToken
+				if i == 0 {
+					delay = 0
+				}
+				m := with("delta", word)
+				m["logprobs"] = []any{}
+				add(delay, "response.output_text.delta", m)
+			}
+			done := with("text", item.Content[0].Text)
+			done["logprobs"] = []any{}
+			add(0, "response.output_text.done", done)
+			add(0, "response.content_part.done", with("part", item.Content[0]))
+			add(0, "response.output_item.done", map[string]any{"output_index": index, "item": item})
 		}
-		done := with("text", item.Content[0].Text)
-		done["logprobs"] = []any{}
-		add(0, "response.output_text.done", done)
-		add(0, "response.content_part.done", with("part", item.Content[0]))
-		add(0, "response.output_item.done", map[string]any{"output_index": 0, "item": item})
 	}
 	last := "response.completed"
 	if obj.Status == "incomplete" {

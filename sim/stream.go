@@ -53,11 +53,11 @@ type chunk struct {
 }
 
 type chunkChoice struct {
-	Index                int       `json:"index"`
-	Delta                any       `json:"delta"` // chunkDelta or toolStartDelta
-	Logprobs             *struct{} `json:"logprobs"`
-	FinishReason         *string   `json:"finish_reason"`
-	ContentFilterResults any       `json:"content_filter_results,omitempty"`
+	Index                int             `json:"index"`
+	Delta                any             `json:"delta"` // chunkDelta or toolStartDelta
+	Logprobs             *choiceLogprobs `json:"logprobs"`
+	FinishReason         *string         `json:"finish_reason"`
+	ContentFilterResults any             `json:"content_filter_results,omitempty"`
 }
 
 type chunkDelta struct {
@@ -106,7 +106,8 @@ func (a *answer) events(plan timing) []sseEvent {
 // with empty choices and prompt_filter_results, sent at once as Azure
 // sends it (the prompt's filter results, before the model has produced
 // anything), then (chat) a role chunk,
-// one chunk per word, a chunk with finish_reason, a usage chunk with empty
+// one chunk per word, a chunk with finish_reason (chat: each of n choices
+// in turn, with its index), a usage chunk with empty
 // choices when stream_options.include_usage is set, and [DONE]. A tool
 // call replaces the role and word chunks with a chunk opening the call (id,
 // type, name, empty arguments) and one chunk per argument fragment. The
@@ -143,53 +144,39 @@ func (a *answer) openAIEvents(plan timing) []sseEvent {
 	if !a.azure() {
 		emptyResults, wordResults = nil, nil
 	}
-	if a.tool != nil {
-		c := base()
-		c.Choices = []any{chunkChoice{Delta: toolStartDelta{Role: "assistant", ToolCalls: []toolCallChunk{{
-			ID: a.tool.id, Type: "function", Function: functionCallChunk{Name: a.tool.name},
-		}}}, ContentFilterResults: emptyResults}}
-		add(first, c)
-		for i, frag := range a.tool.fragments() {
+	if a.op == opChat {
+		// One run of chunks per choice, in index order; the choices after
+		// the first follow at once (they were generated alongside it). A
+		// finish chunk before the last ends its choice, not the answer.
+		for i, ch := range a.choices() {
+			if i > 0 {
+				first = 0
+			}
+			a.chatChoiceEvents(&evs, base, i, ch, first, plan, emptyResults, wordResults)
+			finish := a.finish
+			c := base()
+			var results any = emptyResults
+			if a.filtered && a.azure() {
+				results = completionResults(true)
+			}
+			c.Choices = []any{chunkChoice{Index: i, Delta: chunkDelta{}, FinishReason: &finish, ContentFilterResults: results}}
+			add(0, c)
+		}
+	} else {
+		for i, w := range a.words {
 			delay := plan.perToken
 			if i == 0 {
-				delay = 0
+				delay = first
 			}
 			c := base()
-			c.Choices = []any{chunkChoice{Delta: chunkDelta{ToolCalls: []toolCallChunk{{Function: functionCallChunk{Arguments: frag}}}}, ContentFilterResults: emptyResults}}
+			c.Choices = []any{textChoice{Text: w, ContentFilterResults: a.choiceResults(false)}}
 			add(delay, c)
 		}
-	} else if a.op == opChat {
+		finish := a.finish
 		c := base()
-		empty := ""
-		c.Choices = []any{chunkChoice{Delta: chunkDelta{Role: "assistant", Content: &empty}, ContentFilterResults: emptyResults}}
-		add(first, c)
-		first = 0
-	}
-	for i, w := range a.words {
-		delay := plan.perToken
-		if i == 0 {
-			delay = first
-		}
-		c := base()
-		if a.op == opChat {
-			c.Choices = []any{chunkChoice{Delta: chunkDelta{Content: &w}, ContentFilterResults: wordResults}}
-		} else {
-			c.Choices = []any{textChoice{Text: w, ContentFilterResults: a.choiceResults(false)}}
-		}
-		add(delay, c)
-	}
-	finish := a.finish
-	c := base()
-	if a.op == opChat {
-		var results any = emptyResults
-		if a.filtered && a.azure() {
-			results = completionResults(true)
-		}
-		c.Choices = []any{chunkChoice{Delta: chunkDelta{}, FinishReason: &finish, ContentFilterResults: results}}
-	} else {
 		c.Choices = []any{textChoice{FinishReason: &finish, ContentFilterResults: a.choiceResults(a.filtered)}}
+		add(0, c)
 	}
-	add(0, c)
 	final := len(evs) - 1
 	if a.includeUsage && !a.omitUsage {
 		u := base()
@@ -202,6 +189,46 @@ func (a *answer) openAIEvents(plan timing) []sseEvent {
 		evs[i].final = true
 	}
 	return evs
+}
+
+// chatChoiceEvents appends the chunks of one chat choice before its
+// finish: a tool call's opening chunk (id, type, name, empty arguments)
+// and one chunk per argument fragment, or a role chunk and one chunk per
+// word. The first waits first, each later one plan.perToken.
+func (a *answer) chatChoiceEvents(evs *[]sseEvent, base func() chunk, index int, ch choiceAnswer, first time.Duration, plan timing, emptyResults, wordResults any) {
+	add := func(delay time.Duration, v any) {
+		*evs = append(*evs, sseEvent{delay: delay, data: mustJSON(v)})
+	}
+	if ch.tool != nil {
+		c := base()
+		c.Choices = []any{chunkChoice{Index: index, Delta: toolStartDelta{Role: "assistant", ToolCalls: []toolCallChunk{{
+			ID: ch.tool.id, Type: "function", Function: functionCallChunk{Name: ch.tool.name},
+		}}}, ContentFilterResults: emptyResults}}
+		add(first, c)
+		for i, frag := range ch.tool.fragments() {
+			delay := plan.perToken
+			if i == 0 {
+				delay = 0
+			}
+			c := base()
+			c.Choices = []any{chunkChoice{Index: index, Delta: chunkDelta{ToolCalls: []toolCallChunk{{Function: functionCallChunk{Arguments: frag}}}}, ContentFilterResults: emptyResults}}
+			add(delay, c)
+		}
+		return
+	}
+	c := base()
+	empty := ""
+	c.Choices = []any{chunkChoice{Index: index, Delta: chunkDelta{Role: "assistant", Content: &empty}, ContentFilterResults: emptyResults}}
+	add(first, c)
+	for i, w := range ch.words {
+		delay := plan.perToken
+		if i == 0 {
+			delay = 0
+		}
+		c := base()
+		c.Choices = []any{chunkChoice{Index: index, Delta: chunkDelta{Content: &w}, Logprobs: a.logprobsOf([]string{w}), ContentFilterResults: wordResults}}
+		add(delay, c)
+	}
 }
 
 // unfinished returns at most n of events that do not finish the answer:

@@ -343,11 +343,15 @@ type oaChoice struct {
 	FinishReason *string         `json:"finish_reason"`
 }
 
+// oaRespMessage is a choice's message. Written by this package,
+// annotations is an empty array, as OpenAI writes it on a message that
+// cites nothing.
 type oaRespMessage struct {
-	Role      string       `json:"role"`
-	Content   *string      `json:"content"`
-	Refusal   *string      `json:"refusal"`
-	ToolCalls []oaToolCall `json:"tool_calls,omitempty"`
+	Role        string       `json:"role"`
+	Content     *string      `json:"content"`
+	Refusal     *string      `json:"refusal"`
+	ToolCalls   []oaToolCall `json:"tool_calls,omitempty"`
+	Annotations []any        `json:"annotations"`
 }
 
 type oaUsage struct {

@@ -30,7 +30,7 @@ func AnthropicResponseToOpenAI(body []byte) ([]byte, error) {
 		return nil, errBadBody("anthropic response", fmt.Errorf("type %q is not a message", r.Type))
 	}
 	var text, thinking strings.Builder
-	msg := oaReasoningMessage{oaRespMessage: oaRespMessage{Role: "assistant"}}
+	msg := oaReasoningMessage{oaRespMessage: oaRespMessage{Role: "assistant", Annotations: []any{}}}
 	for _, b := range r.Content {
 		switch b.Type {
 		case "text":
@@ -139,7 +139,7 @@ func GeminiResponseToOpenAI(body []byte, model string) ([]byte, error) {
 	}
 	for pos, c := range r.Candidates {
 		text, calls := geminiParts(c.Content, r.ResponseID, c.Index)
-		msg := oaRespMessage{Role: "assistant", ToolCalls: calls}
+		msg := oaRespMessage{Role: "assistant", ToolCalls: calls, Annotations: []any{}}
 		if text != "" || len(calls) == 0 {
 			msg.Content = strPtr(text)
 		}
@@ -158,7 +158,7 @@ func GeminiResponseToOpenAI(body []byte, model string) ([]byte, error) {
 			return nil, errBadBody("gemini response", errors.New("no candidates and no block reason"))
 		}
 		finish := "content_filter"
-		out.Choices = []oaChoice{{Message: oaRespMessage{Role: "assistant", Content: strPtr("")}, Logprobs: jsonNull, FinishReason: &finish}}
+		out.Choices = []oaChoice{{Message: oaRespMessage{Role: "assistant", Content: strPtr(""), Annotations: []any{}}, Logprobs: jsonNull, FinishReason: &finish}}
 	}
 	return marshal(out)
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"testing"
 )
 
@@ -111,7 +112,7 @@ func TestReasoningInResponses(t *testing.T) {
 			`{"id":"msg_4","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","stop_sequence":null,` + anNulls + `,"usage":{"input_tokens":0,"output_tokens":0,` + anUsageRest + `}}`,
 			OpenAIResponseToAnthropic},
 		{"redacted thinking only", `{"id":"msg_5","type":"message","role":"assistant","model":"c","content":[{"type":"redacted_thinking","data":"xx"},{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}}`,
-			`{"id":"chatcmpl-msg_5","object":"chat.completion","created":0,"model":"c","choices":[{"index":0,"message":{"role":"assistant","content":"ok","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
+			`{"id":"chatcmpl-msg_5","object":"chat.completion","created":0,"model":"c","choices":[{"index":0,"message":{"role":"assistant","content":"ok","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}`,
 			AnthropicResponseToOpenAI},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,5 +122,26 @@ func TestReasoningInResponses(t *testing.T) {
 			}
 			assertJSON(t, got, tc.want)
 		})
+	}
+}
+
+// TestTranslatedChatMessageHasAnnotations: chat answers translated from
+// Anthropic and Gemini had no annotations member, which OpenAI writes as
+// [] on every message and clients checking the chat schema warn about.
+func TestTranslatedChatMessageHasAnnotations(t *testing.T) {
+	for name, conv := range map[string]struct {
+		in string
+		fn func([]byte) ([]byte, error)
+	}{
+		"anthropic": {`{"id":"msg_1","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`, AnthropicResponseToOpenAI},
+		"gemini":    {`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}],"modelVersion":"g"}`, func(b []byte) ([]byte, error) { return GeminiResponseToOpenAI(b, "g") }},
+	} {
+		got, err := conv.fn([]byte(conv.in))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Contains(got, []byte(`"annotations":[]`)) {
+			t.Errorf("%s: %s", name, got)
+		}
 	}
 }
