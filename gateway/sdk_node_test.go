@@ -5,12 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +16,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/testpki"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -137,11 +134,7 @@ var sdkNodeRuns = []sdkNodeRun{
 // with the reason. A known failure is still run: it is reported as a
 // skip with its reason while it fails, and fails the test once it passes,
 // so that it is taken off this list.
-var sdkNodeKnownFailures = map[string]string{
-	"openai/passthrough/chat_n2":            "the simulator answers n: 2 with one choice (sim/, issue 25 §2)",
-	"openai/azure/chat_n2":                  "the simulator answers n: 2 with one choice (sim/, issue 25 §2)",
-	"anthropic/passthrough/thinking_blocks": "the simulator does not emulate thinking: no thinking block (sim/, issue 25 §2)",
-}
+var sdkNodeKnownFailures = map[string]string{}
 
 // sdkNodeTools finds node and sdk/node's modules; without them the test
 // is skipped, or fails when SWITCHOVER_REQUIRE_NODE=1 (CI).
@@ -166,14 +159,14 @@ func sdkNodeTools(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
-// sdkNodeEnv is the simulator and the gateway of the SDK test, and a TLS
-// terminator in front of the gateway for the SDK's Realtime client,
-// which dials wss:// only.
+// sdkNodeEnv is the simulator and the gateway of the SDK test. The
+// gateway serves TLS itself (server.tls, with a CA the test makes), as
+// the SDK's Realtime client dials wss:// only: every script runs over
+// https.
 type sdkNodeEnv struct {
 	sim    *sim.Sim
-	url    string // http://127.0.0.1:port
-	tlsURL string // https://127.0.0.1:port, proxied to url
-	caFile string // the terminator's certificate, for NODE_EXTRA_CA_CERTS
+	url    string // https://127.0.0.1:port
+	caFile string // the test CA's certificate, for NODE_EXTRA_CA_CERTS
 }
 
 func startSDKNodeEnv(t *testing.T) *sdkNodeEnv {
@@ -192,8 +185,12 @@ func startSDKNodeEnv(t *testing.T) *sdkNodeEnv {
 	for _, e := range s.Deployments() {
 		eps[e.Name] = e
 	}
+	dir := t.TempDir()
+	ca := testpki.NewCA(t, "sdk test CA")
+	certPEM, keyPEM := ca.Server(t, "gateway", "127.0.0.1")
+	certFile, keyFile := testpki.Write(t, dir, "cert.pem", certPEM), testpki.Write(t, dir, "key.pem", keyPEM)
 	var y strings.Builder
-	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {format: json, level: warn}\nserver: {drain_delay: 0s}\n")
+	fmt.Fprintf(&y, "listen: 127.0.0.1:0\nlog: {format: json, level: warn}\nserver: {drain_delay: 0s, tls: {cert_file: %q, key_file: %q}}\n", certFile, keyFile)
 	fmt.Fprintf(&y, "keys: [{name: sdk, key: %s}]\nbackends:\n", sdkNodeKey)
 	for _, d := range sdkNodeDeployments {
 		typ := map[sim.Flavour]string{sim.OpenAI: "openai", sim.Azure: "azure", sim.Anthropic: "anthropic", sim.Gemini: "gemini"}[d.Flavour]
@@ -202,7 +199,7 @@ func startSDKNodeEnv(t *testing.T) *sdkNodeEnv {
 		fmt.Fprintf(&y, "  - {name: %s, type: %s, url: %q, api_key: %q, probe: {disabled: true}}\n", d.Name, typ, eps[d.Name].URL, d.Key)
 	}
 	y.WriteString(sdkNodePools)
-	path := filepath.Join(t.TempDir(), "switchover.yaml")
+	path := filepath.Join(dir, "switchover.yaml")
 	if err := os.WriteFile(path, []byte(y.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -239,20 +236,7 @@ func startSDKNodeEnv(t *testing.T) *sdkNodeEnv {
 			t.Logf("gateway log:\n%s", logs.String())
 		}
 	})
-	e := &sdkNodeEnv{sim: s, url: "http://" + ln.Addr().String()}
-
-	// The TLS terminator: a reverse proxy (which carries WebSocket
-	// upgrades) with httptest's certificate for 127.0.0.1.
-	target, _ := url.Parse(e.url)
-	term := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
-	term.StartTLS()
-	t.Cleanup(term.Close)
-	e.tlsURL = term.URL
-	e.caFile = filepath.Join(t.TempDir(), "ca.pem")
-	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: term.Certificate().Raw})
-	if err := os.WriteFile(e.caFile, pemCert, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	e := &sdkNodeEnv{sim: s, url: "https://" + ln.Addr().String(), caFile: testpki.Write(t, dir, "ca.pem", ca.PEM)}
 	return e
 }
 
@@ -289,7 +273,7 @@ func runSDKNode(t *testing.T, node, dir string, e *sdkNodeEnv, r sdkNodeRun) map
 	}
 	cmd.Env = append(environ,
 		"SWITCHOVER_URL="+e.url,
-		"SWITCHOVER_WSS_URL="+e.tlsURL,
+		"SWITCHOVER_WSS_URL="+e.url,
 		"SWITCHOVER_KEY="+sdkNodeKey,
 		"NODE_EXTRA_CA_CERTS="+e.caFile,
 		"SDK_MODEL="+r.model,

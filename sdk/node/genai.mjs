@@ -1,8 +1,7 @@
 // Google's Gen AI SDK (@google/genai) through the gateway's Gemini
 // inbound API (/v1beta/models/{model}:generateContent and the rest).
-// Run by gateway/sdk_node_test.go's TestSDKNodeGemini, which is gated
-// until that API is served (SWITCHOVER_SDK_GEMINI=1). See lib.mjs for the
-// environment.
+// Run by gateway/sdk_node_test.go's TestSDKNodeGemini. See lib.mjs for
+// the environment.
 
 import { GoogleGenAI } from '@google/genai';
 import { assert, gatewayKey, gatewayURL, model, run, text, weatherTool } from './lib.mjs';

@@ -4,7 +4,7 @@
 // {"check":"chat","ok":true,"detail":"..."}.
 //
 // Environment:
-//   SWITCHOVER_URL    the gateway's root, http://host:port (required)
+//   SWITCHOVER_URL    the gateway's root, http(s)://host:port (required)
 //   SWITCHOVER_KEY    a client key of the gateway (required)
 //   SWITCHOVER_WSS_URL the gateway's root over TLS (https://host:port), for
 //                     the Realtime checks: the SDK's Realtime client dials
