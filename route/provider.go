@@ -148,7 +148,19 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 	for _, vv := range extra {
 		vals += len(vv)
 	}
-	hb := headerBuf{h: make(http.Header, keys), vals: make([]string, 0, vals)}
+	// The URL, the body reader and, for a usual header set, the header
+	// values, in one allocation.
+	reqOwn := &struct {
+		u    url.URL
+		body bytes.Reader
+		vals [8]string
+	}{u: *t.url}
+	hb := headerBuf{h: make(http.Header, keys)}
+	if vals <= len(reqOwn.vals) {
+		hb.vals = reqOwn.vals[:0]
+	} else {
+		hb.vals = make([]string, 0, vals)
+	}
 	for k, vv := range o.Header {
 		hb.setAll(k, vv)
 	}
@@ -167,11 +179,6 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 		hb.set("Content-Type", "application/json")
 	}
 
-	// The URL and the body reader, in one allocation.
-	reqOwn := &struct {
-		u    url.URL
-		body bytesBody
-	}{u: *t.url}
 	body := o.Body
 	method := o.Method
 	if method == "" {
@@ -191,15 +198,22 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 		req.Body = http.NoBody
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	} else {
+		// The body must be an io.NopCloser around a *bytes.Reader: for a
+		// body of any other type, net/http flushes the headers before
+		// writing it (transferWriter.FlushHeaders, unless the body
+		// passes isKnownInMemoryReader), so a small request would leave
+		// in two writes, two TCP segments, instead of one.
 		reqOwn.body.Reset(body)
-		req.Body = &reqOwn.body
-		req.GetBody = func() (io.ReadCloser, error) { return newBytesBody(body), nil }
+		req.Body = io.NopCloser(&reqOwn.body)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	return req.WithContext(ctx), hb
 }
 
-// bytesBody is a request body over a byte slice: bytes.Reader with a
-// Close, one allocation where io.NopCloser(bytes.NewReader(b)) takes two.
+// bytesBody is a body over a byte slice: bytes.Reader with a Close, one
+// allocation where io.NopCloser(bytes.NewReader(b)) takes two. It serves
+// response bodies; not upstream request bodies, which net/http would not
+// recognise as in memory (see newUpstream).
 type bytesBody struct{ bytes.Reader }
 
 func newBytesBody(b []byte) *bytesBody {
