@@ -216,8 +216,9 @@ func NewTransport(s TransportSettings) *http.Transport {
 		DisableCompression:    true,
 		// An HTTP/1.1 connection holds its buffers for as long as it is
 		// open, for a stream minutes: the request goes out in one write
-		// (bodies larger than the buffer bypass it), and answers are read
-		// by the event; the defaults are 4 KiB each.
+		// (its body is one net/http knows to be in memory, see
+		// newUpstream; bodies larger than the buffer bypass it), and
+		// answers are read by the event; the defaults are 4 KiB each.
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  2 << 10,
 	}
