@@ -97,7 +97,7 @@ func writeAPIError(w http.ResponseWriter, r *http.Request, status int, code, msg
 		if status == http.StatusTooManyRequests {
 			typ = "rate_limit_error"
 		}
-		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}}
+		body = map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": msg}, "request_id": nil} // no id yet at the edge
 	} else {
 		typ := "invalid_request_error"
 		if status == http.StatusTooManyRequests {

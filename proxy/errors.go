@@ -155,7 +155,7 @@ func (x *exchange) fail(err error) {
 	body := e.body()
 	switch x.format {
 	case translate.Anthropic:
-		body = translate.ErrorToAnthropic(translate.OpenAI, e.status, body)
+		body = translate.ErrorToAnthropicID(translate.OpenAI, e.status, body, x.lg.id)
 	case translate.Gemini:
 		body = geminiError(e.status, translate.ErrorToGemini(translate.OpenAI, e.status, body), h)
 	}

@@ -72,10 +72,31 @@ func servedGemini(method string) bool {
 	return false
 }
 
+// geminiModelsPath reads a path of Gemini's model list: /v1beta/models
+// (id "") or /v1beta/models/{id} (a model's get), and whether the path is
+// of that shape. (/v1/models is OpenAI's model list.)
+func geminiModelsPath(path string) (id string, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSuffix(path, "/"), "/v1beta/models")
+	if !ok {
+		return "", false
+	}
+	if rest == "" {
+		return "", true
+	}
+	id, ok = strings.CutPrefix(rest, "/")
+	if !ok || id == "" || strings.Contains(id, ":") {
+		return "", false
+	}
+	return id, true
+}
+
 // IsGeminiPath reports whether a request path, as sent, is one of Gemini's
-// API (models/{model}:{method}): its errors are answered in Google's
-// format, even by the gateway's edge.
+// API (models/{model}:{method}, or the model list under /v1beta/): its
+// errors are answered in Google's format, even by the gateway's edge.
 func IsGeminiPath(path string) bool {
+	if _, ok := geminiModelsPath(path); ok {
+		return true
+	}
 	_, _, ok := geminiPath(path)
 	return ok
 }

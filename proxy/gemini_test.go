@@ -34,6 +34,31 @@ func TestGeminiPath(t *testing.T) {
 	}
 }
 
+func TestGeminiModelsPath(t *testing.T) {
+	for _, c := range []struct {
+		path, id string
+		ok       bool
+	}{
+		{"/v1beta/models", "", true},
+		{"/v1beta/models/", "", true},
+		{"/v1beta/models/chat-prod", "chat-prod", true},
+		{"/v1beta/models/chat-prod:generateContent", "", false},
+		{"/v1beta/modelsx", "", false},
+		{"/v1beta/tunedModels", "", false},
+		// /v1/models is OpenAI's model list.
+		{"/v1/models", "", false},
+		{"/v1/models/chat-prod", "", false},
+	} {
+		id, ok := geminiModelsPath(c.path)
+		if id != c.id || ok != c.ok {
+			t.Errorf("%s: got %q %v", c.path, id, ok)
+		}
+		if IsGeminiPath(c.path) != (c.ok || strings.Contains(c.path, ":")) {
+			t.Errorf("%s: IsGeminiPath %v", c.path, !c.ok)
+		}
+	}
+}
+
 // TestQueryKeyTakenOut: ?key= is moved into X-Goog-Api-Key and out of
 // the URL, the rest of the query kept; a key in the header wins.
 func TestQueryKeyTakenOut(t *testing.T) {

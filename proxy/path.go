@@ -27,11 +27,11 @@ const (
 // operation, the model list, a stored response, a pinned path, a realtime
 // session, a path unknown_paths takes) and the API format the caller
 // speaks, in which its errors are answered: Anthropic's for /v1/messages,
-// Google's for Gemini's API (models/{model}:{method}, gemini.go),
-// OpenAI's otherwise. The path is normalised first (normalisePath), and
-// the request carries the normalised path from here on: a path it refuses
-// gets 400, before any key is checked. A path that nothing routes gets 404
-// with the list of what is routed.
+// Google's for Gemini's API (models/{model}:{method}, and the model list
+// under /v1beta/: gemini.go), OpenAI's otherwise. The path is normalised
+// first (normalisePath), and the request carries the normalised path from
+// here on: a path it refuses gets 400, before any key is checked. A path
+// that nothing routes gets 404 with the list of what is routed.
 func classifyPath(x *exchange) error {
 	path, err := normalisePath(x.r.URL.EscapedPath())
 	if err != nil {
@@ -47,6 +47,11 @@ func classifyPath(x *exchange) error {
 	x.r.URL.Path, x.r.URL.RawPath = path, ""
 	if model, method, ok := geminiPath(path); ok {
 		return classifyGemini(x, model, method) // gemini.go
+	}
+	if id, ok := geminiModelsPath(path); ok {
+		x.format, x.kind, x.rel = translate.Gemini, pathModels, id // models.go
+		stripQueryKey(x.r)
+		return nil
 	}
 	x.kind, x.op, x.dep, x.rel = classify(path)
 	if x.kind == pathUnknown {
@@ -231,7 +236,7 @@ func routeList(rt *Routes) string {
 		"audio/translations", "audio/speech", "images/generations", "images/edits", "images/variations", "moderations", "models",
 		"realtime", "messages", "messages/count_tokens"}
 	// Gemini's API, for Google's SDKs.
-	gemini := "/v1beta/models/{model}:generateContent, :streamGenerateContent, :countTokens, :embedContent, :batchEmbedContents"
+	gemini := "/v1beta/models (and models/{model}), /v1beta/models/{model}:generateContent, :streamGenerateContent, :countTokens, :embedContent, :batchEmbedContents"
 	var pinned []string
 	for _, p := range rt.Pinned {
 		pinned = append(pinned, p.Path)

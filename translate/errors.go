@@ -261,16 +261,25 @@ func statusOfCode(from Format, e providerError) int {
 }
 
 // ErrorToAnthropic converts an error body from a provider to Anthropic's
-// shape {"type":"error","error":{"type","message"}}. The type follows the
-// HTTP status as Anthropic's own does (400 invalid_request_error, 401
-// authentication_error, 402 billing_error, 403 permission_error, 404
-// not_found_error, 413 request_too_large, 429 rate_limit_error, 500 api_error,
-// 503 and 529 overloaded_error, 504 timeout_error); a status that is not an
-// error (an error event inside a stream) is inferred from the body's code.
-// The message is the provider's own text. A body from Anthropic that already
-// has that shape is returned unchanged. It never fails: a body that does not
-// parse becomes an error keeping its text.
+// shape {"type":"error","error":{"type","message"},"request_id":null}. The
+// type follows the HTTP status as Anthropic's own does (400
+// invalid_request_error, 401 authentication_error, 402 billing_error, 403
+// permission_error, 404 not_found_error, 413 request_too_large, 429
+// rate_limit_error, 500 api_error, 503 and 529 overloaded_error, 504
+// timeout_error); a status that is not an error (an error event inside a
+// stream, which has no request_id) is inferred from the body's code. The
+// message is the provider's own text. request_id is null, the request's
+// id not being known here (ErrorToAnthropicID sets it). A body from
+// Anthropic that already has that shape is returned unchanged, its own
+// request_id kept. It never fails: a body that does not parse becomes an
+// error keeping its text.
 func ErrorToAnthropic(from Format, status int, body []byte) []byte {
+	return ErrorToAnthropicID(from, status, body, "")
+}
+
+// ErrorToAnthropicID is ErrorToAnthropic with id, the request's id, as
+// the request_id of an error answer it builds ("": null).
+func ErrorToAnthropicID(from Format, status int, body []byte, id string) []byte {
 	e := parseError(from, body)
 	if from == Anthropic && e.ok {
 		var b anErrorBody
@@ -293,7 +302,22 @@ func ErrorToAnthropic(from Format, status int, body []byte) []byte {
 	default:
 		typ = "api_error"
 	}
-	return mustMarshal(anErrorBody{Type: "error", Error: anError{Type: typ, Message: msg}})
+	out := anErrorAnswer{Type: "error", Error: anError{Type: typ, Message: msg}}
+	if status < 400 {
+		return mustMarshal(anErrorBody{Type: out.Type, Error: out.Error})
+	}
+	if id != "" {
+		out.RequestID = &id
+	}
+	return mustMarshal(out)
+}
+
+// anErrorAnswer is Anthropic's error answer: its error and the request's
+// id, null when unknown.
+type anErrorAnswer struct {
+	Type      string  `json:"type"`
+	Error     anError `json:"error"`
+	RequestID *string `json:"request_id"`
 }
 
 // ---- classification helpers ----

@@ -82,23 +82,23 @@ func TestErrorToAnthropic(t *testing.T) {
 		want   string
 	}{
 		{"openai 429 insufficient_quota", OpenAI, 429, openai429,
-			`{"type":"error","error":{"type":"rate_limit_error","message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors."}}`},
+			`{"type":"error","error":{"type":"rate_limit_error","message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors."},"request_id":null}`},
 		{"azure 400 content_filter", OpenAI, 400, azure400,
-			`{"type":"error","error":{"type":"invalid_request_error","message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry."}}`},
+			`{"type":"error","error":{"type":"invalid_request_error","message":"The response was filtered due to the prompt triggering Azure OpenAI's content management policy. Please modify your prompt and retry."},"request_id":null}`},
 		{"azure 429", OpenAI, 429, azure429,
-			`{"type":"error","error":{"type":"rate_limit_error","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."}}`},
-		{"openai 500", OpenAI, 500, openai500, `{"type":"error","error":{"type":"api_error","message":"The server had an error while processing your request. Sorry about that!"}}`},
+			`{"type":"error","error":{"type":"rate_limit_error","message":"Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 6 seconds."},"request_id":null}`},
+		{"openai 500", OpenAI, 500, openai500, `{"type":"error","error":{"type":"api_error","message":"The server had an error while processing your request. Sorry about that!"},"request_id":null}`},
 		{"gemini 429", Gemini, 429, gemini429,
-			`{"type":"error","error":{"type":"rate_limit_error","message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10\nPlease retry in 12.345s."}}`},
-		{"gemini 503", Gemini, 503, gemini503, `{"type":"error","error":{"type":"overloaded_error","message":"The model is overloaded. Please try again later."}}`},
+			`{"type":"error","error":{"type":"rate_limit_error","message":"You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.\n* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: 10\nPlease retry in 12.345s."},"request_id":null}`},
+		{"gemini 503", Gemini, 503, gemini503, `{"type":"error","error":{"type":"overloaded_error","message":"The model is overloaded. Please try again later."},"request_id":null}`},
 		{"gemini in stream", Gemini, 200, gemini503, `{"type":"error","error":{"type":"overloaded_error","message":"The model is overloaded. Please try again later."}}`},
 		{"openai in stream", OpenAI, 0, `{"error":{"message":"slow down","type":"tokens","code":"rate_limit_exceeded"}}`, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
 		{"404", OpenAI, 404, `{"error":{"message":"The model 'x' does not exist","type":"invalid_request_error","param":null,"code":"model_not_found"}}`,
-			`{"type":"error","error":{"type":"not_found_error","message":"The model 'x' does not exist"}}`},
-		{"413", Gemini, 413, "Request Entity Too Large", `{"type":"error","error":{"type":"request_too_large","message":"Request Entity Too Large"}}`},
-		{"401", Gemini, 401, "", `{"type":"error","error":{"type":"authentication_error","message":"Unauthorized"}}`},
-		{"403", OpenAI, 403, `{"error":{"message":"forbidden","type":"invalid_request_error"}}`, `{"type":"error","error":{"type":"permission_error","message":"forbidden"}}`},
-		{"529 html", OpenAI, 529, html502, `{"type":"error","error":{"type":"overloaded_error","message":"<html><body><h1>502 Bad Gateway</h1></body></html>"}}`},
+			`{"type":"error","error":{"type":"not_found_error","message":"The model 'x' does not exist"},"request_id":null}`},
+		{"413", Gemini, 413, "Request Entity Too Large", `{"type":"error","error":{"type":"request_too_large","message":"Request Entity Too Large"},"request_id":null}`},
+		{"401", Gemini, 401, "", `{"type":"error","error":{"type":"authentication_error","message":"Unauthorized"},"request_id":null}`},
+		{"403", OpenAI, 403, `{"error":{"message":"forbidden","type":"invalid_request_error"}}`, `{"type":"error","error":{"type":"permission_error","message":"forbidden"},"request_id":null}`},
+		{"529 html", OpenAI, 529, html502, `{"type":"error","error":{"type":"overloaded_error","message":"<html><body><h1>502 Bad Gateway</h1></body></html>"},"request_id":null}`},
 		{"anthropic unchanged", Anthropic, 529, anthropic529, anthropic529},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,5 +169,19 @@ func TestRetryDelay(t *testing.T) {
 				t.Errorf("RetryDelay = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestErrorToAnthropicRequestID: an error answer the gateway builds
+// carries the request's id as request_id, as Anthropic's own errors do;
+// an error event in a stream has none; an Anthropic body keeps its own.
+func TestErrorToAnthropicRequestID(t *testing.T) {
+	got := ErrorToAnthropicID(OpenAI, 404, []byte(`{"error":{"message":"no such model","type":"invalid_request_error","code":"model_not_found"}}`), "req-1")
+	assertJSON(t, got, `{"type":"error","error":{"type":"not_found_error","message":"no such model"},"request_id":"req-1"}`)
+	got = ErrorToAnthropicID(OpenAI, 0, []byte(`{"error":{"message":"slow down","type":"tokens","code":"rate_limit_exceeded"}}`), "req-1")
+	assertJSON(t, got, `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`)
+	own := `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_011abc"}`
+	if got := ErrorToAnthropicID(Anthropic, 529, []byte(own), "req-1"); string(got) != own {
+		t.Errorf("an Anthropic body was changed: %s", got)
 	}
 }
