@@ -1,35 +1,15 @@
 package engine
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/coder/websocket"
 
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
 	"github.com/switchover-gw/switchover/route"
 )
-
-type rtEvent struct {
-	Type  string         `json:"type"`
-	Delta string         `json:"delta"`
-	Error map[string]any `json:"error"`
-}
-
-func rtRead(t *testing.T, ctx context.Context, c *websocket.Conn) rtEvent {
-	t.Helper()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	var ev rtEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		t.Fatalf("event %s: %v", data, err)
-	}
-	return ev
-}
 
 // TestRealtimeFailsOverAtConnect: a realtime session through the gateway
 // goes to the next member when the first refuses the upgrade (down), with
@@ -58,27 +38,7 @@ func TestRealtimeFailsOverAtConnect(t *testing.T) {
 			if c.Subprotocol() != "realtime" {
 				t.Errorf("subprotocol %q", c.Subprotocol())
 			}
-			if ev := rtRead(t, ctx, c); ev.Type != "session.created" {
-				t.Fatalf("first event %+v", ev)
-			}
-			c.Write(ctx, websocket.MessageText, []byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`))
-			c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create"}`))
-			var text strings.Builder
-			for {
-				ev := rtRead(t, ctx, c)
-				if ev.Type == "error" {
-					t.Fatalf("error event %+v", ev)
-				}
-				if strings.HasSuffix(ev.Type, "text.delta") {
-					text.WriteString(ev.Delta)
-				}
-				if ev.Type == "response.done" {
-					break
-				}
-			}
-			if text.Len() == 0 {
-				t.Fatal("no text in the response")
-			}
+			upstreamtest.RealtimeTurn(t, ctx, c)
 			if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
 				t.Fatalf("close: %v", err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/internal/testpki"
+	"github.com/switchover-gw/switchover/internal/upstreamtest"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -207,27 +207,7 @@ func TestRealtimeOverWSS(t *testing.T) {
 		t.Fatalf("dial: %v (%v)", err, resp)
 	}
 	defer c.CloseNow()
-	if ev := rtRead(t, ctx, c); ev.Type != "session.created" {
-		t.Fatalf("first event %+v", ev)
-	}
-	c.Write(ctx, websocket.MessageText, []byte(`{"type":"conversation.item.create","item":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`))
-	c.Write(ctx, websocket.MessageText, []byte(`{"type":"response.create"}`))
-	var text strings.Builder
-	for {
-		ev := rtRead(t, ctx, c)
-		if ev.Type == "error" {
-			t.Fatalf("error event %+v", ev)
-		}
-		if strings.HasSuffix(ev.Type, "text.delta") {
-			text.WriteString(ev.Delta)
-		}
-		if ev.Type == "response.done" {
-			break
-		}
-	}
-	if text.Len() == 0 {
-		t.Fatal("no text in the response")
-	}
+	upstreamtest.RealtimeTurn(t, ctx, c)
 	if err := c.Close(websocket.StatusNormalClosure, ""); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -471,24 +451,6 @@ func TestCertificateReloadedWithoutRestart(t *testing.T) {
 	if got := e.served(t, e.api); got != "gateway four" {
 		t.Fatalf("served %q after SIGHUP, want gateway four", got)
 	}
-}
-
-type rtEvent struct {
-	Type  string `json:"type"`
-	Delta string `json:"delta"`
-}
-
-func rtRead(t *testing.T, ctx context.Context, c *websocket.Conn) rtEvent {
-	t.Helper()
-	_, data, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("read: %v", err)
-	}
-	var ev rtEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		t.Fatalf("event %s: %v", data, err)
-	}
-	return ev
 }
 
 // TestMetricsListenerOverTLS: server.metrics_tls serves metrics_listen
