@@ -11,6 +11,7 @@
 //	switchover load [flags]                 drive load, report success and latency
 //	switchover gameday [flags]              rehearse outages, compare setups
 //	switchover drill spend [flags]          measure budgets and shared limits
+//	switchover bench [flags]                the gateway's costs next to nginx, side by side
 //	switchover status [action]              pools and breakers of a running gateway
 //	switchover keys create|list|show|update|rotate|revoke  virtual keys in the store
 //	switchover teams list|set               teams' limits and budgets
@@ -86,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = gamedayCommand(ctx, args[1:], stdout, stderr)
 	case "drill":
 		err = drillCommand(ctx, args[1:], stdout, stderr)
+	case "bench":
+		err = benchCommand(ctx, args[1:], stdout, stderr)
 	case "status":
 		err = statusCommand(ctx, args[1:], stdout, stderr)
 	case "keys":
@@ -142,6 +145,9 @@ Usage:
                                           simulated regions; compare setups; HTML report
   switchover drill spend [flags]          measure budgets and shared rate limits through
                                           gateways in process: bursts, replicas, rollouts
+  switchover bench [-quick] [flags]       measure the gateway next to nginx and a bare Go
+                                          proxy: req/s, CPU, syscalls, allocations,
+                                          latency, streams, memory (docs/performance.md)
   switchover status [-admin URL] [action] the running gateway's pools, breakers and
                                           events; drain, restore, open, close, set,
                                           reset, reload
