@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -202,9 +203,11 @@ func (r *runner) setUp(ctx context.Context) error {
 }
 
 func (r *runner) stopAll() {
+	var wg sync.WaitGroup
 	for _, t := range r.started {
-		t.stop()
+		wg.Go(t.stop)
 	}
+	wg.Wait()
 	if r.up != nil {
 		r.up.Close()
 	}

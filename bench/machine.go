@@ -79,5 +79,8 @@ func machine(nginx, wrk, strace string) Machine {
 func firstLine(tool, flag string) string {
 	out, _ := exec.Command(tool, flag).CombinedOutput()
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	line = strings.TrimPrefix(line, "nginx version: ")   // nginx/1.22.1
+	line, _, _ = strings.Cut(line, " Copyright")         // wrk debian/4.1.0-3+b2 [epoll]
+	line = strings.Replace(line, " -- version ", " ", 1) // strace 6.1
 	return strings.TrimSpace(line)
 }

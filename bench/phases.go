@@ -83,7 +83,7 @@ func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, pe
 	base := up.Held()
 	wait := openStreams(ctx, t.url, n, r.o.OpenRate)
 	held := up.waitHeld(ctx, base+int64(n), 30*time.Second) - base
-	settle(ctx, time.Second)
+	settle(ctx, min(time.Second, r.o.Duration))
 	rss, err := rssOf(t.pids)
 	up.Release()
 	failed, firstErr := wait()

@@ -42,6 +42,8 @@ type Settings struct {
 	IntervalMS  float64 `json:"chunk_interval_ms"`
 	OpenStreams int     `json:"open_streams"`
 	Generator   string  `json:"generator"`
+	// GatewayEnv is what -gateway-env added to the gateway's environment.
+	GatewayEnv []string `json:"gateway_env,omitempty"`
 }
 
 // SyscallRate is one syscall's calls per request.
@@ -73,7 +75,7 @@ func newReport(o Options) *Report {
 		Settings: Settings{
 			Rounds: o.Rounds, DurationS: o.Duration.Seconds(), Rate: o.Rate, SyscallRate: o.SyscallRate,
 			Streams: o.Streams, Chunks: o.Chunks, IntervalMS: float64(o.Interval) / float64(time.Millisecond),
-			OpenStreams: o.OpenStreams, Generator: "wrk",
+			OpenStreams: o.OpenStreams, Generator: "wrk", GatewayEnv: o.GatewayEnv,
 		},
 		Targets: o.Targets,
 		Base:    Direct,
@@ -176,7 +178,7 @@ func (rep *Report) ratioTargets() []string {
 // ratio is row's value of t divided by the base's, and whether there is
 // one.
 func (rep *Report) ratio(r *Row, t string) (float64, bool) {
-	if r.ID == "failed" || (r.added && rep.Base == Direct) {
+	if r.ID == "failed" || r.ID == "flushed" || (r.added && rep.Base == Direct) {
 		return 0, false
 	}
 	v, ok1 := r.Values[t]
@@ -212,6 +214,9 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	if len(m.Env) > 0 {
 		fmt.Fprintf(w, "env: %s\n", strings.Join(m.Env, " "))
+	}
+	if len(rep.Settings.GatewayEnv) > 0 {
+		fmt.Fprintf(w, "gateway env: %s\n", strings.Join(rep.Settings.GatewayEnv, " "))
 	}
 	s := rep.Settings
 	fmt.Fprintf(w, "settings: %d round(s) of %gs, targets interleaved; load from %s; fixed rate %g req/s; strace at %g req/s; %d streams of %d chunks %gms apart per round; %d open streams\n\n",

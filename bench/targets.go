@@ -262,7 +262,9 @@ func (t *target) probe(c *http.Client) error {
 	return nil
 }
 
-// stop ends the target: SIGTERM to its process group, SIGKILL after 5 s.
+// stop ends the target: SIGTERM to its process group, SIGKILL after a
+// second (the gateway would first answer /readyz 503 for its drain_delay,
+// 5 s, for a load balancer that is not there).
 func (t *target) stop() {
 	if t.cmd == nil || t.cmd.Process == nil {
 		return
@@ -273,7 +275,7 @@ func (t *target) stop() {
 	go func() { t.cmd.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Second):
 		syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
 	}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchChildEnv makes this test binary act as the switchover binary: the
+// bench starts the gateway and the reference proxy from os.Executable(),
+// which under go test is the test binary.
+const benchChildEnv = "SWITCHOVER_TEST_AS_BINARY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(benchChildEnv) == "1" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchSmoke runs switchover bench end to end with tiny durations and
+// without wrk, nginx or strace: the gateway and the reference proxy as
+// processes, the built-in generator. It checks the table's shape and that
+// every request succeeded, never a speed.
+func TestBenchSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Setenv(benchChildEnv, "1")
+	var stdout, stderr bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := run(ctx, []string{"bench", "-quick", "-q", "-targets", "direct,switchover,go-proxy",
+		"-wrk=", "-nginx=", "-strace=", "-rounds", "2", "-duration", "300ms", "-rate", "100",
+		"-streams", "2", "-open-streams", "20", "-open-rate", "200"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	for _, want := range []string{"switchover bench, ", "command: switchover bench -quick", "machine: ", "settings: 2 round(s)",
+		"wrk not found: max req/s is from the built-in closed-loop generator"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	var lines []string
+	inTable := false
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "measure ") {
+			inTable = true
+		}
+		if inTable && l == "" {
+			break
+		}
+		if inTable {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatalf("no table:\n%s", out)
+	}
+	if got := strings.Join(strings.Fields(lines[0]), " "); got != "measure direct switchover go-proxy switchover/direct go-proxy/direct" {
+		t.Errorf("header %q", got)
+	}
+	// Every measure that needs none of the missing tools, in order.
+	wantRows := []string{
+		"max req/s, built-in, 64 conns (median of 2)",
+		"max req/s, built-in, 32 conns (median of 2)",
+		"CPU per request at 100 req/s, us",
+		"allocations per request at 100 req/s (/metrics)",
+		"p50 added at 100 req/s, ms (direct: its own)",
+		"p99 added at 100 req/s, ms (direct: its own)",
+		"stream first token added, ms (direct: its own)",
+		"streams with each of 5 chunks flushed on its own",
+		"RSS with 20 open streams (HTTP/1.1 upstream)",
+		"  memory per open stream",
+		"RSS with 20 open streams (HTTP/2 upstream)",
+		"  memory per open stream",
+		"failed requests (all measures)",
+	}
+	if len(lines)-1 != len(wantRows) {
+		t.Errorf("%d rows, want %d:\n%s", len(lines)-1, len(wantRows), strings.Join(lines, "\n"))
+	}
+	for i, want := range wantRows {
+		if i+1 < len(lines) && !strings.HasPrefix(lines[i+1], want+"  ") {
+			t.Errorf("row %d is %q, want %q", i+1, lines[i+1], want)
+		}
+	}
+	last := strings.Fields(lines[len(lines)-1])
+	if got := strings.Join(last[len(last)-3:], " "); got != "0 0 0" {
+		t.Errorf("failed requests: %q, want none for each target\n%s", got, out)
+	}
+	// Requests went through: every target has a throughput above zero.
+	cells := strings.Fields(strings.TrimPrefix(lines[1], wantRows[0]))
+	for i, c := range cells[:3] {
+		if v, err := strconv.ParseFloat(c, 64); err != nil || v <= 0 {
+			t.Errorf("max req/s of target %d: %q", i, c)
+		}
+	}
+}
