@@ -3,6 +3,9 @@ package gateway_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -112,4 +115,24 @@ func logOutput(b *testing.B, kind string) *os.File {
 		r.Close()
 	})
 	return w
+}
+
+// BenchmarkReverseProxyChat is BenchmarkDirectChat through Go's stock
+// httputil.ReverseProxy and nothing else: what net/http alone costs a hop
+// (its server reading the request, its transport calling the upstream).
+// BenchmarkGatewayChat's allocations less this benchmark's are the
+// gateway's own; nothing is asserted.
+func BenchmarkReverseProxyChat(b *testing.B) {
+	u := upstreamtest.New(b, answer("weu"))
+	target, err := url.Parse(u.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64},
+	}
+	front := httptest.NewServer(rp)
+	b.Cleanup(front.Close)
+	benchPost(b, front.URL+"/openai/deployments/x/chat/completions?api-version=2024-10-21", "")
 }
