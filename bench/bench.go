@@ -19,6 +19,18 @@ import (
 	"time"
 )
 
+// Measures, the groups of rows Options.Only can pick.
+const (
+	MeasureThroughput = "throughput" // max req/s
+	MeasureRate       = "rate"       // CPU, allocations, p50 and p99 at the fixed rate
+	MeasureSyscalls   = "syscalls"   // strace
+	MeasureStreams    = "streams"    // first token, flushing
+	MeasureMemory     = "memory"     // RSS with open streams
+)
+
+// Measures lists every measure, in the order rows are printed.
+var Measures = []string{MeasureThroughput, MeasureRate, MeasureSyscalls, MeasureStreams, MeasureMemory}
+
 // Options shape a run. The zero value is not ready: start from Defaults or
 // Quick.
 type Options struct {
@@ -49,6 +61,9 @@ type Options struct {
 	// Wrk, Nginx and Strace are the tools' paths; empty means not used
 	// (the built-in closed-loop generator stands in for wrk).
 	Wrk, Nginx, Strace string
+	// Only, if set, names the measures to run, out of Measures; the
+	// others are skipped.
+	Only []string
 	// SyscallDetail keeps strace's per-syscall counts in the report.
 	SyscallDetail bool
 	// Exe is the switchover binary the gateway and the reference proxy run
@@ -130,9 +145,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := r.setUp(ctx); err != nil {
 		return nil, err
 	}
-	steps := []func(context.Context) error{r.openStreams, r.streams, r.fixedRate, r.syscalls, r.throughput, r.openStreamsH2}
+	// Memory first, on processes only the warm-up has run through.
+	steps := []struct {
+		measure string
+		run     func(context.Context) error
+	}{
+		{MeasureMemory, r.openStreams}, {MeasureStreams, r.streams}, {MeasureRate, r.fixedRate},
+		{MeasureSyscalls, r.syscalls}, {MeasureThroughput, r.throughput}, {MeasureMemory, r.openStreamsH2},
+	}
 	for _, step := range steps {
-		if err := step(ctx); err != nil {
+		if len(o.Only) > 0 && !slices.Contains(o.Only, step.measure) {
+			continue
+		}
+		if err := step.run(ctx); err != nil {
 			r.rep.finish()
 			return r.rep, err
 		}

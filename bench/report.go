@@ -20,8 +20,8 @@ type Report struct {
 	Settings Settings  `json:"settings"`
 	Targets  []string  `json:"targets"`
 	// Base is the target the ratio columns divide by: nginx when it ran,
-	// else direct.
-	Base string `json:"ratio_base"`
+	// else direct, else none (no ratio columns).
+	Base string `json:"ratio_base,omitempty"`
 	Rows []*Row `json:"rows"`
 	// Syscalls are strace's counts per request, by target (with
 	// -syscalls-detail).
@@ -42,6 +42,8 @@ type Settings struct {
 	IntervalMS  float64 `json:"chunk_interval_ms"`
 	OpenStreams int     `json:"open_streams"`
 	Generator   string  `json:"generator"`
+	// Only are the measures run, when not all were.
+	Only []string `json:"only,omitempty"`
 	// GatewayEnv is what -gateway-env added to the gateway's environment.
 	GatewayEnv []string `json:"gateway_env,omitempty"`
 }
@@ -78,8 +80,11 @@ func newReport(o Options) *Report {
 			OpenStreams: o.OpenStreams, Generator: "wrk", GatewayEnv: o.GatewayEnv,
 		},
 		Targets: o.Targets,
-		Base:    Direct,
 		failed:  map[string]int{},
+	}
+	rep.Settings.Only = o.Only
+	if slices.Contains(o.Targets, Direct) {
+		rep.Base = Direct
 	}
 	if o.Wrk == "" {
 		rep.Settings.Generator = "built-in closed loop"
@@ -166,6 +171,9 @@ func median(v []float64) float64 {
 // ratioTargets are the targets given a ratio column: all but direct and
 // the base.
 func (rep *Report) ratioTargets() []string {
+	if rep.Base == "" {
+		return nil
+	}
 	var out []string
 	for _, t := range rep.Targets {
 		if t != Direct && t != rep.Base {
@@ -219,8 +227,12 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(w, "gateway env: %s\n", strings.Join(rep.Settings.GatewayEnv, " "))
 	}
 	s := rep.Settings
-	fmt.Fprintf(w, "settings: %d round(s) of %gs, targets interleaved; load from %s; fixed rate %g req/s; strace at %g req/s; %d streams of %d chunks %gms apart per round; %d open streams\n\n",
+	fmt.Fprintf(w, "settings: %d round(s) of %gs, targets interleaved; load from %s; fixed rate %g req/s; strace at %g req/s; %d streams of %d chunks %gms apart per round; %d open streams\n",
 		s.Rounds, s.DurationS, s.Generator, s.Rate, s.SyscallRate, s.Streams, s.Chunks, s.IntervalMS, s.OpenStreams)
+	if len(s.Only) > 0 {
+		fmt.Fprintf(w, "only: %s\n", strings.Join(s.Only, ", "))
+	}
+	fmt.Fprintln(w)
 
 	ratios := rep.ratioTargets()
 	head := []string{"measure"}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,6 +64,7 @@ type benchFlags struct {
 	detail, asJSON, quiet bool
 	gatewayEnv            envFlags
 	dir                   string
+	only                  string
 }
 
 func newBenchFlags(stderr io.Writer) *benchFlags {
@@ -93,6 +95,7 @@ func newBenchFlags(stderr io.Writer) *benchFlags {
 	fs.BoolVar(&f.asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&f.quiet, "q", false, "no progress lines on stderr")
 	fs.Var(&f.gatewayEnv, "gateway-env", "KEY=VALUE for the gateway's environment (GOMAXPROCS, GOGC…); repeat")
+	fs.StringVar(&f.only, "only", "", "run only these measures, comma-separated: "+strings.Join(bench.Measures, ", "))
 	fs.StringVar(&f.dir, "dir", "", "keep configs and logs in this directory (default: a temporary one, removed)")
 	return f
 }
@@ -145,6 +148,15 @@ func (f *benchFlags) options(args []string, stderr io.Writer) (bench.Options, er
 	}
 	if o.Rounds < 1 || o.Duration <= 0 || o.Rate <= 0 || o.Chunks < 1 || o.OpenRate <= 0 {
 		return o, usageError{errors.New("-rounds, -duration, -rate, -chunks and -open-rate must be positive")}
+	}
+	for _, m := range strings.Split(f.only, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		if !slices.Contains(bench.Measures, m) {
+			return o, usageError{fmt.Errorf("unknown measure %q (want %s)", m, strings.Join(bench.Measures, ", "))}
+		}
+		o.Only = append(o.Only, m)
 	}
 	o.Wrk = lookTool(f.wrk, stderr)
 	o.Nginx = lookTool(f.nginx, stderr)
