@@ -93,7 +93,7 @@ func Defaults() Options {
 		SyscallRate: 200,
 		Streams:     20,
 		Chunks:      5,
-		Interval:    10 * time.Millisecond,
+		Interval:    20 * time.Millisecond,
 		OpenStreams: 1000,
 		OpenRate:    250,
 		H2:          true,

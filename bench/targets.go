@@ -131,7 +131,6 @@ type starter struct {
 	gwEnv    []string // added to the gateway's
 	nginx    string   // path of nginx
 	dir      string
-	upstream *Upstream
 }
 
 func (s *starter) command(name string, args []string, env []string, logName string) (*exec.Cmd, *os.File, error) {
@@ -153,9 +152,25 @@ func (s *starter) command(name string, args []string, env []string, logName stri
 	return cmd, log, nil
 }
 
+// errExited is a target that ended before it answered: most likely its
+// port was taken between freeAddr and its listen.
+var errExited = errors.New("it exited")
+
 // start starts the named target and waits until a chat completion through
-// it succeeds.
+// it succeeds; a target that exits at once is started again on another
+// port, up to three times.
 func (s *starter) start(ctx context.Context, name string, up *Upstream, h2 bool) (*target, error) {
+	var err error
+	for range 3 {
+		var t *target
+		if t, err = s.startOnce(ctx, name, up, h2); !errors.Is(err, errExited) {
+			return t, err
+		}
+	}
+	return nil, err
+}
+
+func (s *starter) startOnce(ctx context.Context, name string, up *Upstream, h2 bool) (*target, error) {
 	if name == Direct {
 		return &target{name: Direct, url: up.URL + azurePath}, nil
 	}
@@ -233,7 +248,7 @@ func (t *target) waitReady(ctx context.Context) error {
 		}
 		// Signal 0 checks the process is there without reaping it.
 		if err := proc.Signal(syscall.Signal(0)); err != nil {
-			return errors.New("it exited")
+			return errExited
 		}
 		select {
 		case <-ctx.Done():

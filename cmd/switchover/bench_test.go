@@ -107,3 +107,26 @@ func TestBenchSmoke(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchRefusesBadFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown target", []string{"-targets", "direct,envoy"}, `unknown target "envoy"`},
+		{"unknown measure", []string{"-only", "memory,latency"}, `unknown measure "latency"`},
+		{"no rounds", []string{"-rounds", "0"}, "must be positive"},
+		{"an argument", []string{"now"}, "bench takes no arguments"},
+		{"bad env", []string{"-gateway-env", "GOGC"}, "want KEY=VALUE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"bench"}, tt.args...), &stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), exitUsage, tt.want)
+			}
+		})
+	}
+}
