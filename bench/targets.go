@@ -126,11 +126,11 @@ http {
 
 // starter starts the child processes of a run.
 type starter struct {
-	exe      string   // the switchover binary (or a test binary standing in)
-	env      []string // added to every child's environment
-	gwEnv    []string // added to the gateway's
-	nginx    string   // path of nginx
-	dir      string
+	exe   string   // the switchover binary (or a test binary standing in)
+	env   []string // added to every child's environment
+	gwEnv []string // added to the gateway's
+	nginx string   // path of nginx
+	dir   string
 }
 
 func (s *starter) command(name string, args []string, env []string, logName string) (*exec.Cmd, *os.File, error) {
