@@ -13,6 +13,7 @@ import (
 )
 
 // Report is a finished run: one row per measure, one value per target.
+// It is not safe for concurrent use; the run fills it from one goroutine.
 type Report struct {
 	Date     time.Time `json:"date"`
 	Command  string    `json:"command"`

@@ -142,9 +142,15 @@ func (s *starter) command(name string, args []string, env []string, logName stri
 	cmd.Env = append(append(os.Environ(), s.env...), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so that stopping it stops nginx's workers too
-	// and a terminal's ^C reaches the bench alone, which stops everything;
-	// killed with the bench if the bench dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// and a terminal's ^C reaches the bench alone, which stops everything.
+	// If the bench dies, the kernel signals the child: SIGKILL, except for
+	// nginx's master, which must live to stop its workers (SIGTERM is its
+	// fast shutdown).
+	death := syscall.SIGKILL
+	if name == s.nginx {
+		death = syscall.SIGTERM
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: death}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, nil, err
