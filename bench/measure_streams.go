@@ -51,8 +51,14 @@ func (r *runner) streams(ctx context.Context) error {
 	}
 	flushed := r.rep.row("flushed", fmt.Sprintf("streams with each of %d chunks flushed on its own", r.o.Chunks), "share", 2)
 	for _, t := range r.targets {
-		if a := apart[t.name]; a[1] > 0 {
-			flushed.add(t.name, float64(a[0])/float64(a[1]))
+		a := apart[t.name]
+		if a[1] == 0 {
+			continue
+		}
+		flushed.add(t.name, float64(a[0])/float64(a[1]))
+		if a[0] < a[1] {
+			r.rep.note("%s: in %d of %d streams a chunk arrived with another, or sooner than half the upstream's interval after it (a reader stalled by a busy machine looks the same; a target that buffers fails them all)",
+				t.name, a[1]-a[0], a[1])
 		}
 	}
 	return nil
