@@ -65,6 +65,7 @@ type attempt struct {
 	w        waiter      // registered with the backend's checker until the first byte
 	unwaited atomic.Bool // w is unregistered
 	rd       body        // the reader of a plain answer
+	answer   bytesBody   // a plain answer read whole, as the client gets it
 	// quotaRelease returns the attempt's reservation of the backend's
 	// quota, once the backend has answered (and counted the call itself);
 	// nil when the backend's quota is not tracked.

@@ -65,6 +65,13 @@ func (b *usageBody) usage(f translate.Format) Usage {
 
 // answerUsage reads the usage of a plain answer in the client's format f.
 func answerUsage(f translate.Format, body []byte) Usage {
+	return answerUsageKnown(f, body, "")
+}
+
+// answerUsageKnown is answerUsage that takes known, when the answer's
+// model is that string (the backend's last, as a rule), instead of
+// making a string of its bytes.
+func answerUsageKnown(f translate.Format, body []byte, known string) Usage {
 	if f == translate.Gemini {
 		return geminiUsage(body)
 	}
@@ -87,7 +94,11 @@ func answerUsage(f translate.Format, body []byte) Usage {
 	}
 	u := ub.usage(f)
 	if model.ok() && body[model.start] == '"' {
-		u.Model, _ = unquote(body[model.start:model.end])
+		if raw := body[model.start+1 : model.end-1]; known != "" && string(raw) == known && bytes.IndexByte(raw, '\\') < 0 {
+			u.Model = known
+		} else {
+			u.Model, _ = unquote(body[model.start:model.end])
+		}
 	}
 	return u
 }

@@ -100,6 +100,30 @@ func TestAnswerUsageAgreesWithTheDecoder(t *testing.T) {
 	}
 }
 
+// TestAnswerUsageKnownModel: a model that is the known string is taken
+// as it, not made again; one with escapes, or another, is read.
+func TestAnswerUsageKnownModel(t *testing.T) {
+	tests := []struct{ body, known, want string }{
+		{`{"model":"gpt-4o","usage":{"prompt_tokens":1}}`, "gpt-4o", "gpt-4o"},
+		{`{"model":"gpt-4o","usage":{"prompt_tokens":1}}`, "gpt-4o-mini", "gpt-4o"},
+		{`{"model":"gpt\u002d4o","usage":{"prompt_tokens":1}}`, "gpt\\u002d4o", "gpt-4o"},
+		{`{"model":"gpt-4o","usage":{"prompt_tokens":1}}`, "", "gpt-4o"},
+	}
+	for _, tt := range tests {
+		u := answerUsageKnown(translate.OpenAI, []byte(tt.body), tt.known)
+		if u.Model != tt.want || u.Prompt != 1 {
+			t.Errorf("%s with %q known: model %q, prompt %d; want %q, 1", tt.body, tt.known, u.Model, u.Prompt, tt.want)
+		}
+	}
+	if raceEnabled {
+		return
+	}
+	body := []byte(tests[0].body)
+	if n := testing.AllocsPerRun(100, func() { answerUsageKnown(translate.OpenAI, body, "gpt-4o") }); n != 0 {
+		t.Errorf("answerUsageKnown with the model known made %v allocations, want 0", n)
+	}
+}
+
 // FuzzScanUsage: whatever the usage object, what scanUsage reads (when it
 // says it can) is what the decoder reads, and the decoder takes it too.
 func FuzzScanUsage(f *testing.F) {
