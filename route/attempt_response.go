@@ -184,7 +184,9 @@ func (at *attempt) plainAnswer(a *Attempt, resp *http.Response, native, client t
 	if native != client {
 		bound = maxTranslatedBody
 	}
-	raw, rerr := readLimited(at.initBody(&at.rd, resp.Body, resp.Body), bound+1, resp.ContentLength)
+	rd := at.initBody(&at.rd, resp.Body, resp.Body)
+	rd.plain = at // its idle bound on the attempt's timer
+	raw, rerr := readLimited(rd, bound+1, resp.ContentLength)
 	if rerr == nil && resp.ContentLength >= 0 && int64(len(raw)) < resp.ContentLength {
 		rerr = io.ErrUnexpectedEOF
 	}
