@@ -24,7 +24,9 @@ func parseCall(x *exchange) error {
 	if op.Multipart() {
 		req, err = route.NewMultipartRequest(op, x.body, r.Header.Get("Content-Type"), r.Header)
 	} else {
-		req, err = route.NewTaggedRequest(op, x.body, r.Header, x.tagger())
+		var tg route.Tagger // copied into req
+		x.taggerInto(&tg)
+		req, err = route.NewTaggedRequest(op, x.body, r.Header, &tg)
 	}
 	if err != nil {
 		code := "invalid_json"

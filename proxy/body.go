@@ -36,7 +36,13 @@ func readRequestBody(x *exchange) error {
 	if err := x.h.bodies.open(&x.res, r.ContentLength, rt.MaxBodyMemory, keyMemory, rt.MaxBodyMemoryPerKey); err != nil {
 		return x.bodyReadError(err) // not worth draining either
 	}
-	src := io.Reader(http.MaxBytesReader(x.w, r.Body, rt.MaxBody))
+	src := io.Reader(r.Body)
+	if r.ContentLength < 0 {
+		// A chunked body may run past the bound. One of a declared length
+		// cannot: the length was checked above, and net/http reads no
+		// more of it (a bound that can never trip was an allocation).
+		src = http.MaxBytesReader(x.w, r.Body, rt.MaxBody)
+	}
 	x.watching = x.deadline().watch(x.w, x.h.BodyReadTimeout, rt.MinBodyRate)
 	if x.watching {
 		src = x.watch.reader(src)

@@ -347,8 +347,14 @@ func loadRoutes(x *exchange) error {
 // duration.
 func identify(x *exchange) error {
 	id := requestID(x.r)
-	x.w.Header().Set("X-Request-Id", id)
-	x.r.Header.Set("X-Request-Id", id)
+	// One value slice for both headers, each of which only replaces it
+	// (Header.Set); the caller's own, when it is the id, stays.
+	v := x.r.Header["X-Request-Id"]
+	if len(v) != 1 || v[0] != id {
+		v = []string{id}
+		x.r.Header["X-Request-Id"] = v
+	}
+	x.w.Header()["X-Request-Id"] = v[:1:1]
 	x.lg.id, x.lg.method, x.lg.path = id, x.r.Method, truncate(x.r.URL.Path, 200)
 	x.logged = true
 	return nil

@@ -21,6 +21,42 @@ import (
 // ";", non-ASCII). The result is idempotent: it holds nothing an escape
 // could decode further, and normalisePath returns it unchanged.
 func normalisePath(escaped string) (string, error) {
+	if plainPath(escaped) {
+		return escaped, nil // as the decoding would make it, without a copy
+	}
+	return decodePath(escaped)
+}
+
+// plainPath reports whether escaped is already what decodePath makes of
+// it: segments neither empty nor all dots, of path bytes alone (so no
+// %-escape), and no trailing slash. The paths of API calls are.
+func plainPath(escaped string) bool {
+	if len(escaped) < 2 || escaped[0] != '/' || escaped[len(escaped)-1] == '/' {
+		return false
+	}
+	dots, n := 0, 0 // of the segment so far: its dots, its bytes
+	for i := 1; i < len(escaped); i++ {
+		c := escaped[i]
+		if c == '/' {
+			if n == 0 || dots == n {
+				return false
+			}
+			dots, n = 0, 0
+			continue
+		}
+		if !pathByte(c) {
+			return false
+		}
+		n++
+		if c == '.' {
+			dots++
+		}
+	}
+	return dots != n
+}
+
+// decodePath is normalisePath for a path that is not plain.
+func decodePath(escaped string) (string, error) {
 	if !strings.HasPrefix(escaped, "/") {
 		return "", pathRefused("the path does not start with /")
 	}

@@ -140,7 +140,44 @@ func FuzzNormalisePath(f *testing.F) {
 		if first := firstSegment(in); out != "/" && segs[0] != first {
 			t.Fatalf("normalisePath(%q) = %q: left its root %q", in, out, first)
 		}
+		if plainPath(in) {
+			if dec, err := decodePath(in); err != nil || dec != in {
+				t.Fatalf("plainPath(%q), but decoding makes %q, %v", in, dec, err)
+			}
+		}
 	})
+}
+
+// TestPlainPathIsTakenAsItIs: a plain path (every API call's) is
+// normalised without a copy; one that is not is decoded.
+func TestPlainPathIsTakenAsItIs(t *testing.T) {
+	for _, tt := range []struct {
+		path  string
+		plain bool
+	}{
+		{"/v1/chat/completions", true},
+		{"/openai/deployments/gpt-4o/chat/completions", true},
+		{"/v1/files/file-abc.jsonl", true},
+		{"/", false},
+		{"/v1/", false},
+		{"//v1/chat", false},
+		{"/v1/./chat", false},
+		{"/v1/../chat", false},
+		{"/v1/..", false},
+		{"/v1/%63hat", false},
+		{"v1/chat", false},
+		{"/v1/ch;at", false},
+	} {
+		if got := plainPath(tt.path); got != tt.plain {
+			t.Errorf("plainPath(%q) = %v, want %v", tt.path, got, tt.plain)
+		}
+	}
+	if raceEnabled {
+		return
+	}
+	if n := testing.AllocsPerRun(100, func() { normalisePath("/v1/chat/completions") }); n != 0 {
+		t.Errorf("normalising a plain path made %v allocations, want 0", n)
+	}
 }
 
 // mustRefuse reports whether the escaped path in holds what

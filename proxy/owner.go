@@ -23,7 +23,15 @@ import (
 // key ("k:" and its ID or, for Routes.Keys, its name), or the key's team
 // ("t:" and its name) when the team shares objects; Open without keys.
 func (x *exchange) tagger() *route.Tagger {
-	t := &route.Tagger{Signer: x.rt.Signer, Index: x.rt.Index}
+	t := new(route.Tagger)
+	x.taggerInto(t)
+	return t
+}
+
+// taggerInto sets *t to the caller's tagger (see tagger), for a caller
+// that keeps it on its stack (route.NewTaggedRequest copies it).
+func (x *exchange) taggerInto(t *route.Tagger) {
+	*t = route.Tagger{Signer: x.rt.Signer, Index: x.rt.Index}
 	switch p := x.lg.who; {
 	case p != nil && p.ShareObjects && p.Team != "":
 		t.Tenant, t.Readers = "t:"+p.Team, []string{"k:" + p.ID}
@@ -34,7 +42,6 @@ func (x *exchange) tagger() *route.Tagger {
 	default:
 		t.Open = true
 	}
-	return t
 }
 
 // objectNotFound is the answer to an id the caller may not reach, the

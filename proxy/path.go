@@ -211,13 +211,16 @@ func isOp(o route.Operation) bool {
 	case route.Messages, route.CountTokens:
 		return false
 	}
-	for _, op := range route.Operations() {
+	for _, op := range routedOps {
 		if o == op {
 			return true
 		}
 	}
 	return false
 }
+
+// routedOps are route.Operations, asked once: it returns a copy a call.
+var routedOps = route.Operations()
 
 // isDeploymentOp reports whether Azure serves o under
 // /openai/deployments/{deployment}/.

@@ -59,12 +59,13 @@ type attempt struct {
 	// The timers' deadlines, and which of them are still to be acted on
 	// (the due* bits): all the timers call timeUp, one func value instead
 	// of one each.
-	wholeAt, firstByteAt, slowAt, contentSlowAt time.Time
-	armed                                       atomic.Uint32
+	wholeAt, firstByteAt, slowAt, contentSlowAt, idleAt time.Time
+	armed                                               atomic.Uint32
 
 	w        waiter      // registered with the backend's checker until the first byte
 	unwaited atomic.Bool // w is unregistered
 	rd       body        // the reader of a plain answer
+	answer   bytesBody   // a plain answer read whole, as the client gets it
 	// quotaRelease returns the attempt's reservation of the backend's
 	// quota, once the backend has answered (and counted the call itself);
 	// nil when the backend's quota is not tracked.
@@ -140,9 +141,28 @@ func (at *attempt) release() {
 	}
 	at.releaseQuota()
 	at.gotFirstByte()
-	at.armed.And(^uint32(dueWhole))
+	at.armed.And(^uint32(dueWhole | dueIdle))
 	stop(at.tm.whole)
 	at.cancel(context.Canceled)
+}
+
+// armIdle bounds the wait of a plain answer's body for its next bytes
+// (see body.plain) by wait, on the first-byte timer, which the first
+// byte has stopped: one timer fewer an attempt than the body's own was.
+func (at *attempt) armIdle(wait time.Duration) {
+	at.idleAt = at.clk.Now().Add(wait)
+	at.armed.Or(dueIdle)
+	if at.tm.firstByte == nil {
+		at.tm.firstByte = at.clk.AfterFunc(wait, at.timeUp)
+		return
+	}
+	at.tm.firstByte.Reset(wait)
+}
+
+// disarmIdle ends the wait armIdle bounded.
+func (at *attempt) disarmIdle() {
+	at.armed.And(^dueIdle)
+	stop(at.tm.firstByte)
 }
 
 // The deadlines of an attempt's timers, as bits of attempt.armed.
@@ -151,6 +171,7 @@ const (
 	dueFirstByte
 	dueSlow
 	dueContentSlow
+	dueIdle // a plain answer's body's wait for its next bytes (armIdle)
 )
 
 // arm starts the timer of deadline bit, d from the attempt's start.
@@ -171,10 +192,10 @@ func (at *attempt) arm(bit uint32, d time.Duration, timeUp func()) clock.Timer {
 // timeUp is every timer's callback: it acts on each armed deadline that
 // has come, as the clock says (a Clock runs a timer only once its time
 // has passed), in the order the timers were armed: the whole attempt's
-// bound, the first byte's, the slow call's check (before a stream's first
-// event, then before its content). A deadline disarmed by the first byte
-// or the end of the attempt is not acted on, as a stopped timer would not
-// have been.
+// bound, the first byte's, a plain body's idle bound (armIdle), the slow
+// call's check (before a stream's first event, then before its content).
+// A deadline disarmed by the first byte or the end of the attempt is not
+// acted on, as a stopped timer would not have been.
 func (at *attempt) timeUp() {
 	now := at.clk.Now()
 	if at.claim(dueWhole, &at.wholeAt, now) {
@@ -182,6 +203,9 @@ func (at *attempt) timeUp() {
 	}
 	if at.claim(dueFirstByte, &at.firstByteAt, now) {
 		at.cancel(at.fbCause)
+	}
+	if at.claim(dueIdle, &at.idleAt, now) {
+		at.cancel(errIdleTimeout)
 	}
 	if at.claim(dueSlow, &at.slowAt, now) {
 		at.p.slowCall(at.b, at.model, at.slowAfter)

@@ -184,7 +184,9 @@ func (at *attempt) plainAnswer(a *Attempt, resp *http.Response, native, client t
 	if native != client {
 		bound = maxTranslatedBody
 	}
-	raw, rerr := readLimited(at.initBody(&at.rd, resp.Body, resp.Body), bound+1, resp.ContentLength)
+	rd := at.initBody(&at.rd, resp.Body, resp.Body)
+	rd.plain = at // its idle bound on the attempt's timer
+	raw, rerr := readLimited(rd, bound+1, resp.ContentLength)
 	if rerr == nil && resp.ContentLength >= 0 && int64(len(raw)) < resp.ContentLength {
 		rerr = io.ErrUnexpectedEOF
 	}
@@ -246,7 +248,11 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 	if p.checkModel(b) {
 		p.noteModel(b, translate.ModelOf(errorFormat(native), raw))
 	}
-	at.use = answerUsage(client, out)
+	known := ""
+	if m := b.model.Load(); m != nil {
+		known = *m
+	}
+	at.use = answerUsageKnown(client, out, known)
 	if native != client && (client == translate.Anthropic || client == translate.Gemini) && !reportsUsage(native, raw) {
 		at.use = Usage{} // the translation's zeros are not a count
 	}
@@ -261,7 +267,8 @@ func (at *attempt) plainBody(a *Attempt, resp *http.Response, raw []byte, native
 	if native != client || len(out) != len(raw) {
 		setBody(resp, out, "application/json")
 	} else {
-		resp.Body = newBytesBody(out)
+		at.answer.Reset(out)
+		resp.Body = &at.answer
 		resp.ContentLength = int64(len(out))
 		setContentLength(resp.Header, len(out))
 	}
@@ -401,7 +408,7 @@ func passError(resp *http.Response, b *Backend, errBody []byte, native, client t
 		full = []byte(red)
 	}
 	if native == client {
-		resp.Body = io.NopCloser(bytes.NewReader(full))
+		resp.Body = newBytesBody(full)
 		resp.ContentLength = int64(len(full))
 		resp.Header.Set("Content-Length", strconv.Itoa(len(full)))
 		return
@@ -448,7 +455,7 @@ func setContentLength(h http.Header, n int) {
 
 // setBody replaces a response's body with b.
 func setBody(resp *http.Response, b []byte, contentType string) {
-	resp.Body = io.NopCloser(bytes.NewReader(b))
+	resp.Body = newBytesBody(b)
 	resp.ContentLength = int64(len(b))
 	resp.Header.Set("Content-Length", strconv.Itoa(len(b)))
 	resp.Header.Set("Content-Type", contentType)

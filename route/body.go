@@ -77,8 +77,12 @@ type body struct {
 	prefix []byte // up to prefixSize bytes from the start of the body
 
 	idleTimer clock.Timer
-	stalled   atomic.Bool // the armed timer is the stall rule's, not idle's
-	once      sync.Once
+	// plain, if set, is the attempt whose plain answer this is, read
+	// whole before try returns: its idle bound runs on the attempt's
+	// first-byte timer (attempt.armIdle), not a timer of its own.
+	plain   *attempt
+	stalled atomic.Bool // the armed timer is the stall rule's, not idle's
+	once    sync.Once
 }
 
 func (b *body) Read(p []byte) (int, error) {
@@ -93,6 +97,8 @@ func (b *body) Read(p []byte) (int, error) {
 		switch {
 		case wait <= 0:
 			b.cancel(cause) // silent for the whole bound already, over reads that brought no event
+		case b.plain != nil:
+			b.plain.armIdle(wait)
 		case b.idleTimer == nil:
 			b.idleTimer = b.clock.AfterFunc(wait, b.timeUp)
 		default:
@@ -100,7 +106,9 @@ func (b *body) Read(p []byte) (int, error) {
 		}
 	}
 	n, err := b.r.Read(p)
-	if b.idleTimer != nil {
+	if b.plain != nil && b.idle > 0 {
+		b.plain.disarmIdle()
+	} else if b.idleTimer != nil {
 		b.idleTimer.Stop()
 	}
 	if b.stall != nil && b.idle > 0 {

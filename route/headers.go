@@ -58,36 +58,37 @@ const (
 )
 
 // forwardHeaders returns the caller's headers that go upstream to a
-// backend speaking format (see forwardedRequest), values copied.
+// backend speaking format (see forwardedRequest). The values are the
+// caller's own slices, capped at their length (a later append copies):
+// only read, by the provider that copies them into the upstream request
+// (newUpstream), so a copy of them was an allocation for nothing.
 func forwardHeaders(format translate.Format, src http.Header) http.Header {
-	keys, n := 0, 0
-	for k, vv := range src {
+	keys := 0
+	for k := range src {
 		if forwardedRequest(format, k) {
 			keys++
-			n += min(len(vv), maxForwardedValues)
 		}
 	}
 	dst := make(http.Header, keys)
 	if keys == 0 {
 		return dst
 	}
-	vals := make([]string, 0, n) // every value, in one backing array
 	size := 0
 	for k, vv := range src {
 		if !forwardedRequest(format, k) {
 			continue
 		}
-		i := len(vals)
+		n := 0
 		for _, v := range vv[:min(len(vv), maxForwardedValues)] {
 			if size += len(k) + len(v); size > maxForwardedBytes {
-				if len(vals) > i {
-					dst[k] = vals[i:len(vals):len(vals)]
+				if n > 0 {
+					dst[k] = vv[:n:n]
 				}
 				return dst
 			}
-			vals = append(vals, v)
+			n++
 		}
-		dst[k] = vals[i:len(vals):len(vals)]
+		dst[k] = vv[:n:n]
 	}
 	return dst
 }
@@ -152,6 +153,28 @@ func (b *Backend) relayHeaderRoom(h http.Header, n int) headerBuf {
 		out.h[k] = out.vals[i:len(out.vals):len(out.vals)]
 	}
 	return out
+}
+
+// relayHeaderInPlace is relayHeaderRoom on h itself, an upstream
+// response's own header, which the caller owns and passes on: the
+// headers that may not reach a caller are deleted from it and the
+// backend's credentials redacted from the values of the rest. Only the
+// room for the n headers the caller adds is an allocation, where a copy
+// took three.
+func (b *Backend) relayHeaderInPlace(h http.Header, n int) headerBuf {
+	if h == nil {
+		h = make(http.Header, n)
+	}
+	for k, vv := range h {
+		if !relayedResponse(k) {
+			delete(h, k)
+			continue
+		}
+		for i, v := range vv {
+			vv[i] = b.redact(v)
+		}
+	}
+	return headerBuf{h: h, vals: make([]string, 0, n)}
 }
 
 // headerBuf is a header under construction whose values share one

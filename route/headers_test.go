@@ -61,18 +61,19 @@ func TestForwardHeadersBounded(t *testing.T) {
 
 func TestRelayHeader(t *testing.T) {
 	b := &Backend{Name: "b", Provider: &OpenAI{APIKey: "sk-secret-key-1234"}}
-	in := http.Header{
-		"Set-Cookie":                     {"s=1"},
-		"Openai-Organization":            {"org-operator"},
-		"Location":                       {"http://10.0.0.1/"},
-		"X-Debug-Key":                    {"sk-secret-key-1234"},
-		"X-Ratelimit-Remaining-Requests": {"59"},
-		"Retry-After":                    {"3"},
-		"X-Request-Id":                   {"id sk-secret-key-1234"},
-		"Openai-Processing-Ms":           {"12"},
-		"Content-Type":                   {"application/json"},
+	upstream := func() http.Header {
+		return http.Header{
+			"Set-Cookie":                     {"s=1"},
+			"Openai-Organization":            {"org-operator"},
+			"Location":                       {"http://10.0.0.1/"},
+			"X-Debug-Key":                    {"sk-secret-key-1234"},
+			"X-Ratelimit-Remaining-Requests": {"59"},
+			"Retry-After":                    {"3"},
+			"X-Request-Id":                   {"id sk-secret-key-1234"},
+			"Openai-Processing-Ms":           {"12"},
+			"Content-Type":                   {"application/json"},
+		}
 	}
-	got := b.relayHeader(in)
 	tests := []struct {
 		name, key, want string
 	}{
@@ -86,12 +87,49 @@ func TestRelayHeader(t *testing.T) {
 		{"processing time kept", "Openai-Processing-Ms", "12"},
 		{"content type kept", "Content-Type", "application/json"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if v := got.Get(tc.key); v != tc.want {
-				t.Fatalf("%s = %q, want %q", tc.key, v, tc.want)
-			}
-		})
+	// The served response's header is filtered in place (relayHeaderInPlace),
+	// a failure's copied (relayHeader): the same headers either way.
+	ways := []struct {
+		name  string
+		relay func(http.Header) http.Header
+	}{
+		{"copied", b.relayHeader},
+		{"in place", func(h http.Header) http.Header {
+			hb := b.relayHeaderInPlace(h, 2)
+			hb.set(HeaderBackend, "b")
+			hb.set(HeaderAttempts, "1")
+			return hb.h
+		}},
+	}
+	for _, way := range ways {
+		got := way.relay(upstream())
+		for _, tc := range tests {
+			t.Run(way.name+"/"+tc.name, func(t *testing.T) {
+				if v := got.Get(tc.key); v != tc.want {
+					t.Fatalf("%s = %q, want %q", tc.key, v, tc.want)
+				}
+			})
+		}
+		if way.name == "in place" && (len(got) != 7 || got.Get(HeaderBackend) != "b" || got.Get(HeaderAttempts) != "1") {
+			t.Errorf("in place: %v, want the 5 relayed headers and the 2 set", got)
+		}
+	}
+}
+
+// TestForwardHeadersLeaveTheCallersAlone: the forwarded values are the
+// caller's own slices, capped, so that adding to them copies instead of
+// writing into the caller's.
+func TestForwardHeadersLeaveTheCallersAlone(t *testing.T) {
+	ids := make([]string, 1, 4)
+	ids[0] = "req-1"
+	src := http.Header{"X-Request-Id": ids, "Cookie": {"c=1"}}
+	got := forwardHeaders(translate.OpenAI, src)
+	if len(got) != 1 || len(got["X-Request-Id"]) != 1 || got["X-Request-Id"][0] != "req-1" {
+		t.Fatalf("forwardHeaders = %v, want X-Request-Id alone", got)
+	}
+	got["X-Request-Id"] = append(got["X-Request-Id"], "added")
+	if ids[:2][1] != "" || len(src["X-Request-Id"]) != 1 {
+		t.Fatalf("appending to the forwarded header wrote %q into the caller's", ids[:2][1])
 	}
 }
 

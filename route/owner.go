@@ -223,28 +223,35 @@ func (e *OwnerConflictError) Error() string {
 }
 
 // rewriteStrings scans body, JSON or SSE text whose data lines are JSON,
-// for string values, and replaces those for which fn returns a
-// replacement. key is the member the value belongs to: for a value in an
-// array, the array's member ("" at the top or in an array of arrays).
-// Only strings without escapes are offered: ids never have any. The scan
-// is lexical: it needs no valid document, so it works on SSE events too,
-// and on pretty-printed JSON.
+// for string values of the members in ownedKeys, and replaces those for
+// which fn returns a replacement. key is the member the value belongs to:
+// for a value in an array, the array's member ("" at the top or in an
+// array of arrays, which is never offered). Only strings without escapes
+// are offered: ids never have any. The scan is lexical: it needs no
+// valid document, so it works on SSE events too, and on pretty-printed
+// JSON. It allocates nothing for a body with no value to offer, and
+// only the value's string for one that has (it runs on every request
+// body when keys are required).
 func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 	var out []byte
-	last := 0 // body[last:] not yet copied to out
-	key := "" // the member whose value comes next
-	// stack holds, for each open array, its member; objects push "".
-	// It tracks MaxJSONDepth levels; deeper ones are only counted (in
-	// deeper), so that a body of nested brackets costs no memory: their
-	// strings are offered with no member.
-	var stackBuf [16]string
+	last := 0      // body[last:] not yet copied to out
+	var key []byte // the member whose value comes next
+	// stack holds, for each open array, its member; objects push a frame
+	// that is not an array. It tracks MaxJSONDepth levels; deeper ones
+	// are only counted (in deeper), so that a body of nested brackets
+	// costs no memory: their strings are offered with no member.
+	type frame struct {
+		key   []byte
+		array bool
+	}
+	var stackBuf [16]frame
 	stack := stackBuf[:0]
 	deeper := 0
-	inArray := func() (string, bool) {
-		if n := len(stack); deeper == 0 && n > 0 && stack[n-1] != "{" {
-			return stack[n-1], true
+	inArray := func() ([]byte, bool) {
+		if n := len(stack); deeper == 0 && n > 0 && stack[n-1].array {
+			return stack[n-1].key, true
 		}
-		return "", false
+		return nil, false
 	}
 	for i := 0; i < len(body); i++ {
 		switch body[i] {
@@ -253,11 +260,11 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 			case len(stack) == MaxJSONDepth:
 				deeper++
 			case body[i] == '{':
-				stack = append(stack, "{")
+				stack = append(stack, frame{})
 			default:
-				stack = append(stack, "["+key)
+				stack = append(stack, frame{key: key, array: true})
 			}
-			key = ""
+			key = nil
 			continue
 		case '}', ']':
 			if deeper > 0 {
@@ -265,7 +272,7 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 			} else if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
-			key = ""
+			key = nil
 			continue
 		case '"':
 		default:
@@ -291,23 +298,25 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 			k++
 		}
 		if k < len(body) && body[k] == ':' {
-			key = string(s)
+			key = s
 			i = j
 			continue
 		}
 		valueKey := key
 		if ak, ok := inArray(); ok {
-			valueKey = ak[1:] // the array's member
+			valueKey = ak // the array's member
 		}
 		if !escaped {
-			if r, ok := fn(valueKey, string(s)); ok {
-				out = append(out, body[last:i+1]...)
-				out = append(out, r...)
-				last = j
+			if owned, ok := ownedKeyNames[string(valueKey)]; ok {
+				if r, ok := fn(owned, string(s)); ok {
+					out = append(out, body[last:i+1]...)
+					out = append(out, r...)
+					last = j
+				}
 			}
 		}
 		if _, ok := inArray(); !ok {
-			key = ""
+			key = nil
 		}
 		i = j
 	}
@@ -316,6 +325,16 @@ func rewriteStrings(body []byte, fn func(key, v string) (string, bool)) []byte {
 	}
 	return append(out, body[last:]...)
 }
+
+// ownedKeyNames maps each of ownedKeys to itself: rewriteStrings finds a
+// member's name there without making a string of its bytes.
+var ownedKeyNames = func() map[string]string {
+	m := make(map[string]string, len(ownedKeys))
+	for k := range ownedKeys {
+		m[k] = k
+	}
+	return m
+}()
 
 // lineReader passes a stream on with each complete line replaced by what
 // fn makes of it (the line given with its "\n"). It keeps at most one

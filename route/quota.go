@@ -379,8 +379,10 @@ func readRateHeaders(h http.Header, now time.Time) (req, tok rateReading, seen b
 			return rateReading{}
 		}
 		r := rateReading{known: true, remaining: n}
-		if l, err := strconv.ParseInt(strings.TrimSpace(h.Get(limit)), 10, 64); err == nil && l > 0 {
-			r.limit = l
+		if lv := strings.TrimSpace(h.Get(limit)); lv != "" { // ParseInt's error for "" is an allocation
+			if l, err := strconv.ParseInt(lv, 10, 64); err == nil && l > 0 {
+				r.limit = l
+			}
 		}
 		if rv := strings.TrimSpace(h.Get(reset)); rv != "" {
 			if anthropic {

@@ -166,3 +166,30 @@ func TestListsKeepTheCallersMarkedEntries(t *testing.T) {
 		t.Errorf("an object's answer shows the mark: %s", got)
 	}
 }
+
+// TestKeyedRequestWithoutIDsAllocatesNothingToUntag guards the cost of
+// checking every request body for ids while keys are required: a body
+// that names no object costs no allocation (a string per member took
+// four a chat request), and a tagged id in an array is still found.
+func TestKeyedRequestWithoutIDsAllocatesNothingToUntag(t *testing.T) {
+	tg := &Tagger{Signer: NewSigner([]byte("secret-one-0123456789")), Tenant: "k:app"}
+	chat := []byte(`{"model":"chat-prod","messages":[{"role":"user","content":"hello"},{"role":"assistant","content":["hi"]}],"stream":false}`)
+	calls := []byte(`{"model":"chat-prod","messages":[{"role":"assistant","content":"hi","tool_calls":[{"id":"call_1","type":"function"}]}]}`)
+	for _, body := range [][]byte{chat, calls} {
+		out, owner, _, err := tg.UntagBody(body)
+		if err != nil || owner != "" || string(out) != string(body) {
+			t.Fatalf("UntagBody = %s, %q, %v; want the body as it is", out, owner, err)
+		}
+	}
+	tagged := tg.Tag("file-abc", "weu")
+	ids := []byte(`{"model":"m","input":[{"x":1}],"file_ids":["` + tagged + `"]}`)
+	if out, owner, _, err := tg.UntagBody(ids); err != nil || owner != "weu" || string(out) != `{"model":"m","input":[{"x":1}],"file_ids":["file-abc"]}` {
+		t.Fatalf("UntagBody = %s, %q, %v; want file-abc of weu", out, owner, err)
+	}
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	if n := testing.AllocsPerRun(100, func() { tg.UntagBody(chat) }); n != 0 {
+		t.Fatalf("UntagBody of a body without ids made %v allocations, want 0", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"strconv"
 
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -64,6 +65,13 @@ func (b *usageBody) usage(f translate.Format) Usage {
 
 // answerUsage reads the usage of a plain answer in the client's format f.
 func answerUsage(f translate.Format, body []byte) Usage {
+	return answerUsageKnown(f, body, "")
+}
+
+// answerUsageKnown is answerUsage that takes known, when the answer's
+// model is that string (the backend's last, as a rule), instead of
+// making a string of its bytes.
+func answerUsageKnown(f translate.Format, body []byte, known string) Usage {
 	if f == translate.Gemini {
 		return geminiUsage(body)
 	}
@@ -78,14 +86,162 @@ func answerUsage(f translate.Format, body []byte) Usage {
 		return Usage{}
 	}
 	var ub usageBody
-	if json.Unmarshal(body[usage.start:usage.end], &ub) != nil {
-		return Usage{}
+	if obj := body[usage.start:usage.end]; !scanUsage(obj, &ub) {
+		var ok bool
+		if ub, ok = decodeUsageObject(obj); !ok {
+			return Usage{}
+		}
 	}
 	u := ub.usage(f)
 	if model.ok() && body[model.start] == '"' {
-		u.Model, _ = unquote(body[model.start:model.end])
+		if raw := body[model.start+1 : model.end-1]; known != "" && string(raw) == known && bytes.IndexByte(raw, '\\') < 0 {
+			u.Model = known
+		} else {
+			u.Model, _ = unquote(body[model.start:model.end])
+		}
 	}
 	return u
+}
+
+// scanUsage reads obj, a usage object, into ub as json.Unmarshal would,
+// without reflection or allocation, when it can say for sure: obj is
+// valid JSON (ScanJSON), every key is free of escapes and, unless it
+// is one of usageBody's names exactly, matches none of them in another
+// case, and every value of a field is an integer an int64 holds or null
+// (for the details, an object of those, or null). Otherwise it reports
+// false, with ub partly set, and the decoder decides.
+func scanUsage(obj []byte, ub *usageBody) bool {
+	if _, err := ScanJSON(obj); err != nil {
+		return false
+	}
+	return usageMembers(obj, func(key, v []byte) bool {
+		switch string(key) {
+		case "prompt_tokens":
+			return scanInt(v, &ub.PromptTokens)
+		case "completion_tokens":
+			return scanInt(v, &ub.CompletionTokens)
+		case "input_tokens":
+			return scanInt(v, &ub.InputTokens)
+		case "output_tokens":
+			return scanInt(v, &ub.OutputTokens)
+		case "cache_read_input_tokens":
+			return scanInt(v, &ub.CacheReadInputTokens)
+		case "cache_creation_input_tokens":
+			return scanInt(v, &ub.CacheCreationInputTokens)
+		case "prompt_tokens_details":
+			return scanDetail(v, "cached_tokens", &ub.PromptTokensDetails.CachedTokens)
+		case "completion_tokens_details":
+			return scanDetail(v, "reasoning_tokens", &ub.CompletionTokensDetails.ReasoningTokens)
+		case "input_tokens_details":
+			return scanDetail(v, "cached_tokens", &ub.InputTokensDetails.CachedTokens)
+		case "output_tokens_details":
+			return scanDetail(v, "reasoning_tokens", &ub.OutputTokensDetails.ReasoningTokens)
+		}
+		return !foldsToAny(key, usageNames)
+	})
+}
+
+// decodeUsageObject is scanUsage by the decoder, for what scanUsage
+// cannot read (its own function, so that answerUsage's usageBody stays
+// on the stack).
+func decodeUsageObject(obj []byte) (usageBody, bool) {
+	var ub usageBody
+	err := json.Unmarshal(obj, &ub)
+	return ub, err == nil
+}
+
+// usageNames are usageBody's JSON names.
+var usageNames = []string{"prompt_tokens", "completion_tokens", "input_tokens", "output_tokens",
+	"cache_read_input_tokens", "cache_creation_input_tokens", "prompt_tokens_details",
+	"completion_tokens_details", "input_tokens_details", "output_tokens_details"}
+
+// scanDetail reads v, a details object (or null), whose one field is
+// name, into dst, as scanUsage does.
+func scanDetail(v []byte, name string, dst *int64) bool {
+	if string(v) == "null" {
+		return true
+	}
+	if v[0] != '{' {
+		return false
+	}
+	return usageMembers(v, func(key, v []byte) bool {
+		if string(key) == name {
+			return scanInt(v, dst)
+		}
+		return !foldsToAny(key, []string{name})
+	})
+}
+
+// scanInt reads v, a JSON integer an int64 holds, into dst; null leaves
+// dst as it is, as the decoder does. Anything else reports false.
+func scanInt(v []byte, dst *int64) bool {
+	if string(v) == "null" {
+		return true
+	}
+	digits := v
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 1 && digits[0] == '0' {
+		return false
+	}
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	n, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = n
+	return true
+}
+
+// foldsToAny reports whether key could name one of names for the
+// decoder, which matches names case-insensitively: it does, or it has a
+// byte outside ASCII (the decoder folds some of those to ASCII letters)
+// or an escape.
+func foldsToAny(key []byte, names []string) bool {
+	for _, c := range key {
+		if c >= 0x80 || c == '\\' {
+			return true
+		}
+	}
+	for _, n := range names {
+		if bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// usageMembers calls fn with each member's key (as its bytes, without the
+// quotes) and value of obj, a valid JSON object, until fn reports
+// false; it reports whether none did.
+func usageMembers(obj []byte, fn func(key, v []byte) bool) bool {
+	i := skipSpace(obj, 1)
+	for i < len(obj) && obj[i] != '}' {
+		if obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+		kEnd, err := skipString(obj, i)
+		if err != nil {
+			return false
+		}
+		key := obj[i+1 : kEnd-1]
+		i = skipSpace(obj, kEnd)
+		vStart := skipSpace(obj, i+1) // past the colon
+		vEnd, err := skipValue(obj, vStart)
+		if err != nil {
+			return false
+		}
+		if !fn(key, obj[vStart:vEnd]) {
+			return false
+		}
+		i = skipSpace(obj, vEnd)
+	}
+	return true
 }
 
 // reportsUsage reports whether raw, a plain answer in the backend's
