@@ -82,10 +82,11 @@ func (e *Entry) Age(now time.Time) int64 {
 // Filter selects entries to purge: every non-empty field must match. The
 // zero Filter selects every entry.
 type Filter struct {
-	Pool string
+	Pool string `json:"pool"`
 	// Team selects the entries scoped to a team; Key those a key made,
 	// whatever their scope.
-	Team, Key string
+	Team string `json:"team"`
+	Key  string `json:"key"`
 }
 
 // Match reports whether f selects e.

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // Flights joins identical calls in flight: the first call of a key leads
@@ -10,12 +11,14 @@ import (
 // follow (wait for its answer). It is safe for concurrent use; its zero
 // value is ready.
 type Flights struct {
-	mu sync.Mutex
-	m  map[Key]*Flight
+	mu      sync.Mutex
+	m       map[Key]*Flight
+	waiting atomic.Int64
 }
 
 // Flight is one call in flight, with its followers.
 type Flight struct {
+	fs    *Flights
 	done  chan struct{}
 	entry *Entry // the answer, once done; nil when the leader had none to share
 }
@@ -32,7 +35,7 @@ func (fs *Flights) Join(k Key) (f *Flight, leader bool) {
 	if fs.m == nil {
 		fs.m = map[Key]*Flight{}
 	}
-	f = &Flight{done: make(chan struct{})}
+	f = &Flight{fs: fs, done: make(chan struct{})}
 	fs.m[k] = f
 	return f, true
 }
@@ -57,9 +60,14 @@ func (fs *Flights) InFlight() int {
 	return len(fs.m)
 }
 
+// Waiting is the number of followers waiting now.
+func (fs *Flights) Waiting() int { return int(fs.waiting.Load()) }
+
 // Wait waits for the flight's answer until ctx is done. It returns the
 // answer, or nil when the leader had none to share or ctx ended first.
 func (f *Flight) Wait(ctx context.Context) (*Entry, error) {
+	f.fs.waiting.Add(1)
+	defer f.fs.waiting.Add(-1)
 	select {
 	case <-f.done:
 		return f.entry, nil
