@@ -130,7 +130,7 @@ var droppedHeaders = map[string]bool{
 	"X-Request-Id": true, "Request-Id": true, "Date": true, "Age": true, "Content-Length": true,
 	"Set-Cookie": true, "Retry-After": true, "X-Switchover-Cache": true, "X-Switchover-Trace": true,
 	"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Trailer": true,
-	"Openai-Processing-Ms": true, "X-Envoy-Upstream-Service-Time": true, "Apim-Request-Id": true,
+	"Openai-Processing-Ms": true, "X-Envoy-Upstream-Service-Time": true, "Apim-Request-Id": true, "X-Ms-Request-Id": true,
 }
 
 var droppedPrefixes = []string{"x-ratelimit-", "anthropic-ratelimit-"}
