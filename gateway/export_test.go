@@ -31,3 +31,11 @@ func (g *Gateway) CacheWaiting() int {
 	}
 	return 0
 }
+
+// CacheFlights is the number of coalesced flights under way.
+func (g *Gateway) CacheFlights() int {
+	if st := g.state.Load(); st != nil && st.Routes.Cache != nil {
+		return st.Routes.Cache.Flights()
+	}
+	return 0
+}
