@@ -11,17 +11,20 @@ import (
 // spentCached records an answer the response cache gave (s.Cache "hit"
 // or "coalesced"): a usage record at no cost and without tokens (no
 // backend was called), and the cost of the call that made the answer,
-// at list price, as switchover_cache_saved_usd_total.
+// at list price, as switchover_cache_saved_usd_total and the record's
+// Saved.
 func (g *Gateway) spentCached(s proxy.Spend) (float64, bool) {
+	saved := 0.0
 	if u := s.Usage; u.Known {
 		if price, ok := g.price(s.Backend, u.Model); ok {
-			g.Metrics.CacheSaved(s.Pool, price.Cost(u.Prompt, u.Cached, u.Completion))
+			saved = price.Cost(u.Prompt, u.Cached, u.Completion)
+			g.Metrics.CacheSaved(s.Pool, saved)
 		}
 	}
 	rec := s
 	rec.Usage.Prompt, rec.Usage.Completion, rec.Usage.Cached, rec.Usage.Reasoning = 0, 0, 0, 0
 	rec.Usage.Estimated = false
-	g.record(rec, 0)
+	g.recordSaved(rec, 0, saved)
 	return 0, true
 }
 

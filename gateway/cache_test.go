@@ -2,7 +2,10 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -343,5 +346,46 @@ func TestCachePurgeNeedsTheAdminKey(t *testing.T) {
 	}
 	if code, out := h.adminDo(http.MethodPost, "/admin/cache/purge", `{"pool":"chat-prod"}`, adminKey); code != 200 || out["purged"] != float64(2) {
 		t.Fatalf("purge of the pool: %d %v", code, out)
+	}
+}
+
+// TestCacheHitsAreRecordedAtNoCost: a hit is a usage record of its own,
+// at no cost and without tokens, with what the call that made the
+// answer had cost as its saving; the metrics count it.
+func TestCacheHitsAreRecordedAtNoCost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "switchover.db")
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), func(y string) string {
+		return strings.Replace(withAdmin(y), "teams:", "store: {sqlite: "+db+"}\nteams:", 1)
+	})
+	h.post("/v1/chat/completions", chat)
+	poll.Until(t, 30*time.Second, func() bool { return h.gw.CacheFlights() == 0 }, func() string { return "the flight has not landed" })
+	if resp, _ := h.post("/v1/chat/completions", chat); resp.Header.Get("X-Switchover-Cache") != "hit" {
+		t.Fatalf("repeat: %q", resp.Header.Get("X-Switchover-Cache"))
+	}
+	var rows []any
+	poll.Until(t, 30*time.Second, func() bool {
+		h.clock.Advance(time.Second) // the usage writer flushes on the gateway's clock
+		_, body := h.adminDo(http.MethodGet, "/admin/usage/requests?key=app-team", "", adminKey)
+		rows, _ = body["requests"].([]any)
+		return len(rows) == 2
+	}, func() string { return fmt.Sprintf("rows: %v", rows) })
+	hit, call := rows[0].(map[string]any), rows[1].(map[string]any)
+	if hit["cache"] == "" {
+		hit, call = call, hit // the two share their time on the fake clock
+	}
+	if hit["cache"] != "hit" || call["cache"] != "" {
+		t.Fatalf("cache columns: %v and %v, want hit and none", hit["cache"], call["cache"])
+	}
+	if hit["cost"] != float64(0) || hit["prompt_tokens"] != float64(0) || hit["saved_usd"] != call["cost"] || call["cost"] == float64(0) {
+		t.Fatalf("hit: cost %v, prompt tokens %v, saved %v; the call cost %v", hit["cost"], hit["prompt_tokens"], hit["saved_usd"], call["cost"])
+	}
+	rec := httptest.NewRecorder()
+	h.gw.Metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	metrics := rec.Body.String()
+	for _, want := range []string{`switchover_cache_requests_total{pool="chat-prod",result="hit"} 1`, `switchover_cache_requests_total{pool="chat-prod",result="miss"} 1`,
+		`switchover_cache_saved_usd_total{pool="chat-prod"}`, `switchover_cache_stored_bytes_total{pool="chat-prod"}`, `switchover_cache_replayed_bytes_total{pool="chat-prod"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }
