@@ -389,3 +389,24 @@ func TestCacheHitsAreRecordedAtNoCost(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheHitsTakeNoTokens: a key's tokens-per-minute limit counts no
+// tokens for a hit (its estimate, taken at admission, is given back), so
+// repeats answered from the cache are not refused for tokens no backend
+// used.
+func TestCacheHitsTakeNoTokens(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), func(y string) string {
+		return strings.Replace(y, "    team: red\n", "    team: red\n    tpm: 120\n", 1)
+	})
+	body := `{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
+	for i := range 12 {
+		resp, b := h.post("/v1/chat/completions", body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, b)
+		}
+		poll.Until(t, 30*time.Second, func() bool { return h.gw.CacheFlights() == 0 }, func() string { return "the flight has not landed" })
+	}
+	if n := h.weu.Calls(); n != 1 {
+		t.Fatalf("%d upstream calls, want 1", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchover-gw/switchover/cache"
 	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
 )
 
@@ -299,6 +300,7 @@ func (x *exchange) replay(rc *ResponseCache, e *cache.Entry, result string) erro
 	hdr.Set("Content-Length", strconv.Itoa(len(e.Body)))
 	x.eventStream = strings.HasPrefix(hdr.Get("Content-Type"), "text/event-stream")
 	x.lg.cache, x.lg.saved, x.lg.savedBackend = result, e.Usage, e.Backend
+	x.lg.usage = route.Usage{Known: true} // no backend's tokens: the key's token limits get back its estimate
 	x.writeHeader(e.Status)
 	n, err := x.w.Write(e.Body)
 	x.lg.bytes = int64(n)
