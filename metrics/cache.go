@@ -39,7 +39,13 @@ func (m *Metrics) newCacheMetrics() {
 		Name: "switchover_cache_saved_usd_total",
 		Help: "What the answers replayed from the cache or an identical call in flight had cost when they were made, in US dollars at list price, by pool: the spend the cache saved.",
 	}, []string{"pool"})
-	m.Registry.MustRegister(c.requests, c.replayed, c.stored, c.evicted, c.saved)
+	m.Registry.MustRegister(m.cacheCollectors()...)
+}
+
+// cacheCollectors are the response cache's collectors.
+func (m *Metrics) cacheCollectors() []prometheus.Collector {
+	c := &m.cache
+	return []prometheus.Collector{c.requests, c.replayed, c.stored, c.evicted, c.saved}
 }
 
 // CacheResult implements proxy.CacheObserver.

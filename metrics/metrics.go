@@ -132,7 +132,7 @@ func (m *Metrics) Names() []string {
 		for _, c := range append(m.registered(), m.fleetUp, m.fleetDropped, m.budgetFallbacks) {
 			c.Describe(ch)
 		}
-		for _, c := range m.tenancyCollectors() {
+		for _, c := range append(m.tenancyCollectors(), m.cacheCollectors()...) {
 			c.Describe(ch)
 		}
 		close(ch)
