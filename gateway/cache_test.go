@@ -410,3 +410,26 @@ func TestCacheHitsTakeNoTokens(t *testing.T) {
 		t.Fatalf("%d upstream calls, want 1", n)
 	}
 }
+
+// TestCacheKeyPolicyWinsOverThePools: a key's cache: turns the cache on
+// for its calls on a pool without one, and another key's calls on that
+// pool are not cached.
+func TestCacheKeyPolicyWinsOverThePools(t *testing.T) {
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), func(y string) string {
+		y = strings.TrimSuffix(y, "    cache: {ttl: 10m}\n") // the pool has none
+		return strings.Replace(y, "    team: red\n", "    team: red\n    cache: {ttl: 1m}\n", 1)
+	})
+	for i, want := range []string{"miss", "hit"} {
+		if resp, _ := h.post("/v1/chat/completions", chat); result(resp) != want {
+			t.Errorf("app-team's call %d: %q, want %q", i, result(resp), want)
+		}
+	}
+	for i := range 2 {
+		if resp, _ := h.post("/v1/chat/completions", chat, "Authorization", "Bearer "+blueKey); resp.Header.Get("X-Switchover-Cache") != "" {
+			t.Errorf("blue's call %d: x-switchover-cache %q, want none (no cache)", i, resp.Header.Get("X-Switchover-Cache"))
+		}
+	}
+	if n := h.weu.Calls(); n != 3 {
+		t.Errorf("%d upstream calls, want 3", n)
+	}
+}
