@@ -433,3 +433,54 @@ func TestCacheKeyPolicyWinsOverThePools(t *testing.T) {
 		t.Errorf("%d upstream calls, want 3", n)
 	}
 }
+
+// TestCacheStreamingFollowersGetTheWholeStream: streaming calls that
+// wait on an identical streaming call get its whole stream, replayed
+// once it ended, ending in [DONE].
+func TestCacheStreamingFollowersGetTheWholeStream(t *testing.T) {
+	arrived, release := make(chan struct{}, 8), make(chan struct{})
+	sse := upstreamtest.SSE("weu", 3, -1)
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		sse(w, r)
+	}
+	h := start(t, []upstreamtest.Step{slow}, []upstreamtest.Step{answer("sec")}, "", withCache("{coalesce: true}"))
+	stream := `{"model":"chat-prod","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+	const n = 4
+	type got struct {
+		result, body string
+	}
+	out := make(chan got, n)
+	for range n {
+		go func() {
+			resp, body := h.post("/v1/chat/completions", stream)
+			out <- got{resp.Header.Get("X-Switchover-Cache"), body}
+		}()
+	}
+	<-arrived
+	poll.Until(t, 30*time.Second, func() bool { return h.gw.CacheWaiting() == n-1 }, func() string { return "followers not waiting" })
+	close(release)
+	var bodies []string
+	results := map[string]int{}
+	for range n {
+		g := <-out
+		results[g.result]++
+		bodies = append(bodies, g.body)
+	}
+	if results["miss"] != 1 || results["coalesced"] != n-1 {
+		t.Fatalf("results %v", results)
+	}
+	for _, b := range bodies {
+		if b != bodies[0] || !strings.HasSuffix(b, "data: [DONE]\n\n") || strings.Count(b, "data: {") != 3 {
+			t.Fatalf("a follower's stream differs or is not whole:\n%s\nthe leader's:\n%s", b, bodies[0])
+		}
+	}
+	if c := h.weu.Calls(); c != 1 {
+		t.Fatalf("%d upstream calls", c)
+	}
+}
