@@ -484,3 +484,33 @@ func TestCacheStreamingFollowersGetTheWholeStream(t *testing.T) {
 		t.Fatalf("%d upstream calls", c)
 	}
 }
+
+// TestCacheFollowerStopsWaitingAtMaxWait: a call waiting on an identical
+// one stops at the policy's max_wait (on the gateway's clock) and calls
+// for itself.
+func TestCacheFollowerStopsWaitingAtMaxWait(t *testing.T) {
+	arrived, release := make(chan struct{}, 4), make(chan struct{})
+	h := start(t, []upstreamtest.Step{blocked(arrived, release), answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 1m, max_wait: 30s}"))
+	leader := make(chan *http.Response, 1)
+	go func() { resp, _ := h.post("/v1/chat/completions", chat); leader <- resp }()
+	<-arrived
+	follower := make(chan *http.Response, 1)
+	go func() { resp, _ := h.post("/v1/chat/completions", chat); follower <- resp }()
+	poll.Until(t, 30*time.Second, func() bool { return h.gw.CacheWaiting() == 1 }, func() string { return "no follower waiting" })
+	h.clock.Advance(29 * time.Second)
+	if h.gw.CacheWaiting() != 1 {
+		t.Fatal("the follower stopped waiting before max_wait")
+	}
+	h.clock.Advance(time.Second)
+	resp := <-follower
+	if resp.StatusCode != 200 || resp.Header.Get("X-Switchover-Cache") != "miss" {
+		t.Fatalf("the follower past max_wait: %d %q, want 200 miss", resp.StatusCode, resp.Header.Get("X-Switchover-Cache"))
+	}
+	close(release)
+	if r := <-leader; r.StatusCode != 200 {
+		t.Fatalf("leader %d", r.StatusCode)
+	}
+	if n := h.weu.Calls(); n != 2 {
+		t.Fatalf("%d upstream calls, want 2", n)
+	}
+}

@@ -173,16 +173,17 @@ func cachedRelay(x *exchange) error {
 		return err
 	}
 	rc := x.rt.Cache.ResponseCache
-	if mode == cacheBypass {
-		x.w.Header().Set(HeaderCache, "bypass")
-		rc.result(x.pool.Name, "bypass", 0)
-		return relay(x)
-	}
 	k, err := cache.KeyOf(cache.Call{Op: string(x.req.Op), Format: string(x.format), Pool: x.pool.Name,
 		Path: x.r.URL.Path, Query: x.r.URL.RawQuery, Stream: x.req.Stream, Scope: x.cacheScope(pol),
 		Body: x.body, Header: x.r.Header})
 	if err != nil || x.req.Owner != "" {
 		return relay(x) // not cacheable: no header, no count
+	}
+	if mode == cacheBypass {
+		x.w.Header().Set(HeaderCache, "bypass")
+		x.lg.cache = "bypass"
+		rc.result(x.pool.Name, "bypass", 0)
+		return relay(x)
 	}
 	store := pol.TTL > 0 && rc.Store != nil
 	if mode == cacheUse && store {
@@ -197,6 +198,9 @@ func cachedRelay(x *exchange) error {
 		}
 		if f != nil {
 			return x.lead(rc, pol, k, f, store)
+		}
+		if err := x.r.Context().Err(); err != nil {
+			return clientGone(err) // it left while it waited
 		}
 	}
 	return x.lead(rc, pol, k, nil, store)
@@ -213,8 +217,10 @@ func (x *exchange) follow(rc *ResponseCache, pol *CachePolicy, k cache.Key, stor
 	if wait <= 0 {
 		wait = 2 * time.Minute
 	}
-	ctx, cancel := context.WithTimeout(x.r.Context(), wait)
+	ctx, cancel := context.WithCancel(x.r.Context())
 	defer cancel()
+	timer := clock.Or(rc.Clock).AfterFunc(wait, cancel) // on the injected clock
+	defer timer.Stop()
 	for {
 		f, leader := rc.flights.Join(k)
 		if leader {
