@@ -1,14 +1,19 @@
 package gateway_test
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/switchover-gw/switchover/internal/poll"
 )
 
 // cacheResult is the x-switchover-cache header of the answer raw points to.
@@ -126,4 +131,28 @@ func TestCacheReplaysStreamsTheSDKsRead(t *testing.T) {
 			t.Errorf("a stored response: x-switchover-cache %q, want none", got)
 		}
 	})
+}
+
+// TestCacheHitsGeminiCalls: a Gemini client's generateContent and
+// streamGenerateContent (alt=sse) are cached in Google's shape: the
+// repeat is a hit with the same body.
+func TestCacheHitsGeminiCalls(t *testing.T) {
+	e := startProviders(t, []string{"gemini"}, nil, "    cache: {ttl: 10m}\n")
+	for _, path := range []string{"/v1beta/models/chat-prod:generateContent", "/v1beta/models/chat-prod:streamGenerateContent?alt=sse"} {
+		post := func() (*http.Response, string) {
+			resp, err := http.Post(e.url+path, "application/json", strings.NewReader(`{"contents":[{"role":"user","parts":[{"text":"hello"}]}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp, string(b)
+		}
+		r1, b1 := post()
+		poll.Until(t, 30*time.Second, func() bool { return e.gw.CacheFlights() == 0 }, func() string { return "the flight has not landed" })
+		r2, b2 := post()
+		if r1.StatusCode != 200 || r1.Header.Get("X-Switchover-Cache") != "miss" || r2.Header.Get("X-Switchover-Cache") != "hit" || b1 != b2 {
+			t.Fatalf("%s: %d %q then %d %q\n%s\n%s", path, r1.StatusCode, r1.Header.Get("X-Switchover-Cache"), r2.StatusCode, r2.Header.Get("X-Switchover-Cache"), b1, b2)
+		}
+	}
 }
