@@ -55,6 +55,9 @@ type Config struct {
 	// or PostgreSQL. Unset: keys come from this file only, and usage is
 	// in metrics and the request log, not kept.
 	Store *Store `yaml:"store"`
+	// Cache is the response cache's storage (config/cache.go); the
+	// cache is turned on by pools[].cache or keys[].cache.
+	Cache CacheStore `yaml:"cache"`
 	// BackendDefaults apply to every backend that does not set the field.
 	BackendDefaults BackendDefaults `yaml:"backend_defaults"`
 	Backends        []Backend       `yaml:"backends"`
@@ -405,6 +408,10 @@ type Key struct {
 	// shown by keys list (at most 32 entries). Default none.
 	Tags     []string          `yaml:"tags"`
 	Metadata map[string]string `yaml:"metadata"`
+	// Cache turns on the response cache and request coalescing for the
+	// key's calls, in place of its pools' (config/cache.go). Unset: the
+	// pools'.
+	Cache *Cache `yaml:"cache"`
 }
 
 // Backend types.
@@ -686,6 +693,9 @@ type Pool struct {
 	// Hedge, when set, sends a second attempt to the next choice when a
 	// request's first is slow to its first byte. Off by default.
 	Hedge *Hedge `yaml:"hedge"`
+	// Cache turns on the response cache and request coalescing for the
+	// pool's calls (config/cache.go). Unset: off.
+	Cache *Cache `yaml:"cache"`
 }
 
 // Hedge hedges a pool's slow requests: when the first attempt has no

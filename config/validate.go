@@ -78,6 +78,7 @@ func (c *Config) validate() []Problem {
 	c.validateTenancy(&ps, poolNames)
 	c.validateConsole(&ps)
 	c.validatePools(&ps, backendType, poolNames)
+	c.validateCache(&ps)
 	return ps
 }
 

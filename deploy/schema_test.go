@@ -115,6 +115,10 @@ func feed(m *metrics.Metrics) {
 	m.Observe(route.Event{Kind: route.EventFallback, Pool: "chat", From: "chat", To: "backup", Cause: route.FallbackExhausted})
 	m.Observe(route.Event{Kind: route.EventQueued, Pool: "chat", Queue: 1})
 	m.Observe(route.Event{Kind: route.EventDequeued, Pool: "chat", Queue: 0, Waited: 2 * time.Second})
+	m.CacheResult("chat", "hit", 100)
+	m.CacheStored("chat", 100)
+	m.CacheEvicted("chat", "size")
+	m.CacheSaved("chat", 0.001)
 }
 
 // labelValues is every value the gateway's code gives some labels, taken

@@ -59,4 +59,12 @@ type Deps struct {
 	// get follows that (route.Backend.ProbeInterval). False means
 	// nothing probes the backends: Retry-After follows their trips.
 	Probed bool
+	// Cache is the response cache's store and flights
+	// (proxy.Routes.Cache), which the gateway's outlives every engine it
+	// builds. Nil means the engine before's, else one made for this
+	// Build, in process, when the configuration turns the cache on.
+	Cache *proxy.ResponseCache
+	// CacheObserver hears the response cache made for a Build (when
+	// Cache is nil): hits, misses, stores and evictions. Nil means none.
+	CacheObserver proxy.CacheObserver
 }

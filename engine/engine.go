@@ -96,7 +96,7 @@ func Build(cfg *config.Config, prev *Engine, d Deps) (*Engine, error) {
 		p := e.Pools[pc.Name]
 		p.Fallback, p.ContextFallback = e.Pools[pc.Fallback], e.Pools[pc.ContextFallback]
 	}
-	e.Routes = e.routes(d)
+	e.Routes = e.routes(d, prev)
 	if prev != nil {
 		e.diff(prev)
 	}
@@ -232,6 +232,6 @@ func (e *Engine) WithPool(name string, d Deps) *Engine {
 			n.Pools[name] = p
 		}
 	}
-	n.Routes = n.routes(d)
+	n.Routes = n.routes(d, e)
 	return n
 }

@@ -10,7 +10,7 @@ import (
 // and alias, the configuration's keys, the tenancy hooks of d, the pinned
 // routes, the pools of conversations, the pool of unknown paths, and the
 // body and concurrency limits.
-func (e *Engine) routes(d Deps) *proxy.Routes {
+func (e *Engine) routes(d Deps, prev *Engine) *proxy.Routes {
 	cfg := e.Config
 	r := &proxy.Routes{Pools: map[string]*route.Pool{}, MaxBody: int64(cfg.Server.MaxBody),
 		MaxBodyMemory: int64(cfg.Server.MaxBodyMemory), MaxConcurrentRequests: cfg.Server.MaxConcurrentRequests,
@@ -40,6 +40,7 @@ func (e *Engine) routes(d Deps) *proxy.Routes {
 			r.UnknownAllow = append(r.UnknownAllow, config.UnknownPath(p))
 		}
 	}
+	r.Cache = e.cacheRoutes(d, prev)
 	return r
 }
 

@@ -89,8 +89,9 @@ func (g *Gateway) adminHandler() (http.Handler, func()) {
 		}
 		writeJSON(w, http.StatusOK, g.Status())
 	})
-	mux.Handle("GET /metrics", g.Metrics.Handler()) // behind the admin API's Host check and key
-	g.keysAPI().Register(mux)                       // /admin/keys, /admin/teams, /admin/usage
+	mux.HandleFunc("POST /admin/cache/purge", g.purgeCache) // cache.go
+	mux.Handle("GET /metrics", g.Metrics.Handler())         // behind the admin API's Host check and key
+	g.keysAPI().Register(mux)                               // /admin/keys, /admin/teams, /admin/usage
 	con := g.newConsole()
 	return g.guardAdmin(mux, con), con.Close
 }

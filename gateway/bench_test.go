@@ -136,3 +136,16 @@ func BenchmarkReverseProxyChat(b *testing.B) {
 	b.Cleanup(front.Close)
 	benchPost(b, front.URL+"/openai/deployments/x/chat/completions?api-version=2024-10-21", "")
 }
+
+// BenchmarkGatewayChatCacheHit is BenchmarkGatewayChat on a pool with
+// the response cache: after the first call every call is a hit (or
+// coalesced), answered without the upstream. Compare with
+// BenchmarkGatewayChat: the hit's cost against a call's.
+func BenchmarkGatewayChatCacheHit(b *testing.B) {
+	h := start(b, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) }, withCache("{ttl: 1h}"))
+	benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
+	if n := h.weu.Calls(); n != 1 {
+		b.Errorf("%d upstream calls, want 1", n)
+	}
+}

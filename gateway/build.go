@@ -25,7 +25,8 @@ func (g *Gateway) deps() engine.Deps {
 	if g.opts.Observer != nil {
 		obs = append(obs, g.opts.Observer)
 	}
-	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override, Probed: true, Index: g.index}
+	d := engine.Deps{Clock: g.opts.Clock, Observer: obs, OnTransition: g.onTransition, Entra: g.opts.Entra, Override: g.override, Probed: true, Index: g.index,
+		CacheObserver: g.Metrics}
 	if t := g.ten; t != nil {
 		d.Resolver, d.Admission = notingResolver{t.dir}, t.lim
 	}

@@ -22,3 +22,20 @@ func (g *Gateway) IdleConnections() int {
 	}
 	return 0
 }
+
+// CacheWaiting is the number of calls waiting on an identical call in
+// flight.
+func (g *Gateway) CacheWaiting() int {
+	if st := g.state.Load(); st != nil && st.Routes.Cache != nil {
+		return st.Routes.Cache.Waiting()
+	}
+	return 0
+}
+
+// CacheFlights is the number of coalesced flights under way.
+func (g *Gateway) CacheFlights() int {
+	if st := g.state.Load(); st != nil && st.Routes.Cache != nil {
+		return st.Routes.Cache.Flights()
+	}
+	return 0
+}

@@ -740,6 +740,9 @@ func (g *Gateway) price(backend, model string) (pricing.Price, bool) {
 // configured price, or the shipped list price of the model it answered
 // with, recorded in the metrics and (with a store) the usage ledger.
 func (g *Gateway) Spent(s proxy.Spend) (float64, bool) {
+	if s.Cache != "" {
+		return g.spentCached(s) // cache.go
+	}
 	u := s.Usage
 	cost, priced := 0.0, false
 	if u.Known {

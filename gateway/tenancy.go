@@ -324,7 +324,10 @@ func (g *Gateway) Ledger() ledger.Store {
 }
 
 // record stores an answered request's usage (off the request path).
-func (g *Gateway) record(s proxy.Spend, cost float64) {
+func (g *Gateway) record(s proxy.Spend, cost float64) { g.recordSaved(s, cost, 0) }
+
+// recordSaved is record with what a cache hit saved (saved, in USD).
+func (g *Gateway) recordSaved(s proxy.Spend, cost, saved float64) {
 	t := g.ten
 	if t == nil || t.writer == nil {
 		return
@@ -341,7 +344,7 @@ func (g *Gateway) record(s proxy.Spend, cost float64) {
 		RequestID: s.RequestID, KeyID: s.Key, Team: s.Team, Tags: s.Tags, Pool: s.Pool, Backend: s.Backend, Region: region, Model: model,
 		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
 		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
-		Estimated: s.Usage.Estimated, EndUser: s.EndUser,
+		Estimated: s.Usage.Estimated, EndUser: s.EndUser, Cache: s.Cache, Saved: saved,
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -121,8 +122,8 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	// Back to version 1: without the columns and tables of versions 2
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
-	// (object owners), 6 (tags), 7 (end users) and 8 (budget rules), and
-	// their migrations' rows.
+	// (object owners), 6 (tags), 7 (end users), 8 (budget rules) and 9
+	// (cache hits), and their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata", "ALTER TABLE usage_requests DROP COLUMN tags",
@@ -130,7 +131,8 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
 		"DROP TABLE object_owners", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
-		"ALTER TABLE usage_requests DROP COLUMN end_user", "DELETE FROM schema_migrations WHERE version >= 2"} {
+		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",
+		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -145,12 +147,19 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
 	} // Version 3's column takes an estimated usage record, version 7's its end user.
-	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true, EndUser: "u1"}}); err != nil {
+	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true, EndUser: "u1"},
+		{At: time.Now(), RequestID: "r-hit", KeyID: k.ID, Cache: "hit", Saved: 0.25}}); err != nil {
 		t.Fatalf("recording an estimated usage after the upgrade: %v", err)
 	}
 	rows, err := s.Spend(ctx, ledger.SpendQuery{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), EndUser: "u1"})
 	if err != nil || len(rows) != 1 || rows[0].Requests != 1 {
 		t.Fatalf("spend of the end user after the upgrade: %+v, %v", rows, err)
+	}
+	// Version 9's columns keep a cache hit's saving.
+	hits, err := s.Requests(ctx, ledger.RequestQuery{Key: k.ID, Limit: 10})
+	i := slices.IndexFunc(hits, func(u ledger.Usage) bool { return u.RequestID == "r-hit" })
+	if err != nil || i < 0 || hits[i].Cache != "hit" || hits[i].Saved != 0.25 || hits[i].Cost != 0 {
+		t.Fatalf("the cache hit after the upgrade: %+v, %v", hits, err)
 	}
 	// Version 6: the old key has no tags and takes some; the old usage
 	// counts under the tag "" and a new tagged record under its tag.
@@ -194,7 +203,8 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
 		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
-		"ALTER TABLE usage_requests DROP COLUMN end_user", "DELETE FROM schema_migrations WHERE version >= 6"} {
+		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",
+		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "DELETE FROM schema_migrations WHERE version >= 6"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 // requestColumns are the columns of usage_requests read into a Usage.
 const requestColumns = `request_id, at_us, key_id, team, pool, backend, region, model, tags, prompt_tokens,
-	completion_tokens, cached_tokens, reasoning_tokens, cost_nusd, status, failover, estimated, end_user`
+	completion_tokens, cached_tokens, reasoning_tokens, cost_nusd, status, failover, estimated, end_user, cache, saved_nusd`
 
 func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error) {
 	if err := q.validate(); err != nil {
@@ -59,11 +59,11 @@ func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error
 	var out []Usage
 	for rows.Next() {
 		var u Usage
-		var at, nus, failover, estimated int64
+		var at, nus, failover, estimated, saved int64
 		var tags string
 		if err := rows.Scan(&u.RequestID, &at, &u.KeyID, &u.Team, &u.Pool, &u.Backend, &u.Region, &u.Model, &tags,
 			&u.PromptTokens, &u.CompletionTokens, &u.CachedTokens, &u.ReasoningTokens, &nus, &u.Status,
-			&failover, &estimated, &u.EndUser); err != nil {
+			&failover, &estimated, &u.EndUser, &u.Cache, &saved); err != nil {
 			return nil, fmt.Errorf("ledger: requests: %w", err)
 		}
 		if err := json.Unmarshal([]byte(tags), &u.Tags); err != nil {
@@ -72,7 +72,7 @@ func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error
 		if len(u.Tags) == 0 {
 			u.Tags = nil
 		}
-		u.At, u.Cost, u.Failover, u.Estimated = fromMicros(at), fromNano(nus), failover != 0, estimated != 0
+		u.At, u.Cost, u.Failover, u.Estimated, u.Saved = fromMicros(at), fromNano(nus), failover != 0, estimated != 0, fromNano(saved)
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {

@@ -301,8 +301,8 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_requests (request_id, at_us, day, key_id, team,
 		pool, backend, region, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
-		cost_nusd, status, failover, estimated, tags, end_user)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		cost_nusd, status, failover, estimated, tags, end_user, cache, saved_nusd)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (request_id) DO NOTHING`))
 	if err != nil {
 		return fmt.Errorf("ledger: record usage: %w", err)
@@ -320,7 +320,8 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		tags := uniqueTags(u.Tags)
 		res, err := ins.ExecContext(ctx, u.RequestID, u.At.UnixMicro(), dayOf(u.At), u.KeyID, u.Team,
 			u.Pool, u.Backend, u.Region, u.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens,
-			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), jsonList(tags), u.EndUser)
+			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), jsonList(tags), u.EndUser,
+			u.Cache, toNano(u.Saved))
 		if err != nil {
 			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
 		}

@@ -48,6 +48,12 @@ type Usage struct {
 	// Estimated is true when the answer reported no usage and the
 	// tokens were counted by the gateway's tokenizer instead.
 	Estimated bool `json:"estimated,omitempty"`
+	// Cache is "hit" or "coalesced" for an answer the response cache gave
+	// without calling a backend (its Cost and tokens are then zero, and
+	// Saved is what the call that made it had cost, in USD); "" for a
+	// call. Only the per-request rows keep them.
+	Cache string  `json:"cache,omitempty"`
+	Saved float64 `json:"saved,omitempty"`
 }
 
 // Groupings accepted in SpendQuery.By.

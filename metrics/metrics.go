@@ -23,6 +23,7 @@ import (
 // Metrics holds the collectors. It is safe for concurrent use.
 type Metrics struct {
 	Registry *prometheus.Registry
+	cache    cacheMetrics // cache.go
 
 	requests           *prometheus.CounterVec
 	requestDuration    *prometheus.HistogramVec
@@ -108,6 +109,7 @@ func New() *Metrics {
 	// fleetUp, fleetDropped and budgetFallbacks are registered by FleetStore, once a replica
 	// shares state; switchover_store_up by StoreUp, once a store is open.
 	m.tenancy()
+	m.newCacheMetrics()
 	return m
 }
 
@@ -130,7 +132,7 @@ func (m *Metrics) Names() []string {
 		for _, c := range append(m.registered(), m.fleetUp, m.fleetDropped, m.budgetFallbacks) {
 			c.Describe(ch)
 		}
-		for _, c := range m.tenancyCollectors() {
+		for _, c := range append(m.tenancyCollectors(), m.cacheCollectors()...) {
 			c.Describe(ch)
 		}
 		close(ch)

@@ -111,6 +111,9 @@ type Routes struct {
 	// (bodyDeadline): a body that falls behind gets 408. Zero means none:
 	// the body must arrive whole within BodyReadTimeout.
 	MinBodyRate int64
+	// Cache is the response cache and request coalescing (cache.go). Nil
+	// means none: every call goes to its pool.
+	Cache *CacheRoutes
 }
 
 // Recorder receives one call per answered request, for metrics.
@@ -137,6 +140,11 @@ type Spend struct {
 	Status               int
 	Failover             bool
 	Usage                route.Usage
+	// Cache is "hit" or "coalesced" for an answer the response cache
+	// gave without a backend's call: Backend and Usage are then the
+	// call's that made it, what the replay saved; its cost is zero.
+	// Empty for a call.
+	Cache string
 }
 
 // Refusals receives one call per request refused at one of the gateway's

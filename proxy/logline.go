@@ -48,6 +48,13 @@ type logLine struct {
 	// endUser is the end user the request is made for (findEndUser):
 	// kept in its usage record, never written in the line.
 	endUser string
+	// cache is what the response cache did with the call (cache.go):
+	// "hit" or "coalesced" (answered without a backend: saved is what
+	// the answer had used at savedBackend), "miss", "bypass", or "" when
+	// the call is not cached.
+	cache        string
+	saved        route.Usage
+	savedBackend string
 	// routed is set for calls routed by their model to a pool (not a
 	// stored object's, pinned to its backend): the key's allowed pools
 	// and models apply to them.
@@ -80,6 +87,8 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 			sp.Failover = l.report.Failover
 		}
 		l.cost, l.priced = h.Spender.Spent(sp)
+	} else if h.Spender != nil && (l.cache == "hit" || l.cache == "coalesced") && status != 0 {
+		h.spendCached(l, status) // cache.go
 	}
 	if l.usage.Estimated {
 		h.logEstimate(l, backend)
@@ -176,6 +185,9 @@ func (l *logLine) fields(f fieldWriter, backend string, status int, total time.D
 	if l.pool != "" {
 		f.str("pool", l.pool)
 		f.bool("stream", l.stream)
+	}
+	if l.cache != "" {
+		f.str("cache", l.cache)
 	}
 	if l.report != nil {
 		f.str("backend", backend)

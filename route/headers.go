@@ -97,6 +97,8 @@ func forwardHeaders(format translate.Format, src http.Header) http.Header {
 // canonical form) is passed on to the caller:
 //
 //   - the body's framing: Content-Type, Content-Length, Content-Encoding;
+//   - whether it may be stored: Cache-Control (the response cache keeps
+//     no answer marked no-store);
 //   - rate limits and back-off: X-Ratelimit-*, Anthropic-Ratelimit-*,
 //     Retry-After, Retry-After-Ms, X-Should-Retry (the SDKs honour them);
 //   - request ids, for support tickets: X-Request-Id (the proxy passes it
@@ -113,7 +115,7 @@ func forwardHeaders(format translate.Format, src http.Header) http.Header {
 // too (see Backend.relayHeader).
 func relayedResponse(key string) bool {
 	switch key {
-	case "Content-Type", "Content-Length", "Content-Encoding",
+	case "Content-Type", "Content-Length", "Content-Encoding", "Cache-Control",
 		"Retry-After", "Retry-After-Ms", "X-Should-Retry",
 		"X-Request-Id", "Request-Id", "Apim-Request-Id", "X-Ms-Request-Id",
 		"Openai-Processing-Ms", "Openai-Model", "Openai-Version",

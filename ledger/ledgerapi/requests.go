@@ -44,6 +44,11 @@ type RequestRow struct {
 	// went away first.
 	Status   int  `json:"status"`
 	Failover bool `json:"failover"`
+	// Cache is "hit" or "coalesced" for an answer the response cache gave
+	// without calling a backend (its cost 0, its tokens none), and
+	// SavedUSD what the call that made it had cost; "" and 0 for a call.
+	Cache    string  `json:"cache"`
+	SavedUSD float64 `json:"saved_usd"`
 }
 
 // Requests is the JSON answer of GET /admin/usage/requests.
@@ -62,7 +67,7 @@ func rowOf(u ledger.Usage) RequestRow {
 	return RequestRow{Time: u.At.UTC(), RequestID: u.RequestID, Key: u.KeyID, Team: u.Team, Tags: tags, EndUser: u.EndUser, Pool: u.Pool,
 		Backend: u.Backend, Model: u.Model, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost, Estimated: u.Estimated,
-		Status: u.Status, Failover: u.Failover}
+		Status: u.Status, Failover: u.Failover, Cache: u.Cache, SavedUSD: u.Saved}
 }
 
 // requests answers GET /admin/usage/requests?from=&to=&key=&team=&tag=
@@ -212,10 +217,12 @@ func truncate(s string) string {
 	return s
 }
 
-// requestsCSVHeader is the header line of the CSV request logs; end_user
-// is last, so that the columns before it kept their places when it came.
+// requestsCSVHeader is the header line of the CSV request logs; end_user,
+// cache and saved_usd are last, so that the columns before them kept
+// their places when they came.
 var requestsCSVHeader = []string{"time", "request_id", "key", "team", "tags", "pool", "backend", "model",
-	"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd", "estimated", "status", "failover", "end_user"}
+	"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd", "estimated", "status", "failover", "end_user",
+	"cache", "saved_usd"}
 
 func writeRequestsCSV(w http.ResponseWriter, rows []RequestRow) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -226,7 +233,8 @@ func writeRequestsCSV(w http.ResponseWriter, rows []RequestRow) {
 		_ = cw.Write([]string{r.Time.Format(time.RFC3339Nano), textCell(r.RequestID), textCell(r.Key), textCell(r.Team),
 			textCell(strings.Join(r.Tags, " ")), textCell(r.Pool), textCell(r.Backend), textCell(r.Model), itoa(r.PromptTokens), itoa(r.CompletionTokens), itoa(r.CachedTokens),
 			itoa(r.ReasoningTokens), strconv.FormatFloat(r.Cost, 'f', -1, 64), strconv.FormatBool(r.Estimated),
-			strconv.Itoa(r.Status), strconv.FormatBool(r.Failover), textCell(r.EndUser)})
+			strconv.Itoa(r.Status), strconv.FormatBool(r.Failover), textCell(r.EndUser),
+			textCell(r.Cache), strconv.FormatFloat(r.SavedUSD, 'f', -1, 64)})
 	}
 	cw.Flush() // an error is the client's going away: nothing to do
 }

@@ -1,0 +1,367 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchover-gw/switchover/cache"
+	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/route"
+	"github.com/switchover-gw/switchover/translate"
+)
+
+// The response cache and request coalescing (see docs/cache.md): the
+// stage cachedRelay stands in the pipeline where relay would, and calls
+// it on a miss.
+
+// HeaderCache is the request header that steers the cache for one call
+// ("bypass": neither read nor stored, nor coalesced; "refresh": called
+// afresh and stored), and the answer's header that says where it came
+// from: "hit" (the cache), "coalesced" (an identical call in flight),
+// "miss" (a backend, now stored when it could be), "bypass".
+const HeaderCache = "X-Switchover-Cache"
+
+// CachePolicy is how a pool's or a key's calls are cached; the zero value
+// stores nothing and coalesces nothing.
+type CachePolicy struct {
+	// TTL is how long an answer is replayed; zero stores none.
+	TTL time.Duration
+	// Coalesce joins identical calls in flight; MaxWait bounds a
+	// follower's wait (zero: 2 minutes).
+	Coalesce bool
+	MaxWait  time.Duration
+	// MaxEntry bounds a stored or shared answer, in bytes (zero: 1 MiB).
+	MaxEntry int64
+	// Shared shares the pool's entries between tenants (a pool's policy
+	// only).
+	Shared bool
+}
+
+// CacheObserver hears what the cache did, for metrics. Its methods must
+// be safe for concurrent use.
+type CacheObserver interface {
+	// CacheResult counts a cacheable call by pool and result (hit, miss,
+	// coalesced, bypass); bytes is the size of a replayed answer.
+	CacheResult(pool, result string, bytes int)
+	// CacheStored counts an answer stored, of bytes.
+	CacheStored(pool string, bytes int)
+	// CacheEvicted counts an entry of pool evicted for cause: "size"
+	// (the memory bound) or "expired".
+	CacheEvicted(pool, cause string)
+}
+
+// ResponseCache is the cache's state that outlives a configuration: the
+// store and the flights in progress. Safe for concurrent use.
+type ResponseCache struct {
+	// Store keeps answers. Nil means none: only coalescing works.
+	Store cache.Store
+	// Observer hears hits, misses and stores. Nil means none.
+	Observer CacheObserver
+	// Clock stamps and ages entries. Nil means the wall clock.
+	Clock   clock.Clock
+	flights cache.Flights
+}
+
+// CacheRoutes are the cache's settings in a configuration: the policies
+// of pools (by pool name) and of keys (by key ID, winning over their
+// pools'), on the long-lived ResponseCache.
+type CacheRoutes struct {
+	*ResponseCache
+	Pools map[string]*CachePolicy
+	Keys  map[string]*CachePolicy
+}
+
+// Flights is the number of coalesced flights under way, and Waiting
+// the number of calls waiting on them.
+func (rc *ResponseCache) Flights() int { return rc.flights.InFlight() }
+
+// Waiting is the number of calls waiting on a flight now.
+func (rc *ResponseCache) Waiting() int { return rc.flights.Waiting() }
+
+func (rc *ResponseCache) now() time.Time { return clock.Or(rc.Clock).Now() }
+
+func (rc *ResponseCache) result(pool, result string, n int) {
+	if rc.Observer != nil {
+		rc.Observer.CacheResult(pool, result, n)
+	}
+}
+
+// policy is the cache policy of x's call: its key's, else its pool's; nil
+// when neither caches nor coalesces.
+func (x *exchange) cachePolicy() *CachePolicy {
+	cr := x.rt.Cache
+	if cr == nil || cr.ResponseCache == nil || x.pool == nil || x.req == nil {
+		return nil
+	}
+	pol := cr.Pools[x.pool.Name]
+	if x.lg.key != "" {
+		if kp, ok := cr.Keys[x.lg.key]; ok {
+			pol = kp
+		}
+	}
+	if pol == nil || (pol.TTL <= 0 && !pol.Coalesce) {
+		return nil
+	}
+	return pol
+}
+
+// cacheMode is what the caller's headers ask of the cache.
+type cacheMode int
+
+const (
+	cacheUse     cacheMode = iota // read, coalesce, store
+	cacheRefresh                  // call afresh, store
+	cacheBypass                   // none of it
+)
+
+// readCacheMode reads the request's Cache-Control and x-switchover-cache
+// headers; an unknown x-switchover-cache value gets 400.
+func readCacheMode(h http.Header) (cacheMode, error) {
+	mode := cacheUse
+	for _, v := range h.Values("Cache-Control") {
+		for _, d := range strings.Split(v, ",") {
+			switch strings.ToLower(strings.TrimSpace(d)) {
+			case "no-store":
+				mode = cacheBypass
+			case "no-cache":
+				mode = max(mode, cacheRefresh)
+			}
+		}
+	}
+	switch v := strings.ToLower(strings.TrimSpace(h.Get(HeaderCache))); v {
+	case "":
+	case "bypass":
+		mode = cacheBypass
+	case "refresh":
+		mode = max(mode, cacheRefresh)
+	default:
+		return 0, requestError(http.StatusBadRequest, "invalid_cache_header",
+			"switchover: "+HeaderCache+" must be bypass or refresh, not "+strconv.Quote(truncate(v, 40)))
+	}
+	return mode, nil
+}
+
+// cacheScope is whose entries x's call reads and makes: its key's team,
+// else its key, else (no keys, or a shared pool) everyone's.
+func (x *exchange) cacheScope(pol *CachePolicy) string {
+	switch {
+	case pol.Shared:
+		return ""
+	case x.lg.who != nil && x.lg.who.Team != "":
+		return "t:" + x.lg.who.Team
+	case x.lg.key != "":
+		return "k:" + x.lg.key
+	}
+	return ""
+}
+
+// cachedRelay is the stage that answers a cacheable call from the cache,
+// or from an identical call in flight, or else relays it (relay) and
+// stores its answer. A call its pool and key do not cache, or that is not
+// cacheable (cache.KeyOf), is relayed untouched.
+func cachedRelay(x *exchange) error {
+	pol := x.cachePolicy()
+	if pol == nil {
+		return relay(x)
+	}
+	mode, err := readCacheMode(x.r.Header)
+	if err != nil {
+		return err
+	}
+	rc := x.rt.Cache.ResponseCache
+	k, err := cache.KeyOf(cache.Call{Op: string(x.req.Op), Format: string(x.format), Pool: x.pool.Name,
+		Path: x.r.URL.Path, Query: x.r.URL.RawQuery, Stream: x.req.Stream, Scope: x.cacheScope(pol),
+		Body: x.body, Header: x.r.Header})
+	if err != nil || x.req.Owner != "" {
+		return relay(x) // not cacheable: no header, no count
+	}
+	if mode == cacheBypass {
+		x.w.Header().Set(HeaderCache, "bypass")
+		x.lg.cache = "bypass"
+		rc.result(x.pool.Name, "bypass", 0)
+		return relay(x)
+	}
+	store := pol.TTL > 0 && rc.Store != nil
+	if mode == cacheUse && store {
+		if e, ok := rc.Store.Get(k, rc.now()); ok {
+			return x.replay(rc, e, "hit")
+		}
+	}
+	if mode == cacheUse && pol.Coalesce {
+		f, e, result := x.follow(rc, pol, k, store)
+		if e != nil {
+			return x.replay(rc, e, result)
+		}
+		if f != nil {
+			return x.lead(rc, pol, k, f, store)
+		}
+		if err := x.r.Context().Err(); err != nil {
+			return clientGone(err) // it left while it waited
+		}
+	}
+	return x.lead(rc, pol, k, nil, store)
+}
+
+// follow joins the flight of k. As its leader it returns the flight, to
+// land. As a follower it waits, at most pol.MaxWait, for the leader's
+// answer and returns it ("coalesced"), or, when the leader had none to
+// share, tries again: a stored answer ("hit"), or the flight of the next
+// leader. Past the wait, or when the caller leaves, it returns neither,
+// and the call goes on alone.
+func (x *exchange) follow(rc *ResponseCache, pol *CachePolicy, k cache.Key, store bool) (*cache.Flight, *cache.Entry, string) {
+	wait := pol.MaxWait
+	if wait <= 0 {
+		wait = 2 * time.Minute
+	}
+	ctx, cancel := context.WithCancel(x.r.Context())
+	defer cancel()
+	timer := clock.Or(rc.Clock).AfterFunc(wait, cancel) // on the injected clock
+	defer timer.Stop()
+	for {
+		f, leader := rc.flights.Join(k)
+		if leader {
+			return f, nil, ""
+		}
+		e, err := f.Wait(ctx)
+		if e != nil {
+			return nil, e, "coalesced"
+		}
+		if err != nil {
+			return nil, nil, ""
+		}
+		if store {
+			if e, ok := rc.Store.Get(k, rc.now()); ok {
+				return nil, e, "hit"
+			}
+		}
+	}
+}
+
+// lead relays the call, its answer captured as it goes out; f, when not
+// nil, is the flight of k it leads, landed with the answer whatever
+// happens. A whole 2xx answer the backend did not mark no-store, no
+// larger than the policy's bound (a stream: complete, see
+// cache.StreamComplete), is shared with the flight's followers, and
+// stored under k when store is set.
+func (x *exchange) lead(rc *ResponseCache, pol *CachePolicy, k cache.Key, f *cache.Flight, store bool) error {
+	limit := pol.MaxEntry
+	if limit <= 0 {
+		limit = 1 << 20
+	}
+	var e *cache.Entry
+	if f != nil {
+		defer func() { rc.flights.Land(k, f, e) }()
+	}
+	x.w.Header().Set(HeaderCache, "miss")
+	x.lg.cache = "miss"
+	rc.result(x.pool.Name, "miss", 0)
+	c := &capture{ResponseWriter: x.w, limit: limit}
+	x.w = c
+	err := relay(x)
+	x.w = c.ResponseWriter
+	if err != nil || c.over || c.status < 200 || c.status > 299 || cache.NoStore(c.header.Values("Cache-Control")) {
+		return err
+	}
+	if x.eventStream && !cache.StreamComplete(string(x.req.Op), string(x.format), c.body) {
+		return nil
+	}
+	e = &cache.Entry{Status: c.status, Header: cache.StoredHeader(c.header), Body: c.body, Stored: rc.now(), TTL: pol.TTL,
+		Pool: x.pool.Name, Scope: x.cacheScope(pol), Key: x.lg.key}
+	if rep := x.lg.report; rep != nil {
+		if rep.Served != nil {
+			e.Backend = rep.Served.Backend.Name
+		}
+		if rep.Usage != nil && rep.Usage.Known {
+			e.Usage = *rep.Usage
+		}
+	}
+	if store {
+		rc.Store.Set(k, e)
+		if rc.Observer != nil {
+			rc.Observer.CacheStored(x.pool.Name, e.Size())
+		}
+	}
+	return nil
+}
+
+// replay answers x with the stored or shared answer e, as result ("hit",
+// "coalesced"): its status, its header with the request's own id, the
+// cache's header and its age, and its body as it was sent (a stream
+// whole, flushed).
+func (x *exchange) replay(rc *ResponseCache, e *cache.Entry, result string) error {
+	hdr := x.w.Header()
+	for k, vv := range e.Header {
+		hdr[k] = slices.Clip(vv)
+	}
+	hdr.Set("X-Request-Id", x.lg.id)
+	if x.format == translate.Anthropic {
+		hdr.Set("Request-Id", x.lg.id)
+	}
+	hdr.Set(HeaderCache, result)
+	hdr.Set("Age", strconv.FormatInt(e.Age(rc.now()), 10))
+	hdr.Set("Content-Length", strconv.Itoa(len(e.Body)))
+	x.eventStream = strings.HasPrefix(hdr.Get("Content-Type"), "text/event-stream")
+	x.lg.cache, x.lg.saved, x.lg.savedBackend = result, e.Usage, e.Backend
+	x.lg.usage = route.Usage{Known: true} // no backend's tokens: the key's token limits get back its estimate
+	x.writeHeader(e.Status)
+	n, err := x.w.Write(e.Body)
+	x.lg.bytes = int64(n)
+	rc.result(x.pool.Name, result, n)
+	if err != nil {
+		return clientGone(err)
+	}
+	return nil
+}
+
+// capture is the leader's ResponseWriter: it passes everything on, and
+// keeps the status, the header as sent and the body up to limit (over
+// past it).
+type capture struct {
+	http.ResponseWriter
+	status int
+	header http.Header
+	body   []byte
+	limit  int64
+	over   bool
+}
+
+func (c *capture) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status, c.header = status, c.ResponseWriter.Header().Clone()
+	}
+	c.ResponseWriter.WriteHeader(status)
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	if !c.over {
+		if int64(len(c.body)+len(p)) > c.limit {
+			c.over, c.body = true, nil
+		} else {
+			c.body = append(c.body, p...)
+		}
+	}
+	return c.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the writer underneath, to flush.
+func (c *capture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// spendCached records a replayed answer's use (l.cache "hit" or
+// "coalesced") with the Spender: no cost, and what its making had used,
+// which it saved.
+func (h *Handler) spendCached(l *logLine, status int) {
+	sp := Spend{RequestID: l.id, Pool: l.pool, Backend: l.savedBackend, Key: l.key, Model: l.model, Status: status,
+		Usage: l.saved, EndUser: l.endUser, Cache: l.cache}
+	if l.who != nil {
+		sp.Team, sp.Tags = l.who.Team, l.who.Tags
+	}
+	h.Spender.Spent(sp)
+	l.cost, l.priced = 0, true
+}
