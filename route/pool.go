@@ -276,28 +276,29 @@ func (p *Pool) ownerBenched(owner string) error {
 	return e
 }
 
-// memberSet marks members by index.
+// memberSet marks members by index: the first 256 in place, so that a
+// request to a pool of up to 256 members allocates nothing for it.
 type memberSet struct {
-	small uint64
+	small [4]uint64
 	big   []bool
 }
 
 func (s *memberSet) has(i int) bool {
-	if i < 64 {
-		return s.small&(1<<i) != 0
+	if i < 256 {
+		return s.small[i>>6]&(1<<(i&63)) != 0
 	}
-	return i-64 < len(s.big) && s.big[i-64]
+	return i-256 < len(s.big) && s.big[i-256]
 }
 
 func (s *memberSet) add(i int) {
-	if i < 64 {
-		s.small |= 1 << i
+	if i < 256 {
+		s.small[i>>6] |= 1 << (i & 63)
 		return
 	}
-	for len(s.big) <= i-64 {
+	for len(s.big) <= i-256 {
 		s.big = append(s.big, false)
 	}
-	s.big[i-64] = true
+	s.big[i-256] = true
 }
 
 func (p *Pool) markTried(s *memberSet, b *Backend) {
@@ -318,7 +319,16 @@ func noopDone(breaker.Outcome) {}
 func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
 	var buf [8]*Member
-	cands := p.candidates(buf[:0], now, r, rep, tried)
+	dst := buf[:0]
+	if len(p.Members) > len(buf) {
+		big := candidateBufs.Get().(*[]*Member)
+		if cap(*big) < len(p.Members) {
+			*big = make([]*Member, 0, len(p.Members)) // never grown by candidates
+		}
+		defer putCandidates(big)
+		dst = (*big)[:0]
+	}
+	cands := p.candidates(dst, now, r, rep, tried)
 	switch {
 	case len(cands) > 0:
 		return p.admit(now, r, rep, cands)

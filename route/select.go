@@ -210,3 +210,15 @@ func (s PriorityWeighted) Select(_ *Request, c []*Member) int {
 	}
 	return -1 // unreachable with a correct IntN
 }
+
+// candidateBufs hold the candidate slices of pools of more than eight
+// members (next keeps smaller ones on its stack), so that a request
+// allocates the same whatever the size of its pool.
+var candidateBufs = sync.Pool{New: func() any { return new([]*Member) }}
+
+// putCandidates gives back a slice of candidateBufs, grown as it was
+// used, its members cleared so that it keeps no backend alive.
+func putCandidates(b *[]*Member) {
+	clear((*b)[:cap(*b)])
+	candidateBufs.Put(b)
+}
