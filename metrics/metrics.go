@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,9 @@ type Metrics struct {
 	// seqs holds, for every backend declared or seen, the Seq of the
 	// last transition applied to its breaker state gauge.
 	seqs map[string]uint64
+	// poolMembers holds, for each pool, the members Active last recorded
+	// (guarded by mu).
+	poolMembers map[string][]string
 }
 
 var _ route.Observer = (*Metrics)(nil)
@@ -157,9 +161,29 @@ func (m *Metrics) Drained(backend string, drained bool) {
 	m.backendDrained.WithLabelValues(backend).Set(v)
 }
 
-// Active records a pool's active set among its members.
+// Active records a pool's active set among its members. The series of
+// members a reload removed from the pool go; those are found from the
+// members it was last given, since a partial match walks every pool's
+// series, and a reload records every pool (O(pools²) with 10,000 pools).
 func (m *Metrics) Active(pool string, members []string, active map[string]bool) {
-	m.poolActive.DeletePartialMatch(prometheus.Labels{"pool": pool}) // members a reload removed
+	m.mu.Lock()
+	old := m.poolMembers[pool]
+	if m.poolMembers == nil {
+		m.poolMembers = map[string][]string{}
+	}
+	m.poolMembers[pool] = slices.Clone(members)
+	m.mu.Unlock()
+	if len(old) > 0 {
+		now := make(map[string]bool, len(members))
+		for _, b := range members {
+			now[b] = true
+		}
+		for _, b := range old {
+			if !now[b] {
+				m.poolActive.DeleteLabelValues(pool, b)
+			}
+		}
+	}
 	for _, b := range members {
 		v := 0.0
 		if active[b] {
@@ -258,7 +282,13 @@ func (m *Metrics) RemoveBackend(name string) {
 
 // RemovePool drops the series of a pool a reload removed.
 func (m *Metrics) RemovePool(name string) {
-	m.poolActive.DeletePartialMatch(prometheus.Labels{"pool": name})
+	m.mu.Lock()
+	old := m.poolMembers[name]
+	delete(m.poolMembers, name)
+	m.mu.Unlock()
+	for _, b := range old {
+		m.poolActive.DeleteLabelValues(name, b)
+	}
 }
 
 // Observe implements route.Observer.

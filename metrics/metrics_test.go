@@ -167,3 +167,25 @@ func TestChangingLatencyBucketsLeavesTheHistograms(t *testing.T) {
 	}
 	t.Fatal("no switchover_request_duration_seconds")
 }
+
+// TestActiveDropsRemovedMembersOnly: a reload records every pool's
+// active set; a member the reload took out of a pool loses its series,
+// the others and other pools keep theirs (the removed members were
+// found by a partial match over every pool's series, O(pools²) per
+// reload with 10,000 pools), and a removed pool loses all of its own.
+func TestActiveDropsRemovedMembersOnly(t *testing.T) {
+	m := New()
+	m.Active("chat", []string{"weu", "sec"}, map[string]bool{"weu": true})
+	m.Active("other", []string{"weu"}, map[string]bool{"weu": true})
+	m.Active("chat", []string{"weu"}, map[string]bool{"weu": true})
+	if n := testutil.CollectAndCount(m.poolActive); n != 2 {
+		t.Errorf("%d series after sec left chat, want 2 (chat/weu, other/weu)", n)
+	}
+	if v := testutil.ToFloat64(m.poolActive.WithLabelValues("chat", "weu")); v != 1 {
+		t.Errorf("chat/weu %v, want 1", v)
+	}
+	m.RemovePool("chat")
+	if n := testutil.CollectAndCount(m.poolActive); n != 1 {
+		t.Errorf("%d series after chat was removed, want 1 (other/weu)", n)
+	}
+}
