@@ -73,6 +73,9 @@ type Metrics struct {
 	// poolMembers holds, for each pool, the members Active last recorded
 	// (guarded by mu).
 	poolMembers map[string][]string
+	// info holds each backend's region and type as last declared
+	// (AddBackend; guarded by mu).
+	info map[string][2]string
 }
 
 var _ route.Observer = (*Metrics)(nil)
@@ -256,10 +259,20 @@ func (m *Metrics) Handler() http.Handler {
 // backend that has not been closed). A backend declared before (a reload)
 // keeps its state.
 func (m *Metrics) AddBackend(name, region, typ string) {
-	m.backendInfo.DeletePartialMatch(prometheus.Labels{"backend": name})
-	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
+	// The info series of other labels (a reload changed the region or
+	// type) goes: found from the labels last set, since a partial match
+	// walks every backend's series and a reload declares every backend.
+	info := [2]string{region, typ}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.info[name]; ok && old != info {
+		m.backendInfo.DeleteLabelValues(name, old[0], old[1])
+	}
+	if m.info == nil {
+		m.info = map[string][2]string{}
+	}
+	m.info[name] = info
+	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
 	if _, ok := m.seqs[name]; ok {
 		return
 	}
@@ -275,6 +288,7 @@ func (m *Metrics) RemoveBackend(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.seqs, name)
+	delete(m.info, name)
 	for _, v := range []*prometheus.GaugeVec{m.backendInfo, m.breakerState, m.backendDrained, m.backendModel, m.probeUp} {
 		v.DeletePartialMatch(l)
 	}

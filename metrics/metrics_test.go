@@ -189,3 +189,26 @@ func TestActiveDropsRemovedMembersOnly(t *testing.T) {
 		t.Errorf("%d series after chat was removed, want 1 (other/weu)", n)
 	}
 }
+
+// TestAddBackendReplacesItsInfoOnly: a reload that moves a backend to
+// another region leaves one info series for it, and other backends'
+// series alone (the old one was found by a partial match over every
+// backend's series, O(backends²) per reload).
+func TestAddBackendReplacesItsInfoOnly(t *testing.T) {
+	m := New()
+	m.AddBackend("weu", "westeurope", "azure")
+	m.AddBackend("sec", "swedencentral", "azure")
+	m.AddBackend("weu", "francecentral", "azure")
+	m.AddBackend("sec", "swedencentral", "azure")
+	if n := testutil.CollectAndCount(m.backendInfo); n != 2 {
+		t.Errorf("%d info series, want 2", n)
+	}
+	if v := testutil.ToFloat64(m.backendInfo.WithLabelValues("weu", "francecentral", "azure")); v != 1 {
+		t.Errorf("weu's new info %v, want 1", v)
+	}
+	m.RemoveBackend("weu")
+	m.AddBackend("weu", "westeurope", "openai")
+	if n := testutil.CollectAndCount(m.backendInfo); n != 2 {
+		t.Errorf("%d info series after weu was removed and added again, want 2", n)
+	}
+}
