@@ -99,7 +99,7 @@ func (s scale) yaml(upstream string) string {
 		fmt.Fprintf(&y, "      - {backend: aoai-%03d, priority: %d, weight: %d, model: gpt-4o}\n", i, prio, weight)
 	}
 	for i := 1; i < s.pools; i++ {
-		fmt.Fprintf(&y, "  - name: pool-%d\n    members: [{backend: aoai-%03d}]\n", i, i%2)
+		fmt.Fprintf(&y, "  - name: pool-%d\n    members: [{backend: aoai-%03d}]\n", i, i%max(s.members, 2))
 	}
 	return y.String()
 }
