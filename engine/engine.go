@@ -53,7 +53,9 @@ type Reload struct {
 	// Carried are the backends whose identity (name, type, URL,
 	// credentials) is unchanged but whose settings changed: a new object
 	// that carries the old one's breaker state (or the breaker itself,
-	// when only settings outside it changed), quota figures and drain.
+	// when only settings outside it changed), quota figures and drain,
+	// and its transport (its connections) unless connect_timeout or
+	// http2 changed.
 	Carried []string
 	// Renewed are the backends whose identity changed: they start afresh
 	// (breaker, metrics, the order of their transitions).
@@ -128,6 +130,9 @@ func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps) error {
 		}
 	case oc.SameIdentity(bc):
 		e.Reload.Carried = append(e.Reload.Carried, bc.Name)
+		if oc.ConnectTimeout == bc.ConnectTimeout && reflect.DeepEqual(oc.HTTP2, bc.HTTP2) {
+			b.Transport = ob.Transport // the same settings: its connections stay
+		}
 		e.carry(b, ob, reflect.DeepEqual(oc.Breaker, bc.Breaker))
 	default:
 		e.Reload.Renewed = append(e.Reload.Renewed, bc.Name)
