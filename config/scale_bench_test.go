@@ -38,7 +38,7 @@ func scaleYAML(keys, pools, aliases int) []byte {
 // `switchover check` and a reload spend before building anything.
 func BenchmarkParseScale(b *testing.B) {
 	for _, tc := range []struct {
-		name                  string
+		name                 string
 		keys, pools, aliases int
 	}{
 		{"base", 10, 1, 1},
