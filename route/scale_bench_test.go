@@ -172,3 +172,61 @@ func TestSelectionAllocationsDoNotGrowWithMembers(t *testing.T) {
 		t.Errorf("marking members 63 and 200: %v allocations, has(200) %v, has(63) %v, has(64) %v", n, s.has(200), s.has(63), s.has(64))
 	}
 }
+
+// raceQuota says a call fits and then refuses to admit it, as when
+// another request took the last of the quota in between.
+type raceQuota struct{}
+
+func (raceQuota) Fits(time.Time, Cost) (bool, time.Time) { return true, time.Time{} }
+func (raceQuota) Admit(now time.Time, _ Cost) (func(), bool, time.Time) {
+	return nil, false, now.Add(time.Minute)
+}
+func (raceQuota) Observe(time.Time, time.Time, int, http.Header) {}
+
+// spentQuota has no room until a minute from now.
+type spentQuota struct{ raceQuota }
+
+func (spentQuota) Fits(now time.Time, _ Cost) (bool, time.Time) { return false, now.Add(time.Minute) }
+
+// TestSelectionGoesToTheNextTierWhenTheBestRefusesAtAdmission: selection
+// walks the tiers best first and stops at the first with a candidate; when
+// every candidate of that tier refuses at admission (its quota taken
+// since, its half-open probe taken), the next tier's members are
+// candidates, as they were when every tier was gathered at once. The
+// lower tiers are not walked while the best has a candidate.
+func TestSelectionGoesToTheNextTierWhenTheBestRefusesAtAdmission(t *testing.T) {
+	r, err := NewRequest(ChatCompletions, []byte(scaleBody), http.Header{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := scalePool(t, "tiers", 6, nil) // b000 at 1; b001..b005 at 3, 4, 5, 2, 3
+	p.Members[0].Backend.Quota = raceQuota{}
+	p.Members[4].Backend.Quota = raceQuota{}
+	var rep Report
+	m, done, release := p.next(r, &rep, &memberSet{})
+	if m == nil || m.Priority != 3 {
+		t.Fatalf("picked %v, want a member of tier 3 (b000 of tier 1 and b004 of tier 2 refused)", m)
+	}
+	done(breaker.Outcome{Result: breaker.Success})
+	if release != nil {
+		release()
+	}
+	if len(rep.OutOfQuota) != 2 {
+		t.Errorf("held for quota: %+v, want b000 and b004", rep.OutOfQuota)
+	}
+
+	// The best tier has a candidate: a lower tier's spent quota is not
+	// even read.
+	q := p.Members[0]
+	q.Backend.Quota = &LocalQuota{}
+	p.Members[1].Backend.Quota = spentQuota{} // tier 3: noted if walked
+	rep = Report{}
+	if m, done, _ := p.next(r, &rep, &memberSet{}); m != q {
+		t.Fatalf("picked %v, want b000", m)
+	} else {
+		done(breaker.Outcome{Result: breaker.Success})
+	}
+	if len(rep.OutOfQuota) != 0 {
+		t.Errorf("lower tiers were walked: %+v", rep.OutOfQuota)
+	}
+}
