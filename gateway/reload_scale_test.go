@@ -108,3 +108,32 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// BenchmarkReloadScale is a reload from the configuration file (as
+// SIGHUP makes), idle, of configurations of 1,000 backends and pools,
+// 10,000 pools and 100,000 keys: parse, validation, build against the
+// engine in force, publish. The file is the same each time, so every
+// backend is kept.
+func BenchmarkReloadScale(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		s    scale
+	}{
+		{"base", base},
+		{"backends=1000", with(func(s *scale) { s.members, s.pools = 1000, 1000 })},
+		{"pools=10000", with(func(s *scale) { s.pools = 10000 })},
+		{"keys=100000", with(func(s *scale) { s.keys = 100000 })},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			up := newScaleUpstream(b)
+			h := startScaled(b, tc.s, up)
+			newScaleClient(h, tc.s.model()).must(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := h.gw.ReloadFile(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
