@@ -312,7 +312,7 @@ func (rep *Report) judged() []Attempt {
 // priority tier among the members not marked as lacking op: the member a
 // request for op goes to with every backend healthy.
 func (p *Pool) topServing(op Operation) *Member {
-	var now time.Time // read only when a member has marks
+	var now time.Time                            // read only when a member has marks
 	for _, tier := range p.tiers.of(p.Members) { // best first, each in configuration order
 		for _, i := range tier {
 			m := p.Members[i]
