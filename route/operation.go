@@ -312,8 +312,9 @@ func (rep *Report) judged() []Attempt {
 // priority tier among the members not marked as lacking op: the member a
 // request for op goes to with every backend healthy.
 func (p *Pool) topServing(op Operation) *Member {
-	var now time.Time                            // read only when a member has marks
-	for _, tier := range p.tiers.of(p.Members) { // best first, each in configuration order
+	var now time.Time // read only when a member has marks
+	// The tiers best first, each in configuration order.
+	for _, tier := range p.tiers.of(p.Members) {
 		for _, i := range tier {
 			m := p.Members[i]
 			if m.ops.Load() != nil {
