@@ -17,6 +17,7 @@ package engine
 
 import (
 	"fmt"
+	"net/http"
 	"reflect"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -188,9 +189,24 @@ func (e *Engine) diff(prev *Engine) {
 // the breakers it replaces (and those of removed backends) stop their
 // timers and transitions, so that they no longer end trips or report for
 // backends that are not theirs. Call it once, when e is published.
+//
+// The idle connections of a replaced backend's transport are closed, unless
+// a backend of e still uses that transport (a carried backend keeps it):
+// otherwise they linger until the transport's idle timeout, a thousand
+// transports' worth after a reload that renews a thousand backends. Calls in
+// flight on them finish.
 func (e *Engine) Replace() {
+	inUse := make(map[*http.Transport]bool, len(e.Backends))
+	for _, b := range e.Backends {
+		if t, ok := b.Transport.(*http.Transport); ok {
+			inUse[t] = true
+		}
+	}
 	for _, b := range e.Reload.retire {
 		retire(b)
+		if t, ok := b.Transport.(*http.Transport); ok && !inUse[t] {
+			t.CloseIdleConnections()
+		}
 	}
 }
 
