@@ -44,6 +44,7 @@ package breaker
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/clock"
@@ -137,6 +138,10 @@ type Breaker struct {
 	failSucc []uint64
 	head     int
 	succ     uint64
+	// plain is set while the breaker is closed with no slow start ahead
+	// (see Usable): what a pool asks of every member on every request is
+	// then answered without the lock. Written under mu (markLocked).
+	plain atomic.Bool
 }
 
 // ticket is one call Allow let through. Its fields are guarded by the
@@ -151,7 +156,46 @@ type ticket struct {
 // New returns a closed breaker. name identifies it in transitions.
 func New(name string, s Settings) *Breaker {
 	s = s.withDefaults()
-	return &Breaker{name: name, s: s, fails: make([]time.Time, 0, s.Failures), failSucc: make([]uint64, s.Failures)}
+	b := &Breaker{name: name, s: s, fails: make([]time.Time, 0, s.Failures), failSucc: make([]uint64, s.Failures)}
+	b.plain.Store(true)
+	return b
+}
+
+// Usable reports whether a call at now would be let through (as
+// Snapshot.Ready) and the share of calls the backend takes (as
+// Snapshot.Share), without reading the clock and, while the breaker is
+// closed with no slow start, without taking its lock: a pool asks it of
+// each member on every request, so its cost is per member. Allow remains
+// the decision; a breaker that trips between Usable and Allow refuses
+// there.
+func (b *Breaker) Usable(now time.Time) (ok bool, share float64) {
+	if b.plain.Load() {
+		return true, 1
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch b.state {
+	case Open:
+		if now.Before(b.until) {
+			return false, 0
+		}
+	case HalfOpen:
+		if b.probe != nil {
+			return false, 0
+		}
+	case Closed:
+		if !now.Before(b.rampUntil) {
+			b.plain.Store(true) // the slow start is over
+			return true, 1
+		}
+	}
+	return true, b.shareLocked(now)
+}
+
+// markLocked sets plain from the state. Requires b.mu held; called after
+// every change of state or of the slow start.
+func (b *Breaker) markLocked() {
+	b.plain.Store(b.state == Closed && b.rampUntil.IsZero())
 }
 
 // Name returns the name given to New.
@@ -277,6 +321,7 @@ func (b *Breaker) Restore(s Snapshot) {
 	now := b.s.Clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.markLocked()
 	b.stopTimersLocked()
 	b.gen++
 	b.seq = max(b.seq, s.Seq) + 1
@@ -611,6 +656,7 @@ func (b *Breaker) setLocked(to State, now, until time.Time, kind Kind, cause str
 	b.state, b.until, b.probe, b.since = to, until, nil, now
 	b.noProbe, b.retryAt, b.throttled = false, time.Time{}, false
 	b.passes, b.rampUntil = 0, time.Time{}
+	b.markLocked()
 	b.gen++
 	b.seq++
 	switch to {

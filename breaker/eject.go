@@ -127,6 +127,7 @@ func (b *Breaker) closeLocked(now time.Time, kind Kind, cause string) *Transitio
 	ev := b.setLocked(Closed, now, time.Time{}, kind, cause)
 	if ramp {
 		b.rampUntil = now.Add(b.s.SlowStart)
+		b.markLocked()
 	}
 	return ev
 }

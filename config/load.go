@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -211,8 +212,7 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 			l.add(n.Line, path, "expected a mapping of fields, got %s", describe(n))
 			return
 		}
-		fields := map[string]reflect.Type{}
-		collectFields(t, fields)
+		fields := fieldsOf(t)
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
@@ -243,6 +243,22 @@ func (l *loader) walk(n *yaml.Node, t reflect.Type, path string) {
 			l.add(n.Line, path, "expected a mapping, got %s", describe(n))
 		}
 	}
+}
+
+// fieldTypes caches fieldsOf: a file of 100,000 keys walks the key's
+// struct 100,000 times.
+var fieldTypes sync.Map // reflect.Type → map[string]reflect.Type
+
+// fieldsOf maps the YAML field names of struct type t to their types.
+// The map is shared: read it only.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldTypes.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	f := map[string]reflect.Type{}
+	collectFields(t, f)
+	fieldTypes.Store(t, f)
+	return f
 }
 
 func collectFields(t reflect.Type, out map[string]reflect.Type) {

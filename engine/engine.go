@@ -17,6 +17,7 @@ package engine
 
 import (
 	"fmt"
+	"net/http"
 	"reflect"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -53,7 +54,9 @@ type Reload struct {
 	// Carried are the backends whose identity (name, type, URL,
 	// credentials) is unchanged but whose settings changed: a new object
 	// that carries the old one's breaker state (or the breaker itself,
-	// when only settings outside it changed), quota figures and drain.
+	// when only settings outside it changed), quota figures and drain,
+	// and its transport (its connections) unless connect_timeout or
+	// http2 changed.
 	Carried []string
 	// Renewed are the backends whose identity changed: they start afresh
 	// (breaker, metrics, the order of their transitions).
@@ -128,6 +131,9 @@ func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps) error {
 		}
 	case oc.SameIdentity(bc):
 		e.Reload.Carried = append(e.Reload.Carried, bc.Name)
+		if oc.ConnectTimeout == bc.ConnectTimeout && reflect.DeepEqual(oc.HTTP2, bc.HTTP2) {
+			b.Transport = ob.Transport // the same settings: its connections stay
+		}
 		e.carry(b, ob, reflect.DeepEqual(oc.Breaker, bc.Breaker))
 	default:
 		e.Reload.Renewed = append(e.Reload.Renewed, bc.Name)
@@ -183,9 +189,24 @@ func (e *Engine) diff(prev *Engine) {
 // the breakers it replaces (and those of removed backends) stop their
 // timers and transitions, so that they no longer end trips or report for
 // backends that are not theirs. Call it once, when e is published.
+//
+// The idle connections of a replaced backend's transport are closed, unless
+// a backend of e still uses that transport (a carried backend keeps it):
+// otherwise they linger until the transport's idle timeout, a thousand
+// transports' worth after a reload that renews a thousand backends. Calls in
+// flight on them finish.
 func (e *Engine) Replace() {
+	inUse := make(map[*http.Transport]bool, len(e.Backends))
+	for _, b := range e.Backends {
+		if t, ok := b.Transport.(*http.Transport); ok {
+			inUse[t] = true
+		}
+	}
 	for _, b := range e.Reload.retire {
 		retire(b)
+		if t, ok := b.Transport.(*http.Transport); ok && !inUse[t] {
+			t.CloseIdleConnections()
+		}
 	}
 }
 

@@ -1,13 +1,20 @@
 package engine
 
 import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -214,5 +221,46 @@ func TestBuildHooksForAFleet(t *testing.T) {
 	off := build(t, base+"backend_defaults: {quota_aware: false}\n", nil, d)
 	if off.Backends["sec"].Quota != nil {
 		t.Fatal("quota_aware: false still has a quota")
+	}
+}
+
+// TestReplaceClosesTheIdleConnectionsOfRemovedBackends: a reload that
+// removes a backend closes its transport's idle connections (they lingered
+// until the idle timeout); a backend carried over on the same transport (a
+// timeout changed) keeps its connection.
+func TestReplaceClosesTheIdleConnectionsOfRemovedBackends(t *testing.T) {
+	var closed atomic.Int64
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateClosed {
+			closed.Add(1)
+		}
+	}
+	up.Start()
+	defer up.Close()
+	y := strings.ReplaceAll(base, "http://127.0.0.1:1", up.URL)
+	y = strings.ReplaceAll(y, "http://127.0.0.1:2", up.URL)
+	e1 := build(t, y, nil, Deps{})
+	for _, name := range []string{"weu", "sec"} { // an idle connection on each
+		req, _ := http.NewRequest(http.MethodGet, up.URL, nil)
+		resp, err := e1.Backends[name].Transport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// weu removed (chat-prod keeps sec alone), sec carried: a timeout.
+	y2 := strings.Replace(y, "  - {name: weu, type: azure, url: \""+up.URL+"\", api_key: k1, region: westeurope}\n", "", 1)
+	y2 = strings.Replace(y2, "region: swedencentral}", "region: swedencentral, timeout: 5m}", 1)
+	y2 = strings.Replace(y2, "members: [{backend: weu, priority: 1}, {backend: sec, priority: 2}]", "members: [{backend: sec}]", 1)
+	e2 := build(t, y2, e1, Deps{})
+	if !slices.Equal(e2.Reload.Removed, []string{"weu"}) || !slices.Equal(e2.Reload.Carried, []string{"sec"}) {
+		t.Fatalf("reload: %+v", e2.Reload)
+	}
+	e2.Replace()
+	poll.Until(t, 5*time.Second, func() bool { return closed.Load() >= 1 }, func() string { return "weu's idle connection is still open" })
+	if n := closed.Load(); n != 1 {
+		t.Errorf("%d connections closed, want 1 (weu's; sec's transport is carried)", n)
 	}
 }

@@ -1,6 +1,9 @@
 package gateway
 
-import "github.com/switchover-gw/switchover/fleet"
+import (
+	"github.com/switchover-gw/switchover/engine"
+	"github.com/switchover-gw/switchover/fleet"
+)
 
 // LimitSyncs returns how many times this replica exchanged its keys'
 // rate-limit use with the fleet (tests wait on it instead of the clock).
@@ -39,3 +42,6 @@ func (g *Gateway) CacheFlights() int {
 	}
 	return 0
 }
+
+// Engine is the engine in force.
+func (g *Gateway) Engine() *engine.Engine { return g.state.Load() }

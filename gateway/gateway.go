@@ -140,6 +140,8 @@ type notices struct {
 	// misconfigured holds, per backend name, when its misconfiguration
 	// was last notified.
 	misconfigured sync.Map
+	// storms are the pools' storm thresholds by name (stormFor).
+	storms atomic.Pointer[poolStorms]
 }
 
 // probing is the backends' health probes.

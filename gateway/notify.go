@@ -46,17 +46,8 @@ func (g *Gateway) startNotifications(cfg *config.Config) {
 		FlapWindow:     n.FlapWindow.D(),
 		StormThreshold: n.Storm.Failovers,
 		StormWindow:    n.Storm.Window.D(),
-		StormFor: func(pool string) (int, time.Duration) {
-			if st := g.state.Load(); st != nil {
-				for _, p := range st.Config.Pools {
-					if p.Name == pool {
-						return p.Storm.Failovers, p.Storm.Window.D()
-					}
-				}
-			}
-			return 0, 0
-		},
-		Notify: g.notified,
+		StormFor:       g.stormFor,
+		Notify:         g.notified,
 	})
 	go g.notes.tracker.Run(g.life.bg, time.Second)
 }
@@ -78,4 +69,31 @@ func (g *Gateway) notified(n notify.Notification) {
 		"from", strings.Join(n.From, ","), "to", strings.Join(n.To, ","), "reason", n.Reason)
 	g.addEvent(Event{At: n.At, Kind: "notification:" + string(n.Kind), Pool: n.Pool, Detail: n.Text}, true)
 	g.notes.notifier.Enqueue(n)
+}
+
+// poolStorms are the pools' storm thresholds of one configuration, by
+// pool name.
+type poolStorms struct {
+	cfg *config.Config
+	by  map[string]config.Storm
+}
+
+// stormFor is the storm threshold of the pool named pool in the
+// configuration in force (zero when none): the tracker asks it for every
+// pool a reload records, so it is a map, made once a configuration.
+func (g *Gateway) stormFor(pool string) (int, time.Duration) {
+	st := g.state.Load()
+	if st == nil {
+		return 0, 0
+	}
+	ps := g.notes.storms.Load()
+	if ps == nil || ps.cfg != st.Config {
+		ps = &poolStorms{cfg: st.Config, by: make(map[string]config.Storm, len(st.Config.Pools))}
+		for _, p := range st.Config.Pools {
+			ps.by[p.Name] = p.Storm
+		}
+		g.notes.storms.Store(ps)
+	}
+	s := ps.by[pool]
+	return s.Failovers, s.Window.D()
 }

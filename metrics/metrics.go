@@ -6,6 +6,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,6 +71,12 @@ type Metrics struct {
 	// seqs holds, for every backend declared or seen, the Seq of the
 	// last transition applied to its breaker state gauge.
 	seqs map[string]uint64
+	// poolMembers holds, for each pool, the members Active last recorded
+	// (guarded by mu).
+	poolMembers map[string][]string
+	// info holds each backend's region and type as last declared
+	// (AddBackend; guarded by mu).
+	info map[string][2]string
 }
 
 var _ route.Observer = (*Metrics)(nil)
@@ -159,9 +166,29 @@ func (m *Metrics) Drained(backend string, drained bool) {
 	m.backendDrained.WithLabelValues(backend).Set(v)
 }
 
-// Active records a pool's active set among its members.
+// Active records a pool's active set among its members. The series of
+// members a reload removed from the pool go; those are found from the
+// members it was last given, since a partial match walks every pool's
+// series, and a reload records every pool (O(pools²) with 10,000 pools).
 func (m *Metrics) Active(pool string, members []string, active map[string]bool) {
-	m.poolActive.DeletePartialMatch(prometheus.Labels{"pool": pool}) // members a reload removed
+	m.mu.Lock()
+	old := m.poolMembers[pool]
+	if m.poolMembers == nil {
+		m.poolMembers = map[string][]string{}
+	}
+	m.poolMembers[pool] = slices.Clone(members)
+	m.mu.Unlock()
+	if len(old) > 0 {
+		now := make(map[string]bool, len(members))
+		for _, b := range members {
+			now[b] = true
+		}
+		for _, b := range old {
+			if !now[b] {
+				m.poolActive.DeleteLabelValues(pool, b)
+			}
+		}
+	}
 	for _, b := range members {
 		v := 0.0
 		if active[b] {
@@ -234,10 +261,20 @@ func (m *Metrics) Handler() http.Handler {
 // backend that has not been closed). A backend declared before (a reload)
 // keeps its state.
 func (m *Metrics) AddBackend(name, region, typ string) {
-	m.backendInfo.DeletePartialMatch(prometheus.Labels{"backend": name})
-	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
+	// The info series of other labels (a reload changed the region or
+	// type) goes: found from the labels last set, since a partial match
+	// walks every backend's series and a reload declares every backend.
+	info := [2]string{region, typ}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if old, ok := m.info[name]; ok && old != info {
+		m.backendInfo.DeleteLabelValues(name, old[0], old[1])
+	}
+	if m.info == nil {
+		m.info = map[string][2]string{}
+	}
+	m.info[name] = info
+	m.backendInfo.WithLabelValues(name, region, typ).Set(1)
 	if _, ok := m.seqs[name]; ok {
 		return
 	}
@@ -253,6 +290,7 @@ func (m *Metrics) RemoveBackend(name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.seqs, name)
+	delete(m.info, name)
 	for _, v := range []*prometheus.GaugeVec{m.backendInfo, m.breakerState, m.backendDrained, m.backendModel, m.probeUp} {
 		v.DeletePartialMatch(l)
 	}
@@ -260,7 +298,13 @@ func (m *Metrics) RemoveBackend(name string) {
 
 // RemovePool drops the series of a pool a reload removed.
 func (m *Metrics) RemovePool(name string) {
-	m.poolActive.DeletePartialMatch(prometheus.Labels{"pool": name})
+	m.mu.Lock()
+	old := m.poolMembers[name]
+	delete(m.poolMembers, name)
+	m.mu.Unlock()
+	for _, b := range old {
+		m.poolActive.DeleteLabelValues(name, b)
+	}
 }
 
 // Observe implements route.Observer.

@@ -167,3 +167,48 @@ func TestChangingLatencyBucketsLeavesTheHistograms(t *testing.T) {
 	}
 	t.Fatal("no switchover_request_duration_seconds")
 }
+
+// TestActiveDropsRemovedMembersOnly: a reload records every pool's
+// active set; a member the reload took out of a pool loses its series,
+// the others and other pools keep theirs (the removed members were
+// found by a partial match over every pool's series, O(pools²) per
+// reload with 10,000 pools), and a removed pool loses all of its own.
+func TestActiveDropsRemovedMembersOnly(t *testing.T) {
+	m := New()
+	m.Active("chat", []string{"weu", "sec"}, map[string]bool{"weu": true})
+	m.Active("other", []string{"weu"}, map[string]bool{"weu": true})
+	m.Active("chat", []string{"weu"}, map[string]bool{"weu": true})
+	if n := testutil.CollectAndCount(m.poolActive); n != 2 {
+		t.Errorf("%d series after sec left chat, want 2 (chat/weu, other/weu)", n)
+	}
+	if v := testutil.ToFloat64(m.poolActive.WithLabelValues("chat", "weu")); v != 1 {
+		t.Errorf("chat/weu %v, want 1", v)
+	}
+	m.RemovePool("chat")
+	if n := testutil.CollectAndCount(m.poolActive); n != 1 {
+		t.Errorf("%d series after chat was removed, want 1 (other/weu)", n)
+	}
+}
+
+// TestAddBackendReplacesItsInfoOnly: a reload that moves a backend to
+// another region leaves one info series for it, and other backends'
+// series alone (the old one was found by a partial match over every
+// backend's series, O(backends²) per reload).
+func TestAddBackendReplacesItsInfoOnly(t *testing.T) {
+	m := New()
+	m.AddBackend("weu", "westeurope", "azure")
+	m.AddBackend("sec", "swedencentral", "azure")
+	m.AddBackend("weu", "francecentral", "azure")
+	m.AddBackend("sec", "swedencentral", "azure")
+	if n := testutil.CollectAndCount(m.backendInfo); n != 2 {
+		t.Errorf("%d info series, want 2", n)
+	}
+	if v := testutil.ToFloat64(m.backendInfo.WithLabelValues("weu", "francecentral", "azure")); v != 1 {
+		t.Errorf("weu's new info %v, want 1", v)
+	}
+	m.RemoveBackend("weu")
+	m.AddBackend("weu", "westeurope", "openai")
+	if n := testutil.CollectAndCount(m.backendInfo); n != 2 {
+		t.Errorf("%d info series after weu was removed and added again, want 2", n)
+	}
+}

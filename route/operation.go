@@ -312,20 +312,21 @@ func (rep *Report) judged() []Attempt {
 // priority tier among the members not marked as lacking op: the member a
 // request for op goes to with every backend healthy.
 func (p *Pool) topServing(op Operation) *Member {
-	var top *Member
 	var now time.Time // read only when a member has marks
-	for _, m := range p.Members {
-		if m.ops.Load() != nil {
-			if now.IsZero() {
-				now = p.now()
+	// The tiers best first, each in configuration order.
+	for _, tier := range p.tiers.of(p.Members) {
+		for _, i := range tier {
+			m := p.Members[i]
+			if m.ops.Load() != nil {
+				if now.IsZero() {
+					now = p.now()
+				}
+				if m.lacks(op, now) {
+					continue
+				}
 			}
-			if m.lacks(op, now) {
-				continue
-			}
-		}
-		if top == nil || m.priority() < top.priority() {
-			top = m
+			return m
 		}
 	}
-	return top
+	return nil
 }

@@ -82,6 +82,7 @@ type Pool struct {
 	// round-robin (SmoothWeighted) with state of the pool's own.
 	Selector Selector
 	smooth   SmoothWeighted // the nil Selector's state
+	tiers    tierIndex      // Members by priority (select.go)
 	// Observer receives attempt, failover and stream-error events. Nil
 	// means none.
 	Observer Observer
@@ -276,28 +277,29 @@ func (p *Pool) ownerBenched(owner string) error {
 	return e
 }
 
-// memberSet marks members by index.
+// memberSet marks members by index: the first 256 in place, so that a
+// request to a pool of up to 256 members allocates nothing for it.
 type memberSet struct {
-	small uint64
+	small [4]uint64
 	big   []bool
 }
 
 func (s *memberSet) has(i int) bool {
-	if i < 64 {
-		return s.small&(1<<i) != 0
+	if i < 256 {
+		return s.small[i>>6]&(1<<(i&63)) != 0
 	}
-	return i-64 < len(s.big) && s.big[i-64]
+	return i-256 < len(s.big) && s.big[i-256]
 }
 
 func (s *memberSet) add(i int) {
-	if i < 64 {
-		s.small |= 1 << i
+	if i < 256 {
+		s.small[i>>6] |= 1 << (i & 63)
 		return
 	}
-	for len(s.big) <= i-64 {
+	for len(s.big) <= i-256 {
 		s.big = append(s.big, false)
 	}
-	s.big[i-64] = true
+	s.big[i-256] = true
 }
 
 func (p *Pool) markTried(s *memberSet, b *Backend) {
@@ -318,10 +320,29 @@ func noopDone(breaker.Outcome) {}
 func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
 	var buf [8]*Member
-	cands := p.candidates(buf[:0], now, r, rep, tried)
+	dst := buf[:0]
+	if len(p.Members) > len(buf) {
+		big := candidateBufs.Get().(*[]*Member)
+		if cap(*big) < len(p.Members) {
+			*big = make([]*Member, 0, len(p.Members)) // never grown by candidates
+		}
+		defer putCandidates(big)
+		dst = (*big)[:0]
+	}
+	cands, more := p.candidates(dst, now, r, rep, tried, 0)
 	switch {
 	case len(cands) > 0:
-		return p.admit(now, r, rep, cands)
+		for {
+			m, done, release, exhausted := p.admit(now, r, rep, cands)
+			if m != nil || !exhausted || more < 0 {
+				return m, done, release
+			}
+			// Every candidate of the tier refused since it was gathered:
+			// the next tiers'.
+			if cands, more = p.candidates(dst[:0], now, r, rep, tried, more); len(cands) == 0 {
+				return nil, nil, nil
+			}
+		}
 	case r != nil && r.Owner != "":
 		return nil, nil, nil
 	}
@@ -334,7 +355,13 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // quota says the call would not fit is noted in rep and counts as tried.
 // A member held back (slow start, health check: see heldBack) is left out
 // unless no other member is a candidate.
-func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet) []*Member {
+//
+// The members are walked tier by tier, best first, from tier index from,
+// and the walk stops at the first tier with a candidate that is not held
+// back: every strategy chooses in the best tier present, so a request
+// costs the same whatever the number of members of the tiers below. more
+// is the index of the next tier, -1 when every tier was walked.
+func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet, from int) (cands []*Member, more int) {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
@@ -345,7 +372,26 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 	start := len(dst)
 	var hbuf [4]*Member
 	held := hbuf[:0]
-	for i, m := range p.Members {
+	tiers := p.tiers.of(p.Members)
+	more = -1
+	for t := from; t < len(tiers); t++ {
+		if len(dst) > start {
+			more = t
+			break
+		}
+		dst, held = p.tierCandidates(dst, held, tiers[t], now, r, rep, tried, owner)
+	}
+	if len(dst) == start {
+		dst = append(dst, held...)
+	}
+	return dst, more
+}
+
+// tierCandidates is candidates for the members of one tier (their
+// indices in Members), appended to dst, or to held for those held back.
+func (p *Pool) tierCandidates(dst, held []*Member, tier []int, now time.Time, r *Request, rep *Report, tried *memberSet, owner string) ([]*Member, []*Member) {
+	for _, i := range tier {
+		m := p.Members[i]
 		if !tried.has(i) && m.skipsUnsupported(r, now) {
 			tried.add(i) // not this request's, even as an early probe
 			continue
@@ -370,21 +416,21 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 		}
 		dst = append(dst, m)
 	}
-	if len(dst) == start {
-		dst = append(dst, held...)
-	}
-	return dst
+	return dst, held
 }
 
 // admit picks among cands (Pool.Selector) and admits the pick: its quota
 // reserves the call and its breaker lets it through. A pick that either
 // refuses (another request took the last of its quota, or its half-open
 // probe, since cands were gathered) is dropped and the pick made again.
-func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*Member, breaker.Done, func()) {
+//
+// exhausted reports that no member was admitted because every candidate
+// refused (not because the selector picked none).
+func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*Member, breaker.Done, func(), bool) {
 	for len(cands) > 0 {
 		i := p.pick(r, cands)
 		if i < 0 || i >= len(cands) {
-			return nil, nil, nil
+			return nil, nil, nil, false
 		}
 		m := cands[i]
 		var release func()
@@ -399,10 +445,10 @@ func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*
 			}
 		}
 		if m.Backend.Breaker == nil {
-			return m, noopDone, release
+			return m, noopDone, release, false
 		}
 		if done, ok := m.Backend.Breaker.Allow(); ok {
-			return m, done, release
+			return m, done, release, false
 		}
 		// Another request took the half-open probe between the snapshot
 		// and Allow: drop it and choose again.
@@ -411,7 +457,7 @@ func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*
 		}
 		cands = append(cands[:i], cands[i+1:]...)
 	}
-	return nil, nil, nil
+	return nil, nil, nil, true
 }
 
 // admitEarly is the selection when no member is a candidate: a benched

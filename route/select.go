@@ -2,13 +2,19 @@ package route
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 )
 
 // Selector picks the member to try next. Select is given the members that
 // may take the call now (not yet tried for this request, breaker ready),
 // in configuration order, and returns the index of one of them, or -1 to
-// pick none. Implementations must be safe for concurrent use.
+// pick none. They are those of the best (lowest) priority tier that has
+// any (the lower tiers are not even looked at, so that a request costs the
+// same however many members wait below), except when every member that
+// may take the call is held back (slow start, health check): then all of
+// those, whatever their tier. Implementations must be safe for concurrent
+// use.
 type Selector interface {
 	Select(r *Request, candidates []*Member) int
 }
@@ -209,4 +215,44 @@ func (s PriorityWeighted) Select(_ *Request, c []*Member) int {
 		n -= m.weight()
 	}
 	return -1 // unreachable with a correct IntN
+}
+
+// candidateBufs hold the candidate slices of pools of more than eight
+// members (next keeps smaller ones on its stack), so that a request
+// allocates the same whatever the size of its pool.
+var candidateBufs = sync.Pool{New: func() any { return new([]*Member) }}
+
+// putCandidates gives back a slice of candidateBufs, grown as it was
+// used, its members cleared so that it keeps no backend alive.
+func putCandidates(b *[]*Member) {
+	clear((*b)[:cap(*b)])
+	candidateBufs.Put(b)
+}
+
+// tierIndex is a pool's members by priority tier, best first: each tier
+// the indices of its members in Members, in configuration order. Made at
+// the first selection (a Pool's Members do not change once in use).
+type tierIndex struct {
+	once  sync.Once
+	tiers [][]int
+}
+
+// of returns the tiers of members, made once.
+func (t *tierIndex) of(members []*Member) [][]int {
+	t.once.Do(func() {
+		byPrio := map[int][]int{}
+		var prios []int
+		for i, m := range members {
+			p := m.priority()
+			if _, ok := byPrio[p]; !ok {
+				prios = append(prios, p)
+			}
+			byPrio[p] = append(byPrio[p], i)
+		}
+		slices.Sort(prios)
+		for _, p := range prios {
+			t.tiers = append(t.tiers, byPrio[p])
+		}
+	})
+	return t.tiers
 }

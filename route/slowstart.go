@@ -40,6 +40,16 @@ func (r *rampTurns) take(share float64) bool {
 	return true
 }
 
+// usableBreaker is a breaker that answers usable's question without a
+// Snapshot (which reads the clock, takes the lock and counts the
+// failures): *breaker.Breaker. Every request asks it of every member
+// walked, so it is what keeps selection cheap in large pools.
+type usableBreaker interface {
+	Usable(now time.Time) (ok bool, share float64)
+}
+
+var _ usableBreaker = (*breaker.Breaker)(nil)
+
 // usable reports whether the backend would take a call at now (not
 // drained, its breaker ready) and the share of calls it takes (below 1
 // during its breaker's slow start).
@@ -49,6 +59,9 @@ func (b *Backend) usable(now time.Time) (ok bool, share float64) {
 	}
 	if b.Breaker == nil {
 		return true, 1
+	}
+	if u, ok := b.Breaker.(usableBreaker); ok {
+		return u.Usable(now)
 	}
 	s := b.Breaker.Snapshot()
 	if !s.Ready(now) {

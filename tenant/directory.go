@@ -286,6 +286,9 @@ func (d *Directory) PoolBudgets() bool { return d.snap.Load().pools }
 func lookbackOf(s *snapshot) time.Duration {
 	var longest time.Duration
 	read := func(budget float64, period string, extra time.Duration, always bool) {
+		if budget <= 0 {
+			return // most keys: no period to read (100,000 keys at each publish)
+		}
 		n, ok := quantity.PeriodLength(period)
 		if n == 0 {
 			n = 31 * 24 * time.Hour // a month
