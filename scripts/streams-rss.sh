@@ -17,7 +17,7 @@ STREAMS=${STREAMS:-1000}
 RATE=${RATE:-250} # streams opened per second
 UP_PORT=${UP_PORT:-18291}
 GW_PORT=${GW_PORT:-18290}
-KEY=rss-key-0123456789abcdef
+KEY=rss-key-0123456789abcdef0123456789abcdef
 
 ulimit -n "$(( STREAMS * 4 + 1024 ))" 2>/dev/null || true
 
