@@ -77,34 +77,58 @@ type body struct {
 	prefix []byte // up to prefixSize bytes from the start of the body
 
 	idleTimer clock.Timer
+	began     time.Time   // when the read under way began, for the stall watch
 	stalled   atomic.Bool // the armed timer is the stall rule's, not idle's
 	once      sync.Once
 }
 
+// Read reads from the backend with the idle bound (or the stall rule's)
+// armed while it waits. It is kept small: a stream spends its life
+// parked in it, and every frame under that wait is stack the stream holds
+// (see relay.go's stack note); what happens after the read is in
+// afterRead.
 func (b *body) Read(p []byte) (int, error) {
-	var began time.Time
 	if b.idle > 0 {
-		wait, cause := b.idle, errIdleTimeout
-		if b.stall != nil {
-			began = b.clock.Now()
-			wait, cause = b.stall.limit(b.idle)
-		}
-		b.stalled.Store(cause == errStreamStalled)
-		switch {
-		case wait <= 0:
-			b.cancel(cause) // silent for the whole bound already, over reads that brought no event
-		case b.idleTimer == nil:
-			b.idleTimer = b.clock.AfterFunc(wait, b.timeUp)
-		default:
-			b.idleTimer.Reset(wait)
-		}
+		b.arm()
 	}
 	n, err := b.r.Read(p)
+	return b.afterRead(p, n, err)
+}
+
+// arm starts the idle timer (or the stall rule's) before a read, and
+// notes when the read began if the stall watch needs it.
+//
+//go:noinline
+func (b *body) arm() {
+	wait, cause := b.idle, errIdleTimeout
+	if b.stall != nil {
+		b.began = b.clock.Now()
+		wait, cause = b.stall.limit(b.idle)
+	}
+	b.stalled.Store(cause == errStreamStalled)
+	switch {
+	case wait <= 0:
+		b.cancel(cause) // silent for the whole bound already, over reads that brought no event
+	case b.idleTimer == nil:
+		b.idleTimer = b.clock.AfterFunc(wait, b.timeUp)
+	default:
+		b.idleTimer.Reset(wait)
+	}
+}
+
+// afterRead handles what one read from the backend returned: n bytes of
+// p, and err.
+//
+//go:noinline
+func (b *body) afterRead(p []byte, n int, err error) (int, error) {
 	if b.idleTimer != nil {
 		b.idleTimer.Stop()
 	}
+	if pr, ok := b.r.(*pendingReader); ok && len(pr.pending) == 0 {
+		b.r = pr.r // the bytes read ahead are passed on: one reader fewer under every later wait
+	}
 	if b.stall != nil && b.idle > 0 {
-		b.stall.saw(p[:n], b.clock.Now().Sub(began))
+		b.stall.saw(p[:n], b.clock.Now().Sub(b.began))
 	}
 	if b.onModel != nil && len(b.prefix) < prefixSize && n > 0 {
 		b.prefix = append(b.prefix, p[:min(n, prefixSize-len(b.prefix))]...)
