@@ -134,7 +134,8 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 		wrapped.stall = newStallWatch(native)
 	}
 	if p.checkModel(b) {
-		wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(errorFormat(native), prefix)) }
+		wrapped.modelOf = func(prefix []byte) string { return translate.ModelOf(errorFormat(native), prefix) }
+		wrapped.onModel = func(model string) { p.noteModel(b, model) }
 	}
 	resp.Body = wrapped
 	at.streamReaders(resp, wrapped, native, client)

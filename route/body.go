@@ -65,16 +65,21 @@ type body struct {
 	// requires; EOF before it is ErrStreamIncomplete.
 	end     *streamEnd
 	onError func(error)
-	// onModel, if set, gets the first bytes of a body that ended cleanly,
-	// to read the model version the backend answered with.
-	onModel func(prefix []byte)
+	// modelOf, if set, reads the model version the backend answered with
+	// from the body's first bytes (up to prefixSize), and onModel gets it
+	// once the body has ended cleanly. The version is read as soon as
+	// those bytes are in, so that a long stream does not hold them.
+	modelOf func(prefix []byte) string
+	onModel func(model string)
+	model   string
+	read    bool // modelOf has read model
 	// stall, if set (a committed stream, with an idle bound), bounds the
 	// backend's silence after a steady event by the stall rule (see
 	// stall.go), within idle.
 	stall   *stallWatch
 	backend string
 
-	prefix []byte // up to prefixSize bytes from the start of the body
+	prefix []byte // up to prefixSize bytes from the start of the body, until modelOf has read them
 
 	idleTimer clock.Timer
 	began     time.Time   // when the read under way began, for the stall watch
@@ -130,8 +135,8 @@ func (b *body) afterRead(p []byte, n int, err error) (int, error) {
 	if b.stall != nil && b.idle > 0 {
 		b.stall.saw(p[:n], b.clock.Now().Sub(b.began))
 	}
-	if b.onModel != nil && len(b.prefix) < prefixSize && n > 0 {
-		b.prefix = append(b.prefix, p[:min(n, prefixSize-len(b.prefix))]...)
+	if b.modelOf != nil && !b.read && n > 0 {
+		b.keepPrefix(p[:n])
 	}
 	if b.end != nil && n > 0 {
 		b.end.scan(p[:n])
@@ -146,8 +151,9 @@ func (b *body) afterRead(p []byte, n int, err error) (int, error) {
 			return n, berr
 		}
 		b.finish(breaker.Outcome{Result: breaker.Success}, nil)
-		if b.onModel != nil {
-			b.onModel(b.prefix)
+		if b.modelOf != nil {
+			b.readModel()
+			b.onModel(b.model)
 		}
 		return n, err
 	}
@@ -162,6 +168,23 @@ func (b *body) afterRead(p []byte, n int, err error) (int, error) {
 	berr := &BodyError{Backend: b.backend, Reason: reason, Err: err}
 	b.finish(breaker.Outcome{Result: breaker.Failure, Kind: reason.kind(), Cause: "body " + string(reason)}, berr)
 	return n, berr
+}
+
+// keepPrefix keeps what p adds to the body's first prefixSize bytes,
+// and reads the model version from them once they are all in.
+func (b *body) keepPrefix(p []byte) {
+	b.prefix = append(b.prefix, p[:min(len(p), prefixSize-len(b.prefix))]...)
+	if len(b.prefix) == prefixSize {
+		b.readModel()
+	}
+}
+
+// readModel reads the model version from the prefix kept, once, and lets
+// the prefix go.
+func (b *body) readModel() {
+	if !b.read {
+		b.model, b.prefix, b.read = b.modelOf(b.prefix), nil, true
+	}
 }
 
 // timeUp is the idle timer's callback: it ends the attempt for the
@@ -325,6 +348,13 @@ func (s *streamEnd) scan(p []byte) {
 		if i < 0 {
 			s.keep(p)
 			return
+		}
+		if len(s.line) == 0 && !s.long && i <= maxLine {
+			// A whole line in p, the common case: checked where it is,
+			// so the stream holds no copy of its longest line.
+			s.check(bytes.TrimRight(p[:i], "\r"))
+			p = p[i+1:]
+			continue
 		}
 		s.keep(p[:i])
 		if !s.long {
