@@ -35,6 +35,7 @@ pids+=($!)
 cat >"$tmp/gw.yaml" <<YAML
 listen: 127.0.0.1:$GW_PORT
 log: {level: warn}
+server: {metrics_on_api: true}
 keys:
   - {name: rss, key: $KEY}
 backends:
@@ -78,4 +79,8 @@ with=$(rss)
 echo "streams open (gateway to upstream connections): $open"
 echo "gateway VmRSS before: $(( before / 1024 )) MiB, with $STREAMS streams open: $(( with / 1024 )) MiB"
 echo "per stream: $(( (with - before) * 1024 / STREAMS / 1024 )) KiB"
+# The binary's pages (RssFile) are part of VmRSS; a binary just written by
+# the linker can show several MiB more of them than the same file copied
+# later, so compare RssAnon across builds.
+grep -E '^(RssAnon|RssFile)' "/proc/$gw/status"
 curl -fs "http://127.0.0.1:$GW_PORT/metrics" | grep -E '^(go_goroutines|go_memstats_(heap_inuse|stack_inuse|sys)_bytes|go_gc_gogc_percent) ' || true
