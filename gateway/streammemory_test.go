@@ -6,18 +6,11 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/switchover-gw/switchover/config"
-	"github.com/switchover-gw/switchover/gateway"
 )
 
 // TestStreamStackStaysSmall opens streams through the whole gateway (the
@@ -32,7 +25,7 @@ import (
 func TestStreamStackStaysSmall(t *testing.T) {
 	const streams = 100
 	done := make(chan struct{})
-	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := streamGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		io.WriteString(w, "data: {\"id\":\"1\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
@@ -42,42 +35,9 @@ func TestStreamStackStaysSmall(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
-	defer upstream.Close()
 	defer close(done)
-
-	const key = "stream-stack-key-0123456789abcdef0123456789"
-	path := filepath.Join(t.TempDir(), "gw.yaml")
-	yaml := `listen: 127.0.0.1:0
-log: {level: warn}
-keys:
-  - {name: app, key: ` + key + `}
-backends:
-  - {name: up, type: openai, url: "` + upstream.URL + `/v1", api_key: upstream-key-0123456789, region: loopback}
-pools:
-  - name: chat
-    members: [{backend: up}]
-`
-	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(cfg, gateway.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := g.Server()
-	go srv.Serve(ln)
-	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 0, MaxIdleConnsPerHost: streams}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams}}
 	defer client.CloseIdleConnections()
-	url := "http://" + ln.Addr().String() + "/v1/chat/completions"
 	body := `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hello"}]}`
 
 	open := func(ctx context.Context, n int) []*http.Response {
@@ -86,7 +46,7 @@ pools:
 		for i := range n {
 			wg.Go(func() {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Authorization", "Bearer "+streamKey)
 				resp, err := client.Do(req)
 				if err != nil {
 					t.Error(err)
