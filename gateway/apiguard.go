@@ -26,42 +26,81 @@ import (
 //   - While keys are required, an address whose key checks keep failing
 //     is throttled: see keyThrottle.
 func (g *Gateway) guardAPI(h *proxy.Handler, kt *keyThrottle) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
-			h.ServeHTTP(w, r)
-			return
+	return &apiGuard{g: g, h: h, kt: kt}
+}
+
+// apiGuard is guardAPI's handler. Its ServeHTTP is a method, not a
+// closure behind http.HandlerFunc, and keeps its checks in admit and
+// settle: a stream waits for its next event under this frame, and every
+// frame under that wait is stack the stream holds (see proxy/relay.go).
+type apiGuard struct {
+	g  *Gateway
+	h  *proxy.Handler
+	kt *keyThrottle
+}
+
+// keyState is what the key throttle needs to learn a request's key check.
+type keyState struct {
+	addr string
+	sum  [sha256.Size]byte
+	kc   *proxy.KeyCheck // nil: no key was checked
+}
+
+func (a *apiGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var ks keyState
+	r = a.admit(w, r, &ks)
+	if r == nil {
+		return
+	}
+	a.h.ServeHTTP(w, r)
+	if ks.kc != nil {
+		a.settle(&ks)
+	}
+}
+
+// admit makes the checks before r is served: it returns the request to
+// serve (with a KeyCheck in ks when a presented key is checked), or nil
+// once it has answered r itself.
+//
+//go:noinline
+func (a *apiGuard) admit(w http.ResponseWriter, r *http.Request, ks *keyState) *http.Request {
+	if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		return r
+	}
+	if !a.h.KeysRequired() {
+		if status, code, msg := browserRefusal(a.g.Config(), r); status != 0 {
+			writeAPIError(w, r, status, code, msg)
+			return nil
 		}
-		if !h.KeysRequired() {
-			if status, code, msg := browserRefusal(g.Config(), r); status != 0 {
-				writeAPIError(w, r, status, code, msg)
-				return
-			}
-			h.ServeHTTP(w, r)
-			return
-		}
-		secret, presented := proxy.PresentedKey(r)
-		if !presented {
-			h.ServeHTTP(w, r)
-			return
-		}
-		addr := requestHost(r)
-		sum := sha256.Sum256([]byte(secret))
-		if wait := kt.wait(addr, sum); wait > 0 {
-			secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
-			w.Header().Set("Retry-After", secs)
-			writeAPIError(w, r, http.StatusTooManyRequests, "too_many_failed_key_checks",
-				"switchover: too many wrong gateway keys from your address; retry in "+secs+"s")
-			return
-		}
-		r, kc := proxy.WithKeyCheck(r)
-		h.ServeHTTP(w, r)
-		switch {
-		case kc.Failed:
-			kt.failed(addr)
-		case kc.Passed:
-			kt.passed(addr, sum)
-		}
-	})
+		return r
+	}
+	secret, presented := proxy.PresentedKey(r)
+	if !presented {
+		return r
+	}
+	ks.addr = requestHost(r)
+	ks.sum = sha256.Sum256([]byte(secret))
+	if wait := a.kt.wait(ks.addr, ks.sum); wait > 0 {
+		secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
+		w.Header().Set("Retry-After", secs)
+		writeAPIError(w, r, http.StatusTooManyRequests, "too_many_failed_key_checks",
+			"switchover: too many wrong gateway keys from your address; retry in "+secs+"s")
+		return nil
+	}
+	r, ks.kc = proxy.WithKeyCheck(r)
+	return r
+}
+
+// settle tells the key throttle how a checked key fared.
+//
+//go:noinline
+func (a *apiGuard) settle(ks *keyState) {
+	switch {
+	case ks.kc.Failed:
+		a.kt.failed(ks.addr)
+	case ks.kc.Passed:
+		a.kt.passed(ks.addr, ks.sum)
+	}
 }
 
 // browserRefusal is why r, in no-key mode, is refused as a cross-site

@@ -139,19 +139,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := exchanges.Get().(*exchange)
+	// Fields set one by one on a zeroed exchange: a composite literal
+	// assigned to *x is built in a temporary on the stack first, which
+	// made this frame, under every stream as it waits, 0.6 KiB larger
+	// and a waiting stream's stack twice the size (see relay.go).
 	watch := x.watch
-	*x = exchange{h: h, w: w, r: r, format: translate.OpenAI, watch: watch}
-	defer func() {
-		x.end()
-		watch := x.watch
-		*x = exchange{watch: watch}
-		exchanges.Put(x)
-	}()
+	*x = exchange{}
+	x.h, x.w, x.r, x.format, x.watch = h, w, r, translate.OpenAI, watch
+	defer x.recycle()
 	err := x.run(everyRequest)
 	if err == nil {
 		err = x.run(stagesOf[x.kind])
 	}
 	x.fail(err)
+}
+
+// recycle ends the exchange and keeps it for a later request.
+func (x *exchange) recycle() {
+	x.end()
+	watch := x.watch
+	*x = exchange{watch: watch}
+	exchanges.Put(x)
 }
 
 // run runs stages in order until one returns an error, and returns it.

@@ -134,7 +134,8 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 		wrapped.stall = newStallWatch(native)
 	}
 	if p.checkModel(b) {
-		wrapped.onModel = func(prefix []byte) { p.noteModel(b, translate.ModelOf(errorFormat(native), prefix)) }
+		wrapped.modelOf = func(prefix []byte) string { return translate.ModelOf(errorFormat(native), prefix) }
+		wrapped.onModel = func(model string) { p.noteModel(b, model) }
 	}
 	resp.Body = wrapped
 	at.streamReaders(resp, wrapped, native, client)
@@ -157,20 +158,23 @@ func (at *attempt) streamReaders(resp *http.Response, wrapped *body, native, cli
 	}
 	// An error event the backend sends may quote the credential it was
 	// sent, passed through or translated.
-	resp.Body = &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
+	// Redaction, ids and usage read the stream's lines through one line
+	// reader (chain).
+	lines := &lineBody{lineReader: b.redactingReader(resp.Body), c: resp.Body}
+	resp.Body = lines
 	if r.tagsAnswer(native, client) {
-		resp.Body = &lineBody{lineReader: r.Tagger.taggingReader(resp.Body, b.Name), c: resp.Body}
+		lines.chain(r.Tagger.taggingReader(nil, b.Name))
 	}
 	if at.countsTokens() {
 		strip := o.AskedUsage || native != client && client == translate.OpenAI && !r.includeUsage
 		guessed := native != client && client == translate.Anthropic
 		if at.p.Tokens == nil {
-			resp.Body = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, guessed, nil), c: resp.Body}
+			lines.chain(usageReader(nil, client, &at.use, strip, guessed, nil))
 			return
 		}
 		eb := &estimatingBody{at: at, client: client}
-		eb.ReadCloser = &lineBody{lineReader: usageReader(resp.Body, client, &at.use, strip, guessed, &eb.said), c: resp.Body}
-		resp.Body = eb
+		lines.chain(usageReader(nil, client, &at.use, strip, guessed, &eb.said))
+		lines.onEnd = eb.end
 	}
 }
 

@@ -65,57 +65,86 @@ type body struct {
 	// requires; EOF before it is ErrStreamIncomplete.
 	end     *streamEnd
 	onError func(error)
-	// onModel, if set, gets the first bytes of a body that ended cleanly,
-	// to read the model version the backend answered with.
-	onModel func(prefix []byte)
+	// modelOf, if set, reads the model version the backend answered with
+	// from the body's first bytes (up to prefixSize), and onModel gets it
+	// once the body has ended cleanly. The version is read as soon as
+	// those bytes are in, so that a long stream does not hold them.
+	modelOf func(prefix []byte) string
+	onModel func(model string)
+	model   string
+	read    bool // modelOf has read model
 	// stall, if set (a committed stream, with an idle bound), bounds the
 	// backend's silence after a steady event by the stall rule (see
 	// stall.go), within idle.
 	stall   *stallWatch
 	backend string
 
-	prefix []byte // up to prefixSize bytes from the start of the body
+	prefix []byte // up to prefixSize bytes from the start of the body, until modelOf has read them
 
 	idleTimer clock.Timer
 	// plain, if set, is the attempt whose plain answer this is, read
 	// whole before try returns: its idle bound runs on the attempt's
 	// first-byte timer (attempt.armIdle), not a timer of its own.
 	plain   *attempt
+	began   time.Time   // when the read under way began, for the stall watch
 	stalled atomic.Bool // the armed timer is the stall rule's, not idle's
 	once    sync.Once
 }
 
+// Read reads from the backend with the idle bound (or the stall rule's)
+// armed while it waits. It is kept small: a stream spends its life
+// parked in it, and every frame under that wait is stack the stream holds
+// (see relay.go's stack note); what happens after the read is in
+// afterRead.
 func (b *body) Read(p []byte) (int, error) {
-	var began time.Time
 	if b.idle > 0 {
-		wait, cause := b.idle, errIdleTimeout
-		if b.stall != nil {
-			began = b.clock.Now()
-			wait, cause = b.stall.limit(b.idle)
-		}
-		b.stalled.Store(cause == errStreamStalled)
-		switch {
-		case wait <= 0:
-			b.cancel(cause) // silent for the whole bound already, over reads that brought no event
-		case b.plain != nil:
-			b.plain.armIdle(wait)
-		case b.idleTimer == nil:
-			b.idleTimer = b.clock.AfterFunc(wait, b.timeUp)
-		default:
-			b.idleTimer.Reset(wait)
-		}
+		b.arm()
 	}
 	n, err := b.r.Read(p)
+	return b.afterRead(p, n, err)
+}
+
+// arm starts the idle timer (or the stall rule's) before a read, and
+// notes when the read began if the stall watch needs it.
+//
+//go:noinline
+func (b *body) arm() {
+	wait, cause := b.idle, errIdleTimeout
+	if b.stall != nil {
+		b.began = b.clock.Now()
+		wait, cause = b.stall.limit(b.idle)
+	}
+	b.stalled.Store(cause == errStreamStalled)
+	switch {
+	case wait <= 0:
+		b.cancel(cause) // silent for the whole bound already, over reads that brought no event
+	case b.plain != nil:
+		b.plain.armIdle(wait)
+	case b.idleTimer == nil:
+		b.idleTimer = b.clock.AfterFunc(wait, b.timeUp)
+	default:
+		b.idleTimer.Reset(wait)
+	}
+}
+
+// afterRead handles what one read from the backend returned: n bytes of
+// p, and err.
+//
+//go:noinline
+func (b *body) afterRead(p []byte, n int, err error) (int, error) {
 	if b.plain != nil && b.idle > 0 {
 		b.plain.disarmIdle()
 	} else if b.idleTimer != nil {
 		b.idleTimer.Stop()
 	}
-	if b.stall != nil && b.idle > 0 {
-		b.stall.saw(p[:n], b.clock.Now().Sub(began))
+	if pr, ok := b.r.(*pendingReader); ok && len(pr.pending) == 0 {
+		b.r = pr.r // the bytes read ahead are passed on: one reader fewer under every later wait
 	}
-	if b.onModel != nil && len(b.prefix) < prefixSize && n > 0 {
-		b.prefix = append(b.prefix, p[:min(n, prefixSize-len(b.prefix))]...)
+	if b.stall != nil && b.idle > 0 {
+		b.stall.saw(p[:n], b.clock.Now().Sub(b.began))
+	}
+	if b.modelOf != nil && !b.read && n > 0 {
+		b.keepPrefix(p[:n])
 	}
 	if b.end != nil && n > 0 {
 		b.end.scan(p[:n])
@@ -130,8 +159,9 @@ func (b *body) Read(p []byte) (int, error) {
 			return n, berr
 		}
 		b.finish(breaker.Outcome{Result: breaker.Success}, nil)
-		if b.onModel != nil {
-			b.onModel(b.prefix)
+		if b.modelOf != nil {
+			b.readModel()
+			b.onModel(b.model)
 		}
 		return n, err
 	}
@@ -146,6 +176,23 @@ func (b *body) Read(p []byte) (int, error) {
 	berr := &BodyError{Backend: b.backend, Reason: reason, Err: err}
 	b.finish(breaker.Outcome{Result: breaker.Failure, Kind: reason.kind(), Cause: "body " + string(reason)}, berr)
 	return n, berr
+}
+
+// keepPrefix keeps what p adds to the body's first prefixSize bytes,
+// and reads the model version from them once they are all in.
+func (b *body) keepPrefix(p []byte) {
+	b.prefix = append(b.prefix, p[:min(len(p), prefixSize-len(b.prefix))]...)
+	if len(b.prefix) == prefixSize {
+		b.readModel()
+	}
+}
+
+// readModel reads the model version from the prefix kept, once, and lets
+// the prefix go.
+func (b *body) readModel() {
+	if !b.read {
+		b.model, b.prefix, b.read = b.modelOf(b.prefix), nil, true
+	}
 }
 
 // timeUp is the idle timer's callback: it ends the attempt for the
@@ -309,6 +356,13 @@ func (s *streamEnd) scan(p []byte) {
 		if i < 0 {
 			s.keep(p)
 			return
+		}
+		if len(s.line) == 0 && !s.long && i <= maxLine {
+			// A whole line in p, the common case: checked where it is,
+			// so the stream holds no copy of its longest line.
+			s.check(bytes.TrimRight(p[:i], "\r"))
+			p = p[i+1:]
+			continue
 		}
 		s.keep(p[:i])
 		if !s.long {

@@ -3,7 +3,6 @@ package route
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"sync/atomic"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -133,29 +132,15 @@ func (at *attempt) estimateUse(client translate.Format, s *said) {
 	at.use = u
 }
 
-// estimatingBody is a stream's body that keeps the answer's text while
-// its usage is unknown (see usageReader) and estimates the usage once
-// the stream ends: at its end or error, or when it is closed.
+// estimatingBody is the estimate of a stream's usage: it keeps the
+// answer's text while the usage is unknown (see usageReader), and
+// estimates the usage once the stream ends (end: the stream's line
+// reader calls it at its end or error, or when it is closed).
 type estimatingBody struct {
-	io.ReadCloser
 	at     *attempt
 	client translate.Format
 	said   said
 	done   atomic.Bool
-}
-
-func (e *estimatingBody) Read(p []byte) (int, error) {
-	n, err := e.ReadCloser.Read(p)
-	if err != nil {
-		e.end()
-	}
-	return n, err
-}
-
-func (e *estimatingBody) Close() error {
-	err := e.ReadCloser.Close()
-	e.end()
-	return err
 }
 
 func (e *estimatingBody) end() {

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -345,9 +346,17 @@ type lineReader struct {
 	fn   func(line []byte) []byte
 	line []byte // an unfinished line read from r
 	out  []byte // processed bytes not yet returned
-	buf  []byte // what r is read into
 	err  error
+	// onEnd, if set, is called when a read returns an error (the end of
+	// the stream, or its failure) and when the body is closed.
+	onEnd func()
 }
+
+// lineBufs are what a lineReader reads into when it cannot read straight
+// into the caller's buffer (a line split between two reads, a changed
+// line). A buffer goes back once its bytes are taken, so a stream does
+// not hold one while it waits for its next event.
+var lineBufs = sync.Pool{New: func() any { b := make([]byte, 2<<10); return &b }}
 
 func (t *lineReader) Read(p []byte) (int, error) {
 	if len(t.out) == 0 && len(t.line) == 0 && t.err == nil && len(p) > 0 {
@@ -357,7 +366,7 @@ func (t *lineReader) Read(p []byte) (int, error) {
 		t.err = err
 		if n == 0 {
 			if err != nil {
-				return 0, err
+				return 0, t.ended(err)
 			}
 			return 0, nil
 		}
@@ -366,7 +375,7 @@ func (t *lineReader) Read(p []byte) (int, error) {
 		}
 		t.take(p[:n])
 		if err != nil && len(t.out) == 0 && len(t.line) == 0 {
-			return 0, err
+			return 0, t.ended(err)
 		}
 	}
 	for len(t.out) == 0 {
@@ -375,18 +384,27 @@ func (t *lineReader) Read(p []byte) (int, error) {
 				t.out, t.line = t.line, nil
 				break
 			}
-			return 0, t.err
+			return 0, t.ended(t.err)
 		}
-		if t.buf == nil {
-			t.buf = make([]byte, 2<<10)
-		}
-		n, err := t.r.Read(t.buf)
+		bp := lineBufs.Get().(*[]byte)
+		n, err := t.r.Read(*bp)
 		t.err = err
-		t.take(t.buf[:n])
+		t.take((*bp)[:n])
+		lineBufs.Put(bp)
 	}
 	n := copy(p, t.out)
 	t.out = t.out[n:]
 	return n, nil
+}
+
+// ended calls onEnd, if set, as a read returns err.
+//
+//go:noinline
+func (t *lineReader) ended(err error) error {
+	if t.onEnd != nil {
+		t.onEnd()
+	}
+	return err
 }
 
 // unchanged reports whether b is whole lines that fn leaves as they are.
@@ -423,6 +441,33 @@ func (t *lineReader) take(b []byte) {
 	}
 }
 
+// chain makes t pass each line through next's function after its own,
+// as if next read t, in one reader: a stream's line readers (redaction,
+// ids, usage) are one frame under its wait and one set of buffers, not
+// one each. next's own reader is not used. The functions return whole
+// lines; should one return several, the next gets each in turn, and a
+// last piece without its newline as it is.
+func (t *lineReader) chain(next *lineReader) {
+	first, then := t.fn, next.fn
+	t.fn = func(line []byte) []byte {
+		out := first(line)
+		if i := bytes.IndexByte(out, '\n'); i < 0 || i == len(out)-1 {
+			return then(out)
+		}
+		var joined []byte
+		for len(out) > 0 {
+			i := bytes.IndexByte(out, '\n')
+			if i < 0 {
+				joined = append(joined, then(out)...)
+				break
+			}
+			joined = append(joined, then(out[:i+1])...)
+			out = out[i+1:]
+		}
+		return joined
+	}
+}
+
 // taggingReader is a lineReader that tags the stateful ids of an SSE
 // stream with backend (unsigned).
 func taggingReader(r io.Reader, backend string) *lineReader {
@@ -442,7 +487,13 @@ type lineBody struct {
 	c io.Closer
 }
 
-func (l *lineBody) Close() error { return l.c.Close() }
+func (l *lineBody) Close() error {
+	err := l.c.Close()
+	if l.onEnd != nil {
+		l.onEnd()
+	}
+	return err
+}
 
 // tagsIDs reports whether the answers to r name objects that live on the
 // backend that made them: Responses (and their compaction), chat

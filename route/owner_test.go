@@ -183,3 +183,56 @@ func jsonID(t *testing.T, b []byte) string {
 	}
 	return v.ID
 }
+
+// TestLineReaderChainIsTwoReadersInOne checks that a chained line reader
+// gives what two line readers, one reading the other, give: each line
+// through the first function, then each line of that through the second,
+// whatever the reads' sizes.
+func TestLineReaderChainIsTwoReadersInOne(t *testing.T) {
+	upper := func(line []byte) []byte { return bytes.ToUpper(line) }
+	split := func(line []byte) []byte { // one line in, two out
+		if bytes.HasPrefix(line, []byte("two:")) {
+			return []byte("a\nb" + string(line[len("two:"):]))
+		}
+		return line
+	}
+	mark := func(line []byte) []byte { return append([]byte(">"), line...) }
+	in := "one\ntwo:x\n\nthree\nunfinished"
+	tests := []struct {
+		name        string
+		first, then func([]byte) []byte
+	}{
+		{"changed", upper, mark},
+		{"split", split, mark},
+		{"unchanged", func(l []byte) []byte { return l }, func(l []byte) []byte { return l }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, size := range []int{1, 3, 64} {
+				two := &lineReader{r: &lineReader{r: iotest.OneByteReader(strings.NewReader(in)), fn: tt.first}, fn: tt.then}
+				want, _ := io.ReadAll(two)
+				one := &lineReader{r: &chunked{s: in, n: size}, fn: tt.first}
+				one.chain(&lineReader{fn: tt.then})
+				got, err := io.ReadAll(one)
+				if err != nil || string(got) != string(want) {
+					t.Errorf("reads of %d: got %q, %v; want %q", size, got, err, want)
+				}
+			}
+		})
+	}
+}
+
+// chunked reads s n bytes at a time.
+type chunked struct {
+	s string
+	n int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if c.s == "" {
+		return 0, io.EOF
+	}
+	k := copy(p[:min(len(p), c.n)], c.s)
+	c.s = c.s[k:]
+	return k, nil
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/memlimit"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -62,6 +63,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	announce(g, ln, admin)
+	if limit, ok := memlimit.Set(os.Getenv, "/sys/fs/cgroup"); ok {
+		g.Logger.Info("soft memory limit set to 90% of the container's (GOMEMLIMIT overrides it)", "bytes", limit)
+	}
 	// SIGHUP reloads the file; so does a change of its content when
 	// reload.watch is on. An invalid file keeps the configuration in force.
 	hup := make(chan os.Signal, 1)
