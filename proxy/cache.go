@@ -15,8 +15,12 @@ import (
 )
 
 // The response cache and request coalescing (see docs/cache.md): the
-// stage cachedRelay stands in the pipeline where relay would, and calls
-// it on a miss.
+// stage cacheLookup stands in the pipeline before relay. It answers a hit
+// or a coalesced call itself, and calls relay as a flight's leader to
+// store the answer; for everything else it returns nil and relay, the
+// next stage, runs from the pipeline as it does on a pool without a
+// cache: no frame of the cache's under a waiting stream (see relay.go's
+// stack note and TestStreamStackStaysSmall).
 
 // HeaderCache is the request header that steers the cache for one call
 // ("bypass": neither read nor stored, nor coalesced; "refresh": called
@@ -159,14 +163,16 @@ func (x *exchange) cacheScope(pol *CachePolicy) string {
 	return ""
 }
 
-// cachedRelay is the stage that answers a cacheable call from the cache,
+// cacheLookup is the stage that answers a cacheable call from the cache,
 // or from an identical call in flight, or else relays it (relay) and
-// stores its answer. A call its pool and key do not cache, or that is not
-// cacheable (cache.KeyOf), is relayed untouched.
-func cachedRelay(x *exchange) error {
+// stores its answer; having answered, it stops the pipeline
+// (errAnswered). A call its pool and key do not cache, or that is not
+// cacheable (cache.KeyOf), or bypasses the cache, goes on to relay
+// untouched.
+func cacheLookup(x *exchange) error {
 	pol := x.cachePolicy()
 	if pol == nil {
-		return relay(x)
+		return nil // relay, the next stage, calls the pool
 	}
 	mode, err := readCacheMode(x.r.Header)
 	if err != nil {
@@ -177,33 +183,42 @@ func cachedRelay(x *exchange) error {
 		Path: x.r.URL.Path, Query: x.r.URL.RawQuery, Stream: x.req.Stream, Scope: x.cacheScope(pol),
 		Body: x.body, Header: x.r.Header})
 	if err != nil || x.req.Owner != "" {
-		return relay(x) // not cacheable: no header, no count
+		return nil // not cacheable: no header, no count; relay calls the pool
 	}
 	if mode == cacheBypass {
 		x.w.Header().Set(HeaderCache, "bypass")
 		x.lg.cache = "bypass"
 		rc.result(x.pool.Name, "bypass", 0)
-		return relay(x)
+		return nil
 	}
 	store := pol.TTL > 0 && rc.Store != nil
 	if mode == cacheUse && store {
 		if e, ok := rc.Store.Get(k, rc.now()); ok {
-			return x.replay(rc, e, "hit")
+			return answered(x.replay(rc, e, "hit"))
 		}
 	}
 	if mode == cacheUse && pol.Coalesce {
 		f, e, result := x.follow(rc, pol, k, store)
 		if e != nil {
-			return x.replay(rc, e, result)
+			return answered(x.replay(rc, e, result))
 		}
 		if f != nil {
-			return x.lead(rc, pol, k, f, store)
+			return answered(x.lead(rc, pol, k, f, store))
 		}
 		if err := x.r.Context().Err(); err != nil {
 			return clientGone(err) // it left while it waited
 		}
 	}
-	return x.lead(rc, pol, k, nil, store)
+	return answered(x.lead(rc, pol, k, nil, store))
+}
+
+// answered is err, or errAnswered for nil: the cache's stage has answered
+// and the pipeline must not relay the call again.
+func answered(err error) error {
+	if err == nil {
+		return errAnswered
+	}
+	return err
 }
 
 // follow joins the flight of k. As its leader it returns the flight, to

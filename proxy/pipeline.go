@@ -56,9 +56,9 @@ import (
 //	                    findEndUser     enduser.go   the end user (header, else body); 400
 //	                    admit           tenancy.go   the key's limits (Routes.Admission); 429, 403
 //	                    applyPatience   tenancy.go   the key's patience as the call's max wait
-//	                    cachedRelay     cache.go     the answer from the response cache or an identical
-//	                                                 call in flight, else relay (relay.go): the call
-//	                                                 through the pool, its answer passed on (and stored)
+//	                    cacheLookup     cache.go     the answer from the response cache or an identical
+//	                                                 call in flight; a flight's leader relays and stores
+//	                    relay           relay.go     the call through the pool, its answer passed on
 //
 //	a stored response   begin, objectBody (objects.go: read for a chat's POST, else ignored),
 //	or chat completion  routeObject (objects.go: its backend; 404),
@@ -80,7 +80,7 @@ var everyRequest = []stage{loadRoutes, identify, classifyPath, checkMethod, auth
 // kind of its path. (pathUnknown has none: classifyPath refuses it.)
 var stagesOf = [...][]stage{
 	pathModels:   {ignoreBody, listModels},
-	pathAPI:      {begin, traceRequest, readRequestBody, geminiBody, parseCall, findPool, estimateTokens, countGeminiTokens, findEndUser, admit, applyPatience, cachedRelay},
+	pathAPI:      {begin, traceRequest, readRequestBody, geminiBody, parseCall, findPool, estimateTokens, countGeminiTokens, findEndUser, admit, applyPatience, cacheLookup, relay},
 	pathObject:   {begin, objectBody, routeObject, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
 	pathPinned:   {begin, pinnedFormat, scopeForwarded, readRequestBody, routePinned, checkUpstreamPath, findEndUser, admit, applyPatience, relay},
 	pathRealtime: {begin, routeRealtime, findEndUser, admit, tunnel},
