@@ -38,6 +38,10 @@ type Sample struct {
 	Failover bool
 	// Attempts is the x-switchover-attempts header (0 when absent).
 	Attempts int
+	// Cache is the x-switchover-cache header: "hit" or "coalesced" when
+	// the gateway's response cache answered without a model call, "miss"
+	// or "bypass"; empty when the call was not cached.
+	Cache string
 	// Waited is the time a wait-for-Retry-After caller slept.
 	Waited time.Duration
 	// RetryAfter is the Retry-After of a refusal (Retry-After-Ms when
@@ -115,6 +119,9 @@ type Summary struct {
 	Goodput    float64 `json:"goodput_rps"`
 	// Failovers counts responses with x-switchover-failover: true.
 	Failovers int `json:"failovers"`
+	// FromCache counts the answers the gateway's response cache gave
+	// without a model call (x-switchover-cache: hit or coalesced).
+	FromCache int `json:"from_cache,omitempty"`
 	// ByBackend counts successful requests by the backend that answered.
 	ByBackend map[string]int `json:"by_backend,omitempty"`
 	// Upstream is set when the run counted the model calls it caused.
@@ -144,6 +151,9 @@ func Summarize(samples []Sample, dropped int) Summary {
 		last = max(last, x.End())
 		if x.Failover {
 			s.Failovers++
+		}
+		if x.Cache == "hit" || x.Cache == "coalesced" {
+			s.FromCache++
 		}
 		if x.OK {
 			s.Succeeded++
