@@ -80,6 +80,9 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 		}
 		run := sc.scaled(k)
 		res := ScenarioResult{Name: sc.Name, Title: sc.Title, Description: sc.Description, Targets: sc.Targets, Compress: k, Load: run.describeLoad()}
+		for _, st := range run.Setups {
+			res.Cached = res.Cached || st.Cache != nil
+		}
 		for _, r := range run.Regions {
 			res.Regions = append(res.Regions, RegionInfo{Name: r.Name, MedianLatency: r.Latency.D(), RPM: r.RPM, TPM: r.TPM})
 		}
@@ -337,7 +340,7 @@ func newCaller(l Load, url string, client *http.Client, key string) *load.HTTPCa
 
 // request is the request l sends.
 func (l Load) request() load.Request {
-	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API, MaxWait: l.MaxWait.D()}
+	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API, MaxWait: l.MaxWait.D(), Repeat: l.Repeat}
 }
 
 func loadOptions(l Load) load.Options {
@@ -469,6 +472,9 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 			fmt.Fprintf(&y, "%sshare: %g", sep, h.Share)
 		}
 		y.WriteString("}\n")
+	}
+	if c := st.Cache; c != nil {
+		fmt.Fprintf(&y, "    cache: {ttl: %s, coalesce: %v}\n", c.TTL.D(), c.coalesce())
 	}
 	y.WriteString("    members:\n")
 	for _, m := range st.Members {
