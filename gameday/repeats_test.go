@@ -142,3 +142,18 @@ func TestPoolYAMLCache(t *testing.T) {
 		t.Error("scaling modified the setup's cache or did not scale its copy")
 	}
 }
+
+// TestWriteHTMLFromCacheColumn: a scenario with a cached setup has a
+// from-cache column in its HTML results table, and one without has none.
+func TestWriteHTMLFromCacheColumn(t *testing.T) {
+	rep := fixtureReport()
+	if page := render(t, rep); strings.Contains(page, ">from cache</th>") {
+		t.Fatal("from-cache column without a cached setup")
+	}
+	rep.Scenarios[0].Cached = true
+	rep.Scenarios[0].Runs[0].Summary.FromCache = 4321
+	page := render(t, rep)
+	if !strings.Contains(page, ">from cache</th>") || !strings.Contains(page, "<td>1.28</td><td>4,321</td>") || !strings.Contains(page, `<th colspan="11">`) {
+		t.Fatalf("no from-cache column:\n%s", page[strings.Index(page, `<table class="results">`):][:1500])
+	}
+}
