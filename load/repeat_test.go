@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -97,5 +98,15 @@ func TestHTTPCallerSendsRepeatsAndCountsCacheAnswers(t *testing.T) {
 	}
 	if res.Summary.FromCache != 10 {
 		t.Fatalf("%d answers from the cache, want the 10 repeats", res.Summary.FromCache)
+	}
+	var out strings.Builder
+	WriteSummary(&out, res.Summary, false)
+	if !strings.Contains(out.String(), "from cache   10 answered with no model call") {
+		t.Errorf("summary without the answers from the cache:\n%s", out.String())
+	}
+	out.Reset()
+	WriteSummary(&out, Summary{Requests: 1, Succeeded: 1}, false)
+	if strings.Contains(out.String(), "from cache") {
+		t.Errorf("a from-cache line with no answer from a cache:\n%s", out.String())
 	}
 }
