@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/load"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -155,5 +156,16 @@ func TestWriteHTMLFromCacheColumn(t *testing.T) {
 	page := render(t, rep)
 	if !strings.Contains(page, ">from cache</th>") || !strings.Contains(page, "<td>1.28</td><td>4,321</td>") || !strings.Contains(page, `<th colspan="11">`) {
 		t.Fatalf("no from-cache column:\n%s", page[strings.Index(page, `<table class="results">`):][:1500])
+	}
+}
+
+// TestNoiseCallsLeaveOutCacheAnswers: a noise answer from the cache
+// replays the x-switchover-attempts of the call it repeats; it made no
+// model call.
+func TestNoiseCallsLeaveOutCacheAnswers(t *testing.T) {
+	samples := []load.Sample{{OK: true, Attempts: 2, Cache: "miss"}, {OK: true, Attempts: 2, Cache: "hit"}, {OK: true, Attempts: 2, Cache: "coalesced"}, {OK: true, Attempts: 1}}
+	res := &load.Result{Samples: samples, Summary: load.Summarize(samples, 0)}
+	if got := noiseResult(res).Upstream.Calls; got != 3 {
+		t.Fatalf("noise calls %d, want 3 (2 + 1; none for the cache's answers)", got)
 	}
 }

@@ -349,12 +349,15 @@ func loadOptions(l Load) load.Options {
 
 // noiseResult summarizes a noise load's run. Its model calls are read from
 // the x-switchover-attempts header of each answer (a request that ended
-// without one, such as a client timeout, counts none).
+// without one, such as a client timeout, or answered from the cache,
+// counts none).
 func noiseResult(res *load.Result) *load.Summary {
 	sum := res.Summary
 	up := &load.Upstream{}
 	for _, x := range res.Samples {
-		up.Calls += int64(x.Attempts)
+		if !x.FromCache() { // a cached answer replays the attempts of the call it repeats
+			up.Calls += int64(x.Attempts)
+		}
 	}
 	if sum.Requests > 0 {
 		up.CallsPerRequest = float64(up.Calls) / float64(sum.Requests)

@@ -110,3 +110,19 @@ func TestHTTPCallerSendsRepeatsAndCountsCacheAnswers(t *testing.T) {
 		t.Errorf("a from-cache line with no answer from a cache:\n%s", out.String())
 	}
 }
+
+// TestSummarizeCountsNoFailoverForCacheAnswers: an answer from the cache
+// replays the x-switchover-failover of the answer it repeats; it counts
+// as from the cache, not as a failover.
+func TestSummarizeCountsNoFailoverForCacheAnswers(t *testing.T) {
+	s := Summarize([]Sample{
+		{OK: true, Failover: true, Cache: "miss"},
+		{OK: true, Failover: true, Cache: "hit"},
+		{OK: true, Failover: true, Cache: "coalesced"},
+		{OK: true, Cache: "bypass"},
+		{OK: true},
+	}, 0)
+	if s.Failovers != 1 || s.FromCache != 2 {
+		t.Fatalf("failovers %d, from cache %d; want 1 and 2", s.Failovers, s.FromCache)
+	}
+}

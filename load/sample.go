@@ -49,6 +49,10 @@ type Sample struct {
 	RetryAfter time.Duration
 }
 
+// FromCache reports whether the gateway's response cache answered the
+// request with no model call: x-switchover-cache hit or coalesced.
+func (s Sample) FromCache() bool { return s.Cache == "hit" || s.Cache == "coalesced" }
+
 // End is when the request finished, from the start of the run.
 func (s Sample) End() time.Duration { return s.Start + s.Latency }
 
@@ -117,7 +121,9 @@ type Summary struct {
 	// requests per second.
 	Throughput float64 `json:"throughput_rps"`
 	Goodput    float64 `json:"goodput_rps"`
-	// Failovers counts responses with x-switchover-failover: true.
+	// Failovers counts responses with x-switchover-failover: true, but
+	// not answers from the cache (which replay the header of the answer
+	// they repeat: no failover happened for them).
 	Failovers int `json:"failovers"`
 	// FromCache counts the answers the gateway's response cache gave
 	// without a model call (x-switchover-cache: hit or coalesced).
@@ -149,11 +155,10 @@ func Summarize(samples []Sample, dropped int) Summary {
 			first = x.Start
 		}
 		last = max(last, x.End())
-		if x.Failover {
-			s.Failovers++
-		}
-		if x.Cache == "hit" || x.Cache == "coalesced" {
+		if x.FromCache() {
 			s.FromCache++
+		} else if x.Failover {
+			s.Failovers++
 		}
 		if x.OK {
 			s.Succeeded++
