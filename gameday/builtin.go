@@ -46,6 +46,26 @@ func switchoverBin() *Breaker {
 	return &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second), FollowRetryAfter: true}
 }
 
+// repeatSetups are the setups of every-region-short-repeats: two kinds
+// of gateway, each without and with the response cache.
+func repeatSetups() []Setup {
+	cache := &Cache{TTL: d(10 * time.Minute)}
+	return []Setup{
+		{Name: "gateway: no retry", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1,
+			Description: "Even split, no retry, no breaker, no cache: one model call per request."},
+		{Name: "gateway: no retry, cache", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 1, Cache: cache,
+			Description: "The same with cache: {ttl: 10m}: a repeat is answered from the cache, or shares the call of an identical request in flight."},
+		{Name: "gateway: switchover defaults", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+			Description: "Retry on another region, switchover's breaker, quota-aware; no cache (the cache is off by default)."},
+		{Name: "gateway: switchover defaults, coalescing only", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+			Cache:       &Cache{}, // no ttl; coalesce defaults to true
+			Description: "As above with cache: {coalesce: true}: nothing stored; only a repeat sent while its first call is in flight shares it."},
+		{Name: "gateway: switchover defaults, cache", Mode: "gateway", Members: weights(1, 1, 1), Attempts: 3, Breaker: switchoverBin(), QuotaAware: true,
+			Cache:       cache,
+			Description: "As above with cache: {ttl: 10m} (coalescing on, its default)."},
+	}
+}
+
 // outageMembers is the priority pool of outage-default-timeouts:
 // westeurope first, the other two only while it is out.
 func outageMembers() []Member {
@@ -146,6 +166,22 @@ func Builtin() []Scenario {
 					MaxWait:     d(90 * time.Second),
 					Description: "The defaults, and callers that send x-switchover-max-wait: 90s: the gateway holds them until quota returns, first come first served."},
 			},
+		},
+		{
+			Name:  "every-region-short-repeats",
+			Title: "Every region short, with repeats",
+			Description: "As in Every region short, 6 requests a second against three regions that can serve 3 between " +
+				"them; and 30% of the requests repeat an earlier one byte for byte (a retry loop, an agent asking " +
+				"again, a dashboard refreshing the same summary). Without a cache every repeat takes quota from a " +
+				"request that needs it; with the response cache and coalescing a repeat of an answered request " +
+				"costs no model call.",
+			Targets: "with the cache, more requests answered than the same setup without it, at no more model calls " +
+				"per request (fewer where every request costs a call; a quota-aware gateway already calls only as much " +
+				"as the quota holds). from cache: the answers given with no model call (x-switchover-cache hit or coalesced).",
+			Compress: 10, // as every-region-short: a quota slice outlasts a call
+			Regions:  benchmarkRegions(60, 60000),
+			Load:     Load{Rate: 6, Duration: d(2 * time.Minute), MaxTokens: 5, Timeout: d(30 * time.Second), Repeat: 0.3},
+			Setups:   repeatSetups(),
 		},
 		{
 			Name:  "slow-tail",

@@ -46,7 +46,9 @@ type (
 		Regions                                               []htmlRegion
 		FailureKinds                                          []string
 		HasOutage                                             bool
-		Runs                                                  []htmlRun
+		// Cached adds the from-cache column (ScenarioResult.Cached).
+		Cached bool
+		Runs   []htmlRun
 	}
 	htmlRegion struct {
 		Name, Median, RPM, TPM string
@@ -57,9 +59,9 @@ type (
 		// Noise describes the noise load's requests, if any.
 		Noise string
 		// Table cells.
-		Requests, Success, P50, P95, Goodput, Calls, Failovers, Failed string
-		Failures                                                       []string
-		Outage                                                         *htmlOutage
+		Requests, Success, P50, P95, Goodput, Calls, FromCache, Failovers, Failed string
+		Failures                                                                  []string
+		Outage                                                                    *htmlOutage
 		// Notes are the notifications the run sent, one line each.
 		Notes []string
 		// Plots.
@@ -125,6 +127,7 @@ func buildScenario(sc *ScenarioResult, si int, col colours) htmlScenario {
 		}
 	}
 	h.FailureKinds = all.FailureKinds()
+	h.Cached = sc.Cached
 	for ri := range sc.Runs {
 		h.Runs = append(h.Runs, buildRun(sc, &sc.Runs[ri], fmt.Sprintf("%s-r%d", h.ID, ri+1), ri == 0, h.FailureKinds, col))
 	}
@@ -144,6 +147,7 @@ func buildRun(sc *ScenarioResult, run *RunResult, id string, first bool, kinds [
 		P95:         "–",
 		Goodput:     strconv.FormatFloat(sum.Goodput, 'f', 1, 64),
 		Calls:       "–",
+		FromCache:   formatCount(sum.FromCache),
 		Failovers:   formatCount(sum.Failovers),
 		Failed:      formatCount(sum.Failed),
 	}
@@ -297,13 +301,13 @@ footer{margin-top:40px;border-top:1px solid #ddd;color:#444}
 {{- end}}
 <h3>Results</h3>
 <div class="scroll"><table class="results">
-<tr class="group"><th colspan="10"></th>{{if .FailureKinds}}<th colspan="{{len .FailureKinds}}">failures by kind</th>{{end}}{{if .HasOutage}}<th colspan="5">primary outage</th>{{end}}</tr>
-<tr><th class="l">setup</th><th class="l">mode</th><th>requests</th><th>success</th><th title="latency of all requests">p50</th><th title="latency of all requests">p95</th><th title="successful requests per second">goodput req/s</th><th title="model calls per request sent">upstream calls/req</th><th>failovers</th><th>failed</th>
+<tr class="group"><th colspan="{{if .Cached}}11{{else}}10{{end}}"></th>{{if .FailureKinds}}<th colspan="{{len .FailureKinds}}">failures by kind</th>{{end}}{{if .HasOutage}}<th colspan="5">primary outage</th>{{end}}</tr>
+<tr><th class="l">setup</th><th class="l">mode</th><th>requests</th><th>success</th><th title="latency of all requests">p50</th><th title="latency of all requests">p95</th><th title="successful requests per second">goodput req/s</th><th title="model calls per request sent">upstream calls/req</th>{{if .Cached}}<th title="answers the response cache gave with no model call: x-switchover-cache hit or coalesced">from cache</th>{{end}}<th>failovers</th><th>failed</th>
 {{- range .FailureKinds}}<th>{{.}}</th>{{end}}
 {{- if .HasOutage}}<th title="of the requests in flight at some moment of the outage (those in flight when it began included), how many failed">failed in outage</th><th title="from the outage's start to the first answer from another region">moved after</th><th title="from the outage's start to the primary's breaker opening">benched after</th><th title="from the outage's end to the primary answering again">back after</th><th title="from the outage's end to the primary's breaker closing">closed after</th>{{end}}</tr>
-{{- $outage := .HasOutage}}
+{{- $outage := .HasOutage}}{{$cached := .Cached}}
 {{- range .Runs}}
-<tr class="run" id="row-{{.ID}}"><td class="l"><a href="#{{.ID}}">{{.Setup}}</a></td><td class="l">{{.Mode}}</td><td>{{.Requests}}</td><td class="success">{{.Success}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.Goodput}}</td><td>{{.Calls}}</td><td>{{.Failovers}}</td><td>{{.Failed}}</td>
+<tr class="run" id="row-{{.ID}}"><td class="l"><a href="#{{.ID}}">{{.Setup}}</a></td><td class="l">{{.Mode}}</td><td>{{.Requests}}</td><td class="success">{{.Success}}</td><td>{{.P50}}</td><td>{{.P95}}</td><td>{{.Goodput}}</td><td>{{.Calls}}</td>{{if $cached}}<td>{{.FromCache}}</td>{{end}}<td>{{.Failovers}}</td><td>{{.Failed}}</td>
 {{- range .Failures}}<td>{{.}}</td>{{end}}
 {{- if $outage}}{{with .Outage}}<td>{{.Failed}}</td><td>{{.Moved}}</td><td>{{.Benched}}</td><td>{{.Back}}</td><td>{{.Closed}}</td>{{else}}<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>{{end}}{{end}}</tr>
 {{- end}}

@@ -33,8 +33,12 @@ type ScenarioResult struct {
 	// Regions are the simulated regions, in the scenario's order.
 	Regions []RegionInfo `json:"regions"`
 	// Load describes the load, e.g. "60 req/s open model for 10s".
-	Load string      `json:"load"`
-	Runs []RunResult `json:"runs"`
+	Load string `json:"load"`
+	// Cached is true when a setup of the scenario has a response cache:
+	// the tables then say how many answers came from it (from cache:
+	// x-switchover-cache hit or coalesced, no model call).
+	Cached bool        `json:"cached,omitempty"`
+	Runs   []RunResult `json:"runs"`
 }
 
 // RegionInfo describes a simulated region as it ran (after compression).

@@ -80,6 +80,9 @@ func Run(ctx context.Context, scenarios []Scenario, opts Options) (*Report, erro
 		}
 		run := sc.scaled(k)
 		res := ScenarioResult{Name: sc.Name, Title: sc.Title, Description: sc.Description, Targets: sc.Targets, Compress: k, Load: run.describeLoad()}
+		for _, st := range run.Setups {
+			res.Cached = res.Cached || st.Cache != nil
+		}
 		for _, r := range run.Regions {
 			res.Regions = append(res.Regions, RegionInfo{Name: r.Name, MedianLatency: r.Latency.D(), RPM: r.RPM, TPM: r.TPM})
 		}
@@ -337,7 +340,7 @@ func newCaller(l Load, url string, client *http.Client, key string) *load.HTTPCa
 
 // request is the request l sends.
 func (l Load) request() load.Request {
-	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API, MaxWait: l.MaxWait.D()}
+	return load.Request{Model: "chat-prod", Prompt: l.Prompt, MaxTokens: l.MaxTokens, Stream: l.Stream, API: l.API, MaxWait: l.MaxWait.D(), Repeat: l.Repeat}
 }
 
 func loadOptions(l Load) load.Options {
@@ -346,12 +349,15 @@ func loadOptions(l Load) load.Options {
 
 // noiseResult summarizes a noise load's run. Its model calls are read from
 // the x-switchover-attempts header of each answer (a request that ended
-// without one, such as a client timeout, counts none).
+// without one, such as a client timeout, or answered from the cache,
+// counts none).
 func noiseResult(res *load.Result) *load.Summary {
 	sum := res.Summary
 	up := &load.Upstream{}
 	for _, x := range res.Samples {
-		up.Calls += int64(x.Attempts)
+		if !x.FromCache() { // a cached answer replays the attempts of the call it repeats
+			up.Calls += int64(x.Attempts)
+		}
 	}
 	if sum.Requests > 0 {
 		up.CallsPerRequest = float64(up.Calls) / float64(sum.Requests)
@@ -469,6 +475,9 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 			fmt.Fprintf(&y, "%sshare: %g", sep, h.Share)
 		}
 		y.WriteString("}\n")
+	}
+	if c := st.Cache; c != nil {
+		fmt.Fprintf(&y, "    cache: {ttl: %s, coalesce: %v}\n", c.TTL.D(), c.coalesce())
 	}
 	y.WriteString("    members:\n")
 	for _, m := range st.Members {

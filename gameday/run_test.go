@@ -252,7 +252,7 @@ func TestBuiltinScenariosAreValid(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"nothing-wrong", "main-region-short", "every-region-short", "region-outage", "bursts",
-		"outage-default-timeouts", "misconfigured-region", "impossible-requests"} {
+		"outage-default-timeouts", "misconfigured-region", "impossible-requests", "every-region-short-repeats"} {
 		if !names[want] {
 			t.Errorf("missing built-in scenario %s", want)
 		}
@@ -501,7 +501,7 @@ func TestOutageCountsRequestsInFlight(t *testing.T) {
 	if o.Moved != sec(1) || o.Back != sec(6) {
 		t.Errorf("moved %v, back %v; want 1s and 6s", o.Moved, o.Back)
 	}
-	if got := row(RunResult{Outage: o}); got[len(got)-5] != "3/5" {
+	if got := row(RunResult{Outage: o}, false); got[len(got)-5] != "3/5" {
 		t.Errorf("failed in outage cell %q, want 3/5", got[len(got)-5])
 	}
 }

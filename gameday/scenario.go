@@ -89,6 +89,12 @@ type Load struct {
 	MaxWait Duration `yaml:"max_wait"`
 	// Timeout bounds each request, waits included. Default 60s.
 	Timeout Duration `yaml:"timeout"`
+	// Repeat, if set, makes every request's prompt its own except for
+	// this share of the requests (0 to 1, 1 excluded), which repeat an
+	// earlier request's body byte for byte: what a response cache can
+	// answer (load.Request.Repeat). 0, the default, sends the same body
+	// every time.
+	Repeat float64 `yaml:"repeat"`
 }
 
 // Fault is a fault in force on a region from From to To, relative to the
@@ -167,7 +173,25 @@ type Setup struct {
 	// regions' quotas. Gateway setups of a scenario with a noise load
 	// only.
 	NoiseLimits *KeyLimits `yaml:"noise_limits"`
+	// Cache, if set, turns on the gateway's response cache and request
+	// coalescing for the pool (pools[].cache). None when absent. Gateway
+	// setups only.
+	Cache *Cache `yaml:"cache"`
 }
+
+// Cache is a setup's pools[].cache. Its TTL is scenario time, scaled
+// by compression like the breaker's trip.
+type Cache struct {
+	// TTL is how long an answer is replayed; 0 stores nothing (then
+	// Coalesce must be on).
+	TTL Duration `yaml:"ttl"`
+	// Coalesce makes identical calls in flight share one model call.
+	// Default true, as in the gateway.
+	Coalesce *bool `yaml:"coalesce"`
+}
+
+// coalesce reports whether c coalesces identical calls in flight.
+func (c *Cache) coalesce() bool { return c.Coalesce == nil || *c.Coalesce }
 
 // KeyLimits are a gateway key's limits in a setup.
 type KeyLimits struct {
@@ -277,6 +301,16 @@ func (s *Scenario) validate() error {
 		if st.Attempts < 0 {
 			errs = append(errs, fmt.Errorf("setup %q: attempts must not be negative", st.Name))
 		}
+		if c := st.Cache; c != nil {
+			switch {
+			case st.Mode != "gateway":
+				errs = append(errs, fmt.Errorf("setup %q: cache is the gateway's (pools[].cache): only for gateway setups", st.Name))
+			case c.TTL < 0:
+				errs = append(errs, fmt.Errorf("setup %q: cache ttl must not be negative", st.Name))
+			case c.TTL == 0 && !c.coalesce():
+				errs = append(errs, fmt.Errorf("setup %q: a cache with no ttl and coalesce false does nothing", st.Name))
+			}
+		}
 		if l := st.NoiseLimits; l != nil {
 			switch {
 			case s.Noise == nil:
@@ -299,6 +333,9 @@ func (l Load) validate(what string) []error {
 	}
 	if l.Duration <= 0 && l.Total <= 0 {
 		errs = append(errs, fmt.Errorf("%s: set a duration or a total", what))
+	}
+	if l.Repeat < 0 || l.Repeat >= 1 {
+		errs = append(errs, fmt.Errorf("%s: repeat is a share of the requests, from 0 up to (not including) 1", what))
 	}
 	if l.API != "" && l.API != "chat" && l.API != "responses" {
 		errs = append(errs, fmt.Errorf("%s: api must be chat or responses, not %q", what, l.API))
@@ -359,6 +396,11 @@ func (s Scenario) scaled(k float64) Scenario {
 			out.Setups[i].Breaker = &nb
 		}
 		out.Setups[i].Faults = scaledFaults(s.Setups[i].Faults, k)
+		if c := out.Setups[i].Cache; c != nil {
+			nc := *c
+			nc.TTL = div(c.TTL)
+			out.Setups[i].Cache = &nc
+		}
 		if l := out.Setups[i].NoiseLimits; l != nil {
 			nl := *l
 			nl.RPM, nl.TPM = mul(l.RPM), mul(l.TPM)
@@ -420,6 +462,9 @@ func (l Load) describe() string {
 	}
 	if l.API == "responses" {
 		what += ", Responses API"
+	}
+	if l.Repeat > 0 {
+		what += fmt.Sprintf(", %g%% repeats", l.Repeat*100)
 	}
 	return what
 }

@@ -44,6 +44,17 @@ func TestValidateNewFields(t *testing.T) {
 			s.Setups[0].Faults = []Fault{{Region: "uksouth", Mode: "down", From: d(2 * time.Second), To: d(time.Second)}}
 		}, `setup "s": fault on uksouth: to must be after from`},
 		{"targets", func(s *Scenario) { s.Targets = "everything answered" }, ""},
+		{"repeats", func(s *Scenario) { s.Load.Repeat = 0.3 }, ""},
+		{"repeat share of 1", func(s *Scenario) { s.Load.Repeat = 1 }, "load: repeat is a share of the requests"},
+		{"negative repeat share", func(s *Scenario) { s.Load.Repeat = -0.1 }, "load: repeat is a share of the requests"},
+		{"noise repeats", func(s *Scenario) { s.Noise = &Load{Rate: 1, Total: 5, Repeat: 2} }, "noise: repeat is a share"},
+		{"cache", func(s *Scenario) { s.Setups[0].Cache = &Cache{TTL: d(time.Minute)} }, ""},
+		{"coalescing only", func(s *Scenario) { s.Setups[0].Cache = &Cache{} }, ""},
+		{"cache doing nothing", func(s *Scenario) { off := false; s.Setups[0].Cache = &Cache{Coalesce: &off} },
+			`setup "s": a cache with no ttl and coalesce false does nothing`},
+		{"negative cache ttl", func(s *Scenario) { s.Setups[0].Cache = &Cache{TTL: d(-time.Second)} }, "cache ttl must not be negative"},
+		{"cache on a client setup", func(s *Scenario) { s.Setups[0].Mode, s.Setups[0].Cache = "client", &Cache{} },
+			"cache is the gateway's (pools[].cache): only for gateway setups"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

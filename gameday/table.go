@@ -23,8 +23,9 @@ func failures(s load.Summary) string {
 	return strings.Join(parts, " ")
 }
 
-// row is one table row, the same for text and Markdown.
-func row(r RunResult) []string {
+// row is one table row, the same for text and Markdown; cached adds the
+// from-cache column (header's).
+func row(r RunResult, cached bool) []string {
 	s := r.Summary
 	cpr := "-"
 	if s.Upstream != nil {
@@ -38,9 +39,14 @@ func row(r RunResult) []string {
 		formatDuration(s.Latency.P99),
 		fmt.Sprintf("%.2f/s", s.Goodput),
 		cpr,
+	}
+	if cached {
+		cols = append(cols, fmt.Sprint(s.FromCache))
+	}
+	cols = append(cols,
 		fmt.Sprint(s.Failovers),
 		failures(s),
-	}
+	)
 	if o := r.Outage; o != nil {
 		cols = append(cols, outageFailed(o), formatDuration(o.Moved), formatDuration(o.Benched), formatDuration(o.Back), formatDuration(o.Closed))
 	}
@@ -80,7 +86,11 @@ func writeNoise(w io.Writer, sc ScenarioResult) {
 }
 
 func header(sc ScenarioResult) []string {
-	h := []string{"setup", "success", "p50", "p95", "p99", "goodput", "calls/req", "failovers", "failures"}
+	h := []string{"setup", "success", "p50", "p95", "p99", "goodput", "calls/req"}
+	if sc.Cached {
+		h = append(h, "from cache")
+	}
+	h = append(h, "failovers", "failures")
 	if len(sc.Runs) > 0 && sc.Runs[0].Outage != nil {
 		h = append(h, "failed in outage", "moved after", "benched after", "back after", "closed after")
 	}
@@ -108,7 +118,7 @@ func WriteText(w io.Writer, r *Report) error {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, strings.Join(header(sc), "\t"))
 		for _, run := range sc.Runs {
-			fmt.Fprintln(tw, strings.Join(row(run), "\t"))
+			fmt.Fprintln(tw, strings.Join(row(run, sc.Cached), "\t"))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -200,7 +210,7 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		h := header(sc)
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(h, " | "), strings.Repeat(" --- |", len(h)))
 		for _, run := range sc.Runs {
-			cols := row(run)
+			cols := row(run, sc.Cached)
 			for i := range cols {
 				cols[i] = strings.ReplaceAll(cols[i], "|", `\|`)
 			}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/route"
@@ -43,7 +44,21 @@ type Request struct {
 	// "responses" (the Responses API: input, max_output_tokens; streams
 	// of response.* events).
 	API string
+	// Repeat, if positive, makes the prompts of a run's requests distinct
+	// except for this share of the requests (0 to 1, 1 excluded), which
+	// repeat an earlier request's body byte for byte, as a retry loop, an
+	// agent asking the same question again or a dashboard refreshing
+	// would: what a response cache can answer. See NthBody. 0, the
+	// default, sends one body for every request.
+	Repeat float64
 }
+
+// defaultPrompt is the user message of a Request without a Prompt.
+const defaultPrompt = "Say hello in one word."
+
+// headerCache is the gateway's answer header saying whether the response
+// cache answered: hit, coalesced, miss or bypass (proxy.HeaderCache).
+const headerCache = "X-Switchover-Cache"
 
 // APIResponses is the Request.API of Responses API calls.
 const APIResponses = "responses"
@@ -62,7 +77,7 @@ func (r Request) Body() []byte {
 		r.Model = "chat-prod"
 	}
 	if r.Prompt == "" {
-		r.Prompt = "Say hello in one word."
+		r.Prompt = defaultPrompt
 	}
 	body := map[string]any{
 		"model":    r.Model,
@@ -111,6 +126,8 @@ type HTTPCaller struct {
 
 	bodyOnce sync.Once
 	body     []byte
+	// sent numbers the requests of a Request with Repeat.
+	sent atomic.Int64
 }
 
 var defaultClient = &http.Client{Transport: &http.Transport{
@@ -122,7 +139,7 @@ var defaultClient = &http.Client{Transport: &http.Transport{
 
 // Call implements Caller.
 func (c *HTTPCaller) Call(ctx context.Context, start time.Duration) Sample {
-	c.bodyOnce.Do(func() { c.body = c.Request.Body() })
+	body := c.nextBody()
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -133,7 +150,7 @@ func (c *HTTPCaller) Call(ctx context.Context, start time.Duration) Sample {
 	var s attemptSample
 	var waited time.Duration
 	for {
-		s = c.once(ctx, began)
+		s = c.once(ctx, began, body)
 		if !c.WaitRetryAfter || s.OK || s.retryAfter <= 0 {
 			break
 		}
@@ -171,9 +188,19 @@ func (c *HTTPCaller) client() *http.Client {
 	return defaultClient
 }
 
-func (c *HTTPCaller) once(ctx context.Context, began time.Time) attemptSample {
+// nextBody is the body of the caller's next request: the same every time,
+// or with Request.Repeat the next of the run's sequence.
+func (c *HTTPCaller) nextBody() []byte {
+	if c.Request.Repeat > 0 {
+		return c.Request.NthBody(int(c.sent.Add(1) - 1))
+	}
+	c.bodyOnce.Do(func() { c.body = c.Request.Body() })
+	return c.body
+}
+
+func (c *HTTPCaller) once(ctx context.Context, began time.Time, body []byte) attemptSample {
 	var s attemptSample
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(c.body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
 		s.Failure = "request"
 		return s
@@ -197,6 +224,7 @@ func (c *HTTPCaller) once(ctx context.Context, began time.Time) attemptSample {
 	s.Backend = resp.Header.Get(route.HeaderBackend)
 	s.Failover = resp.Header.Get(route.HeaderFailover) == "true"
 	s.Attempts, _ = strconv.Atoi(resp.Header.Get(route.HeaderAttempts))
+	s.Cache = resp.Header.Get(headerCache)
 	if resp.StatusCode != http.StatusOK {
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 		s.Failure = strconv.Itoa(resp.StatusCode)

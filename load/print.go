@@ -39,6 +39,9 @@ func WriteSummary(w io.Writer, s Summary, firstByte bool) {
 	fmt.Fprintf(w, "throughput   %.2f req/s\n", s.Throughput)
 	fmt.Fprintf(w, "goodput      %.2f answered/s\n", s.Goodput)
 	fmt.Fprintf(w, "failovers    %d\n", s.Failovers)
+	if s.FromCache > 0 {
+		fmt.Fprintf(w, "from cache   %d answered with no model call (x-switchover-cache hit or coalesced)\n", s.FromCache)
+	}
 	if len(s.ByBackend) > 0 {
 		var names []string
 		for n := range s.ByBackend {

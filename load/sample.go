@@ -38,12 +38,20 @@ type Sample struct {
 	Failover bool
 	// Attempts is the x-switchover-attempts header (0 when absent).
 	Attempts int
+	// Cache is the x-switchover-cache header: "hit" or "coalesced" when
+	// the gateway's response cache answered without a model call, "miss"
+	// or "bypass"; empty when the call was not cached.
+	Cache string
 	// Waited is the time a wait-for-Retry-After caller slept.
 	Waited time.Duration
 	// RetryAfter is the Retry-After of a refusal (Retry-After-Ms when
 	// given), 0 when it had none or the request was answered.
 	RetryAfter time.Duration
 }
+
+// FromCache reports whether the gateway's response cache answered the
+// request with no model call: x-switchover-cache hit or coalesced.
+func (s Sample) FromCache() bool { return s.Cache == "hit" || s.Cache == "coalesced" }
 
 // End is when the request finished, from the start of the run.
 func (s Sample) End() time.Duration { return s.Start + s.Latency }
@@ -113,8 +121,13 @@ type Summary struct {
 	// requests per second.
 	Throughput float64 `json:"throughput_rps"`
 	Goodput    float64 `json:"goodput_rps"`
-	// Failovers counts responses with x-switchover-failover: true.
+	// Failovers counts responses with x-switchover-failover: true, but
+	// not answers from the cache (which replay the header of the answer
+	// they repeat: no failover happened for them).
 	Failovers int `json:"failovers"`
+	// FromCache counts the answers the gateway's response cache gave
+	// without a model call (x-switchover-cache: hit or coalesced).
+	FromCache int `json:"from_cache,omitempty"`
 	// ByBackend counts successful requests by the backend that answered.
 	ByBackend map[string]int `json:"by_backend,omitempty"`
 	// Upstream is set when the run counted the model calls it caused.
@@ -142,7 +155,9 @@ func Summarize(samples []Sample, dropped int) Summary {
 			first = x.Start
 		}
 		last = max(last, x.End())
-		if x.Failover {
+		if x.FromCache() {
+			s.FromCache++
+		} else if x.Failover {
 			s.Failovers++
 		}
 		if x.OK {

@@ -25,7 +25,7 @@ func gamedayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 Rehearses regional outages and quota shortages on this machine: for each
 scenario, starts simulated regions, runs every setup (a gateway in process
 over loopback HTTP, or a client-side strategy) under the same load, and
-prints a table per scenario. Seven of the built-in scenarios take a few
+prints a table per scenario. Eight of the built-in scenarios take a few
 minutes together; four measure switchover as shipped in real time, about
 twelve minutes more (-only picks scenarios).
 

@@ -63,6 +63,7 @@ type loadFlags struct {
 	fs        *flag.FlagSet
 	url       string
 	api       string
+	repeat    float64
 	model     string
 	key       string
 	rate      float64
@@ -104,6 +105,7 @@ func newLoadFlags(stderr io.Writer) *loadFlags {
 	fs.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send")
 	fs.IntVar(&f.total, "n", 0, "stop after this many requests (with -concurrency: a burst)")
 	fs.StringVar(&f.prompt, "prompt", "", "user message (default a one-line greeting)")
+	fs.Float64Var(&f.repeat, "repeat", 0, "share of requests (0 to <1) that repeat an earlier one byte for byte; the others get prompts of their own (0: every request the same)")
 	fs.IntVar(&f.maxTokens, "max-tokens", 16, "max_tokens of each request (0: leave it out)")
 	fs.BoolVar(&f.stream, "stream", false, "stream the answers (reports time to first byte)")
 	fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "per-request timeout, waits included")
@@ -137,6 +139,9 @@ func (f *loadFlags) parse(args []string) error {
 	if f.api != "chat" && f.api != load.APIResponses {
 		return usageError{fmt.Errorf("-api must be chat or responses, not %q", f.api)}
 	}
+	if f.repeat < 0 || f.repeat >= 1 {
+		return usageError{fmt.Errorf("-repeat is a share of the requests, from 0 up to (not including) 1, not %g", f.repeat)}
+	}
 	return nil
 }
 
@@ -166,7 +171,7 @@ func loadCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // caller builds the caller of the run and names its target: the -url, or
 // a client-side pool (-client or -strategy) that closePool closes.
 func (f *loadFlags) caller() (caller *load.HTTPCaller, target string, closePool func(), err error) {
-	req := load.Request{Model: f.model, Prompt: f.prompt, MaxTokens: f.maxTokens, Stream: f.stream, API: f.api}
+	req := load.Request{Model: f.model, Prompt: f.prompt, MaxTokens: f.maxTokens, Stream: f.stream, API: f.api, Repeat: f.repeat}
 	url := f.url
 	if url == "" {
 		url = "http://127.0.0.1:8080/v1/" + req.Path()

@@ -163,6 +163,8 @@ func TestLoadAndGamedayCommands(t *testing.T) {
 		{"load burst", []string{"load", "-url", srv.URL, "-concurrency", "2", "-n", "6", "-q"}, exitOK, "success      100.00% (6 answered, 0 failed)", ""},
 		{"load json", []string{"load", "-url", srv.URL, "-concurrency", "1", "-n", "2", "-q", "-json"}, exitOK, `"success_rate": 1`, ""},
 		{"load needs a model of load", []string{"load", "-url", srv.URL}, exitUsage, "", "exactly one of -rate or -concurrency"},
+		{"load repeats", []string{"load", "-url", srv.URL, "-concurrency", "1", "-n", "4", "-repeat", "0.5", "-q"}, exitOK, "success      100.00% (4 answered, 0 failed)", ""},
+		{"load repeat share of 1", []string{"load", "-url", srv.URL, "-concurrency", "1", "-n", "4", "-repeat", "1"}, exitUsage, "", "-repeat is a share of the requests"},
 		{"load bad strategy", []string{"load", "-rate", "1", "-strategy", "random", "-region", "a=http://127.0.0.1:1"}, exitUsage, "", `unknown strategy "random"`},
 		{"load bad region flag", []string{"load", "-rate", "1", "-region", "nourl"}, exitUsage, "", "want NAME=URL"},
 		{"gameday list", []string{"gameday", "-list"}, exitOK, "main-region-short", ""},
