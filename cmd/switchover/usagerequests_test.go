@@ -41,8 +41,8 @@ func TestUsageRequestsCommand(t *testing.T) {
 		t.Fatalf("the next page: exit %d\n%s", code, out)
 	}
 	code, out, _ = run2(t, append(base, "--tag", "prod", "--status", "2xx", "--from", "2026-12-01T09:00:00Z", "--format", "csv")...)
-	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user
-2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false,
+	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user,cache,saved_usd
+2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false,,,0
 ` {
 		t.Fatalf("csv: exit %d\n%s", code, out)
 	}
