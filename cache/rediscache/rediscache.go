@@ -413,6 +413,10 @@ var writers = sync.Pool{New: func() any {
 	return w
 }}
 
+// readers are DEFLATE readers to reuse (flate.Resetter): each holds a
+// 32 KiB window.
+var readers sync.Pool
+
 // Encode returns the stored form of e.
 func Encode(e *cache.Entry) ([]byte, error) {
 	m, err := json.Marshal(meta{Status: e.Status, Header: e.Header, Stored: e.Stored.UnixNano(), TTL: int64(e.TTL),
@@ -508,8 +512,14 @@ func Decode(v []byte) (*cache.Entry, error) {
 		e.Body = body
 		return e, nil
 	}
-	r := flate.NewReader(bytes.NewReader(body))
-	defer r.Close()
+	br := bytes.NewReader(body)
+	r, _ := readers.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(br)
+	} else if err := r.(flate.Resetter).Reset(br, nil); err != nil {
+		return nil, errCorrupt
+	}
+	defer readers.Put(r)
 	e.Body, err = io.ReadAll(io.LimitReader(r, maxBody+1))
 	if err != nil || len(e.Body) > maxBody {
 		return nil, errCorrupt

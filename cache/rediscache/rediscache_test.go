@@ -337,3 +337,48 @@ func contains(ks []cache.Key, k cache.Key) bool {
 	}
 	return false
 }
+
+// chatAnswer is a chat completion of about 1.5 KB, as a hit replays it.
+var chatAnswer = `{"id":"chatcmpl-AbCdEf0123456789","object":"chat.completion","created":1764680000,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+	strings.Repeat("The gateway answers a repeated question from its cache instead of a backend. ", 16) +
+	`"},"finish_reason":"stop"}],"usage":{"prompt_tokens":42,"completion_tokens":260,"total_tokens":302}}`
+
+func BenchmarkEncode(b *testing.B) {
+	e := entry("chat", "t:red", "app", chatAnswer)
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		v, _ := rediscache.Encode(e)
+		n = len(v)
+	}
+	b.ReportMetric(float64(n), "stored-bytes")
+	b.ReportMetric(float64(len(chatAnswer)), "body-bytes")
+}
+
+func BenchmarkDecode(b *testing.B) {
+	v, _ := rediscache.Encode(entry("chat", "t:red", "app", chatAnswer))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := rediscache.Decode(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGetHit is a hit through a real Redis on loopback.
+func BenchmarkGetHit(b *testing.B) {
+	url := redistest.Start(b)
+	o, _ := redis.ParseURL(url)
+	c := redis.NewClient(o)
+	defer c.Close()
+	s := rediscache.New(rediscache.Options{Client: c})
+	k := cache.Key{1}
+	s.Set(k, entry("chat", "t:red", "app", chatAnswer))
+	s.Flush()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := s.Get(k, t0); !ok {
+			b.Fatal("miss")
+		}
+	}
+}
