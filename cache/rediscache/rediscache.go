@@ -251,11 +251,14 @@ func (s *Store) write(k cache.Key, e *cache.Entry, v []byte) error {
 	if e.Key != "" {
 		idx = append(idx, s.indexKey(e.Key))
 	}
+	// The indexes first: on one server, a write cut short leaves at
+	// worst a member without its entry (which a purge skips), never an
+	// entry no purge finds (a cluster runs each node's part apart).
 	pipe := s.rdb.Pipeline()
-	pipe.Set(ctx, s.EntryKey(k), v, ttl)
 	for _, i := range idx {
 		pipe.Eval(ctx, indexScript, []string{i}, args...)
 	}
+	pipe.Set(ctx, s.EntryKey(k), v, ttl)
 	_, err := pipe.Exec(ctx)
 	return err
 }
