@@ -220,3 +220,22 @@ func TestCacheRedisCorruptValueIsAMiss(t *testing.T) {
 		t.Errorf("after the entry was replaced: %q, want hit", result(resp))
 	}
 }
+
+// TestCacheRedisSilentIsAMiss: a Redis that stops answering (paused, its
+// connections open) costs a miss, never an error or a hang.
+func TestCacheRedisSilentIsAMiss(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := cacheRedis(t, srv.URL())
+	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		withRedis(srv.URL()), withCache("{ttl: 10m}"))
+	h.post("/v1/chat/completions", chat)
+	stored(t, c, "all", 1)
+	srv.Pause()
+	defer srv.Resume()
+	for i := range 2 {
+		resp, body := h.post("/v1/chat/completions", chat)
+		if resp.StatusCode != 200 || result(resp) != "miss" {
+			t.Fatalf("call %d with Redis silent: %d %q %s, want 200 miss", i, resp.StatusCode, result(resp), body)
+		}
+	}
+}

@@ -353,9 +353,12 @@ func (s *Store) purgeBatch(ctx context.Context, idx string, hexes []string, f ca
 		drop = nil
 		for i, g := range gets {
 			b, err := g.Bytes()
-			if err != nil { // gone
+			if errors.Is(err, redis.Nil) { // gone
 				drop = append(drop, hexes[i])
 				continue
+			}
+			if err != nil {
+				return 0, err
 			}
 			e, err := decodeMeta(b)
 			if err != nil || f.Match(e) {
