@@ -239,3 +239,21 @@ func TestCacheRedisSilentIsAMiss(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGatewayChatCacheHitRedis is BenchmarkGatewayChatCacheHit with
+// the entries in a Redis on loopback (state.redis): every call is a hit
+// read from Redis. Compare with BenchmarkGatewayChatCacheHit, in process.
+func BenchmarkGatewayChatCacheHitRedis(b *testing.B) {
+	url := redistest.Start(b)
+	h := start(b, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) }, withRedis(url), withCache("{ttl: 1h}"))
+	h.post("/v1/chat/completions", chat)
+	o, _ := redis.ParseURL(url)
+	c := redis.NewClient(o)
+	defer c.Close()
+	poll.Until(b, 10*time.Second, func() bool { return entries(c, "all") == 1 }, nil)
+	benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
+	if n := h.weu.Calls(); n != 1 {
+		b.Errorf("%d upstream calls, want 1", n)
+	}
+}
