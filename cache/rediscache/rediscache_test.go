@@ -382,3 +382,45 @@ func BenchmarkGetHit(b *testing.B) {
 		}
 	}
 }
+
+// TestStoreOnACluster: on Redis Cluster, entries written through one
+// client are read through another, and purges by pool, team and key
+// reach entries spread over the masters (every command on one key).
+func TestStoreOnACluster(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	newClient := func() *redis.ClusterClient {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a := newStore(t, newClient(), rediscache.Options{Timeout: time.Second})
+	b := newStore(t, newClient(), rediscache.Options{Timeout: time.Second})
+	teams := []string{"red", "blue"}
+	for i := range 40 {
+		a.Set(cache.Key{byte(i)}, entry("chat", "t:"+teams[i%2], "app-"+teams[i%2], "body"))
+	}
+	a.Flush()
+	for i := range 40 {
+		if _, ok := b.Get(cache.Key{byte(i)}, t0); !ok {
+			t.Fatalf("entry %d not read through the other client", i)
+		}
+	}
+	for _, tc := range []struct {
+		f    cache.Filter
+		want int
+	}{
+		{cache.Filter{Team: "red"}, 20},
+		{cache.Filter{Key: "app-blue", Pool: "chat"}, 20},
+		{cache.Filter{}, 0},
+	} {
+		n, err := b.PurgeContext(context.Background(), tc.f)
+		if err != nil || n != tc.want {
+			t.Errorf("purge %+v: %d, %v; want %d", tc.f, n, err, tc.want)
+		}
+	}
+	for i := range 40 {
+		if _, ok := a.Get(cache.Key{byte(i)}, t0); ok {
+			t.Errorf("entry %d is still there after the purges", i)
+		}
+	}
+}
