@@ -8,8 +8,10 @@ import (
 
 // cacheRoutes are the response cache's settings for the pipeline
 // (proxy.Routes.Cache): the policies of the pools and keys that set
-// cache:, on d.Cache, else on prev's cache, else on a new in-process one
-// of cache.max_memory. Nil when no pool or key caches or coalesces.
+// cache:, on d.Cache (the gateway's with state.redis: its store is the
+// fleet's Redis, cache/rediscache), else on prev's cache, else on a new
+// in-process one of cache.max_memory. Nil when no pool or key caches or
+// coalesces.
 func (e *Engine) cacheRoutes(d Deps, prev *Engine) *proxy.CacheRoutes {
 	cfg := e.Config
 	cr := &proxy.CacheRoutes{Pools: map[string]*proxy.CachePolicy{}, Keys: map[string]*proxy.CachePolicy{}}

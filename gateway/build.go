@@ -37,6 +37,7 @@ func (g *Gateway) deps() engine.Deps {
 		d.Quota = func(backend string, q *route.LocalQuota) route.Quota {
 			return &fleetQuota{LocalQuota: q, backend: backend, fleet: f.Replica}
 		}
+		d.Cache = f.responses // nil without Redis: each engine's in process
 	}
 	return d
 }

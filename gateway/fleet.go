@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/cache/rediscache"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/fleet/redisstore"
 	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
 
@@ -50,6 +52,7 @@ func (g *Gateway) joinFleet(cfg *config.Config) error {
 		return err
 	}
 	g.fleet = &fleetMember{Replica: r, store: store, log: g.Logger}
+	g.shareCache(sc) // cache.go
 	g.Metrics.FleetStore(true)
 	return nil
 }
@@ -63,6 +66,11 @@ type fleetMember struct {
 	// done is closed when the replica's work (Run) has ended; nil until
 	// it starts.
 	done chan struct{}
+	// cache is the response cache in store (Redis), which the replicas
+	// share; nil when store is not Redis. responses is its state for the
+	// engines (engine.Deps.Cache).
+	cache     *rediscache.Store
+	responses *proxy.ResponseCache
 }
 
 // What the gateway tells its fleet. A gateway alone has a nil
@@ -96,6 +104,9 @@ func (f *fleetMember) stop() {
 	if n := f.PendingActions(); n > 0 && f.log != nil {
 		f.log.Error("fleet: operator actions taken on this replica while the shared store was out never reached the other replicas: they are lost as it stops; take them again on a running replica",
 			"replica", f.ID(), "actions", n)
+	}
+	if f.cache != nil {
+		f.cache.Close() // its writes in flight, before their connections close
 	}
 	f.store.Close()
 }

@@ -219,6 +219,15 @@ func parseClusterURL(url string) (*redis.ClusterOptions, error) {
 	return co, nil
 }
 
+// Client is the store's go-redis client, for other features of the
+// gateway that keep state in the same server (the response cache:
+// cache/rediscache), so that one set of connections serves them all. Its
+// calls are bounded as the store's are (Options); it is closed by Close.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// Prefix is the prefix of every key the store writes (Options.Prefix).
+func (s *Store) Prefix() string { return s.prefix }
+
 func (s *Store) kvKey(key string) string    { return s.prefix + "kv:" + key }
 func (s *Store) countKey(key string) string { return s.prefix + "count:" + key }
 func (s *Store) logKey(key string) string   { return s.prefix + "log:" + key }
