@@ -131,6 +131,10 @@ var droppedHeaders = map[string]bool{
 	"Set-Cookie": true, "Retry-After": true, "X-Switchover-Cache": true, "X-Switchover-Trace": true,
 	"Connection": true, "Keep-Alive": true, "Transfer-Encoding": true, "Trailer": true,
 	"Openai-Processing-Ms": true, "X-Envoy-Upstream-Service-Time": true, "Apim-Request-Id": true, "X-Ms-Request-Id": true,
+	// What the gateway says of the call that made the answer, not of a
+	// hit, which made none (X-Switchover-Backend and -Region, who made
+	// the answer, are kept).
+	"X-Switchover-Attempts": true, "X-Switchover-Failover": true, "X-Switchover-Hedge": true, "X-Switchover-Queue-Wait-Ms": true,
 }
 
 var droppedPrefixes = []string{"x-ratelimit-", "anthropic-ratelimit-"}

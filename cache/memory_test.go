@@ -99,10 +99,13 @@ func TestStreamComplete(t *testing.T) {
 
 func TestStoredHeaderDropsWhatBelongsToOneResponse(t *testing.T) {
 	h := map[string][]string{"Content-Type": {"application/json"}, "X-Request-Id": {"a"}, "X-Ratelimit-Remaining-Requests": {"5"},
-		"Anthropic-Ratelimit-Tokens-Remaining": {"1"}, "Set-Cookie": {"s=1"}, "Openai-Model": {"gpt-4o"}, "Retry-After": {"1"}, "Date": {"x"}}
+		"Anthropic-Ratelimit-Tokens-Remaining": {"1"}, "Set-Cookie": {"s=1"}, "Openai-Model": {"gpt-4o"}, "Retry-After": {"1"}, "Date": {"x"},
+		"X-Switchover-Attempts": {"2"}, "X-Switchover-Failover": {"true"}, "X-Switchover-Hedge": {"won"}, "X-Switchover-Queue-Wait-Ms": {"40"},
+		"X-Switchover-Backend": {"aoai-sec"}, "X-Switchover-Region": {"swedencentral"}}
 	got := StoredHeader(h)
-	if len(got) != 2 || got.Get("Content-Type") == "" || got.Get("Openai-Model") == "" {
-		t.Fatalf("stored %v, want Content-Type and Openai-Model", got)
+	if len(got) != 4 || got.Get("Content-Type") == "" || got.Get("Openai-Model") == "" ||
+		got.Get("X-Switchover-Backend") != "aoai-sec" || got.Get("X-Switchover-Region") != "swedencentral" {
+		t.Fatalf("stored %v, want Content-Type, Openai-Model and who made the answer (backend, region)", got)
 	}
 }
 
