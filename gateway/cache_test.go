@@ -435,8 +435,9 @@ func TestCacheKeyPolicyWinsOverThePools(t *testing.T) {
 }
 
 // TestCacheStreamingFollowersGetTheWholeStream: streaming calls that
-// wait on an identical streaming call get its whole stream, replayed
-// once it ended, ending in [DONE].
+// wait on an identical streaming call join its stream when it starts and
+// get all of it, ending in [DONE] (TestCacheStreamingFollowersGetEventsAsTheyArrive
+// shows they get each event as it arrives).
 func TestCacheStreamingFollowersGetTheWholeStream(t *testing.T) {
 	arrived, release := make(chan struct{}, 8), make(chan struct{})
 	sse := upstreamtest.SSE("weu", 3, -1)

@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -198,11 +200,13 @@ func cacheLookup(x *exchange) error {
 		}
 	}
 	if mode == cacheUse && pol.Coalesce {
-		f, e, result := x.follow(rc, pol, k, store)
-		if e != nil {
-			return answered(x.replay(rc, e, result))
-		}
-		if f != nil {
+		f, e, rd := x.follow(rc, pol, k, store)
+		switch {
+		case rd != nil:
+			return answered(x.followStream(rc, rd))
+		case e != nil:
+			return answered(x.replay(rc, e, x.lg.cache))
+		case f != nil:
 			return answered(x.lead(rc, pol, k, f, store))
 		}
 		if err := x.r.Context().Err(); err != nil {
@@ -223,11 +227,13 @@ func answered(err error) error {
 
 // follow joins the flight of k. As its leader it returns the flight, to
 // land. As a follower it waits, at most pol.MaxWait, for the leader's
-// answer and returns it ("coalesced"), or, when the leader had none to
-// share, tries again: a stored answer ("hit"), or the flight of the next
-// leader. Past the wait, or when the caller leaves, it returns neither,
-// and the call goes on alone.
-func (x *exchange) follow(rc *ResponseCache, pol *CachePolicy, k cache.Key, store bool) (*cache.Flight, *cache.Entry, string) {
+// answer and returns it (x.lg.cache "coalesced"), or the Reader of the
+// leader's stream once it starts (to follow as it arrives), or, when the
+// leader had none to share, tries again: a stored answer ("hit"), or the
+// flight of the next leader. Past the wait, when the caller leaves, or
+// when the leader's stream passed max_entry before the follower could
+// join it, it returns none of them, and the call goes on alone.
+func (x *exchange) follow(rc *ResponseCache, pol *CachePolicy, k cache.Key, store bool) (*cache.Flight, *cache.Entry, *cache.Reader) {
 	wait := pol.MaxWait
 	if wait <= 0 {
 		wait = 2 * time.Minute
@@ -239,18 +245,20 @@ func (x *exchange) follow(rc *ResponseCache, pol *CachePolicy, k cache.Key, stor
 	for {
 		f, leader := rc.flights.Join(k)
 		if leader {
-			return f, nil, ""
+			return f, nil, nil
 		}
-		e, err := f.Wait(ctx)
-		if e != nil {
-			return nil, e, "coalesced"
+		e, rd, err := f.Wait(ctx)
+		if rd != nil || e != nil {
+			x.lg.cache = "coalesced"
+			return nil, e, rd
 		}
 		if err != nil {
-			return nil, nil, ""
+			return nil, nil, nil
 		}
 		if store {
 			if e, ok := rc.Store.Get(k, rc.now()); ok {
-				return nil, e, "hit"
+				x.lg.cache = "hit"
+				return nil, e, nil
 			}
 		}
 	}
@@ -262,29 +270,47 @@ func (x *exchange) follow(rc *ResponseCache, pol *CachePolicy, k cache.Key, stor
 // larger than the policy's bound (a stream: complete, see
 // cache.StreamComplete), is shared with the flight's followers, and
 // stored under k when store is set.
+//
+// A streamed 2xx answer is shared as it goes out (shareStream): the
+// followers read it as it arrives, and their streams end as its caller's
+// did. Its call then outlives the leader's client for as long as a
+// follower reads it.
 func (x *exchange) lead(rc *ResponseCache, pol *CachePolicy, k cache.Key, f *cache.Flight, store bool) error {
 	limit := pol.MaxEntry
 	if limit <= 0 {
 		limit = 1 << 20
 	}
 	var e *cache.Entry
+	var ended error // how the stream the leader's caller got ended, for the flight's readers
 	if f != nil {
-		defer func() { rc.flights.Land(k, f, e) }()
+		defer func() { rc.flights.Land(k, f, e, ended) }()
 	}
 	x.w.Header().Set(HeaderCache, "miss")
 	x.lg.cache = "miss"
 	rc.result(x.pool.Name, "miss", 0)
 	c := &capture{ResponseWriter: x.w, limit: limit}
+	if f != nil && x.req.Stream {
+		defer x.shareStream(c, f)()
+	}
 	x.w = c
 	err := relay(x)
 	x.w = c.ResponseWriter
-	if err != nil || c.over || c.status < 200 || c.status > 299 || cache.NoStore(c.header.Values("Cache-Control")) {
+	ended = err
+	if c.gone && err == nil {
+		// Its client left; the call went on, whole, for the followers.
+		err = clientGone(context.Canceled)
+	}
+	if ended != nil || c.over || c.status < 200 || c.status > 299 || cache.NoStore(c.header.Values("Cache-Control")) {
 		return err
 	}
-	if x.eventStream && !cache.StreamComplete(string(x.req.Op), string(x.format), c.body) {
-		return nil
+	body := c.body
+	if c.sharing {
+		body = f.Bytes() // nil past the bound
 	}
-	e = &cache.Entry{Status: c.status, Header: cache.StoredHeader(c.header), Body: c.body, Stored: rc.now(), TTL: pol.TTL,
+	if body == nil || x.eventStream && !cache.StreamComplete(string(x.req.Op), string(x.format), body) {
+		return err
+	}
+	e = &cache.Entry{Status: c.status, Header: cache.StoredHeader(c.header), Body: body, Stored: rc.now(), TTL: pol.TTL,
 		Pool: x.pool.Name, Scope: x.cacheScope(pol), Key: x.lg.key}
 	if rep := x.lg.report; rep != nil {
 		if rep.Served != nil {
@@ -300,7 +326,94 @@ func (x *exchange) lead(rc *ResponseCache, pol *CachePolicy, k cache.Key, f *cac
 			rc.Observer.CacheStored(x.pool.Name, e.Size())
 		}
 	}
-	return nil
+	return err
+}
+
+// shareStream readies c, the leader's writer, to share a streamed answer
+// with the readers of f (capture.WriteHeader starts it), and the call to
+// outlive the leader's client while they read: the call's context is no
+// longer the client's, but is cancelled when the client has left and no
+// reader is left (cache.Flight.LeaderLeft). It returns what undoes it.
+func (x *exchange) shareStream(c *capture, f *cache.Flight) func() {
+	r := x.r
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c.flight = f
+	c.leave = func() bool { return f.LeaderLeft(cancel) }
+	stop := context.AfterFunc(r.Context(), func() { f.LeaderLeft(cancel) })
+	x.r = r.WithContext(ctx)
+	return func() {
+		stop()
+		cancel()
+		x.r = r
+	}
+}
+
+// followStream answers x with the stream an identical call's leader is
+// relaying, read from rd: the bytes its caller has had, then each as the
+// leader relays it, flushed on its own, to the end its caller's stream
+// had (followEnd). Its header is the leader's as a hit's is (replay),
+// without a length; its Age is 0.
+func (x *exchange) followStream(rc *ResponseCache, rd *cache.Reader) error {
+	defer rd.Close()
+	hdr := x.w.Header()
+	for k, vv := range rd.Header() {
+		hdr[k] = slices.Clip(vv)
+	}
+	hdr.Set("X-Request-Id", x.lg.id)
+	if x.format == translate.Anthropic {
+		hdr.Set("Request-Id", x.lg.id)
+	}
+	hdr.Set(HeaderCache, "coalesced")
+	hdr.Set("Age", "0")
+	x.eventStream = true
+	x.lg.cache = "coalesced"
+	x.lg.usage = route.Usage{Known: true} // no backend's tokens, as for a hit
+	x.writeHeader(rd.Status())
+	ctl := http.NewResponseController(x.w)
+	ctx := x.r.Context()
+	for {
+		p, err := rd.Next(ctx)
+		if len(p) > 0 {
+			n, werr := x.w.Write(p)
+			x.lg.bytes += int64(n)
+			if werr == nil {
+				werr = ctl.Flush()
+			}
+			if werr != nil {
+				return clientGone(werr)
+			}
+		}
+		if err != nil {
+			rc.result(x.pool.Name, "coalesced", int(x.lg.bytes))
+			if e := rd.Entry(); e != nil {
+				x.lg.saved, x.lg.savedBackend = e.Usage, e.Backend
+			}
+			return x.followEnd(err)
+		}
+	}
+}
+
+// followEnd is how a follower's stream ends, err being what its Reader
+// ended with: as the leader's caller's did (io.EOF: whole; the leader's
+// error: the same error event, or nothing more after the backend's own,
+// or an abort), or cut with an error event of its own when it fell
+// behind the leader by more than max_entry.
+func (x *exchange) followEnd(err error) error {
+	if cerr := x.r.Context().Err(); cerr != nil {
+		return clientGone(cerr)
+	}
+	var e *apiError
+	switch {
+	case err == io.EOF:
+		return nil
+	case errors.Is(err, cache.ErrLagged):
+		return streamBroken("coalesced_stream_lagged",
+			"switchover: this call shared the stream of an identical call and fell behind it by more than the cache's max_entry; the response is incomplete", err)
+	case errors.As(err, &e) && !e.gone:
+		c := *e // the leader's, shared: each follower its own copy
+		return &c
+	}
+	return streamBroken("upstream_stream_error", "switchover: the call whose stream this call shared stopped; the response is incomplete", err)
 }
 
 // replay answers x with the stored or shared answer e, as result ("hit",
@@ -334,7 +447,9 @@ func (x *exchange) replay(rc *ResponseCache, e *cache.Entry, result string) erro
 
 // capture is the leader's ResponseWriter: it passes everything on, and
 // keeps the status, the header as sent and the body up to limit (over
-// past it).
+// past it). With flight set (shareStream) it shares a 2xx event stream
+// with the flight's readers instead of keeping its body, and, once the
+// leader's client has left while readers read, goes on without it.
 type capture struct {
 	http.ResponseWriter
 	status int
@@ -342,11 +457,20 @@ type capture struct {
 	body   []byte
 	limit  int64
 	over   bool
+
+	flight  *cache.Flight // the flight to share a stream with; nil: none
+	sharing bool          // the answer is shared with flight's readers
+	leave   func() bool   // the leader's client left: reports whether the call goes on for the readers
+	gone    bool          // the leader's client left, and the call goes on for the readers
 }
 
 func (c *capture) WriteHeader(status int) {
 	if c.status == 0 {
 		c.status, c.header = status, c.ResponseWriter.Header().Clone()
+		if c.flight != nil && status >= 200 && status <= 299 && route.IsEventStream(c.header) && !cache.NoStore(c.header.Values("Cache-Control")) {
+			c.sharing = true
+			c.flight.Share(status, cache.StoredHeader(c.header), c.limit)
+		}
 	}
 	c.ResponseWriter.WriteHeader(status)
 }
@@ -355,17 +479,49 @@ func (c *capture) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.WriteHeader(http.StatusOK)
 	}
-	if !c.over {
+	switch {
+	case c.sharing:
+		c.flight.Append(p)
+	case !c.over:
 		if int64(len(c.body)+len(p)) > c.limit {
 			c.over, c.body = true, nil
 		} else {
 			c.body = append(c.body, p...)
 		}
 	}
-	return c.ResponseWriter.Write(p)
+	if c.gone {
+		return len(p), nil
+	}
+	n, err := c.ResponseWriter.Write(p)
+	if err != nil && c.left() {
+		return len(p), nil
+	}
+	return n, err
 }
 
-// Unwrap gives http.ResponseController the writer underneath, to flush.
+// FlushError flushes the leader's client's writer (http.ResponseController
+// calls it), until the client has left while readers read.
+func (c *capture) FlushError() error {
+	if c.gone {
+		return nil
+	}
+	err := http.NewResponseController(c.ResponseWriter).Flush()
+	if err != nil && c.left() {
+		return nil
+	}
+	return err
+}
+
+// left is called when a write to the leader's client failed: it reports
+// whether the call goes on without it for the flight's readers.
+func (c *capture) left() bool {
+	if c.leave != nil && c.sharing && c.leave() {
+		c.gone = true
+	}
+	return c.gone
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
 func (c *capture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // spendCached records a replayed answer's use (l.cache "hit" or
