@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
+	"google.golang.org/genai"
 
 	"github.com/switchover-gw/switchover/internal/poll"
 )
@@ -154,5 +156,83 @@ func TestCacheHitsGeminiCalls(t *testing.T) {
 		if r1.StatusCode != 200 || r1.Header.Get("X-Switchover-Cache") != "miss" || r2.Header.Get("X-Switchover-Cache") != "hit" || b1 != b2 {
 			t.Fatalf("%s: %d %q then %d %q\n%s\n%s", path, r1.StatusCode, r1.Header.Get("X-Switchover-Cache"), r2.StatusCode, r2.Header.Get("X-Switchover-Cache"), b1, b2)
 		}
+	}
+}
+
+// cacheHeaders is a transport that keeps the x-switchover-cache header of
+// every answer, in order.
+type cacheHeaders struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (c *cacheHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		c.mu.Lock()
+		c.seen = append(c.seen, resp.Header.Get("X-Switchover-Cache"))
+		c.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (c *cacheHeaders) results() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.seen...)
+}
+
+// TestCacheReplaysGeminiStreamsTheSDKReads: Google's SDK reads a replayed
+// streamGenerateContent to the same text, finish reason and usage as the
+// stream it replays, from a Gemini member (passed through) and from an
+// Azure one (translated into Gemini's events).
+func TestCacheReplaysGeminiStreamsTheSDKReads(t *testing.T) {
+	for _, member := range []string{"gemini", "aoai-weu"} {
+		t.Run(member, func(t *testing.T) {
+			e := startProviders(t, []string{member}, nil, "    cache: {ttl: 10m}\n")
+			rec := &cacheHeaders{}
+			c, err := genai.NewClient(t.Context(), &genai.ClientConfig{Backend: genai.BackendGeminiAPI, APIKey: "unused",
+				HTTPOptions: genai.HTTPOptions{BaseURL: e.url}, HTTPClient: &http.Client{Transport: rec}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type read struct {
+				text, finish string
+				chunks       int
+				total        int32
+			}
+			stream := func() read {
+				var got read
+				var text strings.Builder
+				for r, err := range c.Models.GenerateContentStream(t.Context(), "chat-prod", genai.Text("Tell a story"), nil) {
+					if err != nil {
+						t.Fatalf("stream: %v", err)
+					}
+					got.chunks++
+					text.WriteString(r.Text())
+					if len(r.Candidates) > 0 && r.Candidates[0].FinishReason != "" {
+						got.finish = string(r.Candidates[0].FinishReason)
+					}
+					if r.UsageMetadata != nil {
+						got.total = r.UsageMetadata.TotalTokenCount
+					}
+				}
+				got.text = text.String()
+				return got
+			}
+			first := stream()
+			poll.Until(t, 30*time.Second, func() bool { return e.gw.CacheFlights() == 0 }, func() string { return "the flight has not landed" })
+			second := stream()
+			res := rec.results()
+			if len(res) != 2 || res[0] != "miss" || !replayed(res[1]) {
+				t.Fatalf("x-switchover-cache of the two streams: %q, want miss then a replay", res)
+			}
+			if first.chunks < 2 || first.text == "" || first.finish != string(genai.FinishReasonStop) || first.total == 0 {
+				t.Fatalf("the first stream as the SDK read it: %+v", first)
+			}
+			if second != first {
+				t.Fatalf("the replay as the SDK read it:\n%+v\nthe first:\n%+v", second, first)
+			}
+		})
 	}
 }
