@@ -119,6 +119,7 @@ func feed(m *metrics.Metrics) {
 	m.CacheStored("chat", 100)
 	m.CacheEvicted("chat", "size")
 	m.CacheSaved("chat", 0.001)
+	m.CacheStoreError("get")
 }
 
 // labelValues is every value the gateway's code gives some labels, taken

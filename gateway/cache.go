@@ -55,6 +55,7 @@ func (g *Gateway) shareCache(sc config.State) {
 	}
 	log := g.Logger
 	g.fleet.cache = rediscache.New(rediscache.Options{Client: rs.Client(), Prefix: rs.Prefix(), Timeout: timeout,
+		OnError: g.Metrics.CacheStoreError,
 		OnHealth: func(err error) {
 			if err != nil {
 				log.Warn("response cache: the shared state store (Redis) does not answer; cacheable calls are misses and answers are not stored until it does", "error", err)

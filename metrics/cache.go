@@ -12,6 +12,7 @@ type cacheMetrics struct {
 	replayed *prometheus.CounterVec
 	stored   *prometheus.CounterVec
 	evicted  *prometheus.CounterVec
+	storeErr *prometheus.CounterVec
 	saved    *prometheus.CounterVec
 }
 
@@ -39,13 +40,17 @@ func (m *Metrics) newCacheMetrics() {
 		Name: "switchover_cache_saved_usd_total",
 		Help: "What the answers replayed from the cache or an identical call in flight had cost when they were made, in US dollars at list price, by pool: the spend the cache saved.",
 	}, []string{"pool"})
+	c.storeErr = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchover_cache_store_errors_total",
+		Help: "Failed calls of the response cache to its shared store (Redis, with state.redis), by op: get (a lookup that failed or timed out: a miss), set (a write that failed: not stored), busy (a write dropped, too many in flight), corrupt (a stored value that did not read back: a miss). Never an error to a caller.",
+	}, []string{"op"})
 	m.Registry.MustRegister(m.cacheCollectors()...)
 }
 
 // cacheCollectors are the response cache's collectors.
 func (m *Metrics) cacheCollectors() []prometheus.Collector {
 	c := &m.cache
-	return []prometheus.Collector{c.requests, c.replayed, c.stored, c.evicted, c.saved}
+	return []prometheus.Collector{c.requests, c.replayed, c.stored, c.evicted, c.saved, c.storeErr}
 }
 
 // CacheResult implements proxy.CacheObserver.
@@ -70,4 +75,10 @@ func (m *Metrics) CacheEvicted(pool, cause string) {
 // dollars.
 func (m *Metrics) CacheSaved(pool string, usd float64) {
 	m.cache.saved.WithLabelValues(pool).Add(usd)
+}
+
+// CacheStoreError counts a failed call of the response cache to its
+// shared store (op: get, set, busy, corrupt).
+func (m *Metrics) CacheStoreError(op string) {
+	m.cache.storeErr.WithLabelValues(op).Inc()
 }

@@ -125,6 +125,12 @@ type Options struct {
 	// this is for a log line. Called on the caller's or a writer's
 	// goroutine, never under a lock of the store.
 	OnHealth func(err error)
+	// OnError, if set, hears every failed call, by op: "get" (a lookup
+	// that failed or timed out), "set" (a write that failed), "busy" (a
+	// write dropped past MaxWrites), "corrupt" (a value that did not read
+	// back). For a counter; called on the caller's or a writer's
+	// goroutine, never under a lock of the store.
+	OnError func(op string)
 }
 
 // Store is a cache.Store in Redis. It is safe for concurrent use.
@@ -137,13 +143,14 @@ type Store struct {
 	wg       sync.WaitGroup
 	failing  atomic.Bool
 	onHealth func(error)
+	onError  func(string)
 }
 
 var _ cache.Store = (*Store)(nil)
 
 // New returns a Store on o.Client. It does not contact the server.
 func New(o Options) *Store {
-	s := &Store{rdb: o.Client, prefix: o.Prefix, timeout: o.Timeout, purgeTO: o.PurgeTimeout, onHealth: o.OnHealth}
+	s := &Store{rdb: o.Client, prefix: o.Prefix, timeout: o.Timeout, purgeTO: o.PurgeTimeout, onHealth: o.OnHealth, onError: o.OnError}
 	if s.prefix == "" {
 		s.prefix = "switchover:"
 	}
@@ -170,6 +177,13 @@ func (s *Store) indexPool(pool string) string { return s.prefix + "i:pool:" + po
 func (s *Store) indexTeam(team string) string { return s.prefix + "i:team:" + team }
 func (s *Store) indexKey(key string) string   { return s.prefix + "i:key:" + key }
 
+// failed counts a failed call of op.
+func (s *Store) failed(op string) {
+	if s.onError != nil {
+		s.onError(op)
+	}
+}
+
 // health records the outcome of a call and reports a change.
 func (s *Store) health(err error) {
 	failing := err != nil
@@ -190,10 +204,15 @@ func (s *Store) Get(k cache.Key, now time.Time) (*cache.Entry, bool) {
 	}
 	s.health(err)
 	if err != nil {
+		s.failed("get")
 		return nil, false
 	}
 	e, err := Decode(b)
-	if err != nil || !e.Fresh(now) {
+	if err != nil {
+		s.failed("corrupt")
+		return nil, false
+	}
+	if !e.Fresh(now) {
 		return nil, false
 	}
 	return e, true
@@ -223,13 +242,18 @@ func (s *Store) Set(k cache.Key, e *cache.Entry) {
 	case s.writes <- struct{}{}:
 	default:
 		s.health(ErrBusy)
+		s.failed("busy")
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.writes }()
-		s.health(s.write(k, e, v))
+		err := s.write(k, e, v)
+		s.health(err)
+		if err != nil {
+			s.failed("set")
+		}
 	}()
 }
 

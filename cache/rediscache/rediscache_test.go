@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -140,13 +142,17 @@ func TestStoreSharesEntriesThroughRedis(t *testing.T) {
 func TestStoreCorruptValueIsAMiss(t *testing.T) {
 	url := redistest.Start(t)
 	c := client(t, url)
-	s := newStore(t, c, rediscache.Options{})
+	errs := &opCounts{}
+	s := newStore(t, c, rediscache.Options{OnError: errs.add})
 	k := cache.Key{9}
 	if err := c.Set(context.Background(), s.EntryKey(k), "swc1\x01garbage", time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.Get(k, t0); ok {
 		t.Fatal("a corrupt value was a hit")
+	}
+	if got := errs.get(); got != "corrupt:1" {
+		t.Errorf("errors counted %q, want corrupt:1", got)
 	}
 	s.Set(k, entry("p", "", "", "fine"))
 	s.Flush()
@@ -162,7 +168,8 @@ func TestStoreRedisDownIsAMiss(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var mu sync.Mutex
 	var heard []error
-	s := newStore(t, client(t, srv.URL()), rediscache.Options{OnHealth: func(err error) {
+	errs := &opCounts{}
+	s := newStore(t, client(t, srv.URL()), rediscache.Options{OnError: errs.add, OnHealth: func(err error) {
 		mu.Lock()
 		heard = append(heard, err)
 		mu.Unlock()
@@ -188,6 +195,9 @@ func TestStoreRedisDownIsAMiss(t *testing.T) {
 	defer mu.Unlock()
 	if len(heard) != 2 || heard[0] == nil || heard[1] != nil {
 		t.Errorf("the health hook heard %v, want one failure then one recovery", heard)
+	}
+	if got := errs.get(); got != "get:3 set:3" {
+		t.Errorf("errors counted %q, want every failed call: get:3 set:3", got)
 	}
 }
 
@@ -423,4 +433,31 @@ func TestStoreOnACluster(t *testing.T) {
 			t.Errorf("entry %d is still there after the purges", i)
 		}
 	}
+}
+
+// opCounts counts the ops an OnError hook hears.
+type opCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *opCounts) add(op string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[op]++
+}
+
+// get is the counts as "op:n" in op order.
+func (c *opCounts) get() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ops := make([]string, 0, len(c.n))
+	for op, n := range c.n {
+		ops = append(ops, fmt.Sprintf("%s:%d", op, n))
+	}
+	sort.Strings(ops)
+	return strings.Join(ops, " ")
 }
