@@ -22,19 +22,6 @@ func withRedis(url string) func(string) string {
 	}
 }
 
-// cacheRedis is a client of the test's Redis, to look at the cache's keys.
-func cacheRedis(t *testing.T, url string) *redis.Client {
-	t.Helper()
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.MaxRetries, o.DialerRetries = -1, 1
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // entries is how many entries the index idx ("all", "team:red"…) lists.
 func entries(c *redis.Client, idx string) int64 {
 	return c.ZCard(context.Background(), "switchover:cache:i:"+idx).Val()
@@ -68,7 +55,7 @@ func (h *harness) shutdown() {
 // is never another team's, on either replica.
 func TestCacheRedisSharesHitsAcrossReplicas(t *testing.T) {
 	url := redistest.Start(t)
-	c := cacheRedis(t, url)
+	c := redistest.Client(t, url)
 	mods := []func(string) string{withRedis(url), withCache("{ttl: 10m}")}
 	a := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
 	b := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
@@ -107,7 +94,7 @@ func TestCacheRedisSharesHitsAcrossReplicas(t *testing.T) {
 // the entries every replica reads.
 func TestCacheRedisPurgeClearsEveryReplica(t *testing.T) {
 	url := redistest.Start(t)
-	c := cacheRedis(t, url)
+	c := redistest.Client(t, url)
 	mods := []func(string) string{withRedis(url), withCache("{ttl: 10m}"), withAdmin}
 	a := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
 	b := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
@@ -141,7 +128,7 @@ func TestCacheRedisPurgeClearsEveryReplica(t *testing.T) {
 // failed; once Redis is back, answers are stored and hit again.
 func TestCacheRedisDownIsAMiss(t *testing.T) {
 	srv := redistest.StartServer(t)
-	c := cacheRedis(t, srv.URL())
+	c := redistest.Client(t, srv.URL())
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 		withRedis(srv.URL()), withCache("{ttl: 10m}"), withAdmin)
 	h.post("/v1/chat/completions", chat)
@@ -177,7 +164,7 @@ func TestCacheRedisDownIsAMiss(t *testing.T) {
 // max_entry is passed on and never written to Redis.
 func TestCacheRedisEntryOverTheCapIsNotStored(t *testing.T) {
 	url := redistest.Start(t)
-	c := cacheRedis(t, url)
+	c := redistest.Client(t, url)
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 		withRedis(url), withCache("{ttl: 10m, max_entry: 16}"))
 	for range 2 {
@@ -196,7 +183,7 @@ func TestCacheRedisEntryOverTheCapIsNotStored(t *testing.T) {
 // back as an entry is a miss, answered by the backend, and replaced.
 func TestCacheRedisCorruptValueIsAMiss(t *testing.T) {
 	url := redistest.Start(t)
-	c := cacheRedis(t, url)
+	c := redistest.Client(t, url)
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 		withRedis(url), withCache("{ttl: 10m}"))
 	h.post("/v1/chat/completions", chat)
@@ -225,7 +212,7 @@ func TestCacheRedisCorruptValueIsAMiss(t *testing.T) {
 // connections open) costs a miss, never an error or a hang.
 func TestCacheRedisSilentIsAMiss(t *testing.T) {
 	srv := redistest.StartServer(t)
-	c := cacheRedis(t, srv.URL())
+	c := redistest.Client(t, srv.URL())
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 		withRedis(srv.URL()), withCache("{ttl: 10m}"))
 	h.post("/v1/chat/completions", chat)
@@ -248,9 +235,7 @@ func BenchmarkGatewayChatCacheHitRedis(b *testing.B) {
 	h := start(b, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) }, withRedis(url), withCache("{ttl: 1h}"))
 	h.post("/v1/chat/completions", chat)
-	o, _ := redis.ParseURL(url)
-	c := redis.NewClient(o)
-	defer c.Close()
+	c := redistest.Client(b, url)
 	poll.Until(b, 10*time.Second, func() bool { return entries(c, "all") == 1 }, nil)
 	benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
 	if n := h.weu.Calls(); n != 1 {

@@ -22,19 +22,6 @@ import (
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// client is a go-redis client of url, closed when the test ends.
-func client(t *testing.T, url string) *redis.Client {
-	t.Helper()
-	o, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.MaxRetries, o.DialerRetries = -1, 1
-	c := redis.NewClient(o)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func newStore(t *testing.T, c redis.UniversalClient, o rediscache.Options) *rediscache.Store {
 	t.Helper()
 	o.Client = c
@@ -116,8 +103,8 @@ func TestDecodeRefusesCorruptValues(t *testing.T) {
 
 func TestStoreSharesEntriesThroughRedis(t *testing.T) {
 	url := redistest.Start(t)
-	a := newStore(t, client(t, url), rediscache.Options{})
-	b := newStore(t, client(t, url), rediscache.Options{})
+	a := newStore(t, redistest.Client(t, url), rediscache.Options{})
+	b := newStore(t, redistest.Client(t, url), rediscache.Options{})
 	k := cache.Key{1, 2, 3}
 	if _, ok := b.Get(k, t0); ok {
 		t.Fatal("an entry never set was found")
@@ -131,7 +118,7 @@ func TestStoreSharesEntriesThroughRedis(t *testing.T) {
 	if _, ok := b.Get(k, t0.Add(time.Hour)); ok {
 		t.Error("an entry past its TTL was found")
 	}
-	ttl := client(t, url).PTTL(context.Background(), a.EntryKey(k)).Val()
+	ttl := redistest.Client(t, url).PTTL(context.Background(), a.EntryKey(k)).Val()
 	if ttl <= 0 || ttl > time.Hour {
 		t.Errorf("the entry's expiry in Redis is %v, want its TTL (1h)", ttl)
 	}
@@ -141,7 +128,7 @@ func TestStoreSharesEntriesThroughRedis(t *testing.T) {
 // read back is a miss, and the next Set replaces it.
 func TestStoreCorruptValueIsAMiss(t *testing.T) {
 	url := redistest.Start(t)
-	c := client(t, url)
+	c := redistest.Client(t, url)
 	errs := &opCounts{}
 	s := newStore(t, c, rediscache.Options{OnError: errs.add})
 	k := cache.Key{9}
@@ -169,7 +156,7 @@ func TestStoreRedisDownIsAMiss(t *testing.T) {
 	var mu sync.Mutex
 	var heard []error
 	errs := &opCounts{}
-	s := newStore(t, client(t, srv.URL()), rediscache.Options{OnError: errs.add, OnHealth: func(err error) {
+	s := newStore(t, redistest.Client(t, srv.URL()), rediscache.Options{OnError: errs.add, OnHealth: func(err error) {
 		mu.Lock()
 		heard = append(heard, err)
 		mu.Unlock()
@@ -205,7 +192,7 @@ func TestStoreRedisDownIsAMiss(t *testing.T) {
 // answering (paused) makes Gets misses, not hangs.
 func TestStoreRedisSilentIsAMissWithinTheTimeout(t *testing.T) {
 	srv := redistest.StartServer(t)
-	s := newStore(t, client(t, srv.URL()), rediscache.Options{Timeout: 20 * time.Millisecond})
+	s := newStore(t, redistest.Client(t, srv.URL()), rediscache.Options{Timeout: 20 * time.Millisecond})
 	k := cache.Key{5}
 	s.Set(k, entry("p", "", "", "one"))
 	s.Flush()
@@ -232,7 +219,7 @@ func TestStoreWritesPastMaxWritesAreDropped(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var mu sync.Mutex
 	var heard []error
-	s := newStore(t, client(t, srv.URL()), rediscache.Options{MaxWrites: 1, OnHealth: func(err error) {
+	s := newStore(t, redistest.Client(t, srv.URL()), rediscache.Options{MaxWrites: 1, OnHealth: func(err error) {
 		mu.Lock()
 		heard = append(heard, err)
 		mu.Unlock()
@@ -251,7 +238,7 @@ func TestStoreWritesPastMaxWritesAreDropped(t *testing.T) {
 
 func TestStorePurge(t *testing.T) {
 	url := redistest.Start(t)
-	c := client(t, url)
+	c := redistest.Client(t, url)
 	entries := map[cache.Key]*cache.Entry{
 		{1}: entry("chat", "t:red", "app", "1"),
 		{2}: entry("chat", "t:blue", "blue", "2"),
@@ -275,7 +262,7 @@ func TestStorePurge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c.FlushAll(context.Background())
 			a := newStore(t, c, rediscache.Options{})
-			b := newStore(t, client(t, url), rediscache.Options{})
+			b := newStore(t, redistest.Client(t, url), rediscache.Options{})
 			for k, e := range entries {
 				a.Set(k, e)
 			}
@@ -302,7 +289,7 @@ func TestStorePurge(t *testing.T) {
 // the first key's.
 func TestStorePurgeByKeyChecksWhoMadeTheEntry(t *testing.T) {
 	url := redistest.Start(t)
-	s := newStore(t, client(t, url), rediscache.Options{})
+	s := newStore(t, redistest.Client(t, url), rediscache.Options{})
 	k := cache.Key{7}
 	s.Set(k, entry("chat", "t:red", "app", "first"))
 	s.Flush()
@@ -320,7 +307,7 @@ func TestStorePurgeByKeyChecksWhoMadeTheEntry(t *testing.T) {
 // entry's expiry once another entry is written to it.
 func TestStoreIndexesDropExpiredMembers(t *testing.T) {
 	url := redistest.Start(t)
-	c := client(t, url)
+	c := redistest.Client(t, url)
 	s := newStore(t, c, rediscache.Options{})
 	old := entry("chat", "", "", "old")
 	old.TTL = time.Minute
@@ -378,9 +365,7 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkGetHit is a hit through a real Redis on loopback.
 func BenchmarkGetHit(b *testing.B) {
 	url := redistest.Start(b)
-	o, _ := redis.ParseURL(url)
-	c := redis.NewClient(o)
-	defer c.Close()
+	c := redistest.Client(b, url)
 	s := rediscache.New(rediscache.Options{Client: c})
 	k := cache.Key{1}
 	s.Set(k, entry("chat", "t:red", "app", chatAnswer))

@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/switchover-gw/switchover/internal/redisserver"
 )
 
@@ -80,3 +82,18 @@ func (s *Server) Restart() {
 
 // ping is redisserver.Ping.
 func ping(addr string) error { return redisserver.Ping(addr) }
+
+// Client is a go-redis client of url, closed when t ends. It does not
+// retry a failed command and dials once, so a test that stops or pauses
+// the server sees the failure at once.
+func Client(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.MaxRetries, o.DialerRetries = -1, 1
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
