@@ -6,6 +6,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/pricing"
 	"reflect"
 	"strconv"
@@ -820,12 +821,12 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return typeErr(n.Line, "expected a duration such as 30s")
 	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return typeErr(n.Line, "%q is not a duration (use a unit: 500ms, 30s, 2m)", n.Value)
-	}
-	if v < 0 {
+	v, err := quantity.ParseDuration(n.Value)
+	switch {
+	case errors.Is(err, quantity.ErrNegative):
 		return typeErr(n.Line, "duration %q is negative", n.Value)
+	case err != nil:
+		return typeErr(n.Line, "%q is not a duration (use a unit: 500ms, 30s, 2m)", n.Value)
 	}
 	*d = Duration(v)
 	return nil
@@ -842,11 +843,11 @@ type Size int64
 
 // MaxSize bounds every size in the configuration: larger values are
 // refused as mistakes, never wrapped around or replaced by a default.
-const MaxSize = 1 << 40 // 1TiB
+const MaxSize = quantity.MaxSize // 1TiB
 
 // errSizeTooLarge is parseSize's error for a value over MaxSize,
 // including one that would overflow int64.
-var errSizeTooLarge = errors.New("size too large")
+var errSizeTooLarge = quantity.ErrSizeTooLarge
 
 // UnmarshalYAML implements yaml.Unmarshaler.
 func (s *Size) UnmarshalYAML(n *yaml.Node) error {
@@ -864,34 +865,9 @@ func (s *Size) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-func parseSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	if s == "" || s[0] < '0' || s[0] > '9' {
-		return 0, fmt.Errorf("bad size") // no sign, no empty number
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, errSizeTooLarge
-	}
-	if err != nil {
-		return 0, fmt.Errorf("bad size")
-	}
-	if v > MaxSize/mult {
-		return 0, errSizeTooLarge
-	}
-	return v * mult, nil
-}
+// parseSize reads a size as the admin API and the command line do
+// (quantity.ParseSize).
+func parseSize(s string) (int64, error) { return quantity.ParseSize(s) }
 
 // StatusList is a list of HTTP status codes and "lo-hi" ranges.
 type StatusList []StatusRange

@@ -8,6 +8,7 @@
 package quantity
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -167,4 +168,78 @@ func ParseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a time such as 90d or 36h", s)
 	}
 	return d, nil
+}
+
+// ErrNegative is ParseDuration's error for a negative duration.
+var ErrNegative = errors.New("negative")
+
+// ParseDuration reads a duration as Go writes it, with a unit ("500ms",
+// "30s", "1m30s"; "0" alone needs none); never negative (ErrNegative).
+// The configuration's durations and the admin API's read it here.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (use a unit: 500ms, 30s, 2m)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is %w", s, ErrNegative)
+	}
+	return d, nil
+}
+
+// MaxSize bounds every size: larger values are refused as mistakes
+// (ErrSizeTooLarge), never wrapped around or replaced by a default.
+const MaxSize = 1 << 40 // 1TiB
+
+// ErrSizeTooLarge is ParseSize's error for a value over MaxSize,
+// including one that would overflow int64.
+var ErrSizeTooLarge = errors.New("size too large")
+
+// errBadSize is ParseSize's error for what is not a size at all.
+var errBadSize = errors.New("not a size (use 1048576, 512KiB, 32MiB)")
+
+// ParseSize reads a byte count written as 1048576, "512KiB", "32MiB" or
+// "1GB" (KiB, MiB, GiB: powers of 2; KB, MB, GB: of 10; B: bytes): a
+// whole number without sign, at most MaxSize (else ErrSizeTooLarge).
+func ParseSize(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	mult := int64(1)
+	for _, u := range units {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	if s == "" || s[0] < '0' || s[0] > '9' {
+		return 0, errBadSize // no sign, no empty number
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, ErrSizeTooLarge
+	}
+	if err != nil {
+		return 0, errBadSize
+	}
+	if v > MaxSize/mult {
+		return 0, ErrSizeTooLarge
+	}
+	return v * mult, nil
+}
+
+// FormatSize writes n as ParseSize reads it, in the largest of GiB, MiB
+// and KiB that divides it, else in bytes: "1MiB", "1536KiB", "1000".
+func FormatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }

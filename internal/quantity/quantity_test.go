@@ -1,6 +1,7 @@
 package quantity
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -60,5 +61,46 @@ func TestPeriodLength(t *testing.T) {
 		if _, ok := PeriodLength(p); ok {
 			t.Errorf("PeriodLength(%q) took a period that is not canonical", p)
 		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	for in, want := range map[string]time.Duration{"30s": 30 * time.Second, "1m30s": 90 * time.Second, "250ms": 250 * time.Millisecond, "0": 0} {
+		if got, err := ParseDuration(in); err != nil || got != want {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "30", "soon", "1d", "-1s"} {
+		if _, err := ParseDuration(in); err == nil {
+			t.Errorf("ParseDuration(%q) took it", in)
+		}
+	}
+	if _, err := ParseDuration("-1s"); !errors.Is(err, ErrNegative) {
+		t.Errorf("ParseDuration(-1s) = %v, want ErrNegative", err)
+	}
+}
+
+func TestParseSizeAndFormatSize(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "512KiB": 512 << 10, "32 MiB": 32 << 20, "1GB": 1e9, "1024GiB": MaxSize, "7B": 7} {
+		got, err := ParseSize(in)
+		if err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+		if back, err := ParseSize(FormatSize(got)); err != nil || back != got {
+			t.Errorf("ParseSize(FormatSize(%d) = %q) = %d, %v", got, FormatSize(got), back, err)
+		}
+	}
+	for _, in := range []string{"1099511627777", "9000000000GiB", "99999999999999999999KiB"} {
+		if _, err := ParseSize(in); !errors.Is(err, ErrSizeTooLarge) {
+			t.Errorf("ParseSize(%q) = %v, want ErrSizeTooLarge", in, err)
+		}
+	}
+	for _, in := range []string{"-1MiB", "+1MiB", "MiB", "lots", "1.5GiB", ""} {
+		if _, err := ParseSize(in); err == nil || errors.Is(err, ErrSizeTooLarge) {
+			t.Errorf("ParseSize(%q) = %v, want not a size", in, err)
+		}
+	}
+	if got := FormatSize(1536 << 10); got != "1536KiB" {
+		t.Errorf("FormatSize(1536KiB) = %q", got)
 	}
 }
