@@ -2,7 +2,8 @@ package config
 
 import (
 	"fmt"
-	"time"
+
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 )
 
 // Cache turns on the exact response cache and request coalescing for a
@@ -42,36 +43,35 @@ type CacheStore struct {
 
 // Cache defaults.
 const (
-	DefaultCacheMaxWait   = 2 * time.Minute
-	DefaultCacheMaxEntry  = 1 << 20
+	DefaultCacheMaxWait   = cachepolicy.DefaultMaxWait
+	DefaultCacheMaxEntry  = cachepolicy.DefaultMaxEntry
 	DefaultCacheMaxMemory = 64 << 20
 )
 
+// Policy is c as the policy that the admin API's stored keys write too
+// (internal/cachepolicy), which checks both alike; nil for a nil c.
+func (c *Cache) Policy() *cachepolicy.Policy {
+	if c == nil {
+		return nil
+	}
+	return &cachepolicy.Policy{TTL: c.TTL.D(), Coalesce: c.Coalesce, MaxWait: c.MaxWait.D(), MaxEntry: int64(c.MaxEntry), Shared: c.Shared}
+}
+
 // CoalesceOn reports whether c coalesces identical calls in flight.
-func (c *Cache) CoalesceOn() bool { return c != nil && (c.Coalesce == nil || *c.Coalesce) }
+func (c *Cache) CoalesceOn() bool { return c.Policy().CoalesceOn() }
 
 // On reports whether c stores or coalesces anything.
-func (c *Cache) On() bool { return c != nil && (c.TTL > 0 || c.CoalesceOn()) }
+func (c *Cache) On() bool { return c.Policy().On() }
 
 // validate checks a cache section at path p; onKey says it is a key's.
+// The checks are cachepolicy's, the admin API's for stored keys.
 func (c *Cache) validate(ps *Problems, p string, onKey bool) {
-	if c == nil {
-		return
-	}
-	if c.TTL < 0 {
-		ps.add(p+".ttl", "must not be negative")
-	}
-	if c.MaxWait < 0 {
-		ps.add(p+".max_wait", "must not be negative")
-	}
-	if c.MaxEntry < 0 {
-		ps.add(p+".max_entry", "must not be negative")
-	}
-	if onKey && c.Shared {
-		ps.add(p+".shared", "a key's cache cannot be shared: share a pool's (pools[].cache.shared)")
-	}
-	if !onKey && !c.On() {
-		ps.add(p, "stores nothing (no ttl) and coalesces nothing (coalesce: false): set a ttl, or remove it")
+	for _, pr := range c.Policy().Check(onKey) {
+		at := p
+		if pr.Field != "" {
+			at += "." + pr.Field
+		}
+		ps.add(at, "%s", pr.Message)
 	}
 }
 

@@ -11,7 +11,8 @@ import (
 // cache:, on d.Cache (the gateway's with state.redis: its store is the
 // fleet's Redis, cache/rediscache), else on prev's cache, else on a new
 // in-process one of cache.max_memory. Nil when no pool or key caches or
-// coalesces.
+// coalesces and there is no key store (store:), whose keys may have a
+// cache of their own (ledger.Key.Cache, on their tenant.Principal).
 func (e *Engine) cacheRoutes(d Deps, prev *Engine) *proxy.CacheRoutes {
 	cfg := e.Config
 	cr := &proxy.CacheRoutes{Pools: map[string]*proxy.CachePolicy{}, Keys: map[string]*proxy.CachePolicy{}}
@@ -25,8 +26,8 @@ func (e *Engine) cacheRoutes(d Deps, prev *Engine) *proxy.CacheRoutes {
 			cr.Keys[k.Name] = cachePolicy(k.Cache) // off too: a key's cache wins over its pools'
 		}
 	}
-	if len(cr.Pools) == 0 && len(cr.Keys) == 0 {
-		return nil
+	if len(cr.Pools) == 0 && len(cr.Keys) == 0 && cfg.Store == nil {
+		return nil // with a key store, a stored key's own cache: may turn it on
 	}
 	switch {
 	case d.Cache != nil:
@@ -46,7 +47,4 @@ func (e *Engine) cacheRoutes(d Deps, prev *Engine) *proxy.CacheRoutes {
 }
 
 // cachePolicy is the pipeline's policy of a cache: section.
-func cachePolicy(c *config.Cache) *proxy.CachePolicy {
-	return &proxy.CachePolicy{TTL: c.TTL.D(), Coalesce: c.CoalesceOn(), MaxWait: c.MaxWait.D(),
-		MaxEntry: int64(c.MaxEntry), Shared: c.Shared}
-}
+func cachePolicy(c *config.Cache) *proxy.CachePolicy { return c.Policy().Effective() }

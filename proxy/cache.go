@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchover-gw/switchover/cache"
 	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/translate"
 )
@@ -31,21 +32,11 @@ import (
 // "miss" (a backend, now stored when it could be), "bypass".
 const HeaderCache = "X-Switchover-Cache"
 
-// CachePolicy is how a pool's or a key's calls are cached; the zero value
-// stores nothing and coalesces nothing.
-type CachePolicy struct {
-	// TTL is how long an answer is replayed; zero stores none.
-	TTL time.Duration
-	// Coalesce joins identical calls in flight; MaxWait bounds a
-	// follower's wait (zero: 2 minutes).
-	Coalesce bool
-	MaxWait  time.Duration
-	// MaxEntry bounds a stored or shared answer, in bytes (zero: 1 MiB).
-	MaxEntry int64
-	// Shared shares the pool's entries between tenants (a pool's policy
-	// only).
-	Shared bool
-}
+// CachePolicy is how a pool's or a key's calls are cached, its defaults
+// filled in (internal/cachepolicy, which reads and checks what the
+// configuration file and the admin API write); the zero value stores
+// nothing and coalesces nothing.
+type CachePolicy = cachepolicy.Effective
 
 // CacheObserver hears what the cache did, for metrics. Its methods must
 // be safe for concurrent use.
@@ -96,23 +87,23 @@ func (rc *ResponseCache) result(pool, result string, n int) {
 	}
 }
 
-// policy is the cache policy of x's call: its key's, else its pool's; nil
-// when neither caches nor coalesces.
+// cachePolicy is the cache policy of x's call (cachepolicy.Pick): its
+// key's own, whole, when it has one (a stored key's, on its Principal,
+// else a configuration key's, in Routes.Cache.Keys), else its pool's;
+// nil when that neither caches nor coalesces.
 func (x *exchange) cachePolicy() *CachePolicy {
 	cr := x.rt.Cache
 	if cr == nil || cr.ResponseCache == nil || x.pool == nil || x.req == nil {
 		return nil
 	}
-	pol := cr.Pools[x.pool.Name]
-	if x.lg.key != "" {
-		if kp, ok := cr.Keys[x.lg.key]; ok {
-			pol = kp
-		}
+	var own *CachePolicy
+	switch {
+	case x.lg.who != nil && (x.lg.who.Cache != nil || x.lg.who.Source == "store"):
+		own = x.lg.who.Cache // a stored key's is only on its Principal
+	case x.lg.key != "":
+		own = cr.Keys[x.lg.key]
 	}
-	if pol == nil || (pol.TTL <= 0 && !pol.Coalesce) {
-		return nil
-	}
-	return pol
+	return cachepolicy.Pick(own, cr.Pools[x.pool.Name])
 }
 
 // cacheMode is what the caller's headers ask of the cache.
