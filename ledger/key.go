@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/internal/quantity"
 )
 
@@ -64,6 +65,11 @@ type Key struct {
 	// x-switchover-max-wait wins; capped by the pool's max_wait_limit);
 	// zero is the pool's. Shown by the admin API as "30s".
 	Patience time.Duration `json:"-"`
+	// Cache is the key's own response cache settings, which win over its
+	// pools' (see docs/cache.md); nil: it follows its pools'. Never
+	// Shared (a key's cache stays scoped to its team). Stored as
+	// cachepolicy's JSON, shown by the admin API as the same object.
+	Cache *cachepolicy.Policy `json:"cache,omitempty"`
 	// Expires is when the key stops working; zero is never.
 	Expires time.Time `json:"expires,omitzero"`
 	// Created is set by NewKey.

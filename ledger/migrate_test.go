@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/internal/pgtest"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/postgres"
@@ -122,8 +123,8 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	// Back to version 1: without the columns and tables of versions 2
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
-	// (object owners), 6 (tags), 7 (end users), 8 (budget rules) and 9
-	// (cache hits), and their migrations' rows.
+	// (object owners), 6 (tags), 7 (end users), 8 (budget rules), 9
+	// (cache hits) and 10 (keys' own cache), and their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata", "ALTER TABLE usage_requests DROP COLUMN tags",
@@ -132,7 +133,8 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
 		"DROP TABLE object_owners", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
 		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",
-		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "DELETE FROM schema_migrations WHERE version >= 2"} {
+		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "ALTER TABLE api_keys DROP COLUMN cache",
+		"DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +146,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	defer s.Close()
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
-	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() {
+	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() || got.Cache != nil {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
 	} // Version 3's column takes an estimated usage record, version 7's its end user.
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true, EndUser: "u1"},
@@ -167,8 +169,13 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		t.Fatalf("the old key has tags %q and metadata %q, want none", got.Tags, got.Metadata)
 	}
 	got.Tags, got.Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
+	off := false
+	got.Cache = &cachepolicy.Policy{Coalesce: &off} // version 10: a cache of its own, off
 	if err := s.UpdateKey(ctx, got); err != nil {
 		t.Fatalf("tagging the old key after the upgrade: %v", err)
+	}
+	if again, err := ledger.Verify(ctx, s, secret, time.Now()); err != nil || again.Cache == nil || again.Cache.CoalesceOn() || again.Cache.TTL != 0 {
+		t.Fatalf("the old key's cache after the upgrade: %+v, %v", again.Cache, err)
 	}
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r2", KeyID: k.ID, Tags: got.Tags, PromptTokens: 7, Cost: 0.25}}); err != nil {
 		t.Fatal(err)
@@ -204,7 +211,8 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
 		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
 		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",
-		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "DELETE FROM schema_migrations WHERE version >= 6"} {
+		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "ALTER TABLE api_keys DROP COLUMN cache",
+		"DELETE FROM schema_migrations WHERE version >= 6"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}
@@ -215,12 +223,16 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 	}
 	defer s.Close()
 	ks, err := s.Keys(ctx)
-	if err != nil || len(ks) != 1 || ks[0].Tags != nil || ks[0].Metadata != nil {
+	if err != nil || len(ks) != 1 || ks[0].Tags != nil || ks[0].Metadata != nil || ks[0].Cache != nil {
 		t.Fatalf("the old key after the upgrade: %+v, %v", ks, err)
 	}
 	ks[0].Tags, ks[0].Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
+	ks[0].Cache = &cachepolicy.Policy{TTL: 10 * time.Minute, MaxEntry: 1 << 20} // version 10's column
 	if err := s.UpdateKey(ctx, ks[0]); err != nil {
 		t.Fatalf("tagging the old key: %v", err)
+	}
+	if again, err := s.Keys(ctx); err != nil || len(again) != 1 || again[0].Cache == nil || again[0].Cache.TTL != 10*time.Minute || again[0].Cache.MaxEntry != 1<<20 {
+		t.Fatalf("the old key's cache after the upgrade: %+v, %v", again, err)
 	}
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r1", KeyID: k.ID, Tags: []string{"prod"}, PromptTokens: 7, Cost: 0.25}}); err != nil {
 		t.Fatal(err)

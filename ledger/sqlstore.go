@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/internal/labels"
 )
 
@@ -37,7 +38,7 @@ func NewSQLStore(r, w *sql.DB, d Dialect) Store {
 
 const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
 	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms,
-	prev_prefix, prev_hash, prev_until_us, tags, metadata`
+	prev_prefix, prev_hash, prev_until_us, tags, metadata, cache`
 
 func (s *sqlStore) q(query string) string { return s.d.bind(query) }
 
@@ -53,11 +54,11 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 	}
 	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
 			k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
 			micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
-			k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata))
+			k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata), cacheText(k.Cache))
 		return err
 	})
 	if err != nil && s.d.IsUnique(err) {
@@ -125,10 +126,10 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
 		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?,
-		tags = ?, metadata = ? WHERE id = ?`),
+		tags = ?, metadata = ?, cache = ? WHERE id = ?`),
 			k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
 			toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(),
-			jsonList(k.Tags), jsonMap(k.Metadata), k.ID)
+			jsonList(k.Tags), jsonMap(k.Metadata), cacheText(k.Cache), k.ID)
 		if err != nil {
 			return err
 		}
@@ -606,12 +607,19 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanKey(row scanner) (Key, error) {
 	var k Key
-	var pools, models, tags, metadata string
+	var pools, models, tags, metadata, cache string
 	var maxConc, budget, expires, created, revoked, patience, prevUntil int64
 	if err := row.Scan(&k.ID, &k.Name, &k.Team, &k.Prefix, &k.Hash, &pools, &models, &k.RPM, &k.TPM,
 		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked, &patience,
-		&k.PrevPrefix, &k.PrevHash, &prevUntil, &tags, &metadata); err != nil {
+		&k.PrevPrefix, &k.PrevHash, &prevUntil, &tags, &metadata, &cache); err != nil {
 		return Key{}, err
+	}
+	if cache != "" {
+		p, err := cachepolicy.ParseJSON([]byte(cache))
+		if err != nil {
+			return Key{}, fmt.Errorf("cache of %s: %w", k.ID, err)
+		}
+		k.Cache = p
 	}
 	if k.PrevPrefix == "" {
 		k.PrevHash = nil
@@ -677,7 +685,19 @@ func validKey(k Key) error {
 	if err := labels.Metadata(k.Metadata); err != nil {
 		return fmt.Errorf("%w: key %s: %v", ErrInvalid, k.ID, err)
 	}
+	if ps := k.Cache.Check(true); len(ps) > 0 {
+		return fmt.Errorf("%w: key %s: cache: %v", ErrInvalid, k.ID, &ps[0])
+	}
 	return nil
+}
+
+// cacheText stores a key's cache policy as its JSON ("" for none).
+func cacheText(p *cachepolicy.Policy) string {
+	if p == nil {
+		return ""
+	}
+	b, _ := json.Marshal(p) // a Policy always marshals
+	return string(b)
 }
 
 // jsonList stores a list as a JSON array ("[]" when empty).
