@@ -158,6 +158,7 @@ func (g *Gateway) configureTenancy(cfg *config.Config) {
 		keys = append(keys, tenant.ConfigKey{Secret: k.Key.Value(), Principal: tenant.Principal{
 			ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags,
 			Limits: limitsOf(k.Limits), PoolBudgets: poolBudgetsOf(cfg, k), Patience: k.Patience.D(),
+			Cache: k.Cache.Policy().Effective(),
 		}})
 	}
 	teams := make([]tenant.Team, 0, len(cfg.Teams))
@@ -458,7 +459,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
 					Tags: k.Tags, Metadata: k.Metadata, RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget,
-					Budgets: scopedOf(poolBudgetsOf(g.Config(), k))})
+					Budgets: scopedOf(poolBudgetsOf(g.Config(), k)), Cache: k.Cache.Policy()})
 			}
 			return keys
 		},

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -56,6 +57,9 @@ type Principal struct {
 	// Patience is this key's default wait for quota (a request's
 	// x-switchover-max-wait wins); zero is the pool's.
 	Patience time.Duration
+	// Cache is the key's own response cache policy, which wins over its
+	// pools' (proxy's cacheLookup); nil: its pools'. Never Shared.
+	Cache *cachepolicy.Effective
 	// Source is "config" or "store".
 	Source string
 	// ShareObjects says the key's team shares its stored objects (the
