@@ -192,15 +192,35 @@ func requestID(r *http.Request) string {
 	return hex.EncodeToString(b[:])
 }
 
+// errorBody is an error as OpenAI's API writes one: its message, its
+// type ("invalid_request_error" for bad input, "not_found_error",
+// "conflict_error", "server_error") and, for bad input in one field, the
+// field as param ("cache.ttl").
 type errorBody struct {
 	Error struct {
 		Message string `json:"message"`
+		Type    string `json:"type"`
+		Param   string `json:"param,omitempty"`
 	} `json:"error"`
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
 	var b errorBody
 	b.Error.Message = err.Error()
+	switch {
+	case status == http.StatusNotFound:
+		b.Error.Type = "not_found_error"
+	case status == http.StatusConflict:
+		b.Error.Type = "conflict_error"
+	case status >= 500:
+		b.Error.Type = "server_error"
+	default:
+		b.Error.Type = "invalid_request_error"
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		b.Error.Param = fe.field
+	}
 	writeJSON(w, status, b)
 }
 

@@ -1,6 +1,7 @@
 package ledgerapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/ledger"
@@ -78,6 +80,12 @@ type keyBody struct {
 	Expires any               `json:"expires"`
 	// Patience is a duration ("30s", "2m"); "", "none" or 0 removes it.
 	Patience any `json:"patience"`
+	// Cache is the key's own response cache settings, which win over
+	// its pools': {"ttl":"10m","coalesce":true,"max_wait":"5s",
+	// "max_entry":"1MiB"} (each optional; see internal/cachepolicy);
+	// null or "none" removes them (the key follows its pools'). Absent:
+	// left alone.
+	Cache json.RawMessage `json:"cache"`
 	// Tags and Metadata replace the key's (see labels for their bounds);
 	// [] and {} remove them.
 	Tags     *[]string          `json:"tags"`
@@ -167,6 +175,21 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 		if k.Expires, err = expiry(b.Expires, now); err != nil {
 			return err
 		}
+	}
+	if b.Cache != nil {
+		p, err := cachepolicy.ParseJSON(b.Cache)
+		var pr *cachepolicy.Problem
+		if errors.As(err, &pr) {
+			field := "cache"
+			if pr.Field != "" {
+				field += "." + pr.Field
+			}
+			return badField(field, "%s", pr.Message)
+		}
+		if err != nil {
+			return badField("cache", "%v", err)
+		}
+		k.Cache = p
 	}
 	if b.Patience != nil {
 		switch v := b.Patience.(type) {
