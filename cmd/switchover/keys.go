@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
@@ -46,6 +47,9 @@ Limits (create and update):
   --pool-budgets P=B,...  budgets of one pool each: o3=5/day,gpt4o=10/1h (none: no such budgets)
   --expires WHEN          90d or 36h from now, or an RFC 3339 time (never: no expiry)
   --patience WAIT         the key's default wait for quota: 30s, 2m (none: the pool's)
+  --cache SETTINGS        the key's own response cache, winning over its pools':
+                          ttl=10m,coalesce=on,max_wait=5s,max_entry=1MiB (each optional;
+                          coalesce=off without ttl: no cache for the key; none: its pools')
   --tag TAG               a tag, for spend by tag; repeat for several (on update they
                           replace the key's; --tag "" removes them)
   --meta NAME=VALUE       free-form metadata; repeat for several (on update it replaces
@@ -105,7 +109,7 @@ func adminFlagSet(name, usage string, stderr io.Writer) (*flag.FlagSet, func() *
 type keyFlags struct {
 	fs                                                *flag.FlagSet
 	name, team, pools, models, rpm, tpm, conc, budget *string
-	expires, patience, soft, poolBudgets              *string
+	expires, patience, soft, poolBudgets, cache       *string
 	tags                                              listFlag
 	meta                                              metaFlag
 }
@@ -125,6 +129,7 @@ func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 		soft:        fs.String("soft-budget", "", "USD per the budget's period at which a budget alert goes out; refuses nothing (none: the alert at 80%)"),
 		expires:     fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
 		patience:    fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
+		cache:       fs.String("cache", "", "the key's own response cache: ttl=10m,coalesce=on,max_wait=5s,max_entry=1MiB (none: its pools')"),
 	}
 	fs.Var(&kf.tags, "tag", "a tag of the key; repeat for several (\"\": none)")
 	fs.Var(&kf.meta, "meta", "metadata NAME=VALUE; repeat for several (\"\": none)")
@@ -192,6 +197,12 @@ func (kf *keyFlags) body() (map[string]any, error) {
 				}
 			}
 			b["patience"] = v
+		case "cache":
+			p, e := cachepolicy.Parse(v)
+			if e != nil {
+				err = fmt.Errorf("--cache: %v", e)
+			}
+			b["cache"] = p // nil: null, the pools' cache
 		}
 	})
 	if err != nil {
@@ -296,7 +307,7 @@ func keysUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(body) == 0 {
-		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience, --tag, --meta")}
+		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience, --cache, --tag, --meta")}
 	}
 	raw, err := client().call(ctx, http.MethodPatch, "/admin/keys/"+url.PathEscape(id), body)
 	if err != nil {
@@ -394,6 +405,11 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	}
 	line("expires", formatTime(k.Expires))
 	line("patience", dash(k.Patience))
+	if k.Cache != nil {
+		line("cache", k.Cache.String())
+	} else {
+		line("cache", "- (its pools')")
+	}
 	line("created", formatTime(k.Created))
 	if !k.Revoked.IsZero() {
 		line("revoked", formatTime(k.Revoked))
