@@ -48,3 +48,30 @@ func (c *Config) warnEndUserBudgets() Problems {
 	}
 	return ws
 }
+
+// warnEndUserRatesPerReplica warns of end users' rpm and tpm with
+// state.redis: budgets, keys', teams' and organisations' rates are then
+// the fleet's, but end users' rates stay each replica's (they are too
+// many to exchange), so N replicas admit up to N times each.
+func (c *Config) warnEndUserRatesPerReplica() Problems {
+	if c.State.Redis == nil {
+		return nil
+	}
+	const msg = "state.redis shares budgets (end users' too) and the rates of keys, teams and organisations, but not end users' rpm and tpm: each replica holds every end user to them on its own, so N replicas admit up to N times as much of an end user; lower them by the number of replicas if that matters"
+	var ws Problems
+	check := func(path string, e EndUserLimits) {
+		if e.RPM != 0 {
+			ws = append(ws, Problem{Path: path + ".rpm", Msg: msg})
+		}
+		if e.TPM != 0 {
+			ws = append(ws, Problem{Path: path + ".tpm", Msg: msg})
+		}
+	}
+	for i, k := range c.Keys {
+		check(fmt.Sprintf("keys[%d].end_user_limits", i), k.EndUserLimits)
+	}
+	for i, t := range c.Teams {
+		check(fmt.Sprintf("teams[%d].end_user_limits", i), t.EndUserLimits)
+	}
+	return ws
+}

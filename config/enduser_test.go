@@ -57,3 +57,40 @@ func TestEndUserLimits(t *testing.T) {
 		t.Errorf("end_user_limits with max_concurrent: %v, want it refused", err)
 	}
 }
+
+// TestEndUserRatesWithStateWarnPerReplica: with state.redis, end users'
+// rpm and tpm are still held by each replica alone; check says so, on
+// the line of each, and not of budgets (which Redis shares) nor without
+// state.redis.
+func TestEndUserRatesWithStateWarnPerReplica(t *testing.T) {
+	env := func(string) (string, bool) { return "", false }
+	withState := "state: {redis: {url: \"redis://127.0.0.1:6379\"}}\nstore: {postgres: \"postgres://db/x\"}\n" + endUserConfig
+	cfg, err := Parse("state.yaml", []byte(withState), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range cfg.Warnings() {
+		if strings.Contains(w.Msg, "not end users' rpm and tpm") {
+			got = append(got, w.String())
+		}
+	}
+	want := []string{"state.yaml:11: keys[0].end_user_limits.rpm", "state.yaml:11: keys[0].end_user_limits.tpm", "state.yaml:5: teams[0].end_user_limits.rpm"}
+	if len(got) != len(want) {
+		t.Fatalf("warnings of end users' rates: %q, want %d", got, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w+": ") {
+			t.Errorf("warning %d: %q, want it to start %q", i, got[i], w)
+		}
+	}
+	cfg, err = Parse("nostate.yaml", []byte(endUserConfig), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range cfg.Warnings() {
+		if strings.Contains(w.Msg, "not end users' rpm and tpm") {
+			t.Errorf("without state.redis: %v", w)
+		}
+	}
+}

@@ -24,18 +24,45 @@ type budgetRun struct {
 	secret   string
 }
 
+// The budgets a run can hold a key to, besides its own (""): its team's,
+// its team's organisation's, its budget of the drill's pool (a key of the
+// configuration file: store keys have none), and its end user's (a team's
+// end_user_limits; the callers name one end user).
+const (
+	ofTeam    = "team"
+	ofOrg     = "org"
+	ofPool    = "pool"
+	ofEndUser = "end user"
+)
+
+// drillEndUser is the end user the callers of an ofEndUser run name.
+const drillEndUser = "drill-end-user"
+
 // startBudgetRun starts n replicas on store ("sqlite", "postgres" or
-// "postgres+redis") and makes a key with the drill's budget or, with
-// team, a key of a new team that has that budget.
-func (d *drill) startBudgetRun(ctx context.Context, scenario, store string, n int, team bool) (*budgetRun, error) {
+// "postgres+redis") and makes a key with the drill's budget or, with of
+// (ofTeam…), a key held to that budget instead.
+func (d *drill) startBudgetRun(ctx context.Context, scenario, store string, n int, of string) (*budgetRun, error) {
 	d.seq++
 	run := &budgetRun{d: d, store: store}
 	s := setup{}
 	k := ledger.Key{Budget: d.o.Budget, BudgetPeriod: "day"}
-	if team {
-		k.Team = fmt.Sprintf("drill-team-%d-%d", time.Now().UnixNano(), d.seq)
+	uniq := fmt.Sprintf("%d-%d", time.Now().UnixNano(), d.seq)
+	fileKey := ""
+	switch of {
+	case ofTeam, ofOrg, ofEndUser:
+		k.Team = "drill-team-" + uniq
 		k.Budget, k.BudgetPeriod = 0, ""
+	}
+	switch of {
+	case ofTeam:
 		s.keys = fmt.Sprintf("teams:\n  - {name: %s, budget: %v/day}\n", k.Team, d.o.Budget)
+	case ofOrg:
+		s.keys = fmt.Sprintf("orgs:\n  - {name: drill-org-%s, budget: %v/day}\nteams:\n  - {name: %s, org: drill-org-%s}\n", uniq, d.o.Budget, k.Team, uniq)
+	case ofEndUser:
+		s.keys = fmt.Sprintf("teams:\n  - {name: %s, end_user_limits: {budget: %v/day}}\n", k.Team, d.o.Budget)
+	case ofPool:
+		fileKey = "drill-pool-key-" + uniq
+		s.keys = fmt.Sprintf("keys:\n  - name: %s\n    key: %s-secret-0123456789abcdef\n    budgets: [{pool: %s, budget: %v/day}]\n", fileKey, fileKey, pool, d.o.Budget)
 	}
 	switch store {
 	case "sqlite":
@@ -54,6 +81,10 @@ func (d *drill) startBudgetRun(ctx context.Context, scenario, store string, n in
 			return nil, err
 		}
 		run.replicas = append(run.replicas, r)
+	}
+	if fileKey != "" {
+		run.key, run.secret = ledger.Key{ID: fileKey, Name: fileKey}, fileKey+"-secret-0123456789abcdef"
+		return run, nil
 	}
 	st := run.replicas[0].gw.Ledger()
 	k.Name = fmt.Sprintf("drill-%s-%s-%d-%d", scenario, store, n, time.Now().UnixNano())
@@ -122,7 +153,11 @@ func (d *drill) burstRun(ctx context.Context, store string, chars int, team bool
 		scenario += " (team)"
 	}
 	d.o.progress("%s on %s: 3 small, then %d of %d characters at once", scenario, store, d.o.Burst, chars)
-	run, err := d.startBudgetRun(ctx, Burst, store, 1, team)
+	of := ""
+	if team {
+		of = ofTeam
+	}
+	run, err := d.startBudgetRun(ctx, Burst, store, 1, of)
 	if err != nil {
 		return err
 	}
@@ -156,19 +191,25 @@ func (d *drill) burstRun(ctx context.Context, store string, chars int, team bool
 // until refused, on each store.
 func (d *drill) even(ctx context.Context) error {
 	for _, store := range d.stores(Even, false) {
-		if err := d.callersRun(ctx, Even, store, 1); err != nil {
+		if err := d.callersRun(ctx, Even, store, 1, ""); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// replicas is item 3: two and three replicas sharing a budget, on
-// PostgreSQL without and with state.redis.
+// replicas is item 3: two and three replicas sharing a key's budget, and
+// three sharing an organisation's, a key's budget of its pool and an end
+// user's, on PostgreSQL without and with state.redis.
 func (d *drill) replicas(ctx context.Context) error {
 	for _, store := range d.stores(Replicas, true) {
 		for _, n := range []int{2, 3} {
-			if err := d.callersRun(ctx, Replicas, store, n); err != nil {
+			if err := d.callersRun(ctx, Replicas, store, n, ""); err != nil {
+				return err
+			}
+		}
+		for _, of := range []string{ofOrg, ofPool, ofEndUser} {
+			if err := d.callersRun(ctx, Replicas+" ("+of+")", store, 3, of); err != nil {
 				return err
 			}
 		}
@@ -198,18 +239,23 @@ func (d *drill) stores(scenario string, fleet bool) []string {
 	return out
 }
 
-// callersRun starts n replicas on store and, on each, Callers callers
+// callersRun starts n replicas on store, a key held to the budget of
+// (see startBudgetRun), and on each replica Callers callers
 // that send small requests until the budget refuses them, MaxRequests
 // have been sent or RunTimeout has passed.
-func (d *drill) callersRun(ctx context.Context, scenario, store string, n int) error {
+func (d *drill) callersRun(ctx context.Context, scenario, store string, n int, of string) error {
 	d.o.progress("%s on %s: %d replica(s), %d callers each, small requests until refused", scenario, store, n, d.o.Callers)
-	run, err := d.startBudgetRun(ctx, scenario, store, n, false)
+	run, err := d.startBudgetRun(ctx, scenario, store, n, of)
 	if err != nil {
 		return err
 	}
 	defer run.stop()
 	sendCtx, cancel := context.WithTimeout(ctx, d.o.RunTimeout)
 	defer cancel()
+	body := smallBody
+	if of == ofEndUser {
+		body = smallBodyOf(drillEndUser)
+	}
 	var total atomic.Int64
 	var mu sync.Mutex
 	var t tally
@@ -218,7 +264,7 @@ func (d *drill) callersRun(ctx context.Context, scenario, store string, n int) e
 		for range d.o.Callers {
 			wg.Go(func() {
 				for sendCtx.Err() == nil && total.Add(1) <= int64(d.o.MaxRequests) {
-					o, ra := send(sendCtx, rep.url, run.secret, smallBody)
+					o, ra := send(sendCtx, rep.url, run.secret, body)
 					if sendCtx.Err() != nil {
 						return // cut by the bound: not counted
 					}

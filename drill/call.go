@@ -25,6 +25,17 @@ const (
 // tokens on the simulator, about $0.00023 at the drill's price.
 var smallBody = chatBody("count the tokens of this prompt", 5)
 
+// smallBodyOf is smallBody of end user user.
+func smallBodyOf(user string) string {
+	b, _ := json.Marshal(map[string]any{
+		"model":      pool,
+		"max_tokens": 5,
+		"user":       user,
+		"messages":   []map[string]string{{"role": "user", "content": "count the tokens of this prompt"}},
+	})
+	return string(b)
+}
+
 // largeBody is a chat request whose prompt is chars characters long.
 func largeBody(chars int) string {
 	return chatBody(strings.Repeat("word ", chars/5), 5)

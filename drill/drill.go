@@ -13,7 +13,9 @@
 //   - even: Callers callers send small requests until refused; on both
 //     stores.
 //   - replicas: two and three replicas on PostgreSQL, Callers callers
-//     each, without and with state.redis.
+//     each, without and with state.redis; then three on the budget of an
+//     organisation, of a key's pool and of an end user ("replicas (org)",
+//     "replicas (pool)", "replicas (end user)").
 //   - rollout: three replicas sharing a key's rpm through Redis, through a
 //     rollout (one replica replaced by a new name), a scale-down, a
 //     scale-up and a Redis restart; what was admitted in each Window.
@@ -152,7 +154,7 @@ type Report struct {
 // BudgetRow is one budget run: what a key with a budget was admitted and
 // spent.
 type BudgetRow struct {
-	Scenario string  // burst, even or replicas
+	Scenario string  // burst, burst (team), even, replicas, replicas (org), (pool) or (end user)
 	Store    string  // sqlite, postgres, or postgres+redis
 	Replicas int     // gateways sharing the store
 	Callers  int     // callers at once, in all

@@ -75,13 +75,18 @@ func TestDrillFleetRunsOnPostgresAndRedis(t *testing.T) {
 	}
 	var got []string
 	for _, r := range rep.Budget {
-		got = append(got, fmt.Sprintf("%s×%d", r.Store, r.Replicas))
+		got = append(got, fmt.Sprintf("%s %s×%d", r.Scenario, r.Store, r.Replicas))
 		if r.Callers != 2*r.Replicas {
 			t.Errorf("%+v: want 2 callers a replica", r)
 		}
+		if r.Admitted == 0 || !r.Recorded {
+			t.Errorf("%+v: want requests admitted and recorded", r)
+		}
 	}
-	if strings.Join(got, " ") != "postgres×2 postgres×3 postgres+redis×2 postgres+redis×3" {
-		t.Errorf("replicas runs %q", got)
+	want := "replicas postgres×2,replicas postgres×3,replicas (org) postgres×3,replicas (pool) postgres×3,replicas (end user) postgres×3," +
+		"replicas postgres+redis×2,replicas postgres+redis×3,replicas (org) postgres+redis×3,replicas (pool) postgres+redis×3,replicas (end user) postgres+redis×3"
+	if strings.Join(got, ",") != want {
+		t.Errorf("replicas runs %q, want %q", got, want)
 	}
 	phases := []struct {
 		replicas string

@@ -29,7 +29,8 @@ type Budgets interface {
 	SettleBudget(ctx context.Context, id string, lines []BudgetLine, cost int64, now time.Time) error
 }
 
-// BudgetLine is one budget of a hold: a key's or a team's, in one period.
+// BudgetLine is one budget of a hold, in one period: a key's, a team's,
+// an organisation's, a key's of one pool, or an end user's.
 type BudgetLine struct {
 	// Subject names the budget's owner ("key:ID", "team:NAME"), Start
 	// its period; together they name the account.
@@ -44,6 +45,11 @@ type BudgetLine struct {
 	// Seed is the caller's own figure of what was spent in the period
 	// (the store's, plus what it spent since): the floor of spent.
 	Seed int64
+	// Keep is how long the account is kept after End (from the caller's
+	// now, as End). Zero means a day. Accounts of many short-lived
+	// subjects (end users) keep less, so that memory is bounded by the
+	// subjects of one period.
+	Keep time.Duration
 }
 
 // BudgetFigures are a budget's spent and held amounts.

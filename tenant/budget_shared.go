@@ -3,6 +3,7 @@ package tenant
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 	"sync/atomic"
@@ -12,9 +13,12 @@ import (
 )
 
 // SharedBudget holds budgets for the whole fleet (Limiter.Shared): what
-// each request in flight reserved and what was spent, per key and team
-// and period, in a store every replica reaches (fleet/redisstore's Store
-// has it, on Redis). With it, a request is admitted against what every
+// each request in flight reserved and what was spent, per subject and
+// period, in a store every replica reaches (fleet/redisstore's Store has
+// it, on Redis). Every budget that applies to a request is held there in
+// one call, all or none: its key's, its team's, its organisation's, its
+// key's budget of its pool, and its end user's of its key and of its team
+// (at most six). With it, a request is admitted against what every
 // replica spent and reserved, atomically, so that N replicas overshoot a
 // budget no more than one does; without it each replica reserves only
 // its own requests, and sees the others' spend when the store is read
@@ -39,14 +43,38 @@ type sharedState struct {
 
 // sharedHold is a request's budgets in the SharedBudget.
 type sharedHold struct {
-	id    string
-	lines []fleet.BudgetLine // Subject: the subject's name in l.subjects
-	held  bool               // the SharedBudget holds the lines' amounts under id
+	id string
+	// lines' Subject is the subject's name in l.subjects, or for an end
+	// user's budget its userSubject (users names those lines).
+	lines []fleet.BudgetLine
+	users []sharedUser
+	held  bool // the SharedBudget holds the lines' amounts under id
 	// ok says the SharedBudget answered: figs are its figures before
 	// this hold, line by line. Not ok, the request is held on this
 	// replica alone.
 	ok   bool
 	figs []fleet.BudgetFigures
+}
+
+// sharedUser is a line of an end user's budget in a sharedHold.
+type sharedUser struct {
+	line int
+	k    endUserKey
+}
+
+// EndUserKeep is how long an end user's account in a SharedBudget is
+// kept after its period ends (a key's, team's or organisation's is kept a
+// day): end users are many, and one that comes back in a later period
+// starts a new account anyway. It covers replicas' clocks that disagree.
+const EndUserKeep = time.Hour
+
+// userSubject names the account of end user user in scope (its key's or
+// team's limiter name) in a SharedBudget: "user:key:ID/HASH" or
+// "user:team:NAME/HASH". The id is hashed: it is the caller's choice, of
+// any length and any characters, and names nothing in Redis.
+func userSubject(scope, user string) string {
+	sum := sha256.Sum256([]byte(user))
+	return "user:" + scope + "/" + hex.EncodeToString(sum[:12])
 }
 
 // fleetFigures are a subject's spent and held amounts in the
@@ -57,12 +85,15 @@ type fleetFigures struct {
 	spent, held float64
 }
 
-// holdShared reserves a request's price against the budgets of p's key
-// and team in the SharedBudget, both or neither. It returns nil when
-// there is nothing to hold there: no SharedBudget, or no budget. A
-// SharedBudget that fails is reported (OnShared) and the request is held
-// on this replica alone, as without one.
-func (l *Limiter) holdShared(p *Principal, teamLimits Limits, hasTeam bool, c cost, now time.Time) *sharedHold {
+// holdShared reserves a request's price against every budget that
+// applies to it in the SharedBudget, all or none: p's key's, its team's
+// (teamLimits, if hasTeam), its organisation's (o), the key's budget of
+// pool, and the budgets of end user user ("" for none) of the key and of
+// the team. It returns nil when there is nothing to hold there: no
+// SharedBudget, or no budget. A SharedBudget that fails is reported
+// (OnShared) and the request is held on this replica alone, as without
+// one.
+func (l *Limiter) holdShared(p *Principal, teamLimits Limits, hasTeam bool, o org, pool, user string, c cost, now time.Time) *sharedHold {
 	if l.Shared == nil || l.spend == nil {
 		return nil
 	}
@@ -71,6 +102,15 @@ func (l *Limiter) holdShared(p *Principal, teamLimits Limits, hasTeam bool, c co
 	h.add(l, keyName, p.Limits, c, now)
 	if hasTeam {
 		h.add(l, teamName, teamLimits, c, now)
+	}
+	if o.ok {
+		h.add(l, "org:"+o.name, o.lim, c, now)
+	}
+	if pb, ok := p.PoolBudget(pool); ok {
+		h.add(l, poolSubject(keyName, pool), pb, c, now)
+	}
+	if user != "" {
+		l.EndUsers.addShared(h, p, teamLimits, hasTeam, user, c, now)
 	}
 	if len(h.lines) == 0 {
 		return nil
@@ -113,6 +153,22 @@ func (h *sharedHold) add(l *Limiter, subj string, lim Limits, c cost, now time.T
 		Budget: nanos(lim.Budget), Amount: nanos(amount), Seed: nanos(l.spend.Spent(subj, start))})
 }
 
+// figures returns the SharedBudget's figures of subject subj in h, and
+// the amount h reserved against it; false when h has none (no hold, the
+// SharedBudget is out, or it does not hold subj's budget).
+func (h *sharedHold) figures(subj string) (fleetFigures, float64, bool) {
+	if h == nil || !h.ok {
+		return fleetFigures{}, 0, false
+	}
+	for i, ln := range h.lines {
+		if ln.Subject == subj {
+			f := h.figs[i]
+			return fleetFigures{start: ln.Start, spent: float64(f.Spent) / 1e9, held: float64(f.Held) / 1e9}, float64(ln.Amount) / 1e9, true
+		}
+	}
+	return fleetFigures{}, 0, false
+}
+
 // apply gives s (subject name subj) the SharedBudget's figures of h, and
 // returns what the request reserves against s's budget: price, or the
 // amount h reserved in the SharedBudget. A subject without figures of
@@ -124,18 +180,12 @@ func (h *sharedHold) apply(s *subject, subj string, price float64) float64 {
 		return price
 	}
 	s.fleet.held = 0
-	if h == nil || !h.ok {
+	f, amount, ok := h.figures(subj)
+	if !ok {
 		return price
 	}
-	for i, ln := range h.lines {
-		if ln.Subject != subj {
-			continue
-		}
-		f := h.figs[i]
-		s.fleet = fleetFigures{start: ln.Start, spent: float64(f.Spent) / 1e9, held: float64(f.Held) / 1e9}
-		return float64(ln.Amount) / 1e9
-	}
-	return price
+	s.fleet = f
+	return amount
 }
 
 // spentIn returns what the SharedBudget said s spent in the period that
@@ -160,8 +210,9 @@ func (f fleetFigures) heldIn(start time.Time) float64 {
 // the floor), and releases what it reserved. A request that was not held
 // there (the SharedBudget was out) still adds its cost, so the fleet's
 // figure stays whole once it is back. Call it before cost is added to
-// l.spend: a hold that reads l.spend meanwhile would otherwise take a
-// figure with cost as spent's floor, and the settle add cost again.
+// l.spend and to its end users' figures: a hold that reads them
+// meanwhile would otherwise take a figure with cost as spent's floor,
+// and the settle add cost again.
 func (l *Limiter) settleShared(h *sharedHold, cost float64) {
 	if h == nil || (!h.held && cost == 0) {
 		return
@@ -170,6 +221,9 @@ func (l *Limiter) settleShared(h *sharedHold, cost float64) {
 	for i, ln := range h.lines {
 		ln.Seed = nanos(l.spend.Spent(ln.Subject, ln.Start)) + nanos(cost)
 		lines[i] = ln
+	}
+	for _, u := range h.users {
+		lines[u.line].Seed = l.EndUsers.seed(u.k, lines[u.line].Start) + nanos(cost)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()

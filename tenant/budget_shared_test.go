@@ -316,3 +316,39 @@ func TestSharedBudgetCostSettledWhileAHoldSeedsIsCountedOnce(t *testing.T) {
 		t.Fatalf("shared spent %v, want the one cost, 0.25", float64(spent)/1e9)
 	}
 }
+
+// TestEndUserSeedCountsTheEpochBeforeALoadOnce is the regression test of
+// an end user's spend counted twice in the SharedBudget: this replica's
+// figure of an end user (the store's, plus its own costs since the load
+// before last, which the store may have too) errs high until the next
+// load, and given to the SharedBudget as spent's floor it would stay
+// there all period. The seed is the store's figure or its own costs,
+// whichever is more.
+func TestEndUserSeedCountsTheEpochBeforeALoadOnce(t *testing.T) {
+	c := fakeclock.New()
+	sb := newMemBudgets()
+	l := replicas(c, sb, 1, nil)[0]
+	store := &fakeLoad{spent: map[endUserKey]float64{}}
+	l.EndUsers.Load = store.load
+	p := key("k", Limits{EndUser: EndUserLimits{Budget: 1, BudgetPeriod: "day"}})
+	a := ask(100, 10)
+	a.EndUser = "alice"
+	tk, r := l.AdmitAsk(p, a)
+	if r != nil {
+		t.Fatal(r)
+	}
+	tk.Done(0, false, 0.01)
+	store.set("key:k", "alice", 0.01) // written before the load
+	if err := l.EndUsers.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	tk, r = l.AdmitAsk(p, a)
+	if r != nil {
+		t.Fatal(r)
+	}
+	tk.Done(0, false, 0.01)
+	start, _, _ := BudgetPeriod(Limits{Budget: 1, BudgetPeriod: "day"}, c.Now())
+	if spent, held := sb.figures(userSubject("key:k", "alice"), start); spent != nanos(0.02) || held != 0 {
+		t.Fatalf("alice's account in the shared budget: spent $%v, held $%v; want $0.02 and nothing", float64(spent)/1e9, float64(held)/1e9)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/fleet"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -115,6 +116,9 @@ type endUser struct {
 	loadedAt         time.Time
 	loading          bool
 	early            int // requests admitted in this period before a load was tried
+	// fleet is its account in the Limiter's SharedBudget as its last
+	// admission read it.
+	fleet fleetFigures
 }
 
 // NewEndUsers returns an EndUsers keeping at most max end users (0:
@@ -176,16 +180,10 @@ func (s endUserScope) who() string {
 	return "key " + s.p.display()
 }
 
-// admit checks and takes the request a of p from its end user's state in
-// the scopes of p's key and team (team limits tl, when p has a team):
-// nil without an end user or end-user limits.
-func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, now time.Time) (*endUserTicket, *Refusal) {
-	if e == nil || a.EndUser == "" {
-		return nil, nil
-	}
+// scopes returns the scopes of p's key and team (team limits tl, when p
+// has a team) whose end-user limits apply, and how many there are.
+func endUserScopes(p *Principal, tl Limits, hasTeam bool) (scopes [2]endUserScope, n int) {
 	keyName, teamName := p.names()
-	var scopes [2]endUserScope
-	n := 0
 	if p.Limits.EndUser != (EndUserLimits{}) {
 		scopes[0] = endUserScope{name: keyName, p: p, lim: p.Limits.EndUser}
 		n++
@@ -194,6 +192,84 @@ func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, n
 		scopes[1] = endUserScope{name: teamName, p: p, team: true, lim: tl.EndUser}
 		n++
 	}
+	return scopes, n
+}
+
+// addShared appends to h the lines of end user user's budgets in the
+// scopes of p's key and team (team limits tl, when p has a team), each
+// with the amount the request c reserves against it and this replica's
+// figure of what the end user spent (see seed). It does not make the end
+// user's state: admit does.
+func (e *EndUsers) addShared(h *sharedHold, p *Principal, tl Limits, hasTeam bool, user string, c cost, now time.Time) {
+	if e == nil {
+		return
+	}
+	scopes, n := endUserScopes(p, tl, hasTeam)
+	if n == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, s := range scopes {
+		if s.name == "" || s.lim.Budget <= 0 {
+			continue
+		}
+		start, end, ok := BudgetPeriod(Limits{Budget: s.lim.Budget, BudgetPeriod: s.lim.BudgetPeriod}, now)
+		if !ok {
+			continue
+		}
+		k := endUserKey{s.name, user}
+		amount, seed := c.usd, int64(0)
+		if el, ok := e.users[k]; ok {
+			u := el.Value.(*endUser)
+			if !c.priced {
+				amount = u.avgCost
+			}
+			seed = u.seedIn(start)
+		}
+		h.users = append(h.users, sharedUser{line: len(h.lines), k: k})
+		h.lines = append(h.lines, fleet.BudgetLine{Subject: userSubject(s.name, user), Start: start, End: end, Keep: EndUserKeep,
+			Budget: nanos(s.lim.Budget), Amount: nanos(amount), Seed: seed})
+	}
+}
+
+// seed returns this replica's figure of what end user k spent in the
+// period that starts at start, in nano-dollars, as the floor of its
+// account in the SharedBudget (see seedIn).
+func (e *EndUsers) seed(k endUserKey, start time.Time) int64 {
+	if e == nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if el, ok := e.users[k]; ok {
+		return el.Value.(*endUser).seedIn(start)
+	}
+	return 0
+}
+
+// seedIn is what u surely spent in the period that starts at start: the
+// store's figure, or what this replica spent since the load before last,
+// whichever is more. Not their sum: the costs of the epoch before the
+// last load may be in the store's figure too, and a floor given to the
+// SharedBudget is never taken back. Called with e.mu held.
+func (u *endUser) seedIn(start time.Time) int64 {
+	if !u.period.Equal(start) {
+		return 0
+	}
+	return max(u.base, u.older+u.prev+u.cur)
+}
+
+// admit checks and takes the request a of p from its end user's state in
+// the scopes of p's key and team (team limits tl, when p has a team):
+// nil without an end user or end-user limits. sh is the request's hold in
+// the Limiter's SharedBudget (nil: none): the end user's budgets count
+// the fleet's figures it read.
+func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, now time.Time, sh *sharedHold) (*endUserTicket, *Refusal) {
+	if e == nil || a.EndUser == "" {
+		return nil, nil
+	}
+	scopes, n := endUserScopes(p, tl, hasTeam)
 	if n == 0 {
 		return nil, nil
 	}
@@ -211,6 +287,12 @@ func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, n
 		s.price = c.usd
 		if !c.priced {
 			s.price = u.avgCost
+		}
+		u.fleet.held = 0
+		if sh != nil && s.lim.Budget > 0 {
+			if f, amount, ok := sh.figures(userSubject(s.name, a.EndUser)); ok {
+				u.fleet, s.price = f, amount
+			}
 		}
 		if r := e.check(u, *s, a.EndUser, est, now); r != nil {
 			return nil, r
@@ -360,8 +442,10 @@ func (e *EndUsers) overBudget(u *endUser, s endUserScope, user string, now time.
 	if e.Load != nil && (!u.loaded || now.Sub(u.loadedAt) > endUserReload) {
 		e.signal()
 	}
-	spent := u.base + u.older + u.prev + u.cur
-	budget, held := nanos(lim.Budget), spent+nanos(u.reserved)
+	// With a SharedBudget, the fleet's figures as this admission read
+	// them, when more.
+	spent := max(u.base+u.older+u.prev+u.cur, nanos(u.fleet.spentIn(u.period)))
+	budget, held := nanos(lim.Budget), spent+max(nanos(u.reserved), nanos(u.fleet.heldIn(u.period)))
 	if held < budget && held+nanos(s.price) <= budget {
 		return nil
 	}

@@ -225,11 +225,12 @@ func (l *Limiter) AdmitAsk(p *Principal, a Ask) (*Ticket, *Refusal) {
 		return nil, nil // nothing to count: a nil Ticket's Done does nothing
 	}
 	price, priced := a.cost(l.Price)
-	eu, r := l.EndUsers.admit(p, teamLimits, hasTeam, a, cost{price, priced}, now)
+	sh := l.holdShared(p, teamLimits, hasTeam, o, pool, a.EndUser, cost{price, priced}, now)
+	eu, r := l.EndUsers.admit(p, teamLimits, hasTeam, a, cost{price, priced}, now, sh)
 	if r != nil {
+		l.releaseShared(sh)
 		return nil, r
 	}
-	sh := l.holdShared(p, teamLimits, hasTeam, cost{price, priced}, now)
 	var alerts []BudgetAlert
 	t, r := l.admit(p, pool, teamLimits, hasTeam, o, a.Tokens, cost{price, priced}, now, sh, &alerts)
 	l.send(alerts)
@@ -287,17 +288,21 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 		}
 	}
 	var orgSub *subject
+	var op float64
 	if o.ok {
 		orgSub = l.subject("org:"+o.name, o.lim, now)
-		if r := l.overBudget("org", o.name, "", "", o.lim, orgSub, "org:"+o.name, c.of(orgSub), now, alerts); r != nil {
+		op = sh.apply(orgSub, "org:"+o.name, c.of(orgSub))
+		if r := l.overBudget("org", o.name, "", "", o.lim, orgSub, "org:"+o.name, op, now, alerts); r != nil {
 			return nil, r
 		}
 	}
 	var ps *subject
+	var pp float64
 	pb, hasPool := p.PoolBudget(pool)
 	if hasPool {
 		ps = l.subject(poolSubject(keyName, pool), Limits{}, now)
-		if r := l.overBudget("key", p.ID, p.Name, "pool "+pool, pb, ps, poolSubject(keyName, pool), c.of(ps), now, alerts); r != nil {
+		pp = sh.apply(ps, poolSubject(keyName, pool), c.of(ps))
+		if r := l.overBudget("key", p.ID, p.Name, "pool "+pool, pb, ps, poolSubject(keyName, pool), pp, now, alerts); r != nil {
 			return nil, r
 		}
 	}
@@ -359,12 +364,12 @@ func (l *Limiter) admit(p *Principal, pool string, teamLimits Limits, hasTeam bo
 		ts.reserved += t.reservedTeam
 	}
 	if orgSub != nil {
-		t.reservedOrg = c.of(orgSub)
+		t.reservedOrg = op
 		orgSub.reserved += t.reservedOrg
 	}
 	if ps != nil {
 		t.poolSub, t.poolLimits = ps, pb
-		t.reservedPool = c.of(ps)
+		t.reservedPool = pp
 		ps.reserved += t.reservedPool
 		ps.used = now
 	}
@@ -398,7 +403,6 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	t.done = true
 	l := t.l
 	now := l.clock.Now()
-	t.eu.done(tokens, known, cost, now)
 	keyName, teamName := t.p.names()
 	if t.team == nil {
 		teamName = ""
@@ -406,6 +410,7 @@ func (t *Ticket) Done(tokens int64, known bool, cost float64) {
 	// Shared first: this replica's own figure, which Shared takes as the
 	// floor of spent, must not count a cost Shared does not have yet.
 	l.settleShared(t.shared, cost)
+	t.eu.done(tokens, known, cost, now)
 	poolName := ""
 	if t.pool != "" {
 		poolName = poolSubject(keyName, t.pool)

@@ -17,15 +17,19 @@ import (
 //	PREFIX {budget}:SUBJECT:START         a hash: "spent", "held", and "h:ID" → amount of each hold
 //	PREFIX {budget}:SUBJECT:START:holds   a sorted set: hold ID scored by its deadline (ms)
 //
-// START is the period's start in Unix seconds. Amounts are integer
-// nano-dollars. A hold and a settle each run as one Lua script over the
-// accounts of a key and its team, so both are held or neither. The
-// scripts touch several keys: every budget key carries the hash tag
-// {budget}, so that on a cluster they share one slot (and one master),
-// which is the price of holding a key's and its team's budget at once.
-// Both keys expire a day after their period ends, by the caller's clock
-// (a relative expiry, so that a replica's skewed clock cannot drop them
-// early).
+// START is the period's start in Unix seconds. SUBJECT is "key:ID",
+// "team:NAME", "org:NAME", "key:ID/pool:NAME", or an end user's
+// "user:key:ID/HASH" or "user:team:NAME/HASH" (HASH: 24 hex digits of
+// the SHA-256 of the end user's id). Amounts are integer nano-dollars. A
+// hold and a settle each run as one Lua script over every account of a
+// request (up to six), so all are held or none. The scripts touch
+// several keys: every budget key carries the hash tag {budget}, so that
+// on a cluster they share one slot (and one master), which is the price
+// of holding them at once. Both keys expire the line's Keep (a day when
+// zero; an end user's, an hour) after their period ends, by the caller's
+// clock (a relative expiry, so that a replica's skewed clock cannot drop
+// them early). An account after its requests settled is one hash of two
+// fields (its holds' sorted set is empty, so Redis deletes it).
 //
 // Holds whose deadline is past are swept by the next script on their
 // account, so a replica that dies holding some locks nothing for longer
@@ -44,14 +48,18 @@ func (s *Store) budgetKey(l fleet.BudgetLine) string {
 const budgetGrace = 24 * time.Hour
 
 // expireIn is how long a line's keys are kept from now, in ms: until
-// budgetGrace after its period ends (without an End, 32 days after it
-// starts), and at least budgetGrace.
+// its Keep (zero: budgetGrace) after its period ends (without an End, 32
+// days after it starts), and at least that.
 func expireIn(l fleet.BudgetLine, now time.Time) string {
 	end := l.End
 	if end.IsZero() {
 		end = l.Start.Add(32 * 24 * time.Hour)
 	}
-	return strconv.FormatInt(max(end.Sub(now), 0).Milliseconds()+budgetGrace.Milliseconds(), 10)
+	keep := l.Keep
+	if keep <= 0 {
+		keep = budgetGrace
+	}
+	return strconv.FormatInt(max(end.Sub(now), 0).Milliseconds()+max(keep.Milliseconds(), 1), 10)
 }
 
 // holdScript holds ARGV[3+4i+3] nano-dollars under id ARGV[1] on every

@@ -136,3 +136,87 @@ func TestBudgetAccountOfASkewedClockIsKept(t *testing.T) {
 		t.Fatalf("second hold: %v %v %v, want refused with 60 held", ok, figs, err)
 	}
 }
+
+// six are the six budgets a request can have: its key's, team's,
+// organisation's, the key's of its pool, and its end user's of the key
+// and of the team; the end user's account is kept an hour after its
+// period.
+func six(budget, amount [6]int64) []fleet.BudgetLine {
+	end := day0.Add(24 * time.Hour)
+	subjects := [6]string{"key:k", "team:t", "org:o", "key:k/pool:p", "user:key:k/0a1b", "user:team:t/0a1b"}
+	ls := make([]fleet.BudgetLine, 6)
+	for i, s := range subjects {
+		ls[i] = fleet.BudgetLine{Subject: s, Start: day0, End: end, Budget: budget[i], Amount: amount[i]}
+		if i >= 4 {
+			ls[i].Keep = time.Hour
+		}
+	}
+	return ls
+}
+
+// TestBudgetHoldOfSixSubjectsIsAllOrNone: a hold of the six budgets a
+// request can have is made on all of them or, when any one has no room,
+// on none; each in turn is the one without room.
+func TestBudgetHoldOfSixSubjectsIsAllOrNone(t *testing.T) {
+	for _, cluster := range []bool{false, true} {
+		t.Run(map[bool]string{false: "server", true: "cluster"}[cluster], func(t *testing.T) {
+			var s *redisstore.Store
+			if cluster {
+				s = newStore(t, redisstore.Options{URL: redistest.StartCluster(t).URL(), Cluster: true, IOTimeout: time.Second})
+			} else {
+				s = newStore(t, redisstore.Options{URL: redistest.Start(t)})
+			}
+			ctx := t.Context()
+			now := day0.Add(time.Hour)
+			budget := [6]int64{100, 100, 100, 100, 100, 100}
+			ok, _, err := s.HoldBudget(ctx, "first", six(budget, [6]int64{50, 50, 50, 50, 50, 50}), now, now.Add(time.Minute))
+			if err != nil || !ok {
+				t.Fatalf("first hold: %v %v", ok, err)
+			}
+			for full := range 6 {
+				amount := [6]int64{10, 10, 10, 10, 10, 10}
+				amount[full] = 60 // 50 held + 60 > 100
+				ok, figs, err := s.HoldBudget(ctx, fmt.Sprintf("over-%d", full), six(budget, amount), now, now.Add(time.Minute))
+				if err != nil || ok {
+					t.Fatalf("subject %d without room: held %v, %v", full, ok, err)
+				}
+				if fmt.Sprint(figs) != "[{0 50} {0 50} {0 50} {0 50} {0 50} {0 50}]" {
+					t.Fatalf("subject %d without room: figures %v, want 50 held on each (nothing of the refused hold)", full, figs)
+				}
+			}
+			if err := s.SettleBudget(ctx, "first", six(budget, [6]int64{}), 30, now); err != nil {
+				t.Fatal(err)
+			}
+			ok, figs, err := s.HoldBudget(ctx, "second", six(budget, [6]int64{70, 70, 70, 70, 70, 70}), now, now.Add(time.Minute))
+			if err != nil || !ok || fmt.Sprint(figs) != "[{30 0} {30 0} {30 0} {30 0} {30 0} {30 0}]" {
+				t.Fatalf("after settling at 30: %v %v %v, want held on all, 30 spent on each", ok, figs, err)
+			}
+		})
+	}
+}
+
+// TestBudgetAccountExpiresAfterItsKeep: an account is deleted by Redis
+// its Keep after its period's end (from the caller's clock), so accounts
+// of end users met once do not pile up.
+func TestBudgetAccountExpiresAfterItsKeep(t *testing.T) {
+	url := redistest.Start(t)
+	s := newStore(t, redisstore.Options{URL: url, Prefix: "x/"})
+	rdb := redistest.Client(t, url)
+	ctx := t.Context()
+	end := day0.Add(24 * time.Hour)
+	ls := []fleet.BudgetLine{{Subject: "user:key:k/0a1b", Start: day0, End: end, Budget: 100, Amount: 10, Keep: 200 * time.Millisecond}}
+	if ok, _, err := s.HoldBudget(ctx, "h", ls, end, end.Add(time.Minute)); err != nil || !ok {
+		t.Fatalf("hold: %v %v", ok, err)
+	}
+	if err := s.SettleBudget(ctx, "h", ls, 10, end); err != nil {
+		t.Fatal(err)
+	}
+	key := "x/{budget}:user:key:k/0a1b:" + fmt.Sprint(day0.Unix())
+	if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 1 {
+		t.Fatalf("account %s after the settle: exists %d, %v", key, n, err)
+	}
+	poll.Until(t, 10*time.Second, func() bool {
+		n, err := rdb.Exists(ctx, key, key+":holds").Result()
+		return err == nil && n == 0
+	}, func() string { return "the account outlives its Keep" })
+}
