@@ -3,19 +3,24 @@ package gateway_test
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestSoftBudgetNotifiesAndRefusesNothing: a key's soft budget sends one
+// TestSoftBudgetNotifiesAndRefusesNothing, on SQLite and PostgreSQL: a key's soft budget sends one
 // budget notification when its spend reaches it (in place of the one at
 // 80%), refuses nothing, and the budget still stops the key.
 func TestSoftBudgetNotifiesAndRefusesNothing(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { testSoftBudget(t, st.yaml(t)) })
+	}
+}
+
+func testSoftBudget(t *testing.T, store string) {
 	hook := newWebhook(t)
 	per := perCall
-	extra := fmt.Sprintf("store: {sqlite: %q}\nnotifications: {webhooks: [{url: %q}]}\nkeys:\n  - {name: app, key: %s, budget: %s/1h, soft_budget: %s}\n",
-		filepath.Join(t.TempDir(), "s.db"), hook.srv.URL, tenantKey, fmt.Sprint(5*per), fmt.Sprint(2*per))
+	extra := store + fmt.Sprintf("notifications: {webhooks: [{url: %q}]}\nkeys:\n  - {name: app, key: %s, budget: %s/1h, soft_budget: %s}\n",
+		hook.srv.URL, tenantKey, fmt.Sprint(5*per), fmt.Sprint(2*per))
 	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
 	n := 0
 	for ; n < 20; n++ {
@@ -33,13 +38,19 @@ func TestSoftBudgetNotifiesAndRefusesNothing(t *testing.T) {
 	}
 }
 
-// TestPoolBudgetStopsItsPool: a key's budget of one pool, named by a
+// TestPoolBudgetStopsItsPool, on SQLite and PostgreSQL: a key's budget of one pool, named by a
 // model alias, stops the key's requests to that pool once spent, with
 // 429 budget_exceeded naming the pool.
 func TestPoolBudgetStopsItsPool(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { testPoolBudget(t, st.yaml(t)) })
+	}
+}
+
+func testPoolBudget(t *testing.T, store string) {
 	per := perCall
-	extra := fmt.Sprintf("store: {sqlite: %q}\nkeys:\n  - name: app\n    key: %s\n    budgets: [{model: claude-sonnet-4-5, budget: %s/1h}]\n",
-		filepath.Join(t.TempDir(), "s.db"), tenantKey, fmt.Sprint(3*per))
+	extra := store + fmt.Sprintf("keys:\n  - name: app\n    key: %s\n    budgets: [{model: claude-sonnet-4-5, budget: %s/1h}]\n",
+		tenantKey, fmt.Sprint(3*per))
 	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
 	n := 0
 	var last []byte
@@ -55,12 +66,18 @@ func TestPoolBudgetStopsItsPool(t *testing.T) {
 	}
 }
 
-// TestOrgBudgetStopsItsTeams: an org's budget holds for the keys of its
+// TestOrgBudgetStopsItsTeams, on SQLite and PostgreSQL: an org's budget holds for the keys of its
 // teams, on top of theirs.
 func TestOrgBudgetStopsItsTeams(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { testOrgBudget(t, st.yaml(t)) })
+	}
+}
+
+func testOrgBudget(t *testing.T, store string) {
 	per := perCall
-	extra := fmt.Sprintf("store: {sqlite: %q}\norgs:\n  - {name: acme, budget: %s/day}\nteams:\n  - {name: apps, org: acme}\nkeys:\n  - {name: app, key: %s, team: apps}\n",
-		filepath.Join(t.TempDir(), "s.db"), fmt.Sprint(3*per), tenantKey)
+	extra := store + fmt.Sprintf("orgs:\n  - {name: acme, budget: %s/day}\nteams:\n  - {name: apps, org: acme}\nkeys:\n  - {name: app, key: %s, team: apps}\n",
+		fmt.Sprint(3*per), tenantKey)
 	e := startProvidersWith(t, []string{"openai"}, nil, extra, outputPriced)
 	n := 0
 	var last []byte

@@ -169,6 +169,21 @@ func (h *sharedHold) figures(subj string) (fleetFigures, float64, bool) {
 	return fleetFigures{}, 0, false
 }
 
+// userFigures is figures of end user k's line in h: found by its key,
+// without hashing its id again.
+func (h *sharedHold) userFigures(k endUserKey) (fleetFigures, float64, bool) {
+	if h == nil || !h.ok {
+		return fleetFigures{}, 0, false
+	}
+	for _, u := range h.users {
+		if u.k == k {
+			ln, f := h.lines[u.line], h.figs[u.line]
+			return fleetFigures{start: ln.Start, spent: float64(f.Spent) / 1e9, held: float64(f.Held) / 1e9}, float64(ln.Amount) / 1e9, true
+		}
+	}
+	return fleetFigures{}, 0, false
+}
+
 // apply gives s (subject name subj) the SharedBudget's figures of h, and
 // returns what the request reserves against s's budget: price, or the
 // amount h reserved in the SharedBudget. A subject without figures of

@@ -290,7 +290,7 @@ func (e *EndUsers) admit(p *Principal, tl Limits, hasTeam bool, a Ask, c cost, n
 		}
 		u.fleet.held = 0
 		if sh != nil && s.lim.Budget > 0 {
-			if f, amount, ok := sh.figures(userSubject(s.name, a.EndUser)); ok {
+			if f, amount, ok := sh.userFigures(endUserKey{s.name, a.EndUser}); ok {
 				u.fleet, s.price = f, amount
 			}
 		}
