@@ -2,9 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +131,29 @@ pools:
 	}
 	if st := s.Stats(); st["vertex-claude"].Calls != 4 || st["vertex-gemini"].Calls != 4 {
 		t.Errorf("sim stats %+v", st)
+	}
+	// Priced at Vertex's list prices: Claude Sonnet 4.5 at a regional
+	// endpoint 10% over Anthropic's, Gemini at the global one as listed.
+	priced := map[string]int{}
+	perMillion := map[string][2]float64{"vertex-claude": {3.3, 16.5}, "vertex-gemini": {1.25, 10}}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var l struct {
+			Msg, Backend string
+			CostUSD      string  `json:"cost_usd"`
+			Prompt       float64 `json:"prompt_tokens"`
+			Completion   float64 `json:"completion_tokens"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil || l.Msg != "request" || l.Backend == "" {
+			continue
+		}
+		pm := perMillion[l.Backend]
+		cost, err := strconv.ParseFloat(l.CostUSD, 64)
+		if want := (l.Prompt*pm[0] + l.Completion*pm[1]) / 1e6; err != nil || math.Abs(cost-want) > 6e-7 {
+			t.Errorf("%s: cost %q for %v+%v tokens, want %.6f", l.Backend, l.CostUSD, l.Prompt, l.Completion, want)
+		}
+		priced[l.Backend]++
+	}
+	if priced["vertex-claude"] != 4 || priced["vertex-gemini"] != 4 {
+		t.Errorf("priced request lines %v", priced)
 	}
 }
