@@ -205,3 +205,57 @@ func TestVertexClaudeGoogleErrorToAnthropicCaller(t *testing.T) {
 		}
 	}
 }
+
+// vertexGeminiAnswer is a generateContent answer in the shape Vertex AI's
+// reference documents: Vertex adds createTime, responseId, avgLogprobs
+// and the usage's trafficType and per-modality details to AI Studio's.
+const vertexGeminiAnswer = `{
+  "candidates": [{"content": {"role": "model", "parts": [{"text": "Paris is the capital of France."}]},
+    "finishReason": "STOP", "avgLogprobs": -0.0421}],
+  "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 7, "totalTokenCount": 16, "trafficType": "ON_DEMAND",
+    "promptTokensDetails": [{"modality": "TEXT", "tokenCount": 9}],
+    "candidatesTokensDetails": [{"modality": "TEXT", "tokenCount": 7}]},
+  "modelVersion": "gemini-2.5-pro",
+  "createTime": "2025-10-01T09:30:00.123456Z",
+  "responseId": "aBcDeFgHiJkLmNoP"
+}`
+
+// TestVertexGeminiAnswerTranslated: Vertex's generateContent answer, with
+// its extra fields, reaches OpenAI and Anthropic callers through Gemini's
+// translation: text, finish and usage.
+func TestVertexGeminiAnswerTranslated(t *testing.T) {
+	out, err := convertResponse(translate.Gemini, translate.OpenAI, []byte(vertexGeminiAnswer), "gemini-2.5-pro", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var oa struct {
+		Choices []struct {
+			Message      struct{ Content string }
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			Prompt     int `json:"prompt_tokens"`
+			Completion int `json:"completion_tokens"`
+		}
+	}
+	if err := json.Unmarshal(out, &oa); err != nil || len(oa.Choices) != 1 || oa.Choices[0].Message.Content != "Paris is the capital of France." ||
+		oa.Choices[0].FinishReason != "stop" || oa.Usage.Prompt != 9 || oa.Usage.Completion != 7 {
+		t.Fatalf("openai %s (%v)", out, err)
+	}
+	out, err = convertResponse(translate.Gemini, translate.Anthropic, []byte(vertexGeminiAnswer), "gemini-2.5-pro", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var an struct {
+		StopReason string `json:"stop_reason"`
+		Content    []struct{ Text string }
+		Usage      struct {
+			In  int `json:"input_tokens"`
+			Out int `json:"output_tokens"`
+		}
+	}
+	if err := json.Unmarshal(out, &an); err != nil || len(an.Content) != 1 || an.Content[0].Text != "Paris is the capital of France." ||
+		an.StopReason != "end_turn" || an.Usage.In != 9 || an.Usage.Out != 7 {
+		t.Fatalf("anthropic %s (%v)", out, err)
+	}
+}
