@@ -249,3 +249,35 @@ func TestDetectRefusesBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// Without a file, on Google Cloud (GKE workload identity, Cloud Run,
+// Compute Engine), the token comes from the metadata server, here a local
+// one named by GCE_METADATA_HOST as the library reads it.
+func TestApplicationDefaultCredentialsFromMetadataServer(t *testing.T) {
+	var hits atomic.Int32
+	md := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Metadata-Flavor") != "Google" || !strings.HasSuffix(r.URL.Path, "/computeMetadata/v1/instance/service-accounts/default/token") {
+			http.NotFound(w, r)
+			return
+		}
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"access_token":"ya29.metadata-token","expires_in":3600,"token_type":"Bearer"}`)
+	}))
+	defer md.Close()
+	t.Setenv("GOOGLE_APPLICATION_CREDENTIALS", "")
+	t.Setenv("HOME", t.TempDir()) // no gcloud file
+	t.Setenv("GCE_METADATA_HOST", strings.TrimPrefix(md.URL, "http://"))
+	src, err := (&gcpauth.Registry{}).Source(gcpauth.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if tok, err := src.Token(context.Background()); err != nil || tok != "ya29.metadata-token" {
+			t.Fatalf("token %q, %v", tok, err)
+		}
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("%d metadata token requests for 2 calls; want 1", n)
+	}
+}
