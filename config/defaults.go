@@ -92,6 +92,7 @@ func (c *Config) applyDefaults() {
 	for i := range c.Backends {
 		c.Backends[i].applyDefaults(c.BackendDefaults)
 	}
+	c.applyVertexDefaults()
 	for i := range c.Pools {
 		c.Pools[i].applyDefaults(c.Notifications.Storm)
 	}

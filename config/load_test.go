@@ -152,7 +152,7 @@ func TestBadFiles(t *testing.T) {
 		}},
 		{"account.bad.yaml", []string{
 			`account.bad.yaml:6: backends[0].organization: only for openai and openai_compatible backends`,
-			`account.bad.yaml:9: backends[1].project: only for openai and openai_compatible backends`,
+			`account.bad.yaml:9: backends[1].project: only for openai, openai_compatible and vertex backends`,
 			`account.bad.yaml:12: backends[2].organization: " org-1" is not a header value`,
 		}},
 		{"size-overflow.bad.yaml", []string{

@@ -515,8 +515,9 @@ type Backend struct {
 	// Type is "openai" (OpenAI: Bearer key), "openai_compatible" (any
 	// server of the OpenAI API: vLLM, Ollama, LM Studio, llama.cpp; key
 	// optional), "azure" (api-key header or Entra ID token, deployment in
-	// the path), "anthropic" (Messages API) or "gemini" (Generative
-	// Language API).
+	// the path), "anthropic" (Messages API), "gemini" (Generative
+	// Language API) or "vertex" (Google Cloud Vertex AI: Gemini or Claude,
+	// Google credentials; see Vertex).
 	Type string `yaml:"type"`
 	// URL is the API root: for openai and openai_compatible the base URL
 	// an SDK would use (https://api.openai.com/v1), for azure the resource
@@ -537,7 +538,8 @@ type Backend struct {
 	// Organization and Project are sent to an openai or openai-compatible
 	// backend as OpenAI-Organization and OpenAI-Project: which of the key's
 	// organizations and projects is billed. Optional; OpenAI then uses the
-	// key's default. Callers can never set these headers themselves.
+	// key's default. Callers can never set these headers themselves. For a
+	// vertex backend, Project is the Google Cloud project ID (required).
 	Organization string `yaml:"organization"`
 	Project      string `yaml:"project"`
 	// ResponsesAPI says whether an openai, openai_compatible or azure
@@ -572,6 +574,9 @@ type Backend struct {
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`
+	// Vertex holds a vertex backend's location, publisher and
+	// credentials_file (config/vertex.go).
+	Vertex `yaml:",inline"`
 	// Region is reported in the x-switchover-region header.
 	Region string `yaml:"region"`
 	// Headers are added to every request to this backend.
@@ -597,7 +602,7 @@ func (b Backend) Equal(o Backend) bool {
 func (b Backend) SameIdentity(o Backend) bool {
 	return b.Name == o.Name && b.Type == o.Type && b.URL == o.URL && b.APIKey == o.APIKey &&
 		b.APIVersion == o.APIVersion && b.Organization == o.Organization && b.Project == o.Project &&
-		reflect.DeepEqual(b.Entra, o.Entra)
+		reflect.DeepEqual(b.Entra, o.Entra) && b.Vertex == o.Vertex
 }
 
 // Entra is a Microsoft Entra ID identity for azure backends. Give exactly

@@ -5,6 +5,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/gcpauth"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -34,6 +35,9 @@ type Deps struct {
 	// them. Nil means a registry made for the one Build: pass the same
 	// registry to every Build to share tokens across reloads.
 	Entra *entra.Registry
+	// GCP supplies Google access tokens for vertex backends. Nil means
+	// the engine before's registry, else one made for the Build.
+	GCP *gcpauth.Registry
 	// Override, if set, is an operator's change to a member: a priority
 	// or weight above zero replaces the configured one. Nil means none.
 	Override func(pool, backend string) (priority, weight int)

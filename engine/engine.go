@@ -23,6 +23,7 @@ import (
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/entra"
+	"github.com/switchover-gw/switchover/gcpauth"
 	"github.com/switchover-gw/switchover/proxy"
 	"github.com/switchover-gw/switchover/route"
 )
@@ -43,6 +44,8 @@ type Engine struct {
 	// Reload is how it differs from the engine it replaces; zero for the
 	// first.
 	Reload Reload
+
+	gcp *gcpauth.Registry // Deps.GCP as Build settled it, for the next Build
 }
 
 // Reload is what a rebuild changes, computed by Build against the engine
@@ -82,6 +85,13 @@ func Build(cfg *config.Config, prev *Engine, d Deps) (*Engine, error) {
 	if d.Entra == nil {
 		d.Entra = &entra.Registry{} // one for this Build, as Deps.Entra says
 	}
+	if d.GCP == nil {
+		d.GCP = &gcpauth.Registry{} // the engine before's, else one for this Build
+		if prev != nil && prev.gcp != nil {
+			d.GCP = prev.gcp
+		}
+	}
+	e.gcp = d.GCP
 	for _, bc := range cfg.Backends {
 		if err := e.addBackend(bc, prev, d); err != nil {
 			for name, nb := range e.Backends {

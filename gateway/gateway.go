@@ -733,6 +733,8 @@ func (g *Gateway) price(backend, model string) (pricing.Price, bool) {
 	if st := g.state.Load(); st != nil {
 		if bc, ok := st.BackendConfigs[backend]; ok && bc.Price != nil {
 			return *bc.Price, true
+		} else if ok && bc.Type == config.TypeVertex {
+			return pricing.Vertex(model, bc.Location)
 		}
 	}
 	return pricing.Lookup(model)

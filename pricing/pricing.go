@@ -72,11 +72,13 @@ var table = map[string]Price{
 	"gemini-2.5-flash-lite": {Input: 0.10, Output: 0.40},
 }
 
-// dated is a model version's date suffix: "-2024-08-06", "-20250929".
-var dated = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8})$`)
+// dated is a model version's date suffix: "-2024-08-06", "-20250929", or
+// Vertex AI's "@20250929".
+var dated = regexp.MustCompile(`[-@](\d{4}-\d{2}-\d{2}|\d{8})$`)
 
 // Lookup returns the shipped price of model (a model or version name an
-// answer names, such as gpt-4o-2024-08-06 or claude-sonnet-4-5-20250929;
+// answer names, such as gpt-4o-2024-08-06, claude-sonnet-4-5-20250929 or
+// Vertex AI's claude-sonnet-4-5@20250929;
 // the date, a "models/" prefix and case are ignored), and whether there
 // is one.
 func Lookup(model string) (Price, bool) {

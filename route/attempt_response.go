@@ -331,7 +331,7 @@ func (at *attempt) failedStatus(resp *http.Response, errBody []byte, a *Attempt,
 	p, b, r := at.p, at.b, at.r
 	status := resp.StatusCode
 	a.Duration = at.gotFirstByte()
-	native = errorFormat(native)
+	native = bodyErrorFormat(b.Provider, errorFormat(native), errBody)
 	retry, counts := p.retries(status), b.counts(status)
 	a.RetryAfter = RetryAfter(resp.Header, a.Start)
 	if a.RetryAfter == 0 {

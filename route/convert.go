@@ -41,6 +41,19 @@ func errorFormat(f translate.Format) translate.Format {
 	return f
 }
 
+// bodyErrorFormat is the format of prov's error body, whose format is
+// native for most providers; a provider whose errors come in more than one
+// shape (Claude on Vertex AI: Anthropic's from the model, Google's from
+// Vertex's front end) tells by the body.
+func bodyErrorFormat(prov Provider, native translate.Format, body []byte) translate.Format {
+	if ef, ok := prov.(interface {
+		errorFormat(body []byte) translate.Format
+	}); ok {
+		return ef.errorFormat(body)
+	}
+	return native
+}
+
 // convertError translates an error body into the client's format, keeping
 // the backend's own message.
 func convertError(native, client translate.Format, status int, body []byte) []byte {

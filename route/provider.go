@@ -77,6 +77,8 @@ func kindOf(prov Provider) string {
 		return "anthropic"
 	case *Gemini:
 		return "gemini"
+	case *Vertex:
+		return "vertex"
 	}
 	return string(prov.Format())
 }
@@ -244,6 +246,11 @@ func appendCredentials(dst []string, p Provider) []string {
 		return append(dst, p.APIKey)
 	case *Gemini:
 		return append(dst, p.APIKey)
+	case *Vertex:
+		if tok := p.lastToken.Load(); tok != nil {
+			dst = append(dst, *tok)
+		}
+		return dst
 	case interface{ Credentials() []string }:
 		return append(dst, p.Credentials()...)
 	}

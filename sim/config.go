@@ -6,6 +6,7 @@ import (
 	"net"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -64,11 +65,19 @@ const (
 	// POST /v1beta/models/{model}:generateContent and
 	// :streamGenerateContent?alt=sse, the key in x-goog-api-key or ?key=.
 	Gemini Flavour = "gemini"
+	// Vertex speaks Google Cloud Vertex AI (sim/vertex.go): Gemini
+	// (POST /v1/projects/{project}/locations/{location}/publishers/google/models/{model}:generateContent
+	// and :streamGenerateContent?alt=sse) or, for a claude-* Deployment,
+	// Claude (publishers/anthropic/models/{model}:rawPredict and
+	// :streamRawPredict, anthropic_version in the body); the Key as an
+	// OAuth access token (Authorization: Bearer); Vertex's own errors in
+	// Google's shape (429 RESOURCE_EXHAUSTED without Retry-After).
+	Vertex Flavour = "vertex"
 )
 
 // known reports whether f is one of the supported flavours.
 func (f Flavour) known() bool {
-	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini}, f)
+	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini, Vertex}, f)
 }
 
 // Deployment is one simulated deployment (one region of one model).
@@ -82,8 +91,14 @@ type Deployment struct {
 	// metrics labels. Default: Name.
 	Region string `yaml:"region"`
 
-	// Flavour is "azure" (the default), "openai", "anthropic" or "gemini".
+	// Flavour is "azure" (the default), "openai", "anthropic", "gemini" or
+	// "vertex".
 	Flavour Flavour `yaml:"flavour"`
+
+	// Project and Location are a vertex deployment's place in its paths.
+	// Default "switchover-sim" and "global".
+	Project  string `yaml:"project"`
+	Location string `yaml:"location"`
 
 	// Deployment is the Azure deployment name in the path, the model name
 	// OpenAI and Anthropic clients put in the body, or the Gemini model in
@@ -285,6 +300,14 @@ func (d Deployment) withDefaults() Deployment {
 	if d.Deployment == "" {
 		d.Deployment = d.Name
 	}
+	if d.Flavour == Vertex {
+		if d.Project == "" {
+			d.Project = "switchover-sim"
+		}
+		if d.Location == "" {
+			d.Location = "global"
+		}
+	}
 	if d.Model == "" {
 		if d.Flavour == Azure {
 			d.Model = defaultAzureModel
@@ -353,7 +376,10 @@ func (c Config) Validate() error {
 			names[d.Name] = i
 		}
 		if d.Flavour != "" && !d.Flavour.known() {
-			bad(p+".flavour", "must be %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, d.Flavour)
+			bad(p+".flavour", "must be %q, %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, Vertex, d.Flavour)
+		}
+		if dep := d.Deployment; d.Flavour == Vertex {
+			d.Deployment = strings.Replace(dep, "@", "-", 1) // Vertex's Claude versions: claude-sonnet-4-5@20250929
 		}
 		if d.Deployment != "" && !nameRE.MatchString(d.Deployment) {
 			bad(p+".deployment", "%q: use letters, digits, '.', '_' and '-'", d.Deployment)

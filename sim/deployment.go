@@ -29,6 +29,11 @@ type deployment struct {
 	fault   Fault // set at run time; mode none when clear
 
 	served atomic.Pointer[servedOps] // the operations it serves (operations.go)
+
+	// vertex, for a vertex deployment, is its project, location and
+	// publisher; cfg.Flavour is then the wire format of its model,
+	// Gemini or Anthropic (vertex.go).
+	vertex *vertexSite
 }
 
 func newDeployment(s *Sim, cfg Deployment, seed int64) *deployment {
@@ -41,6 +46,10 @@ func newDeployment(s *Sim, cfg Deployment, seed int64) *deployment {
 		objects:     newObjects(),
 		rng:         rand.New(rand.NewPCG(uint64(seed), hash64("deployment:"+cfg.Name))),
 		fault:       Fault{Mode: FaultNone},
+	}
+	if cfg.Flavour == Vertex {
+		d.vertex = newVertexSite(cfg)
+		d.cfg.Flavour = d.vertex.wire()
 	}
 	d.served.Store(newServedOps(cfg.Operations))
 	for _, e := range s.cfg.Schedule {
@@ -112,17 +121,19 @@ func (d *deployment) limits(f Fault) limits {
 // Bearer token (openai).
 func (d *deployment) keyFrom(r *http.Request) string {
 	h := r.Header
-	switch d.cfg.Flavour {
-	case Anthropic:
+	switch {
+	case d.vertex != nil:
+		// an OAuth access token only
+	case d.cfg.Flavour == Anthropic:
 		if k := h.Get("X-Api-Key"); k != "" {
 			return k
 		}
-	case Gemini:
+	case d.cfg.Flavour == Gemini:
 		if k := h.Get("X-Goog-Api-Key"); k != "" {
 			return k
 		}
 		return r.URL.Query().Get("key")
-	case Azure:
+	case d.cfg.Flavour == Azure:
 		if k := h.Get("Api-Key"); k != "" {
 			return k
 		}

@@ -23,6 +23,10 @@ var _ http.Handler = (*deployment)(nil)
 func (d *deployment) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	dr := d.draw()
 	h := w.Header()
+	if d.vertex != nil {
+		d.routeVertex(w, r, dr)
+		return
+	}
 	switch d.cfg.Flavour {
 	case Azure:
 		h.Set("X-Request-Id", dr.reqID)
@@ -230,7 +234,10 @@ type route struct {
 	apiVersion  string // azure: the api-version query, "v1" on /openai/v1/
 	modelInBody bool   // the body's model must name the deployment
 	stream      bool   // gemini: streamGenerateContent
-	sse         bool   // gemini: alt=sse
+	// vertexClaude: Claude on Vertex, whose body must have
+	// anthropic_version and no model
+	vertexClaude bool
+	sse          bool // gemini: alt=sse
 }
 
 // serve handles one API call: it counts it, applies the fault in force,
@@ -292,6 +299,12 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		d.writeError(w, errInvalidRequest(fl, "could not read the request body: "+c.readErr.Error()))
 		return outcomeRejected
 	}
+	if c.vertexClaude {
+		if e, bad := vertexClaudeBody(c.body); bad {
+			d.writeError(w, e)
+			return outcomeRejected
+		}
+	}
 	req, err := parseRequest(c.op, c.body)
 	if err != nil {
 		d.writeError(w, errInvalidRequest(fl, strings.TrimPrefix(err.Error(), errBadRequest.Error()+": ")))
@@ -313,9 +326,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 
 	cost := req.cost(d.cfg.Quota.DefaultMaxTokens)
 	a := d.quota.admit(c.now, lim, cost)
-	setRateHeaders(w.Header(), fl, a, lim, c.now)
+	setRateHeaders(w.Header(), d.front(fl), a, lim, c.now)
 	if !a.ok {
-		setRetryHeaders(w.Header(), fl, a.untilNext)
+		setRetryHeaders(w.Header(), d.front(fl), a.untilNext)
 		d.writeError(w, errRateLimited(fl, c.op, c.apiVersion, d.cfg.Model, a, lim, d.sim.cfg.Slice))
 		return outcomeRefused
 	}
@@ -370,7 +383,7 @@ func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Faul
 	lim := d.limits(f)
 	fl := d.cfg.Flavour
 	// Until the quota decides, the headers show the slice as it stands.
-	setRateHeaders(w.Header(), fl, d.quota.peek(c.now, lim), lim, c.now)
+	setRateHeaders(w.Header(), d.front(fl), d.quota.peek(c.now, lim), lim, c.now)
 
 	switch f.Mode {
 	case FaultDown:
@@ -399,7 +412,7 @@ func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Faul
 		resetConn(w)
 		return outcomeError, true
 	case FaultUnauthorized:
-		d.writeError(w, errUnauthorized(fl, d.keyFrom(r)))
+		d.writeError(w, d.unauthorized(fl, d.keyFrom(r)))
 		return outcomeError, true
 	case FaultForbidden:
 		d.writeError(w, errForbidden(fl))
@@ -412,10 +425,10 @@ func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Faul
 	}
 
 	if key := d.keyFrom(r); !d.authorized(key) {
-		d.writeError(w, errUnauthorized(fl, key))
+		d.writeError(w, d.unauthorized(fl, key))
 		return outcomeRejected, true
 	}
-	if fl == Anthropic && r.Header.Get("Anthropic-Version") == "" {
+	if fl == Anthropic && d.vertex == nil && r.Header.Get("Anthropic-Version") == "" {
 		d.writeError(w, errInvalidRequest(fl, "anthropic-version: header is required"))
 		return outcomeRejected, true
 	}
@@ -470,6 +483,9 @@ func writeShortBody(w http.ResponseWriter, v any, t *tally) {
 
 // writeError writes e as JSON.
 func (d *deployment) writeError(w http.ResponseWriter, e apiError) {
+	if d.vertex != nil {
+		e = d.vertex.frontError(e, d.cfg.Deployment)
+	}
 	_ = writeJSON(w, e.status, e.body)
 }
 

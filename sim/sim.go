@@ -197,7 +197,7 @@ func (s *Sim) serveOn(addr string, h http.Handler, shared bool, deps ...*deploym
 			u += "/v1"
 		}
 		s.endpoints = append(s.endpoints, Endpoint{
-			Name: d.cfg.Name, Region: d.cfg.Region, Flavour: d.cfg.Flavour,
+			Name: d.cfg.Name, Region: d.cfg.Region, Flavour: d.flavour(),
 			Deployment: d.cfg.Deployment, URL: u, Key: d.cfg.Key,
 		})
 	}
