@@ -421,6 +421,7 @@ const (
 	TypeAzure            = "azure"
 	TypeAnthropic        = "anthropic"
 	TypeGemini           = "gemini"
+	TypeFoundry          = "foundry"
 )
 
 // defaultURLs are the API roots of the hosted providers, used when a
@@ -580,6 +581,14 @@ type Backend struct {
 	// Probe is the backend's health probe; default backend_defaults.probe,
 	// else recovery probes only (see Probe).
 	Probe *Probe `yaml:"probe"`
+	// ExtraParameters is a foundry backend's extra-parameters header:
+	// what Azure AI Foundry does with body fields its model inference API
+	// does not define (a caller's vendor-specific options):
+	// "pass-through" sends them to the model, "drop" removes them, "error"
+	// refuses the call with a 400. Unset sends no header, which the
+	// service takes as "error". Risk: pass-through lets a caller reach
+	// options of the model that the API does not vouch for.
+	ExtraParameters string `yaml:"extra_parameters"`
 
 	line int
 }

@@ -83,15 +83,11 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 			NoResponses: noResponses, StreamUsage: bc.Type == config.TypeOpenAI}, nil
 	case config.TypeAzure:
 		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr, NoResponses: noResponses}
-		if e := bc.Entra; e != nil {
-			src, err := d.Entra.Source(entra.Settings{
-				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
-				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
-				Scope: e.Scope, AuthorityHost: e.AuthorityHost,
-			})
-			if err != nil {
-				return nil, err
-			}
+		src, err := entraSource(bc, d)
+		if err != nil {
+			return nil, err
+		}
+		if src != nil {
 			az.Token = src
 		}
 		return az, nil
@@ -99,8 +95,36 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 		return &route.Anthropic{BaseURL: u, APIKey: bc.APIKey.Value(), Version: bc.AnthropicVersion, Header: hdr}, nil
 	case config.TypeGemini:
 		return &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}, nil
+	case config.TypeFoundry:
+		f := &route.Foundry{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, ExtraParameters: bc.ExtraParameters, Header: hdr}
+		src, err := entraSource(bc, d)
+		if err != nil {
+			return nil, err
+		}
+		if src != nil {
+			f.Token = src
+		}
+		return f, nil
 	}
 	return nil, fmt.Errorf("unknown type %q", bc.Type)
+}
+
+// entraSource is the Entra ID token source of bc (azure or foundry), nil
+// when it has none.
+func entraSource(bc config.Backend, d Deps) (route.TokenSource, error) {
+	e := bc.Entra
+	if e == nil {
+		return nil, nil
+	}
+	src, err := d.Entra.Source(entra.Settings{
+		TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
+		FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
+		Scope: e.Scope, AuthorityHost: e.AuthorityHost,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
 }
 
 // statusSet is the set of statuses l lists.

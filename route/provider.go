@@ -77,6 +77,8 @@ func kindOf(prov Provider) string {
 		return "anthropic"
 	case *Gemini:
 		return "gemini"
+	case *Foundry:
+		return "foundry"
 	}
 	return string(prov.Format())
 }
