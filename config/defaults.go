@@ -153,6 +153,7 @@ const DefaultFoundryAPIVersion = "2024-05-01-preview"
 // applyDefaults fills the backend's unset fields from d, then from the
 // built-in defaults.
 func (b *Backend) applyDefaults(d BackendDefaults) {
+	b.applyPreset()
 	switch b.Type {
 	case TypeAzure:
 		setDefault(&b.APIVersion, DefaultAzureAPIVersion)

@@ -589,6 +589,20 @@ type Backend struct {
 	// service takes as "error". Risk: pass-through lets a caller reach
 	// options of the model that the API does not vouch for.
 	ExtraParameters string `yaml:"extra_parameters"`
+	// Preset names a known service of the OpenAI API (mistral, groq,
+	// together, fireworks, deepseek, openrouter, xai, perplexity, vllm,
+	// ollama; config/presets.go): it fills type (openai_compatible), url,
+	// unsupported and responses_api where the backend leaves them unset.
+	// Default none.
+	Preset string `yaml:"preset"`
+	// Unsupported lists the operations an openai or openai_compatible
+	// backend does not serve (completions, embeddings, responses, audio,
+	// images, moderations, realtime): its members are skipped for them
+	// with the reason unsupported instead of being asked, and Responses
+	// calls are translated to chat. Default: the preset's, else none
+	// ([] says none over a preset's). Risk: an operation listed that the
+	// backend does serve is never sent there.
+	Unsupported []string `yaml:"unsupported"`
 
 	line int
 }

@@ -39,6 +39,7 @@ func (b Backend) validate(ps *Problems, p string) {
 		b.validateEntra(ps, p)
 	}
 	b.validateProviderFields(ps, p)
+	b.validatePreset(ps, p)
 	b.validateURL(ps, p)
 	for k := range b.Headers {
 		switch strings.ToLower(k) {
