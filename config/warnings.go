@@ -41,6 +41,7 @@ func (c *Config) warn() Problems {
 	}
 	ws = append(ws, c.warnTenancy()...)
 	ws = append(ws, c.warnEndUserBudgets()...)
+	ws = append(ws, c.warnModels()...)
 	return append(ws, c.warnReplicasWithoutState()...)
 }
 
