@@ -515,8 +515,8 @@ type Backend struct {
 	// Type is "openai" (OpenAI: Bearer key), "openai_compatible" (any
 	// server of the OpenAI API: vLLM, Ollama, LM Studio, llama.cpp; key
 	// optional), "azure" (api-key header or Entra ID token, deployment in
-	// the path), "anthropic" (Messages API) or "gemini" (Generative
-	// Language API).
+	// the path), "anthropic" (Messages API), "gemini" (Generative
+	// Language API) or "foundry" (Azure AI Foundry's model inference API).
 	Type string `yaml:"type"`
 	// URL is the API root: for openai and openai_compatible the base URL
 	// an SDK would use (https://api.openai.com/v1), for azure the resource
