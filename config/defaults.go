@@ -147,9 +147,14 @@ func (n *Notifications) applyDefaults() {
 	}
 }
 
+// DefaultFoundryAPIVersion is a foundry backend's default api_version: the
+// Azure AI model inference API's.
+const DefaultFoundryAPIVersion = "2024-05-01-preview"
+
 // applyDefaults fills the backend's unset fields from d, then from the
 // built-in defaults.
 func (b *Backend) applyDefaults(d BackendDefaults) {
+	b.applyPreset()
 	switch b.Type {
 	case TypeAzure:
 		setDefault(&b.APIVersion, DefaultAzureAPIVersion)
@@ -157,6 +162,8 @@ func (b *Backend) applyDefaults(d BackendDefaults) {
 		setDefault(&b.APIVersion, "v1beta")
 	case TypeAnthropic:
 		setDefault(&b.AnthropicVersion, "2023-06-01")
+	case TypeFoundry:
+		setDefault(&b.APIVersion, DefaultFoundryAPIVersion)
 	}
 	setDefault(&b.URL, defaultURLs[b.Type])
 	setDefault(&b.QuotaAware, d.QuotaAware, new(true))

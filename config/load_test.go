@@ -146,7 +146,7 @@ func TestBadFiles(t *testing.T) {
 			`entra.bad.yaml:6: backends[0].entra: give exactly one of client_secret, federated_token_file and managed_identity`,
 			`entra.bad.yaml:5: backends[0].api_key: give api_key or entra, not both`,
 			`entra.bad.yaml:10: backends[1].entra: tenant_id and client_id are needed`,
-			`entra.bad.yaml:13: backends[2].entra: Entra ID tokens are for azure backends`,
+			`entra.bad.yaml:13: backends[2].entra: Entra ID tokens are for azure and foundry backends`,
 			`entra.bad.yaml:14: backends[2].anthropic_version: only for anthropic backends`,
 			`entra.bad.yaml:17: pools[0].members[2].max_tokens: must not be negative`,
 		}},

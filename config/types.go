@@ -422,6 +422,7 @@ const (
 	TypeAzure            = "azure"
 	TypeAnthropic        = "anthropic"
 	TypeGemini           = "gemini"
+	TypeFoundry          = "foundry"
 )
 
 // defaultURLs are the API roots of the hosted providers, used when a
@@ -516,8 +517,9 @@ type Backend struct {
 	// server of the OpenAI API: vLLM, Ollama, LM Studio, llama.cpp; key
 	// optional), "azure" (api-key header or Entra ID token, deployment in
 	// the path), "anthropic" (Messages API), "gemini" (Generative
-	// Language API) or "vertex" (Google Cloud Vertex AI: Gemini or Claude,
-	// Google credentials; see Vertex).
+	// Language API), "vertex" (Google Cloud Vertex AI: Gemini or Claude,
+	// Google credentials; see Vertex) or "foundry" (Azure AI Foundry's model
+	// inference API).
 	Type string `yaml:"type"`
 	// URL is the API root: for openai and openai_compatible the base URL
 	// an SDK would use (https://api.openai.com/v1), for azure the resource
@@ -586,6 +588,28 @@ type Backend struct {
 	// Probe is the backend's health probe; default backend_defaults.probe,
 	// else recovery probes only (see Probe).
 	Probe *Probe `yaml:"probe"`
+	// ExtraParameters is a foundry backend's extra-parameters header:
+	// what Azure AI Foundry does with body fields its model inference API
+	// does not define (a caller's vendor-specific options):
+	// "pass-through" sends them to the model, "drop" removes them, "error"
+	// refuses the call with a 400. Unset sends no header, which the
+	// service takes as "error". Risk: pass-through lets a caller reach
+	// options of the model that the API does not vouch for.
+	ExtraParameters string `yaml:"extra_parameters"`
+	// Preset names a known service of the OpenAI API (mistral, groq,
+	// together, fireworks, deepseek, openrouter, xai, perplexity, vllm,
+	// ollama; config/presets.go): it fills type (openai_compatible), url,
+	// unsupported and responses_api where the backend leaves them unset.
+	// Default none.
+	Preset string `yaml:"preset"`
+	// Unsupported lists the operations an openai or openai_compatible
+	// backend does not serve (completions, embeddings, responses, audio,
+	// images, moderations, realtime): its members are skipped for them
+	// with the reason unsupported instead of being asked, and Responses
+	// calls are translated to chat. Default: the preset's, else none
+	// ([] says none over a preset's). Risk: an operation listed that the
+	// backend does serve is never sent there.
+	Unsupported []string `yaml:"unsupported"`
 
 	line int
 }

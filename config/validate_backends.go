@@ -8,7 +8,7 @@ import (
 )
 
 // backendTypes lists the backend types for problems that name them.
-const backendTypes = "openai, openai_compatible, azure, anthropic, gemini or vertex"
+const backendTypes = "openai, openai_compatible, azure, anthropic, gemini, vertex or foundry"
 
 // validateBackends checks every backend: a unique name, then its own
 // fields (Backend.validate). Prices are validatePrices'.
@@ -29,7 +29,7 @@ func (c *Config) validateBackends(ps *Problems) {
 // validate checks a defaulted backend at path p, its name aside.
 func (b Backend) validate(ps *Problems, p string) {
 	switch b.Type {
-	case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini, TypeVertex:
+	case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini, TypeVertex, TypeFoundry:
 	case "":
 		ps.add(p+".type", "missing type: use %s", backendTypes)
 	default:
@@ -40,6 +40,7 @@ func (b Backend) validate(ps *Problems, p string) {
 	}
 	b.validateProviderFields(ps, p)
 	b.validateVertex(ps, p)
+	b.validatePreset(ps, p)
 	b.validateURL(ps, p)
 	for k := range b.Headers {
 		switch strings.ToLower(k) {
@@ -50,6 +51,9 @@ func (b Backend) validate(ps *Problems, p string) {
 	b.Breaker.validate(ps, p+".breaker")
 	if pr := b.Probe; pr != nil {
 		pr.validate(ps, p+".probe")
+		if pr.Kind == "models" && b.Type == TypeFoundry {
+			ps.add(p+".probe.kind", "a foundry backend has no models list: use chat")
+		}
 	}
 	if b.StreamFirstByteTimeout > b.Timeout || b.FirstByteTimeout > b.Timeout {
 		ps.add(p+".timeout", "timeout (%s) is shorter than a first-byte timeout", b.Timeout)
@@ -67,8 +71,8 @@ func (b Backend) validateEntra(ps *Problems, p string) {
 		}
 	}
 	switch {
-	case b.Type != TypeAzure:
-		ps.add(p+".entra", "Entra ID tokens are for azure backends")
+	case b.Type != TypeAzure && b.Type != TypeFoundry:
+		ps.add(p+".entra", "Entra ID tokens are for azure and foundry backends")
 	case n != 1:
 		ps.add(p+".entra", "give exactly one of client_secret, federated_token_file and managed_identity")
 	case !e.ManagedIdentity && (e.TenantID == "" || e.ClientID == ""):
@@ -94,6 +98,12 @@ func (b Backend) validateProviderFields(ps *Problems, p string) {
 	}
 	if b.Project != "" && !openai && b.Type != TypeVertex {
 		ps.add(p+".project", "only for openai, openai_compatible and vertex backends")
+	}
+	switch {
+	case b.ExtraParameters != "" && b.Type != TypeFoundry:
+		ps.add(p+".extra_parameters", "only for foundry backends")
+	case b.ExtraParameters != "" && b.ExtraParameters != "pass-through" && b.ExtraParameters != "drop" && b.ExtraParameters != "error":
+		ps.add(p+".extra_parameters", "must be pass-through, drop or error, not %q", b.ExtraParameters)
 	}
 	for _, f := range []struct{ name, v string }{{"organization", b.Organization}, {"project", b.Project}} {
 		if strings.ContainsAny(f.v, "\r\n") || strings.TrimSpace(f.v) != f.v {

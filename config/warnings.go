@@ -42,6 +42,7 @@ func (c *Config) warn() Problems {
 	ws = append(ws, c.warnTenancy()...)
 	ws = append(ws, c.warnEndUserBudgets()...)
 	ws = append(ws, c.warnEndUserRatesPerReplica()...)
+	ws = append(ws, c.warnModels()...)
 	return append(ws, c.warnReplicasWithoutState()...)
 }
 

@@ -79,19 +79,17 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 	noResponses := bc.ResponsesAPI != nil && !*bc.ResponsesAPI
 	switch bc.Type {
 	case config.TypeOpenAI, config.TypeOpenAICompatible:
+		preset, _ := config.LookupPreset(bc.Preset)
 		return &route.OpenAI{BaseURL: u, APIKey: bc.APIKey.Value(), Organization: bc.Organization, Project: bc.Project, Header: hdr,
-			NoResponses: noResponses, StreamUsage: bc.Type == config.TypeOpenAI}, nil
+			NoResponses: noResponses, StreamUsage: bc.Type == config.TypeOpenAI || preset.StreamUsage,
+			Unsupported: unsupportedOps(bc.Unsupported), Service: bc.Preset}, nil
 	case config.TypeAzure:
 		az := &route.Azure{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr, NoResponses: noResponses}
-		if e := bc.Entra; e != nil {
-			src, err := d.Entra.Source(entra.Settings{
-				TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
-				FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
-				Scope: e.Scope, AuthorityHost: e.AuthorityHost,
-			})
-			if err != nil {
-				return nil, err
-			}
+		src, err := entraSource(bc, d)
+		if err != nil {
+			return nil, err
+		}
+		if src != nil {
 			az.Token = src
 		}
 		return az, nil
@@ -101,8 +99,60 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 		return &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}, nil
 	case config.TypeVertex:
 		return newVertex(bc, u, hdr, d)
+	case config.TypeFoundry:
+		f := &route.Foundry{Endpoint: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, ExtraParameters: bc.ExtraParameters, Header: hdr}
+		src, err := entraSource(bc, d)
+		if err != nil {
+			return nil, err
+		}
+		if src != nil {
+			f.Token = src
+		}
+		return f, nil
 	}
 	return nil, fmt.Errorf("unknown type %q", bc.Type)
+}
+
+// entraSource is the Entra ID token source of bc (azure or foundry), nil
+// when it has none.
+func entraSource(bc config.Backend, d Deps) (route.TokenSource, error) {
+	e := bc.Entra
+	if e == nil {
+		return nil, nil
+	}
+	src, err := d.Entra.Source(entra.Settings{
+		TenantID: e.TenantID, ClientID: e.ClientID, ClientSecret: e.ClientSecret.Value(),
+		FederatedTokenFile: e.FederatedTokenFile, ManagedIdentity: e.ManagedIdentity,
+		Scope: e.Scope, AuthorityHost: e.AuthorityHost,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// unsupportedOps are the operations of a backend's unsupported groups.
+// Responses is not among them: a backend without it is sent Responses
+// calls translated to chat (its responses_api is false).
+func unsupportedOps(groups []string) []route.Operation {
+	var ops []route.Operation
+	for _, g := range groups {
+		switch g {
+		case "completions":
+			ops = append(ops, route.Completions)
+		case "embeddings":
+			ops = append(ops, route.Embeddings)
+		case "audio":
+			ops = append(ops, route.AudioTranscriptions, route.AudioTranslations, route.AudioSpeech)
+		case "images":
+			ops = append(ops, route.ImagesGenerations, route.ImagesEdits, route.ImagesVariations)
+		case "moderations":
+			ops = append(ops, route.Moderations)
+		case "realtime":
+			ops = append(ops, route.Realtime)
+		}
+	}
+	return ops
 }
 
 // statusSet is the set of statuses l lists.

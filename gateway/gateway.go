@@ -728,16 +728,24 @@ func Listen(cfg *config.Config) (api, admin net.Listener, err error) {
 }
 
 // price is what backend's tokens cost when it answers with model: its
-// configured price, or the shipped list price of model.
+// configured price, or the shipped list price of model on the backend's
+// service (pricing.LookupService: a Bedrock or Vertex member prices as
+// its model).
 func (g *Gateway) price(backend, model string) (pricing.Price, bool) {
+	service := ""
 	if st := g.state.Load(); st != nil {
-		if bc, ok := st.BackendConfigs[backend]; ok && bc.Price != nil {
-			return *bc.Price, true
-		} else if ok && bc.Type == config.TypeVertex {
-			return pricing.Vertex(model, bc.Location)
+		if bc, ok := st.BackendConfigs[backend]; ok {
+			if bc.Price != nil {
+				return *bc.Price, true
+			}
+			if bc.Type == config.TypeVertex {
+				return pricing.Vertex(model, bc.Location)
+			}
+			service = bc.Service()
 		}
 	}
-	return pricing.Lookup(model)
+	l, ok := pricing.LookupService(service, model)
+	return l.Price, ok
 }
 
 // Spent implements proxy.Spender: the answer's tokens at the backend's

@@ -4,10 +4,10 @@
 package pricing
 
 import (
-	"regexp"
-	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/switchover-gw/switchover/models"
 )
 
 // Taken is when the shipped prices were read from the providers' published
@@ -37,61 +37,96 @@ func (p Price) Cost(prompt, cached, completion int64) float64 {
 	return (float64(prompt-cached)*p.Input + float64(cached)*cachedPrice + float64(completion)*p.Output) / 1e6
 }
 
-// table is the shipped prices, by model name without its date. Only
-// exact names are priced: a variant (gpt-4o-audio-preview, a realtime
-// model) has prices of its own and is not guessed from its family's.
-var table = map[string]Price{
-	// OpenAI (Azure OpenAI's global deployments list the same).
-	"gpt-5.4":                {Input: 2.50, CachedInput: 0.25, Output: 15.00},
-	"gpt-5.1":                {Input: 1.25, CachedInput: 0.125, Output: 10.00},
-	"gpt-5":                  {Input: 1.25, CachedInput: 0.125, Output: 10.00},
-	"gpt-5-mini":             {Input: 0.25, CachedInput: 0.025, Output: 2.00},
-	"gpt-5-nano":             {Input: 0.05, CachedInput: 0.005, Output: 0.40},
-	"gpt-4.1":                {Input: 2.00, CachedInput: 0.50, Output: 8.00},
-	"gpt-4.1-mini":           {Input: 0.40, CachedInput: 0.10, Output: 1.60},
-	"gpt-4.1-nano":           {Input: 0.10, CachedInput: 0.025, Output: 0.40},
-	"gpt-4o":                 {Input: 2.50, CachedInput: 1.25, Output: 10.00},
-	"gpt-4o-mini":            {Input: 0.15, CachedInput: 0.075, Output: 0.60},
-	"o3":                     {Input: 2.00, CachedInput: 0.50, Output: 8.00},
-	"o3-mini":                {Input: 1.10, CachedInput: 0.55, Output: 4.40},
-	"o4-mini":                {Input: 1.10, CachedInput: 0.275, Output: 4.40},
-	"text-embedding-3-small": {Input: 0.02},
-	"text-embedding-3-large": {Input: 0.13},
-	"text-embedding-ada-002": {Input: 0.10},
-	// Anthropic: CachedInput is a cache read.
-	"claude-opus-4-5":   {Input: 5.00, CachedInput: 0.50, Output: 25.00},
-	"claude-opus-4-1":   {Input: 15.00, CachedInput: 1.50, Output: 75.00},
-	"claude-opus-4":     {Input: 15.00, CachedInput: 1.50, Output: 75.00},
-	"claude-sonnet-4-5": {Input: 3.00, CachedInput: 0.30, Output: 15.00},
-	"claude-sonnet-4":   {Input: 3.00, CachedInput: 0.30, Output: 15.00},
-	"claude-haiku-4-5":  {Input: 1.00, CachedInput: 0.10, Output: 5.00},
-	"claude-3-5-haiku":  {Input: 0.80, CachedInput: 0.08, Output: 4.00},
-	// Gemini: the cache is priced by storage time as well; not apart here.
-	"gemini-2.5-pro":        {Input: 1.25, Output: 10.00},
-	"gemini-2.5-flash":      {Input: 0.30, Output: 2.50},
-	"gemini-2.5-flash-lite": {Input: 0.10, Output: 0.40},
+// Listed is a shipped price and the month it was read from the
+// provider's published list (YYYY-MM).
+type Listed struct {
+	Price
+	Taken string
 }
 
-// dated is a model version's date suffix: "-2024-08-06", "-20250929", or
-// Vertex AI's "@20250929".
-var dated = regexp.MustCompile(`[-@](\d{4}-\d{2}-\d{2}|\d{8})$`)
+// table is the shipped prices, by canonical model id (models.Canonical). Only
+// exact names are priced: a variant (gpt-4o-audio-preview, a realtime
+// model) has prices of its own and is not guessed from its family's.
+var table = map[string]Listed{
+	// OpenAI (Azure OpenAI's global deployments list the same).
+	"gpt-5.4":                {Price{Input: 2.50, CachedInput: 0.25, Output: 15.00}, Taken},
+	"gpt-5.1":                {Price{Input: 1.25, CachedInput: 0.125, Output: 10.00}, Taken},
+	"gpt-5":                  {Price{Input: 1.25, CachedInput: 0.125, Output: 10.00}, Taken},
+	"gpt-5-mini":             {Price{Input: 0.25, CachedInput: 0.025, Output: 2.00}, Taken},
+	"gpt-5-nano":             {Price{Input: 0.05, CachedInput: 0.005, Output: 0.40}, Taken},
+	"gpt-4.1":                {Price{Input: 2.00, CachedInput: 0.50, Output: 8.00}, Taken},
+	"gpt-4.1-mini":           {Price{Input: 0.40, CachedInput: 0.10, Output: 1.60}, Taken},
+	"gpt-4.1-nano":           {Price{Input: 0.10, CachedInput: 0.025, Output: 0.40}, Taken},
+	"gpt-4o":                 {Price{Input: 2.50, CachedInput: 1.25, Output: 10.00}, Taken},
+	"gpt-4o-mini":            {Price{Input: 0.15, CachedInput: 0.075, Output: 0.60}, Taken},
+	"o3":                     {Price{Input: 2.00, CachedInput: 0.50, Output: 8.00}, Taken},
+	"o3-mini":                {Price{Input: 1.10, CachedInput: 0.55, Output: 4.40}, Taken},
+	"o4-mini":                {Price{Input: 1.10, CachedInput: 0.275, Output: 4.40}, Taken},
+	"text-embedding-3-small": {Price{Input: 0.02}, Taken},
+	"text-embedding-3-large": {Price{Input: 0.13}, Taken},
+	"text-embedding-ada-002": {Price{Input: 0.10}, Taken},
+	// Anthropic: CachedInput is a cache read.
+	"claude-opus-4-5":   {Price{Input: 5.00, CachedInput: 0.50, Output: 25.00}, Taken},
+	"claude-opus-4-1":   {Price{Input: 15.00, CachedInput: 1.50, Output: 75.00}, Taken},
+	"claude-opus-4":     {Price{Input: 15.00, CachedInput: 1.50, Output: 75.00}, Taken},
+	"claude-sonnet-4-5": {Price{Input: 3.00, CachedInput: 0.30, Output: 15.00}, Taken},
+	"claude-sonnet-4":   {Price{Input: 3.00, CachedInput: 0.30, Output: 15.00}, Taken},
+	"claude-haiku-4-5":  {Price{Input: 1.00, CachedInput: 0.10, Output: 5.00}, Taken},
+	"claude-3-5-haiku":  {Price{Input: 0.80, CachedInput: 0.08, Output: 4.00}, Taken},
+	// Gemini: the cache is priced by storage time as well; not apart here.
+	"gemini-2.5-pro":        {Price{Input: 1.25, Output: 10.00}, Taken},
+	"gemini-2.5-flash":      {Price{Input: 0.30, Output: 2.50}, Taken},
+	"gemini-2.5-flash-lite": {Price{Input: 0.10, Output: 0.40}, Taken},
+	// Open models on the clouds that serve them: priced per service
+	// (byService); the default is the maker's own API where it has one.
+	"deepseek-v3": {Price{Input: 0.28, CachedInput: 0.028, Output: 0.42}, "2025-10"}, // DeepSeek's API (deepseek-chat)
+	"deepseek-r1": {Price{Input: 0.28, CachedInput: 0.028, Output: 0.42}, "2025-10"}, // DeepSeek's API (deepseek-reasoner)
+}
+
+// byService are the prices of a service that lists a model at a price
+// of its own, by service (a backend's Service: its type or preset) and
+// canonical id. Claude on Bedrock and Vertex AI, Gemini on Vertex AI and
+// OpenAI's models on Azure list the maker's prices (global endpoints;
+// regional ones may add a premium, set backends[].price for those), so
+// they need no entry: they price by their canonical id.
+var byService = map[string]Listed{
+	"bedrock llama-3.3-70b-instruct": {Price{Input: 0.72, Output: 0.72}, "2025-10"},
+	"bedrock deepseek-r1":            {Price{Input: 1.35, Output: 5.40}, "2025-10"},
+	"foundry deepseek-r1":            {Price{Input: 1.35, Output: 5.40}, "2025-10"},
+	"foundry llama-3.3-70b-instruct": {Price{Input: 0.71, Output: 0.71}, "2025-10"},
+	"groq llama-3.3-70b-instruct":    {Price{Input: 0.59, Output: 0.79}, "2025-10"},
+}
 
 // Lookup returns the shipped price of model (a model or version name an
-// answer names, such as gpt-4o-2024-08-06, claude-sonnet-4-5-20250929 or
-// Vertex AI's claude-sonnet-4-5@20250929;
-// the date, a "models/" prefix and case are ignored), and whether there
+// answer names, such as gpt-4o-2024-08-06 or claude-sonnet-4-5-20250929,
+// or a cloud's id of it, such as Bedrock's
+// us.anthropic.claude-sonnet-4-5-20250929-v1:0 or Vertex's
+// claude-sonnet-4-5@20250929: see models.Canonical), and whether there
 // is one.
 func Lookup(model string) (Price, bool) {
-	if v, ok := seen.Load(model); ok {
+	l, ok := LookupService("", model)
+	return l.Price, ok
+}
+
+// LookupService is Lookup for a backend of service (config's
+// Backend.Service: its type or preset, such as bedrock or groq): the
+// service's own list price of the model if it has one, else the model's.
+// It returns the price with the month it was taken.
+func LookupService(service, model string) (Listed, bool) {
+	k := seenKey{service, model}
+	if v, ok := seen.Load(k); ok {
 		l := v.(lookup)
-		return l.p, l.ok
+		return l.l, l.ok
 	}
-	m := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(model), "models/"))
-	p, ok := table[dated.ReplaceAllString(m, "")]
+	id := models.Canonical(model)
+	l, ok := byService[service+" "+id]
+	if !ok {
+		l, ok = table[id]
+	}
 	if n := seenCount.Add(1); n <= maxSeen {
-		seen.Store(model, lookup{p, ok})
+		seen.Store(k, lookup{l, ok})
 	}
-	return p, ok
+	return l, ok
 }
 
 // seen remembers the answers for the model names met so far (a handful,
@@ -104,7 +139,9 @@ var (
 
 const maxSeen = 1024
 
+type seenKey struct{ service, model string }
+
 type lookup struct {
-	p  Price
+	l  Listed
 	ok bool
 }

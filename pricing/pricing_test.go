@@ -11,14 +11,14 @@ func TestLookupIgnoresTheDateOnly(t *testing.T) {
 		want  Price
 		ok    bool
 	}{
-		{"gpt-4o-2024-08-06", table["gpt-4o"], true},
-		{"gpt-4o-mini-2024-07-18", table["gpt-4o-mini"], true},
-		{"GPT-4.1-mini", table["gpt-4.1-mini"], true},
-		{"gpt-5-mini-2025-08-07", table["gpt-5-mini"], true},
-		{"gpt-5", table["gpt-5"], true},
-		{"claude-sonnet-4-5-20250929", table["claude-sonnet-4-5"], true},
-		{"claude-opus-4-5-20251101", table["claude-opus-4-5"], true},
-		{"models/gemini-2.5-flash-lite", table["gemini-2.5-flash-lite"], true},
+		{"gpt-4o-2024-08-06", table["gpt-4o"].Price, true},
+		{"gpt-4o-mini-2024-07-18", table["gpt-4o-mini"].Price, true},
+		{"GPT-4.1-mini", table["gpt-4.1-mini"].Price, true},
+		{"gpt-5-mini-2025-08-07", table["gpt-5-mini"].Price, true},
+		{"gpt-5", table["gpt-5"].Price, true},
+		{"claude-sonnet-4-5-20250929", table["claude-sonnet-4-5"].Price, true},
+		{"claude-opus-4-5-20251101", table["claude-opus-4-5"].Price, true},
+		{"models/gemini-2.5-flash-lite", table["gemini-2.5-flash-lite"].Price, true},
 		{"gpt-4o-realtime-preview", Price{}, false},
 		{"llama-3.1-70b", Price{}, false},
 		{"gpt-40", Price{}, false},
@@ -41,5 +41,34 @@ func TestCost(t *testing.T) {
 	// is capped.
 	if got, want := (Price{Input: 1, Output: 2}).Cost(100, 500, 0), 100/1e6; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("cost %v, want %v", got, want)
+	}
+}
+
+// TestLookupByCanonicalIDAndService: Claude on Bedrock (a cross-region
+// profile) and Vertex prices as Claude; an open model prices at the
+// service's own list price where it has one, else the maker's; every
+// price says when it was taken.
+func TestLookupByCanonicalIDAndService(t *testing.T) {
+	tests := []struct {
+		service, model string
+		want           Price
+		taken          string
+	}{
+		{"bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", table["claude-sonnet-4-5"].Price, Taken},
+		{"vertex", "claude-sonnet-4-5@20250929", table["claude-sonnet-4-5"].Price, Taken},
+		{"", "anthropic.claude-haiku-4-5-20251001-v1:0", table["claude-haiku-4-5"].Price, Taken},
+		{"bedrock", "us.meta.llama3-3-70b-instruct-v1:0", Price{Input: 0.72, Output: 0.72}, "2025-10"},
+		{"groq", "llama-3.3-70b-versatile", Price{Input: 0.59, Output: 0.79}, "2025-10"},
+		{"foundry", "DeepSeek-R1", Price{Input: 1.35, Output: 5.40}, "2025-10"},
+		{"deepseek", "deepseek-reasoner", table["deepseek-r1"].Price, "2025-10"},
+	}
+	for _, tc := range tests {
+		l, ok := LookupService(tc.service, tc.model)
+		if !ok || l.Price != tc.want || l.Taken != tc.taken {
+			t.Errorf("LookupService(%q, %q) = %+v %v, want %+v of %s", tc.service, tc.model, l, ok, tc.want, tc.taken)
+		}
+	}
+	if _, ok := LookupService("together", "meta-llama/Llama-3.3-70B-Instruct-Turbo"); ok {
+		t.Error("a model without a price was priced")
 	}
 }

@@ -1,6 +1,6 @@
 package pricing
 
-import "strings"
+import "github.com/switchover-gw/switchover/models"
 
 // TakenVertex is when the Vertex AI prices were read: Google's Vertex AI
 // list prices for Gemini (standard, pay as you go, prompts under 200,000
@@ -27,8 +27,7 @@ func Vertex(model, location string) (Price, bool) {
 	if !ok || location == "" || location == "global" {
 		return p, ok
 	}
-	m := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(model), "models/"))
-	if vertexRegionalPremium[dated.ReplaceAllString(m, "")] {
+	if vertexRegionalPremium[models.Canonical(model)] {
 		p = Price{Input: p.Input * 1.1, CachedInput: p.CachedInput * 1.1, Output: p.Output * 1.1}
 	}
 	return p, ok

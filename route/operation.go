@@ -154,6 +154,11 @@ const (
 	scopeOperation
 )
 
+// unknownModelCode is the code of Azure AI Foundry's 400 for a model the
+// resource has no deployment of: its 404 DeploymentNotFound, judged as
+// Azure's is (the backend on chat, the operation otherwise).
+const unknownModelCode = "unknown_model"
+
 // opNotSupportedCodes are the error codes (Azure's) of a 400 that says
 // the deployment does not serve the operation.
 var opNotSupportedCodes = []string{"OperationNotSupported", "DeploymentNotFound"}
@@ -177,7 +182,8 @@ func (at *attempt) statusScope(status int, code string) opScope {
 	switch {
 	case status == http.StatusUnauthorized:
 		return scopeBackend // the key is refused, whatever the operation
-	case status == http.StatusForbidden, status == http.StatusNotFound:
+	case status == http.StatusForbidden, status == http.StatusNotFound,
+		status == http.StatusBadRequest && code == unknownModelCode:
 		if at.o.Op.IsChat() {
 			return scopeBackend // the configured deployment
 		}

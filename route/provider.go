@@ -68,10 +68,13 @@ type supporter interface {
 // format. An Azure backend speaks OpenAI's format but is not OpenAI: a
 // reason that names the backend's kind must say which.
 func kindOf(prov Provider) string {
-	switch prov.(type) {
+	switch p := prov.(type) {
 	case *Azure:
 		return "azure"
 	case *OpenAI:
+		if p.Service != "" {
+			return p.Service
+		}
 		return "openai"
 	case *Anthropic:
 		return "anthropic"
@@ -79,6 +82,8 @@ func kindOf(prov Provider) string {
 		return "gemini"
 	case *Vertex:
 		return "vertex"
+	case *Foundry:
+		return "foundry"
 	}
 	return string(prov.Format())
 }

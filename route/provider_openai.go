@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -33,6 +34,13 @@ type OpenAI struct {
 	// True for OpenAI's API; an OpenAI-compatible server may refuse the
 	// option.
 	StreamUsage bool
+	// Unsupported are operations the server does not serve (a hosted
+	// service's gaps, config's presets): its members are skipped for them
+	// as unsupported. Nil means it serves all but Anthropic's.
+	Unsupported []Operation
+	// Service names the server in reasons and reports (a preset's name,
+	// such as groq). Empty means "openai".
+	Service string
 
 	targets targets // the request URL of each operation, built once
 }
@@ -42,6 +50,9 @@ var _ Provider = (*OpenAI)(nil)
 func (p *OpenAI) streamUsage() bool { return p.StreamUsage }
 
 func (p *OpenAI) supports(op Operation) bool {
+	if slices.Contains(p.Unsupported, op) {
+		return false
+	}
 	switch op {
 	case Messages, CountTokens:
 		return false

@@ -51,6 +51,8 @@ func TestOpenAISupports(t *testing.T) {
 		{"count tokens", &OpenAI{}, CountTokens, false},
 		{"responses", &OpenAI{}, Responses, true},
 		{"no responses", &OpenAI{NoResponses: true}, Responses, false},
+		{"listed unsupported", &OpenAI{Unsupported: []Operation{Embeddings}}, Embeddings, false},
+		{"chat beside a listed one", &OpenAI{Unsupported: []Operation{Embeddings}}, ChatCompletions, true},
 	}
 	for _, tc := range tests {
 		if got := tc.p.supports(tc.op); got != tc.want {

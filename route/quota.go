@@ -44,7 +44,9 @@ const DefaultQuotaSlice = 10 * time.Second
 // LocalQuota is a Quota held in this process. It reads:
 //
 //   - x-ratelimit-remaining-requests and -tokens, with -limit-* and, from
-//     OpenAI, -reset-* ("1s", "6m0s", "20ms");
+//     OpenAI and Groq, -reset-* ("1s", "6m0s", "20ms", "2m59.56s"), or
+//     bare x-ratelimit-remaining, -limit and -reset for requests
+//     (Together, OpenRouter; see parseReset);
 //   - anthropic-ratelimit-requests-, -tokens-, -input-tokens- and
 //     -output-tokens- -remaining and -reset (RFC 3339 times);
 //   - Retry-After on a 429: nothing is left until it ends.
@@ -359,6 +361,30 @@ func (w *window) size(slice time.Duration) int64 {
 	return max(n, w.peak+1)
 }
 
+// parseReset reads an x-ratelimit-reset value: a duration ("1s", "6m0s",
+// Groq's "2m59.56s"), a number of seconds (Together's "1", "0.5"), or an
+// instant in Unix milliseconds (OpenRouter's) or seconds. It is capped at
+// maxRetryAfter from now; a reset that has passed is none.
+func parseReset(v string, now time.Time) (time.Time, bool) {
+	var d time.Duration
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		switch {
+		case f > 1e12: // Unix milliseconds
+			d = time.UnixMilli(int64(f)).Sub(now)
+		case f > 1e9: // Unix seconds
+			d = time.Unix(int64(f), 0).Sub(now)
+		default:
+			d = time.Duration(f * float64(time.Second))
+		}
+	} else if d, err = time.ParseDuration(v); err != nil {
+		return time.Time{}, false
+	}
+	if d <= 0 {
+		return time.Time{}, false
+	}
+	return now.Add(min(d, maxRetryAfter)), true
+}
+
 // rateReading is one limit as a response's headers state it.
 type rateReading struct {
 	known, hasReset  bool
@@ -389,8 +415,8 @@ func readRateHeaders(h http.Header, now time.Time) (req, tok rateReading, seen b
 				if t, err := time.Parse(time.RFC3339, rv); err == nil && t.After(now) {
 					r.reset, r.hasReset = t, true
 				}
-			} else if d, err := time.ParseDuration(rv); err == nil && d > 0 {
-				r.reset, r.hasReset = now.Add(min(d, maxRetryAfter)), true
+			} else if at, ok := parseReset(rv, now); ok {
+				r.reset, r.hasReset = at, true
 			}
 		}
 		return r
@@ -399,6 +425,11 @@ func readRateHeaders(h http.Header, now time.Time) (req, tok rateReading, seen b
 	tok = read("X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Reset-Tokens", false)
 	if !req.known {
 		req = read("Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Reset", true)
+	}
+	if !req.known {
+		// Together's and OpenRouter's: the requests limit without a
+		// suffix.
+		req = read("X-Ratelimit-Remaining", "X-Ratelimit-Limit", "X-Ratelimit-Reset", false)
 	}
 	if !tok.known {
 		tok = read("Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Reset", true)

@@ -31,6 +31,14 @@ func TestLocalQuotaReadsEachProvidersHeaders(t *testing.T) {
 			"X-Ratelimit-Limit-Requests": {"60"}, "X-Ratelimit-Remaining-Requests": {"7"}, "X-Ratelimit-Reset-Requests": {"1.5s"},
 			"X-Ratelimit-Limit-Tokens": {"90000"}, "X-Ratelimit-Remaining-Tokens": {"1200"}, "X-Ratelimit-Reset-Tokens": {"6m0s"},
 		}, 7, 1200, 1500 * time.Millisecond, 6 * time.Minute, 60, 90000},
+		{"groq: resets such as 2m59.56s", http.Header{
+			"X-Ratelimit-Limit-Requests": {"14400"}, "X-Ratelimit-Remaining-Requests": {"14370"}, "X-Ratelimit-Reset-Requests": {"2m59.56s"},
+			"X-Ratelimit-Limit-Tokens": {"18000"}, "X-Ratelimit-Remaining-Tokens": {"17997"}, "X-Ratelimit-Reset-Tokens": {"7.66s"},
+		}, 14370, 17997, 2*time.Minute + 59560*time.Millisecond, 7660 * time.Millisecond, 14400, 18000},
+		{"together: bare requests headers, reset in seconds", http.Header{
+			"X-Ratelimit-Limit": {"10"}, "X-Ratelimit-Remaining": {"9"}, "X-Ratelimit-Reset": {"1"},
+			"X-Ratelimit-Limit-Tokens": {"2000"}, "X-Ratelimit-Remaining-Tokens": {"1800"},
+		}, 9, 1800, time.Second, route.DefaultQuotaSlice, 10, 2000},
 		{"azure: no reset, the default slice", http.Header{
 			"X-Ratelimit-Remaining-Requests": {"3"}, "X-Ratelimit-Remaining-Tokens": {"500"}, "X-Ratelimit-Limit-Tokens": {"6000"},
 		}, 3, 500, route.DefaultQuotaSlice, route.DefaultQuotaSlice, 0, 6000},
@@ -51,6 +59,13 @@ func TestLocalQuotaReadsEachProvidersHeaders(t *testing.T) {
 				t.Fatalf("resets or limits %+v", s)
 			}
 		})
+	}
+	// OpenRouter's reset is an instant in Unix milliseconds.
+	var or route.LocalQuota
+	or.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Limit": {"20"}, "X-Ratelimit-Remaining": {"0"},
+		"X-Ratelimit-Reset": {strconv.FormatInt(qt0.Add(40*time.Second).UnixMilli(), 10)}})
+	if s := or.Snapshot(qt0); !s.RequestsKnown || s.Requests != 0 || s.RequestsReset != qt0.Add(40*time.Second) {
+		t.Fatalf("openrouter snapshot %+v", s)
 	}
 	// Headers it does not understand change nothing.
 	var q route.LocalQuota

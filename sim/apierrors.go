@@ -83,6 +83,12 @@ func errDeploymentNotFound(fl Flavour, model string) apiError {
 		"The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again.")
 }
 
+// errUnknownModel is Azure AI Foundry's answer to a model the resource has
+// no deployment of: a 400, not Azure OpenAI's 404.
+func errUnknownModel(model string) apiError {
+	return azureErr(http.StatusBadRequest, "unknown_model", "Unknown model: "+model)
+}
+
 // errUnauthorized answers a missing or wrong key. Gemini answers 403 for a
 // missing key and 400 for a wrong one, as Google does.
 func errUnauthorized(fl Flavour, given string) apiError {

@@ -93,6 +93,10 @@ func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws
 		}
 		return
 	}
+	if rest, ok := strings.CutPrefix(path, "/models/"); ok {
+		d.routeFoundry(w, r, dr, rest, apiVersion)
+		return
+	}
 	if rest, ok := strings.CutPrefix(path, "/openai/"); ok && apiVersion != "" {
 		if rest == "realtime" {
 			d.serveRealtime(w, r, dr, realtimeTarget{apiVersion: apiVersion, model: r.URL.Query().Get("deployment"), beta: true})
@@ -103,6 +107,21 @@ func (d *deployment) routeAzure(w http.ResponseWriter, r *http.Request, dr draws
 		}
 	}
 	d.writeError(w, errRouteNotFound(Azure, r))
+}
+
+// routeFoundry serves Azure AI Foundry's model inference API under
+// /models/: chat completions and embeddings, with the api-version query
+// and the deployment as the body's model.
+func (d *deployment) routeFoundry(w http.ResponseWriter, r *http.Request, dr draws, rest, apiVersion string) {
+	op, known := opPaths[rest]
+	switch {
+	case !known || op == opCompletions || apiVersion == "":
+		d.writeError(w, errRouteNotFound(Azure, r))
+	case r.Method != http.MethodPost:
+		d.writeError(w, errMethodNotAllowed(Azure, r))
+	default:
+		d.serve(w, r, dr, route{op: op, apiVersion: apiVersion, modelInBody: true, foundry: true})
+	}
 }
 
 func (d *deployment) routeOpenAI(w http.ResponseWriter, r *http.Request, dr draws) {
@@ -233,6 +252,7 @@ type route struct {
 	op          operation
 	apiVersion  string // azure: the api-version query, "v1" on /openai/v1/
 	modelInBody bool   // the body's model must name the deployment
+	foundry     bool   // azure: Azure AI Foundry's /models/ API
 	stream      bool   // gemini: streamGenerateContent
 	// vertexClaude: Claude on Vertex, whose body must have
 	// anthropic_version and no model
@@ -316,6 +336,10 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 	if c.modelInBody {
 		if req.model == "" {
 			d.writeError(w, errMissingModel(fl))
+			return outcomeRejected
+		}
+		if req.model != d.cfg.Deployment && c.foundry {
+			d.writeError(w, errUnknownModel(req.model))
 			return outcomeRejected
 		}
 		if req.model != d.cfg.Deployment {

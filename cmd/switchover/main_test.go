@@ -38,6 +38,10 @@ keys: [{name: app, key: app-key-0123456789abcdef0123456789}]
 backends: [{name: a, type: openai_compatible, url: "http://127.0.0.1:1"}]
 pools: [{name: p, members: [{backend: a}]}]
 `), 0o600)
+	preset := filepath.Join(t.TempDir(), "preset.yaml")
+	os.WriteFile(preset, []byte(`backends: [{name: fast, preset: groq, api_key: gsk-secret-0123456789}]
+pools: [{name: p, members: [{backend: fast}]}]
+`), 0o600)
 	tests := []struct {
 		name   string
 		args   []string
@@ -45,6 +49,8 @@ pools: [{name: p, members: [{backend: a}]}]
 		stdout string
 		stderr string
 	}{
+		{"check prints a resolved preset", []string{"check", "-c", preset}, exitOK,
+			"backend fast: preset groq: url https://api.groq.com/openai/v1, key bearer, unsupported: completions, embeddings, responses, images, moderations, realtime;", ""},
 		// Regression: a reload silently ignored server timeouts; check
 		// names them against the configuration in force.
 		{"check against the running config", []string{"check", "-c", slower, "-against", oneKey}, exitOK, "restart needed: server.read_timeout changed; a reload does not apply it", ""},

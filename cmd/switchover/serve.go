@@ -128,6 +128,11 @@ func check(args []string, stdout, stderr io.Writer) error {
 	for _, w := range cfg.Warnings() {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
+	for _, b := range cfg.Backends {
+		if p, ok := config.LookupPreset(b.Preset); ok {
+			fmt.Fprintln(stdout, p.Line(b))
+		}
+	}
 	if *against != "" {
 		running, err := config.Load(*against)
 		if err != nil {
