@@ -676,7 +676,7 @@ func TestConfigPage(t *testing.T) {
 	e := newEnv(t, false)
 	c, _ := e.login(adminKey)
 	_, page := e.do(c, "GET", "/console/config", nil)
-	for _, want := range []string{`<span class="del">- a: 1</span>`, `<span class="add">&#43; a: 2</span>`, "they need a restart: listen", `data-act="reload"`, "[redacted]"} {
+	for _, want := range []string{`<span class="del">- a: 1</span>`, `<span class="add">&#43; a: 2</span>`, "Waiting for a restart: listen", `data-act="reload"`, "[redacted]"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("config page lacks %q", want)
 		}

@@ -153,11 +153,15 @@ type Preview struct {
 	File string
 	// Err is why the file would not load (its problems), or "".
 	Err string
-	// Restart names the settings a reload would not apply (as `switchover
-	// check -against` prints them).
+	// Restart names the settings of the file that a reload does not
+	// apply (as `switchover check -against` prints them): they wait for a
+	// restart, and the configuration in force keeps their running values,
+	// before a reload and after it.
 	Restart []string
 	// Running and Next are the configuration in force and the file's, as
-	// YAML with every secret redacted; equal when a reload changes
-	// nothing.
+	// YAML with every secret redacted; equal when the file is what runs.
 	Running, Next string
+	// Applied is the configuration a reload would put in force: Next with
+	// the running values of Restart's settings. Empty means Next.
+	Applied string
 }

@@ -87,7 +87,13 @@ func (c *Console) configPage(w http.ResponseWriter, r *http.Request, s *session)
 			last = &e
 		}
 	}
-	d := diffLines(p.Running, p.Next)
+	applied := p.Applied
+	if applied == "" {
+		applied = p.Next
+	}
+	// What a reload would apply, and what of the file waits for a
+	// restart (the running value, then the file's).
+	d, waiting := diffLines(p.Running, applied), diffLines(applied, p.Next)
 	changed := 0
 	for _, l := range d {
 		if l.Op != ' ' {
@@ -95,9 +101,9 @@ func (c *Console) configPage(w http.ResponseWriter, r *http.Request, s *session)
 		}
 	}
 	if p.Err != "" || p.File == "" {
-		d = nil
+		d, waiting = nil, nil
 	}
-	c.render(w, http.StatusOK, "config", s, map[string]any{"Preview": p, "Last": last, "Diff": compact(d, 3), "Changed": changed})
+	c.render(w, http.StatusOK, "config", s, map[string]any{"Preview": p, "Last": last, "Diff": compact(d, 3), "Changed": changed, "Waiting": compact(waiting, 2)})
 }
 
 // fleetPage is the replicas sharing state.
