@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +90,17 @@ func (f *fakeGateway) Act(who string, a Action) error {
 		return errors.New("backend \"nope\": not found")
 	}
 	f.acts = append(f.acts, who+" "+a.Kind+" "+a.Pool+" "+a.Backend)
+	if a.Kind == ActDrain || a.Kind == ActRestore {
+		for i := range f.status.Pools {
+			ms := append([]Member(nil), f.status.Pools[i].Members...)
+			for j := range ms {
+				if ms[j].Backend == a.Backend {
+					ms[j].Drained = a.Kind == ActDrain
+				}
+			}
+			f.status.Pools[i].Members = ms
+		}
+	}
 	return nil
 }
 func (f *fakeGateway) Reload(who string) error {
@@ -953,5 +965,43 @@ func TestOverviewStreamKeepsSessionAlive(t *testing.T) {
 	}
 	if r, _ := e.do(idle, "GET", "/console/", nil); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("an unwatched session after %v: %d, want the login", 2*(sessionIdle-time.Minute), r.StatusCode)
+	}
+}
+
+// TestActionRendersTheStateItLeft: the page an action goes back to shows
+// the state after the action, with or without JavaScript (the bug: it
+// rendered the last sample, from before the action, so a drained member
+// showed undrained and without its Restore button until the next sample).
+func TestActionRendersTheStateItLeft(t *testing.T) {
+	f := newFake(t)
+	c := New(t.Context(), f, Options{Interval: time.Hour, Logger: slog.New(slog.DiscardHandler)}) // no sample after the first
+	t.Cleanup(c.Close)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	e := &env{t: t, gw: f, c: c, srv: srv}
+	cl, csrf := e.login(adminKey)
+	row := regexp.MustCompile(`<tr data-member="chat/sweden" class="([^"]*)"`)
+	for _, step := range []struct{ action, want string }{{ActDrain, "drained"}, {ActRestore, ""}} {
+		resp, _ := e.do(cl, "POST", "/console/actions", url.Values{"csrf": {csrf}, "action": {step.action}, "backend": {"sweden"}, "back": {"/console/"}})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+			t.Fatalf("%s: %d to %q", step.action, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		_, page := e.do(cl, "GET", "/console/", nil)
+		m := row.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no row of sweden:\n%s", page)
+		}
+		if drained := strings.Contains(m[1], "drained"); drained != (step.want == "drained") {
+			t.Errorf("after %s the row's classes are %q", step.action, m[1])
+		}
+		// The stream's first view is the same state.
+		var v View
+		_, body := e.do(cl, "GET", "/console/api/view", nil)
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Pools[0].Members[1]; got.Drained != (step.want == "drained") {
+			t.Errorf("after %s the view says drained=%v", step.action, got.Drained)
+		}
 	}
 }

@@ -277,6 +277,8 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session, tok st
 	} else {
 		c.log.Info("console: action", "user", s.User, "action", a.Kind, "pool", a.Pool, "backend", a.Backend)
 	}
+	// The page it goes back to renders the state the action left.
+	c.samples.refresh()
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
