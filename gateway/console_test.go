@@ -133,7 +133,7 @@ func checkConsoleActions(t *testing.T, e *consoleEnv, c *consoleClient) {
 				}
 			}
 			return false
-		}, "set westeurope in pool chat-prod to priority 1, weight 3 (by admin)"},
+		}, "set westeurope in pool chat-prod: priority 2 → 1, weight 1 → 3 (by admin)"},
 		{[]string{"action", "reset_member", "pool", "chat-prod", "backend", "westeurope"}, func() bool { return true },
 			"reset westeurope in pool chat-prod to its configured priority and weight (by admin)"},
 		{[]string{"action", "reload"}, func() bool { return true }, "asked for a configuration reload (by admin)"},

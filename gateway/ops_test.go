@@ -233,6 +233,31 @@ func TestAdminAPI(t *testing.T) {
 	sink.waitKinds(t, "admin notifications", func(k []string) bool { return strings.Count(strings.Join(k, " "), "admin") == 6 })
 }
 
+// TestMemberChangeRecordedFromTo: an operator's change of a member's
+// weight is recorded as "weight 100 → 3", what was in force and what is
+// (the bug: "priority 0, weight 3", the request's zero for "keep").
+func TestMemberChangeRecordedFromTo(t *testing.T) {
+	h := startWith(t, gateway.Options{}, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	for _, c := range []struct{ body, want string }{
+		{`{"weight":3}`, "set aoai-westeurope in pool chat-prod: weight 100 → 3"},
+		{`{"priority":2}`, "set aoai-westeurope in pool chat-prod: priority 1 → 2"},
+		{`{"priority":1,"weight":5}`, "set aoai-westeurope in pool chat-prod: priority 2 → 1, weight 3 → 5"},
+	} {
+		if code, _ := h.adminDo("POST", "/admin/pools/chat-prod/members/aoai-westeurope", c.body, adminKey); code != 200 {
+			t.Fatalf("%s: %d", c.body, code)
+		}
+		var got string
+		for _, ev := range h.gw.Status().Events {
+			if ev.Kind == "admin:set_member" {
+				got = ev.Detail
+			}
+		}
+		if !strings.HasPrefix(got, c.want+" (by ") {
+			t.Errorf("%s: recorded %q, want %q", c.body, got, c.want)
+		}
+	}
+}
+
 // TestNotificationsOnceAndFailback: when the primary's breaker opens, one
 // failover notification is sent however many requests follow; one
 // failback when it comes back. Delivered to a webhook with a signature.
