@@ -1005,3 +1005,59 @@ func TestActionRendersTheStateItLeft(t *testing.T) {
 		}
 	}
 }
+
+// TestOverviewPoolWithNoUsableMember: a pool with no usable member says
+// so in alarm styling with since when (the bug: "Active: none since" with
+// nothing after it, unstyled); a set unchanged since the start says
+// "since start", not the start as when it became active.
+func TestOverviewPoolWithNoUsableMember(t *testing.T) {
+	e := newEnv(t, false)
+	at := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+	e.gw.mu.Lock()
+	e.gw.status.Pools = append(e.gw.status.Pools, Pool{Name: "batch", Active: []string{}, ActiveSince: at, Members: []Member{
+		{Backend: "sweden", Type: "openai_compatible", Priority: 1, Weight: 1, Breaker: "open"}}})
+	e.gw.status.Pools[0].ActiveSince, e.gw.status.Pools[0].ActiveSinceStart = at, true
+	e.gw.mu.Unlock()
+	c, _ := e.login(viewerKey)
+	_, page := e.do(c, "GET", "/console/", nil)
+	for _, want := range []string{
+		`<p class="activeset alarm" data-f="activeset">Active: <strong data-f="active">none: no member can take requests</strong> <span class="since" data-f="since">since 2026-12-03 07:00:00Z</span>`,
+		`<p class="activeset" data-f="activeset">Active: <strong data-f="active">uksouth</strong> <span class="since" data-f="since">since start (2026-12-03 07:00:00Z; earlier unknown)</span>`,
+		`<p id="stale" class="stale" role="alert" hidden>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("overview lacks %s", want)
+		}
+	}
+	_, body := e.do(c, "GET", "/console/api/view", nil)
+	if !strings.Contains(body, `"active_since_start":true`) {
+		t.Errorf("the view lacks active_since_start: %s", body)
+	}
+}
+
+// TestKeysPageListsTheFileKeys: the configuration file's keys and teams
+// are on the keys page, marked as the file's, without their secrets, with
+// a store and without (the bug: only the store's were listed).
+func TestKeysPageListsTheFileKeys(t *testing.T) {
+	e := newEnv(t, false)
+	c, _ := e.login(viewerKey)
+	_, page := e.do(c, "GET", "/console/keys", nil)
+	for _, want := range []string{`id="file-keys"`, `<tr data-key="app"><td>app</td>`, `<td class="from-file">file</td>`, "not editable here"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("keys page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, gatewayKey) {
+		t.Error("the keys page shows a file key's secret")
+	}
+}
+
+// TestFaviconNeedsNoSession: /favicon.ico is an image to anyone (the bug:
+// 401 on every page, through the admin API's key check).
+func TestFaviconNeedsNoSession(t *testing.T) {
+	e := newEnv(t, false)
+	resp, body := e.do(e.client(), "GET", "/favicon.ico", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" || !strings.HasPrefix(body, "\x89PNG") {
+		t.Fatalf("favicon: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}

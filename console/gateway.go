@@ -49,7 +49,11 @@ type Pool struct {
 	Aliases     []string
 	Active      []string
 	ActiveSince time.Time
-	Members     []Member
+	// ActiveSinceStart: the active set has not changed since the gateway
+	// began following the pool, so ActiveSince is its start, not when the
+	// set became active.
+	ActiveSinceStart bool
+	Members          []Member
 }
 
 // Member is one member of a pool and its backend's state.

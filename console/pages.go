@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -113,11 +114,15 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, s *session) 
 
 // keysData is the keys page: keys, teams and the month's spend.
 type keysData struct {
-	Store bool
-	Err   string
-	Keys  []ledger.Key
-	Teams []ledger.Team
-	From  time.Time
+	// FileKeys and FileTeams are the configuration file's (in force):
+	// listed, not editable here. Their secrets are never rendered.
+	FileKeys  []config.Key
+	FileTeams []config.Team
+	Store     bool
+	Err       string
+	Keys      []ledger.Key
+	Teams     []ledger.Team
+	From      time.Time
 	// Spend by team, pool, backend and model.
 	Spend []spendTable
 }
@@ -150,6 +155,9 @@ func (t spendTable) Label(r ledger.SpendRow) string {
 // keysPage lists keys and spend, when a store is configured.
 func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *session) {
 	var d keysData
+	if cfg := c.gw.Config(); cfg != nil {
+		d.FileKeys, d.FileTeams = cfg.Keys, cfg.Teams
+	}
 	var st ledger.Store
 	if l, ok := c.gw.(Ledgered); ok {
 		st = l.Ledger()

@@ -51,7 +51,7 @@ func (c consoleGateway) Status() console.Status {
 	s := c.g.Status()
 	out := console.Status{At: s.At}
 	for _, p := range s.Pools {
-		cp := console.Pool{Name: p.Name, Aliases: p.Aliases, Active: p.Active, ActiveSince: p.ActiveSince}
+		cp := console.Pool{Name: p.Name, Aliases: p.Aliases, Active: p.Active, ActiveSince: p.ActiveSince, ActiveSinceStart: p.ActiveSinceStart}
 		for _, m := range p.Members {
 			cm := console.Member{Backend: m.Backend, Type: m.Type, Region: m.Region, Model: m.Model,
 				Priority: m.Priority, Weight: m.Weight, Overridden: m.Overridden, Drained: m.Drained, Usable: m.Usable,
