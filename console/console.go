@@ -101,6 +101,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /{$}", redirect("/console/"))
 	m.HandleFunc("GET /console", redirect("/console/"))
 	m.Handle("GET /console/static/", staticHandler())
+	m.HandleFunc("GET /favicon.ico", serveFavicon)
 	m.HandleFunc("GET /console/login", c.loginPage)
 	m.HandleFunc("POST /console/login", c.login)
 	m.HandleFunc("POST /console/logout", c.post(false, c.logout))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -89,6 +90,17 @@ func (f *fakeGateway) Act(who string, a Action) error {
 		return errors.New("backend \"nope\": not found")
 	}
 	f.acts = append(f.acts, who+" "+a.Kind+" "+a.Pool+" "+a.Backend)
+	if a.Kind == ActDrain || a.Kind == ActRestore {
+		for i := range f.status.Pools {
+			ms := append([]Member(nil), f.status.Pools[i].Members...)
+			for j := range ms {
+				if ms[j].Backend == a.Backend {
+					ms[j].Drained = a.Kind == ActDrain
+				}
+			}
+			f.status.Pools[i].Members = ms
+		}
+	}
 	return nil
 }
 func (f *fakeGateway) Reload(who string) error {
@@ -676,7 +688,7 @@ func TestConfigPage(t *testing.T) {
 	e := newEnv(t, false)
 	c, _ := e.login(adminKey)
 	_, page := e.do(c, "GET", "/console/config", nil)
-	for _, want := range []string{`<span class="del">- a: 1</span>`, `<span class="add">&#43; a: 2</span>`, "they need a restart: listen", `data-act="reload"`, "[redacted]"} {
+	for _, want := range []string{`<span class="del">- a: 1</span>`, `<span class="add">&#43; a: 2</span>`, "Waiting for a restart: listen", `data-act="reload"`, "[redacted]"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("config page lacks %q", want)
 		}
@@ -953,5 +965,99 @@ func TestOverviewStreamKeepsSessionAlive(t *testing.T) {
 	}
 	if r, _ := e.do(idle, "GET", "/console/", nil); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("an unwatched session after %v: %d, want the login", 2*(sessionIdle-time.Minute), r.StatusCode)
+	}
+}
+
+// TestActionRendersTheStateItLeft: the page an action goes back to shows
+// the state after the action, with or without JavaScript (the bug: it
+// rendered the last sample, from before the action, so a drained member
+// showed undrained and without its Restore button until the next sample).
+func TestActionRendersTheStateItLeft(t *testing.T) {
+	f := newFake(t)
+	c := New(t.Context(), f, Options{Interval: time.Hour, Logger: slog.New(slog.DiscardHandler)}) // no sample after the first
+	t.Cleanup(c.Close)
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	e := &env{t: t, gw: f, c: c, srv: srv}
+	cl, csrf := e.login(adminKey)
+	row := regexp.MustCompile(`<tr data-member="chat/sweden" class="([^"]*)"`)
+	for _, step := range []struct{ action, want string }{{ActDrain, "drained"}, {ActRestore, ""}} {
+		resp, _ := e.do(cl, "POST", "/console/actions", url.Values{"csrf": {csrf}, "action": {step.action}, "backend": {"sweden"}, "back": {"/console/"}})
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/" {
+			t.Fatalf("%s: %d to %q", step.action, resp.StatusCode, resp.Header.Get("Location"))
+		}
+		_, page := e.do(cl, "GET", "/console/", nil)
+		m := row.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no row of sweden:\n%s", page)
+		}
+		if drained := strings.Contains(m[1], "drained"); drained != (step.want == "drained") {
+			t.Errorf("after %s the row's classes are %q", step.action, m[1])
+		}
+		// The stream's first view is the same state.
+		var v View
+		_, body := e.do(cl, "GET", "/console/api/view", nil)
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if got := v.Pools[0].Members[1]; got.Drained != (step.want == "drained") {
+			t.Errorf("after %s the view says drained=%v", step.action, got.Drained)
+		}
+	}
+}
+
+// TestOverviewPoolWithNoUsableMember: a pool with no usable member says
+// so in alarm styling with since when (the bug: "Active: none since" with
+// nothing after it, unstyled); a set unchanged since the start says
+// "since start", not the start as when it became active.
+func TestOverviewPoolWithNoUsableMember(t *testing.T) {
+	e := newEnv(t, false)
+	at := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+	e.gw.mu.Lock()
+	e.gw.status.Pools = append(e.gw.status.Pools, Pool{Name: "batch", Active: []string{}, ActiveSince: at, Members: []Member{
+		{Backend: "sweden", Type: "openai_compatible", Priority: 1, Weight: 1, Breaker: "open"}}})
+	e.gw.status.Pools[0].ActiveSince, e.gw.status.Pools[0].ActiveSinceStart = at, true
+	e.gw.mu.Unlock()
+	c, _ := e.login(viewerKey)
+	_, page := e.do(c, "GET", "/console/", nil)
+	for _, want := range []string{
+		`<p class="activeset alarm" data-f="activeset">Active: <strong data-f="active">none: no member can take requests</strong> <span class="since" data-f="since">since 2026-12-03 07:00:00Z</span>`,
+		`<p class="activeset" data-f="activeset">Active: <strong data-f="active">uksouth</strong> <span class="since" data-f="since">since start (2026-12-03 07:00:00Z; earlier unknown)</span>`,
+		`<p id="stale" class="stale" role="alert" hidden>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("overview lacks %s", want)
+		}
+	}
+	_, body := e.do(c, "GET", "/console/api/view", nil)
+	if !strings.Contains(body, `"active_since_start":true`) {
+		t.Errorf("the view lacks active_since_start: %s", body)
+	}
+}
+
+// TestKeysPageListsTheFileKeys: the configuration file's keys and teams
+// are on the keys page, marked as the file's, without their secrets, with
+// a store and without (the bug: only the store's were listed).
+func TestKeysPageListsTheFileKeys(t *testing.T) {
+	e := newEnv(t, false)
+	c, _ := e.login(viewerKey)
+	_, page := e.do(c, "GET", "/console/keys", nil)
+	for _, want := range []string{`id="file-keys"`, `<tr data-key="app"><td>app</td>`, `<td class="from-file">file</td>`, "not editable here"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("keys page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, gatewayKey) {
+		t.Error("the keys page shows a file key's secret")
+	}
+}
+
+// TestFaviconNeedsNoSession: /favicon.ico is an image to anyone (the bug:
+// 401 on every page, through the admin API's key check).
+func TestFaviconNeedsNoSession(t *testing.T) {
+	e := newEnv(t, false)
+	resp, body := e.do(e.client(), "GET", "/favicon.ico", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" || !strings.HasPrefix(body, "\x89PNG") {
+		t.Fatalf("favicon: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }

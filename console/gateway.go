@@ -49,7 +49,11 @@ type Pool struct {
 	Aliases     []string
 	Active      []string
 	ActiveSince time.Time
-	Members     []Member
+	// ActiveSinceStart: the active set has not changed since the gateway
+	// began following the pool, so ActiveSince is its start, not when the
+	// set became active.
+	ActiveSinceStart bool
+	Members          []Member
 }
 
 // Member is one member of a pool and its backend's state.
@@ -153,11 +157,15 @@ type Preview struct {
 	File string
 	// Err is why the file would not load (its problems), or "".
 	Err string
-	// Restart names the settings a reload would not apply (as `switchover
-	// check -against` prints them).
+	// Restart names the settings of the file that a reload does not
+	// apply (as `switchover check -against` prints them): they wait for a
+	// restart, and the configuration in force keeps their running values,
+	// before a reload and after it.
 	Restart []string
 	// Running and Next are the configuration in force and the file's, as
-	// YAML with every secret redacted; equal when a reload changes
-	// nothing.
+	// YAML with every secret redacted; equal when the file is what runs.
 	Running, Next string
+	// Applied is the configuration a reload would put in force: Next with
+	// the running values of Restart's settings. Empty means Next.
+	Applied string
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -87,7 +88,13 @@ func (c *Console) configPage(w http.ResponseWriter, r *http.Request, s *session)
 			last = &e
 		}
 	}
-	d := diffLines(p.Running, p.Next)
+	applied := p.Applied
+	if applied == "" {
+		applied = p.Next
+	}
+	// What a reload would apply, and what of the file waits for a
+	// restart (the running value, then the file's).
+	d, waiting := diffLines(p.Running, applied), diffLines(applied, p.Next)
 	changed := 0
 	for _, l := range d {
 		if l.Op != ' ' {
@@ -95,9 +102,9 @@ func (c *Console) configPage(w http.ResponseWriter, r *http.Request, s *session)
 		}
 	}
 	if p.Err != "" || p.File == "" {
-		d = nil
+		d, waiting = nil, nil
 	}
-	c.render(w, http.StatusOK, "config", s, map[string]any{"Preview": p, "Last": last, "Diff": compact(d, 3), "Changed": changed})
+	c.render(w, http.StatusOK, "config", s, map[string]any{"Preview": p, "Last": last, "Diff": compact(d, 3), "Changed": changed, "Waiting": compact(waiting, 2)})
 }
 
 // fleetPage is the replicas sharing state.
@@ -107,11 +114,15 @@ func (c *Console) fleetPage(w http.ResponseWriter, r *http.Request, s *session) 
 
 // keysData is the keys page: keys, teams and the month's spend.
 type keysData struct {
-	Store bool
-	Err   string
-	Keys  []ledger.Key
-	Teams []ledger.Team
-	From  time.Time
+	// FileKeys and FileTeams are the configuration file's (in force):
+	// listed, not editable here. Their secrets are never rendered.
+	FileKeys  []config.Key
+	FileTeams []config.Team
+	Store     bool
+	Err       string
+	Keys      []ledger.Key
+	Teams     []ledger.Team
+	From      time.Time
 	// Spend by team, pool, backend and model.
 	Spend []spendTable
 }
@@ -144,6 +155,9 @@ func (t spendTable) Label(r ledger.SpendRow) string {
 // keysPage lists keys and spend, when a store is configured.
 func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *session) {
 	var d keysData
+	if cfg := c.gw.Config(); cfg != nil {
+		d.FileKeys, d.FileTeams = cfg.Keys, cfg.Teams
+	}
 	var st ledger.Store
 	if l, ok := c.gw.(Ledgered); ok {
 		st = l.Ledger()
@@ -271,6 +285,8 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session, tok st
 	} else {
 		c.log.Info("console: action", "user", s.User, "action", a.Kind, "pool", a.Pool, "backend", a.Backend)
 	}
+	// The page it goes back to renders the state the action left.
+	c.samples.refresh()
 	if strings.Contains(r.Header.Get("Accept"), "application/json") {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)

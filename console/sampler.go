@@ -32,6 +32,8 @@ type sampler struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	readMu sync.Mutex // serializes reads of the status (read)
+
 	mu   sync.Mutex
 	ring []sample // len is the capacity; next is where the next goes
 	next int
@@ -75,7 +77,23 @@ func (s *sampler) close() { s.cancel() }
 func (s *sampler) done() <-chan struct{} { return s.ctx.Done() }
 
 // take reads the status, adds its sample and tells the streams.
-func (s *sampler) take() {
+func (s *sampler) take() { s.read(true) }
+
+// refresh reads the status and tells the streams, without adding a
+// sample: after an operator's action, so that the page it goes back to
+// (and every open overview) shows the state the action left, not the last
+// sample's from before it.
+func (s *sampler) refresh() {
+	s.start()
+	s.read(false)
+}
+
+// read reads the status, adds its sample if add is set, and tells the
+// streams. Reads are serialized, so that a slower read does not replace a
+// newer status.
+func (s *sampler) read(add bool) {
+	s.readMu.Lock()
+	defer s.readMu.Unlock()
 	st := s.gw.Status()
 	sm := sample{at: st.At, attempts: map[memberID]uint64{}, errors: map[memberID]uint64{}, firstByte: map[string][]Bucket{}}
 	if sm.at.IsZero() {
@@ -89,9 +107,11 @@ func (s *sampler) take() {
 		}
 	}
 	s.mu.Lock()
-	s.ring[s.next] = sm
-	s.next = (s.next + 1) % len(s.ring)
-	s.n = min(s.n+1, len(s.ring))
+	if add {
+		s.ring[s.next] = sm
+		s.next = (s.next + 1) % len(s.ring)
+		s.n = min(s.n+1, len(s.ring))
+	}
 	s.last = st
 	v := s.buildView(st)
 	s.view, _ = json.Marshal(v)

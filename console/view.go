@@ -25,12 +25,15 @@ type View struct {
 
 // PoolView is one pool of the overview.
 type PoolView struct {
-	Name        string       `json:"name"`
-	Aliases     []string     `json:"aliases,omitempty"`
-	Active      []string     `json:"active"`
-	ActiveSince time.Time    `json:"active_since,omitzero"`
-	Members     []MemberView `json:"members"`
-	Chart       Chart        `json:"chart"`
+	Name        string    `json:"name"`
+	Aliases     []string  `json:"aliases,omitempty"`
+	Active      []string  `json:"active"`
+	ActiveSince time.Time `json:"active_since,omitzero"`
+	// ActiveSinceStart: ActiveSince is when the gateway began following
+	// the pool (its start); the set may be active since earlier.
+	ActiveSinceStart bool         `json:"active_since_start,omitempty"`
+	Members          []MemberView `json:"members"`
+	Chart            Chart        `json:"chart"`
 }
 
 // MemberView is one member of a pool in the overview.
@@ -86,7 +89,7 @@ func (s *sampler) buildView(st Status) View {
 	sms := s.samples()
 	var shape strings.Builder
 	for _, p := range st.Pools {
-		pv := PoolView{Name: p.Name, Aliases: p.Aliases, Active: p.Active, ActiveSince: p.ActiveSince, Members: []MemberView{}}
+		pv := PoolView{Name: p.Name, Aliases: p.Aliases, Active: p.Active, ActiveSince: p.ActiveSince, ActiveSinceStart: p.ActiveSinceStart, Members: []MemberView{}}
 		shape.WriteString(p.Name + ":")
 		active := map[string]bool{}
 		for _, a := range p.Active {

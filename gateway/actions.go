@@ -205,7 +205,7 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindManual, "manual: forced closed by an operator")
 		return nil
 	case fleet.ActionSetMember:
-		if err := g.changeMember(a.Pool, backend, func(o *override, ok bool) bool {
+		was, now, err := g.changeMember(a.Pool, backend, func(o *override, ok bool) bool {
 			if a.Priority > 0 {
 				o.priority = a.Priority
 			}
@@ -213,13 +213,14 @@ func (g *Gateway) applyAs(a fleet.Action, from, who string) error {
 				o.weight = a.Weight
 			}
 			return true
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
-		g.admin("set_member", a.Pool, backend, fmt.Sprintf("set %s in pool %s to priority %d, weight %d", backend, a.Pool, a.Priority, a.Weight), from, who)
+		g.admin("set_member", a.Pool, backend, fmt.Sprintf("set %s in pool %s: %s", backend, a.Pool, memberChange(was, now, a.Priority > 0, a.Weight > 0)), from, who)
 		return nil
 	case fleet.ActionResetMember:
-		if err := g.changeMember(a.Pool, backend, func(*override, bool) bool { return false }); err != nil {
+		if _, _, err := g.changeMember(a.Pool, backend, func(*override, bool) bool { return false }); err != nil {
 			return err
 		}
 		g.admin("reset_member", a.Pool, backend, fmt.Sprintf("reset %s in pool %s to its configured priority and weight", backend, a.Pool), from, who)
@@ -241,8 +242,9 @@ func forgetQuota(q route.Quota, now time.Time) time.Time {
 }
 
 // changeMember applies f to a member's override (keep reports whether it
-// stays) and publishes the rebuilt pool.
-func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed bool) (keep bool)) error {
+// stays) and publishes the rebuilt pool. It returns the member's priority
+// and weight in force before and after.
+func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed bool) (keep bool)) (was, now tierWeight, err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.state.Load()
@@ -253,14 +255,14 @@ func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed
 		}
 	}
 	if pc == nil {
-		return fmt.Errorf("pool %q: %w", pool, ErrNotFound)
+		return was, now, fmt.Errorf("pool %q: %w", pool, ErrNotFound)
 	}
 	found := false
 	for _, m := range pc.Members {
 		found = found || m.Backend == backend
 	}
 	if !found {
-		return fmt.Errorf("pool %q has no member %q: %w", pool, backend, ErrNotFound)
+		return was, now, fmt.Errorf("pool %q has no member %q: %w", pool, backend, ErrNotFound)
 	}
 	k := memberKey{pool, backend}
 	o, existed := g.overrides[k]
@@ -269,6 +271,38 @@ func (g *Gateway) changeMember(pool, backend string, f func(o *override, existed
 	} else {
 		delete(g.overrides, k)
 	}
-	g.publish(old.WithPool(pool, g.deps()), "manual: "+backend+" in "+pool+" changed by an operator")
-	return nil
+	was = memberInForce(old.Pools[pool], backend)
+	e := old.WithPool(pool, g.deps())
+	g.publish(e, "manual: "+backend+" in "+pool+" changed by an operator")
+	return was, memberInForce(e.Pools[pool], backend), nil
+}
+
+// tierWeight is a member's priority and weight.
+type tierWeight struct{ priority, weight int }
+
+// memberInForce is backend's priority and weight in p, as the status
+// shows them (1 for an unset value).
+func memberInForce(p *route.Pool, backend string) tierWeight {
+	if p != nil {
+		for _, m := range p.Members {
+			if m.Backend.Name == backend {
+				return tierWeight{max(m.Priority, 1), max(m.Weight, 1)}
+			}
+		}
+	}
+	return tierWeight{}
+}
+
+// memberChange says what an operator's change of a member did, for the
+// timeline: "weight 1 → 3", "priority 2 → 1, weight 1 → 3", naming only
+// what the operator set.
+func memberChange(was, now tierWeight, priority, weight bool) string {
+	var parts []string
+	if priority {
+		parts = append(parts, fmt.Sprintf("priority %d → %d", was.priority, now.priority))
+	}
+	if weight {
+		parts = append(parts, fmt.Sprintf("weight %d → %d", was.weight, now.weight))
+	}
+	return strings.Join(parts, ", ")
 }

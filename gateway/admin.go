@@ -122,7 +122,7 @@ func (g *Gateway) adminServer() *http.Server {
 //     a text/plain fetch, which a browser sends cross-site without asking);
 //   - a missing or wrong key: 401, unless admin.allow_no_key is set.
 //
-// The console (/console/ and /) passes the Host check, then console takes
+// The console (/console/, / and /favicon.ico) passes the Host check, then console takes
 // it: it has its own login, session, Origin and CSRF checks (its pages'
 // forms send "Origin: null" under their no-referrer policy).
 func (g *Gateway) guardAdmin(next, console http.Handler) http.Handler {
@@ -135,7 +135,7 @@ func (g *Gateway) guardAdmin(next, console http.Handler) http.Handler {
 			writeJSON(w, http.StatusForbidden, apiErr(fmt.Errorf("host %q is not a name of this admin API (add it to admin.allowed_hosts)", truncate(r.Host, 100))))
 			return
 		}
-		if console != nil && (r.URL.Path == "/" || r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/")) {
+		if console != nil && (r.URL.Path == "/" || r.URL.Path == "/favicon.ico" || r.URL.Path == "/console" || strings.HasPrefix(r.URL.Path, "/console/")) {
 			console.ServeHTTP(w, r)
 			return
 		}

@@ -51,7 +51,7 @@ func (c consoleGateway) Status() console.Status {
 	s := c.g.Status()
 	out := console.Status{At: s.At}
 	for _, p := range s.Pools {
-		cp := console.Pool{Name: p.Name, Aliases: p.Aliases, Active: p.Active, ActiveSince: p.ActiveSince}
+		cp := console.Pool{Name: p.Name, Aliases: p.Aliases, Active: p.Active, ActiveSince: p.ActiveSince, ActiveSinceStart: p.ActiveSinceStart}
 		for _, m := range p.Members {
 			cm := console.Member{Backend: m.Backend, Type: m.Type, Region: m.Region, Model: m.Model,
 				Priority: m.Priority, Weight: m.Weight, Overridden: m.Overridden, Drained: m.Drained, Usable: m.Usable,
@@ -110,7 +110,8 @@ func (c consoleGateway) Reload(who string) error {
 
 // ReloadPreview reads the configuration file as ReloadFile would, and
 // compares it with the configuration in force as `switchover check
-// -against` does (engine.RestartOnly).
+// -against` does (engine.RestartOnly): what a reload would apply
+// (engine.InForce) and what of the file waits for a restart.
 func (c consoleGateway) ReloadPreview() console.Preview {
 	g := c.g
 	running := g.Config()
@@ -129,6 +130,7 @@ func (c consoleGateway) ReloadPreview() console.Preview {
 	}
 	p.Restart = engine.RestartOnly(running, next)
 	p.Next = console.RedactedYAML(next)
+	p.Applied = console.RedactedYAML(engine.InForce(running, next))
 	return p
 }
 

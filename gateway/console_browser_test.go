@@ -222,13 +222,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		"FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
 		"SHOT_DIR="+shots, "CHROMIUM="+chromium, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// The script's last step asks for the gateway to stop (its admin
+	// listener goes down) and checks that the page says it is stale. One
+	// writer for both: exec then copies them on one goroutine.
+	lw := &lineWatch{w: &out, line: "SHUTDOWN_GATEWAY", do: func() { go e.shutdown() }}
+	cmd.Stdout, cmd.Stderr = lw, lw
 	err = cmd.Run()
 	t.Logf("browser:\n%s", out.String())
 	if err != nil {
 		t.Fatalf("browser test failed: %v", err)
 	}
-	for _, f := range []string{"console-overview.png", "console-events.png", "console-keys.png"} {
+	for _, f := range []string{"console-overview.png", "console-events.png", "console-keys.png", "console-overview-390.png", "console-stale.png"} {
 		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
 			t.Errorf("screenshot %s: %v", f, err)
 		}
@@ -245,4 +249,29 @@ func TestConsoleInBrowser(t *testing.T) {
 	if b := e.g.Backend("swedencentral"); b == nil || b.Drained() {
 		t.Error("swedencentral is still drained after the page restored it")
 	}
+}
+
+// lineWatch writes to w and calls do once, when a line it is written
+// starts with line. Safe for one writer (exec's copy of a pipe).
+type lineWatch struct {
+	w    io.Writer
+	line string
+	do   func()
+	buf  []byte
+	once sync.Once
+}
+
+func (l *lineWatch) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		if strings.HasPrefix(string(l.buf[:i]), l.line) {
+			l.once.Do(l.do)
+		}
+		l.buf = l.buf[i+1:]
+	}
+	return l.w.Write(p)
 }

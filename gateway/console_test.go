@@ -133,7 +133,7 @@ func checkConsoleActions(t *testing.T, e *consoleEnv, c *consoleClient) {
 				}
 			}
 			return false
-		}, "set westeurope in pool chat-prod to priority 1, weight 3 (by admin)"},
+		}, "set westeurope in pool chat-prod: priority 2 → 1, weight 1 → 3 (by admin)"},
 		{[]string{"action", "reset_member", "pool", "chat-prod", "backend", "westeurope"}, func() bool { return true },
 			"reset westeurope in pool chat-prod to its configured priority and weight (by admin)"},
 		{[]string{"action", "reload"}, func() bool { return true }, "asked for a configuration reload (by admin)"},
@@ -188,10 +188,58 @@ func checkConsoleConfigPage(t *testing.T, e *consoleEnv, c *consoleClient) {
 		t.Fatal(err)
 	}
 	_, page, _ := c.do("GET", "/console/config", nil, "")
-	for _, want := range []string{"they need a restart: server.shutdown_grace", "trip: 1m30s", "shutdown_grace: 3s", "[redacted]", "configuration reloaded"} {
+	for _, want := range []string{"Waiting for a restart: server.shutdown_grace", "trip: 1m30s", "shutdown_grace: 3s", "[redacted]", "configuration reloaded"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("config page lacks %q", want)
 		}
+	}
+}
+
+// TestConsoleConfigPageShowsWhatRunsNotTheFile: after a reload of a file
+// that changes settings a reload does not apply (the flap window, a
+// webhook added), the config page shows the values in force, names what
+// waits for a restart, and does not say a reload would change nothing
+// (the bug: it showed the file's values as running and "A reload would
+// change nothing: the file is the configuration in force").
+func TestConsoleConfigPageShowsWhatRunsNotTheFile(t *testing.T) {
+	e := startConsoleEnv(t)
+	c := newConsoleClient(t, e.admin)
+	c.login(consoleAdminKey)
+	path := e.g.Status().Path
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hook = "http://127.0.0.1:9/hook-token-0123456789"
+	changed := string(data) + "notifications:\n  flap_window: 7m\n  webhooks: [{url: \"" + hook + "\"}]\n"
+	changed = strings.Replace(changed, "trip: 60s", "trip: 90s", 1)
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.act("action", "reload"); st != http.StatusSeeOther {
+		t.Fatalf("reload: %d", st)
+	}
+	if n := e.g.Config().Notifications; n.FlapWindow.D() == 7*time.Minute || len(n.Webhooks) != 0 {
+		t.Fatalf("the configuration in force has the file's notifications: %+v", n)
+	}
+	if got := e.g.Config().Backends[0].Breaker.Trip.D(); got != 90*time.Second {
+		t.Fatalf("the breaker's trip in force is %v, want the file's 1m30s", got)
+	}
+	_, page, _ := c.do("GET", "/console/config", nil, "")
+	running := regexp.MustCompile(`(?s)<pre class="yaml" id="running">(.*?)</pre>`).FindStringSubmatch(page)
+	if running == nil {
+		t.Fatalf("no running configuration:\n%s", page)
+	}
+	if strings.Contains(running[1], "flap_window: 7m") || strings.Contains(running[1], "webhooks") || !strings.Contains(running[1], "trip: 1m30s") {
+		t.Errorf("the running configuration is the file's, not what runs:\n%s", running[1])
+	}
+	for _, want := range []string{"Waiting for a restart: notifications", `<span class="add">&#43;     flap_window: 7m0s</span>`, "waiting for a restart: notifications"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("config page lacks %q", want)
+		}
+	}
+	if strings.Contains(page, "A reload would change nothing") || strings.Contains(page, hook) {
+		t.Errorf("config page says a reload would change nothing, or shows the webhook's URL:\n%s", page)
 	}
 }
 

@@ -233,6 +233,71 @@ func TestAdminAPI(t *testing.T) {
 	sink.waitKinds(t, "admin notifications", func(k []string) bool { return strings.Count(strings.Join(k, " "), "admin") == 6 })
 }
 
+// TestMemberChangeRecordedFromTo: an operator's change of a member's
+// weight is recorded as "weight 100 → 3", what was in force and what is
+// (the bug: "priority 0, weight 3", the request's zero for "keep").
+func TestMemberChangeRecordedFromTo(t *testing.T) {
+	h := startWith(t, gateway.Options{}, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	for _, c := range []struct{ body, want string }{
+		{`{"weight":3}`, "set aoai-westeurope in pool chat-prod: weight 100 → 3"},
+		{`{"priority":2}`, "set aoai-westeurope in pool chat-prod: priority 1 → 2"},
+		{`{"priority":1,"weight":5}`, "set aoai-westeurope in pool chat-prod: priority 2 → 1, weight 3 → 5"},
+	} {
+		if code, _ := h.adminDo("POST", "/admin/pools/chat-prod/members/aoai-westeurope", c.body, adminKey); code != 200 {
+			t.Fatalf("%s: %d", c.body, code)
+		}
+		var got string
+		for _, ev := range h.gw.Status().Events {
+			if ev.Kind == "admin:set_member" {
+				got = ev.Detail
+			}
+		}
+		if !strings.HasPrefix(got, c.want+" (by ") {
+			t.Errorf("%s: recorded %q, want %q", c.body, got, c.want)
+		}
+	}
+}
+
+// TestStatusOfAPoolWithNoUsableMember: a pool whose every member is
+// drained has an empty active set since the drain (the bug: no instant,
+// so the console showed "Active: none since" and nothing), and a set
+// unchanged since the start says so (active_since_start) instead of
+// passing the start off as when it became active.
+func TestStatusOfAPoolWithNoUsableMember(t *testing.T) {
+	h := startWith(t, gateway.Options{}, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withAdmin)
+	pool := func() gateway.PoolStatus {
+		for _, p := range h.gw.Status().Pools {
+			if p.Name == "chat-prod" {
+				return p
+			}
+		}
+		t.Fatal("no pool chat-prod")
+		panic("unreachable")
+	}
+	if p := pool(); len(p.Active) != 1 || p.ActiveSince.IsZero() || !p.ActiveSinceStart {
+		t.Fatalf("at the start: %+v", p)
+	}
+	for _, b := range []string{"aoai-westeurope", "aoai-swedencentral"} {
+		if code, _ := h.adminDo("POST", "/admin/backends/"+b+"/drain", "", adminKey); code != 200 {
+			t.Fatalf("drain %s: %d", b, code)
+		}
+	}
+	p := pool()
+	if p.Active == nil || len(p.Active) != 0 || !p.ActiveSince.Equal(h.clock.Now()) || p.ActiveSinceStart {
+		t.Fatalf("with every member drained: active %v since %v (start %v), want none since %v", p.Active, p.ActiveSince, p.ActiveSinceStart, h.clock.Now())
+	}
+	// The admin listener's favicon needs no key (the bug: 401 on every
+	// console page).
+	resp, err := http.Get(h.admin + "/favicon.ico")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" {
+		t.Errorf("/favicon.ico without a key: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
 // TestNotificationsOnceAndFailback: when the primary's breaker opens, one
 // failover notification is sent however many requests follow; one
 // failback when it comes back. Delivered to a webhook with a signature.

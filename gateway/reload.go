@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/engine"
 )
 
 // Reload makes cfg, already validated, the configuration in force, without
@@ -17,18 +19,22 @@ import (
 // identity (name, type, URL, credentials) is unchanged keeps its breaker
 // state and drain. Operators' member overrides stay until reset. The
 // listen addresses, log settings, notification sinks and
-// server.max_connections need a restart to change.
+// server.max_connections need a restart to change (engine.RestartOnly):
+// the configuration in force (Config) keeps their running values
+// (engine.InForce), so that what it shows is what runs.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	old := g.state.Load()
+	waiting := engine.RestartOnly(old.Config, cfg)
+	cfg = engine.InForce(old.Config, cfg)
 	st, err := g.build(cfg, old)
 	if err != nil {
 		g.Metrics.Reload("invalid")
 		g.Logger.Error("configuration reload failed; keeping the configuration in force", "error", err)
 		return err
 	}
-	for _, name := range st.Reload.RestartOnly {
+	for _, name := range waiting {
 		g.Logger.Warn("a setting changed that a reload does not apply; it takes effect at the next restart", "setting", name)
 	}
 	for _, name := range st.Reload.RemovedPools {
@@ -38,7 +44,11 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 	}
 	g.publish(st, "configuration reloaded")
 	g.Metrics.Reload("ok")
-	g.addEvent(Event{At: g.now(), Kind: "reload", Detail: "configuration reloaded"}, true)
+	detail := "configuration reloaded"
+	if len(waiting) > 0 {
+		detail += "; waiting for a restart: " + strings.Join(waiting, ", ")
+	}
+	g.addEvent(Event{At: g.now(), Kind: "reload", Detail: detail}, true)
 	g.Logger.Info("configuration reloaded", "backends", len(cfg.Backends), "pools", len(cfg.Pools))
 	g.logWarnings(cfg)
 	return nil

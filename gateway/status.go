@@ -26,10 +26,15 @@ type PoolStatus struct {
 	Name    string   `json:"name"`
 	Aliases []string `json:"aliases,omitempty"`
 	// Active is the active set: the usable members of the best tier with
-	// any usable member, and since when.
-	Active      []string       `json:"active"`
-	ActiveSince time.Time      `json:"active_since,omitzero"`
-	Members     []MemberStatus `json:"members"`
+	// any usable member (empty when none is usable), and since when.
+	// ActiveSinceStart is true when the set has not changed since this
+	// gateway began following the pool (its start, or the reload that
+	// added it): ActiveSince is then that instant, and when the set became
+	// active is unknown.
+	Active           []string       `json:"active"`
+	ActiveSince      time.Time      `json:"active_since,omitzero"`
+	ActiveSinceStart bool           `json:"active_since_start,omitempty"`
+	Members          []MemberStatus `json:"members"`
 }
 
 // MemberStatus is one member of a pool and its backend.
@@ -99,8 +104,10 @@ func (g *Gateway) Status() Status {
 	for _, pc := range st.Config.Pools {
 		ps := PoolStatus{Name: pc.Name, Aliases: pc.Aliases, Active: []string{}}
 		if g.notes.tracker != nil {
-			if set, since := g.notes.tracker.Active(pc.Name); set != nil {
-				ps.Active, ps.ActiveSince = set, since
+			if set, since := g.notes.tracker.Active(pc.Name); !since.IsZero() {
+				// An empty set too: no member is usable, since then.
+				ps.Active, ps.ActiveSince = append(ps.Active, set...), since
+				ps.ActiveSinceStart = g.notes.tracker.Unchanged(pc.Name)
 			}
 		}
 		for _, m := range st.Pools[pc.Name].Members {

@@ -413,6 +413,22 @@ func (t *Tracker) Active(pool string) (backends []string, since time.Time) {
 	return slices.Clone(p.cur.names), p.since
 }
 
+// Unchanged reports whether the pool's active set is still the one its
+// first Update gave (its baseline): Active's since is then when the
+// tracker began following the pool (the start, or the reload that added
+// it), not when the set became active, which is unknown.
+func (t *Tracker) Unchanged(pool string) bool {
+	t.mu.RLock()
+	p := t.pools[pool]
+	t.mu.RUnlock()
+	if p == nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.started && !p.hasPrev
+}
+
 // Forget drops a pool's state, for a pool removed from the configuration.
 // The next Update of that name sets a new baseline silently.
 func (t *Tracker) Forget(pool string) {

@@ -162,7 +162,11 @@ func printStatus(w io.Writer, st gateway.Status, events int) {
 			active = "none"
 		}
 		fmt.Fprintf(w, "pool %s  active: %s", p.Name, active)
-		if !p.ActiveSince.IsZero() {
+		switch {
+		case p.ActiveSince.IsZero():
+		case p.ActiveSinceStart:
+			fmt.Fprintf(w, " (since start, %s; earlier unknown)", p.ActiveSince.UTC().Format(time.RFC3339))
+		default:
 			fmt.Fprintf(w, " (since %s)", p.ActiveSince.UTC().Format(time.RFC3339))
 		}
 		fmt.Fprintln(w)

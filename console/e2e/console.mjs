@@ -198,6 +198,51 @@ try {
   assert.ok(!(await page.content()).includes(env("STORE_KEY_SECRET")), "the keys page shows a key's secret");
   await page.screenshot({ path: join(shots, "console-keys.png"), fullPage: true });
 
+  step("at 390 px (a phone) the overview, events and keys pages do not scroll sideways; wide tables scroll in their box");
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const p of ["/console/", "/console/events", "/console/keys"]) {
+    await page.goto(base + p);
+    const m = await page.evaluate(() => {
+      const scroll = (el) => el && getComputedStyle(el.closest(".scroll") || el).overflowX;
+      return { sw: document.documentElement.scrollWidth, iw: window.innerWidth, tables: [...document.querySelectorAll("table")].map((t) => scroll(t)) };
+    });
+    assert.ok(m.sw <= m.iw, `${p} at 390 px: the page is ${m.sw} px wide in a ${m.iw} px window`);
+    assert.ok(m.tables.every((o) => o === "auto" || o === "scroll"), `${p}: a table outside a scroll box: ${m.tables}`);
+    if (p === "/console/") {
+      // The breaker column is there to scroll to, not cut off.
+      const cell = `${row(pool, drained)} [data-f="breaker"]`;
+      await page.locator(cell).scrollIntoViewIfNeeded();
+      assert.ok(await page.locator(cell).isVisible(), "the breaker column cannot be reached at 390 px");
+      await page.screenshot({ path: join(shots, "console-overview-390.png"), fullPage: true });
+    }
+  }
+  await page.setViewportSize({ width: 1500, height: 1000 });
+
+  step("/favicon.ico is an image, not a 401");
+  assert.deepEqual(await page.evaluate(async () => { const r = await fetch("/favicon.ico"); return [r.status, r.headers.get("content-type")]; }), [200, "image/png"]);
+
+  step(`without JavaScript, the page after a drain shows ${drained} drained with its Restore button`);
+  {
+    // The page's script is answered empty: forms post without it.
+    // submitted clicks and waits for the next page (POST, redirect, GET).
+    const submitted = async (sel) => {
+      await page.evaluate(() => { window.__before = true; });
+      await page.click(sel);
+      await page.waitForFunction(() => window.__before === undefined && document.readyState !== "loading" && location.pathname === "/console/");
+    };
+    const nojs = "**/console/static/console.js";
+    await context.route(nojs, (r) => r.fulfill({ status: 200, contentType: "text/javascript", body: "" }));
+    await page.goto(base + "/console/");
+    await page.waitForSelector(`${row(pool, drained)}.drained`, { state: "attached" });
+    await submitted(`${row(pool, drained)} button[data-act="restore"]`);
+    assert.equal(await page.locator(`${row(pool, drained)}.drained`).count(), 0, "the page after a restore shows the member drained");
+    assert.ok(await page.isVisible(`${row(pool, drained)} button[data-act="drain"]`), "no Drain button after the restore");
+    await submitted(`${row(pool, drained)} button[data-act="drain"]`);
+    assert.equal(await page.locator(`${row(pool, drained)}.drained`).count(), 1, "the page after a drain shows the member undrained");
+    assert.ok(await page.isVisible(`${row(pool, drained)} button[data-act="restore"]`), "no Restore button after the drain, without JavaScript");
+    await context.unroute(nojs);
+  }
+
   step(`undo: restore ${drained} and clear the fault`);
   await page.goto(base + "/console/");
   await page.click(`${row(pool, drained)} button[data-act="restore"]`);
@@ -227,6 +272,14 @@ try {
   assert.equal(viewerPost, 403, "a viewer's action");
 
   assert.deepEqual(errors, [], "errors in the page");
+
+  step("while the admin listener is down, a banner says the page is stale");
+  await page.waitForSelector("#live.on");
+  assert.ok(!(await page.isVisible("#stale")), "a stale banner while live");
+  console.log("SHUTDOWN_GATEWAY"); // the Go test stops the gateway
+  await page.waitForSelector("#stale", { state: "visible" });
+  assert.match(await page.textContent("#stale"), /lost the gateway/);
+  await page.screenshot({ path: join(shots, "console-stale.png"), fullPage: true });
   console.log("ok: every browser check passed");
 } finally {
   await context.close();

@@ -121,8 +121,12 @@
     v.pools.forEach(function (p) {
       const sec = overview.querySelector('section[data-pool="' + CSS.escape(p.name) + '"]');
       if (!sec) return;
-      set(sec, "active", p.active && p.active.length ? p.active.join(", ") : "none");
-      set(sec, "since", when(p.active_since));
+      const none = !(p.active && p.active.length);
+      set(sec, "active", none ? "none: no member can take requests" : p.active.join(", "));
+      set(sec, "since", !p.active_since ? "" : p.active_since_start ?
+        "since start (" + when(p.active_since) + "; earlier unknown)" : "since " + when(p.active_since));
+      const as = sec.querySelector('[data-f="activeset"]');
+      if (as) as.classList.toggle("alarm", none);
       p.members.forEach(function (m) {
         const row = sec.querySelector('tr[data-member="' + CSS.escape(p.name + "/" + m.backend) + '"]');
         if (!row) return;
@@ -144,15 +148,29 @@
     });
   }
 
+  // stale says, in a banner over the page, that what it shows is old:
+  // the stream is down (the admin listener does not answer) or has sent
+  // nothing for a while. A view received takes the banner down.
+  const staleBanner = document.getElementById("stale");
+  let lastView = Date.now();
+  function stale(on) {
+    if (!staleBanner) return;
+    if (on && staleBanner.hidden) document.getElementById("stale-at").textContent = document.getElementById("at").textContent;
+    staleBanner.hidden = !on;
+    overview.classList.toggle("stale", on);
+  }
+  setInterval(function () { if (Date.now() - lastView > 5000) stale(true); }, 1000);
+
   let es;
   function connect() {
     es = new EventSource("/console/stream");
     es.addEventListener("open", function () { live.textContent = "live"; live.className = "live on"; });
-    es.addEventListener("view", function (e) { update(JSON.parse(e.data)); });
+    es.addEventListener("view", function (e) { lastView = Date.now(); stale(false); update(JSON.parse(e.data)); });
     es.addEventListener("signedout", function () { es.close(); location.href = "/console/login"; });
     es.addEventListener("error", function () {
       live.textContent = "reconnecting…";
       live.className = "live off";
+      stale(true);
       // A stream refused for want of a session does not come back.
       fetch("/console/api/view", { credentials: "same-origin" }).then(function (r) {
         if (r.status === 401) { es.close(); location.href = "/console/login"; }
