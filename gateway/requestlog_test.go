@@ -39,7 +39,7 @@ func TestRequestLogKeepsAttempts(t *testing.T) {
 	}, func() string { return fmt.Sprintf("logged: %+v", got) })
 	unanswered, failover := got[0], got[1]
 	if !failover.Failover || failover.Backend != "aoai-swedencentral" || failover.Tried != 2 || len(failover.Attempts) != 2 ||
-		failover.Attempts[0].Backend != "aoai-westeurope" || failover.Attempts[0].Status != 429 || failover.Attempts[1].Status != 200 ||
+		failover.Attempts[0].Backend != "aoai-westeurope" || failover.Attempts[0].Status != 429 || failover.Attempts[1].Status != 200 || failover.Attempts[1].Reason != "ok" ||
 		failover.Unanswered || failover.DurationMs < 0 {
 		t.Errorf("the failover is logged as %+v", failover)
 	}

@@ -370,7 +370,11 @@ func loggedAttempts(as []route.Attempt) []ledger.Attempt {
 		if !a.Start.IsZero() {
 			start = a.Start.Sub(first).Milliseconds()
 		}
-		out = append(out, ledger.Attempt{Backend: a.Backend, Status: a.Status, Reason: string(a.Reason), StartMs: start,
+		reason := string(a.Reason)
+		if a.Reason == route.ReasonOK {
+			reason = "ok" // passed on to the client
+		}
+		out = append(out, ledger.Attempt{Backend: a.Backend, Status: a.Status, Reason: reason, StartMs: start,
 			DurationMs: a.Duration.Milliseconds(), Hedge: a.Hedge, Abandoned: a.Abandoned})
 	}
 	return out

@@ -8,8 +8,9 @@ type Attempt struct {
 	// Status is the backend's HTTP status, 0 when it gave none (a
 	// transport error, a timeout).
 	Status int `json:"status,omitempty"`
-	// Reason is the engine's word for how it ended ("ok",
-	// "rate_limited", "timeout", ...).
+	// Reason is the engine's word for how it ended: "ok" for the
+	// response passed on to the client (whatever its status), else
+	// "rate_limited", "timeout", "server_error", ...
 	Reason string `json:"reason,omitempty"`
 	// StartMs is when it began, in milliseconds after the request's
 	// first attempt; DurationMs how long it ran until its response
