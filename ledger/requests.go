@@ -36,10 +36,10 @@ type RequestQuery struct {
 	// "any" (either), "none" (a call), or "" for all.
 	Cache string
 	// Text keeps the requests of which one of these is exactly Text: the
-	// request id, key id, team, pool, model, the backend that answered,
-	// or (unless TextNoEndUser) the end user. Equality, not a substring:
-	// every one of these columns has an index, so a search is as fast as
-	// its filter.
+	// request id, key id, team, pool, model, a backend it tried, or
+	// (unless TextNoEndUser) the end user. Equality, not a substring:
+	// every one of these columns has an index, so a search costs about
+	// what its filters cost together.
 	Text string
 	// TextNoEndUser makes Text not match end users, for callers who may
 	// not see them (the console's viewers).

@@ -18,11 +18,70 @@ const requestColumns = `u.request_id, u.at_us, u.key_id, u.team, u.pool, u.backe
 // is driven by usage_attempts' index (backend, at_us, request_id), whose
 // order is the log's: the newest requests of a backend come first
 // without sorting, however many it has. The other filters have an index
-// of (column, at_us, request_id) each (0006, 0007, 0011).
+// of (column, at_us, request_id) each (0006, 0007, 0011). A Text search
+// is one such query per column it may match, each reading at most
+// Limit rows through that column's index, merged: a single query with
+// their OR would walk the time index and, when nothing matches, every
+// row.
 func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error) {
 	if err := q.validate(); err != nil {
 		return nil, err
 	}
+	var query string
+	var args []any
+	if q.Text == "" {
+		query, args = requestsQuery(q, "")
+	} else {
+		text := q.Text
+		base := q
+		base.Text = ""
+		cols := []string{"u.request_id = ?", "u.key_id = ?", "u.team = ?", "u.pool = ?", "u.model = ?"}
+		if !q.TextNoEndUser {
+			cols = append(cols, "u.end_user = ? AND u.end_user <> ''") // the partial index's condition
+		}
+		var branches []string
+		add := func(sql string, a []any) {
+			branches = append(branches, fmt.Sprintf("SELECT * FROM (%s) AS t%d", sql, len(branches)))
+			args = append(args, a...)
+		}
+		for _, c := range cols {
+			add(requestsQuery(base, c, text))
+		}
+		// A backend it tried: driven by usage_attempts, or, when the
+		// query is already, a condition on it.
+		if base.Backend == "" {
+			bq := base
+			bq.Backend = text
+			add(requestsQuery(bq, ""))
+		} else {
+			add(requestsQuery(base, "EXISTS (SELECT 1 FROM usage_attempts b2 WHERE b2.request_id = u.request_id AND b2.backend = ?)", text))
+		}
+		query = "SELECT * FROM (" + strings.Join(branches, " UNION ") + ") AS r ORDER BY r.at_us DESC, r.request_id DESC LIMIT ?"
+		args = append(args, q.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: requests: %w", err)
+	}
+	defer rows.Close()
+	var out []Usage
+	for rows.Next() {
+		u, err := scanRequest(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("ledger: requests: %w", err)
+	}
+	return out, nil
+}
+
+// requestsQuery is the query of q's filters but Text, with the condition
+// extra (on u, with its arguments) when not "", newest first, at most
+// q.Limit rows.
+func requestsQuery(q RequestQuery, extra string, extraArgs ...any) (string, []any) {
 	var where []string
 	var args []any
 	cond := func(c string, a ...any) {
@@ -74,41 +133,15 @@ func (s *sqlStore) Requests(ctx context.Context, q RequestQuery) ([]Usage, error
 	case "none":
 		cond("u.cache = ''")
 	}
-	if q.Text != "" {
-		cols := []string{"u.request_id", "u.key_id", "u.team", "u.pool", "u.model", "u.backend"}
-		if !q.TextNoEndUser {
-			cols = append(cols, "u.end_user")
-		}
-		var or []string
-		for _, c := range cols {
-			or = append(or, c+" = ?")
-			args = append(args, q.Text)
-		}
-		where = append(where, "("+strings.Join(or, " OR ")+")")
+	if extra != "" {
+		cond(extra, extraArgs...)
 	}
 	query := `SELECT ` + requestColumns + ` FROM ` + from
 	if len(where) > 0 {
 		query += " WHERE " + strings.Join(where, " AND ")
 	}
 	query += " ORDER BY " + t + ".at_us DESC, " + t + ".request_id DESC LIMIT ?"
-	args = append(args, q.Limit)
-	rows, err := s.r.QueryContext(ctx, s.q(query), args...)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: requests: %w", err)
-	}
-	defer rows.Close()
-	var out []Usage
-	for rows.Next() {
-		u, err := scanRequest(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("ledger: requests: %w", err)
-	}
-	return out, nil
+	return query, append(args, q.Limit)
 }
 
 func (s *sqlStore) Request(ctx context.Context, id string) (Usage, error) {

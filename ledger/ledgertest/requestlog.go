@@ -80,14 +80,20 @@ func testRequestLog(t *testing.T, s ledger.Store) {
 		"cache coalesced":           {ledger.RequestQuery{Cache: "coalesced"}, nil},
 		"text request id":           {ledger.RequestQuery{Text: "l3"}, []string{"l3"}},
 		"text model":                {ledger.RequestQuery{Text: "text-embedding-3"}, []string{"l4"}},
-		"text backend":              {ledger.RequestQuery{Text: "sec"}, []string{"l2"}},
+		"text backend tried":        {ledger.RequestQuery{Text: "sec"}, []string{"l5", "l2"}},
+		"text backend and backend":  {ledger.RequestQuery{Text: "sec", Backend: "weu"}, []string{"l5", "l2"}},
+		"text key and backend":      {ledger.RequestQuery{Text: "A", Backend: "weu"}, []string{"l4", "l1"}},
+		"text and cursor":           {ledger.RequestQuery{Text: "T2", Before: ledger.Cursor{At: at(5), RequestID: "l5"}}, []string{"l2"}},
+		"text matching two columns": {ledger.RequestQuery{Text: "chat", Pool: "chat", Limit: 2}, []string{"l5", "l3"}},
 		"text team":                 {ledger.RequestQuery{Text: "T2"}, []string{"l5", "l2"}},
 		"text end user":             {ledger.RequestQuery{Text: "alice"}, []string{"l2"}},
 		"text end user hidden":      {ledger.RequestQuery{Text: "alice", TextNoEndUser: true}, nil},
 		"text is no substring":      {ledger.RequestQuery{Text: "gpt"}, nil},
 		"unanswered by status":      {ledger.RequestQuery{StatusMin: 500, StatusMax: 599}, []string{"l3"}},
 	} {
-		tc.q.Limit = 100
+		if tc.q.Limit == 0 {
+			tc.q.Limit = 100
+		}
 		got, err := s.Requests(ctx, tc.q)
 		if err != nil || !slices.Equal(ids(got), tc.want) {
 			t.Errorf("%s: Requests(%+v) = %v, %v; want %v", name, tc.q, ids(got), err, tc.want)
