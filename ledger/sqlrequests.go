@@ -104,20 +104,27 @@ func requestsQuery(q RequestQuery, extra string, extraArgs ...any) (string, []an
 		at := q.Before.At.UnixMicro()
 		cond("("+t+".at_us < ? OR ("+t+".at_us = ? AND "+t+".request_id < ?))", at, at, q.Before.RequestID)
 	}
-	for _, f := range []struct{ col, v string }{{"u.key_id", q.Key}, {"u.team", q.Team}, {"u.model", q.Model},
-		{"u.end_user", q.EndUser}, {"u.pool", q.Pool}} {
+	for _, f := range []struct{ col, v string }{{"u.key_id", q.Key}, {"u.team", q.Team}, {"u.model", q.Model}, {"u.pool", q.Pool}} {
 		if f.v != "" {
 			cond(f.col+" = ?", f.v)
 		}
 	}
+	if q.EndUser != "" {
+		cond("u.end_user = ? AND u.end_user <> ''", q.EndUser) // the partial index's condition
+	}
 	if q.Tag != "" {
 		cond("EXISTS (SELECT 1 FROM usage_tags t WHERE t.request_id = u.request_id AND t.tag = ?)", q.Tag)
 	}
-	if q.StatusMin != 0 {
-		cond("u.status >= ?", q.StatusMin)
-	}
-	if q.StatusMax != 0 {
-		cond("u.status <= ?", q.StatusMax)
+	switch {
+	case q.StatusMin != 0 && q.StatusMin == q.StatusMax:
+		cond("u.status = ?", q.StatusMin) // the index (status, at_us, request_id) gives the order
+	default:
+		if q.StatusMin != 0 {
+			cond("u.status >= ?", q.StatusMin)
+		}
+		if q.StatusMax != 0 {
+			cond("u.status <= ?", q.StatusMax)
+		}
 	}
 	switch q.Failover {
 	case "yes":
@@ -136,11 +143,16 @@ func requestsQuery(q RequestQuery, extra string, extraArgs ...any) (string, []an
 	if extra != "" {
 		cond(extra, extraArgs...)
 	}
-	query := `SELECT ` + requestColumns + ` FROM ` + from
+	// The page's ids first, then their rows: the ids alone may come from
+	// a covering index (status, at_us, request_id), sorted there, where
+	// sorting whole rows would read every match's row.
+	ids := `SELECT ` + t + `.request_id FROM ` + from
 	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
+		ids += " WHERE " + strings.Join(where, " AND ")
 	}
-	query += " ORDER BY " + t + ".at_us DESC, " + t + ".request_id DESC LIMIT ?"
+	ids += " ORDER BY " + t + ".at_us DESC, " + t + ".request_id DESC LIMIT ?"
+	query := `SELECT ` + requestColumns + ` FROM usage_requests u WHERE u.request_id IN (` + ids + `)
+		ORDER BY u.at_us DESC, u.request_id DESC`
 	return query, append(args, q.Limit)
 }
 

@@ -27,7 +27,7 @@ func benchRequest(r *rand.Rand, i int) ledger.Usage {
 	key := r.IntN(20)
 	backend := fmt.Sprintf("backend-%d", r.IntN(8))
 	u := ledger.Usage{
-		At:        benchStart.Add(time.Duration(i) * 30 * 24 * time.Hour / benchRows),
+		At:        benchStart.Add(time.Duration(i) * (30 * 24 * time.Hour / benchRows)),
 		RequestID: fmt.Sprintf("req-%08x-%04x", i, r.IntN(1<<16)),
 		KeyID:     fmt.Sprintf("key_%02d", key), Team: fmt.Sprintf("team-%d", key%5),
 		Pool: fmt.Sprintf("pool-%d", r.IntN(4)), Backend: backend, Model: fmt.Sprintf("model-%d", r.IntN(6)),
