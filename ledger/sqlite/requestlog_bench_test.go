@@ -94,6 +94,10 @@ func BenchmarkRequestLog(b *testing.B) {
 		b.Logf("stored %d requests in %v", benchRows, time.Since(start).Round(time.Second))
 	}
 	mid := benchStart.Add(15 * 24 * time.Hour)
+	one, err := s.Requests(ctx, ledger.RequestQuery{Before: ledger.Cursor{At: mid, RequestID: "req-z"}, Limit: 1})
+	if err != nil || len(one) != 1 {
+		b.Fatalf("a request from the middle: %v, %v", one, err)
+	}
 	cases := []struct {
 		name string
 		q    ledger.RequestQuery
@@ -113,7 +117,7 @@ func BenchmarkRequestLog(b *testing.B) {
 		{"failover no", ledger.RequestQuery{Failover: "no"}},
 		{"cache hit", ledger.RequestQuery{Cache: "hit"}},
 		{"end user", ledger.RequestQuery{EndUser: "user-0042@example.com"}},
-		{"text request id", ledger.RequestQuery{Text: "req-00077777-1234"}},
+		{"text request id", ledger.RequestQuery{Text: one[0].RequestID}},
 		{"text model", ledger.RequestQuery{Text: "model-2"}},
 		{"text end user", ledger.RequestQuery{Text: "user-0042@example.com"}},
 		{"text no match", ledger.RequestQuery{Text: "nothing-at-all"}},
