@@ -110,6 +110,8 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /console/config", c.page(c.configPage))
 	m.HandleFunc("GET /console/fleet", c.page(c.fleetPage))
 	m.HandleFunc("GET /console/keys", c.page(c.keysPage))
+	m.HandleFunc("GET /console/requests", c.page(c.requestsPage))
+	m.HandleFunc("GET /console/requests/{id}", c.page(c.requestPage))
 	m.HandleFunc("GET /console/stream", c.api(c.stream))
 	m.HandleFunc("GET /console/api/view", c.api(c.viewJSON))
 	m.HandleFunc("POST /console/actions", c.post(true, c.act))

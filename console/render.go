@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -44,7 +45,12 @@ var pages = func() map[string]*template.Template {
 			return fmt.Sprintf("%.0f ms", *f)
 		},
 		"usd":  usd,
-		"join": strings.Join,
+		"list": func(s ...string) []string { return s },
+		"inc":  func(i int) int { return i + 1 },
+		"path": url.PathEscape,
+		// requestsAround is the request log's query for an event (requests.go).
+		"requestsAround": requestsAround,
+		"join":           strings.Join,
 		"describe": func(kind, pool, backend string) string {
 			d := describe(Action{Kind: kind, Pool: pool, Backend: backend})
 			return strings.ToUpper(d[:1]) + d[1:] + "."

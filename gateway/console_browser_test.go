@@ -275,3 +275,37 @@ func (l *lineWatch) Write(p []byte) (int, error) {
 	}
 	return l.w.Write(p)
 }
+
+// TestConsoleRequestsInBrowser drives the request log in Chromium
+// (console/e2e/requests.mjs): a fault opens a breaker, its event links
+// to the requests that tried the backend, a failed-over request opens as
+// a timeline of its attempts, the filter form narrows the list, phones
+// get no sideways scroll, and a viewer sees no end users.
+func TestConsoleRequestsInBrowser(t *testing.T) {
+	chromium, node, dir := browserTools(t)
+	e := startConsoleEnv(t)
+	shots := t.TempDir()
+	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
+		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "requests.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
+		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "FAULT_BACKEND=uksouth",
+		"SHOT_DIR="+shots, "CHROMIUM="+chromium)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Logf("browser:\n%s", out.String())
+	if err != nil {
+		t.Fatalf("browser test failed: %v", err)
+	}
+	for _, f := range []string{"console-requests.png", "console-request.png", "console-request-phone.png"} {
+		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
+			t.Errorf("screenshot %s: %v", f, err)
+		}
+	}
+}

@@ -755,6 +755,10 @@ func (g *Gateway) Spent(s proxy.Spend) (float64, bool) {
 	if s.Cache != "" {
 		return g.spentCached(s) // cache.go
 	}
+	if s.Unanswered {
+		g.record(s, 0) // for the request log; it costs nothing
+		return 0, false
+	}
 	u := s.Usage
 	cost, priced := 0.0, false
 	if u.Known {

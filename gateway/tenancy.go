@@ -15,6 +15,7 @@ import (
 	"github.com/switchover-gw/switchover/metrics"
 	"github.com/switchover-gw/switchover/notify"
 	"github.com/switchover-gw/switchover/proxy"
+	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/tenant"
 )
 
@@ -346,7 +347,38 @@ func (g *Gateway) recordSaved(s proxy.Spend, cost, saved float64) {
 		PromptTokens: s.Usage.Prompt, CompletionTokens: s.Usage.Completion, CachedTokens: s.Usage.Cached,
 		ReasoningTokens: s.Usage.Reasoning, Cost: cost, Status: s.Status, Failover: s.Failover,
 		Estimated: s.Usage.Estimated, EndUser: s.EndUser, Cache: s.Cache, Saved: saved,
+		Attempts: loggedAttempts(s.Attempts), Tried: len(s.Attempts), Hedge: s.Hedge,
+		DurationMs: s.Duration.Milliseconds(), FirstByteMs: s.FirstByte.Milliseconds(), Unanswered: s.Unanswered,
 	})
+}
+
+// loggedAttempts are the engine's attempts as the request log keeps
+// them (the first ledger.MaxAttempts), their starts counted from the
+// first's.
+func loggedAttempts(as []route.Attempt) []ledger.Attempt {
+	if len(as) == 0 {
+		return nil
+	}
+	var first time.Time
+	for _, a := range as {
+		if !a.Start.IsZero() && (first.IsZero() || a.Start.Before(first)) {
+			first = a.Start
+		}
+	}
+	out := make([]ledger.Attempt, 0, min(len(as), ledger.MaxAttempts))
+	for _, a := range as[:min(len(as), ledger.MaxAttempts)] {
+		var start int64
+		if !a.Start.IsZero() {
+			start = a.Start.Sub(first).Milliseconds()
+		}
+		reason := string(a.Reason)
+		if a.Reason == route.ReasonOK {
+			reason = "ok" // passed on to the client
+		}
+		out = append(out, ledger.Attempt{Backend: a.Backend, Status: a.Status, Reason: reason, StartMs: start,
+			DurationMs: a.Duration.Milliseconds(), Hedge: a.Hedge, Abandoned: a.Abandoned})
+	}
+	return out
 }
 
 // budgetAlert notifies a budget reaching 80% (or its soft budget) or

@@ -124,9 +124,15 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	// Back to version 1: without the columns and tables of versions 2
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
 	// (object owners), 6 (tags), 7 (end users), 8 (budget rules), 9
-	// (cache hits) and 10 (keys' own cache), and their migrations' rows.
+	// (cache hits), 10 (keys' own cache) and 11 (the request log), and their
+	// migrations' rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
+	for _, q := range []string{"DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
+		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
+		"ALTER TABLE usage_requests DROP COLUMN attempts", "ALTER TABLE usage_requests DROP COLUMN tried",
+		"ALTER TABLE usage_requests DROP COLUMN hedge", "ALTER TABLE usage_requests DROP COLUMN duration_ms",
+		"ALTER TABLE usage_requests DROP COLUMN first_byte_ms", "ALTER TABLE usage_requests DROP COLUMN unanswered",
+		"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata", "ALTER TABLE usage_requests DROP COLUMN tags",
 		"DROP INDEX api_keys_prev_prefix", "ALTER TABLE api_keys DROP COLUMN prev_prefix",
 		"ALTER TABLE api_keys DROP COLUMN prev_hash", "ALTER TABLE api_keys DROP COLUMN prev_until_us",
@@ -162,6 +168,15 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	i := slices.IndexFunc(hits, func(u ledger.Usage) bool { return u.RequestID == "r-hit" })
 	if err != nil || i < 0 || hits[i].Cache != "hit" || hits[i].Saved != 0.25 || hits[i].Cost != 0 {
 		t.Fatalf("the cache hit after the upgrade: %+v, %v", hits, err)
+	}
+	// Version 11's columns and table keep a request's attempts.
+	tried := ledger.Usage{At: time.Now(), RequestID: "r-tried", KeyID: k.ID, Backend: "b", Failover: true, Tried: 2,
+		Attempts: []ledger.Attempt{{Backend: "a", Status: 429, Reason: "rate_limited"}, {Backend: "b", Status: 200, Reason: "ok"}}}
+	if err := s.RecordUsage(ctx, []ledger.Usage{tried}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Requests(ctx, ledger.RequestQuery{Backend: "a", Limit: 10}); err != nil || len(got) != 1 || len(got[0].Attempts) != 2 {
+		t.Fatalf("the request tried at a after the upgrade: %+v, %v", got, err)
 	}
 	// Version 6: the old key has no tags and takes some; the old usage
 	// counts under the tag "" and a new tagged record under its tag.
@@ -207,7 +222,12 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
+	for _, q := range []string{"DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
+		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
+		"ALTER TABLE usage_requests DROP COLUMN attempts", "ALTER TABLE usage_requests DROP COLUMN tried",
+		"ALTER TABLE usage_requests DROP COLUMN hedge", "ALTER TABLE usage_requests DROP COLUMN duration_ms",
+		"ALTER TABLE usage_requests DROP COLUMN first_byte_ms", "ALTER TABLE usage_requests DROP COLUMN unanswered",
+		"DROP TABLE usage_tags", "DROP TABLE usage_daily_tags", "DROP INDEX usage_requests_at_id",
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
 		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
 		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",

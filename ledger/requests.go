@@ -23,6 +23,27 @@ type RequestQuery struct {
 	// StatusMin and StatusMax bound the HTTP status returned to the
 	// client (inclusive); zero is unbounded.
 	StatusMin, StatusMax int
+	// Pool keeps the requests sent to this pool (the one that answered,
+	// after a fallback).
+	Pool string
+	// Backend keeps the requests that tried this backend: answered by
+	// it, or failed over from it (any of their attempts).
+	Backend string
+	// Failover is "yes" (answered by another backend than the first
+	// tried), "no", or "" for both.
+	Failover string
+	// Cache is "hit" or "coalesced" (answered by the response cache),
+	// "any" (either), "none" (a call), or "" for all.
+	Cache string
+	// Text keeps the requests of which one of these is exactly Text: the
+	// request id, key id, team, pool, model, a backend it tried, or
+	// (unless TextNoEndUser) the end user. Equality, not a substring:
+	// every one of these columns has an index, so a search costs about
+	// what its filters cost together.
+	Text string
+	// TextNoEndUser makes Text not match end users, for callers who may
+	// not see them (the console's viewers).
+	TextNoEndUser bool
 	// Before, when set, keeps the records after it in the order (older
 	// than it): the position where the last page ended.
 	Before Cursor
@@ -59,6 +80,19 @@ func (q RequestQuery) validate() error {
 	}
 	if q.StatusMax != 0 && q.StatusMax < q.StatusMin {
 		return fmt.Errorf("%w: status range %d to %d is empty", ErrInvalid, q.StatusMin, q.StatusMax)
+	}
+	switch q.Failover {
+	case "", "yes", "no":
+	default:
+		return fmt.Errorf("%w: failover %q (want yes, no or nothing)", ErrInvalid, q.Failover)
+	}
+	switch q.Cache {
+	case "", "hit", "coalesced", "any", "none":
+	default:
+		return fmt.Errorf("%w: cache %q (want hit, coalesced, any, none or nothing)", ErrInvalid, q.Cache)
+	}
+	if len(q.Text) > MaxText {
+		return fmt.Errorf("%w: text of %d bytes (at most %d)", ErrInvalid, len(q.Text), MaxText)
 	}
 	if q.Before.At.IsZero() != (q.Before.RequestID == "") {
 		return fmt.Errorf("%w: a cursor needs a time and a request id", ErrInvalid)

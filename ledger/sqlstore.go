@@ -302,8 +302,9 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
 	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_requests (request_id, at_us, day, key_id, team,
 		pool, backend, region, model, prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens,
-		cost_nusd, status, failover, estimated, tags, end_user, cache, saved_nusd)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		cost_nusd, status, failover, estimated, tags, end_user, cache, saved_nusd,
+		attempts, tried, hedge, duration_ms, first_byte_ms, unanswered)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (request_id) DO NOTHING`))
 	if err != nil {
 		return fmt.Errorf("ledger: record usage: %w", err)
@@ -315,6 +316,12 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		return fmt.Errorf("ledger: record usage: %w", err)
 	}
 	defer insTag.Close()
+	insTried, err := tx.PrepareContext(ctx, s.q(`INSERT INTO usage_attempts (request_id, backend, at_us) VALUES (?, ?, ?)
+		ON CONFLICT (request_id, backend) DO NOTHING`))
+	if err != nil {
+		return fmt.Errorf("ledger: record usage: %w", err)
+	}
+	defer insTried.Close()
 	daily := dailySums{all: map[dailyKey]*sums{}, tagged: map[dailyKey]*sums{}}
 	for _, u := range rs {
 		nus := toNano(u.Cost)
@@ -322,7 +329,8 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		res, err := ins.ExecContext(ctx, u.RequestID, u.At.UnixMicro(), dayOf(u.At), u.KeyID, u.Team,
 			u.Pool, u.Backend, u.Region, u.Model, u.PromptTokens, u.CompletionTokens, u.CachedTokens,
 			u.ReasoningTokens, nus, u.Status, boolInt(u.Failover), boolInt(u.Estimated), jsonList(tags), u.EndUser,
-			u.Cache, toNano(u.Saved))
+			u.Cache, toNano(u.Saved), attemptsJSON(u.Attempts), max(u.Tried, len(u.Attempts)), bounded(u.Hedge, maxReason),
+			u.DurationMs, u.FirstByteMs, boolInt(u.Unanswered))
 		if err != nil {
 			return fmt.Errorf("ledger: record usage %s: %w", u.RequestID, err)
 		}
@@ -336,7 +344,14 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 				return fmt.Errorf("ledger: record usage %s: tags: %w", u.RequestID, err)
 			}
 		}
-		daily.add(u, tags, nus)
+		for _, b := range triedBackends(u) {
+			if _, err := insTried.ExecContext(ctx, u.RequestID, b, u.At.UnixMicro()); err != nil {
+				return fmt.Errorf("ledger: record usage %s: attempts: %w", u.RequestID, err)
+			}
+		}
+		if !u.Unanswered {
+			daily.add(u, tags, nus)
+		}
 	}
 	if err := s.addDaily(ctx, tx, false, daily.all); err != nil {
 		return err
@@ -472,7 +487,7 @@ func spendSQL(q SpendQuery, groups []string) (string, []any) {
 		case tagged:
 			query.WriteString(" LEFT JOIN usage_tags t ON t.request_id = u.request_id")
 		}
-		query.WriteString(" WHERE u.at_us >= ? AND u.at_us < ?")
+		query.WriteString(" WHERE u.at_us >= ? AND u.at_us < ? AND u.unanswered = 0")
 		args = append(args, q.From.UnixMicro(), q.To.UnixMicro())
 	}
 	if q.Key != "" {

@@ -53,6 +53,10 @@ type Store interface {
 	// RequestQuery), for the request logs. ErrInvalid for a limit out of
 	// range or an empty range.
 	Requests(ctx context.Context, q RequestQuery) ([]Usage, error)
+	// Request returns the usage record of one request, with its attempts;
+	// ErrNotFound when none has that id (never recorded, or deleted by
+	// the retention).
+	Request(ctx context.Context, id string) (Usage, error)
 	// DeleteRequestsBefore deletes the oldest per-request usage records
 	// (and their tags) from before on, at most limit (1 to
 	// MaxRequestsLimit) in one transaction, and returns how many; the

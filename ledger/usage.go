@@ -54,6 +54,20 @@ type Usage struct {
 	// call. Only the per-request rows keep them.
 	Cache string  `json:"cache,omitempty"`
 	Saved float64 `json:"saved,omitempty"`
+
+	// The request log's (only the per-request rows keep them; see
+	// requestlog.go). Attempts are the first MaxAttempts attempts, Tried
+	// how many there were; Hedge the hedge's outcome ("primary",
+	// "hedge", "neither", "refused"; "" without a hedge); Duration and
+	// FirstByte the request's, in milliseconds. Unanswered marks a
+	// request that no backend answered (Backend ""): it is logged, and
+	// counted in no spend.
+	Attempts    []Attempt `json:"attempts,omitempty"`
+	Tried       int       `json:"tried,omitempty"`
+	Hedge       string    `json:"hedge,omitempty"`
+	DurationMs  int64     `json:"duration_ms,omitempty"`
+	FirstByteMs int64     `json:"first_byte_ms,omitempty"`
+	Unanswered  bool      `json:"unanswered,omitempty"`
 }
 
 // Groupings accepted in SpendQuery.By.

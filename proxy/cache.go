@@ -518,9 +518,9 @@ func (c *capture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 // spendCached records a replayed answer's use (l.cache "hit" or
 // "coalesced") with the Spender: no cost, and what its making had used,
 // which it saved.
-func (h *Handler) spendCached(l *logLine, status int) {
+func (h *Handler) spendCached(l *logLine, status int, total time.Duration) {
 	sp := Spend{RequestID: l.id, Pool: l.pool, Backend: l.savedBackend, Key: l.key, Model: l.model, Status: status,
-		Usage: l.saved, EndUser: l.endUser, Cache: l.cache}
+		Usage: l.saved, EndUser: l.endUser, Cache: l.cache, Duration: total, FirstByte: l.firstByte}
 	if l.who != nil {
 		sp.Team, sp.Tags = l.who.Team, l.who.Tags
 	}

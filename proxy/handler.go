@@ -145,6 +145,16 @@ type Spend struct {
 	// call's that made it, what the replay saved; its cost is zero.
 	// Empty for a call.
 	Cache string
+	// For the request log: the attempts (of every pool along a chain of
+	// fallbacks, in order), the hedge's outcome ("" without one), and the
+	// request's duration and time to its first byte.
+	Attempts            []route.Attempt
+	Hedge               string
+	Duration, FirstByte time.Duration
+	// Unanswered marks a request that no backend answered (every member
+	// failed or none would take it): Backend is "", Usage unknown, and
+	// a Spender records it for the log, pricing nothing.
+	Unanswered bool
 }
 
 // Refusals receives one call per request refused at one of the gateway's

@@ -86,9 +86,18 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		if l.report != nil {
 			sp.Failover = l.report.Failover
 		}
+		l.logged(&sp, total)
 		l.cost, l.priced = h.Spender.Spent(sp)
 	} else if h.Spender != nil && (l.cache == "hit" || l.cache == "coalesced") && status != 0 {
-		h.spendCached(l, status) // cache.go
+		h.spendCached(l, status, total) // cache.go
+	} else if h.Spender != nil && l.report != nil && l.pool != "" {
+		// No backend answered: the request log keeps it all the same.
+		sp := Spend{RequestID: l.id, Pool: l.pool, Key: l.key, Model: l.model, Status: status, EndUser: l.endUser, Unanswered: true}
+		if l.who != nil {
+			sp.Team, sp.Tags = l.who.Team, l.who.Tags
+		}
+		l.logged(&sp, total)
+		h.Spender.Spent(sp)
 	}
 	if l.usage.Estimated {
 		h.logEstimate(l, backend)
@@ -98,6 +107,24 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 		endSpan(l, backend)
 	}
 	h.writeLine(l, time.Now(), backend, total)
+}
+
+// logged fills in what the request log keeps of l beyond its spend: the
+// attempts of every pool it went through (a fallback's first), its hedge
+// and its timings.
+func (l *logLine) logged(sp *Spend, total time.Duration) {
+	sp.Duration, sp.FirstByte = total, l.firstByte
+	if l.report == nil {
+		return
+	}
+	sp.Hedge = string(l.report.Hedge)
+	var chain []*route.Report
+	for r := l.report; r != nil; r = r.Prior {
+		chain = append(chain, r)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		sp.Attempts = append(sp.Attempts, chain[i].Attempts...)
+	}
 }
 
 // logEstimate logs, at debug, that l's answer reported no usage and was

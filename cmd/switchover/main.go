@@ -17,6 +17,7 @@
 //	switchover teams list|set               teams' limits and budgets
 //	switchover usage [flags]                requests, tokens and cost by key, team, day…
 //	switchover usage requests [flags]       one row per request (the spend logs)
+//	switchover usage request ID             one request with its attempts
 //	switchover health [-url URL]            exit 0 if the gateway answers ready
 //	switchover version [-json]              version, commit, build time, Go
 package main
@@ -157,6 +158,7 @@ Usage:
   switchover usage [--by team,day]        requests, tokens and cost by key, team, pool,
                                           backend, model, day, tag; table, JSON or CSV
   switchover usage requests [filters]     one row per request (the spend logs), paged
+  switchover usage request ID             one request of the log with its attempts
   switchover health [-url URL]            GET the readiness endpoint; exit 0 on 200
                                           (a container HEALTHCHECK without a shell)
   switchover version [-json]              print the version, commit, build time and Go

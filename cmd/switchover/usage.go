@@ -47,6 +47,9 @@ func usageCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(args) > 0 && args[0] == "requests" {
 		return usageRequests(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "request" {
+		return usageRequest(ctx, args[1:], stdout, stderr)
+	}
 	fs, client := adminFlagSet("usage", usageUsage, stderr)
 	from := fs.String("from", "", "start, a date such as 2026-12-01 or an RFC 3339 time (default: the 1st of this month)")
 	to := fs.String("to", "", "end, exclusive (default: tomorrow, UTC)")

@@ -25,6 +25,10 @@ with its key, team, end user, tags, pool, backend, model, tokens, cost and statu
   switchover usage requests --tag prod --from 2026-12-01 --format csv
   switchover usage requests --end-user alice@example.com
 
+Filters: --from/--to, --key-id, --team, --tag, --model, --end-user, --pool,
+--backend (any attempt's), --status, --failover yes|no, --cache, --q TEXT.
+switchover usage request ID prints one request with its attempts.
+
 A page holds --limit requests (default 100, at most 1000); the table ends
 with the command for the next page, JSON has next_cursor. --status takes
 a status (429), a class (5xx) or error (400 to 599).
@@ -42,6 +46,11 @@ func usageRequests(ctx context.Context, args []string, stdout, stderr io.Writer)
 		"model":    fs.String("model", "", "only the requests of this model"),
 		"end_user": fs.String("end-user", "", "only the requests made for this end user (the request's user field or header)"),
 		"status":   fs.String("status", "", "only this status: 429, 5xx or error"),
+		"pool":     fs.String("pool", "", "only the requests of this pool"),
+		"backend":  fs.String("backend", "", "only the requests that tried this backend (answered by it or failed over from it)"),
+		"failover": fs.String("failover", "", "yes: only the requests that failed over; no: only the others"),
+		"cache":    fs.String("cache", "", "hit, coalesced, any (answered by the response cache) or none (calls)"),
+		"q":        fs.String("q", "", "only the requests whose id, key id, team, pool, model, backend or end user is exactly this"),
 		"cursor":   fs.String("cursor", "", "where the last page ended (its next_cursor)"),
 	}
 	limit := fs.Int("limit", 0, "requests per page, 1 to 1000 (default 100)")
@@ -96,6 +105,14 @@ func checkRequestFlags(q url.Values, limit int) error {
 	}
 	if u := q.Get("end_user"); len(u) > ledger.MaxEndUser {
 		return usageError{fmt.Errorf("--end-user: %d bytes, longer than any end user kept (%d)", len(u), ledger.MaxEndUser)}
+	}
+	if f := q.Get("failover"); f != "" && f != "yes" && f != "no" {
+		return usageError{fmt.Errorf("--failover: %q is not yes or no", f)}
+	}
+	switch c := q.Get("cache"); c {
+	case "", "hit", "coalesced", "any", "none":
+	default:
+		return usageError{fmt.Errorf("--cache: %q is not hit, coalesced, any or none", c)}
 	}
 	if limit < 0 || limit > ledgerapi.MaxRequestsLimit {
 		return usageError{fmt.Errorf("--limit: %d is not from 1 to %d", limit, ledgerapi.MaxRequestsLimit)}
@@ -163,4 +180,78 @@ func joinArgs(args []string) string {
 		b.WriteString(a + " ")
 	}
 	return b.String()
+}
+
+const usageRequestUsage = `Usage: switchover usage request [flags] ID
+
+Prints one request of the gateway's request log with its attempts
+(backend, status, reason, when each started and how long it took):
+
+  switchover usage request 9f3c2a1b7e6d5c4b
+`
+
+// usageRequest runs switchover usage request ID.
+func usageRequest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs, client := adminFlagSet("usage request", usageRequestUsage, stderr)
+	format := fs.String("format", "table", "table or json")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || fs.Arg(0) == "" {
+		return usageError{fmt.Errorf("give one request id (from switchover usage requests)")}
+	}
+	if *format != "table" && *format != "json" {
+		return usageError{fmt.Errorf("--format: %q is not table or json", *format)}
+	}
+	raw, err := client().call(ctx, "GET", "/admin/usage/requests/"+url.PathEscape(fs.Arg(0)), nil)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		_, err := stdout.Write(raw)
+		return err
+	}
+	var d ledgerapi.RequestDetail
+	if err := json.Unmarshal(raw, &d); err != nil {
+		return fmt.Errorf("admin API: unexpected answer: %v", err)
+	}
+	r := d.Request
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	answered := dash(r.Backend)
+	if r.Unanswered {
+		answered = "none (unanswered)"
+	}
+	for _, kv := range [][2]string{{"request id", r.RequestID}, {"time", r.Time.UTC().Format(time.RFC3339Nano)},
+		{"key", dash(r.Key)}, {"team", dash(r.Team)}, {"end user", dash(r.EndUser)}, {"pool", dash(r.Pool)},
+		{"model", dash(r.Model)}, {"answered by", answered}, {"status", strconv.Itoa(r.Status)},
+		{"failover", strconv.FormatBool(r.Failover)}, {"hedge", dash(r.Hedge)}, {"cache", dash(r.Cache)},
+		{"duration", fmt.Sprintf("%d ms (first byte %d ms)", r.DurationMs, r.FirstByteMs)},
+		{"tokens", fmt.Sprintf("%d prompt, %d completion", r.PromptTokens, r.CompletionTokens)},
+		{"cost USD", fmt.Sprintf("%.6f", r.Cost)}, {"attempts", fmt.Sprintf("%d (%d kept)", r.Tried, len(r.Attempts))}} {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Attempts) == 0 {
+		return nil
+	}
+	fmt.Fprintln(stdout)
+	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "#\tbackend\tstatus\treason\tstart ms\tduration ms\tnote")
+	for i, a := range r.Attempts {
+		var note []string
+		if a.Hedge {
+			note = append(note, "hedge")
+		}
+		if a.Abandoned {
+			note = append(note, "abandoned")
+		}
+		status := "-"
+		if a.Status != 0 {
+			status = strconv.Itoa(a.Status)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", i+1, a.Backend, status, dash(a.Reason), a.StartMs, a.DurationMs, dash(strings.Join(note, ",")))
+	}
+	return tw.Flush()
 }

@@ -41,8 +41,8 @@ func TestUsageRequestsCommand(t *testing.T) {
 		t.Fatalf("the next page: exit %d\n%s", code, out)
 	}
 	code, out, _ = run2(t, append(base, "--tag", "prod", "--status", "2xx", "--from", "2026-12-01T09:00:00Z", "--format", "csv")...)
-	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user,cache,saved_usd
-2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false,,,0
+	if code != exitOK || out != `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user,cache,saved_usd,tried,hedge,duration_ms,first_byte_ms,unanswered
+2026-12-01T09:30:00Z,r3,key_1,research,prod,,aoai-se,gpt-4o-mini,30,7,0,0,0.00006,true,200,false,,,0,0,,0,0,false
 ` {
 		t.Fatalf("csv: exit %d\n%s", code, out)
 	}
@@ -66,6 +66,41 @@ func TestUsageRequestsCommandUsageErrors(t *testing.T) {
 		code, _, errOut := run2(t, append([]string{"usage", "requests", "-admin", admin}, args...)...)
 		if code != exitUsage {
 			t.Errorf("%q: exit %d, want %d\n%s", args, code, exitUsage, errOut)
+		}
+	}
+}
+
+// TestUsageRequestCommand: switchover usage request ID prints one
+// request with its attempts; the new filters of usage requests reach
+// the API; an unknown id is the API's 404 message.
+func TestUsageRequestCommand(t *testing.T) {
+	admin, s := ledgerAdmin(t)
+	if err := s.RecordUsage(t.Context(), []ledger.Usage{
+		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "r1", KeyID: "key_1", Pool: "chat", Backend: "sec", Model: "gpt-4o",
+			Status: 200, Failover: true, Tried: 2, DurationMs: 1500, FirstByteMs: 1100,
+			Attempts: []ledger.Attempt{{Backend: "weu", Status: 429, Reason: "rate_limited", DurationMs: 600},
+				{Backend: "sec", Status: 200, Reason: "ok", StartMs: 601, DurationMs: 500}}},
+		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "r2", KeyID: "key_1", Pool: "chat", Backend: "weu", Model: "gpt-4o", Status: 200},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"-admin", admin, "-key", "admin-key-0123456789"}
+	code, out, errOut := run2(t, append([]string{"usage", "request"}, append(base, "r1")...)...)
+	if code != exitOK || !regexp.MustCompile(`(?m)^1\s+weu\s+429\s+rate_limited\s+0\s+600\s+-$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^2\s+sec\s+200\s+ok\s+601\s+500\s+-$`).MatchString(out) || !strings.Contains(out, "1500 ms (first byte 1100 ms)") {
+		t.Fatalf("usage request r1: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = run2(t, append([]string{"usage", "requests"}, append(base, "--backend", "weu", "--failover", "yes", "--format", "csv")...)...)
+	if code != exitOK || !strings.Contains(out, "\n2026-12-01T08:00:00Z,r1,") || strings.Contains(out, ",r2,") {
+		t.Fatalf("--backend weu --failover yes: exit %d\n%s", code, out)
+	}
+	code, _, errOut = run2(t, append([]string{"usage", "request"}, append(base, "nope")...)...)
+	if code == exitOK || !strings.Contains(errOut, `"nope"`) {
+		t.Fatalf("an unknown id: exit %d\n%s", code, errOut)
+	}
+	for _, args := range [][]string{{"usage", "request"}, {"usage", "requests", "--failover", "maybe"}, {"usage", "requests", "--cache", "miss"}} {
+		if code, _, _ := run2(t, append(args, "-admin", "http://127.0.0.1:1")...); code != exitUsage {
+			t.Errorf("%v: exit %d, want a usage error (%d)", args, code, exitUsage)
 		}
 	}
 }

@@ -39,8 +39,8 @@ func TestUsageRequestsEndUser(t *testing.T) {
 			t.Fatalf("end_user=alice status=2xx: %+v", a.Requests)
 		}
 		code, raw := e.do("GET", "/admin/usage/requests?end_user=bob&format=csv", "")
-		if code != http.StatusOK || !strings.HasSuffix(string(raw), ",m,0,0,0,0,0,false,200,false,bob,,0\n") ||
-			!strings.HasPrefix(string(raw), "time,") || !strings.Contains(string(raw), ",failover,end_user,cache,saved_usd\n") {
+		if code != http.StatusOK || !strings.HasSuffix(string(raw), ",m,0,0,0,0,0,false,200,false,bob,,0,0,,0,0,false\n") ||
+			!strings.HasPrefix(string(raw), "time,") || !strings.Contains(string(raw), ",failover,end_user,cache,saved_usd,tried,hedge,duration_ms,first_byte_ms,unanswered\n") {
 			t.Fatalf("end_user=bob csv = %d\n%s", code, raw)
 		}
 		var bad errorAnswer
@@ -64,7 +64,7 @@ func TestCSVFormulaCellsEscaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, raw := e.do("GET", "/admin/usage/requests?format=csv", "")
-	wantRow := `2026-12-01T08:00:00Z,f1,'-key,'@team,,,,"'=HYPERLINK(""http://x"")",1,0,0,0,0.5,false,200,false,'+1 555 0100,,0` + "\n"
+	wantRow := `2026-12-01T08:00:00Z,f1,'-key,'@team,,,,"'=HYPERLINK(""http://x"")",1,0,0,0,0.5,false,200,false,'+1 555 0100,,0,0,,0,0,false` + "\n"
 	if code != http.StatusOK || !strings.HasSuffix(string(raw), wantRow) {
 		t.Fatalf("request logs csv = %d\n%s\nwant the row\n%s", code, raw, wantRow)
 	}

@@ -83,6 +83,7 @@ type Handler struct {
 //	GET   /admin/usage              spend over a period, JSON or CSV
 //	GET   /admin/usage/requests     one row per request, newest first, paged
 //	                                by an opaque cursor; JSON or CSV
+//	GET   /admin/usage/requests/{id} one request with its attempts
 //
 // Errors are {"error":{"message":"..."}}: 400 for bad input (the message
 // starts with the field), 404 for an unknown key, 409 without a store, for a team of the config or
@@ -110,6 +111,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 	route("PUT /admin/teams/{name}", h.putTeam)
 	route("GET /admin/usage", h.usage)
 	route("GET /admin/usage/requests", h.requests)
+	route("GET /admin/usage/requests/{id}", h.request)
 }
 
 var errNoStore = errors.New("no store configured; add store: {sqlite: FILE} or {postgres: URL} to the config")

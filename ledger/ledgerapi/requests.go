@@ -3,6 +3,8 @@ package ledgerapi
 import (
 	"encoding/base64"
 	"encoding/csv"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +51,23 @@ type RequestRow struct {
 	// SavedUSD what the call that made it had cost; "" and 0 for a call.
 	Cache    string  `json:"cache"`
 	SavedUSD float64 `json:"saved_usd"`
+	// Tried is how many attempts the request made; Hedge the hedge's
+	// outcome ("primary", "hedge", "neither", "refused"; "" without
+	// one); DurationMs and FirstByteMs its timings. Unanswered: no
+	// backend answered (Backend is ""); such a request costs nothing.
+	Tried       int    `json:"tried"`
+	Hedge       string `json:"hedge"`
+	DurationMs  int64  `json:"duration_ms"`
+	FirstByteMs int64  `json:"first_byte_ms"`
+	Unanswered  bool   `json:"unanswered"`
+	// Attempts are its attempts (at most 16, ledger.MaxAttempts), in
+	// GET /admin/usage/requests/{id} only.
+	Attempts []ledger.Attempt `json:"attempts,omitempty"`
+}
+
+// RequestDetail is the JSON answer of GET /admin/usage/requests/{id}.
+type RequestDetail struct {
+	Request RequestRow `json:"request"`
 }
 
 // Requests is the JSON answer of GET /admin/usage/requests.
@@ -67,11 +86,37 @@ func rowOf(u ledger.Usage) RequestRow {
 	return RequestRow{Time: u.At.UTC(), RequestID: u.RequestID, Key: u.KeyID, Team: u.Team, Tags: tags, EndUser: u.EndUser, Pool: u.Pool,
 		Backend: u.Backend, Model: u.Model, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		CachedTokens: u.CachedTokens, ReasoningTokens: u.ReasoningTokens, Cost: u.Cost, Estimated: u.Estimated,
-		Status: u.Status, Failover: u.Failover, Cache: u.Cache, SavedUSD: u.Saved}
+		Status: u.Status, Failover: u.Failover, Cache: u.Cache, SavedUSD: u.Saved, Tried: u.Tried, Hedge: u.Hedge,
+		DurationMs: u.DurationMs, FirstByteMs: u.FirstByteMs, Unanswered: u.Unanswered}
+}
+
+// request answers GET /admin/usage/requests/{id}: one request with its
+// attempts; 404 when none has that id.
+func (h *Handler) request(w http.ResponseWriter, r *http.Request, s ledger.Store) {
+	id := r.PathValue("id")
+	if len(id) > ledger.MaxText || strings.ContainsFunc(id, func(c rune) bool { return c < ' ' || c == 0x7f }) {
+		h.fail(w, r, badField("id", "is not a request id"))
+		return
+	}
+	u, err := s.Request(r.Context(), id)
+	if err != nil {
+		if errors.Is(err, ledger.ErrNotFound) {
+			err = fmt.Errorf("%w: no request %q in the log (never recorded, or past the retention)", ledger.ErrNotFound, truncate(id))
+		}
+		h.fail(w, r, err)
+		return
+	}
+	row := rowOf(u)
+	row.Attempts = u.Attempts
+	if row.Attempts == nil {
+		row.Attempts = []ledger.Attempt{}
+	}
+	writeJSON(w, http.StatusOK, RequestDetail{Request: row})
 }
 
 // requests answers GET /admin/usage/requests?from=&to=&key=&team=&tag=
-// &model=&end_user=&status=&cursor=&limit=&format=: one row per request, newest
+// &model=&end_user=&pool=&backend=&failover=&cache=&q=&status=&cursor=
+// &limit=&format=: one row per request, newest
 // first; the next page's cursor is in next_cursor and the X-Next-Cursor
 // header.
 func (h *Handler) requests(w http.ResponseWriter, r *http.Request, s ledger.Store) {
@@ -109,7 +154,8 @@ func (h *Handler) requests(w http.ResponseWriter, r *http.Request, s ledger.Stor
 func requestQuery(r *http.Request) (ledger.RequestQuery, string, error) {
 	v := r.URL.Query()
 	q := ledger.RequestQuery{Key: v.Get("key"), Team: v.Get("team"), Model: v.Get("model"),
-		EndUser: v.Get("end_user"), Limit: DefaultRequestsLimit}
+		EndUser: v.Get("end_user"), Pool: v.Get("pool"), Backend: v.Get("backend"), Failover: v.Get("failover"),
+		Cache: v.Get("cache"), Text: v.Get("q"), Limit: DefaultRequestsLimit}
 	var err error
 	if s := v.Get("from"); s != "" {
 		if q.From, err = parseTime("from", s); err != nil {
@@ -129,13 +175,26 @@ func requestQuery(r *http.Request) (ledger.RequestQuery, string, error) {
 			return q, "", badField("tag", "%v", err)
 		}
 	}
-	for field, s := range map[string]string{"key": q.Key, "team": q.Team, "model": q.Model} {
+	for field, s := range map[string]string{"key": q.Key, "team": q.Team, "model": q.Model, "pool": q.Pool, "backend": q.Backend} {
 		if err := checkName(field, s); err != nil {
 			return q, "", err
 		}
 	}
 	if len(q.EndUser) > ledger.MaxEndUser {
 		return q, "", badField("end_user", "is %d bytes, longer than any end user kept (%d)", len(q.EndUser), ledger.MaxEndUser)
+	}
+	switch q.Failover {
+	case "", "yes", "no":
+	default:
+		return q, "", badField("failover", "%q is not yes or no", truncate(q.Failover))
+	}
+	switch q.Cache {
+	case "", "hit", "coalesced", "any", "none":
+	default:
+		return q, "", badField("cache", "%q is not hit, coalesced, any or none", truncate(q.Cache))
+	}
+	if len(q.Text) > ledger.MaxText {
+		return q, "", badField("q", "is %d bytes, longer than anything searched (%d)", len(q.Text), ledger.MaxText)
 	}
 	if q.StatusMin, q.StatusMax, err = parseStatus(v.Get("status")); err != nil {
 		return q, "", err
@@ -217,12 +276,12 @@ func truncate(s string) string {
 	return s
 }
 
-// requestsCSVHeader is the header line of the CSV request logs; end_user,
-// cache and saved_usd are last, so that the columns before them kept
-// their places when they came.
+// requestsCSVHeader is the header line of the CSV request logs; the
+// columns that came later (end_user, cache and saved_usd, then the
+// request log's) are last, so that those before them kept their places.
 var requestsCSVHeader = []string{"time", "request_id", "key", "team", "tags", "pool", "backend", "model",
 	"prompt_tokens", "completion_tokens", "cached_tokens", "reasoning_tokens", "cost_usd", "estimated", "status", "failover", "end_user",
-	"cache", "saved_usd"}
+	"cache", "saved_usd", "tried", "hedge", "duration_ms", "first_byte_ms", "unanswered"}
 
 func writeRequestsCSV(w http.ResponseWriter, rows []RequestRow) {
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
@@ -234,7 +293,8 @@ func writeRequestsCSV(w http.ResponseWriter, rows []RequestRow) {
 			textCell(strings.Join(r.Tags, " ")), textCell(r.Pool), textCell(r.Backend), textCell(r.Model), itoa(r.PromptTokens), itoa(r.CompletionTokens), itoa(r.CachedTokens),
 			itoa(r.ReasoningTokens), strconv.FormatFloat(r.Cost, 'f', -1, 64), strconv.FormatBool(r.Estimated),
 			strconv.Itoa(r.Status), strconv.FormatBool(r.Failover), textCell(r.EndUser),
-			textCell(r.Cache), strconv.FormatFloat(r.SavedUSD, 'f', -1, 64)})
+			textCell(r.Cache), strconv.FormatFloat(r.SavedUSD, 'f', -1, 64), strconv.Itoa(r.Tried), textCell(r.Hedge),
+			itoa(r.DurationMs), itoa(r.FirstByteMs), strconv.FormatBool(r.Unanswered)})
 	}
 	cw.Flush() // an error is the client's going away: nothing to do
 }

@@ -47,9 +47,9 @@ func TestUsageRequests(t *testing.T) {
 			t.Fatalf("tag=prod from 2026-12-01: %+v", a)
 		}
 		code, raw := e.do("GET", "/admin/usage/requests?key=key_1&status=2xx&model=gpt-4o&format=csv", "")
-		want := `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user,cache,saved_usd
-2026-12-01T08:00:00Z,r2,key_1,research,,chat,aoai-se,gpt-4o,500,50,0,0,0.005,false,200,false,,,0
-2026-11-30T12:00:00Z,r1,key_1,research,prod team-a,chat,aoai-se,gpt-4o,1000,200,100,0,0.0125,false,200,false,,,0
+		want := `time,request_id,key,team,tags,pool,backend,model,prompt_tokens,completion_tokens,cached_tokens,reasoning_tokens,cost_usd,estimated,status,failover,end_user,cache,saved_usd,tried,hedge,duration_ms,first_byte_ms,unanswered
+2026-12-01T08:00:00Z,r2,key_1,research,,chat,aoai-se,gpt-4o,500,50,0,0,0.005,false,200,false,,,0,0,,0,0,false
+2026-11-30T12:00:00Z,r1,key_1,research,prod team-a,chat,aoai-se,gpt-4o,1000,200,100,0,0.0125,false,200,false,,,0,0,,0,0,false
 `
 		if code != http.StatusOK || string(raw) != want {
 			t.Fatalf("csv = %d\n%s\nwant\n%s", code, raw, want)

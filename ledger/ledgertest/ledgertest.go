@@ -39,6 +39,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("KeyTags", func(t *testing.T) { testKeyTags(t, h.Open(t)) })
 	t.Run("SpendByTag", func(t *testing.T) { testSpendByTag(t, h.Open(t)) })
 	t.Run("Requests", func(t *testing.T) { testRequests(t, h.Open(t)) })
+	t.Run("RequestLog", func(t *testing.T) { testRequestLog(t, h.Open(t)) })
 	t.Run("Retention", func(t *testing.T) { testRetention(t, h.Open(t)) })
 	t.Run("RetentionHold", func(t *testing.T) { testRetentionHold(t, h.Open(t)) })
 	t.Run("EndUsers", func(t *testing.T) { testEndUsers(t, h.Open(t)) })
