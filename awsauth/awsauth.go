@@ -42,6 +42,9 @@ type Settings struct {
 	// Profile is the shared config profile the chain reads. Default
 	// AWS_PROFILE, else "default".
 	Profile string
+	// Now is the signing clock. Nil means time.Now; a test sets it to
+	// sign at a fake clock's time.
+	Now func() time.Time
 }
 
 // String describes s without its secrets.
@@ -91,7 +94,11 @@ func New(ctx context.Context, s Settings) (*Signer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("awsauth: loading the AWS configuration: %w", err)
 	}
-	return &Signer{region: s.Region, service: s.service(), creds: cfg.Credentials, signer: v4.NewSigner(), now: time.Now}, nil
+	now := s.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Signer{region: s.Region, service: s.service(), creds: cfg.Credentials, signer: v4.NewSigner(), now: now}, nil
 }
 
 // Credentials returns the current credentials (cached by the SDK until

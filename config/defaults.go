@@ -156,6 +156,8 @@ func (b *Backend) applyDefaults(d BackendDefaults) {
 		setDefault(&b.APIVersion, "v1beta")
 	case TypeAnthropic:
 		setDefault(&b.AnthropicVersion, "2023-06-01")
+	case TypeBedrock:
+		b.applyBedrockDefaults()
 	}
 	setDefault(&b.URL, defaultURLs[b.Type])
 	setDefault(&b.QuotaAware, d.QuotaAware, new(true))

@@ -421,6 +421,7 @@ const (
 	TypeAzure            = "azure"
 	TypeAnthropic        = "anthropic"
 	TypeGemini           = "gemini"
+	TypeBedrock          = "bedrock"
 )
 
 // defaultURLs are the API roots of the hosted providers, used when a
@@ -571,6 +572,8 @@ type Backend struct {
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`
+	// AWS is a bedrock backend's credentials and API (config/bedrock.go).
+	AWS *AWS `yaml:"aws"`
 	// Region is reported in the x-switchover-region header.
 	Region string `yaml:"region"`
 	// Headers are added to every request to this backend.
@@ -596,7 +599,7 @@ func (b Backend) Equal(o Backend) bool {
 func (b Backend) SameIdentity(o Backend) bool {
 	return b.Name == o.Name && b.Type == o.Type && b.URL == o.URL && b.APIKey == o.APIKey &&
 		b.APIVersion == o.APIVersion && b.Organization == o.Organization && b.Project == o.Project &&
-		reflect.DeepEqual(b.Entra, o.Entra)
+		reflect.DeepEqual(b.Entra, o.Entra) && reflect.DeepEqual(b.AWS, o.AWS) && b.Region == o.Region
 }
 
 // Entra is a Microsoft Entra ID identity for azure backends. Give exactly

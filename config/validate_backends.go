@@ -8,7 +8,7 @@ import (
 )
 
 // backendTypes lists the backend types for problems that name them.
-const backendTypes = "openai, openai_compatible, azure, anthropic or gemini"
+const backendTypes = "openai, openai_compatible, azure, anthropic, gemini or bedrock"
 
 // validateBackends checks every backend: a unique name, then its own
 // fields (Backend.validate). Prices are validatePrices'.
@@ -29,7 +29,7 @@ func (c *Config) validateBackends(ps *Problems) {
 // validate checks a defaulted backend at path p, its name aside.
 func (b Backend) validate(ps *Problems, p string) {
 	switch b.Type {
-	case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini:
+	case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini, TypeBedrock:
 	case "":
 		ps.add(p+".type", "missing type: use %s", backendTypes)
 	default:
@@ -39,6 +39,7 @@ func (b Backend) validate(ps *Problems, p string) {
 		b.validateEntra(ps, p)
 	}
 	b.validateProviderFields(ps, p)
+	b.validateBedrock(ps, p)
 	b.validateURL(ps, p)
 	for k := range b.Headers {
 		switch strings.ToLower(k) {

@@ -99,6 +99,8 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 		return &route.Anthropic{BaseURL: u, APIKey: bc.APIKey.Value(), Version: bc.AnthropicVersion, Header: hdr}, nil
 	case config.TypeGemini:
 		return &route.Gemini{BaseURL: u, APIKey: bc.APIKey.Value(), APIVersion: bc.APIVersion, Header: hdr}, nil
+	case config.TypeBedrock:
+		return newBedrock(bc, u, hdr)
 	}
 	return nil, fmt.Errorf("unknown type %q", bc.Type)
 }

@@ -77,6 +77,8 @@ func kindOf(prov Provider) string {
 		return "anthropic"
 	case *Gemini:
 		return "gemini"
+	case *Bedrock:
+		return "bedrock"
 	}
 	return string(prov.Format())
 }
