@@ -64,11 +64,15 @@ const (
 	// POST /v1beta/models/{model}:generateContent and
 	// :streamGenerateContent?alt=sse, the key in x-goog-api-key or ?key=.
 	Gemini Flavour = "gemini"
+	// Bedrock speaks Amazon Bedrock's runtime API: POST
+	// /model/{modelId}/converse, converse-stream, invoke and
+	// invoke-with-response-stream, signed with SigV4 (see bedrock.go).
+	Bedrock Flavour = "bedrock"
 )
 
 // known reports whether f is one of the supported flavours.
 func (f Flavour) known() bool {
-	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini}, f)
+	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini, Bedrock}, f)
 }
 
 // Deployment is one simulated deployment (one region of one model).
@@ -82,7 +86,8 @@ type Deployment struct {
 	// metrics labels. Default: Name.
 	Region string `yaml:"region"`
 
-	// Flavour is "azure" (the default), "openai", "anthropic" or "gemini".
+	// Flavour is "azure" (the default), "openai", "anthropic", "gemini"
+	// or "bedrock".
 	Flavour Flavour `yaml:"flavour"`
 
 	// Deployment is the Azure deployment name in the path, the model name
@@ -101,7 +106,9 @@ type Deployment struct {
 	// gemini. A
 	// missing or wrong key is refused in the flavour's format (401; gemini
 	// answers 403 for a missing key and 400 for a wrong one, as Google
-	// does). Default "" (no check).
+	// does). For bedrock it is ACCESS_KEY_ID:SECRET_ACCESS_KEY, and
+	// requests must carry a SigV4 signature by that key for Region
+	// (403 otherwise, as AWS answers). Default "" (no check).
 	Key string `yaml:"key"`
 
 	// Listen, if set, is a fixed address for this deployment's own listener.
@@ -353,9 +360,9 @@ func (c Config) Validate() error {
 			names[d.Name] = i
 		}
 		if d.Flavour != "" && !d.Flavour.known() {
-			bad(p+".flavour", "must be %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, d.Flavour)
+			bad(p+".flavour", "must be %q, %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, Bedrock, d.Flavour)
 		}
-		if d.Deployment != "" && !nameRE.MatchString(d.Deployment) {
+		if d.Deployment != "" && !nameRE.MatchString(bedrockModelName(d.Flavour, d.Deployment)) {
 			bad(p+".deployment", "%q: use letters, digits, '.', '_' and '-'", d.Deployment)
 		}
 		if d.Listen != "" {

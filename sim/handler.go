@@ -34,6 +34,9 @@ func (d *deployment) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.routeAnthropic(w, r, dr)
 	case Gemini:
 		d.routeGemini(w, r, dr)
+	case Bedrock:
+		h.Set("X-Amzn-Requestid", dr.reqID)
+		d.routeBedrock(w, r, dr)
 	default:
 		h.Set("X-Request-Id", dr.reqID)
 		h.Set("Openai-Version", "2020-10-01")
@@ -231,6 +234,7 @@ type route struct {
 	modelInBody bool   // the body's model must name the deployment
 	stream      bool   // gemini: streamGenerateContent
 	sse         bool   // gemini: alt=sse
+	bedrock     string // bedrock: the action (converse, converse-stream, invoke…)
 }
 
 // serve handles one API call: it counts it, applies the fault in force,
@@ -293,6 +297,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		return outcomeRejected
 	}
 	req, err := parseRequest(c.op, c.body)
+	if fl == Bedrock {
+		req, err = parseBedrock(c.route, c.body)
+	}
 	if err != nil {
 		d.writeError(w, errInvalidRequest(fl, strings.TrimPrefix(err.Error(), errBadRequest.Error()+": ")))
 		return outcomeRejected
@@ -411,7 +418,12 @@ func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Faul
 		writeHeadersOnly(w, r, errServer(fl, http.StatusServiceUnavailable, c.reqID))
 	}
 
-	if key := d.keyFrom(r); !d.authorized(key) {
+	if fl == Bedrock {
+		if e, bad := d.checkSigV4(r, c.body, c.now); bad {
+			d.writeError(w, e)
+			return outcomeRejected, true
+		}
+	} else if key := d.keyFrom(r); !d.authorized(key) {
 		d.writeError(w, errUnauthorized(fl, key))
 		return outcomeRejected, true
 	}
@@ -470,6 +482,9 @@ func writeShortBody(w http.ResponseWriter, v any, t *tally) {
 
 // writeError writes e as JSON.
 func (d *deployment) writeError(w http.ResponseWriter, e apiError) {
+	if d.cfg.Flavour == Bedrock {
+		e = bedrockErr(w.Header(), e)
+	}
 	_ = writeJSON(w, e.status, e.body)
 }
 
