@@ -86,6 +86,9 @@ func Lookup(model string) (Price, bool) {
 	}
 	m := strings.ToLower(strings.TrimPrefix(strings.TrimSpace(model), "models/"))
 	p, ok := table[dated.ReplaceAllString(m, "")]
+	if !ok {
+		p, ok = lookupBedrock(m)
+	}
 	if n := seenCount.Add(1); n <= maxSeen {
 		seen.Store(model, lookup{p, ok})
 	}
