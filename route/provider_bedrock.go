@@ -79,8 +79,25 @@ func (p *Bedrock) action(stream bool) string {
 	return "converse"
 }
 
-// NewRequest implements Provider.
-func (p *Bedrock) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
+// rewriter is implemented by providers whose wire body is not their
+// Format's (Bedrock's Converse): rewrite replaces o.Body, prepared in the
+// Format, with the body sent. An UnsupportedError skips the member for
+// the request, with its reason.
+type rewriter interface {
+	rewrite(o *Outgoing) error
+}
+
+// rewrite is o's body for prov's wire.
+func rewrite(prov Provider, o *Outgoing) error {
+	if rw, ok := prov.(rewriter); ok {
+		return rw.rewrite(o)
+	}
+	return nil
+}
+
+// rewrite makes o's Anthropic Messages body a Converse request, or
+// InvokeModel's body for Claude.
+func (p *Bedrock) rewrite(o *Outgoing) error {
 	var body []byte
 	var err error
 	if p.API == BedrockInvoke {
@@ -90,8 +107,16 @@ func (p *Bedrock) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, e
 		body, err = translate.AnthropicToConverse(o.Body)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
+	o.Body = body
+	return nil
+}
+
+// NewRequest implements Provider. o.Body is the wire body already
+// (rewrite).
+func (p *Bedrock) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, error) {
+	body := o.Body
 	u := p.endpoint()
 	base := strings.TrimSuffix(u.Path, "/")
 	action := p.action(o.Stream)

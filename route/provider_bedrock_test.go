@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/switchover-gw/switchover/internal/eventstream"
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // recordSigner records the body it signed and sets a fake Authorization.
@@ -54,7 +55,11 @@ func TestBedrockRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &recordSigner{}
 			p := &Bedrock{Region: "us-east-1", API: tc.api, Signer: s, Header: http.Header{"Anthropic-Beta": {"b1"}}}
-			req := sent(t, p, &Outgoing{Op: Messages, Model: tc.model, Stream: tc.stream, Body: []byte(bedrockMessages), Header: http.Header{"Anthropic-Beta": {"b2"}}})
+			o := &Outgoing{Op: Messages, Model: tc.model, Stream: tc.stream, Body: []byte(bedrockMessages), Header: http.Header{"Anthropic-Beta": {"b2"}}}
+			if err := rewrite(p, o); err != nil {
+				t.Fatal(err)
+			}
+			req := sent(t, p, o)
 			checkRequest(t, req, http.MethodPost, tc.wantURL, http.Header{"Accept": {tc.accept}, "Content-Type": {"application/json"}, "Authorization": {"AWS4-HMAC-SHA256 test"}})
 			body, _ := io.ReadAll(req.Body)
 			if !bytes.Equal(body, s.body) {
@@ -146,5 +151,23 @@ func TestBedrockAdaptAnswers(t *testing.T) {
 	body, _ = io.ReadAll(resp.Body)
 	if !IsEventStream(resp.Header) || !bytes.HasPrefix(body, []byte("event: message_start\n")) {
 		t.Errorf("stream %q (%s)", body, resp.Header.Get("Content-Type"))
+	}
+}
+
+// TestBedrockSkipsWhatConverseCannotCarry: an image by URL cannot be
+// sent to Converse: preparing the attempt fails with an UnsupportedError,
+// which skips the member with its reason instead of failing the call.
+func TestBedrockSkipsWhatConverseCannotCarry(t *testing.T) {
+	r, err := NewRequest(Messages, []byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"url","url":"https://example.com/a.png"}}]}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = prepare(r, &Member{Backend: &Backend{Name: "b", Provider: &Bedrock{Region: "us-east-1"}}, Deployment: "anthropic.claude-3-5-haiku-20241022-v1:0"})
+	var ue *translate.UnsupportedError
+	if !errors.As(err, &ue) {
+		t.Fatalf("prepare = %v, want an UnsupportedError", err)
+	}
+	if got := skipReason(&Bedrock{}, ue); !strings.HasPrefix(got, "bedrock cannot honour an image not given as base64 data") {
+		t.Errorf("skip reason %q", got)
 	}
 }
