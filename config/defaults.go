@@ -164,6 +164,8 @@ func (b *Backend) applyDefaults(d BackendDefaults) {
 		setDefault(&b.AnthropicVersion, "2023-06-01")
 	case TypeFoundry:
 		setDefault(&b.APIVersion, DefaultFoundryAPIVersion)
+	case TypeBedrock:
+		b.applyBedrockDefaults()
 	}
 	setDefault(&b.URL, defaultURLs[b.Type])
 	setDefault(&b.QuotaAware, d.QuotaAware, new(true))

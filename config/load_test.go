@@ -122,7 +122,7 @@ func TestBadFiles(t *testing.T) {
 			`semantic.bad.yaml:1: listen: no keys are configured`,
 			`semantic.bad.yaml:5: backends[0].url: "ftp://example.com" is not an http(s) URL`,
 			`semantic.bad.yaml:6: backends[1].name: backend name "a" is used twice`,
-			`semantic.bad.yaml:7: backends[1].type: unknown type "bedrock"`,
+			`semantic.bad.yaml:7: backends[1].type: unknown type "watsonx"`,
 			`semantic.bad.yaml:9: backends[1].timeout: timeout (1s) is shorter than a first-byte timeout`,
 			`semantic.bad.yaml:13: backends[2].url: give the resource endpoint`,
 			`semantic.bad.yaml:14: backends[2].headers: header "api-key" is set by switchover itself`,

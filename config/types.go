@@ -423,6 +423,7 @@ const (
 	TypeAnthropic        = "anthropic"
 	TypeGemini           = "gemini"
 	TypeFoundry          = "foundry"
+	TypeBedrock          = "bedrock"
 )
 
 // defaultURLs are the API roots of the hosted providers, used when a
@@ -579,6 +580,8 @@ type Backend struct {
 	// Vertex holds a vertex backend's location, publisher and
 	// credentials_file (config/vertex.go).
 	Vertex `yaml:",inline"`
+	// AWS is a bedrock backend's credentials and API (config/bedrock.go).
+	AWS *AWS `yaml:"aws"`
 	// Region is reported in the x-switchover-region header.
 	Region string `yaml:"region"`
 	// Headers are added to every request to this backend.
@@ -626,7 +629,7 @@ func (b Backend) Equal(o Backend) bool {
 func (b Backend) SameIdentity(o Backend) bool {
 	return b.Name == o.Name && b.Type == o.Type && b.URL == o.URL && b.APIKey == o.APIKey &&
 		b.APIVersion == o.APIVersion && b.Organization == o.Organization && b.Project == o.Project &&
-		reflect.DeepEqual(b.Entra, o.Entra) && b.Vertex == o.Vertex
+		reflect.DeepEqual(b.Entra, o.Entra) && b.Vertex == o.Vertex && reflect.DeepEqual(b.AWS, o.AWS) && b.Region == o.Region
 }
 
 // Entra is a Microsoft Entra ID identity for azure backends. Give exactly

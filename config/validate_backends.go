@@ -8,7 +8,7 @@ import (
 )
 
 // backendTypes lists the backend types for problems that name them.
-const backendTypes = "openai, openai_compatible, azure, anthropic, gemini, vertex or foundry"
+const backendTypes = "openai, openai_compatible, azure, anthropic, gemini, vertex, bedrock or foundry"
 
 // validateBackends checks every backend: a unique name, then its own
 // fields (Backend.validate). Prices are validatePrices'.
@@ -29,7 +29,7 @@ func (c *Config) validateBackends(ps *Problems) {
 // validate checks a defaulted backend at path p, its name aside.
 func (b Backend) validate(ps *Problems, p string) {
 	switch b.Type {
-	case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini, TypeVertex, TypeFoundry:
+	case TypeOpenAI, TypeOpenAICompatible, TypeAzure, TypeAnthropic, TypeGemini, TypeVertex, TypeBedrock, TypeFoundry:
 	case "":
 		ps.add(p+".type", "missing type: use %s", backendTypes)
 	default:
@@ -41,6 +41,7 @@ func (b Backend) validate(ps *Problems, p string) {
 	b.validateProviderFields(ps, p)
 	b.validateVertex(ps, p)
 	b.validatePreset(ps, p)
+	b.validateBedrock(ps, p)
 	b.validateURL(ps, p)
 	for k := range b.Headers {
 		switch strings.ToLower(k) {

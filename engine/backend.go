@@ -109,6 +109,8 @@ func newProvider(bc config.Backend, u *url.URL, d Deps) (route.Provider, error) 
 			f.Token = src
 		}
 		return f, nil
+	case config.TypeBedrock:
+		return newBedrock(bc, u, hdr)
 	}
 	return nil, fmt.Errorf("unknown type %q", bc.Type)
 }

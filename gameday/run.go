@@ -379,11 +379,11 @@ func simConfig(sc Scenario, faults []Fault) sim.Config {
 		if spread == 0 {
 			spread = 0.3
 		}
-		cfg.Deployments = append(cfg.Deployments, sim.Deployment{
+		cfg.Deployments = append(cfg.Deployments, simRegion(r, sim.Deployment{
 			Name: r.Name, Region: r.Name, Flavour: sim.Azure, Deployment: "chat-prod",
 			Latency: sim.Latency{Median: r.Latency.D(), Spread: spread, FirstToken: r.Latency.D() / 2, PerToken: 10 * time.Millisecond},
 			Quota:   sim.Quota{RPM: r.RPM, TPM: r.TPM},
-		})
+		}))
 	}
 	for _, f := range faults {
 		cfg.Schedule = append(cfg.Schedule, sim.ScheduledFault{
@@ -450,7 +450,7 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 	}
 	y.WriteString("backends:\n")
 	for _, e := range eps {
-		fmt.Fprintf(&y, "  - {name: %s, type: azure, url: %q, region: %s%s}\n", e.Name, e.URL, e.Region, quota)
+		y.WriteString(backendLine(e, quota))
 	}
 	y.WriteString("pools:\n  - name: chat-prod\n")
 	switch {
@@ -481,7 +481,7 @@ func poolYAML(st Setup, eps []sim.Endpoint, webhook string, keys []gatewayKey, s
 	}
 	y.WriteString("    members:\n")
 	for _, m := range st.Members {
-		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1))
+		fmt.Fprintf(&y, "      - {backend: %s, priority: %d, weight: %d%s}\n", m.Region, max(m.Priority, 1), max(m.Weight, 1), memberModel(eps, m.Region))
 	}
 	return y.String()
 }

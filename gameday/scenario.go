@@ -64,6 +64,10 @@ type Region struct {
 	// RPM and TPM are the quota; 0 means unlimited.
 	RPM int `yaml:"rpm"`
 	TPM int `yaml:"tpm"`
+	// Provider is what the region simulates: "azure" (Azure OpenAI, the
+	// default), "anthropic" (Anthropic's API) or "bedrock" (Claude on
+	// Amazon Bedrock, SigV4-signed); see providers.go.
+	Provider string `yaml:"provider"`
 }
 
 // Load is the traffic of every run of a scenario.
@@ -262,6 +266,11 @@ func (s *Scenario) validate() error {
 	for _, r := range s.Regions {
 		if r.Name == "" || regions[r.Name] {
 			errs = append(errs, fmt.Errorf("region names must be set and unique (%q)", r.Name))
+		}
+		switch r.Provider {
+		case "", ProviderAzure, ProviderAnthropic, ProviderBedrock:
+		default:
+			errs = append(errs, fmt.Errorf("region %q: provider must be azure, anthropic or bedrock, not %q", r.Name, r.Provider))
 		}
 		regions[r.Name] = true
 	}

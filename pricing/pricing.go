@@ -4,6 +4,7 @@
 package pricing
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -122,6 +123,11 @@ func LookupService(service, model string) (Listed, bool) {
 	l, ok := byService[service+" "+id]
 	if !ok {
 		l, ok = table[id]
+	}
+	if !ok {
+		if p, bok := lookupBedrock(strings.ToLower(strings.TrimSpace(model))); bok {
+			l, ok = Listed{p, BedrockTaken}, true
+		}
 	}
 	if n := seenCount.Add(1); n <= maxSeen {
 		seen.Store(k, lookup{l, ok})

@@ -290,5 +290,5 @@ func (p *Pool) try(ctx context.Context, r *Request, m *Member, at *attempt, done
 		at.releaseQuota() // no answer, so no figures to replace the reservation
 		return at.failed(&a, err)
 	}
-	return at.answered(&a, resp)
+	return at.answered(&a, adapted(at.b.Provider, &at.o, resp))
 }

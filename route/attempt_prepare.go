@@ -39,12 +39,15 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 	}
 	if wireFormat(prov, r.Op) == from && serves(prov, r.Op) {
 		prepareNative(r, prov, model, from, o)
-		return nil
+		return rewrite(prov, o)
 	}
 	if !r.Op.Translatable() || r.Path != "" {
 		return &translate.UnsupportedError{Target: target, Feature: string(r.Op)}
 	}
-	return prepareTranslated(r, m, model, target, from, o)
+	if err := prepareTranslated(r, m, model, target, from, o); err != nil {
+		return err
+	}
+	return rewrite(prov, o)
 }
 
 // prepareNative sets o's body for a backend that takes r in the client's

@@ -55,6 +55,7 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 	pctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(context.Canceled)
 	var req *http.Request
+	var o *Outgoing
 	var err error
 	switch kind {
 	case ProbeModels:
@@ -65,7 +66,6 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 			body = probeStreamBody
 		}
 		r, _ := NewRequest(ChatCompletions, []byte(body), nil)
-		var o *Outgoing
 		if o, err = prepare(r, &Member{Backend: b, Deployment: model, MaxTokens: 1}); err == nil {
 			req, err = b.Provider.NewRequest(pctx, o)
 		}
@@ -77,6 +77,9 @@ func (b *Backend) Probe(ctx context.Context, kind ProbeKind, model string) error
 	resp, err := b.transport().RoundTrip(req)
 	if err != nil {
 		return &ProbeError{Result: string(errReason(ctx, pctx, err)), Err: errors.New(describeTransportError(errReason(ctx, pctx, err), err, b))}
+	}
+	if o != nil {
+		resp = adapted(b.Provider, o, resp)
 	}
 	defer resp.Body.Close()
 	if kind == ProbeStream && resp.StatusCode/100 == 2 {

@@ -84,6 +84,8 @@ func kindOf(prov Provider) string {
 		return "vertex"
 	case *Foundry:
 		return "foundry"
+	case *Bedrock:
+		return "bedrock"
 	}
 	return string(prov.Format())
 }

@@ -292,7 +292,7 @@ func errRateLimited(fl Flavour, op operation, apiVersion, model string, a admiss
 // azure and openai, retry-after-ms to d. Gemini gets neither: its delay is
 // only in the 429 body.
 func setRetryHeaders(h http.Header, fl Flavour, d time.Duration) {
-	if fl == Gemini {
+	if fl == Gemini || fl == Bedrock {
 		return
 	}
 	h.Set("Retry-After", strconv.FormatInt(ceilSeconds(d), 10))
@@ -311,7 +311,7 @@ func setRetryHeaders(h http.Header, fl Flavour, d time.Duration) {
 // limit that is unlimited gets no headers.
 func setRateHeaders(h http.Header, fl Flavour, a admission, lim limits, now time.Time) {
 	switch fl {
-	case Gemini:
+	case Gemini, Bedrock:
 		return
 	case Anthropic:
 		setAnthropicRateHeaders(h, a, lim, now)

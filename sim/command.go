@@ -28,7 +28,7 @@ func Command(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&configPath, "c", "", "YAML config `file` (see docs/sim.md)")
 	fs.StringVar(&configPath, "config", "", "same as -c")
 	regions := fs.String("regions", "uksouth,swedencentral,westeurope", "quick form: comma-separated regions, one deployment each")
-	flavour := fs.String("flavour", string(Azure), "quick form: wire flavour: azure, openai, anthropic, gemini or vertex")
+	flavour := fs.String("flavour", string(Azure), "quick form: wire flavour: azure, openai, anthropic, gemini, vertex or bedrock")
 	depName := fs.String("deployment", DemoDeployment, "quick form: azure deployment name / openai, anthropic or gemini model")
 	rpm := fs.Int("rpm", DemoRPM, "quick form: requests per minute per deployment (0 = unlimited)")
 	tpm := fs.Int("tpm", DemoTPM, "quick form: tokens per minute per deployment (0 = unlimited)")

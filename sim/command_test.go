@@ -125,7 +125,7 @@ func TestCommandErrors(t *testing.T) {
 	}{
 		{"quick flag with a file", []string{"-c", "testdata/benchmark.good.yaml", "--rpm", "5"}, "--rpm belongs to the quick form"},
 		{"bad file", []string{"-c", "testdata/negative-rpm.bad.yaml"}, "line 6"},
-		{"bad flavour", []string{"--flavour", "bedrock"}, "flavour"},
+		{"bad flavour", []string{"--flavour", "watsonx"}, "flavour"},
 		{"stray argument", []string{"serve"}, "unexpected argument"},
 		{"unknown flag", []string{"--nope"}, "flag provided but not defined"},
 		{"no regions", []string{"--regions", ","}, "at least one deployment"},

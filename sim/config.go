@@ -73,11 +73,15 @@ const (
 	// OAuth access token (Authorization: Bearer); Vertex's own errors in
 	// Google's shape (429 RESOURCE_EXHAUSTED without Retry-After).
 	Vertex Flavour = "vertex"
+	// Bedrock speaks Amazon Bedrock's runtime API: POST
+	// /model/{modelId}/converse, converse-stream, invoke and
+	// invoke-with-response-stream, signed with SigV4 (see bedrock.go).
+	Bedrock Flavour = "bedrock"
 )
 
 // known reports whether f is one of the supported flavours.
 func (f Flavour) known() bool {
-	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini, Vertex}, f)
+	return slices.Contains([]Flavour{Azure, OpenAI, Anthropic, Gemini, Vertex, Bedrock}, f)
 }
 
 // Deployment is one simulated deployment (one region of one model).
@@ -91,8 +95,8 @@ type Deployment struct {
 	// metrics labels. Default: Name.
 	Region string `yaml:"region"`
 
-	// Flavour is "azure" (the default), "openai", "anthropic", "gemini" or
-	// "vertex".
+	// Flavour is "azure" (the default), "openai", "anthropic", "gemini",
+	// "vertex" or "bedrock".
 	Flavour Flavour `yaml:"flavour"`
 
 	// Project and Location are a vertex deployment's place in its paths.
@@ -116,7 +120,9 @@ type Deployment struct {
 	// gemini. A
 	// missing or wrong key is refused in the flavour's format (401; gemini
 	// answers 403 for a missing key and 400 for a wrong one, as Google
-	// does). Default "" (no check).
+	// does). For bedrock it is ACCESS_KEY_ID:SECRET_ACCESS_KEY, and
+	// requests must carry a SigV4 signature by that key for Region
+	// (403 otherwise, as AWS answers). Default "" (no check).
 	Key string `yaml:"key"`
 
 	// Listen, if set, is a fixed address for this deployment's own listener.
@@ -376,12 +382,12 @@ func (c Config) Validate() error {
 			names[d.Name] = i
 		}
 		if d.Flavour != "" && !d.Flavour.known() {
-			bad(p+".flavour", "must be %q, %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, Vertex, d.Flavour)
+			bad(p+".flavour", "must be %q, %q, %q, %q, %q or %q, got %q", Azure, OpenAI, Anthropic, Gemini, Vertex, Bedrock, d.Flavour)
 		}
 		if dep := d.Deployment; d.Flavour == Vertex {
 			d.Deployment = strings.Replace(dep, "@", "-", 1) // Vertex's Claude versions: claude-sonnet-4-5@20250929
 		}
-		if d.Deployment != "" && !nameRE.MatchString(d.Deployment) {
+		if d.Deployment != "" && !nameRE.MatchString(bedrockModelName(d.Flavour, d.Deployment)) {
 			bad(p+".deployment", "%q: use letters, digits, '.', '_' and '-'", d.Deployment)
 		}
 		if d.Listen != "" {

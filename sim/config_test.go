@@ -80,7 +80,7 @@ func TestConfigValidate(t *testing.T) {
 		{"name with slash", func(c *Config) { c.Deployments[0].Name = "a/b" }, []string{"deployments[0].name"}},
 		{"name starting with underscore", func(c *Config) { c.Deployments[0].Name = "_sim" }, []string{"deployments[0].name"}},
 		{"duplicate names", func(c *Config) { c.Deployments = append(c.Deployments, Deployment{Name: "a"}) }, []string{"deployments[1].name"}},
-		{"bad flavour", func(c *Config) { c.Deployments[0].Flavour = "bedrock" }, []string{"deployments[0].flavour"}},
+		{"bad flavour", func(c *Config) { c.Deployments[0].Flavour = "watsonx" }, []string{"deployments[0].flavour"}},
 		{"negative quota", func(c *Config) { c.Deployments[0].Quota = Quota{RPM: -1, TPM: -1} }, []string{"deployments[0].quota.rpm", "deployments[0].quota.tpm"}},
 		{"spread too wide", func(c *Config) { c.Deployments[0].Latency.Spread = 5 }, []string{"deployments[0].latency.spread"}},
 		{"negative latency", func(c *Config) { c.Deployments[0].Latency.Median = -1 }, []string{"deployments[0].latency.median"}},

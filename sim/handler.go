@@ -38,6 +38,9 @@ func (d *deployment) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d.routeAnthropic(w, r, dr)
 	case Gemini:
 		d.routeGemini(w, r, dr)
+	case Bedrock:
+		h.Set("X-Amzn-Requestid", dr.reqID)
+		d.routeBedrock(w, r, dr)
 	default:
 		h.Set("X-Request-Id", dr.reqID)
 		h.Set("Openai-Version", "2020-10-01")
@@ -257,7 +260,8 @@ type route struct {
 	// vertexClaude: Claude on Vertex, whose body must have
 	// anthropic_version and no model
 	vertexClaude bool
-	sse          bool // gemini: alt=sse
+	sse          bool   // gemini: alt=sse
+	bedrock      string // bedrock: the action (converse, converse-stream, invoke…)
 }
 
 // serve handles one API call: it counts it, applies the fault in force,
@@ -326,6 +330,9 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 		}
 	}
 	req, err := parseRequest(c.op, c.body)
+	if fl == Bedrock {
+		req, err = parseBedrock(c.route, c.body)
+	}
 	if err != nil {
 		d.writeError(w, errInvalidRequest(fl, strings.TrimPrefix(err.Error(), errBadRequest.Error()+": ")))
 		return outcomeRejected
@@ -448,7 +455,12 @@ func (d *deployment) gate(w http.ResponseWriter, r *http.Request, c call, f Faul
 		writeHeadersOnly(w, r, errServer(fl, http.StatusServiceUnavailable, c.reqID))
 	}
 
-	if key := d.keyFrom(r); !d.authorized(key) {
+	if fl == Bedrock {
+		if e, bad := d.checkSigV4(r, c.body, c.now); bad {
+			d.writeError(w, e)
+			return outcomeRejected, true
+		}
+	} else if key := d.keyFrom(r); !d.authorized(key) {
 		d.writeError(w, d.unauthorized(fl, key))
 		return outcomeRejected, true
 	}
@@ -509,6 +521,8 @@ func writeShortBody(w http.ResponseWriter, v any, t *tally) {
 func (d *deployment) writeError(w http.ResponseWriter, e apiError) {
 	if d.vertex != nil {
 		e = d.vertex.frontError(e, d.cfg.Deployment)
+	} else if d.cfg.Flavour == Bedrock {
+		e = bedrockErr(w.Header(), e)
 	}
 	_ = writeJSON(w, e.status, e.body)
 }

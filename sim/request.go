@@ -54,6 +54,9 @@ type request struct {
 	maxTokens    int
 	stream       bool
 	includeUsage bool
+	// converse is true for a Bedrock Converse call, answered in
+	// Converse's shape (bedrock.go).
+	converse bool
 	// tool is the tool call to answer with, nil to answer with text; see
 	// chooseTool.
 	tool *toolPick

@@ -275,6 +275,9 @@ func (a *answer) promptResults() []promptFilterEntry {
 func (a *answer) body() any {
 	switch a.op {
 	case opMessages:
+		if a.req != nil && a.req.converse {
+			return converseBody(a.anthropicBody())
+		}
 		return a.anthropicBody()
 	case opGenerate:
 		return a.geminiBody()

@@ -18,11 +18,17 @@ type sseEvent struct {
 	// them, and the end marker ([DONE], message_stop). truncate_stream
 	// sends none of them.
 	final bool
+	// raw marks data that is the whole frame (Bedrock's event-stream
+	// messages), written as it is.
+	raw bool
 }
 
 // sseFrame is the event on the wire: an optional `event:` line, the
 // `data:` line and a blank line.
 func sseFrame(ev sseEvent) []byte {
+	if ev.raw {
+		return ev.data
+	}
 	var b []byte
 	if ev.name != "" {
 		b = append(append(append(b, "event: "...), ev.name...), '\n')
@@ -95,6 +101,8 @@ func (a *answer) events(plan timing) []sseEvent {
 	switch a.flavour {
 	case Anthropic:
 		return a.anthropicEvents(plan)
+	case Bedrock:
+		return bedrockEvents(a.req, a.anthropicEvents(plan))
 	case Gemini:
 		return a.geminiEvents(plan)
 	default:
@@ -255,8 +263,11 @@ func unfinished(events []sseEvent, n int) []sseEvent {
 // way when its deployment goes dark (blackhole) sends nothing more.
 func (d *deployment) stream(w http.ResponseWriter, r *http.Request, a *answer, plan timing, f Fault, t *tally) outcome {
 	contentType := "text/event-stream; charset=utf-8"
-	if a.flavour == Gemini {
+	switch a.flavour {
+	case Gemini:
 		contentType = "text/event-stream"
+	case Bedrock:
+		contentType = "application/vnd.amazon.eventstream"
 	}
 	return d.streamEvents(w, r, a.events(plan), contentType, f, t)
 }
