@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,24 +36,36 @@ func onEachStore(t *testing.T, f func(t *testing.T, kind string)) {
 
 // openStore opens a new, empty store of kind ("sqlite" or "postgres",
 // on a PostgreSQL server of the test's own) and returns it with its
-// value for the configuration's store key ("{sqlite: ...}"). The store is
-// closed at t.Cleanup.
-func openStore(t *testing.T, kind string) (ledger.Store, string) {
+// value for the configuration's store key ("{sqlite: ...}") and a
+// function that makes every later write of usage to it fail, reads still
+// working, as on a full disk. The store is closed at t.Cleanup.
+func openStore(t *testing.T, kind string) (s ledger.Store, cfg string, failWrites func()) {
 	t.Helper()
-	var (
-		s   ledger.Store
-		err error
-		cfg string
-	)
+	var err error
 	switch kind {
 	case "sqlite":
 		path := filepath.Join(t.TempDir(), "data", "ledger.db")
 		s, err = sqlite.Open(context.Background(), path)
 		cfg = fmt.Sprintf("{sqlite: %q}", path)
+		// A trigger, for every connection to the file (SQLite's full
+		// disk, SQLITE_FULL, cannot be had from outside the process's
+		// own connections).
+		failWrites = func() {
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`CREATE TRIGGER test_disk_full BEFORE INSERT ON usage_requests
+BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+				t.Fatal(err)
+			}
+		}
 	case "postgres":
 		dsn := pgtest.Start(t)
 		s, err = postgres.Open(context.Background(), dsn)
 		cfg = fmt.Sprintf("{postgres: %q}", dsn)
+		failWrites = func() { pgtest.FailWrites(t, dsn, "usage_requests") }
 	default:
 		t.Fatalf("no store kind %q", kind)
 	}
@@ -60,7 +73,7 @@ func openStore(t *testing.T, kind string) (ledger.Store, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	return s, cfg
+	return s, cfg, failWrites
 }
 
 // ledgerAdmin serves ledgerapi.Handler over a real ledger of kind (see
@@ -68,7 +81,7 @@ func openStore(t *testing.T, kind string) (ledger.Store, string) {
 // the store.
 func ledgerAdmin(t *testing.T, kind string) (string, ledger.Store) {
 	t.Helper()
-	s, _ := openStore(t, kind)
+	s, _, _ := openStore(t, kind)
 	h := &ledgerapi.Handler{
 		Store:  s,
 		Now:    func() time.Time { return ledgerNow },

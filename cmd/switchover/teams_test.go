@@ -24,7 +24,7 @@ func TestServeWithStoreKeysDoesNotSayUnauthenticated(t *testing.T) {
 
 func testServeWithStoreKeys(t *testing.T, kind string) {
 	dir := t.TempDir()
-	s, store := openStore(t, kind)
+	s, store, _ := openStore(t, kind)
 	if _, _, err := ledger.NewKey(t.Context(), s, ledger.Key{Name: "app"}, ledgerNow); err != nil {
 		t.Fatal(err)
 	}

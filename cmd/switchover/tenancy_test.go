@@ -22,7 +22,7 @@ import (
 func TestKeysAgainstAServingGateway(t *testing.T) { onEachStore(t, testKeysAgainstAServingGateway) }
 
 func testKeysAgainstAServingGateway(t *testing.T, kind string) {
-	_, store := openStore(t, kind)
+	_, store, _ := openStore(t, kind)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		io.WriteString(w, `{"model":"gpt-4o-2024-08-06","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":100,"completion_tokens":10}}`)
