@@ -47,13 +47,25 @@ func TestUsageRequestsNeedTheAdminKey(t *testing.T) {
 	}
 }
 
-// TestStoreRetentionDeletesOldRequests: with store.retention, a record
-// older than it is deleted in the background (on the gateway's clock),
-// with a log line and the metric; a recent one stays.
+// TestStoreRetentionDeletesOldRequests, on SQLite and PostgreSQL: with
+// store.retention, a record older than it is deleted in the background
+// (on the gateway's clock), with a log line and the metric; a recent one
+// stays.
 func TestStoreRetentionDeletesOldRequests(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "switchover.db")
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) { testStoreRetention(t, withStoreSetting(st.yaml(t), "retention: 40d")) })
+	}
+}
+
+// withStoreSetting adds setting to the flow mapping of a store block
+// from stores ("store: {sqlite: ...}\n").
+func withStoreSetting(block, setting string) string {
+	return strings.TrimSuffix(block, "}\n") + ", " + setting + "}\n"
+}
+
+func testStoreRetention(t *testing.T, store string) {
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
-		return strings.Replace(y, "keys:", "store: {sqlite: "+db+", retention: 40d}\nkeys:", 1)
+		return strings.Replace(y, "keys:", store+"keys:", 1)
 	})
 	s := h.gw.Ledger()
 	now := h.clock.Now()

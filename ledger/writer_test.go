@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/pgtest"
 	"github.com/switchover-gw/switchover/ledger"
+	"github.com/switchover-gw/switchover/ledger/postgres"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
@@ -300,25 +302,61 @@ func newDiscard() discard { return discard{} }
 
 func (discard) RecordUsage(context.Context, []ledger.Usage) error { return nil }
 
-// TestWriterOnAFullDisk: SQLite answers SQLITE_FULL ("database or disk
-// is full") when its file may not grow, which is what a full disk makes
-// of every write. The writer keeps the records and retries; once there is
+// fullDisks are stores on a full disk: open returns a store whose every
+// write of usage fails, the text its error has, and the function that
+// makes room again.
+var fullDisks = []struct {
+	name string
+	open func(t *testing.T) (s ledger.Store, errText string, room func())
+}{
+	// SQLite answers SQLITE_FULL ("database or disk is full") when its
+	// file may not grow, which is what a full disk makes of every write.
+	{"sqlite", func(t *testing.T) (ledger.Store, string, func()) {
+		s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		db := ledger.WriterDB(s) // one connection: the pragma holds for every write
+		var pages int
+		if err := db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
+			t.Fatal(err)
+		}
+		return s, "full", func() {
+			if _, err := db.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}},
+	// PostgreSQL answers SQLSTATE 53100 (disk_full) to every insert.
+	{"postgres", func(t *testing.T) (ledger.Store, string, func()) {
+		dsn := pgtest.Start(t)
+		s, err := postgres.Open(context.Background(), dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, "53100", pgtest.FailWrites(t, dsn, "usage_requests")
+	}},
+}
+
+// TestWriterOnAFullDisk, on SQLite and PostgreSQL: on a full disk every
+// write fails. The writer keeps the records and retries; once there is
 // room they are all stored, once each, and nothing was dropped.
 func TestWriterOnAFullDisk(t *testing.T) {
+	for _, fd := range fullDisks {
+		t.Run(fd.name, func(t *testing.T) {
+			s, errText, room := fd.open(t)
+			testWriterOnAFullDisk(t, s, errText, room)
+		})
+	}
+}
+
+func testWriterOnAFullDisk(t *testing.T, s ledger.Store, errText string, room func()) {
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ledger.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	db := ledger.WriterDB(s) // one connection: the pragma holds for every write
-	var pages int
-	if err := db.QueryRow("PRAGMA page_count").Scan(&pages); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
-		t.Fatal(err)
-	}
 	clk := fakeclock.New()
 	failed := make(chan error, 100)
 	written := make(chan int, 100)
@@ -339,8 +377,8 @@ func TestWriterOnAFullDisk(t *testing.T) {
 	clk.Advance(time.Second)
 	select {
 	case err := <-failed:
-		if !strings.Contains(err.Error(), "full") {
-			t.Fatalf("the write failed with %v, want SQLite's disk full", err)
+		if !strings.Contains(err.Error(), errText) {
+			t.Fatalf("the write failed with %v, want the store's disk full (%q)", err, errText)
 		}
 	case n := <-written:
 		t.Fatalf("%d records written to a database that may not grow", n)
@@ -351,9 +389,7 @@ func TestWriterOnAFullDisk(t *testing.T) {
 		t.Fatalf("%d records pending after the failed write, want %d", w.Pending(), n)
 	}
 	// Room again: the held batch goes in on the next retry.
-	if _, err := db.Exec("PRAGMA max_page_count = 1073741823"); err != nil {
-		t.Fatal(err)
-	}
+	room()
 	got := 0
 	for got < n {
 		block(t, clk, 100*time.Millisecond)

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,23 +14,74 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/pgtest"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
+	"github.com/switchover-gw/switchover/ledger/postgres"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // ledgerNow is the admin API's clock in these tests.
 var ledgerNow = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 
-// ledgerAdmin serves ledgerapi.Handler over a real SQLite ledger, behind
-// a check of the admin key, and returns its URL and the store.
-func ledgerAdmin(t *testing.T) (string, ledger.Store) {
+// storeKinds are the stores the commands are tested on.
+var storeKinds = []string{"sqlite", "postgres"}
+
+// onEachStore runs f as a subtest on each of storeKinds.
+func onEachStore(t *testing.T, f func(t *testing.T, kind string)) {
+	for _, kind := range storeKinds {
+		t.Run(kind, func(t *testing.T) { f(t, kind) })
+	}
+}
+
+// openStore opens a new, empty store of kind ("sqlite" or "postgres",
+// on a PostgreSQL server of the test's own) and returns it with its
+// value for the configuration's store key ("{sqlite: ...}") and a
+// function that makes every later write of usage to it fail, reads still
+// working, as on a full disk. The store is closed at t.Cleanup.
+func openStore(t *testing.T, kind string) (s ledger.Store, cfg string, failWrites func()) {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ledger.db"))
+	var err error
+	switch kind {
+	case "sqlite":
+		path := filepath.Join(t.TempDir(), "data", "ledger.db")
+		s, err = sqlite.Open(context.Background(), path)
+		cfg = fmt.Sprintf("{sqlite: %q}", path)
+		// A trigger, for every connection to the file (SQLite's full
+		// disk, SQLITE_FULL, cannot be had from outside the process's
+		// own connections).
+		failWrites = func() {
+			db, err := sql.Open("sqlite", "file:"+path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if _, err := db.Exec(`CREATE TRIGGER test_disk_full BEFORE INSERT ON usage_requests
+BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
+				t.Fatal(err)
+			}
+		}
+	case "postgres":
+		dsn := pgtest.Start(t)
+		s, err = postgres.Open(context.Background(), dsn)
+		cfg = fmt.Sprintf("{postgres: %q}", dsn)
+		failWrites = func() { pgtest.FailWrites(t, dsn, "usage_requests") }
+	default:
+		t.Fatalf("no store kind %q", kind)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	return s, cfg, failWrites
+}
+
+// ledgerAdmin serves ledgerapi.Handler over a real ledger of kind (see
+// openStore), behind a check of the admin key, and returns its URL and
+// the store.
+func ledgerAdmin(t *testing.T, kind string) (string, ledger.Store) {
+	t.Helper()
+	s, _, _ := openStore(t, kind)
 	h := &ledgerapi.Handler{
 		Store:  s,
 		Now:    func() time.Time { return ledgerNow },
@@ -66,10 +119,13 @@ func cli(t *testing.T, admin string, args ...string) (int, string, string) {
 
 var secretRE = regexp.MustCompile(`secret: (sk-so-[0-9A-Za-z]{32})\n`)
 
-// TestKeysCommand: create, list, update, rotate (the old secret stops
-// working), revoke, through the command against the admin API.
-func TestKeysCommand(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestKeysCommand, on SQLite and PostgreSQL: create, list, update, rotate
+// (the old secret stops working), revoke, through the command against the
+// admin API.
+func TestKeysCommand(t *testing.T) { onEachStore(t, testKeysCommand) }
+
+func testKeysCommand(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	ctx := t.Context()
 	if err := s.PutTeam(ctx, ledger.Team{Name: "research"}); err != nil {
 		t.Fatal(err)
@@ -191,10 +247,12 @@ func TestKeysCommand(t *testing.T) {
 	}
 }
 
-// TestTeamsCommand: set creates and changes a team, keeping the limits
-// not given; list prints them.
-func TestTeamsCommand(t *testing.T) {
-	admin, _ := ledgerAdmin(t)
+// TestTeamsCommand, on SQLite and PostgreSQL: set creates and changes a
+// team, keeping the limits not given; list prints them.
+func TestTeamsCommand(t *testing.T) { onEachStore(t, testTeamsCommand) }
+
+func testTeamsCommand(t *testing.T, kind string) {
+	admin, _ := ledgerAdmin(t, kind)
 	if code, out, _ := cli(t, admin, "teams", "list"); code != exitOK || !strings.Contains(out, "no teams") {
 		t.Fatalf("teams list: exit %d\n%s", code, out)
 	}

@@ -9,11 +9,13 @@ import (
 	"github.com/switchover-gw/switchover/ledger"
 )
 
-// TestKeysTagsAndMetadata: keys create --tag --meta, keys show and list
-// print them, list --tag filters, update --tag replaces and --tag ""
-// removes; usage --by tag and --tag.
-func TestKeysTagsAndMetadata(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestKeysTagsAndMetadata, on SQLite and PostgreSQL: keys create --tag
+// --meta, keys show and list print them, list --tag filters, update --tag
+// replaces and --tag "" removes; usage --by tag and --tag.
+func TestKeysTagsAndMetadata(t *testing.T) { onEachStore(t, testKeysTagsAndMetadata) }
+
+func testKeysTagsAndMetadata(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	code, out, errOut := cli(t, admin, "keys", "create", "--name", "a", "--tag", "prod", "--tag", "team-a",
 		"--meta", "owner=Ana Pérez", "--meta", "ticket=OPS-1=2")
 	if code != exitOK {

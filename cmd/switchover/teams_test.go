@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,26 +9,25 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/ledger"
-	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 const noAuthLine = "no gateway keys are configured: serving without authentication"
 
-// TestServeWithStoreKeysDoesNotSayUnauthenticated: a gateway whose store
-// holds keys (and none in the file) requires them, and its start-up log
-// no longer says it serves without authentication; a gateway with no
-// keys and no store still says so. Issue 24.
+// TestServeWithStoreKeysDoesNotSayUnauthenticated, on SQLite and
+// PostgreSQL: a gateway whose store holds keys (and none in the file)
+// requires them, and its start-up log no longer says it serves without
+// authentication; a gateway with no keys and no store still says so.
+// Issue 24.
 func TestServeWithStoreKeysDoesNotSayUnauthenticated(t *testing.T) {
+	onEachStore(t, testServeWithStoreKeys)
+}
+
+func testServeWithStoreKeys(t *testing.T, kind string) {
 	dir := t.TempDir()
-	db := filepath.Join(dir, "switchover.db")
-	s, err := sqlite.Open(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, store, _ := openStore(t, kind)
 	if _, _, err := ledger.NewKey(t.Context(), s, ledger.Key{Name: "app"}, ledgerNow); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
 	base := `listen: 127.0.0.1:0
 server: {drain_delay: 0s}
 admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
@@ -48,7 +45,7 @@ pools:
 		t.Fatalf("no keys, no store: the warning is missing from\n%s", log)
 	}
 	stored := filepath.Join(dir, "stored.yaml")
-	os.WriteFile(stored, []byte(base+fmt.Sprintf("store: {sqlite: %q}\nteams:\n  - {name: apps, rpm: 600}\n", db)), 0o600)
+	os.WriteFile(stored, []byte(base+"store: "+store+"\nteams:\n  - {name: apps, rpm: 600}\n"), 0o600)
 	adminAddr, _, log := serveFile(t, stored)
 	if strings.Contains(log.String(), noAuthLine) {
 		t.Fatalf("a store holding keys: the log says %q\n%s", noAuthLine, log)
@@ -76,11 +73,14 @@ pools:
 	}
 }
 
-// TestKeysRotateGrace: keys rotate --grace 10m prints the new secret and
-// says until when the old one works; the old secret verifies until then
-// and not after; a bad --grace is a usage error. Issue 24.
-func TestKeysRotateGrace(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestKeysRotateGrace, on SQLite and PostgreSQL: keys rotate --grace 10m
+// prints the new secret and says until when the old one works; the old
+// secret verifies until then and not after; a bad --grace is a usage
+// error. Issue 24.
+func TestKeysRotateGrace(t *testing.T) { onEachStore(t, testKeysRotateGrace) }
+
+func testKeysRotateGrace(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	k, old, err := ledger.NewKey(t.Context(), s, ledger.Key{Name: "app"}, ledgerNow)
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,13 @@ import (
 )
 
 // TestKeysAgainstAServingGateway: the whole life of a virtual key on a
-// gateway serving with an SQLite store: made by the command, used by a
-// client at once, held to its limit, its spend shown by the usage
-// command, and refused from the moment it is revoked.
-func TestKeysAgainstAServingGateway(t *testing.T) {
+// gateway serving with an SQLite and a PostgreSQL store: made by the
+// command, used by a client at once, held to its limit, its spend shown
+// by the usage command, and refused from the moment it is revoked.
+func TestKeysAgainstAServingGateway(t *testing.T) { onEachStore(t, testKeysAgainstAServingGateway) }
+
+func testKeysAgainstAServingGateway(t *testing.T, kind string) {
+	_, store, _ := openStore(t, kind)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.ReadAll(r.Body)
 		io.WriteString(w, `{"model":"gpt-4o-2024-08-06","choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":100,"completion_tokens":10}}`)
@@ -31,7 +34,7 @@ func TestKeysAgainstAServingGateway(t *testing.T) {
 server: {drain_delay: 0s}
 admin: {listen: 127.0.0.1:0, key: admin-key-0123456789}
 reload: {watch: false}
-store: {sqlite: %q}
+store: %s
 keys:
   - {name: yaml-app, key: yaml-app-key-0123456789abcdef0123456789}
 teams:
@@ -41,7 +44,7 @@ backends:
 pools:
   - name: chat-prod
     members: [{backend: weu}]
-`, filepath.Join(dir, "data", "switchover.db"), up.URL)), 0o600)
+`, store, up.URL)), 0o600)
 	adminAddr, apiAddr, log := serveFile(t, cfgPath)
 	admin, gw := "http://"+adminAddr, "http://"+apiAddr
 	code, o, e := cli(t, admin, "keys", "create", "--name", "app-team", "--team", "apps", "--pools", "chat-prod", "--rpm", "12", "--patience", "45s")
@@ -84,7 +87,7 @@ pools:
 	// a moment after the rows can be read: the status says 0 soon after.
 	poll.Until(t, 10*time.Second, func() bool {
 		code, o, e = run2(t, "status", "-admin", admin, "-key", "admin-key-0123456789")
-		return code == exitOK && strings.Contains(o, "store sqlite up; 1 keys, 0 usage records buffered, 0 dropped")
+		return code == exitOK && strings.Contains(o, "store "+kind+" up; 1 keys, 0 usage records buffered, 0 dropped")
 	}, func() string { return fmt.Sprintf("status: %d\n%s\n%s", code, o, e) })
 	if !regexp.MustCompile(`admin:key:create\s+-\s+created key ` + id + ` \(app-team\)`).MatchString(o) {
 		t.Fatalf("status: %d\n%s\n%s", code, o, e)

@@ -7,9 +7,12 @@ import (
 	"github.com/switchover-gw/switchover/ledger"
 )
 
-// TestUsageCommandByEndUser: usage --by end_user and --end-user.
-func TestUsageCommandByEndUser(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestUsageCommandByEndUser, on SQLite and PostgreSQL: usage --by end_user
+// and --end-user.
+func TestUsageCommandByEndUser(t *testing.T) { onEachStore(t, testUsageCommandByEndUser) }
+
+func testUsageCommandByEndUser(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	if err := s.RecordUsage(t.Context(), []ledger.Usage{
 		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "u1", KeyID: "key_1", Model: "m", EndUser: "alice@example.com", PromptTokens: 10, Cost: 0.25},
 		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "u2", KeyID: "key_2", Model: "m", EndUser: "alice@example.com", PromptTokens: 20, Cost: 0.5},
@@ -47,9 +50,12 @@ total  2         0          30      0           0       0          0.750000
 	}
 }
 
-// TestUsageCommandByHour: usage --by hour prints a row an hour.
-func TestUsageCommandByHour(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestUsageCommandByHour, on SQLite and PostgreSQL: usage --by hour prints
+// a row an hour.
+func TestUsageCommandByHour(t *testing.T) { onEachStore(t, testUsageCommandByHour) }
+
+func testUsageCommandByHour(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	if err := s.RecordUsage(t.Context(), []ledger.Usage{
 		{At: usageAt("2026-12-01T08:10:00Z"), RequestID: "h1", KeyID: "key_1", Model: "m", PromptTokens: 10, Cost: 0.25},
 		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "h2", KeyID: "key_2", Model: "m", PromptTokens: 20, Cost: 0.5},

@@ -16,9 +16,12 @@ func usageAt(s string) time.Time {
 	return t
 }
 
-// TestUsageCommand: golden table, JSON and CSV after RecordUsage.
-func TestUsageCommand(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestUsageCommand, on SQLite and PostgreSQL: golden table, JSON and CSV
+// after RecordUsage.
+func TestUsageCommand(t *testing.T) { onEachStore(t, testUsageCommand) }
+
+func testUsageCommand(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	if err := s.RecordUsage(t.Context(), []ledger.Usage{
 		{At: usageAt("2026-11-30T12:00:00Z"), RequestID: "r1", KeyID: "key_1", Team: "research", Pool: "chat", Backend: "aoai-se",
 			Model: "gpt-4o", PromptTokens: 1000, CompletionTokens: 200, CachedTokens: 100, Cost: 0.0125},

@@ -8,11 +8,13 @@ import (
 	"github.com/switchover-gw/switchover/ledger"
 )
 
-// TestUsageRequestsCommand: a page as a table ends with the command of
-// the next one (without the admin key), which gives the rest; CSV and
-// filters pass through.
-func TestUsageRequestsCommand(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+// TestUsageRequestsCommand, on SQLite and PostgreSQL: a page as a table
+// ends with the command of the next one (without the admin key), which
+// gives the rest; CSV and filters pass through.
+func TestUsageRequestsCommand(t *testing.T) { onEachStore(t, testUsageRequestsCommand) }
+
+func testUsageRequestsCommand(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	if err := s.RecordUsage(t.Context(), []ledger.Usage{
 		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "r1", KeyID: "key_1", Team: "research", Tags: []string{"prod"}, Backend: "aoai-se",
 			Model: "gpt-4o", PromptTokens: 500, CompletionTokens: 50, Cost: 0.005, Status: 200},

@@ -311,3 +311,39 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return string(l.b)
 }
+
+// FailWrites makes every INSERT into table of the database at dsn fail as
+// on a full disk (SQLSTATE 53100 disk_full, "No space left on device"),
+// while reads and other tables keep working, until the returned function
+// is called. A trigger does it, so it holds for every connection,
+// superuser or not, which revoking privileges would not (tests connect as
+// the superuser).
+func FailWrites(t testing.TB, dsn, table string) (restore func()) {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	for _, q := range []string{
+		`CREATE OR REPLACE FUNCTION pgtest_disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full', HINT = 'Check free disk space.';
+END $$`,
+		fmt.Sprintf(`CREATE TRIGGER pgtest_disk_full BEFORE INSERT ON %s FOR EACH STATEMENT EXECUTE FUNCTION pgtest_disk_full()`, table),
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			db.Close()
+			t.Fatalf("pgtest: fail writes to %s: %v", table, err)
+		}
+	}
+	return func() {
+		defer db.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		defer cancel()
+		if _, err := db.ExecContext(ctx, fmt.Sprintf(`DROP TRIGGER pgtest_disk_full ON %s`, table)); err != nil {
+			t.Errorf("pgtest: writes to %s again: %v", table, err)
+		}
+	}
+}
