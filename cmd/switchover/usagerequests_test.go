@@ -75,8 +75,10 @@ func TestUsageRequestsCommandUsageErrors(t *testing.T) {
 // TestUsageRequestCommand: switchover usage request ID prints one
 // request with its attempts; the new filters of usage requests reach
 // the API; an unknown id is the API's 404 message.
-func TestUsageRequestCommand(t *testing.T) {
-	admin, s := ledgerAdmin(t)
+func TestUsageRequestCommand(t *testing.T) { onEachStore(t, testUsageRequestCommand) }
+
+func testUsageRequestCommand(t *testing.T, kind string) {
+	admin, s := ledgerAdmin(t, kind)
 	if err := s.RecordUsage(t.Context(), []ledger.Usage{
 		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "r1", KeyID: "key_1", Pool: "chat", Backend: "sec", Model: "gpt-4o",
 			Status: 200, Failover: true, Tried: 2, DurationMs: 1500, FirstByteMs: 1100,
