@@ -39,11 +39,17 @@ func (p Price) Cost(prompt, cached, completion int64) float64 {
 }
 
 // Listed is a shipped price and the month it was read from the
-// provider's published list (YYYY-MM).
+// provider's published list (YYYY-MM). Taken is empty for an estimate:
+// a price the project could not check against a published list (see
+// Estimate); it is shipped so that the model is not free, and a backend
+// that knows better sets backends[].price.
 type Listed struct {
 	Price
 	Taken string
 }
+
+// Estimate reports whether l was not read from a published list.
+func (l Listed) Estimate() bool { return l.Taken == "" }
 
 // table is the shipped prices, by canonical model id (models.Canonical). Only
 // exact names are priced: a variant (gpt-4o-audio-preview, a realtime
@@ -80,8 +86,12 @@ var table = map[string]Listed{
 	"gemini-2.5-flash-lite": {Price{Input: 0.10, Output: 0.40}, Taken},
 	// Open models on the clouds that serve them: priced per service
 	// (byService); the default is the maker's own API where it has one.
-	"deepseek-v3": {Price{Input: 0.28, CachedInput: 0.028, Output: 0.42}, "2025-10"}, // DeepSeek's API (deepseek-chat)
-	"deepseek-r1": {Price{Input: 0.28, CachedInput: 0.028, Output: 0.42}, "2025-10"}, // DeepSeek's API (deepseek-reasoner)
+	// DeepSeek's API: deepseek-chat and deepseek-reasoner (V3.2) at one
+	// price since its September 2025 cut, as Roo Code's provider table
+	// gives it ("Updated Dec 9, 2025", citing api-docs.deepseek.com);
+	// the stored copy of DeepSeek's own pricing page is older.
+	"deepseek-v3": {Price{Input: 0.28, CachedInput: 0.028, Output: 0.42}, "2025-12"},
+	"deepseek-r1": {Price{Input: 0.28, CachedInput: 0.028, Output: 0.42}, "2025-12"},
 }
 
 // byService are the prices of a service that lists a model at a price
@@ -90,12 +100,17 @@ var table = map[string]Listed{
 // OpenAI's models on Azure list the maker's prices (global endpoints;
 // regional ones may add a premium, set backends[].price for those), so
 // they need no entry: they price by their canonical id.
+//
+// The Bedrock and Foundry entries are estimates (Taken empty): no
+// published figure for them could be found to check them against, so
+// they are not dated. Groq's is the figure a third-party guide quotes
+// from Groq's list in April 2026.
 var byService = map[string]Listed{
-	"bedrock llama-3.3-70b-instruct": {Price{Input: 0.72, Output: 0.72}, "2025-10"},
-	"bedrock deepseek-r1":            {Price{Input: 1.35, Output: 5.40}, "2025-10"},
-	"foundry deepseek-r1":            {Price{Input: 1.35, Output: 5.40}, "2025-10"},
-	"foundry llama-3.3-70b-instruct": {Price{Input: 0.71, Output: 0.71}, "2025-10"},
-	"groq llama-3.3-70b-instruct":    {Price{Input: 0.59, Output: 0.79}, "2025-10"},
+	"bedrock llama-3.3-70b-instruct": {Price{Input: 0.72, Output: 0.72}, ""},
+	"bedrock deepseek-r1":            {Price{Input: 1.35, Output: 5.40}, ""},
+	"foundry deepseek-r1":            {Price{Input: 1.35, Output: 5.40}, ""},
+	"foundry llama-3.3-70b-instruct": {Price{Input: 0.71, Output: 0.71}, ""},
+	"groq llama-3.3-70b-instruct":    {Price{Input: 0.59, Output: 0.79}, "2026-04"},
 }
 
 // Lookup returns the shipped price of model (a model or version name an
@@ -125,9 +140,7 @@ func LookupService(service, model string) (Listed, bool) {
 		l, ok = table[id]
 	}
 	if !ok {
-		if p, bok := lookupBedrock(strings.ToLower(strings.TrimSpace(model))); bok {
-			l, ok = Listed{p, BedrockTaken}, true
-		}
+		l, ok = lookupBedrock(strings.ToLower(strings.TrimSpace(model)))
 	}
 	if n := seenCount.Add(1); n <= maxSeen {
 		seen.Store(k, lookup{l, ok})

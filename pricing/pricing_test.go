@@ -57,10 +57,10 @@ func TestLookupByCanonicalIDAndService(t *testing.T) {
 		{"bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0", table["claude-sonnet-4-5"].Price, Taken},
 		{"vertex", "claude-sonnet-4-5@20250929", table["claude-sonnet-4-5"].Price, Taken},
 		{"", "anthropic.claude-haiku-4-5-20251001-v1:0", table["claude-haiku-4-5"].Price, Taken},
-		{"bedrock", "us.meta.llama3-3-70b-instruct-v1:0", Price{Input: 0.72, Output: 0.72}, "2025-10"},
-		{"groq", "llama-3.3-70b-versatile", Price{Input: 0.59, Output: 0.79}, "2025-10"},
-		{"foundry", "DeepSeek-R1", Price{Input: 1.35, Output: 5.40}, "2025-10"},
-		{"deepseek", "deepseek-reasoner", table["deepseek-r1"].Price, "2025-10"},
+		{"bedrock", "us.meta.llama3-3-70b-instruct-v1:0", Price{Input: 0.72, Output: 0.72}, ""},
+		{"groq", "llama-3.3-70b-versatile", Price{Input: 0.59, Output: 0.79}, "2026-04"},
+		{"foundry", "DeepSeek-R1", Price{Input: 1.35, Output: 5.40}, ""},
+		{"deepseek", "deepseek-reasoner", table["deepseek-r1"].Price, "2025-12"},
 	}
 	for _, tc := range tests {
 		l, ok := LookupService(tc.service, tc.model)
@@ -70,5 +70,40 @@ func TestLookupByCanonicalIDAndService(t *testing.T) {
 	}
 	if _, ok := LookupService("together", "meta-llama/Llama-3.3-70B-Instruct-Turbo"); ok {
 		t.Error("a model without a price was priced")
+	}
+}
+
+// TestUnverifiedPricesAreEstimates is the regression test for prices
+// shipped with a date although no published list was read for them
+// (issue 28): they carry no date and say they are estimates, and the
+// Llama 3 8B price copied from Llama 3.1 8B is gone.
+func TestUnverifiedPricesAreEstimates(t *testing.T) {
+	estimates := []struct{ service, model string }{
+		{"bedrock", "meta.llama3-3-70b-instruct-v1:0"},
+		{"bedrock", "deepseek.r1-v1:0"},
+		{"foundry", "DeepSeek-R1"},
+		{"foundry", "Llama-3.3-70B-Instruct"},
+		{"bedrock", "meta.llama3-1-8b-instruct-v1:0"},
+	}
+	for _, tc := range estimates {
+		l, ok := LookupService(tc.service, tc.model)
+		if !ok || !l.Estimate() || l.Taken != "" {
+			t.Errorf("LookupService(%q, %q) = %+v, %v; want an undated estimate", tc.service, tc.model, l, ok)
+		}
+	}
+	checked := []struct{ service, model string }{
+		{"bedrock", "amazon.nova-pro-v1:0"},
+		{"bedrock", "mistral.mistral-large-2402-v1:0"},
+		{"bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+		{"groq", "llama-3.3-70b-versatile"},
+		{"deepseek", "deepseek-chat"},
+	}
+	for _, tc := range checked {
+		if l, ok := LookupService(tc.service, tc.model); !ok || l.Estimate() {
+			t.Errorf("LookupService(%q, %q) = %+v, %v; want a dated price", tc.service, tc.model, l, ok)
+		}
+	}
+	if l, ok := LookupService("bedrock", "meta.llama3-8b-instruct-v1:0"); ok {
+		t.Errorf("Llama 3 8B on Bedrock is priced %+v; want no shipped price", l)
 	}
 }

@@ -2,15 +2,20 @@ package pricing
 
 import "github.com/switchover-gw/switchover/models"
 
-// TakenVertex is when the Vertex AI prices were read: Google's Vertex AI
-// list prices for Gemini (standard, pay as you go, prompts under 200,000
-// tokens) and for Anthropic's Claude, which Vertex sells at Anthropic's
-// own list prices at its global endpoint.
+// TakenVertex is when the Vertex AI prices were checked: Gemini 2.5 Pro
+// and Flash at the list prices third-party guides of 2026 quote for
+// Vertex (standard, pay as you go, prompts under 200,000 tokens; Flash-Lite
+// was not confirmed for Vertex and is the AI Studio price), and
+// Anthropic's Claude, which Vertex sells at Anthropic's own list prices
+// at its global endpoint (Anthropic's "Claude on Vertex AI" page).
 const TakenVertex = "2026-12"
 
-// vertexRegionalPremium are the Claude models that cost 10% more at a
+// vertexRegionalPremium are the Claude models that cost more at a
 // regional Vertex endpoint (us-east5, europe-west1…) than at the global
-// one: Claude Sonnet 4.5 and the models after it.
+// one: Claude Sonnet 4.5 and the models after it, as Anthropic's "Claude
+// on Vertex AI" page says (older models keep one price). The premium's
+// size, 10%, is the figure LiteLLM's price table uses; no Google page
+// giving it was found.
 var vertexRegionalPremium = map[string]bool{
 	"claude-sonnet-4-5": true,
 	"claude-haiku-4-5":  true,
