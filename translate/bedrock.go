@@ -384,16 +384,20 @@ func (u *cvUsage) anthropic() map[string]int {
 	return m
 }
 
-// anthropicStop is Anthropic's stop reason for Converse's: a guardrail or
-// content filter stop is a refusal.
+// anthropicStop is Anthropic's stop reason for Converse's: the reasons
+// both APIs have pass as they are, a guardrail or content filter stop is
+// a refusal, and one Anthropic's API does not have (Converse's
+// malformed_model_output and malformed_tool_use, listed in the Bedrock
+// documentation, or a reason added later) ends the turn, end_turn, so
+// that an Anthropic client never reads a stop_reason outside its enum.
 func anthropicStop(r string) string {
 	switch r {
+	case "end_turn", "tool_use", "max_tokens", "stop_sequence", "model_context_window_exceeded":
+		return r
 	case "guardrail_intervened", "content_filtered":
 		return "refusal"
-	case "":
-		return "end_turn"
 	}
-	return r
+	return "end_turn"
 }
 
 // ConverseToAnthropic translates a Converse response body to an Anthropic

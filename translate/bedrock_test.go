@@ -265,3 +265,72 @@ func TestAnthropicToConverseToolChoiceNone(t *testing.T) {
 		t.Fatalf("got %s, %v; want the tools without a toolChoice", got, err)
 	}
 }
+
+// TestConverseStopReasonOutsideAnthropicsEnum is the regression test for
+// Converse stop reasons that Anthropic's API does not have
+// (malformed_model_output, malformed_tool_use: the Bedrock documentation
+// lists them) reaching Anthropic clients as they were, outside the
+// stop_reason enum their SDKs know. Both the response and the stream
+// now end the turn with end_turn; the reasons both APIs share pass.
+func TestConverseStopReasonOutsideAnthropicsEnum(t *testing.T) {
+	cases := map[string]string{
+		"malformed_model_output":        "end_turn",
+		"malformed_tool_use":            "end_turn",
+		"some_future_reason":            "end_turn",
+		"":                              "end_turn",
+		"end_turn":                      "end_turn",
+		"tool_use":                      "tool_use",
+		"max_tokens":                    "max_tokens",
+		"stop_sequence":                 "stop_sequence",
+		"model_context_window_exceeded": "model_context_window_exceeded",
+		"guardrail_intervened":          "refusal",
+		"content_filtered":              "refusal",
+	}
+	for in, want := range cases {
+		body := `{"output":{"message":{"role":"assistant","content":[{"text":"x"}]}},"stopReason":"` + in +
+			`","usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4},"metrics":{"latencyMs":5}}`
+		out, err := ConverseToAnthropic([]byte(body), "m", "id")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			StopReason string `json:"stop_reason"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.StopReason != want {
+			t.Errorf("response with stopReason %q: stop_reason %q, want %q", in, got.StopReason, want)
+		}
+
+		var events bytes.Buffer
+		for _, e := range []struct{ typ, payload string }{
+			{"messageStart", `{"role":"assistant"}`},
+			{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"x"}}`},
+			{"contentBlockStop", `{"contentBlockIndex":0}`},
+			{"messageStop", `{"stopReason":"` + in + `"}`},
+			{"metadata", `{"usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4},"metrics":{"latencyMs":5}}`},
+		} {
+			events.Write(eventMessage(t, e.typ, e.payload))
+		}
+		sse, err := io.ReadAll(ConverseStreamToAnthropic(io.NopCloser(&events), "m", "id"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(sse, []byte(`"stop_reason":"`+want+`"`)) {
+			t.Errorf("stream with stopReason %q: want stop_reason %q in\n%s", in, want, sse)
+		}
+	}
+}
+
+// eventMessage encodes one ConverseStream event as Bedrock frames it.
+func eventMessage(t *testing.T, typ, payload string) []byte {
+	t.Helper()
+	m := eventstream.Message{Payload: []byte(payload), Headers: []eventstream.Header{
+		eventstream.String(":message-type", "event"), eventstream.String(":event-type", typ), eventstream.String(":content-type", "application/json")}}
+	b, err := eventstream.Encode(nil, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
