@@ -1,10 +1,13 @@
 package route
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/switchover-gw/switchover/translate"
 )
 
 // TestFoundryRequest: the /models root of a resource endpoint, a
@@ -77,5 +80,53 @@ func TestFoundryTokenFailureIsErrAuth(t *testing.T) {
 	_, err := p.NewRequest(t.Context(), &Outgoing{Op: ChatCompletions, Model: "m", Body: []byte(`{}`)})
 	if !errors.Is(err, ErrAuth) {
 		t.Fatalf("err %v, want ErrAuth", err)
+	}
+}
+
+// foundryAnswer is a chat completions answer in the shape the Azure AI
+// model inference API's reference documents (learn.microsoft.com, "Azure
+// AI Model Inference API", Get Chat Completions): its explicit nulls
+// (tool_calls, logprobs) included, and DeepSeek-R1's reasoning_content.
+const foundryAnswer = `{
+  "id": "0a1234b5de6789f01gh2i345j6789klm",
+  "object": "chat.completion",
+  "created": 1718726686,
+  "model": "DeepSeek-R1",
+  "choices": [{"index": 0, "finish_reason": "stop", "logprobs": null,
+    "message": {"role": "assistant", "content": "The capital of France is Paris.", "tool_calls": null,
+      "reasoning_content": "The user asks for a capital."}}],
+  "usage": {"prompt_tokens": 19, "completion_tokens": 16, "total_tokens": 35}
+}`
+
+// TestFoundryAnswerTranslated: the documented answer reaches an
+// Anthropic caller through OpenAI's translation: text, DeepSeek-R1's
+// reasoning as thinking, finish and usage.
+func TestFoundryAnswerTranslated(t *testing.T) {
+	out, err := convertResponse(translate.OpenAI, translate.Anthropic, []byte(foundryAnswer), "DeepSeek-R1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var an struct {
+		StopReason string `json:"stop_reason"`
+		Content    []struct{ Type, Text, Thinking string }
+		Usage      struct {
+			In  int `json:"input_tokens"`
+			Out int `json:"output_tokens"`
+		}
+	}
+	if err := json.Unmarshal(out, &an); err != nil || an.StopReason != "end_turn" || an.Usage.In != 19 || an.Usage.Out != 16 {
+		t.Fatalf("anthropic %s (%v)", out, err)
+	}
+	var text, thinking string
+	for _, c := range an.Content {
+		switch c.Type {
+		case "text":
+			text += c.Text
+		case "thinking":
+			thinking += c.Thinking
+		}
+	}
+	if text != "The capital of France is Paris." || thinking != "The user asks for a capital." {
+		t.Fatalf("anthropic text %q, thinking %q in %s", text, thinking, out)
 	}
 }
