@@ -23,7 +23,9 @@ const BedrockTaken = "2026-12"
 // is empty is an estimate no published figure confirmed.
 //
 // Llama 3 8B (meta.llama3-8b-instruct) is not priced: the figure once
-// shipped (0.22/0.22, Llama 3.1 8B's) is not what guides list for it.
+// shipped was Llama 3.1 8B's (0.22/0.22); the one guide found that gives
+// it for Llama 3 8B gives Llama 3.1's figures for the other Llama 3
+// models too, and AWS's own page was not readable, so it looked wrong.
 var bedrockTable = map[string]Listed{
 	"amazon.nova-micro":          {Price{Input: 0.035, Output: 0.14}, BedrockTaken},
 	"amazon.nova-lite":           {Price{Input: 0.06, Output: 0.24}, BedrockTaken},
