@@ -279,7 +279,7 @@ func periodName(p string) string {
 // one that answered; "(none)" for a request none answered), from the
 // request log's newest trafficLimit rows of the range.
 func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendData, days []time.Time) ([]svgChart, int, bool, error) {
-	rows, err := st.Requests(ctx, ledger.RequestQuery{From: d.From, To: d.To, Limit: trafficLimit})
+	rows, err := trafficRows(ctx, st, d.From, d.To)
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -384,6 +384,22 @@ func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendDat
 	}
 	charts = append(charts, linesDays(newChart("p95-chart", "p95 duration per day by "+by+" (ms, calls only: cache answers excluded)", "ms"), days, lines, fmtCount("ms"), 0, ""))
 	return charts, len(rows), len(rows) == trafficLimit, nil
+}
+
+// trafficRows reads the newest trafficLimit requests of [from, to): the
+// few columns the charts need when the store can (ledger.TrafficReader),
+// whole records otherwise.
+func trafficRows(ctx context.Context, st ledger.Store, from, to time.Time) ([]ledger.TrafficRow, error) {
+	if tr, ok := st.(ledger.TrafficReader); ok {
+		return tr.Traffic(ctx, from, to, trafficLimit)
+	}
+	us, err := st.Requests(ctx, ledger.RequestQuery{From: from, To: to, Limit: trafficLimit})
+	out := make([]ledger.TrafficRow, len(us))
+	for i, u := range us {
+		out[i] = ledger.TrafficRow{At: u.At, Pool: u.Pool, Backend: u.Backend, Status: u.Status, Failover: u.Failover,
+			Unanswered: u.Unanswered, Cache: u.Cache, DurationMs: u.DurationMs}
+	}
+	return out, err
 }
 
 // percentile is the nearest-rank q-quantile of ms (which it sorts).

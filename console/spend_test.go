@@ -23,10 +23,11 @@ var spendNow = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 //     lasting 100, 200, … 2000 ms, $1.25 in all;
 //   - 2026-12-02: ci-runner $2.50 on sweden after a failover (900 ms),
 //     batch (team ads) $0.75 on uksouth with gpt-4o-mini (200 ms);
-//   - 2026-12-03: one request of batch that no backend answered (502).
+//   - 2026-12-03: one request of batch that no backend answered (502),
+//     and at 09:30 daily's $0.40 on sweden (100 ms).
 //
-// ci-runner has a budget of $10/month, team search $100/month, the
-// revoked key old $5/day (not charted).
+// ci-runner has a budget of $10/month, team search $100/month, daily
+// $1/day (charted per hour), the revoked key old $5/day (not charted).
 func spendEnv(t *testing.T) (*env, ledger.Key, ledger.Key) {
 	t.Helper()
 	f := newFake(t)
@@ -57,6 +58,10 @@ func spendEnv(t *testing.T) (*env, ledger.Key, ledger.Key) {
 	if err := st.RevokeKey(ctx, old.ID, created); err != nil {
 		t.Fatal(err)
 	}
+	daily, _, err := ledger.NewKey(ctx, st, ledger.Key{Name: "daily", Budget: 1, BudgetPeriod: ledger.PeriodDay}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := st.PutTeam(ctx, ledger.Team{Name: "search", Budget: 100, BudgetPeriod: ledger.PeriodMonth}); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +69,7 @@ func spendEnv(t *testing.T) (*env, ledger.Key, ledger.Key) {
 		{At: time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC), RequestID: "n1", KeyID: batch.ID, Team: "ads", Pool: "chat", Backend: "uksouth", Model: "gpt-4o", Cost: 4, Status: 200, DurationMs: 300},
 		{At: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), RequestID: "d2a", KeyID: ci.ID, Team: "search", Pool: "chat", Backend: "sweden", Model: "gpt-4o", Cost: 2.5, Status: 200, Failover: true, DurationMs: 900},
 		{At: time.Date(2026, 12, 2, 11, 0, 0, 0, time.UTC), RequestID: "d2b", KeyID: batch.ID, Team: "ads", Pool: "mini", Backend: "uksouth", Model: "gpt-4o-mini", Cost: 0.75, Status: 200, DurationMs: 200},
+		{At: time.Date(2026, 12, 3, 9, 30, 0, 0, time.UTC), RequestID: "d3d", KeyID: daily.ID, Pool: "chat", Backend: "sweden", Model: "gpt-4o", Cost: 0.4, Status: 200, DurationMs: 100},
 		{At: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC), RequestID: "d3", KeyID: batch.ID, Team: "ads", Pool: "chat", Model: "gpt-4o", Status: 502, Unanswered: true, DurationMs: 3000},
 	}
 	for i := range 20 {
@@ -116,7 +122,9 @@ func TestSpendPage(t *testing.T) {
 		// Burn-down: cumulative, to today, against the limit.
 		"2026-12-01 · spent: $1.25", "2026-12-02 · spent: $3.75", "2026-12-03 · spent: $3.75", "budget: $10.00", "budget: $100",
 		// Traffic by backend.
-		"2026-12-01 · uksouth: 20 req", "2026-12-02 · sweden: 1 req", "2026-12-03 · (none): 1 req",
+		"2026-12-01 · uksouth: 20 req", "2026-12-02 · sweden: 1 req", "2026-12-03 · (none): 1 req", "2026-12-03 · sweden: 1 req", "2026-12-03 · (none): $0.40",
+		// The daily budget, per hour to now.
+		"2026-12-03 09:00Z: $0.40", "2026-12-03 12:00Z: $0.40", "2026-12-03 08:00Z: $0", "budget: $1.00",
 		"2026-12-03 · (none): 1 err", "2026-12-02 · sweden: 1 failover",
 		"2026-12-01 · uksouth: 1900 ms", "2026-12-03 · (none): 3000 ms", "2026-12-02 · sweden: 900 ms", "2026-12-02 · uksouth: 200 ms",
 	} {
@@ -124,15 +132,16 @@ func TestSpendPage(t *testing.T) {
 			t.Errorf("no hover value %q", want)
 		}
 	}
-	for _, unwanted := range []string{"2026-11-20 · ads: $4.00", "2026-12-04 · spent: $3.75", "2026-12-01 · uksouth: 1 err"} {
+	for _, unwanted := range []string{"2026-11-20 · ads: $4.00", "2026-12-04 · spent: $3.75", "2026-12-01 · uksouth: 1 err", "2026-12-03 13:00Z: $0.40"} {
 		if got[unwanted] {
 			t.Errorf("hover value %q should not be there", unwanted)
 		}
 	}
-	for _, want := range []string{`id="spend-total">$4.50 from 2026-11-27 to 2026-12-03`, `<option value="7" selected>`,
+	for _, want := range []string{`id="spend-total">$4.90 from 2026-11-27 to 2026-12-03`, `<option value="7" selected>`,
 		`<section class="burn" data-owner="key" data-name="ci-runner">`, `<span class="spent">$3.75</span> of $10.00 this month`,
 		`<section class="burn" data-owner="team" data-name="search">`, `$3.75</span> of $100.00 this month`,
-		"23 requests read", `<text class="tick" x="110" y="214" dy="16" text-anchor="middle">Nov 27</text>`, `aria-current="page">Spend</a>`} {
+		`<section class="burn" data-owner="key" data-name="daily">`, `<span class="spent">$0.400000</span> of $1.00 this day`,
+		"24 requests read", `<text class="tick" x="110" y="214" dy="16" text-anchor="middle">Nov 27</text>`, `aria-current="page">Spend</a>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
@@ -157,8 +166,8 @@ func TestSpendPage(t *testing.T) {
 			t.Errorf("30 days by key and pool: no hover value %q", want)
 		}
 	}
-	if !strings.Contains(page, `id="spend-total">$8.50 from 2026-11-04 to 2026-12-03`) {
-		t.Error("30 days: total is not $8.50")
+	if !strings.Contains(page, `id="spend-total">$8.90 from 2026-11-04 to 2026-12-03`) {
+		t.Error("30 days: total is not $8.90")
 	}
 }
 
@@ -212,5 +221,69 @@ func TestSpendPageAccess(t *testing.T) {
 	e.gw.store = nil
 	if resp, page := e.do(viewer, "GET", "/console/spend", nil); resp.StatusCode != http.StatusOK || !strings.Contains(page, `id="no-store"`) {
 		t.Fatalf("without a store: %d", resp.StatusCode)
+	}
+}
+
+// BenchmarkSpendPage renders the 30 days' page over a store of 20,000
+// requests (more than the traffic charts read) on 3 backends, 4 teams
+// and 2 budgets: what a page costs at its bound. Prints its time; asserts
+// none.
+func BenchmarkSpendPage(b *testing.B) {
+	ctx := b.Context()
+	st, err := sqlite.Open(ctx, b.TempDir()+"/ledger.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	if _, _, err := ledger.NewKey(ctx, st, ledger.Key{Name: "k", Team: "t0", Budget: 100, BudgetPeriod: ledger.PeriodMonth}, spendNow); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.PutTeam(ctx, ledger.Team{Name: "t0", Budget: 1000, BudgetPeriod: ledger.PeriodMonth}); err != nil {
+		b.Fatal(err)
+	}
+	backends := []string{"uksouth", "sweden", "westeurope"}
+	for batch := range 20 {
+		recs := make([]ledger.Usage, 0, 1000)
+		for i := range 1000 {
+			n := batch*1000 + i
+			recs = append(recs, ledger.Usage{At: spendNow.Add(-time.Duration(n) * 2 * time.Minute), RequestID: fmt.Sprintf("r%06d", n),
+				KeyID: fmt.Sprintf("key%d", n%9), Team: fmt.Sprintf("t%d", n%4), Pool: "chat", Backend: backends[n%3], Model: "gpt-4o",
+				Cost: 0.001, Status: 200 + 229*(n%50/49), Failover: n%40 == 0, DurationMs: int64(100 + n%900),
+				Attempts: []ledger.Attempt{{Backend: backends[n%3], Status: 200, Reason: "ok", DurationMs: 100}}})
+		}
+		if err := st.RecordUsage(ctx, recs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f := &fakeGateway{store: st}
+	c := New(ctx, f, Options{Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return spendNow }})
+	defer c.Close()
+	s := &session{User: "bench", Role: RoleViewer}
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		c.spendPage(w, httptest.NewRequest("GET", "/console/spend?days=30", nil), s)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "10000 requests read, the newest") {
+			b.Fatalf("%d", w.Code)
+		}
+	}
+}
+
+// TestSpendPageWithoutTrafficReader: a store without the narrow traffic
+// read draws the same traffic charts from whole records.
+func TestSpendPageWithoutTrafficReader(t *testing.T) {
+	e, _, _ := spendEnv(t)
+	viewer, _ := e.login(viewerKey)
+	traffic := func() string {
+		_, page := e.do(viewer, "GET", "/console/spend?days=7", nil)
+		return section(t, page, "traffic-note")
+	}
+	narrow := traffic()
+	e.gw.store = struct{ ledger.Store }{e.gw.store}
+	if _, ok := e.gw.store.(ledger.TrafficReader); ok {
+		t.Fatal("the wrapped store still reads traffic")
+	}
+	if whole := traffic(); whole != narrow || !strings.Contains(whole, "2026-12-01 · uksouth: 1900 ms") {
+		t.Fatalf("the traffic charts differ without the narrow read:\n%s\n---\n%s", narrow, whole)
 	}
 }
