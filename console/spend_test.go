@@ -210,6 +210,11 @@ func TestSpendPageAccess(t *testing.T) {
 		!strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 		t.Fatalf("from another origin: headers %v", h)
 	}
+	// The CSP forbids inline scripts and styles: the charts use none.
+	if _, page := e.do(viewer, "GET", "/console/spend", nil); strings.Contains(page, " style=") || strings.Contains(page, "<style") ||
+		strings.Contains(page, "<script>") || regexp.MustCompile(` on[a-z]+=`).MatchString(page) {
+		t.Fatal("the spend page has an inline script or style")
+	}
 	if resp, _ := e.do(viewer, "POST", "/console/spend", nil, "Origin", "http://evil.example"); resp.StatusCode == http.StatusOK {
 		t.Fatal("a POST to the spend page answered 200")
 	}
