@@ -128,7 +128,7 @@ func (c *Console) spendPage(w http.ResponseWriter, r *http.Request, s *session) 
 
 // spendChart is spend per day stacked by grouping by, from the daily
 // aggregate (whole days: its size does not grow with traffic), and the
-// range's total.
+// range's total. The store's keys are shown as "name (id)".
 func spendChart(ctx context.Context, st ledger.Store, from, to time.Time, by string, days []time.Time) (svgChart, float64, error) {
 	c := newChart("spend-chart", "Spend per day by "+by+" (USD)", "USD")
 	rows, err := st.Spend(ctx, ledger.SpendQuery{From: from, To: to, By: []string{ledger.ByDay, by}})
@@ -136,11 +136,27 @@ func spendChart(ctx context.Context, st ledger.Store, from, to time.Time, by str
 		c.Empty = "The store answered with an error."
 		return c, 0, err
 	}
+	// Keys are named by name and id (names need not be unique).
+	names := map[string]string{}
+	if by == ledger.ByKey {
+		keys, err := st.Keys(ctx)
+		if err != nil {
+			return c, 0, err
+		}
+		for _, k := range keys {
+			if k.Name != "" {
+				names[k.ID] = k.Name + " (" + k.ID + ")"
+			}
+		}
+	}
 	idx := map[string]int{}
 	var ss []series
 	var total float64
 	for _, r := range rows {
 		name := map[string]string{ledger.ByTeam: r.Team, ledger.ByKey: r.Key, ledger.ByModel: r.Model, ledger.ByBackend: r.Backend}[by]
+		if n, ok := names[name]; ok {
+			name = n
+		}
 		if name == "" {
 			name = "(none)"
 		}

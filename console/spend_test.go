@@ -160,7 +160,7 @@ func TestSpendPage(t *testing.T) {
 
 	_, page = e.do(viewer, "GET", "/console/spend?days=30&by=key&traffic=pool", nil)
 	got = titles(page)
-	for _, want := range []string{"2026-11-20 · " + batch.ID + ": $4.00", "2026-12-02 · " + ci.ID + ": $2.50",
+	for _, want := range []string{"2026-11-20 · batch (" + batch.ID + "): $4.00", "2026-12-02 · ci-runner (" + ci.ID + "): $2.50",
 		"2026-12-02 · mini: 1 req", "2026-12-03 · chat: 1 err", "2026-12-02 · chat: 1 failover", "2026-12-02 · mini: 200 ms"} {
 		if !got[want] {
 			t.Errorf("30 days by key and pool: no hover value %q", want)
