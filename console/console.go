@@ -112,6 +112,7 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /console/keys", c.page(c.keysPage))
 	m.HandleFunc("GET /console/requests", c.page(c.requestsPage))
 	m.HandleFunc("GET /console/requests/{id}", c.page(c.requestPage))
+	m.HandleFunc("GET /console/spend", c.page(c.spendPage))
 	m.HandleFunc("GET /console/stream", c.api(c.stream))
 	m.HandleFunc("GET /console/api/view", c.api(c.viewJSON))
 	m.HandleFunc("POST /console/actions", c.post(true, c.act))
