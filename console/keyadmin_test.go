@@ -401,3 +401,42 @@ func TestKeyFormsWithoutStore(t *testing.T) {
 		t.Fatalf("create without a store: %d", resp.StatusCode)
 	}
 }
+
+// The edit form shows the limits in force in a form the API reads back:
+// saved as shown, it changes nothing.
+func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
+	e := newKeyEnv(t)
+	now := time.Now()
+	k, _, err := ledger.NewKey(t.Context(), e.gw.store, ledger.Key{Name: "laptop", RPM: 600, TPM: 250000, MaxConcurrent: 3,
+		Budget: 12.5, BudgetPeriod: ledger.PeriodWeek, Patience: 90 * time.Second, Expires: now.Add(90 * 24 * time.Hour).Truncate(time.Second).UTC()}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, csrf := e.login(adminKey)
+	_, page := e.do(c, "GET", "/console/keys", nil)
+	i := strings.Index(page, `action="/console/keys/edit"`)
+	if i < 0 {
+		t.Fatalf("no edit form:\n%s", page)
+	}
+	formHTML := page[i : i+strings.Index(page[i:], "</form>")]
+	form := url.Values{"csrf": {csrf}}
+	for _, m := range regexp.MustCompile(`name="([a-z_]+)" value="([^"]*)"`).FindAllStringSubmatch(formHTML, -1) {
+		if m[1] != "csrf" {
+			form.Set(m[1], html.UnescapeString(m[2]))
+		}
+	}
+	for _, f := range []string{"id", "rpm", "tpm", "max_concurrent", "budget", "patience", "expires"} {
+		if form.Get(f) == "" {
+			t.Fatalf("edit form shows no %s: %v", f, form)
+		}
+	}
+	e.post(c, "/console/keys/edit", form, "/console/keys")
+	if f := e.flash(c); !strings.HasPrefix(f, "Done:") {
+		t.Fatalf("saving the form as shown: %q", f)
+	}
+	got := e.keys()[0]
+	if got.RPM != k.RPM || got.TPM != k.TPM || got.MaxConcurrent != k.MaxConcurrent || got.Budget != k.Budget || got.BudgetPeriod != k.BudgetPeriod ||
+		got.Patience != k.Patience || !got.Expires.Equal(k.Expires) {
+		t.Fatalf("saved as shown, the key changed:\n got %+v\nwant %+v", got, k)
+	}
+}
