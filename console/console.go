@@ -116,6 +116,13 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /console/stream", c.api(c.stream))
 	m.HandleFunc("GET /console/api/view", c.api(c.viewJSON))
 	m.HandleFunc("POST /console/actions", c.post(true, c.act))
+	// Keys and teams managed in the page, by admins (keyadmin.go).
+	m.HandleFunc("POST /console/keys/create", c.post(true, c.keyCreate))
+	m.HandleFunc("POST /console/keys/edit", c.post(true, c.keyEdit))
+	m.HandleFunc("POST /console/keys/rotate", c.post(true, c.keyRotate))
+	m.HandleFunc("POST /console/keys/revoke", c.post(true, c.keyRevoke))
+	m.HandleFunc("POST /console/teams/put", c.post(true, c.teamPut))
+	m.HandleFunc("GET /console/keys/secret", c.page(c.keySecretPage))
 	// Anything else: the login for a visitor, not found for a session.
 	m.HandleFunc("/console/", c.page(func(w http.ResponseWriter, r *http.Request, s *session) {
 		http.NotFound(w, r)

@@ -119,10 +119,13 @@ type keysData struct {
 	FileKeys  []config.Key
 	FileTeams []config.Team
 	Store     bool
-	Err       string
-	Keys      []ledger.Key
-	Teams     []ledger.Team
-	From      time.Time
+	// Manage: the session may create, change, rotate and revoke keys
+	// and set teams here (an admin, with a store and its admin API).
+	Manage bool
+	Err    string
+	Keys   []ledger.Key
+	Teams  []ledger.Team
+	From   time.Time
 	// Spend by team, pool, backend and model.
 	Spend []spendTable
 }
@@ -164,6 +167,7 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *session) {
 	}
 	if st != nil {
 		d.Store = true
+		d.Manage = s.Role == RoleAdmin && c.keyManager() != nil
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		d.From, _ = ledger.PeriodStart(ledger.PeriodMonth, c.now())

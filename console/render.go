@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,25 @@ var pages = func() map[string]*template.Template {
 		// requestsAround is the request log's query for an event (requests.go).
 		"requestsAround": requestsAround,
 		"join":           strings.Join,
+		// budgetText and rfc3339 fill the key forms with what is in force.
+		"budgetText": func(usd float64, period string) string {
+			if usd == 0 {
+				return ""
+			}
+			return strconv.FormatFloat(usd, 'f', -1, 64) + "/" + period
+		},
+		"amount": func(usd float64) string {
+			if usd == 0 {
+				return ""
+			}
+			return strconv.FormatFloat(usd, 'f', -1, 64)
+		},
+		"rfc3339": func(t time.Time) string {
+			if t.IsZero() {
+				return ""
+			}
+			return t.UTC().Format(time.RFC3339)
+		},
 		"describe": func(kind, pool, backend string) string {
 			d := describe(Action{Kind: kind, Pool: pool, Backend: backend})
 			return strings.ToUpper(d[:1]) + d[1:] + "."

@@ -39,8 +39,11 @@ type session struct {
 	// must carry.
 	CSRF     string
 	flashMsg string // shown once on the next page
-	created  time.Time
-	seen     time.Time
+	// secret is a key's secret just made, shown once by the page after
+	// the form that made it; never copied out by get.
+	secret  *newSecret
+	created time.Time
+	seen    time.Time
 }
 
 // sessions is the server-side session table, keyed by the SHA-256 of the
@@ -113,6 +116,7 @@ func (s *sessions) get(tok string, now time.Time) *session {
 	}
 	ss.seen = now
 	cp := *ss
+	cp.secret = nil
 	return &cp
 }
 
@@ -294,4 +298,27 @@ func (s *sessions) takeFlash(tok string) string {
 	m := ss.flashMsg
 	ss.flashMsg = ""
 	return m
+}
+
+// keepSecret keeps a new secret for tok's next secret page, replacing
+// any not shown.
+func (s *sessions) keepSecret(tok string, ns *newSecret) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.m[sha256.Sum256([]byte(tok))]; ss != nil {
+		ss.secret = ns
+	}
+}
+
+// takeSecret returns and forgets tok's new secret, or nil.
+func (s *sessions) takeSecret(tok string) *newSecret {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[sha256.Sum256([]byte(tok))]
+	if ss == nil {
+		return nil
+	}
+	ns := ss.secret
+	ss.secret = nil
+	return ns
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"time"
 
@@ -31,10 +32,22 @@ func (g *Gateway) newConsole() *console.Console {
 type consoleGateway struct{ g *Gateway }
 
 var (
-	_ console.Gateway  = consoleGateway{}
-	_ console.Ledgered = consoleGateway{}
-	_ console.Recorder = consoleGateway{}
+	_ console.Gateway    = consoleGateway{}
+	_ console.Ledgered   = consoleGateway{}
+	_ console.Recorder   = consoleGateway{}
+	_ console.KeyManager = consoleGateway{}
 )
+
+// KeysAPI is the admin API's key and team routes, as /admin serves them
+// (same validation, log lines, events and key refresh), recording who
+// (the console's user) as the author of each change.
+func (c consoleGateway) KeysAPI(who string) http.Handler {
+	h := c.g.keysAPI()
+	h.Actor = func(*http.Request) string { return who }
+	mux := http.NewServeMux()
+	h.Register(mux)
+	return mux
+}
 
 // Record puts a console security event (a sign-in, a refused one, a
 // refused request) in the timeline.

@@ -220,7 +220,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
 		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "POOLS="+string(pools),
 		"FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
-		"SHOT_DIR="+shots, "CHROMIUM="+chromium, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret)
+		"SHOT_DIR="+shots, "CHROMIUM="+chromium, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret, "API_URL="+e.api)
 	var out bytes.Buffer
 	// The script's last step asks for the gateway to stop (its admin
 	// listener goes down) and checks that the page says it is stale. One

@@ -7,7 +7,7 @@
 // Environment: CONSOLE_URL (the admin listener), ADMIN_KEY, VIEWER_KEY,
 // SIM_URL (a simulator listener, for faults and counters), POOLS (JSON:
 // pool -> backends), FAULT_BACKEND, DRAIN_BACKEND, FAULT_POOL, SHOT_DIR,
-// CHROMIUM.
+// CHROMIUM, STORE_KEY_ID, STORE_KEY_SECRET, API_URL (the gateway's API listener).
 import { chromium } from "playwright-core";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -197,6 +197,34 @@ try {
   assert.ok((await page.textContent("#keys")).includes(keyID), `key ${keyID} not listed`);
   assert.ok(!(await page.content()).includes(env("STORE_KEY_SECRET")), "the keys page shows a key's secret");
   await page.screenshot({ path: join(shots, "console-keys.png"), fullPage: true });
+
+  step("an admin creates a key in the page (confirmed), sees its secret once, and revokes it");
+  await page.fill('#key-create input[name="name"]', "browser-made");
+  await page.fill('#key-create input[name="rpm"]', "120");
+  await page.fill('#key-create input[name="budget"]', "5/day");
+  await page.click('#key-create button[data-act="key-create"]');
+  await page.click("#confirm-ok");
+  await page.waitForSelector("#secret", { timeout: WAIT });
+  assert.ok(page.url().endsWith("/console/keys/secret"), `secret page at ${page.url()}`);
+  const made = (await page.textContent("#secret")).trim();
+  assert.match(made, /^sk-/, "no secret on the result page");
+  const madeID = (await page.textContent("h1")).match(/key_\w+/)[0];
+  await page.reload();
+  assert.ok(!(await page.content()).includes(made), "the secret is shown again after a reload");
+  await page.goto(base + "/console/keys");
+  const madeRow = `#keys tr[data-key="${madeID}"]`;
+  assert.ok((await page.textContent(madeRow)).includes("browser-made"), "the new key is not listed");
+  assert.ok(!(await page.content()).includes(made), "the keys page shows the new secret");
+  await page.click(`${madeRow} button[data-act="key-revoke"]`);
+  await page.click("#confirm-ok");
+  await page.waitForSelector("#flash", { timeout: WAIT });
+  assert.ok((await page.textContent("#flash")).startsWith(`Done: revoke key ${madeID}`), await page.textContent("#flash"));
+  assert.ok(await page.locator(`${madeRow}.revoked`).count() === 1, "the revoked key is not shown revoked");
+  const r = await fetch(env("API_URL") + "/v1/chat/completions", {
+    method: "POST", headers: { Authorization: `Bearer ${made}`, "Content-Type": "application/json" },
+    body: JSON.stringify({ model: "chat-prod", max_tokens: 5, messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(r.status, 401, "the revoked key still works");
 
   step("at 390 px (a phone) the overview, events and keys pages do not scroll sideways; wide tables scroll in their box");
   await page.setViewportSize({ width: 390, height: 844 });
