@@ -85,7 +85,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/console", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console: signed in", "user", user, "role", role, "remote", ip)
-	c.record("console:sign_in", user+" signed in to the console as "+role+" from "+ip)
+	c.recordBy("console:sign_in", user, user+" signed in to the console as "+role+" from "+ip)
 	http.Redirect(w, r, "/console/", http.StatusSeeOther)
 }
 
@@ -108,6 +108,21 @@ func (c *Console) record(kind, detail string) {
 	if rec, ok := c.gw.(Recorder); ok {
 		rec.Record(kind, detail)
 	}
+}
+
+// ActorRecorder is a Recorder that also keeps who an event is by, for
+// the gateway's audit trail.
+type ActorRecorder interface {
+	RecordBy(kind, actor, detail string)
+}
+
+// recordBy is record with the event's actor.
+func (c *Console) recordBy(kind, actor, detail string) {
+	if rec, ok := c.gw.(ActorRecorder); ok {
+		rec.RecordBy(kind, actor, detail)
+		return
+	}
+	c.record(kind, detail)
 }
 
 // Refusals of each kind reach the timeline at most refusalBurst at once,

@@ -25,6 +25,13 @@ var ErrNotFound = errors.New("not found")
 // added to the fleet's history. who, if not "", is the operator who took
 // it (the console's signed-in user).
 func (g *Gateway) admin(action, pool, backend, detail, from, who string) {
+	if from == "" {
+		target := backend
+		if target == "" {
+			target = pool
+		}
+		g.audit(who, "admin:"+action, target, detail)
+	}
 	if who != "" {
 		detail += " (by " + who + ")"
 	}

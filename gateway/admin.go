@@ -29,6 +29,7 @@ func (g *Gateway) adminHandler() (http.Handler, func()) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /admin/status", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.Status()) })
 	mux.HandleFunc("GET /admin/events", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, http.StatusOK, g.notes.events.list()) })
+	mux.HandleFunc("GET /admin/audit", g.adminAudit)
 	mux.HandleFunc("POST /admin/backends/{name}/drain", func(w http.ResponseWriter, r *http.Request) {
 		g.answer(w, g.actAs(fleet.Action{Kind: fleet.ActionDrain, Backend: r.PathValue("name")}, g.actor(r)))
 	})

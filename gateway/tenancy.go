@@ -38,6 +38,8 @@ type tenancy struct {
 	// write and read worked.
 	kind   string
 	health storeHealth
+	// audit writes the audit trail to the store; nil without one.
+	audit *auditQueue
 }
 
 // StoreStatus is the store of keys and usage, in the admin API's status.
@@ -124,6 +126,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 			return err
 		}
 		t.writer = ledger.NewWriter(store, wo)
+		t.audit = g.startAudit(store)
 		// The first read of keys and spend, before any request: a store
 		// that does not answer now is not fatal (known keys come later).
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -302,6 +305,9 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 		<-t.retained
 	}
 	var errs []error
+	if t.audit != nil {
+		t.audit.close(ctx)
+	}
 	if t.writer != nil {
 		if err := t.writer.Close(ctx); errors.Is(err, ledger.ErrSpooled) {
 			g.Logger.Warn("usage store: shutdown grace over with records unwritten; they wait in the spool for the next start", "error", err)
@@ -513,6 +519,7 @@ func (g *Gateway) keyAction(action, what, who string) {
 	g.Metrics.Admin(action)
 	verb := map[string]string{"key:create": "created", "key:update": "changed", "key:rotate": "rotated", "key:revoke": "revoked", "team:put": "set"}[action]
 	detail := verb + " " + what
+	g.audit(who, "admin:"+action, what, detail)
 	if who != "" {
 		detail += " (by " + who + ")"
 	}
