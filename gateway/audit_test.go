@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,10 +20,11 @@ type auditAnswer struct {
 }
 
 // TestAuditTrailSurvivesRestart (issue 29 §5): an admin action, a key
-// created and a console sign-in are written to the store's audit trail
-// with who did them; after a restart on the same SQLite file the
-// in-memory timeline has forgotten them but GET /admin/audit still lists
-// them, filtered by actor and action, without any secret. Without the
+// created, a refused console sign-in and a sign-in are written to the
+// store's audit trail with who did them; after a restart on the same
+// SQLite file the in-memory timeline has forgotten them but GET
+// /admin/audit still lists them, filtered by actor and action, without
+// any secret. Without the
 // admin key, with a gateway or viewer key, or from another origin the
 // trail is refused; bad parameters are a 400 in the admin API's format.
 func TestAuditTrailSurvivesRestart(t *testing.T) {
@@ -41,12 +43,17 @@ func TestAuditTrailSurvivesRestart(t *testing.T) {
 		t.Fatalf("create: %d %s", st, b)
 	}
 	a.clock.Advance(time.Second)
-	newConsoleClient(t, a.admin).login(signinViewerKey)
+	cc := newConsoleClient(t, a.admin)
+	if st, _, _ := cc.do("POST", "/console/login", url.Values{"key": {"wrong-key-0123456789abcdef"}}, ""); st == http.StatusSeeOther {
+		t.Fatal("a wrong key signed in")
+	}
+	a.clock.Advance(time.Second)
+	cc.login(signinViewerKey)
 	// The trail is written off the request path: wait for it.
 	poll.Until(t, 10*time.Second, func() bool {
 		st, b := a.adminCall("GET", "/admin/audit", "", adminKey)
 		var got auditAnswer
-		return st == http.StatusOK && json.Unmarshal(b, &got) == nil && len(got.Entries) == 3
+		return st == http.StatusOK && json.Unmarshal(b, &got) == nil && len(got.Entries) == 4
 	}, func() string {
 		_, b := a.adminCall("GET", "/admin/audit", "", adminKey)
 		return "the trail: " + string(b)
@@ -77,7 +84,7 @@ func TestAuditTrailSurvivesRestart(t *testing.T) {
 	if st != http.StatusOK || json.Unmarshal(b, &all) != nil {
 		t.Fatalf("the trail after the restart: %d %s", st, b)
 	}
-	for _, secret := range []string{created.Secret, adminKey, signinViewerKey, appKey} {
+	for _, secret := range []string{created.Secret, adminKey, signinViewerKey, appKey, "wrong-key-0123456789abcdef"} {
 		if strings.Contains(string(b), secret) {
 			t.Fatalf("the trail shows a secret: %s", b)
 		}
@@ -86,12 +93,12 @@ func TestAuditTrailSurvivesRestart(t *testing.T) {
 	for _, e := range all.Entries {
 		got = append(got, e.Action+" by "+e.Actor)
 	}
-	want := []string{"console:sign_in by oncall", "admin:key:create by admin key (as alice) from 127.0.0.1",
+	want := []string{"console:sign_in by oncall", "console:sign_in_refused by ", "admin:key:create by admin key (as alice) from 127.0.0.1",
 		"admin:drain by admin key (as alice) from 127.0.0.1"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("the trail after the restart:\n got %q\nwant %q", got, want)
 	}
-	if e := all.Entries[2]; e.Target != "aoai-swedencentral" || !strings.Contains(string(e.Detail), "drained backend aoai-swedencentral") {
+	if e := all.Entries[3]; e.Target != "aoai-swedencentral" || !strings.Contains(string(e.Detail), "drained backend aoai-swedencentral") {
 		t.Errorf("the drain's entry: %+v (detail %s)", e, e.Detail)
 	}
 	st, b = b2.adminCall("GET", "/admin/audit?action=admin:drain&actor="+strings.ReplaceAll("admin key (as alice) from 127.0.0.1", " ", "%20")+"&limit=5", "", adminKey)

@@ -50,9 +50,11 @@ func (c consoleGateway) KeysAPI(who string) http.Handler {
 }
 
 // Record puts a console security event (a sign-in, a refused one, a
-// refused request) in the timeline.
+// refused request) in the timeline and the audit trail, by nobody known
+// (the user, when there is one, is in the detail).
 func (c consoleGateway) Record(kind, detail string) {
 	c.g.addEvent(Event{At: c.g.now(), Kind: kind, Detail: detail}, true)
+	c.g.audit("", kind, "", detail)
 }
 
 // Ledger is the store of keys, teams and usage, or nil without one.
