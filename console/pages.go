@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,6 +36,15 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, s *session)
 	q := r.URL.Query()
 	f := eventFilter{Kind: q.Get("kind"), Pool: q.Get("pool"), Backend: q.Get("backend"), Text: q.Get("q")}
 	st := c.gw.Status()
+	// A restart empties the timeline: before its first event, show the
+	// store's audit trail.
+	before := c.now().Add(time.Second)
+	if len(st.Events) > 0 {
+		before = st.Events[0].At
+	}
+	older := c.storedAudit(r, before)
+	stored := len(older) > 0
+	st.Events = append(older, st.Events...)
 	kinds, pools, backends := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var shown []Event
 	sent := notificationsOf(st.Events)
@@ -63,9 +73,39 @@ func (c *Console) eventsPage(w http.ResponseWriter, r *http.Request, s *session)
 		}
 	}
 	c.render(w, http.StatusOK, "events", s, map[string]any{
-		"Filter": f, "Events": shown, "Sent": sentShown, "Total": len(st.Events),
+		"Filter": f, "Events": shown, "Sent": sentShown, "Total": len(st.Events), "Stored": stored,
 		"Kinds": sortedKeys(kinds), "Pools": sortedKeys(pools), "Backends": sortedKeys(backends),
 	})
+}
+
+// storedAudit is the newest 200 entries of the store's audit trail of the
+// 30 days before before, oldest first as the timeline is, or none
+// without a store.
+func (c *Console) storedAudit(r *http.Request, before time.Time) []Event {
+	l, ok := c.gw.(Ledgered)
+	if !ok {
+		return nil
+	}
+	rd, ok := l.Ledger().(ledger.AuditReader)
+	if !ok {
+		return nil
+	}
+	es, err := rd.Audit(r.Context(), ledger.AuditQuery{From: before.Add(-30 * 24 * time.Hour), To: before, Limit: 200})
+	if err != nil {
+		c.log.Warn("console: reading the audit trail failed", "error", err)
+		return nil
+	}
+	out := make([]Event, 0, len(es))
+	for i := len(es) - 1; i >= 0; i-- {
+		e := es[i]
+		var d struct{ Text string }
+		_ = json.Unmarshal(e.Detail, &d)
+		if e.Actor != "" {
+			d.Text += " (by " + e.Actor + ")"
+		}
+		out = append(out, Event{At: e.At, Kind: e.Action, Detail: d.Text, Replica: "(audit trail)"})
+	}
+	return out
 }
 
 func sortedKeys(m map[string]bool) []string {

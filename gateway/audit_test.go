@@ -101,6 +101,14 @@ func TestAuditTrailSurvivesRestart(t *testing.T) {
 	if e := all.Entries[3]; e.Target != "aoai-swedencentral" || !strings.Contains(string(e.Detail), "drained backend aoai-swedencentral") {
 		t.Errorf("the drain's entry: %+v (detail %s)", e, e.Detail)
 	}
+	// The console's events page shows the stored trail before the
+	// timeline's first event.
+	cc2 := newConsoleClient(t, b2.admin)
+	cc2.login(adminKey)
+	if _, page, _ := cc2.do("GET", "/console/events", nil, ""); !strings.Contains(page, `id="stored-audit"`) ||
+		!strings.Contains(page, "drained backend aoai-swedencentral (by admin key (as alice) from 127.0.0.1)") {
+		t.Errorf("the events page after the restart does not show the stored drain:\n%s", page)
+	}
 	st, b = b2.adminCall("GET", "/admin/audit?action=admin:drain&actor="+strings.ReplaceAll("admin key (as alice) from 127.0.0.1", " ", "%20")+"&limit=5", "", adminKey)
 	var one auditAnswer
 	if st != http.StatusOK || json.Unmarshal(b, &one) != nil || len(one.Entries) != 1 || one.Entries[0].Action != "admin:drain" {
