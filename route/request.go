@@ -320,6 +320,12 @@ func (r *Request) format() translate.Format {
 	return r.Format
 }
 
+// id is r's request id, the gateway's X-Request-Id (see Header), or ""
+// when it has none.
+func (r *Request) id() string {
+	return r.Header.Get("X-Request-Id")
+}
+
 // canonical returns the body as an OpenAI chat completions request,
 // translating it once when the client spoke another format.
 func (r *Request) canonical() ([]byte, error) {
