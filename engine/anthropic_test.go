@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -146,5 +147,53 @@ func TestExtendedThinkingToAReasoningModel(t *testing.T) {
 	}
 	if raw.Header.Get(route.HeaderBackend) != "openai" || len(msg.Content) == 0 {
 		t.Fatalf("from %q: %+v", raw.Header.Get(route.HeaderBackend), msg.Content)
+	}
+}
+
+// TestAnthropicErrorFromEngineHasRequestID: an Anthropic error body the
+// engine makes (a backend's error in another format, converted; the
+// answer when every member failed) carries the gateway's request id, the
+// one in X-Request-Id, as its request_id, not null.
+func TestAnthropicErrorFromEngineHasRequestID(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		fault  string // the openai member's fault mode, "" for none
+		body   string
+		status int
+	}{
+		{"backend error converted", "", `{"model":"claude-sonnet-4-5","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":2048},"messages":[{"role":"user","content":"hi"}]}`, http.StatusBadRequest},
+		{"every member failed", "down", `{"model":"claude-sonnet-4-5","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := startProviders(t, []string{"openai"}, nil, "")
+			if tt.fault != "" {
+				e.fault(t, "openai", tt.fault)
+			}
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, e.url+"/v1/messages", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b struct {
+				Type      string  `json:"type"`
+				RequestID *string `json:"request_id"`
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode < 400 || (tt.status != 0 && resp.StatusCode != tt.status) || b.Type != "error" {
+				t.Fatalf("status %d, type %q", resp.StatusCode, b.Type)
+			}
+			id := resp.Header.Get("X-Request-Id")
+			if id == "" || b.RequestID == nil || *b.RequestID != id {
+				t.Fatalf("request_id %v, X-Request-Id %q", b.RequestID, id)
+			}
+		})
 	}
 }

@@ -218,6 +218,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		Refusals:        g.Metrics,
 		BodyReadTimeout: cfg.Server.ReadTimeout.D(),
 		TraceHeader:     *cfg.Server.TraceHeader,
+		Clock:           g.opts.Clock,
 	}
 	if cfg.Server.MetricsOnAPI {
 		g.Handler.Metrics = g.Metrics.Handler()

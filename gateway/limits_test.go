@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
@@ -96,22 +97,44 @@ func TestReadTimeoutDoesNotCutStreams(t *testing.T) {
 	}
 }
 
-func TestSlowRequestBodyTimesOut(t *testing.T) {
+// TestBodyReadDeadlineOnTheGatewayClock: a request body that stops
+// coming is cut with a 408 once read_timeout has passed on the gateway's
+// injected clock (Options.Clock), not the wall clock, which here never
+// gets that far.
+func TestBodyReadDeadlineOnTheGatewayClock(t *testing.T) {
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
 		func(y string) string {
-			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 200ms", 1)
+			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 1h", 1)
 		})
 	pr, pw := io.Pipe()
 	t.Cleanup(func() { pw.Close() }) // the rest never comes
 	go pw.Write([]byte(`{"model":"chat-prod",`))
 	req, _ := http.NewRequest("POST", h.url+"/v1/chat/completions", pr)
 	req.Header.Set("Authorization", "Bearer "+appKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	type result struct {
+		resp *http.Response
+		err  error
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestTimeout {
-		t.Fatalf("status %d, want 408", resp.StatusCode)
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		done <- result{resp, err}
+	}()
+	var got result
+	poll.Until(t, 10*time.Second, func() bool {
+		h.clock.Advance(time.Hour)
+		select {
+		case got = <-done:
+			return true
+		default:
+			return false
+		}
+	}, func() string { return "no answer as the gateway's clock passed read_timeout" })
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	got.resp.Body.Close()
+	if got.resp.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("status %d, want 408", got.resp.StatusCode)
 	}
 }

@@ -22,7 +22,8 @@ import (
 // in Gemini's format (route.Request.Format): passed through to a Gemini
 // member, translated for the others, like /v1/messages. embedContent and
 // batchEmbedContents are translated here into an embeddings call, and the
-// answer back. countTokens is answered with the gateway's estimate. Every
+// answer back. countTokens goes to the pool's Gemini members, or is answered
+// with the gateway's estimate when it has none. Every
 // error is answered in Google's shape (translate.ErrorToGemini), a 429 or
 // 503 with Retry-After also with a google.rpc.RetryInfo detail.
 
@@ -169,12 +170,18 @@ func geminiCall(x *exchange, req *route.Request) {
 	}
 }
 
-// countGeminiTokens is the stage that answers countTokens with the
-// gateway's estimate of the prompt (route.Request.PromptTokens), marked
-// with HeaderEstimate: {"totalTokens": n}. The key's limits do not apply
-// to it.
+// countGeminiTokens is the stage that sends countTokens on, as
+// route.GeminiCountTokens, to the pool's Gemini members (the Gemini API,
+// Vertex AI's Google models), which count them, when it has one; for a
+// pool without, it answers with the gateway's estimate of the prompt
+// (route.Request.PromptTokens), marked with HeaderEstimate:
+// {"totalTokens": n}, and the key's limits do not apply to it.
 func countGeminiTokens(x *exchange) error {
 	if x.format != translate.Gemini || x.rel != gmCountTokens {
+		return nil
+	}
+	if hasGeminiMember(x.pool) {
+		x.op, x.req.Op = route.GeminiCountTokens, route.GeminiCountTokens
 		return nil
 	}
 	if err := chargeDecoding(x); err != nil {
@@ -186,6 +193,17 @@ func countGeminiTokens(x *exchange) error {
 	x.writeHeader(http.StatusOK)
 	fmt.Fprintf(x.w, "{\"totalTokens\":%d}", n)
 	return errAnswered
+}
+
+// hasGeminiMember reports whether a member of p takes calls in Gemini's
+// format (and so counts a Gemini client's tokens).
+func hasGeminiMember(p *route.Pool) bool {
+	for _, m := range p.Members {
+		if m.Backend.Provider.Format() == translate.Gemini {
+			return true
+		}
+	}
+	return false
 }
 
 // maxGeminiAnswer bounds an embeddings answer read to be translated.

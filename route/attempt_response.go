@@ -381,7 +381,7 @@ func (at *attempt) failedStatus(resp *http.Response, errBody []byte, a *Attempt,
 	// the first-byte bound.
 	resp.Body.Close()
 	at.release()
-	passError(resp, b, errBody, native, client)
+	passError(resp, b, errBody, native, client, r.id())
 	return resp, *a, nil
 }
 
@@ -404,8 +404,9 @@ func statusOutcome(status int, counts bool, code string, retryAfter time.Duratio
 
 // passError sets resp's body to the backend's error body, in the
 // client's format, with any credential it quotes redacted. native is the
-// backend's error format.
-func passError(resp *http.Response, b *Backend, errBody []byte, native, client translate.Format) {
+// backend's error format; id is the request's id, the request_id of an
+// Anthropic error body made from another format's.
+func passError(resp *http.Response, b *Backend, errBody []byte, native, client translate.Format, id string) {
 	// The backend's own error body may quote the credential it was sent.
 	full := errBody
 	if red := b.redact(string(errBody)); red != string(errBody) {
@@ -417,7 +418,7 @@ func passError(resp *http.Response, b *Backend, errBody []byte, native, client t
 		resp.Header.Set("Content-Length", strconv.Itoa(len(full)))
 		return
 	}
-	setBody(resp, convertError(native, client, resp.StatusCode, full), "application/json")
+	setBody(resp, convertError(native, client, resp.StatusCode, full, id), "application/json")
 }
 
 // readLimited reads r to its end, or to limit bytes, as

@@ -55,14 +55,16 @@ func bodyErrorFormat(prov Provider, native translate.Format, body []byte) transl
 }
 
 // convertError translates an error body into the client's format, keeping
-// the backend's own message.
-func convertError(native, client translate.Format, status int, body []byte) []byte {
+// the backend's own message; id is the request's id, the request_id of an
+// Anthropic error body it makes (an Anthropic backend's own body keeps
+// its own).
+func convertError(native, client translate.Format, status int, body []byte, id string) []byte {
 	native, client = errorFormat(native), errorFormat(client)
 	if client == translate.Anthropic {
 		if native == translate.Anthropic {
 			return body
 		}
-		return translate.ErrorToAnthropic(translate.OpenAI, status, translate.ErrorToOpenAI(native, status, body))
+		return translate.ErrorToAnthropicID(translate.OpenAI, status, translate.ErrorToOpenAI(native, status, body), id)
 	}
 	if client == translate.Gemini {
 		if native == translate.Gemini {

@@ -393,11 +393,12 @@ func (p *Pool) unanswered(r *Request, rep *Report, lastHeader http.Header) (*htt
 }
 
 // clientError is the pool's own error body (OpenAI's shape) in r's
-// client's format: Anthropic's, Gemini's, else as it is.
+// client's format: Anthropic's (its request_id r's id), Gemini's, else as
+// it is.
 func clientError(r *Request, status int, body []byte) []byte {
 	switch r.format() {
 	case translate.Anthropic:
-		return translate.ErrorToAnthropic(translate.OpenAI, status, body)
+		return translate.ErrorToAnthropicID(translate.OpenAI, status, body, r.id())
 	case translate.Gemini:
 		return translate.ErrorToGemini(translate.OpenAI, status, body)
 	}

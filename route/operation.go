@@ -79,12 +79,14 @@ func (op Operation) opSlot() int {
 		return 13
 	case ResponsesCompact:
 		return 14
+	case GeminiCountTokens:
+		return 15
 	}
 	return -1
 }
 
 // numOpSlots is how many operations opSlot places.
-const numOpSlots = 15
+const numOpSlots = 16
 
 // opMarks are the operations a member was found not to serve: for each
 // slot, when the mark ends (Unix nanoseconds on the pool's clock; zero

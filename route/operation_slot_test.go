@@ -11,7 +11,7 @@ import (
 // a fixed size.
 func TestEveryRoutedOperationHasItsOwnSlot(t *testing.T) {
 	seen := map[int]Operation{}
-	for _, op := range append(Operations(), Messages, Realtime) {
+	for _, op := range append(Operations(), Messages, Realtime, GeminiCountTokens) {
 		s := op.opSlot()
 		if s < 0 || s >= numOpSlots {
 			t.Fatalf("%s: slot %d", op, s)

@@ -9,8 +9,8 @@ import (
 	"github.com/switchover-gw/switchover/translate"
 )
 
-// Gemini is Google's Generative Language API (generateContent and
-// streamGenerateContent). It is safe for concurrent use.
+// Gemini is Google's Generative Language API (generateContent,
+// streamGenerateContent and, for a Gemini client, countTokens). It is safe for concurrent use.
 type Gemini struct {
 	// BaseURL is the API root, such as
 	// https://generativelanguage.googleapis.com.
@@ -30,7 +30,7 @@ var _ Provider = (*Gemini)(nil)
 // Format implements Provider.
 func (p *Gemini) Format() translate.Format { return translate.Gemini }
 
-func (p *Gemini) supports(op Operation) bool { return op == ChatCompletions }
+func (p *Gemini) supports(op Operation) bool { return op == ChatCompletions || op == GeminiCountTokens }
 
 // ignoresBodyModel: the URL names Gemini's model (models/{model}:…), so a
 // Gemini client's body, passed through, is sent as it came.
@@ -43,7 +43,10 @@ func (p *Gemini) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, er
 		v = "v1beta"
 	}
 	method := ":generateContent"
-	if o.Stream {
+	switch {
+	case o.Op == GeminiCountTokens:
+		method = ":countTokens"
+	case o.Stream:
 		method = ":streamGenerateContent"
 	}
 	t, err := p.targets.get(p.BaseURL, v, "", targetKey{op: Operation(method), model: o.Model}, func() *url.URL {

@@ -68,13 +68,14 @@ func (p *Vertex) Format() translate.Format {
 	return translate.Gemini
 }
 
-// supports: Claude's messages, or Gemini's generateContent. Token counting
-// (count-tokens:rawPredict, countTokens) and embeddings are not served.
+// supports: Claude's messages, or Gemini's generateContent and (for a
+// Gemini client) countTokens. Claude's token counting
+// (count-tokens:rawPredict) and embeddings are not served.
 func (p *Vertex) supports(op Operation) bool {
 	if p.anthropic() {
 		return op == Messages
 	}
-	return op == ChatCompletions
+	return op == ChatCompletions || op == GeminiCountTokens
 }
 
 // ignoresBodyModel: the URL names the model; Claude's body loses its model
@@ -89,6 +90,8 @@ func (p *Vertex) NewRequest(ctx context.Context, o *Outgoing) (*http.Request, er
 		method = ":streamRawPredict"
 	case p.anthropic():
 		method = ":rawPredict"
+	case o.Op == GeminiCountTokens:
+		method = ":countTokens"
 	case o.Stream:
 		method = ":streamGenerateContent"
 	}

@@ -182,7 +182,7 @@ func TestVertexClaudeGoogleErrorToAnthropicCaller(t *testing.T) {
 		{translate.OpenAI, 429, vertexQuotaError, "rate_limit_error"},
 	} {
 		resp := &http.Response{StatusCode: tc.status, Header: http.Header{}}
-		passError(resp, b, []byte(tc.body), bodyErrorFormat(p, p.Format(), []byte(tc.body)), tc.client)
+		passError(resp, b, []byte(tc.body), bodyErrorFormat(p, p.Format(), []byte(tc.body)), tc.client, "")
 		got, _ := io.ReadAll(resp.Body)
 		var out struct {
 			Type  string `json:"type"`

@@ -32,8 +32,12 @@ const (
 	// /v1/responses/compact): a create-type call routed by the model in
 	// its body, answered with a response.compaction object. It is never
 	// translated: only members that serve the Responses API take it.
-	ResponsesCompact    Operation = "responses/compact"
-	CountTokens         Operation = "messages/count_tokens"
+	ResponsesCompact Operation = "responses/compact"
+	CountTokens      Operation = "messages/count_tokens"
+	// GeminiCountTokens is a Gemini client's countTokens, in Gemini's
+	// format: served by Gemini members (the Gemini API, Vertex AI's
+	// Google models) only, never translated.
+	GeminiCountTokens   Operation = "gemini/countTokens"
 	AudioTranscriptions Operation = "audio/transcriptions"
 	AudioTranslations   Operation = "audio/translations"
 	AudioSpeech         Operation = "audio/speech"
@@ -318,6 +322,12 @@ func (r *Request) format() translate.Format {
 		return translate.OpenAI
 	}
 	return r.Format
+}
+
+// id is r's request id, the gateway's X-Request-Id (see Header), or ""
+// when it has none.
+func (r *Request) id() string {
+	return r.Header.Get("X-Request-Id")
 }
 
 // canonical returns the body as an OpenAI chat completions request,

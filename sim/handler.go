@@ -174,17 +174,19 @@ func (d *deployment) routeAnthropic(w http.ResponseWriter, r *http.Request, dr d
 	d.serve(w, r, dr, route{op: opMessages, modelInBody: true})
 }
 
-// routeGemini serves POST /v1beta/models/{model}:generateContent and
-// :streamGenerateContent. Another model in the path is a routing 404, as
+// routeGemini serves POST /v1beta/models/{model}:generateContent,
+// :streamGenerateContent and :countTokens. Another model in the path is a routing 404, as
 // another deployment in an azure path is.
 func (d *deployment) routeGemini(w http.ResponseWriter, r *http.Request, dr draws) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
 	model, method, split := splitGeminiPath(rest)
 	switch {
-	case !ok || !split || (method != "generateContent" && method != "streamGenerateContent") || r.Method != http.MethodPost:
+	case !ok || !split || (method != "generateContent" && method != "streamGenerateContent" && method != "countTokens") || r.Method != http.MethodPost:
 		d.writeError(w, errRouteNotFound(Gemini, r))
 	case model != d.cfg.Deployment:
 		d.writeError(w, errDeploymentNotFound(Gemini, model))
+	case method == "countTokens":
+		d.serve(w, r, dr, route{op: opGenerate, countTokens: true})
 	default:
 		d.serve(w, r, dr, route{op: opGenerate, stream: method == "streamGenerateContent", sse: r.URL.Query().Get("alt") == "sse"})
 	}
@@ -261,6 +263,7 @@ type route struct {
 	// anthropic_version and no model
 	vertexClaude bool
 	sse          bool   // gemini: alt=sse
+	countTokens  bool   // gemini: countTokens
 	bedrock      string // bedrock: the action (converse, converse-stream, invoke…)
 }
 
@@ -339,6 +342,20 @@ func (d *deployment) handle(w http.ResponseWriter, r *http.Request, c call) outc
 	}
 	if c.op == opGenerate {
 		req.stream = c.stream
+	}
+	if c.countTokens {
+		// Gemini's countTokens ({"contents": …}): the sim's estimate of
+		// the prompt, as Anthropic's count_tokens (countTokens), one
+		// request against RPM and no tokens.
+		if !d.admit(w, &c, f, 0) {
+			return outcomeRefused
+		}
+		if err := writeJSON(w, http.StatusOK, struct {
+			TotalTokens int64 `json:"totalTokens"`
+		}{req.promptTokens}); err != nil {
+			return outcomeAbandoned
+		}
+		return outcomeOK
 	}
 	if c.modelInBody {
 		if req.model == "" {

@@ -84,6 +84,8 @@ func (d *deployment) routeVertex(w http.ResponseWriter, r *http.Request, dr draw
 	switch {
 	case pub == "anthropic" && (method == "rawPredict" || method == "streamRawPredict"):
 		d.serve(w, r, dr, route{op: opMessages, vertexClaude: true})
+	case pub == "google" && method == "countTokens":
+		d.serve(w, r, dr, route{op: opGenerate, countTokens: true})
 	case pub == "google" && (method == "generateContent" || method == "streamGenerateContent"):
 		d.serve(w, r, dr, route{op: opGenerate, stream: method == "streamGenerateContent", sse: r.URL.Query().Get("alt") == "sse"})
 	default:
