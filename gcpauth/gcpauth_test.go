@@ -2,12 +2,9 @@ package gcpauth_test
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -20,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/switchover-gw/switchover/gcpauth"
+	"github.com/switchover-gw/switchover/internal/gcptest"
 )
 
 // tokenServer is a local OAuth 2.0 token endpoint: it checks a
@@ -68,26 +66,8 @@ func newTokenServer(t *testing.T, key *rsa.PublicKey) *tokenServer {
 // service account as issuer, the token endpoint as audience, Vertex's
 // scope.
 func (ts *tokenServer) checkAssertion(jwt string) error {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("assertion has %d parts", len(parts))
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	c, err := gcptest.VerifyAssertion(jwt, ts.key)
 	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(ts.key, crypto.SHA256, sum[:], sig); err != nil {
-		return fmt.Errorf("signature: %w", err)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return err
-	}
-	var c struct {
-		Iss, Scope, Aud string
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
 		return err
 	}
 	if c.Iss != "vertex@proj.iam.gserviceaccount.com" || c.Scope != gcpauth.Scope || c.Aud != ts.URL+"/token" {

@@ -84,28 +84,40 @@ func checkAssertion(r *http.Request, key *rsa.PublicKey, iss, aud string) error 
 	if g := r.Form.Get("grant_type"); g != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
 		return fmt.Errorf("grant_type %q", g)
 	}
-	parts := strings.Split(r.Form.Get("assertion"), ".")
-	if len(parts) != 3 {
-		return fmt.Errorf("assertion has %d parts", len(parts))
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	c, err := VerifyAssertion(r.Form.Get("assertion"), key)
 	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], sig); err != nil {
-		return fmt.Errorf("signature: %w", err)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return err
-	}
-	var c struct{ Iss, Aud, Scope string }
-	if err := json.Unmarshal(raw, &c); err != nil {
 		return err
 	}
 	if c.Iss != iss || c.Aud != aud || !strings.Contains(c.Scope, "https://www.googleapis.com/auth/cloud-platform") {
 		return fmt.Errorf("claims %+v", c)
 	}
 	return nil
+}
+
+// Claims are the claims of a service account's JWT assertion that a
+// token endpoint checks.
+type Claims struct{ Iss, Aud, Scope string }
+
+// VerifyAssertion checks a service account's JWT assertion (RFC 7523)
+// signed RS256 with key and returns its claims for the caller to check.
+func VerifyAssertion(jwt string, key *rsa.PublicKey) (Claims, error) {
+	var c Claims
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return c, fmt.Errorf("assertion has %d parts", len(parts))
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return c, err
+	}
+	sum := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, sum[:], sig); err != nil {
+		return c, fmt.Errorf("signature: %w", err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return c, err
+	}
+	err = json.Unmarshal(raw, &c)
+	return c, err
 }
