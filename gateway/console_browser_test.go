@@ -178,6 +178,53 @@ func browserTools(t *testing.T) (chromium, node, dir string) {
 	return chromium, node, dir
 }
 
+// shotDir is where a browser test saves its screenshots: a temporary
+// directory, or docs/img with SWITCHOVER_UPDATE_SCREENSHOTS=1.
+func shotDir(t *testing.T) string {
+	t.Helper()
+	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
+		dir, _ := filepath.Abs(filepath.Join("..", "docs", "img"))
+		return dir
+	}
+	return t.TempDir()
+}
+
+// runBrowserScript runs the script of console/e2e in Node with env
+// added to the environment (besides CHROMIUM), logs its output, and
+// fails the test if it fails. out, if not nil, sees its output as it
+// comes (one writer: exec copies stdout and stderr on one goroutine).
+func runBrowserScript(t *testing.T, script string, out func(io.Writer) io.Writer, env ...string) {
+	t.Helper()
+	chromium, node, dir := browserTools(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 180*time.Second) // a guard against a hang, not a timing assertion
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, script))
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "CHROMIUM="+chromium), env...)
+	var buf bytes.Buffer
+	var w io.Writer = &buf
+	if out != nil {
+		w = out(w)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("browser (%s, %s):\n%s", script, time.Since(start).Round(time.Millisecond), buf.String())
+	if err != nil {
+		t.Fatalf("browser test %s failed: %v", script, err)
+	}
+}
+
+// checkShots fails the test unless dir has each screenshot in names.
+func checkShots(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	for _, f := range names {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("screenshot %s: %v", f, err)
+		}
+	}
+}
+
 // TestConsoleInBrowser drives the console in Chromium during a simulated
 // outage: the overview renders every pool and backend; a fault injected
 // in the simulator opens the backend's breaker in the page without a
@@ -186,12 +233,9 @@ func browserTools(t *testing.T) (chromium, node, dir string) {
 // only the login, a viewer no action. Screenshots go to a temporary
 // directory, or to docs/img with SWITCHOVER_UPDATE_SCREENSHOTS=1.
 func TestConsoleInBrowser(t *testing.T) {
-	chromium, node, dir := browserTools(t)
+	browserTools(t)
 	e := startConsoleEnv(t)
-	shots := t.TempDir()
-	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
-		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
-	}
+	shots := shotDir(t)
 	// A key of the store with a team and a budget, and a few requests
 	// with it, for the keys and usage page.
 	k, secret, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600, Budget: 50, BudgetPeriod: "month"}, time.Now())
@@ -212,31 +256,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	pools, _ := json.Marshal(consolePools)
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second) // a guard against a hang, not a timing assertion
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "console.mjs"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
+	// The script's last step asks for the gateway to stop (its admin
+	// listener goes down) and checks that the page says it is stale.
+	watch := func(w io.Writer) io.Writer {
+		return &lineWatch{w: w, line: "SHUTDOWN_GATEWAY", do: func() { go e.shutdown() }}
+	}
+	runBrowserScript(t, "console.mjs", watch,
 		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
 		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "POOLS="+string(pools),
 		"FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
-		"SHOT_DIR="+shots, "CHROMIUM="+chromium, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret, "API_URL="+e.api)
-	var out bytes.Buffer
-	// The script's last step asks for the gateway to stop (its admin
-	// listener goes down) and checks that the page says it is stale. One
-	// writer for both: exec then copies them on one goroutine.
-	lw := &lineWatch{w: &out, line: "SHUTDOWN_GATEWAY", do: func() { go e.shutdown() }}
-	cmd.Stdout, cmd.Stderr = lw, lw
-	err = cmd.Run()
-	t.Logf("browser:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("browser test failed: %v", err)
-	}
-	for _, f := range []string{"console-overview.png", "console-events.png", "console-keys.png", "console-overview-390.png", "console-stale.png"} {
-		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
-			t.Errorf("screenshot %s: %v", f, err)
-		}
-	}
+		"SHOT_DIR="+shots, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret, "API_URL="+e.api)
+	checkShots(t, shots, "console-overview.png", "console-events.png", "console-keys.png", "console-overview-390.png", "console-stale.png")
 	// What the page did is what the gateway recorded.
 	var drained, restored bool
 	for _, ev := range e.g.Status().Events {
@@ -282,30 +312,11 @@ func (l *lineWatch) Write(p []byte) (int, error) {
 // a timeline of its attempts, the filter form narrows the list, phones
 // get no sideways scroll, and a viewer sees no end users.
 func TestConsoleRequestsInBrowser(t *testing.T) {
-	chromium, node, dir := browserTools(t)
+	browserTools(t)
 	e := startConsoleEnv(t)
-	shots := t.TempDir()
-	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
-		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second) // a guard against a hang, not a timing assertion
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "requests.mjs"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
+	shots := shotDir(t)
+	runBrowserScript(t, "requests.mjs", nil,
 		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
-		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "FAULT_BACKEND=uksouth",
-		"SHOT_DIR="+shots, "CHROMIUM="+chromium)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	t.Logf("browser:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("browser test failed: %v", err)
-	}
-	for _, f := range []string{"console-requests.png", "console-request.png", "console-request-phone.png"} {
-		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
-			t.Errorf("screenshot %s: %v", f, err)
-		}
-	}
+		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "FAULT_BACKEND=uksouth", "SHOT_DIR="+shots)
+	checkShots(t, shots, "console-requests.png", "console-request.png", "console-request-phone.png")
 }

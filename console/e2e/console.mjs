@@ -8,17 +8,9 @@
 // SIM_URL (a simulator listener, for faults and counters), POOLS (JSON:
 // pool -> backends), FAULT_BACKEND, DRAIN_BACKEND, FAULT_POOL, SHOT_DIR,
 // CHROMIUM, STORE_KEY_ID, STORE_KEY_SECRET, API_URL (the gateway's API listener).
-import { chromium } from "playwright-core";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { env, step, until, WAIT, setFault as simFault, run, atWidth, noSideScroll, tablesInScrollBoxes, shot, signIn, signOut, DESKTOP, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const base = env("CONSOLE_URL");
 const sim = env("SIM_URL");
 const pools = JSON.parse(env("POOLS"));
@@ -26,10 +18,9 @@ const faulty = env("FAULT_BACKEND");
 const drained = env("DRAIN_BACKEND");
 const pool = env("FAULT_POOL");
 const shots = env("SHOT_DIR");
-const WAIT = 25000; // generous: a busy 2-core machine
 
-const step = (s) => console.log(`step: ${s}`);
 const row = (p, b) => `tr[data-member="${p}/${b}"]`;
+const setFault = (name, fault) => simFault(sim, name, fault);
 
 async function simStats() {
   const r = await fetch(`${sim}/_sim/stats`);
@@ -41,36 +32,10 @@ function calls(stats, name) {
   assert.ok(s, `no sim stats for ${name}: ${JSON.stringify(stats).slice(0, 300)}`);
   return s.calls;
 }
-async function setFault(name, fault) {
-  const r = await fetch(`${sim}/_sim/deployments/${name}/fault`, {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fault),
-  });
-  assert.equal(r.status, 200, `fault ${JSON.stringify(fault)} on ${name}: ${await r.text()}`);
-}
-async function until(what, f, deadline = WAIT) {
-  const end = Date.now() + deadline;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((res) => setTimeout(res, 100)); // polling a condition, with a deadline
-  }
-}
 
-const profile = await mkdtemp(join(tmpdir(), "switchover-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: env("CHROMIUM"),
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1500, height: 1000 },
-});
-context.setDefaultTimeout(WAIT);
-const errors = [];
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => { if (m.type() === "error" && !/401|403|Unauthorized|Forbidden/.test(m.text())) errors.push(m.text()); });
+// 401, 403: the probes the test sends on purpose.
+await run(async (b) => {
+  const { page, context } = b;
 
   step("an unauthenticated visitor sees only the login page");
   for (const p of ["/console/", "/console/events", "/console/config", "/console/keys", "/"]) {
@@ -132,7 +97,7 @@ try {
     return el && !el.textContent.includes(f);
   }, [pool, faulty]);
   await points(pointsBefore + 6);
-  await page.screenshot({ path: join(shots, "console-overview.png"), fullPage: true });
+  await shot(page, shots, "console-overview.png");
 
   step(`draining ${drained} from the page (click, confirm) stops its traffic`);
   await page.click(`${row(pool, drained)} button[data-act="drain"]`);
@@ -175,7 +140,7 @@ try {
   const kinds = await page.$$eval("tr.ev", (rs) => rs.map((r) => r.dataset.kind));
   assert.ok(kinds.length > 0 && kinds.every((k) => k.startsWith("admin:")), `filtered kinds ${kinds}`);
   await page.goto(base + "/console/events");
-  await page.screenshot({ path: join(shots, "console-events.png"), fullPage: true });
+  await shot(page, shots, "console-events.png");
 
   step("the config page shows the running config, redacted");
   await page.goto(base + "/console/config");
@@ -196,7 +161,7 @@ try {
   }
   assert.ok((await page.textContent("#keys")).includes(keyID), `key ${keyID} not listed`);
   assert.ok(!(await page.content()).includes(env("STORE_KEY_SECRET")), "the keys page shows a key's secret");
-  await page.screenshot({ path: join(shots, "console-keys.png"), fullPage: true });
+  await shot(page, shots, "console-keys.png");
 
   step("an admin creates a key in the page (confirmed), sees its secret once, and revokes it");
   await page.fill('#key-create input[name="name"]', "browser-made");
@@ -204,7 +169,7 @@ try {
   await page.fill('#key-create input[name="budget"]', "5/day");
   await page.click('#key-create button[data-act="key-create"]');
   await page.click("#confirm-ok");
-  await page.waitForSelector("#secret", { timeout: WAIT });
+  await page.waitForSelector("#secret");
   assert.ok(page.url().endsWith("/console/keys/secret"), `secret page at ${page.url()}`);
   const made = (await page.textContent("#secret")).trim();
   assert.match(made, /^sk-/, "no secret on the result page");
@@ -217,7 +182,7 @@ try {
   assert.ok(!(await page.content()).includes(made), "the keys page shows the new secret");
   await page.click(`${madeRow} button[data-act="key-revoke"]`);
   await page.click("#confirm-ok");
-  await page.waitForSelector("#flash", { timeout: WAIT });
+  await page.waitForSelector("#flash");
   assert.ok((await page.textContent("#flash")).startsWith(`Done: revoke key ${madeID}`), await page.textContent("#flash"));
   assert.ok(await page.locator(`${madeRow}.revoked`).count() === 1, "the revoked key is not shown revoked");
   const r = await fetch(env("API_URL") + "/v1/chat/completions", {
@@ -227,24 +192,20 @@ try {
   assert.equal(r.status, 401, "the revoked key still works");
 
   step("at 390 px (a phone) the overview, events and keys pages do not scroll sideways; wide tables scroll in their box");
-  await page.setViewportSize({ width: 390, height: 844 });
+  await atWidth(page, PHONE);
   for (const p of ["/console/", "/console/events", "/console/keys"]) {
     await page.goto(base + p);
-    const m = await page.evaluate(() => {
-      const scroll = (el) => el && getComputedStyle(el.closest(".scroll") || el).overflowX;
-      return { sw: document.documentElement.scrollWidth, iw: window.innerWidth, tables: [...document.querySelectorAll("table")].map((t) => scroll(t)) };
-    });
-    assert.ok(m.sw <= m.iw, `${p} at 390 px: the page is ${m.sw} px wide in a ${m.iw} px window`);
-    assert.ok(m.tables.every((o) => o === "auto" || o === "scroll"), `${p}: a table outside a scroll box: ${m.tables}`);
+    await noSideScroll(page, p);
+    await tablesInScrollBoxes(page, p);
     if (p === "/console/") {
       // The breaker column is there to scroll to, not cut off.
       const cell = `${row(pool, drained)} [data-f="breaker"]`;
       await page.locator(cell).scrollIntoViewIfNeeded();
       assert.ok(await page.locator(cell).isVisible(), "the breaker column cannot be reached at 390 px");
-      await page.screenshot({ path: join(shots, "console-overview-390.png"), fullPage: true });
+      await shot(page, shots, "console-overview-390.png");
     }
   }
-  await page.setViewportSize({ width: 1500, height: 1000 });
+  await atWidth(page, DESKTOP);
 
   step("/favicon.ico is an image, not a 401");
   assert.deepEqual(await page.evaluate(async () => { const r = await fetch("/favicon.ico"); return [r.status, r.headers.get("content-type")]; }), [200, "image/png"]);
@@ -281,13 +242,12 @@ try {
   await setFault(faulty, { mode: "none" });
 
   step("sign out");
-  await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
+  await signOut(page, base);
   await page.goto(base + "/console/");
   assert.equal(new URL(page.url()).pathname, "/console/login");
 
   step("a viewer sees but cannot act");
-  await page.fill("#key", env("VIEWER_KEY"));
-  await Promise.all([page.waitForURL(base + "/console/"), page.click("form#login button[type=submit]")]);
+  await signIn(page, base, env("VIEWER_KEY"));
   await page.waitForSelector(row(pool, drained));
   assert.equal(await page.locator("button[data-act]").count(), 0, "a viewer has action buttons");
   const viewerPost = await page.evaluate(async (b) => {
@@ -299,7 +259,7 @@ try {
   }, drained);
   assert.equal(viewerPost, 403, "a viewer's action");
 
-  assert.deepEqual(errors, [], "errors in the page");
+  b.noErrors("before the gateway stops");
 
   step("while the admin listener is down, a banner says the page is stale");
   await page.waitForSelector("#live.on");
@@ -307,9 +267,6 @@ try {
   console.log("SHUTDOWN_GATEWAY"); // the Go test stops the gateway
   await page.waitForSelector("#stale", { state: "visible" });
   assert.match(await page.textContent("#stale"), /lost the gateway/);
-  await page.screenshot({ path: join(shots, "console-stale.png"), fullPage: true });
-  console.log("ok: every browser check passed");
-} finally {
-  await context.close();
-  await rm(profile, { recursive: true, force: true });
-}
+  await shot(page, shots, "console-stale.png");
+  b.errors.splice(0); // the gateway is down: the page's requests fail, as they should
+}, { allow: /401|403|Unauthorized|Forbidden/ });

@@ -9,53 +9,16 @@
 // polled condition with a deadline, never a sleep.
 //
 // Environment: CONSOLE_URL, VIEWER_KEY, BUDGET_TEAM, SHOT_DIR, CHROMIUM.
-import { chromium } from "playwright-core";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { env, step, until, run, atWidth, noSideScroll, shot, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const base = env("CONSOLE_URL");
 const team = env("BUDGET_TEAM");
 const shots = env("SHOT_DIR");
-const WAIT = 25000; // generous: a busy 2-core machine
-
-const step = (s) => console.log(`step: ${s}`);
-async function until(what, f, deadline = WAIT) {
-  const end = Date.now() + deadline;
-  for (;;) {
-    const v = await f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((res) => setTimeout(res, 250)); // polling a condition, with a deadline
-  }
-}
-async function noSideScroll(page, what) {
-  const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
-  assert.ok(sw <= cw, `${what} scrolls sideways at ${cw}px: ${sw}px wide`);
-}
 const titlesOf = (page, sel) => page.$$eval(sel, (ts) => ts.map((t) => t.textContent));
 
-const profile = await mkdtemp(join(tmpdir(), "switchover-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: env("CHROMIUM"),
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1500, height: 1000 },
-});
-context.setDefaultTimeout(WAIT);
-const errors = [];
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => { if (m.type() === "error" && !/400|401|Unauthorized|Bad Request/.test(m.text())) errors.push(m.text()); });
-
+// 400, 401: the probes the test sends on purpose.
+await run(async ({ page }) => {
   step("a visitor is sent to the login from the spend page");
   await page.goto(base + "/console/spend");
   assert.equal(new URL(page.url()).pathname, "/console/login");
@@ -86,7 +49,7 @@ try {
   await burn.waitFor();
   assert.match(await burn.locator("h3").textContent(), /of \$50\.00 this month/);
   assert.ok((await burn.locator("polyline.limit").count()) === 1, "no limit line");
-  await page.screenshot({ path: join(shots, "console-spend.png"), fullPage: true });
+  await shot(page, shots, "console-spend.png");
 
   step("the selectors change the range and the groupings");
   await page.selectOption('select[name="days"]', "7");
@@ -99,18 +62,13 @@ try {
   await noSideScroll(page, "the spend page");
 
   step("at a phone's width the page does not scroll sideways");
-  await page.setViewportSize({ width: 390, height: 844 });
+  await atWidth(page, PHONE);
   await page.goto(base + "/console/spend?days=90");
   await page.waitForSelector("#spend-chart");
   await noSideScroll(page, "the spend page (90 days)");
   // A chart keeps a readable width and scrolls in its own box.
   const box = await page.$eval("#spend-chart .scroll", (d) => [d.getBoundingClientRect().right, getComputedStyle(d).overflowX]);
   assert.ok(box[0] <= 390 && box[1] === "auto", `the spend chart's box: ${box}`);
-  await page.screenshot({ path: join(shots, "console-spend-phone.png"), fullPage: true });
+  await shot(page, shots, "console-spend-phone.png");
 
-  assert.deepEqual(errors, [], "errors in the page");
-  console.log("ok: every browser check passed");
-} finally {
-  await context.close();
-  await rm(profile, { recursive: true, force: true });
-}
+}, { allow: /400|401|Unauthorized|Bad Request/ });

@@ -1,0 +1,166 @@
+// What the console's browser tests share: the environment, launching the
+// system's Chromium through playwright-core (no browser is downloaded),
+// signing in and out, the desktop and phone widths, screenshots, the
+// simulator's fault switch, and the checks every page gets (no sideways
+// scroll, no error in the page). Every wait is Playwright's or a polled
+// condition with a deadline, never a sleep.
+import { chromium } from "playwright-core";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import assert from "node:assert/strict";
+
+// WAIT is the deadline of every wait: generous, for a busy 2-core machine.
+export const WAIT = 25000;
+
+// The widths every page is checked at.
+export const DESKTOP = { width: 1500, height: 1000, name: "desktop" };
+export const PHONE = { width: 390, height: 844, name: "phone" };
+
+// env is the environment variable k, which the Go test must set.
+export function env(k) {
+  const v = process.env[k];
+  if (!v) throw new Error(`${k} is not set`);
+  return v;
+}
+
+// step prints what the test does next (the Go test logs it).
+export const step = (s) => console.log(`step: ${s}`);
+
+// until polls f until it returns a truthy value, which it returns, or
+// throws once deadline ms have passed.
+export async function until(what, f, deadline = WAIT, every = 250) {
+  const end = Date.now() + deadline;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((res) => setTimeout(res, every)); // polling a condition, with a deadline
+  }
+}
+
+// setFault sets a fault of the simulator (SIM_URL) on deployment name.
+export async function setFault(sim, name, fault) {
+  const r = await fetch(`${sim}/_sim/deployments/${name}/fault`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(fault),
+  });
+  assert.equal(r.status, 200, `fault ${JSON.stringify(fault)} on ${name}: ${await r.text()}`);
+}
+
+// Browser is one Chromium with one page, collecting the page's errors:
+// uncaught exceptions and console errors not matched by allow (a
+// response's status the test provokes on purpose, as "403").
+export class Browser {
+  constructor(context, page, profile, allow) {
+    this.context = context;
+    this.page = page;
+    this.profile = profile;
+    this.allow = allow;
+    this.errors = [];
+    page.on("pageerror", (e) => this.errors.push(String(e)));
+    page.on("console", (m) => {
+      if (m.type() === "error" && !(this.allow && this.allow.test(m.text()))) this.errors.push(`${this.page.url()}: ${m.text()}`);
+    });
+  }
+
+  // allowing runs f with the console errors matched by re allowed, as
+  // the responses of probes the test sends on purpose.
+  async allowing(re, f) {
+    const was = this.allow;
+    this.allow = was ? new RegExp(`${was.source}|${re.source}`) : re;
+    try {
+      return await f();
+    } finally {
+      this.allow = was;
+    }
+  }
+
+  // noErrors fails if the page has had an error since the last call.
+  noErrors(what) {
+    const errs = this.errors.splice(0);
+    assert.deepEqual(errs, [], `errors in the page (${what})`);
+  }
+
+  async close() {
+    await this.context.close();
+    await rm(this.profile, { recursive: true, force: true });
+  }
+}
+
+// launch starts Chromium (CHROMIUM) headless at the desktop width.
+export async function launch({ allow } = {}) {
+  const profile = await mkdtemp(join(tmpdir(), "switchover-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: env("CHROMIUM"),
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport: { width: DESKTOP.width, height: DESKTOP.height },
+  });
+  context.setDefaultTimeout(WAIT);
+  const page = context.pages()[0] ?? (await context.newPage());
+  return new Browser(context, page, profile, allow);
+}
+
+// run launches the browser, runs test with it, checks that the page had
+// no error, prints the line the Go test looks for, and closes the
+// browser whatever happened.
+export async function run(test, opts) {
+  const b = await launch(opts);
+  try {
+    await test(b);
+    b.noErrors("at the end");
+    console.log("ok: every browser check passed");
+  } finally {
+    await b.close();
+  }
+}
+
+// signIn signs in at base's login page with key and waits for the
+// overview.
+export async function signIn(page, base, key) {
+  await page.goto(base + "/console/login");
+  await page.fill("#key", key);
+  await Promise.all([page.waitForURL(base + "/console/"), page.click("form#login button[type=submit]")]);
+}
+
+// signOut signs out from the nav and waits for the login page.
+export async function signOut(page, base) {
+  await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
+}
+
+// atWidth sets the page's viewport to size (DESKTOP or PHONE).
+export async function atWidth(page, size) {
+  await page.setViewportSize({ width: size.width, height: size.height });
+}
+
+// noSideScroll fails if the page itself scrolls sideways: only the
+// tables' and charts' own boxes may.
+export async function noSideScroll(page, what) {
+  const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  assert.ok(sw <= cw, `${what} scrolls sideways at ${cw}px: ${sw}px wide`);
+}
+
+// tablesInScrollBoxes fails if a table is not in a box that scrolls
+// sideways on its own (at a phone's width the page would).
+export async function tablesInScrollBoxes(page, what) {
+  const boxes = await page.$$eval("table", (ts) => ts.map((t) => getComputedStyle(t.closest(".scroll") || t).overflowX));
+  assert.ok(boxes.every((o) => o === "auto" || o === "scroll"), `${what}: a table outside a scroll box: ${boxes}`);
+}
+
+// visible fails unless every selector in sels matches an element that is
+// visible (scrolled into view first: a cell of a wide table may be in its
+// box's hidden part).
+export async function visible(page, sels, what) {
+  for (const sel of sels) {
+    const el = page.locator(sel).first();
+    assert.ok((await el.count()) > 0, `${what}: nothing matches ${sel}`);
+    await el.scrollIntoViewIfNeeded();
+    assert.ok(await el.isVisible(), `${what}: ${sel} is not visible`);
+  }
+}
+
+// shot saves a screenshot of the whole page as dir/name.
+export async function shot(page, dir, name) {
+  await page.screenshot({ path: join(dir, name), fullPage: true });
+}
