@@ -24,8 +24,10 @@ export function env(k) {
   return v;
 }
 
-// step prints what the test does next (the Go test logs it).
-export const step = (s) => console.log(`step: ${s}`);
+// step prints what the test does next, and when since the start (the Go
+// test logs it).
+const started = Date.now();
+export const step = (s) => console.log(`step: [${((Date.now() - started) / 1000).toFixed(1)}s] ${s}`);
 
 // until polls f until it returns a truthy value, which it returns, or
 // throws once deadline ms have passed.
@@ -137,8 +139,15 @@ export async function atWidth(page, size) {
 // noSideScroll fails if the page itself scrolls sideways: only the
 // tables' and charts' own boxes may.
 export async function noSideScroll(page, what) {
-  const [sw, cw] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
-  assert.ok(sw <= cw, `${what} scrolls sideways at ${cw}px: ${sw}px wide`);
+  const [sw, cw, wide] = await page.evaluate(() => {
+    const cw = document.documentElement.clientWidth;
+    // The innermost elements past the right edge, to say what is at fault.
+    const wide = [...document.body.querySelectorAll("*")]
+      .filter((el) => el.getBoundingClientRect().right > cw + 1 && ![...el.children].some((c) => c.getBoundingClientRect().right > cw + 1))
+      .slice(0, 5).map((el) => `<${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${el.className ? "." + String(el.className).replace(/ /g, ".") : ""}> ${Math.round(el.getBoundingClientRect().right)}px`);
+    return [document.documentElement.scrollWidth, cw, wide];
+  });
+  assert.ok(sw <= cw, `${what} scrolls sideways at ${cw}px: ${sw}px wide; past the edge: ${wide.join(", ")}`);
 }
 
 // tablesInScrollBoxes fails if a table is not in a box that scrolls
