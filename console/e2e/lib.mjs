@@ -141,11 +141,13 @@ export async function atWidth(page, size) {
 export async function noSideScroll(page, what) {
   const [sw, cw, wide] = await page.evaluate(() => {
     const cw = document.documentElement.clientWidth;
+    const sw = document.documentElement.scrollWidth;
+    if (sw <= cw) return [sw, cw, []];
     // The innermost elements past the right edge, to say what is at fault.
     const wide = [...document.body.querySelectorAll("*")]
       .filter((el) => el.getBoundingClientRect().right > cw + 1 && ![...el.children].some((c) => c.getBoundingClientRect().right > cw + 1))
       .slice(0, 5).map((el) => `<${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""}${el.className ? "." + String(el.className).replace(/ /g, ".") : ""}> ${Math.round(el.getBoundingClientRect().right)}px`);
-    return [document.documentElement.scrollWidth, cw, wide];
+    return [sw, cw, wide];
   });
   assert.ok(sw <= cw, `${what} scrolls sideways at ${cw}px: ${sw}px wide; past the edge: ${wide.join(", ")}`);
 }
@@ -158,15 +160,21 @@ export async function tablesInScrollBoxes(page, what) {
 }
 
 // visible fails unless every selector in sels matches an element that is
-// visible (scrolled into view first: a cell of a wide table may be in its
-// box's hidden part).
+// shown: it has a box, is not hidden, and once scrolled to (a cell of a
+// wide table may be in its box's hidden part) it is in the window. One
+// round trip to the page for all of them.
 export async function visible(page, sels, what) {
-  for (const sel of sels) {
-    const el = page.locator(sel).first();
-    assert.ok((await el.count()) > 0, `${what}: nothing matches ${sel}`);
-    await el.scrollIntoViewIfNeeded();
-    assert.ok(await el.isVisible(), `${what}: ${sel} is not visible`);
-  }
+  const bad = await page.evaluate((sels) => sels.flatMap((sel) => {
+    const el = document.querySelector(sel);
+    if (!el) return [`nothing matches ${sel}`];
+    el.scrollIntoView({ block: "nearest", inline: "nearest" });
+    const r = el.getBoundingClientRect();
+    const st = getComputedStyle(el);
+    if (r.width === 0 || r.height === 0 || st.visibility === "hidden" || st.opacity === "0") return [`${sel} is not shown`];
+    if (r.right <= 0 || r.bottom <= 0 || r.left >= innerWidth || r.top >= innerHeight) return [`${sel} cannot be scrolled into the window`];
+    return [];
+  }), sels);
+  assert.deepEqual(bad, [], what);
 }
 
 // shot saves a screenshot of the whole page as dir/name.

@@ -60,12 +60,10 @@ async function checkPage(b, p, size, role) {
   const what = `${p.path} (${role}, ${size.name})`;
   await page.goto(base + p.path);
   assert.equal(new URL(page.url()).pathname, p.path.split("?")[0], `${what} went to ${page.url()}`);
-  await visible(page, p.see, what);
-  assert.ok(await page.locator(`nav a[href="${p.nav ?? p.path}"][aria-current="page"]`).isVisible(), `${what}: the nav does not show the page`);
-  if (role === "admin") await visible(page, adminOnly[p.path] ?? [], what);
-  else {
-    assert.equal(await page.locator("button[data-act]").count(), 0, `${what}: a viewer has action buttons`);
-    assert.equal(await page.locator("form.act, #key-create, #team-create").count(), 0, `${what}: a viewer has action forms`);
+  await visible(page, [...p.see, `nav a[href="${p.nav ?? p.path}"][aria-current="page"]`, ...(role === "admin" ? adminOnly[p.path] ?? [] : [])], what);
+  if (role !== "admin") {
+    const acts = await page.$$eval("button[data-act], form.act, #key-create, #team-create", (els) => els.map((el) => el.outerHTML.slice(0, 80)));
+    assert.deepEqual(acts, [], `${what}: a viewer has actions`);
   }
   await noSideScroll(page, what);
   await tablesInScrollBoxes(page, what);
