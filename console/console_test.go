@@ -1062,21 +1062,3 @@ func TestFaviconNeedsNoSession(t *testing.T) {
 	}
 }
 
-// TestConfigFilePathFitsAPhone: the config page's file path is a
-// <code> that breaks anywhere (the bug: a temporary directory's path made
-// the page 514 px wide at 390 px, found by console/e2e/pages.mjs).
-func TestConfigFilePathFitsAPhone(t *testing.T) {
-	e := newEnv(t, false)
-	c, _ := e.login(viewerKey)
-	_, page := e.do(c, "GET", "/console/config", nil)
-	if !strings.Contains(page, `<code class="path" id="config-file">/etc/switchover.yaml</code>`) {
-		t.Errorf("the config page's file path is not a code.path:\n%s", page)
-	}
-	css, err := staticFS.ReadFile("static/console.css")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(css), "code.path { overflow-wrap: anywhere; }") {
-		t.Error("console.css does not break code.path anywhere")
-	}
-}
