@@ -77,6 +77,10 @@ async function confirmed(page, sel, confirm) {
   await page.waitForSelector("dialog#confirm[open]");
   const text = await page.textContent("#confirm-text");
   assert.match(text, confirm, `the confirmation of ${sel}`);
+  // The dialog fits the window, a phone's too.
+  const box = await page.$eval("dialog#confirm", (d) => { const r = d.getBoundingClientRect(); return [r.left, r.right, innerWidth]; });
+  assert.ok(box[0] >= 0 && box[1] <= box[2], `the confirmation of ${sel} is outside the window: ${box}`);
+  await visible(page, ["#confirm-ok", "#confirm-cancel"], `the confirmation of ${sel}`);
   await page.evaluate(() => { window.__before = true; });
   await page.click("#confirm-ok");
   await page.waitForFunction(() => window.__before === undefined && document.readyState !== "loading");
@@ -200,6 +204,14 @@ async function keyActions(page, size) {
   assert.match(flash, /^Done: /, `the team's edit: ${flash}`);
   assert.match(await page.textContent(teamRow), /200/, "the team's new rpm");
 
+  step(`(${size.name}) a key the API refuses: the page says why, and no key is made`);
+  await page.fill('#key-create input[name="name"]', `refused-${size.name}`);
+  await page.fill('#key-create input[name="rpm"]', "lots");
+  flash = await confirmed(page, '#key-create button[data-act="key-create"]', /^Create the key entered/);
+  assert.match(flash, /^Failed: .*rpm: "lots" is not a count/, `a refused key's result: ${flash}`);
+  assert.ok(page.url().endsWith("/console/keys"), `a refused key led to ${page.url()}`);
+  assert.ok(!(await page.textContent("#keys")).includes(`refused-${size.name}`), "a refused key is listed");
+
   step(`(${size.name}) create a key in team ${team}: its secret is shown once`);
   await page.fill('#key-create input[name="name"]', `browser-${size.name}`);
   await page.fill('#key-create input[name="team"]', team);
@@ -239,7 +251,7 @@ async function keyActions(page, size) {
 
 // filters uses the filter forms of the requests and spend pages.
 async function filters(page, size) {
-  step(`(${size.name}) filter the requests by pool and by failover`);
+  step(`(${size.name}) filter the requests by pool and by failover, then by a request's id`);
   await page.goto(base + "/console/requests");
   await page.fill('#request-filter input[name="pool"]', "batch");
   await page.selectOption('#request-filter select[name="failover"]', "no");
@@ -247,6 +259,11 @@ async function filters(page, size) {
   const pools = await page.$$eval("tr.req", (rs) => rs.map((r) => r.children[5].textContent));
   assert.ok(pools.length > 0 && pools.every((p) => p === "batch"), `pools of the filtered requests: ${pools}`);
   await noSideScroll(page, `the requests filtered (${size.name})`);
+  const one = await page.locator("tr.req").first().getAttribute("data-id");
+  await page.goto(base + "/console/requests");
+  await page.fill('#request-filter input[name="q"]', one);
+  await Promise.all([page.waitForURL(/q=/), page.click("#request-filter button[type=submit]")]);
+  assert.deepEqual(await page.$$eval("tr.req", (rs) => rs.map((r) => r.dataset.id)), [one], "the text filter by a request's id");
 
   step(`(${size.name}) spend over 7 days by model, traffic by pool`);
   await page.goto(base + "/console/spend");
