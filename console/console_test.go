@@ -1061,4 +1061,3 @@ func TestFaviconNeedsNoSession(t *testing.T) {
 		t.Fatalf("favicon: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
-
