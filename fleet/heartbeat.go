@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// beat renews the replica's heartbeat and its notification lease, and
-// publishes the failovers it counted, every Heartbeat.
+// beat renews the replica's heartbeat and its notification lease,
+// publishes the failovers it counted and counts again the failures whose
+// count went unheard, every Heartbeat.
 func (r *Replica) beat(ctx context.Context) {
 	for {
 		r.heartbeat(ctx)
@@ -37,6 +38,9 @@ func (r *Replica) heartbeat(ctx context.Context) {
 		r.send(Message{Kind: kindFailovers, Pool: pool, N: n, At: now})
 	}
 	r.flushQuota(now, true)
+	if r.up.Load() {
+		r.recount(now)
+	}
 	if r.up.Load() && r.PendingActions() > 0 {
 		// Operator actions taken while the store was out, or whose
 		// publication failed.

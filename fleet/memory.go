@@ -195,7 +195,9 @@ func (v *memView) Count(ctx context.Context, key, id string, now time.Time, wind
 		c = map[string]time.Time{}
 		m.counts[key] = c
 	}
-	c[id] = now
+	if _, ok := c[id]; !ok {
+		c[id] = now
+	}
 	n := 0
 	for k, at := range c {
 		switch {

@@ -131,13 +131,14 @@ type Replica struct {
 	seq     atomic.Uint64
 
 	mu        sync.Mutex
-	probes    map[string]time.Time // backend -> end of the trip whose probe lease this replica holds
-	elsewhere map[string]time.Time // backend -> until when another replica holds its trip's probe lease
-	quota     map[string]*Message  // backend -> figures waiting to be published
-	quotaAt   map[string]time.Time // backend -> when its figures were last published
-	failovers map[string]int       // pool -> failovers not yet published
-	pending   map[string]Message   // action subject -> the action taken here, not yet in the store
-	acted     map[string]time.Time // action subject -> when the action in force here was taken
+	probes    map[string]time.Time           // backend -> end of the trip whose probe lease this replica holds
+	elsewhere map[string]time.Time           // backend -> until when another replica holds its trip's probe lease
+	quota     map[string]*Message            // backend -> figures waiting to be published
+	quotaAt   map[string]time.Time           // backend -> when its figures were last published
+	failovers map[string]int                 // pool -> failovers not yet published
+	pending   map[string]Message             // action subject -> the action taken here, not yet in the store
+	acted     map[string]time.Time           // action subject -> when the action in force here was taken
+	unheard   map[string]map[string]*unheard // backend -> failure id -> a failure whose count was not answered
 }
 
 // New returns a Replica; Run starts it.
@@ -164,7 +165,7 @@ func New(o Options) (*Replica, error) {
 	r := &Replica{o: o, store: o.Store, host: o.Host, id: o.ID, clk: clock.Or(o.Clock), log: log,
 		work: make(chan func(context.Context) error, queueSize), probes: map[string]time.Time{},
 		quota: map[string]*Message{}, quotaAt: map[string]time.Time{}, failovers: map[string]int{},
-		pending: map[string]Message{}, acted: map[string]time.Time{}}
+		pending: map[string]Message{}, acted: map[string]time.Time{}, unheard: map[string]map[string]*unheard{}}
 	r.started = r.clk.Now()
 	r.up.Store(true) // until a call fails; the first heartbeat settles the lease
 	return r, nil

@@ -57,6 +57,13 @@ func (f *flaky) List(ctx context.Context, p string) (map[string][]byte, error) {
 	return f.Store.List(ctx, p)
 }
 
+func (f *flaky) Count(ctx context.Context, key, id string, now time.Time, window time.Duration) (int, error) {
+	if err := f.err(ctx); err != nil {
+		return 0, err
+	}
+	return f.Store.Count(ctx, key, id, now, window)
+}
+
 func (f *flaky) Acquire(ctx context.Context, k, h string, ttl time.Duration) (bool, error) {
 	if err := f.err(ctx); err != nil {
 		return false, err
@@ -234,15 +241,16 @@ func TestTripFromALeaseLoserIsAdoptedAsItIs(t *testing.T) {
 }
 
 // lostAnswer is a store whose next Count is recorded but answered with a
-// timeout, as when the server counted and the answer came too late.
+// timeout, as when the server counted and the answer came too late; while
+// loseAll is set, every Count is.
 type lostAnswer struct {
 	fleet.Store
-	lose atomic.Bool
+	lose, loseAll atomic.Bool
 }
 
 func (s *lostAnswer) Count(ctx context.Context, key, id string, now time.Time, window time.Duration) (int, error) {
 	n, err := s.Store.Count(ctx, key, id, now, window)
-	if err == nil && s.lose.CompareAndSwap(true, false) {
+	if err == nil && (s.lose.CompareAndSwap(true, false) || s.loseAll.Load()) {
 		return 0, context.DeadlineExceeded
 	}
 	return n, err
@@ -271,6 +279,83 @@ func TestFleetOpensWhenTheThresholdCountsAnswerIsLost(t *testing.T) {
 		}
 		stop()
 	})
+}
+
+// TestFleetOpensWhenEveryTryOfACountIsLost is the regression test for
+// gateway's TestFleetCountsFailuresAcrossReplicas failing under load: the
+// store held the five failures of three replicas and none opened, because
+// every try of the last count was recorded and its answer timed out. The
+// count is asked again at the next heartbeat, until it is heard.
+func TestFleetOpensWhenEveryTryOfACountIsLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		st := &lostAnswer{Store: mem.View()}
+		h := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 2, Window: 30 * time.Second, Trip: time.Minute})}}
+		r, stop := runOne(t, fleet.Options{Store: st, Host: h, ID: "a"})
+		defer stop()
+		// Another replica's failure is in the window already.
+		if _, err := mem.View().Count(t.Context(), "fail/weu", "b:1", time.Now(), 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		st.loseAll.Store(true)
+		r.Failure("weu", breaker.Outcome{Result: breaker.Failure, Cause: "503"}, time.Now())
+		synctest.Wait()
+		if s := h.breakers["weu"].Snapshot(); s.State != breaker.Closed {
+			t.Fatalf("breaker %+v with every answer lost; the test needs it closed here", s)
+		}
+		st.loseAll.Store(false)
+		time.Sleep(2*fleet.DefaultTimeout + fleet.DefaultHeartbeat) // the bubble's clock
+		synctest.Wait()
+		if s := h.breakers["weu"].Snapshot(); s.State != breaker.Open {
+			t.Fatalf("breaker %+v a heartbeat after the store answers again; want open on the fleet's second failure", s)
+		}
+		n, err := mem.View().Count(t.Context(), "fail/weu", "test", time.Now(), 30*time.Second)
+		if err != nil || n != 3 {
+			t.Fatalf("the store counts %d, %v; want 3: a's failure once, b's and this one", n, err)
+		}
+	})
+}
+
+// TestFleetCountsAFailureSeenWhileTheStoreWasOut: a failure whose count
+// was dropped because the store was out is counted when the store
+// returns, while it is still in the breaker's window, and not after.
+func TestFleetCountsAFailureSeenWhileTheStoreWasOut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		out  time.Duration // how long the store is out
+		want breaker.State
+	}{
+		{"back within the window", 5 * time.Second, breaker.Open},
+		{"back after the window", 40 * time.Second, breaker.Closed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem := fleet.NewMemory()
+				f := &flaky{Store: mem.View()}
+				h := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", breaker.Settings{Failures: 2, Window: 30 * time.Second, Trip: time.Minute})}}
+				r, stop := runOne(t, fleet.Options{Store: f, Host: h, ID: "a"})
+				defer stop()
+				f.down.Store(true)
+				time.Sleep(2 * fleet.DefaultHeartbeat)
+				synctest.Wait()
+				if r.Up() {
+					t.Fatal("the store is down and the replica does not know")
+				}
+				r.Failure("weu", breaker.Outcome{Result: breaker.Failure, Cause: "503"}, time.Now())
+				time.Sleep(tc.out)
+				// Another replica's failure, counted when the store is back.
+				if _, err := mem.View().Count(t.Context(), "fail/weu", "b:1", time.Now(), 30*time.Second); err != nil {
+					t.Fatal(err)
+				}
+				f.down.Store(false)
+				time.Sleep(5 * fleet.DefaultHeartbeat)
+				synctest.Wait()
+				if s := h.breakers["weu"].Snapshot(); s.State != tc.want {
+					t.Fatalf("breaker %+v; want %s", s, tc.want)
+				}
+			})
+		})
+	}
 }
 
 // TestReplicaAdoptsATripsEjectionLevel: a trip of a backend benched again

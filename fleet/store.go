@@ -40,7 +40,8 @@ type Store interface {
 	List(ctx context.Context, prefix string) (map[string][]byte, error)
 
 	// Count records the event id at now in the sliding window key (an id
-	// recorded twice counts once) and returns how many events the window
+	// recorded twice counts once, at the time it was first recorded,
+	// while that is in the window) and returns how many events the window
 	// holds in (now-window, now].
 	Count(ctx context.Context, key, id string, now time.Time, window time.Duration) (int, error)
 

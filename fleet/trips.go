@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -149,42 +148,4 @@ func (r *Replica) publishTrip(c context.Context, br *breaker.Breaker, m Message)
 		return err
 	}
 	return r.store.Publish(c, raw)
-}
-
-// Failure counts a failure of backend across the fleet; when the fleet's
-// count within the breaker's window reaches its threshold and the local
-// breaker is still closed, it opens it (and so the fleet's).
-func (r *Replica) Failure(backend string, o breaker.Outcome, _ time.Time) {
-	r.countFailure(backend, o, fmt.Sprintf("%s:%d", r.id, r.seq.Add(1)), 0)
-}
-
-// failureTries bounds the calls that count one failure: a count that timed
-// out may have been recorded without this replica hearing the total, and
-// the failure that reached the threshold would then open nothing. Counting
-// is idempotent by id, so a second call only reads the total again.
-const failureTries = 2
-
-func (r *Replica) countFailure(backend string, o breaker.Outcome, id string, try int) {
-	r.enqueue(func(c context.Context) error {
-		br := r.host.Breaker(backend)
-		if br == nil {
-			return nil
-		}
-		s := br.Settings()
-		// Counted at the time it reaches the store, not when it happened:
-		// each count then sees every failure counted before it, whatever
-		// the replicas' queues delayed (the last of five sees five).
-		n, err := r.store.Count(c, keyFail+backend, id, r.clk.Now(), s.Window)
-		if err != nil {
-			if try+1 < failureTries {
-				r.countFailure(backend, o, id, try+1)
-			}
-			return err
-		}
-		if n >= s.Failures && br.Snapshot().State == breaker.Closed {
-			cause := fmt.Sprintf("%d failures across the fleet in %s, last %s", n, s.Window, o.Cause)
-			br.Force(breaker.Open, time.Time{}, o.Kind, cause) // a transition of this replica's: published
-		}
-		return nil
-	})
 }

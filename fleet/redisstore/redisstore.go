@@ -505,12 +505,13 @@ func globEscape(s string) string {
 	return b.String()
 }
 
-// countScript records ARGV[3] at ARGV[1] (ms) in the sorted set KEYS[1],
-// drops events at or before ARGV[2] (now - window), counts those in
-// (now-window, now] and keeps the key for ARGV[4] ms. One key.
+// countScript drops the events at or before ARGV[2] (now - window) from the
+// sorted set KEYS[1], records ARGV[3] at ARGV[1] (ms) unless it is there
+// already (NX: an id counted again keeps its first time), counts the
+// events in (now-window, now] and keeps the key for ARGV[4] ms. One key.
 var countScript = redis.NewScript(`
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[2])
+redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[3])
 local n = redis.call('ZCOUNT', KEYS[1], '(' .. ARGV[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return n

@@ -356,6 +356,10 @@ func testCountDuplicate(t *testing.T, newStore NewStore) {
 	wantCount(t, b, "b", "k", "x", 1*s, w, 1) // the same event seen by both replicas
 	wantCount(t, b, "b", "k", "y", 2*s, w, 2)
 	wantCount(t, a, "a", "k", "x", 3*s, w, 2)
+	// An id counted again keeps the time it was first counted: a count
+	// asked again after a lost answer does not move its failure later.
+	// (0.5s, 10.5s]: x at 0 has fallen out, y at 2s is in.
+	wantCount(t, b, "b", "k", "z", 10*s+s/2, w, 2)
 }
 
 func testCountFuture(t *testing.T, newStore NewStore) {
