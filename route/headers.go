@@ -225,12 +225,12 @@ func (b *Backend) relayHeaderRoom(h http.Header, n int) headerBuf {
 // relayHeaderInPlace is relayHeaderRoom on h itself, an upstream
 // response's own header, which the caller owns and passes on: the
 // headers that may not reach a caller are deleted from it and the
-// backend's credentials redacted from the values of the rest. Only the
-// room for the n headers the caller adds is an allocation, where a copy
-// took three.
-func (b *Backend) relayHeaderInPlace(h http.Header, n int) headerBuf {
+// backend's credentials redacted from the values of the rest. room,
+// empty, is the backing of the values of the headers the caller adds
+// (set): no allocation while they fit, where a copy took three.
+func (b *Backend) relayHeaderInPlace(h http.Header, room []string) headerBuf {
 	if h == nil {
-		h = make(http.Header, n)
+		h = make(http.Header, cap(room))
 	}
 	for k, vv := range h {
 		if !relayedResponse(k) {
@@ -241,7 +241,7 @@ func (b *Backend) relayHeaderInPlace(h http.Header, n int) headerBuf {
 			vv[i] = b.redact(v)
 		}
 	}
-	return headerBuf{h: h, vals: make([]string, 0, n)}
+	return headerBuf{h: h, vals: room[:0]}
 }
 
 // headerBuf is a header under construction whose values share one

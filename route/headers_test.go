@@ -95,7 +95,7 @@ func TestRelayHeader(t *testing.T) {
 	}{
 		{"copied", b.relayHeader},
 		{"in place", func(h http.Header) http.Header {
-			hb := b.relayHeaderInPlace(h, 2)
+			hb := b.relayHeaderInPlace(h, make([]string, 0, 2))
 			hb.set(HeaderBackend, "b")
 			hb.set(HeaderAttempts, "1")
 			return hb.h
