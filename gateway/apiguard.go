@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/keysum"
 	"github.com/switchover-gw/switchover/proxy"
 )
 
@@ -79,7 +80,7 @@ func (a *apiGuard) admit(w http.ResponseWriter, r *http.Request, ks *keyState) *
 		return r
 	}
 	ks.addr = requestHost(r)
-	ks.sum = sha256.Sum256([]byte(secret))
+	ks.sum = keysum.Sum(secret)
 	if wait := a.kt.wait(ks.addr, ks.sum); wait > 0 {
 		secs := strconv.Itoa(int(math.Ceil(wait.Seconds())))
 		w.Header().Set("Retry-After", secs)

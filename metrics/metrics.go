@@ -434,10 +434,12 @@ func CodeClass(status int) string {
 	case status == 429:
 		return "429"
 	case status >= 100 && status < 600:
-		return strconv.Itoa(status/100) + "xx"
+		return codeClasses[status/100-1] // a constant: no string built per call
 	}
 	return "other"
 }
+
+var codeClasses = [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}
 
 func attemptResult(a *route.Attempt) string {
 	if a.Status == 0 {

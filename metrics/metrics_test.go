@@ -12,10 +12,13 @@ import (
 )
 
 func TestCodeClass(t *testing.T) {
-	for status, want := range map[int]string{0: "canceled", 200: "2xx", 201: "2xx", 400: "4xx", 429: "429", 500: "5xx", 503: "5xx", 999: "other"} {
+	for status, want := range map[int]string{0: "canceled", 99: "other", 100: "1xx", 200: "2xx", 201: "2xx", 400: "4xx", 429: "429", 500: "5xx", 503: "5xx", 599: "5xx", 600: "other", 999: "other"} {
 		if got := CodeClass(status); got != want {
 			t.Errorf("CodeClass(%d) = %q, want %q", status, got, want)
 		}
+	}
+	if n := testing.AllocsPerRun(100, func() { CodeClass(503) }); n != 0 {
+		t.Errorf("CodeClass allocates %v times, want 0: it runs for every attempt", n)
 	}
 }
 

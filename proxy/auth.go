@@ -6,6 +6,8 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
+
+	"github.com/switchover-gw/switchover/internal/keysum"
 )
 
 // Key is a gateway key. Only its hash is kept, so the key itself is not in
@@ -22,7 +24,7 @@ func NewKey(name, secret string) Key {
 
 // Match reports, in constant time, whether presented is the key.
 func (k Key) Match(presented string) bool {
-	h := sha256.Sum256([]byte(presented))
+	h := keysum.Sum(presented)
 	return subtle.ConstantTimeCompare(h[:], k.hash[:]) == 1
 }
 
@@ -116,7 +118,7 @@ func (rt *Routes) authenticate(r *http.Request) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	name, found := rt.keyIndex[sha256.Sum256([]byte(k))]
+	name, found := rt.keyIndex[keysum.Sum(k)]
 	NoteKeyCheck(r.Context(), found)
 	return name, found
 }

@@ -118,6 +118,13 @@ func (l *logLine) logged(sp *Spend, total time.Duration) {
 		return
 	}
 	sp.Hedge = string(l.report.Hedge)
+	if l.report.Prior == nil {
+		// One pool: its report's attempts, as they are (a Spender only
+		// reads them), capped so that an append copies.
+		a := l.report.Attempts
+		sp.Attempts = a[:len(a):len(a)]
+		return
+	}
 	var chain []*route.Report
 	for r := l.report; r != nil; r = r.Prior {
 		chain = append(chain, r)

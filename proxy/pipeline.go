@@ -114,6 +114,7 @@ type exchange struct {
 	req    *route.Request // what goes to the pool
 	hold   *keyHold       // the caller's key's count of requests and body bytes; nil: none held
 	watch  *bodyDeadline  // bounds the body's arrival; kept for the exchange's next request
+	models [2]string      // the backing of the admission's Ask.Models (askOf), which is not kept past the admission
 
 	slot        bool // holds a slot under the concurrency cap
 	conv        bool // a conversations path no pinned route takes: its pool is one of Routes.Conversations (conversationPool)

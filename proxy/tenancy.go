@@ -148,7 +148,8 @@ func askOf(x *exchange, pool, model string) tenant.Ask {
 	a := tenant.Ask{Pool: pool, Model: model, Tokens: r.Tokens(), Prompt: r.PromptTokens(), Completion: r.MaxOutputTokens(), EndUser: x.lg.endUser}
 	if m := topMember(x.pool); m != nil {
 		a.Backend = m.Backend.Name
-		a.Models = []string{m.Deployment, x.req.Model}
+		x.models = [2]string{m.Deployment, x.req.Model}
+		a.Models = x.models[:] // no allocation: nothing keeps an Ask past its admission
 	}
 	return a
 }

@@ -32,8 +32,13 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 		model = r.Model
 	}
 	target, from := prov.Format(), r.format()
-	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream, Header: forwardHeaders(target, r.Header),
+	*o = Outgoing{Op: r.Op, Model: model, Stream: r.Stream,
 		ContentType: r.ContentType, Method: r.Method, Path: r.Path, RawQuery: r.RawQuery}
+	if ownProvider(prov) {
+		o.fwd, o.fwdFormat = r.Header, target // newUpstream copies what goes, once
+	} else {
+		o.Header = forwardHeaders(target, r.Header)
+	}
 	if r.Op == Realtime {
 		return prepareRealtime(r, m, model, o)
 	}
@@ -48,6 +53,16 @@ func prepareInto(r *Request, m *Member, o *Outgoing) error {
 		return err
 	}
 	return rewrite(prov, o)
+}
+
+// ownProvider reports whether prov is one of this package's providers,
+// which take the caller's forwarded headers from Outgoing.fwd.
+func ownProvider(prov Provider) bool {
+	switch prov.(type) {
+	case *OpenAI, *Azure, *Anthropic, *Gemini, *Vertex, *Foundry, *Bedrock:
+		return true
+	}
+	return false
 }
 
 // prepareNative sets o's body for a backend that takes r in the client's

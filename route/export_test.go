@@ -7,3 +7,4 @@ func Checking(b *Backend) bool { return b.check.checking() }
 // LognormalTimes is lognormalTimes, for the engine's tests outside the
 // package.
 var LognormalTimes = lognormalTimes
+const RaceEnabled = raceEnabled

@@ -61,7 +61,9 @@ const (
 // backend speaking format (see forwardedRequest). The values are the
 // caller's own slices, capped at their length (a later append copies):
 // only read, by the provider that copies them into the upstream request
-// (newUpstream), so a copy of them was an allocation for nothing.
+// (newUpstream), so a copy of them was an allocation for nothing. This
+// package's providers do without the map: newUpstream copies the same
+// headers straight from the caller's (Outgoing.fwd, forwardedInto).
 func forwardHeaders(format translate.Format, src http.Header) http.Header {
 	keys := 0
 	for k := range src {
@@ -78,19 +80,82 @@ func forwardHeaders(format translate.Format, src http.Header) http.Header {
 		if !forwardedRequest(format, k) {
 			continue
 		}
-		n := 0
-		for _, v := range vv[:min(len(vv), maxForwardedValues)] {
-			if size += len(k) + len(v); size > maxForwardedBytes {
-				if n > 0 {
-					dst[k] = vv[:n:n]
-				}
-				return dst
-			}
-			n++
+		out, full := capForwarded(k, vv, &size)
+		if len(out) > 0 {
+			dst[k] = out
 		}
-		dst[k] = vv[:n:n]
+		if full {
+			return dst
+		}
 	}
 	return dst
+}
+
+// capForwarded is what goes upstream of the caller's values vv of
+// forwarded header k: at most maxForwardedValues of them, and only while
+// the forwarded headers' size so far (*size, which it adds to) stays
+// within maxForwardedBytes; full reports that the size is reached and no
+// other header goes. The slice is vv's own, capped at its length.
+func capForwarded(k string, vv []string, size *int) (out []string, full bool) {
+	n := 0
+	for _, v := range vv[:min(len(vv), maxForwardedValues)] {
+		if *size += len(k) + len(v); *size > maxForwardedBytes {
+			return vv[:n:n], true
+		}
+		n++
+	}
+	return vv[:n:n], false
+}
+
+// forwardedInto sets in hb the caller's headers of o that go upstream:
+// o.Header as it is, or, for this package's providers, the forwarded
+// part of the caller's header (o.fwd), as forwardHeaders would have made
+// it, without the map in between.
+func (o *Outgoing) forwardedInto(hb *headerBuf) {
+	for k, vv := range o.Header {
+		hb.setAll(k, vv)
+	}
+	size := 0
+	for k, vv := range o.fwd {
+		if !forwardedRequest(o.fwdFormat, k) {
+			continue
+		}
+		out, full := capForwarded(k, vv, &size)
+		if len(out) > 0 {
+			hb.setAll(k, out)
+		}
+		if full {
+			return
+		}
+	}
+}
+
+// forwardedCount is an upper bound of the keys and values forwardedInto
+// sets, to size the header set.
+func (o *Outgoing) forwardedCount() (keys, vals int) {
+	keys = len(o.Header)
+	for _, vv := range o.Header {
+		vals += len(vv)
+	}
+	for k, vv := range o.fwd {
+		if forwardedRequest(o.fwdFormat, k) {
+			keys++
+			vals += min(len(vv), maxForwardedValues)
+		}
+	}
+	return keys, vals
+}
+
+// forwardedValues returns the values of the caller's header k (in
+// canonical form) that go upstream: in o.Header, or forwarded from the
+// caller's header (o.fwd) within the caps on one header.
+func (o *Outgoing) forwardedValues(k string) []string {
+	if vv := o.Header[k]; len(vv) > 0 || o.fwd == nil || !forwardedRequest(o.fwdFormat, k) {
+		return vv
+	}
+	size := 0
+	out, _ := capForwarded(k, o.fwd[k], &size)
+	return out
 }
 
 // relayedResponse reports whether an upstream response header (in
@@ -160,12 +225,12 @@ func (b *Backend) relayHeaderRoom(h http.Header, n int) headerBuf {
 // relayHeaderInPlace is relayHeaderRoom on h itself, an upstream
 // response's own header, which the caller owns and passes on: the
 // headers that may not reach a caller are deleted from it and the
-// backend's credentials redacted from the values of the rest. Only the
-// room for the n headers the caller adds is an allocation, where a copy
-// took three.
-func (b *Backend) relayHeaderInPlace(h http.Header, n int) headerBuf {
+// backend's credentials redacted from the values of the rest. room,
+// empty, is the backing of the values of the headers the caller adds
+// (set): no allocation while they fit, where a copy took three.
+func (b *Backend) relayHeaderInPlace(h http.Header, room []string) headerBuf {
 	if h == nil {
-		h = make(http.Header, n)
+		h = make(http.Header, cap(room))
 	}
 	for k, vv := range h {
 		if !relayedResponse(k) {
@@ -176,7 +241,7 @@ func (b *Backend) relayHeaderInPlace(h http.Header, n int) headerBuf {
 			vv[i] = b.redact(v)
 		}
 	}
-	return headerBuf{h: h, vals: make([]string, 0, n)}
+	return headerBuf{h: h, vals: room[:0]}
 }
 
 // headerBuf is a header under construction whose values share one

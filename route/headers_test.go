@@ -95,7 +95,7 @@ func TestRelayHeader(t *testing.T) {
 	}{
 		{"copied", b.relayHeader},
 		{"in place", func(h http.Header) http.Header {
-			hb := b.relayHeaderInPlace(h, 2)
+			hb := b.relayHeaderInPlace(h, make([]string, 0, 2))
 			hb.set(HeaderBackend, "b")
 			hb.set(HeaderAttempts, "1")
 			return hb.h
@@ -149,5 +149,62 @@ func TestRemoveHopHeaders(t *testing.T) {
 	want := http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"req-1"}}
 	if len(h) != len(want) || h.Get("Content-Type") != "application/json" || h.Get("X-Request-Id") != "req-1" {
 		t.Errorf("after RemoveHopHeaders: %v, want %v", h, want)
+	}
+}
+
+// TestForwardedHeadersStraightFromTheCaller: this package's providers
+// copy the caller's forwarded headers straight into the upstream request
+// (Outgoing.fwd) instead of through forwardHeaders' map; the request
+// must carry what it carried through the map, for each format, with the
+// caps kept.
+func TestForwardedHeadersStraightFromTheCaller(t *testing.T) {
+	caller := http.Header{
+		"X-Request-Id": {"req-1"}, "Traceparent": {"00-abc-def-01"}, "Anthropic-Beta": {"b1", "b2"},
+		"Authorization": {"Bearer gw-key"}, "Cookie": {"c=1"}, "User-Agent": {"sdk/1.0"}, "Api-Key": {"k"},
+	}
+	huge := http.Header{"X-Request-Id": {"req-2"}, "Traceparent": {strings.Repeat("x", 100<<10)}}
+	providers := []Provider{
+		&OpenAI{BaseURL: parseURL(t, "https://api.example.com/v1"), APIKey: "sk-test"},
+		&Azure{Endpoint: parseURL(t, "https://r.example.com"), APIKey: "az-test", APIVersion: "2024-10-21"},
+		&Anthropic{BaseURL: parseURL(t, "https://anthropic.example.com"), APIKey: "ant-test"},
+	}
+	for _, p := range providers {
+		for _, h := range []http.Header{caller, huge} {
+			r, err := NewRequest(ChatCompletions, []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := new(Outgoing)
+			if err := prepareInto(r, &Member{Backend: &Backend{Name: "b", Provider: p}, Deployment: "m"}, o); err != nil {
+				t.Fatal(err)
+			}
+			if o.Header != nil || o.fwd == nil {
+				t.Fatalf("%T: Header %v, fwd %v: want the caller's header passed on, no map", p, o.Header, o.fwd)
+			}
+			viaMap := *o
+			viaMap.Header, viaMap.fwd = forwardHeaders(p.Format(), h), nil
+			got, want := sent(t, p, o).Header, sent(t, p, &viaMap).Header
+			if len(got["Traceparent"]) > 0 && len(got["Traceparent"][0]) > maxForwardedBytes {
+				t.Errorf("%T: a Traceparent of %d bytes went upstream", p, len(got["Traceparent"][0]))
+			}
+			if h["Traceparent"][0] != caller["Traceparent"][0] {
+				continue // past the cap, which headers go depends on the map's order, both ways
+			}
+			if len(got) != len(want) {
+				t.Errorf("%T: %v, want %v", p, got, want)
+			}
+			for k, vv := range want {
+				if strings.Join(got[k], ",") != strings.Join(vv, ",") {
+					t.Errorf("%T: %s = %q, want %q", p, k, got[k], vv)
+				}
+			}
+			for _, k := range []string{"Authorization", "Cookie", "User-Agent", "Api-Key"} {
+				for _, v := range got[k] {
+					if v == h.Get(k) {
+						t.Errorf("%T: the caller's %s went upstream", p, k)
+					}
+				}
+			}
+		}
 	}
 }

@@ -561,7 +561,7 @@ func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	if rep.Failover {
 		p.observe(Event{Kind: EventFailover, Backend: m.Backend, From: rep.FailoverFrom, To: m.Backend.Name, Reason: rep.FailoverReason})
 	}
-	hb := m.Backend.relayHeaderInPlace(resp.Header, 5)
+	hb := m.Backend.relayHeaderInPlace(resp.Header, rep.headerVals[:0])
 	hb.set(HeaderBackend, m.Backend.Name)
 	if m.Backend.Region != "" {
 		hb.set(HeaderRegion, m.Backend.Region)

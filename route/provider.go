@@ -38,7 +38,8 @@ type Outgoing struct {
 	Stream bool
 	// Header holds the caller's headers that may go upstream (see
 	// forwardHeaders in headers.go); providers send them and add their own
-	// headers and credentials.
+	// headers and credentials. For this package's own providers it is nil
+	// and they take the same headers from the caller's directly.
 	Header http.Header
 	// ContentType is the body's media type; empty means application/json.
 	ContentType string
@@ -50,6 +51,14 @@ type Outgoing struct {
 	// usage chunk that the caller did not ask for: it is taken out of the
 	// stream the caller gets.
 	AskedUsage bool
+
+	// fwd, for this package's providers, is the caller's whole header,
+	// whose forwarded part (forwardHeaders, for a backend of format
+	// fwdFormat) newUpstream copies straight into the upstream request:
+	// Header is then nil, and the forwarded headers are copied once, not
+	// twice (see forwardedInto).
+	fwd       http.Header
+	fwdFormat translate.Format
 }
 
 // asksStreamUsage is implemented by providers whose streams the gateway
@@ -150,10 +159,8 @@ var ErrAuth = errors.New("switchover: backend credential unavailable")
 // It builds what http.NewRequestWithContext would from t's URL string,
 // without printing and parsing that URL again on every attempt.
 func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header, own int) (*http.Request, headerBuf) {
-	keys, vals := len(o.Header)+len(extra)+1+own, 1+own
-	for _, vv := range o.Header {
-		vals += len(vv)
-	}
+	fk, fv := o.forwardedCount()
+	keys, vals := fk+len(extra)+1+own, fv+1+own
 	for _, vv := range extra {
 		vals += len(vv)
 	}
@@ -170,9 +177,7 @@ func newUpstream(ctx context.Context, t *target, o *Outgoing, extra http.Header,
 	} else {
 		hb.vals = make([]string, 0, vals)
 	}
-	for k, vv := range o.Header {
-		hb.setAll(k, vv)
-	}
+	o.forwardedInto(&hb)
 	for k, vv := range extra {
 		k = textproto.CanonicalMIMEHeaderKey(k)
 		if k == "Anthropic-Beta" {

@@ -101,7 +101,7 @@ func (p *Bedrock) rewrite(o *Outgoing) error {
 	var body []byte
 	var err error
 	if p.API == BedrockInvoke {
-		betas := append(p.Header.Values("Anthropic-Beta"), o.Header.Values("Anthropic-Beta")...)
+		betas := append(p.Header.Values("Anthropic-Beta"), o.forwardedValues("Anthropic-Beta")...)
 		body, err = translate.AnthropicToInvoke(o.Body, splitBetas(betas))
 	} else {
 		body, err = translate.AnthropicToConverse(o.Body)

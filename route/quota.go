@@ -67,7 +67,8 @@ type LocalQuota struct {
 	mu       sync.Mutex
 	requests window
 	tokens   window
-	res      []*reservation // admitted, not yet answered
+	res      []reservation // admitted, not yet answered
+	seq      uint64        // the last reservation's id
 }
 
 var _ Quota = (*LocalQuota)(nil)
@@ -153,8 +154,8 @@ func (q *LocalQuota) left(w *window, now time.Time, of func(*reservation) int64)
 		slack = min(slack, q.slice()/40)
 	}
 	asOf = asOf.Add(-slack)
-	for _, r := range q.res {
-		if !r.at.Before(asOf) {
+	for i := range q.res {
+		if r := &q.res[i]; !r.at.Before(asOf) {
 			n -= of(r)
 		}
 	}
@@ -193,26 +194,30 @@ func (q *LocalQuota) Admit(now time.Time, c Cost) (func(), bool, time.Time) {
 	if ok, until := q.fits(now, c); !ok {
 		return nil, false, until
 	}
-	r := &reservation{q: q, at: now}
+	q.seq++
+	r := reservation{id: q.seq, at: now}
 	if q.tokens.known {
 		r.tokens = c.Tokens()
 	}
 	q.res = append(q.res, r)
-	return r.release, true, time.Time{}
+	id := r.id
+	// The release is the one allocation: the reservation is kept by
+	// value, found again by its id.
+	return func() { q.release(id) }, true, time.Time{}
 }
 
 // reservation is one admitted call, until the backend has answered it.
 type reservation struct {
-	q      *LocalQuota
+	id     uint64
 	at     time.Time
 	tokens int64
 }
 
-func (r *reservation) release() {
-	q := r.q
+// release ends reservation id; a second release of it does nothing.
+func (q *LocalQuota) release(id uint64) {
 	q.mu.Lock()
-	for i, x := range q.res {
-		if x == r {
+	for i := range q.res {
+		if q.res[i].id == id {
 			q.res = append(q.res[:i], q.res[i+1:]...)
 			break
 		}

@@ -478,3 +478,20 @@ func TestRetryRefusedByTheBudgetReleasesItsQuota(t *testing.T) {
 		t.Fatalf("sec has %d left, want 5: the refused retry kept its reservation", s.Requests)
 	}
 }
+
+// TestLocalQuotaAdmitAllocatesOnce: an admitted call costs the quota one
+// allocation, its release (the reservation is kept by value), where it
+// took two.
+func TestLocalQuotaAdmitAllocatesOnce(t *testing.T) {
+	if route.RaceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	var q route.LocalQuota
+	q.Observe(qt0, qt0, 200, http.Header{"X-Ratelimit-Remaining-Requests": {"1000"}, "X-Ratelimit-Reset-Requests": {"10s"}})
+	if n := testing.AllocsPerRun(100, func() {
+		release, _, _ := q.Admit(qt0, cost(1))
+		release()
+	}); n > 1 {
+		t.Errorf("Admit allocates %v times, want 1", n)
+	}
+}

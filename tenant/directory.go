@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/clock"
+	"github.com/switchover-gw/switchover/internal/keysum"
 	"github.com/switchover-gw/switchover/internal/quantity"
 	"github.com/switchover-gw/switchover/ledger"
 )
@@ -375,7 +376,7 @@ func (d *Directory) Authenticate(ctx context.Context, secret string) (*Principal
 		return nil, ErrNoKey
 	}
 	s := d.snap.Load()
-	if p, ok := s.config[sha256.Sum256([]byte(secret))]; ok {
+	if p, ok := s.config[keysum.Sum(secret)]; ok {
 		return p, nil
 	}
 	now := d.clock.Now()
