@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/gcptest"
+	"github.com/switchover-gw/switchover/sim"
+)
+
+// The slow regions: every provider type as the first member of a pool of
+// the README's shape (a key, priorities, retry, the default timeouts),
+// against simulated regions whose answers take several seconds, as real
+// regions' do; a fast OpenAI-compatible member is each pool's second.
+// The simulator waits out its latency on the engine's fake clock, so a
+// 3 s answer costs the test no real time.
+
+// slowMedian is the simulated regions' latency: the median of a real
+// region's chat answer, and of its streams' first token.
+const slowMedian = 3 * time.Second
+
+const (
+	slowAWSKey    = "AKIDSLOWREGIONS"
+	slowAWSSecret = "slow-regions-aws-secret-0123456789"
+	slowFoundry   = "foundry-key-slow-0123456789"
+	slowGroq      = "gsk-slow-0123456789abcdef"
+	slowAzure     = "azure-key-slow-0123456789"
+)
+
+// clockWaiter waits out the simulator's latency on a fake clock.
+type clockWaiter struct{ c *fakeclock.Clock }
+
+func (w clockWaiter) Wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	done := make(chan struct{})
+	t := w.c.AfterFunc(d, func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// slowProviders are the slow regions' pools: the pool's name, its first
+// member (the provider under test) and the sim deployment behind it.
+var slowProviders = []string{"bedrock", "vertex-gemini", "vertex-claude", "foundry", "groq", "aoai"}
+
+type slowRegions struct {
+	*served
+	clk *fakeclock.Clock
+}
+
+// startSlow starts the simulated regions (edit changes the simulated
+// side) on a fake clock set to the wall clock's reading (Bedrock's
+// signatures are made on the wall clock and checked on the simulator's)
+// and serves the pools.
+func startSlow(t *testing.T, edit func(*sim.Deployment)) *slowRegions {
+	t.Helper()
+	return startSlowWith(t, edit, nil)
+}
+
+// startSlowWith is startSlow with the YAML passed through mod.
+func startSlowWith(t *testing.T, edit func(*sim.Deployment), mod func(string) string) *slowRegions {
+	t.Helper()
+	clk := fakeclock.New()
+	clk.Advance(time.Since(clk.Now()))
+	acct := gcptest.NewAccount(t, vertexSimToken)
+	lat := sim.Latency{Median: slowMedian}
+	deps := []sim.Deployment{
+		{Name: "bedrock", Flavour: sim.Bedrock, Deployment: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Region: "us-east-1", Key: slowAWSKey + ":" + slowAWSSecret, Latency: lat},
+		{Name: "vertex-gemini", Flavour: sim.Vertex, Deployment: "gemini-2.5-pro", Key: vertexSimToken, Project: "sim-project", Location: "us-east5", Latency: lat},
+		{Name: "vertex-claude", Flavour: sim.Vertex, Deployment: "claude-sonnet-4-5@20250929", Key: vertexSimToken, Project: "sim-project", Location: "us-east5", Latency: lat},
+		{Name: "foundry", Flavour: sim.Azure, Deployment: "Llama-3.3-70B-Instruct", Key: slowFoundry, Latency: lat},
+		{Name: "groq", Flavour: sim.OpenAI, Deployment: "llama-3.3-70b-versatile", Key: slowGroq, Latency: lat, Reply: sim.Reply{OmitUsage: true}},
+		{Name: "aoai", Flavour: sim.Azure, Deployment: "gpt-4o", Key: slowAzure, Latency: lat, Operations: []string{"chat"}},
+		{Name: "fast", Flavour: sim.OpenAI, Deployment: "gpt-4o-mini"},
+	}
+	for i := range deps {
+		if edit != nil {
+			edit(&deps[i])
+		}
+	}
+	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: deps}, sim.WithClock(clk), sim.WithWaiter(clockWaiter{clk}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u := map[string]string{}
+	for _, e := range s.Deployments() {
+		u[e.Name] = e.URL
+	}
+	var y strings.Builder
+	fmt.Fprintf(&y, `log: {format: json, level: debug}
+server: {drain_delay: 0s}
+keys:
+  - name: app-team
+    key: %s
+backends:
+  - {name: bedrock, type: bedrock, url: %q, region: us-east-1, aws: {access_key_id: %s, secret_access_key: %s}}
+  - {name: vertex-gemini, type: vertex, url: %q, project: sim-project, location: us-east5, credentials_file: %q}
+  - {name: vertex-claude, type: vertex, url: %q, project: sim-project, location: us-east5, credentials_file: %q}
+  - {name: foundry, type: foundry, url: %q, api_key: %s}
+  - {name: groq, preset: groq, url: %q, api_key: %s}
+  - {name: aoai, type: azure, url: %q, api_key: %s, region: westeurope}
+  - {name: fast, type: openai_compatible, url: %q}
+pools:
+`, appKey, u["bedrock"], slowAWSKey, slowAWSSecret, u["vertex-gemini"], acct.File, u["vertex-claude"], acct.File,
+		u["foundry"]+"/models", slowFoundry, u["groq"], slowGroq, u["aoai"], slowAzure, u["fast"])
+	for _, d := range deps[:len(deps)-1] {
+		fmt.Fprintf(&y, "  - name: %s\n    retry: {attempts: 3}\n    members:\n      - {backend: %s, priority: 1, model: %q}\n      - {backend: fast, priority: 2, model: gpt-4o-mini}\n", d.Name, d.Name, d.Deployment)
+	}
+	yml := y.String()
+	if mod != nil {
+		yml = mod(yml)
+	}
+	sv := serveDeps(t, yml, Deps{Clock: clk})
+	sv.sim = s
+	t.Cleanup(func() {
+		for _, sec := range []string{slowAWSSecret, vertexSimToken, slowFoundry, slowGroq, slowAzure, appKey} {
+			if strings.Contains(sv.logs.String(), sec) {
+				t.Errorf("a secret reached the log")
+			}
+		}
+	})
+	return &slowRegions{served: sv, clk: clk}
+}
+
+// slowAnswer is what a call through the slow regions got.
+type slowAnswer struct {
+	status int
+	header http.Header
+	body   string
+	err    error
+}
+
+// call sends body to path with the key, in the background.
+func (s *slowRegions) call(path, body string) <-chan slowAnswer {
+	ch := make(chan slowAnswer, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+appKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := testClient.Do(req)
+		if err != nil {
+			ch <- slowAnswer{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		ch <- slowAnswer{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+	}()
+	return ch
+}
+
+func chatBody(pool string, stream bool) string {
+	return fmt.Sprintf(`{"model":%q,"stream":%t,"max_tokens":8,"messages":[{"role":"user","content":"How far is the moon?"}]}`, pool, stream)
+}
+
+// lastLine is the request log's newest line.
+func (s *slowRegions) lastLine(t *testing.T) map[string]any {
+	t.Helper()
+	lines := requestLines(t, s.logs.String())
+	if len(lines) == 0 {
+		t.Fatal("no request line")
+	}
+	return lines[len(lines)-1]
+}
+
+// roundTrip sends a call and moves the clock by step until it is answered
+// (at most n steps). Each step waits for the answer a little in real
+// time first: what the clock moves is the simulator's latency and the
+// engine's timers, never a bound on real time.
+func (s *slowRegions) roundTrip(t *testing.T, path, body string, step time.Duration, n int) slowAnswer {
+	t.Helper()
+	ch := s.call(path, body)
+	for i := 0; ; i++ {
+		select {
+		case a := <-ch:
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			return a
+		case <-time.After(20 * time.Millisecond):
+		}
+		if i >= n {
+			t.Fatalf("no answer after %d steps of %s", n, step)
+		}
+		s.clk.Advance(step)
+	}
+}
+
+// TestSlowRegionsAnswerWithinDefaultTimeouts: a healthy region of every
+// provider type whose answers and streams' first tokens take 3 s is
+// answered by that region on the first attempt with the default timeouts,
+// plain and streamed; an answer without usage (Groq's, a Foundry stream)
+// is counted by estimate and marked so, the others as they report it.
+func TestSlowRegionsAnswerWithinDefaultTimeouts(t *testing.T) {
+	for _, p := range slowProviders {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stream=%t", p, stream), func(t *testing.T) {
+				s := startSlow(t, nil)
+				ch := s.call("/v1/chat/completions", chatBody(p, stream))
+				if err := s.clk.BlockUntilTimer(t.Context(), slowMedian); err != nil {
+					t.Fatal(err)
+				}
+				s.clk.Advance(slowMedian)
+				a := <-ch
+				if a.err != nil || a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != p || a.header.Get("X-Switchover-Attempts") != "1" {
+					t.Fatalf("%d %v %v\n%s", a.status, a.err, a.header, a.body)
+				}
+				if stream && !strings.Contains(a.body, "data: [DONE]") || !strings.Contains(a.body, "content") {
+					t.Fatalf("answer %s", a.body)
+				}
+				l := s.lastLine(t)
+				if l["tried"] != p+"=200 3000ms" {
+					t.Errorf("tried %v", l["tried"])
+				}
+				estimated := p == "groq" || (p == "foundry" && stream)
+				if l["completion_tokens"] == nil || l["prompt_tokens"] == nil || (l["usage_estimated"] == true) != estimated {
+					t.Errorf("usage %v/%v estimated %v, want estimated %t", l["prompt_tokens"], l["completion_tokens"], l["usage_estimated"], estimated)
+				}
+			})
+		}
+	}
+}
+
+// TestSlowRegionsFailOverBeforeFirstByte: every provider type's region
+// down (its own 5xx), hung (no answer) or deleted (404) is failed over
+// to the pool's second member before a byte reaches the client, plain
+// and streamed; a hung region is found by its health check within 20 s
+// (15 s, 5 s for streams, before it has answered, plus the check's 5 s),
+// well within the default first-byte timeouts.
+func TestSlowRegionsFailOverBeforeFirstByte(t *testing.T) {
+	for _, p := range slowProviders {
+		for _, mode := range []sim.FaultMode{sim.FaultDown, sim.FaultBlackhole, sim.FaultNotFound} {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/stream=%t", p, mode, stream), func(t *testing.T) {
+					s := startSlow(t, nil)
+					s.sim.SetFault(p, sim.Fault{Mode: mode})
+					began := s.clk.Now()
+					a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, stream), time.Second, 60)
+					if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != "fast" || a.header.Get("X-Switchover-Attempts") != "2" {
+						t.Fatalf("%d %v\n%s", a.status, a.header, a.body)
+					}
+					tried, _ := s.lastLine(t)["tried"].(string)
+					want := map[sim.FaultMode]string{sim.FaultDown: "=5", sim.FaultBlackhole: "=unresponsive", sim.FaultNotFound: "=404 backend_misconfigured"}[mode]
+					if p == "vertex-claude" && mode == sim.FaultDown {
+						want = "=529" // Claude's overloaded, as Anthropic's API answers
+					}
+					if !strings.HasPrefix(tried, p+want) {
+						t.Errorf("tried %q, want %s%s…", tried, p, want)
+					}
+					if took := s.clk.Now().Sub(began); took > 20*time.Second {
+						t.Errorf("failed over after %s", took)
+					}
+				})
+			}
+		}
+	}
+}
+
