@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/internal/gcptest"
 	"github.com/switchover-gw/switchover/sim"
@@ -269,3 +270,36 @@ func TestSlowRegionsFailOverBeforeFirstByte(t *testing.T) {
 	}
 }
 
+// TestSlowFallbackAnsweringDuringItsCheckIsNotBenched: a slow but healthy
+// fallback (Bedrock, 3 s a call) behind a fast primary that fails is
+// judged, until it has answered eight calls, by the primary's times: its
+// calls are slow by that measure and it gets health checks bounded at 2 s,
+// which its one-token calls outlast. It used to be benched as unresponsive
+// although its calls were answered while the check waited, and every call
+// then failed (504, then 503); a call answered during the check is a sign
+// of life, and the fallback serves.
+func TestSlowFallbackAnsweringDuringItsCheckIsNotBenched(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%t", stream), func(t *testing.T) {
+			s := startSlowWith(t, nil, func(y string) string {
+				return strings.Replace(y, "      - {backend: bedrock, priority: 1, model: \"us.anthropic.claude-sonnet-4-5-20250929-v1:0\"}\n      - {backend: fast, priority: 2, model: gpt-4o-mini}",
+					"      - {backend: fast, priority: 1, model: gpt-4o-mini}\n      - {backend: bedrock, priority: 2, model: \"us.anthropic.claude-sonnet-4-5-20250929-v1:0\"}", 1)
+			})
+			for range 10 {
+				if a := s.roundTrip(t, "/v1/chat/completions", chatBody("bedrock", stream), time.Second, 10); a.header.Get("X-Switchover-Backend") != "fast" {
+					t.Fatalf("warm-up answered by %q", a.header.Get("X-Switchover-Backend"))
+				}
+			}
+			s.sim.SetFault("fast", sim.Fault{Mode: sim.FaultDown})
+			for i := range 6 {
+				a := s.roundTrip(t, "/v1/chat/completions", chatBody("bedrock", stream), 500*time.Millisecond, 40)
+				if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != "bedrock" {
+					t.Fatalf("call %d with the primary down: %d from %q, tried %v", i, a.status, a.header.Get("X-Switchover-Backend"), s.lastLine(t)["tried"])
+				}
+			}
+			if st := s.engine.Backends["bedrock"].Breaker.Snapshot().State; st != breaker.Closed {
+				t.Errorf("bedrock's breaker is %v", st)
+			}
+		})
+	}
+}
