@@ -12,6 +12,7 @@ import (
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/internal/gcptest"
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -58,7 +59,8 @@ var slowProviders = []string{"bedrock", "vertex-gemini", "vertex-claude", "found
 
 type slowRegions struct {
 	*served
-	clk *fakeclock.Clock
+	clk   *fakeclock.Clock
+	calls int // calls made through call, each one request line
 }
 
 // startSlow starts the simulated regions (edit changes the simulated
@@ -146,6 +148,7 @@ type slowAnswer struct {
 
 // call sends body to path with the key, in the background.
 func (s *slowRegions) call(path, body string) <-chan slowAnswer {
+	s.calls++
 	ch := make(chan slowAnswer, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, s.url+path, strings.NewReader(body))
@@ -170,10 +173,11 @@ func chatBody(pool string, stream bool) string {
 // lastLine is the request log's newest line.
 func (s *slowRegions) lastLine(t *testing.T) map[string]any {
 	t.Helper()
-	lines := requestLines(t, s.logs.String())
-	if len(lines) == 0 {
-		t.Fatal("no request line")
-	}
+	var lines []map[string]any
+	poll.Until(t, 10*time.Second, func() bool {
+		lines = requestLines(t, s.logs.String())
+		return len(lines) >= s.calls
+	}, func() string { return fmt.Sprintf("%d request lines, want %d", len(lines), s.calls) })
 	return lines[len(lines)-1]
 }
 
@@ -198,6 +202,22 @@ func (s *slowRegions) roundTrip(t *testing.T, path, body string, step time.Durat
 		}
 		s.clk.Advance(step)
 	}
+}
+
+// instant sends a call that needs no time on the clock (its region
+// answers at once) and waits for its answer.
+func (s *slowRegions) instant(t *testing.T, path, body string) slowAnswer {
+	t.Helper()
+	select {
+	case a := <-s.call(path, body):
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		return a
+	case <-t.Context().Done():
+		t.Fatal(t.Context().Err())
+	}
+	panic("unreachable")
 }
 
 // TestSlowRegionsAnswerWithinDefaultTimeouts: a healthy region of every
@@ -301,5 +321,81 @@ func TestSlowFallbackAnsweringDuringItsCheckIsNotBenched(t *testing.T) {
 				t.Errorf("bedrock's breaker is %v", st)
 			}
 		})
+	}
+}
+
+// TestSlowRegionsThrottleFailsOverAndWaits: every provider type's region
+// throttled in its own shape (Azure's, Foundry's and Groq's 429 with
+// Retry-After and rate-limit headers, Bedrock's ThrottlingException and
+// Vertex's RESOURCE_EXHAUSTED without either) sends the call to the
+// pool's second member, plain and streamed. With quota-aware routing
+// (the default) a region whose headers say it is spent gets no call until
+// its window resets; without, its 429's Retry-After benches it for that
+// long; Bedrock and Vertex, which send neither, are asked again and
+// counted by the breaker. Once the quota's slice has ended (read from
+// the answer's arrival, so the hold ends up to one answer's time late)
+// the region serves again.
+func TestSlowRegionsThrottleFailsOverAndWaits(t *testing.T) {
+	for _, p := range slowProviders {
+		for _, aware := range []bool{true, false} {
+			for _, stream := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/aware=%t/stream=%t", p, aware, stream), func(t *testing.T) {
+					var mod func(string) string
+					if !aware {
+						mod = func(y string) string {
+							return strings.Replace(y, "backends:\n", "backend_defaults: {quota_aware: false}\nbackends:\n", 1)
+						}
+					}
+					s := startSlowWith(t, nil, mod)
+					s.sim.SetFault(p, sim.Fault{Mode: sim.FaultQuota, RPM: 6}) // one call a 10 s slice
+					began := s.clk.Now()
+					if a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, stream), time.Second, 10); a.header.Get("X-Switchover-Backend") != p {
+						t.Fatalf("first call answered by %q", a.header.Get("X-Switchover-Backend"))
+					}
+					headers := p == "aoai" || p == "foundry" || p == "groq"
+					for i := range 2 {
+						a := s.instant(t, "/v1/chat/completions", chatBody(p, stream))
+						tried, _ := s.lastLine(t)["tried"].(string)
+						want := p + "=429 rate_limited 0ms, fast=200 0ms"
+						if headers && (aware || i == 1) {
+							want = "fast=200 0ms" // held by its headers, or benched for its Retry-After
+						}
+						if a.status != http.StatusOK || tried != want {
+							t.Fatalf("throttled call %d: %d, tried %q, want %q", i, a.status, tried, want)
+						}
+					}
+					s.clk.Advance(began.Add(10*time.Second + slowMedian).Sub(s.clk.Now()))
+					if a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, stream), time.Second, 10); a.header.Get("X-Switchover-Backend") != p {
+						t.Fatalf("after the slice: answered by %q, tried %v", a.header.Get("X-Switchover-Backend"), s.lastLine(t)["tried"])
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestSlowRegionsOperationMissingBenchesNothing: an Azure region without
+// an embeddings deployment answers 404 DeploymentNotFound for
+// embeddings: the call fails over, the region is passed over for
+// embeddings alone (the next embeddings call does not reach it), and it
+// goes on serving chat.
+func TestSlowRegionsOperationMissingBenchesNothing(t *testing.T) {
+	s := startSlow(t, nil)
+	emb := `{"model":"aoai","input":"the moon"}`
+	for i := range 2 {
+		a := s.instant(t, "/v1/embeddings", emb)
+		if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != "fast" {
+			t.Fatalf("embeddings %d: %d from %q\n%s", i, a.status, a.header.Get("X-Switchover-Backend"), a.body)
+		}
+		t.Logf("embeddings %d: tried %v", i, s.lastLine(t)["tried"])
+	}
+	if n := s.sim.Stats()["aoai"].Calls; n != 1 {
+		t.Errorf("aoai got %d embeddings calls, want 1", n)
+	}
+	if st := s.engine.Backends["aoai"].Breaker.Snapshot().State; st != breaker.Closed {
+		t.Errorf("aoai's breaker is %v", st)
+	}
+	if a := s.roundTrip(t, "/v1/chat/completions", chatBody("aoai", true), time.Second, 10); a.header.Get("X-Switchover-Backend") != "aoai" {
+		t.Fatalf("chat answered by %q", a.header.Get("X-Switchover-Backend"))
 	}
 }
