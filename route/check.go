@@ -91,6 +91,14 @@ func (c *checker) heardFrom(now time.Time) {
 	c.mu.Unlock()
 }
 
+// heardSince reports whether the backend answered a call at since or
+// later (heardFrom).
+func (c *checker) heardSince(since time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.heard.IsZero() && !c.heard.Before(since)
+}
+
 // begin reports whether a check may start at now (none running, none
 // started within minCheckInterval), and marks one running if so.
 func (c *checker) begin(now time.Time) bool {
@@ -200,6 +208,12 @@ func (p *Pool) startCheck(b *Backend, model, why string) {
 		cancel(context.Canceled)
 		if answered(err) {
 			return // an answer, even one that came as the check was ended
+		}
+		if timedOut && b.check.heardSince(began) {
+			// A call had its answer while the check waited: the backend is
+			// slower than the check's bound (learned from faster pool peers,
+			// before it has answered eight), not hung.
+			return
 		}
 		result := "timeout"
 		var pe *ProbeError
