@@ -2,19 +2,34 @@ package config
 
 import "fmt"
 
-// Viewer is an operator key of the admin listener's web console with a
-// read-only role: it signs in to see the pools, events and config, and
-// can take no action. Never logged.
+// Viewer is a key of the admin listener's web console below the admin's:
+// with the role viewer (the default) it signs in to see the pools, events
+// and config and can take no action; with the role operator it also acts
+// on the pools (drain, restore, breakers, priorities and weights), but
+// manages no keys or teams, reloads nothing and sees no end users. The
+// key is never logged.
 type Viewer struct {
 	// Name is who signed in, as the console shows it. Required, unique.
 	Name string `yaml:"name"`
 	// Key is entered on the console's login page. At least 16
 	// characters, distinct from admin.key and from every other viewer's.
 	Key Secret `yaml:"key"`
+	// Role is viewer or operator. Default viewer. Risk: an operator can
+	// drain every backend of a pool.
+	Role string `yaml:"role"`
 }
 
-// validateConsole checks admin.viewers: each has a name and a long key,
-// and no two names or keys (admin.key included) are the same.
+// Console roles, weakest first: what admin.viewers[].role and the
+// single sign-on's mapping give.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleAdmin    = "admin"
+)
+
+// validateConsole checks admin.viewers: each has a name, a long key and
+// a known role, and no two names or keys (admin.key included) are the
+// same.
 func (c *Config) validateConsole(ps *Problems) {
 	a := c.Admin
 	if a == nil {
@@ -36,6 +51,9 @@ func (c *Config) validateConsole(ps *Problems) {
 			ps.add(p+".name", "viewer name %q is used twice", v.Name)
 		}
 		names[v.Name] = true
+		if v.Role != "" && v.Role != RoleViewer && v.Role != RoleOperator {
+			ps.add(p+".role", "role %q is not viewer or operator (the admin role is admin.key's)", v.Role)
+		}
 		switch {
 		case v.Key == "":
 			ps.add(p+".key", "a viewer needs a key")

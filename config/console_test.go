@@ -28,6 +28,12 @@ func TestViewers(t *testing.T) {
 		{"the admin key", "    - {name: alice, key: admin-key-0123456789}\n", []string{"admin.viewers[0].key: key is the same as admin.key"}},
 		{"a key twice", "    - {name: alice, key: alice-key-0123456789}\n    - {name: bob, key: alice-key-0123456789}\n",
 			[]string{"admin.viewers[1].key: key is the same as admin.viewers[0].key"}},
+		{"an operator", "    - {name: alice, key: alice-key-0123456789, role: operator}\n", nil},
+		{"a viewer by its role", "    - {name: alice, key: alice-key-0123456789, role: viewer}\n", nil},
+		{"an unknown role", "    - {name: alice, key: alice-key-0123456789}\n    - {name: bob, key: bob-key-0123456789xx, role: root}\n",
+			[]string{`c.yaml:11: admin.viewers[1].role: role "root" is not viewer or operator`}},
+		{"the admin role", "    - {name: alice, key: alice-key-0123456789, role: admin}\n",
+			[]string{`c.yaml:10: admin.viewers[0].role: role "admin" is not viewer or operator`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

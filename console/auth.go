@@ -203,7 +203,7 @@ func actorName(s string) string {
 }
 
 // credential is who key signs in as: "admin" with admin.key, a viewer's
-// name with its key. Every configured key is compared, in constant time.
+// name (role viewer, or operator if its entry says so) with its key. Every configured key is compared, in constant time.
 func (c *Console) credential(key string) (user, role string, ok bool) {
 	a := c.gw.Config().Admin
 	if a == nil || key == "" {
@@ -215,6 +215,9 @@ func (c *Console) credential(key string) (user, role string, ok bool) {
 	for _, v := range a.Viewers {
 		if sameToken(key, v.Key.Value()) && !ok {
 			user, role, ok = v.Name, RoleViewer, true
+			if v.Role == RoleOperator {
+				role = RoleOperator
+			}
 		}
 	}
 	return user, role, ok
