@@ -23,7 +23,11 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) renderLogin(w http.ResponseWriter, status int, msg string) {
 	a := c.gw.Config().Admin
 	noKey := a == nil || a.Key == ""
-	c.render(w, status, "login", nil, map[string]any{"Error": msg, "NoAdminKey": noKey && !openAdmin(a), "Open": openAdmin(a)})
+	sso := ""
+	if a != nil && a.SSO != nil {
+		sso = ssoName(a.SSO)
+	}
+	c.render(w, status, "login", nil, map[string]any{"Error": msg, "NoAdminKey": noKey && !openAdmin(a), "Open": openAdmin(a), "SSO": sso})
 }
 
 // openAdmin reports whether the admin API takes requests without a key

@@ -53,6 +53,7 @@ type Console struct {
 	sessions sessions
 	limit    limiter
 	refusals refusals
+	sso      ssoState
 	samples  *sampler
 	mux      *http.ServeMux
 }
@@ -61,7 +62,7 @@ var _ http.Handler = (*Console)(nil)
 
 // New returns the console of gw.
 func New(ctx context.Context, gw Gateway, opts Options) *Console {
-	c := &Console{gw: gw, log: opts.Logger, now: opts.Now}
+	c := &Console{gw: gw, log: opts.Logger, now: opts.Now, sso: ssoState{client: &http.Client{Timeout: ssoTimeout}}}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -106,6 +107,9 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /console/login", c.loginPage)
 	m.HandleFunc("POST /console/login", c.login)
 	m.HandleFunc("POST /console/logout", c.post(RoleViewer, c.logout))
+	// Single sign-on (sso.go).
+	m.HandleFunc("GET /console/sso/start", c.ssoStart)
+	m.HandleFunc("GET /console/sso/callback", c.ssoCallback)
 	m.HandleFunc("GET /console/{$}", c.page(c.overview))
 	m.HandleFunc("GET /console/events", c.page(c.eventsPage))
 	m.HandleFunc("GET /console/config", c.page(c.configPage))
