@@ -45,7 +45,11 @@ type User struct {
 // SignInAs and Tamper may change between sign-ins. It is safe for
 // concurrent use.
 type Provider struct {
-	// Issuer is the provider's URL (the test server's).
+	// Issuer is the provider's URL (the test server's, on 127.0.0.1). A
+	// test may set it, before the first request, to another name of the
+	// server (http://localhost:PORT), so that a browser takes the
+	// provider for another site than a relying party on 127.0.0.1, as a
+	// real provider is.
 	Issuer string
 	// ClientID and ClientSecret are the one client's; RedirectURI is the
 	// only redirect URI registered for it.
@@ -89,6 +93,9 @@ func Start(t testing.TB, clientID, clientSecret, redirectURI string, users map[s
 	mux.HandleFunc("GET /jwks", p.jwks)
 	mux.HandleFunc("GET /authorize", p.authorize)
 	mux.HandleFunc("POST /token", p.token)
+	// A browser on the provider's page asks for its icon; none, and no
+	// error in the page.
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	p.srv = httptest.NewServer(mux)
 	t.Cleanup(p.srv.Close)
 	p.Issuer = p.srv.URL
