@@ -289,9 +289,15 @@ func (c *Console) ssoVerify(r *http.Request, s *config.SSO) (user, role string, 
 		if claim == "" {
 			claim = defaultRolesClaim
 		}
+		why := "no role is mapped to its " + claim
+		if names, ok := claims["_claim_names"].(map[string]any); ok && names[claim] != nil {
+			// Entra ID's group overage: a person in more groups than a
+			// token holds gets a pointer to them instead.
+			why = "the provider left the " + claim + " out of the token (too many groups: map app roles with roles_claim: roles, or emit only the groups assigned to the application)"
+		}
 		return "", "", &errSSO{status: http.StatusForbidden, user: user,
 			page: "You signed in with " + ssoName(s) + " as " + user + ", but no role of the console is given to you. Ask an admin to map one of your groups or roles (the claim " + claim + ") in admin.sso.",
-			log:  "no role is mapped to its " + claim}
+			log:  why}
 	}
 	return user, role, nil
 }

@@ -327,6 +327,12 @@ func TestSSORefusals(t *testing.T) {
 				c["exp"] = time.Now().Add(-30 * time.Minute).Unix()
 			}},
 		{name: "unknown person at the provider", user: "nobody", status: http.StatusUnauthorized, page: "did not sign you in (access_denied)", log: "the provider answered access_denied"},
+		{name: "groups overage", user: "ada", status: http.StatusForbidden, page: "no role of the console is given to you", log: "the provider left the groups out of the token",
+			tamper: func(c map[string]any) {
+				delete(c, "groups")
+				c["_claim_names"] = map[string]any{"groups": "src1"}
+				c["_claim_sources"] = map[string]any{"src1": map[string]any{"endpoint": "https://graph.microsoft.com/v1.0/users/x/getMemberObjects"}}
+			}},
 		{name: "unmapped person", user: "mallo", status: http.StatusForbidden, page: "as mallory@example.com, but no role of the console is given to you", log: "no role is mapped to its groups"},
 	}
 	for _, tc := range cases {
