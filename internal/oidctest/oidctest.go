@@ -119,6 +119,14 @@ func (p *Provider) Tamper(f func(claims map[string]any)) {
 	p.tamper = f
 }
 
+// SetClock sets the clock of the tokens' times and the codes' lifetime,
+// for a relying party on an injected clock. Default time.Now.
+func (p *Provider) SetClock(now func() time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.now = now
+}
+
 // Issued returns every token the token endpoint has sent (ID and access
 // tokens), for tests that check none leaks.
 func (p *Provider) Issued() []string {
