@@ -136,3 +136,49 @@ func TestOperatorSeesPoolActionsOnly(t *testing.T) {
 		t.Fatal("an operator's keys page has key forms")
 	}
 }
+
+// An operator, like a viewer, sees no end users in the request log: not
+// in the list, not in a request's page, not through the text search.
+func TestOperatorSeesNoEndUsers(t *testing.T) {
+	e, _ := requestLogEnv(t)
+	withOperator(e)
+	admin, _ := e.login(adminKey)
+	if _, page := e.do(admin, "GET", "/console/requests/r07", nil); !strings.Contains(page, "alice@example.com") {
+		t.Fatal("an admin does not see the end user: the test proves nothing")
+	}
+	if _, page := e.do(admin, "GET", "/console/requests?q=alice%40example.com", nil); len(rowIDs(page)) != 1 {
+		t.Fatalf("an admin's search for the end user finds %v", rowIDs(page))
+	}
+	op, _ := e.login(operatorKey)
+	for _, p := range []string{"/console/requests", "/console/requests/r07"} {
+		resp, page := e.do(op, "GET", p, nil)
+		if resp.StatusCode != http.StatusOK || strings.Contains(page, "alice@example.com") {
+			t.Errorf("%s: %d, shows the end user to an operator: %v", p, resp.StatusCode, strings.Contains(page, "alice@example.com"))
+		}
+	}
+	// (The search's text is shown back in its field, which is no leak.)
+	if _, page := e.do(op, "GET", "/console/requests?q=alice%40example.com", nil); len(rowIDs(page)) != 0 {
+		t.Errorf("an operator's text search matches end users: %v", rowIDs(page))
+	}
+}
+
+// Without a provider that answers, "Sign in with" says so on the login
+// page (502) and the key form still works.
+func TestSSOProviderDown(t *testing.T) {
+	e := newSSOEnv(t)
+	e.gw.mu.Lock()
+	e.gw.cfg.Admin.SSO.Issuer = "http://127.0.0.1:1"
+	e.gw.mu.Unlock()
+	resp, page := e.do(e.client(), "GET", "/console/sso/start", nil)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(page, "the identity provider did not answer") || !strings.Contains(page, `name="key"`) {
+		t.Fatalf("start with the provider down: %d\n%s", resp.StatusCode, page)
+	}
+	for _, k := range resp.Cookies() {
+		if k.Name == ssoCookie {
+			t.Fatal("a sign-in is pending though the provider is down")
+		}
+	}
+	if c, _ := e.login(adminKey); e.signedIn(c) != "admin admin" {
+		t.Fatal("the admin key does not sign in while the provider is down")
+	}
+}
