@@ -134,10 +134,14 @@ type Admin struct {
 	// The listen host, localhost, 127.0.0.1 and [::1] are always allowed;
 	// any other Host gets 421, which defeats DNS rebinding. Default none.
 	AllowedHosts []string `yaml:"allowed_hosts"`
-	// Viewers are read-only logins of the web console (/console/ on this
-	// listener): each signs in with its key and sees what the admin sees,
-	// but takes no action. Default none: only admin.key signs in.
+	// Viewers are key logins of the web console (/console/ on this
+	// listener) below the admin's: each signs in with its key as a viewer
+	// (sees, takes no action) or an operator (acts on pools). Default
+	// none: only admin.key signs in.
 	Viewers []Viewer `yaml:"viewers"`
+	// SSO is the console's single sign-on (OpenID Connect), roles mapped
+	// from the identity's claims (config/console.go). Default none.
+	SSO *SSO `yaml:"sso"`
 	// TLS serves the admin API and console over TLS, as server.tls does
 	// the API; with client_ca_file, only clients with a certificate of
 	// its CAs reach it (admin.key still applies). Default none. Read at

@@ -23,7 +23,11 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) renderLogin(w http.ResponseWriter, status int, msg string) {
 	a := c.gw.Config().Admin
 	noKey := a == nil || a.Key == ""
-	c.render(w, status, "login", nil, map[string]any{"Error": msg, "NoAdminKey": noKey && !openAdmin(a), "Open": openAdmin(a)})
+	sso := ""
+	if a != nil && a.SSO != nil {
+		sso = ssoName(a.SSO)
+	}
+	c.render(w, status, "login", nil, map[string]any{"Error": msg, "NoAdminKey": noKey && !openAdmin(a), "Open": openAdmin(a), "SSO": sso})
 }
 
 // openAdmin reports whether the admin API takes requests without a key
@@ -203,7 +207,7 @@ func actorName(s string) string {
 }
 
 // credential is who key signs in as: "admin" with admin.key, a viewer's
-// name with its key. Every configured key is compared, in constant time.
+// name (role viewer, or operator if its entry says so) with its key. Every configured key is compared, in constant time.
 func (c *Console) credential(key string) (user, role string, ok bool) {
 	a := c.gw.Config().Admin
 	if a == nil || key == "" {
@@ -215,6 +219,9 @@ func (c *Console) credential(key string) (user, role string, ok bool) {
 	for _, v := range a.Viewers {
 		if sameToken(key, v.Key.Value()) && !ok {
 			user, role, ok = v.Name, RoleViewer, true
+			if v.Role == RoleOperator {
+				role = RoleOperator
+			}
 		}
 	}
 	return user, role, ok

@@ -9,8 +9,9 @@
 // JavaScript (embedded, like the CSS) asks for confirmations and keeps the
 // overview current over Server-Sent Events. Nothing is built at run time.
 //
-// Security: a login page takes admin.key (role admin) or an
-// admin.viewers key (role viewer, read-only); the session is a random
+// Security: a login page takes admin.key (role admin), an admin.viewers
+// key (role viewer, read-only, or operator: acts on pools) or a single
+// sign-on (sso.go); the session is a random
 // token in an HttpOnly, SameSite=Strict cookie (Secure over TLS) with a
 // server-side expiry; every state-changing request carries the session's
 // CSRF token and a same-origin Origin; pages are served with a strict
@@ -52,6 +53,7 @@ type Console struct {
 	sessions sessions
 	limit    limiter
 	refusals refusals
+	sso      ssoState
 	samples  *sampler
 	mux      *http.ServeMux
 }
@@ -60,7 +62,7 @@ var _ http.Handler = (*Console)(nil)
 
 // New returns the console of gw.
 func New(ctx context.Context, gw Gateway, opts Options) *Console {
-	c := &Console{gw: gw, log: opts.Logger, now: opts.Now}
+	c := &Console{gw: gw, log: opts.Logger, now: opts.Now, sso: ssoState{client: &http.Client{Timeout: ssoTimeout}}}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -104,7 +106,10 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /favicon.ico", serveFavicon)
 	m.HandleFunc("GET /console/login", c.loginPage)
 	m.HandleFunc("POST /console/login", c.login)
-	m.HandleFunc("POST /console/logout", c.post(false, c.logout))
+	m.HandleFunc("POST /console/logout", c.post(RoleViewer, c.logout))
+	// Single sign-on (sso.go).
+	m.HandleFunc("GET /console/sso/start", c.ssoStart)
+	m.HandleFunc("GET /console/sso/callback", c.ssoCallback)
 	m.HandleFunc("GET /console/{$}", c.page(c.overview))
 	m.HandleFunc("GET /console/events", c.page(c.eventsPage))
 	m.HandleFunc("GET /console/config", c.page(c.configPage))
@@ -115,13 +120,15 @@ func (c *Console) routes() *http.ServeMux {
 	m.HandleFunc("GET /console/spend", c.page(c.spendPage))
 	m.HandleFunc("GET /console/stream", c.api(c.stream))
 	m.HandleFunc("GET /console/api/view", c.api(c.viewJSON))
-	m.HandleFunc("POST /console/actions", c.post(true, c.act))
+	// Actions on pools by operators; a reload (an action too) by admins
+	// only (act checks it).
+	m.HandleFunc("POST /console/actions", c.post(RoleOperator, c.act))
 	// Keys and teams managed in the page, by admins (keyadmin.go).
-	m.HandleFunc("POST /console/keys/create", c.post(true, c.keyCreate))
-	m.HandleFunc("POST /console/keys/edit", c.post(true, c.keyEdit))
-	m.HandleFunc("POST /console/keys/rotate", c.post(true, c.keyRotate))
-	m.HandleFunc("POST /console/keys/revoke", c.post(true, c.keyRevoke))
-	m.HandleFunc("POST /console/teams/put", c.post(true, c.teamPut))
+	m.HandleFunc("POST /console/keys/create", c.post(RoleAdmin, c.keyCreate))
+	m.HandleFunc("POST /console/keys/edit", c.post(RoleAdmin, c.keyEdit))
+	m.HandleFunc("POST /console/keys/rotate", c.post(RoleAdmin, c.keyRotate))
+	m.HandleFunc("POST /console/keys/revoke", c.post(RoleAdmin, c.keyRevoke))
+	m.HandleFunc("POST /console/teams/put", c.post(RoleAdmin, c.teamPut))
 	m.HandleFunc("GET /console/keys/secret", c.page(c.keySecretPage))
 	// Anything else: the login for a visitor, not found for a session.
 	m.HandleFunc("/console/", c.page(func(w http.ResponseWriter, r *http.Request, s *session) {
@@ -171,9 +178,9 @@ func (c *Console) api(h func(http.ResponseWriter, *http.Request, *session, strin
 
 // post wraps a state-changing handler: it needs a session (401), a
 // same-origin request (403), the session's CSRF token in the csrf form
-// field or the X-CSRF-Token header (403) and, when admin is set, the
-// admin role (403).
-func (c *Console) post(admin bool, h func(http.ResponseWriter, *http.Request, *session, string)) http.HandlerFunc {
+// field or the X-CSRF-Token header (403) and a role that allows need
+// (403).
+func (c *Console) post(need string, h func(http.ResponseWriter, *http.Request, *session, string)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 1<<16)
 		s, tok := c.session(r)
@@ -195,13 +202,18 @@ func (c *Console) post(admin bool, h func(http.ResponseWriter, *http.Request, *s
 			http.Error(w, "missing or wrong CSRF token: reload the page", http.StatusForbidden)
 			return
 		}
-		if admin && s.Role != RoleAdmin {
-			c.refused("console:viewer_refused", "an action of viewer "+s.User+" ("+r.URL.Path+") was refused", "user", s.User, "path", r.URL.Path)
-			http.Error(w, "viewers cannot take actions", http.StatusForbidden)
+		if !allows(s.Role, need) {
+			c.roleRefused(w, r, s, need)
 			return
 		}
 		h(w, r, s, tok)
 	}
+}
+
+// roleRefused answers 403 to a request that needs the role need.
+func (c *Console) roleRefused(w http.ResponseWriter, r *http.Request, s *session, need string) {
+	c.refused("console:"+s.Role+"_refused", "an action of "+s.Role+" "+s.User+" ("+r.URL.Path+") was refused: it needs the role "+need, "user", s.User, "role", s.Role, "path", r.URL.Path)
+	http.Error(w, "the role "+s.Role+" cannot do this: it needs "+need, http.StatusForbidden)
 }
 
 // sameOrigin reports whether r is not a cross-site request: Sec-Fetch-Site,

@@ -291,6 +291,10 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s *session, tok
 // to the page it came from, with what happened as a message.
 func (c *Console) act(w http.ResponseWriter, r *http.Request, s *session, tok string) {
 	a := Action{Kind: r.PostFormValue("action"), Pool: r.PostFormValue("pool"), Backend: r.PostFormValue("backend")}
+	if a.Kind == ActReload && !allows(s.Role, RoleAdmin) {
+		c.roleRefused(w, r, s, RoleAdmin)
+		return
+	}
 	var err error
 	atoi := func(name string) int {
 		v := strings.TrimSpace(r.PostFormValue(name))

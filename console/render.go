@@ -90,13 +90,15 @@ var pages = func() map[string]*template.Template {
 
 // pageData is what every page's template gets.
 type pageData struct {
-	Page  string
-	User  string
-	Role  string
-	Admin bool
-	CSRF  string
-	Flash string
-	Data  any
+	Page string
+	User string
+	Role string
+	// Admin: the session may reload, manage keys and see end users;
+	// Operator: it may act on the pools (an admin may too).
+	Admin, Operator bool
+	CSRF            string
+	Flash           string
+	Data            any
 }
 
 // render writes page name with data, scrubbed of every configured
@@ -105,6 +107,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, s *sess
 	pd := pageData{Page: name, Data: data}
 	if s != nil {
 		pd.User, pd.Role, pd.Admin, pd.CSRF = s.User, s.Role, s.Role == RoleAdmin, s.CSRF
+		pd.Operator = allows(s.Role, RoleOperator)
 		pd.Flash = s.flashMsg
 	}
 	var buf bytes.Buffer

@@ -9,13 +9,40 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/switchover-gw/switchover/config"
 )
 
-// Roles of a session.
+// Roles of a session, weakest first. Each may do what the weaker ones
+// may.
 const (
-	RoleAdmin  = "admin"  // signed in with admin.key: sees and acts
-	RoleViewer = "viewer" // signed in with an admin.viewers key: sees only
+	// RoleViewer sees every page (no end users) and takes no action: an
+	// admin.viewers key, or a single sign-on's viewer.
+	RoleViewer = config.RoleViewer
+	// RoleOperator also acts on the pools (drain, restore, breakers,
+	// priorities and weights): an admin.viewers key with role operator,
+	// or a single sign-on's operator.
+	RoleOperator = config.RoleOperator
+	// RoleAdmin also reloads, manages keys and teams and sees end users:
+	// admin.key, or a single sign-on's admin.
+	RoleAdmin = config.RoleAdmin
 )
+
+// rank orders the roles; an unknown role ranks below every known one.
+func rank(role string) int {
+	switch role {
+	case RoleViewer:
+		return 1
+	case RoleOperator:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// allows reports whether a session of role may do what needs need.
+func allows(role, need string) bool { return rank(role) >= rank(need) && rank(role) > 0 }
 
 // cookieName is the session cookie's.
 const cookieName = "switchover_console"
@@ -32,8 +59,8 @@ const (
 
 // session is one signed-in browser.
 type session struct {
-	// User is "admin" or the viewer's name; Role is RoleAdmin or
-	// RoleViewer.
+	// User is "admin", the viewer's name or the single sign-on's
+	// identity; Role is RoleViewer, RoleOperator or RoleAdmin.
 	User, Role string
 	// CSRF is the token every state-changing request of the session
 	// must carry.
