@@ -143,7 +143,9 @@ type Store struct {
 	// PostgreSQL none (set one on a local disk of each replica). "off"
 	// turns it off. Cost: one fsync shared by the requests that end
 	// together, about 0.1–10 ms added to each request's end depending on
-	// the disk, and about 300 bytes a record until it is stored.
+	// the disk, and about 300 bytes a record until it is stored. The
+	// audit trail's entries have a spool of their own beside it, the same
+	// path with ".audit" added.
 	Spool string `yaml:"spool"`
 	// Retention is how long per-request usage records (the request logs
 	// of GET /admin/usage/requests, and usage over parts of days) are
@@ -155,6 +157,46 @@ type Store struct {
 	// whole days, budgets) are kept regardless. Default "" or "0":
 	// forever.
 	Retention string `yaml:"retention"`
+	// AuditRetention is how long the audit trail's entries (operator
+	// actions, key and team changes, console sign-ins: GET /admin/audit)
+	// are kept: "400d", "9600h". Older ones are deleted by the job that
+	// applies Retention, whatever Retention says. Default "400d": an
+	// audit trail answers questions asked long after the spend they
+	// concern (a yearly access review, an incident found months later;
+	// PCI DSS, for one, asks for 12 months), and costs little (a few
+	// hundred bytes an entry, a few KB at most). At least 1d; "0" keeps
+	// them forever.
+	AuditRetention string `yaml:"audit_retention"`
+}
+
+// DefaultAuditRetention is store.audit_retention's default: a year and a
+// margin for a yearly review held late.
+const DefaultAuditRetention = 400 * 24 * time.Hour
+
+// AuditRetentionAge returns AuditRetention as a duration: its default
+// when unset, 0 (forever) for "0", and for a value validation refuses.
+// Without a store block, 0.
+func (s *Store) AuditRetentionAge() time.Duration {
+	switch {
+	case s == nil || s.AuditRetention == "0":
+		return 0
+	case s.AuditRetention == "":
+		return DefaultAuditRetention
+	}
+	d, err := parseRetention(s.AuditRetention)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// AuditSpoolPath returns the audit trail's spool file: the usage spool's
+// path with ".audit" added, or "" when there is no usage spool.
+func (s *Store) AuditSpoolPath() string {
+	if p := s.SpoolPath(); p != "" {
+		return p + ".audit"
+	}
+	return ""
 }
 
 // MinRetention is the shortest store.retention (ledger.MinRetention).

@@ -174,4 +174,11 @@ func (s *Store) validate(ps *Problems) {
 			ps.add("store.retention", "%s is shorter than 32d: a budget's period must find its records (0 keeps them forever)", r)
 		}
 	}
+	if r := s.AuditRetention; r != "" && r != "0" {
+		if d, err := parseRetention(r); err != nil {
+			ps.add("store.audit_retention", "%v (or 0: forever)", err)
+		} else if d < 24*time.Hour {
+			ps.add("store.audit_retention", "%s is shorter than 1d (0 keeps the audit trail forever)", r)
+		}
+	}
 }

@@ -1,81 +1,64 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
-// auditBuffer is how many audit entries wait for the store at most; past
-// it, entries are dropped (and logged): the timeline still has them.
-const auditBuffer = 256
+// auditBuffer is how many audit entries wait for the store at most (in
+// memory, and in the audit spool when there is one); past it, entries are
+// dropped (counted in switchover_store_errors_total{op="audit"} and
+// logged): the timeline still has them.
+const auditBuffer = 4096
 
-// auditQueue writes the audit trail to the store off the request path:
-// operator actions, key and team changes, console sign-ins and refusals.
-// It is safe for concurrent use.
-type auditQueue struct {
-	w    ledger.AuditWriter
-	mu   sync.Mutex
-	ch   chan ledger.AuditEntry // nil once closed
-	done chan struct{}
-}
-
-// startAudit starts the queue's writer, if the store keeps an audit trail.
-func (g *Gateway) startAudit(store ledger.Store) *auditQueue {
+// startAudit starts the audit trail's writer, if the store keeps one: a
+// ledger.AuditLog whose entries wait in the audit spool (config's
+// Store.AuditSpoolPath) while the store fails, and across a restart, as
+// usage records do. Without a spool, entries wait in memory only.
+func (g *Gateway) startAudit(store ledger.Store, sc *config.Store) (*ledger.AuditLog, error) {
 	w, ok := store.(ledger.AuditWriter)
 	if !ok {
-		return nil
+		return nil, nil
 	}
-	q := &auditQueue{w: w, ch: make(chan ledger.AuditEntry, auditBuffer), done: make(chan struct{})}
-	go func(ch chan ledger.AuditEntry) {
-		defer close(q.done)
-		for e := range ch {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := q.w.RecordAudit(ctx, e)
-			cancel()
-			if err != nil {
+	o := ledger.BatchOptions[ledger.AuditEntry]{
+		// Batch 1: each entry is written as soon as it is added (audit
+		// entries are few); a backlog after an outage goes one a
+		// transaction.
+		Buffer: auditBuffer, Batch: 1, Clock: g.opts.Clock,
+		OnDrop: func(n int) {
+			for range n {
 				g.Metrics.StoreError("audit")
-				g.Logger.Warn("audit trail: write failed; the entry is only in the timeline and the log", "action", e.Action, "error", err)
 			}
+			g.Logger.Warn("audit trail: entries dropped, never to be stored; they are only in the timeline and the log", "entries", n)
+		},
+		OnError: func(err error) {
+			g.Metrics.StoreError("audit")
+			g.Logger.Warn("audit trail: write failed; the entries wait and are retried", "error", err)
+		},
+		OnSpoolError: func(err error) {
+			g.Metrics.StoreError("spool")
+			g.Logger.Warn("audit spool: write failed; the entry waits in memory only", "error", err)
+		},
+	}
+	if path := sc.AuditSpoolPath(); path != "" {
+		sp, entries, err := ledger.OpenAuditSpool(path)
+		if err != nil {
+			return nil, fmt.Errorf("store.spool: audit: %w", err)
 		}
-	}(q.ch)
-	return q
-}
-
-// add queues e; false when the queue is full or closed.
-func (q *auditQueue) add(e ledger.AuditEntry) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.ch == nil {
-		return false
+		if len(entries) > 0 {
+			g.Logger.Info("audit spool: storing the entries a previous run left", "path", path, "entries", len(entries))
+		}
+		o.Spool, o.Replay = sp, entries
 	}
-	select {
-	case q.ch <- e:
-		return true
-	default:
-		return false
-	}
-}
-
-// close writes out the queued entries, within ctx.
-func (q *auditQueue) close(ctx context.Context) {
-	q.mu.Lock()
-	if q.ch != nil {
-		close(q.ch)
-		q.ch = nil
-	}
-	q.mu.Unlock()
-	select {
-	case <-q.done:
-	case <-ctx.Done():
-	}
+	return ledger.NewAuditLog(w, o), nil
 }
 
 // audit records an entry of the audit trail in the store, if there is
@@ -86,10 +69,7 @@ func (g *Gateway) audit(actor, action, target, text string) {
 		return
 	}
 	detail, _ := json.Marshal(map[string]string{"text": text})
-	if !g.ten.audit.add(ledger.AuditEntry{At: g.now(), Actor: actor, Action: action, Target: target, Detail: detail}) {
-		g.Metrics.StoreError("audit")
-		g.Logger.Warn("audit trail: queue full or closed; the entry is only in the timeline and the log", "action", action)
-	}
+	g.ten.audit.Add(ledger.AuditEntry{At: g.now(), Actor: actor, Action: action, Target: target, Detail: detail})
 }
 
 // RecordBy puts a console security event in the timeline and, by its

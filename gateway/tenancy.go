@@ -39,7 +39,9 @@ type tenancy struct {
 	kind   string
 	health storeHealth
 	// audit writes the audit trail to the store; nil without one.
-	audit *auditQueue
+	audit *ledger.AuditLog
+	// auditRetention is store.audit_retention (0: forever).
+	auditRetention time.Duration
 }
 
 // StoreStatus is the store of keys and usage, in the admin API's status.
@@ -94,6 +96,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.refresh = sc.Refresh.D()
 	}
 	t.retention = cfg.Store.RetentionAge()
+	t.auditRetention = cfg.Store.AuditRetentionAge()
 	t.store = store
 	clk := g.opts.Clock
 	if store != nil {
@@ -125,8 +128,17 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 			}
 			return err
 		}
+		var err error
+		if t.audit, err = g.startAudit(store, cfg.Store); err != nil {
+			if wo.Spool != nil {
+				wo.Spool.Close()
+			}
+			if g.opts.Ledger == nil {
+				store.Close()
+			}
+			return err
+		}
 		t.writer = ledger.NewWriter(store, wo)
-		t.audit = g.startAudit(store)
 		// The first read of keys and spend, before any request: a store
 		// that does not answer now is not fatal (known keys come later).
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -306,7 +318,11 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 	}
 	var errs []error
 	if t.audit != nil {
-		t.audit.close(ctx)
+		if err := t.audit.Close(ctx); errors.Is(err, ledger.ErrSpooled) {
+			g.Logger.Warn("audit trail: shutdown grace over with entries unwritten; they wait in the audit spool for the next start", "error", err)
+		} else if err != nil {
+			g.Logger.Error("audit trail: shutdown grace over with entries unwritten; they are lost (counted in switchover_store_errors_total{op=\"audit\"})", "error", err)
+		}
 	}
 	if t.writer != nil {
 		if err := t.writer.Close(ctx); errors.Is(err, ledger.ErrSpooled) {

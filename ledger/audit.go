@@ -1,11 +1,13 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -45,8 +47,44 @@ type AuditQuery struct {
 
 // AuditWriter records entries of the audit trail.
 type AuditWriter interface {
-	// RecordAudit stores e. ErrInvalid without a time or an action.
+	// RecordAudit stores e. ErrInvalid without a time or an action. An
+	// entry whose ID is stored already is skipped, so that storing it
+	// again (a retry, a replay of the spool) is safe.
 	RecordAudit(ctx context.Context, e AuditEntry) error
+	// RecordAudits stores a batch of entries in one transaction, all or
+	// none, skipping those whose ID is stored. ErrInvalid, before
+	// anything is written, if an entry has no ID, time or action.
+	RecordAudits(ctx context.Context, batch []AuditEntry) error
+}
+
+// AuditLog writes the audit trail off the request path, as Writer does
+// usage: Add buffers an entry (with a spool, once it is on disk), a
+// goroutine stores batches, keeps them and retries with backoff while the
+// store fails, and Close leaves what it could not store in the spool for
+// the next start (see OpenAuditSpool), so that an outage of the store
+// loses no entry. An entry without ID gets a random one when added, one
+// without a time the clock's; one without an action makes its batch
+// refused (dropped and counted): give every entry one. Safe for
+// concurrent use.
+type AuditLog = BatchWriter[AuditEntry]
+
+// NewAuditLog starts an AuditLog into w. Close it to stop it.
+func NewAuditLog(w AuditWriter, o BatchOptions[AuditEntry]) *AuditLog {
+	return newBatchWriter(w.RecordAudits, func(e *AuditEntry, now time.Time) {
+		if e.ID == "" {
+			e.ID = newAuditID()
+		}
+		if e.At.IsZero() {
+			e.At = now
+		}
+	}, "audit entries", o)
+}
+
+// newAuditID is a random id of an audit entry.
+func newAuditID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // AuditReader reads the audit trail.
@@ -87,14 +125,41 @@ func (s *sqlStore) RecordAudit(ctx context.Context, e AuditEntry) error {
 		return fmt.Errorf("%w: an audit entry needs a time and an action", ErrInvalid)
 	}
 	if e.ID == "" {
-		var b [12]byte
-		rand.Read(b[:])
-		e.ID = hex.EncodeToString(b[:])
+		e.ID = newAuditID()
 	}
-	_, err := s.w.ExecContext(ctx, s.q(`INSERT INTO audit (id, at_us, actor, action, target, detail) VALUES (?, ?, ?, ?, ?, ?)`),
-		bounded(e.ID, 64), e.At.UnixMicro(), strings.ToValidUTF8(bounded(e.Actor, MaxAuditField), ""),
-		strings.ToValidUTF8(bounded(e.Action, MaxAuditField), ""), strings.ToValidUTF8(bounded(e.Target, MaxAuditField), ""), auditDetail(e.Detail))
+	return s.RecordAudits(ctx, []AuditEntry{e})
+}
+
+func (s *sqlStore) RecordAudits(ctx context.Context, batch []AuditEntry) error {
+	for i, e := range batch {
+		if e.ID == "" || e.At.IsZero() || e.Action == "" {
+			return fmt.Errorf("%w: audit entry %d of the batch needs an id, a time and an action", ErrInvalid, i)
+		}
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	// In id order, so that concurrent batches lock rows in one order.
+	es := slices.SortedStableFunc(slices.Values(batch), func(a, b AuditEntry) int { return cmp.Compare(a.ID, b.ID) })
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
+		return fmt.Errorf("ledger: recording audit: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	ins, err := tx.PrepareContext(ctx, s.q(`INSERT INTO audit (id, at_us, actor, action, target, detail) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (id) DO NOTHING`))
+	if err != nil {
+		return fmt.Errorf("ledger: recording audit: %w", err)
+	}
+	defer ins.Close()
+	for _, e := range es {
+		if _, err := ins.ExecContext(ctx, bounded(e.ID, 64), e.At.UnixMicro(), strings.ToValidUTF8(bounded(e.Actor, MaxAuditField), ""),
+			strings.ToValidUTF8(bounded(e.Action, MaxAuditField), ""), strings.ToValidUTF8(bounded(e.Target, MaxAuditField), ""),
+			auditDetail(e.Detail)); err != nil {
+			return fmt.Errorf("ledger: recording audit: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("ledger: recording audit: %w", err)
 	}
 	return nil

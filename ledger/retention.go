@@ -15,11 +15,12 @@ import (
 const MinRetention = 32 * 24 * time.Hour
 
 // RetentionOptions are the settings of a Retention. Zero values are the
-// documented defaults, but Keep, which is required.
+// documented defaults.
 type RetentionOptions struct {
 	// Keep is how long per-request records are kept: those older than
 	// now - Keep are deleted. At least MinRetention (NewRetention raises
-	// a shorter one to it).
+	// a shorter one to it); 0 keeps them forever (a Retention of the
+	// audit trail alone).
 	Keep time.Duration
 	// Hold, if set, returns how far back from now readers still need
 	// per-request records (the budgets that sum them: see the gateway's
@@ -44,6 +45,13 @@ type RetentionOptions struct {
 	// it (nil when it ran to the end). Called on the Retention's
 	// goroutine.
 	OnRound func(deleted int, before time.Time, err error)
+	// AuditKeep is how long the audit trail's entries are kept: each
+	// round then deletes those older than now - AuditKeep, in batches of
+	// Batch and at most MaxBatches (see AuditRound). Independent of Keep
+	// and Hold. Default 0: kept forever.
+	AuditKeep time.Duration
+	// OnAuditRound is OnRound for the audit trail's part of a round.
+	OnAuditRound func(deleted int, before time.Time, err error)
 }
 
 // Retention deletes per-request usage records (usage_requests and their
@@ -57,7 +65,9 @@ type Retention struct {
 
 // NewRetention returns the Retention of s; Run starts it.
 func NewRetention(s Store, o RetentionOptions) *Retention {
-	o.Keep = max(o.Keep, MinRetention)
+	if o.Keep > 0 {
+		o.Keep = max(o.Keep, MinRetention)
+	}
 	if o.Every <= 0 {
 		o.Every = time.Hour
 	}
@@ -83,6 +93,9 @@ func (r *Retention) Run(ctx context.Context) {
 		if (n > 0 || err != nil) && r.o.OnRound != nil {
 			r.o.OnRound(n, before, err)
 		}
+		if n, before, err := r.AuditRound(ctx); (n > 0 || err != nil) && r.o.OnAuditRound != nil && ctx.Err() == nil {
+			r.o.OnAuditRound(n, before, err)
+		}
 		t := r.o.Clock.AfterFunc(r.o.Every, func() { tick <- struct{}{} })
 		select {
 		case <-ctx.Done():
@@ -95,8 +108,12 @@ func (r *Retention) Run(ctx context.Context) {
 
 // Round deletes, in batches of Batch and at most MaxBatches of them, the
 // records older than now - Keep (or now - Hold(), when that is older),
-// and returns how many it deleted and that cutoff.
+// and returns how many it deleted and that cutoff. With Keep 0 it
+// deletes nothing.
 func (r *Retention) Round(ctx context.Context) (int, time.Time, error) {
+	if r.o.Keep <= 0 {
+		return 0, time.Time{}, nil
+	}
 	keep := r.o.Keep
 	if r.o.Hold != nil {
 		keep = max(keep, r.o.Hold())

@@ -12,11 +12,17 @@ import (
 	"sync"
 )
 
-// ErrSpool wraps the failures of a usage spool (a write or fsync of its
-// file), as told to WriterOptions.OnSpoolError.
-var ErrSpool = errors.New("usage spool")
+// ErrSpool wraps the failures of a spool (a write or fsync of its file),
+// as told to WriterOptions.OnSpoolError.
+var ErrSpool = errors.New("spool")
 
-// Spool is an append-only file of usage records, one JSON object a line,
+// Spool is the spool of usage records (see SpoolOf), which a Writer owns.
+type Spool = SpoolOf[Usage]
+
+// AuditSpool is the spool of audit entries, which an AuditLog owns.
+type AuditSpool = SpoolOf[AuditEntry]
+
+// SpoolOf is an append-only file of records, one JSON object a line,
 // that makes a record durable before the request that made it is done:
 // Append returns once the record's line is on disk (fsynced). Appends are
 // fsynced in groups: a line waits for the fsync in flight, if any, and
@@ -30,9 +36,13 @@ var ErrSpool = errors.New("usage spool")
 // replayed record is stored at most once however often it is replayed,
 // because the store skips a RequestID it holds (RecordUsage).
 //
-// A Spool is safe for concurrent use.
-type Spool struct {
+// A replayed audit entry is likewise stored once (its ID).
+//
+// A SpoolOf is safe for concurrent use.
+type SpoolOf[T any] struct {
 	path string
+	// valid tells a complete record from what a torn line parses to.
+	valid func(T) bool
 
 	mu      sync.Mutex
 	f       *os.File
@@ -51,6 +61,16 @@ type Spool struct {
 // process died while writing it) is cut off: its request was never
 // answered, since Append had not returned.
 func OpenSpool(path string) (*Spool, []Usage, error) {
+	return openSpool(path, func(u Usage) bool { return u.RequestID != "" })
+}
+
+// OpenAuditSpool opens the spool of audit entries at path, as OpenSpool
+// does the usage spool, with the entries it holds, oldest first.
+func OpenAuditSpool(path string) (*AuditSpool, []AuditEntry, error) {
+	return openSpool(path, func(e AuditEntry) bool { return e.ID != "" && e.Action != "" && !e.At.IsZero() })
+}
+
+func openSpool[T any](path string, valid func(T) bool) (*SpoolOf[T], []T, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrSpool, err)
 	}
@@ -58,7 +78,7 @@ func OpenSpool(path string) (*Spool, []Usage, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrSpool, err)
 	}
-	recs, good, err := readSpool(f)
+	recs, good, err := readSpool(f, valid)
 	if err == nil {
 		err = f.Truncate(good)
 	}
@@ -69,13 +89,13 @@ func OpenSpool(path string) (*Spool, []Usage, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("%w: %s: %w", ErrSpool, path, err)
 	}
-	s := &Spool{path: path, f: f, lines: len(recs), wake: make(chan struct{})}
+	s := &SpoolOf[T]{path: path, valid: valid, f: f, lines: len(recs), wake: make(chan struct{})}
 	return s, recs, nil
 }
 
 // readSpool reads the records of f and the length of its complete lines.
-func readSpool(f *os.File) ([]Usage, int64, error) {
-	var recs []Usage
+func readSpool[T any](f *os.File, valid func(T) bool) ([]T, int64, error) {
+	var recs []T
 	var good int64
 	r := bufio.NewReader(f)
 	for {
@@ -86,8 +106,8 @@ func readSpool(f *os.File) ([]Usage, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		var u Usage
-		if json.Unmarshal(bytes.TrimSpace(line), &u) != nil || u.RequestID == "" {
+		var u T
+		if json.Unmarshal(bytes.TrimSpace(line), &u) != nil || !valid(u) {
 			// Only a torn line can fail to parse (lines are written whole
 			// and in order), and only the last: keep what came before.
 			return recs, good, nil
@@ -98,11 +118,11 @@ func readSpool(f *os.File) ([]Usage, int64, error) {
 }
 
 // Path returns the spool file's path.
-func (s *Spool) Path() string { return s.path }
+func (s *SpoolOf[T]) Path() string { return s.path }
 
 // write appends u's line without waiting for the disk, and returns its
 // sequence number for wait.
-func (s *Spool) write(u Usage) (uint64, error) {
+func (s *SpoolOf[T]) write(u T) (uint64, error) {
 	b, err := json.Marshal(u)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrSpool, err)
@@ -123,7 +143,7 @@ func (s *Spool) write(u Usage) (uint64, error) {
 
 // wait returns once line seq is on disk: it joins the fsync in flight or
 // starts the next one. It returns the fsync's error if that failed.
-func (s *Spool) wait(seq uint64) error {
+func (s *SpoolOf[T]) wait(seq uint64) error {
 	s.mu.Lock()
 	for {
 		if s.synced >= seq {
@@ -144,7 +164,7 @@ func (s *Spool) wait(seq uint64) error {
 
 // syncLocked fsyncs every line written so far, with s.mu released
 // meanwhile, and wakes the waiters. Requires s.mu held.
-func (s *Spool) syncLocked() {
+func (s *SpoolOf[T]) syncLocked() {
 	s.syncing = true
 	f, target := s.f, s.written
 	s.mu.Unlock()
@@ -167,7 +187,7 @@ func (s *Spool) syncLocked() {
 }
 
 // Append writes u to the spool and returns once it is on disk.
-func (s *Spool) Append(u Usage) error {
+func (s *SpoolOf[T]) Append(u T) error {
 	seq, err := s.write(u)
 	if err != nil {
 		return err
@@ -176,14 +196,14 @@ func (s *Spool) Append(u Usage) error {
 }
 
 // Lines returns how many records the file holds.
-func (s *Spool) Lines() int {
+func (s *SpoolOf[T]) Lines() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lines
 }
 
 // Truncate empties the spool: every record in it is stored.
-func (s *Spool) Truncate() error {
+func (s *SpoolOf[T]) Truncate() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.lines == 0 {
@@ -202,7 +222,7 @@ func (s *Spool) Truncate() error {
 
 // releaseLocked wakes the waiters of lines that need no fsync any more:
 // they are stored, or in a file that is on disk. Requires s.mu held.
-func (s *Spool) releaseLocked() {
+func (s *SpoolOf[T]) releaseLocked() {
 	if s.synced < s.written {
 		s.synced = s.written
 		s.err = nil
@@ -216,7 +236,7 @@ func (s *Spool) releaseLocked() {
 // write of keep, so the Writer calls it only once the file holds many
 // more records than keep. No Append may run meanwhile (the Writer holds
 // its lock): every line of the old file must be stored or in keep.
-func (s *Spool) Rewrite(keep []Usage) error {
+func (s *SpoolOf[T]) Rewrite(keep []T) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for _, u := range keep {
@@ -262,7 +282,7 @@ func syncDir(dir string) {
 }
 
 // Close closes the file, leaving its records for the next OpenSpool.
-func (s *Spool) Close() error {
+func (s *SpoolOf[T]) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

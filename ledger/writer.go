@@ -10,9 +10,10 @@ import (
 	"github.com/switchover-gw/switchover/clock"
 )
 
-// ErrSpooled is returned (wrapped) by Writer.Close when records it could
-// not store were left in its spool for the next start: nothing was lost.
-var ErrSpooled = errors.New("usage left in the spool")
+// ErrSpooled is returned (wrapped) by Writer.Close (and AuditLog.Close)
+// when records it could not store were left in its spool for the next
+// start: nothing was lost.
+var ErrSpooled = errors.New("records left in the spool")
 
 // Recorder stores batches of usage; Store implements it.
 type Recorder interface {
@@ -20,7 +21,11 @@ type Recorder interface {
 }
 
 // WriterOptions configures a Writer. The zero value works.
-type WriterOptions struct {
+type WriterOptions = BatchOptions[Usage]
+
+// BatchOptions configures a BatchWriter (a Writer of usage, an AuditLog).
+// The zero value works.
+type BatchOptions[T any] struct {
 	// Buffer is the most records held, waiting or being written; Add drops
 	// what comes beyond it. Default 10000. Memory is about 300 bytes a
 	// record; a larger buffer rides out a longer outage of the store.
@@ -35,7 +40,7 @@ type WriterOptions struct {
 	// write; it doubles from MinBackoff after each failure in a row.
 	// Defaults 250 ms and 30 s.
 	MinBackoff, MaxBackoff time.Duration
-	// Timeout bounds one RecordUsage call. Default 10 s.
+	// Timeout bounds one write to the store. Default 10 s.
 	Timeout time.Duration
 	// OnDrop, if not nil, is told how many records were dropped: by Add on
 	// a full buffer or after Close (counted, and reported from the
@@ -45,7 +50,7 @@ type WriterOptions struct {
 	OnDrop func(n int)
 	// OnWritten, if not nil, is called from the writer's goroutine with
 	// each batch once it is stored.
-	OnWritten func(batch []Usage)
+	OnWritten func(batch []T)
 	// OnError, if not nil, is called with each failed write; the writer
 	// keeps the batch and retries. Nil means failures are not reported.
 	OnError func(error)
@@ -58,17 +63,17 @@ type WriterOptions struct {
 	// nor counted) for the next start. Nil means records live only in
 	// memory until stored: a crash loses what is buffered. Close closes
 	// the spool.
-	Spool *Spool
+	Spool *SpoolOf[T]
 	// Replay are records to store first: those OpenSpool found in the
 	// spool. They are kept however many there are, Buffer aside.
-	Replay []Usage
+	Replay []T
 	// OnSpoolError, if not nil, is told of each failed write or fsync of
 	// the spool (from Add, on the request path, or from the writer's
 	// goroutine); the record stays buffered in memory as without a spool.
 	OnSpoolError func(error)
 }
 
-func (o WriterOptions) withDefaults() WriterOptions {
+func (o BatchOptions[T]) withDefaults() BatchOptions[T] {
 	if o.Buffer <= 0 {
 		o.Buffer = 10000
 	}
@@ -100,16 +105,23 @@ func (o WriterOptions) withDefaults() WriterOptions {
 // and retries with backoff, and Add keeps buffering up to Buffer records
 // in all; beyond that records are dropped and counted. Close writes what
 // is buffered. A Writer is safe for concurrent use.
-type Writer struct {
-	rec Recorder
-	o   WriterOptions
+type Writer = BatchWriter[Usage]
+
+// BatchWriter stores records of type T off the request path, as told of
+// Writer, which is the BatchWriter of usage; AuditLog is that of the
+// audit trail. A BatchWriter is safe for concurrent use.
+type BatchWriter[T any] struct {
+	rec     func(ctx context.Context, batch []T) error
+	prepare func(*T, time.Time) // fills in an id and a time
+	what    string              // the records, in errors: "usage records"
+	o       BatchOptions[T]
 
 	mu       sync.Mutex
-	buf      []Usage // waiting, oldest first
-	held     int     // records taken by the goroutine and not yet written
-	dropped  uint64  // total dropped
-	reported uint64  // dropped already passed to OnDrop
-	closed   bool    // Close was called
+	buf      []T    // waiting, oldest first
+	held     int    // records taken by the goroutine and not yet written
+	dropped  uint64 // total dropped
+	reported uint64 // dropped already passed to OnDrop
+	closed   bool   // Close was called
 
 	kick    chan struct{} // Batch records wait
 	timer   chan struct{} // the goroutine's timer fired
@@ -123,8 +135,21 @@ type Writer struct {
 
 // NewWriter starts a writer of usage into rec. Close it to stop it.
 func NewWriter(rec Recorder, o WriterOptions) *Writer {
-	w := &Writer{
+	return newBatchWriter(rec.RecordUsage, func(u *Usage, now time.Time) {
+		if u.RequestID == "" {
+			u.RequestID = "req_" + randomBase62(20)
+		}
+		if u.At.IsZero() {
+			u.At = now
+		}
+	}, "usage records", o)
+}
+
+func newBatchWriter[T any](rec func(context.Context, []T) error, prepare func(*T, time.Time), what string, o BatchOptions[T]) *BatchWriter[T] {
+	w := &BatchWriter[T]{
 		rec:     rec,
+		prepare: prepare,
+		what:    what,
 		o:       o.withDefaults(),
 		kick:    make(chan struct{}, 1),
 		timer:   make(chan struct{}, 1),
@@ -144,13 +169,8 @@ func NewWriter(rec Recorder, o WriterOptions) *Writer {
 // that retries of its batch and replays of the spool stay idempotent, and
 // one without At gets the clock's time. When Buffer records are held
 // already, or the writer is closed, u is dropped and counted.
-func (w *Writer) Add(u Usage) {
-	if u.RequestID == "" {
-		u.RequestID = "req_" + randomBase62(20)
-	}
-	if u.At.IsZero() {
-		u.At = w.o.Clock.Now()
-	}
+func (w *BatchWriter[T]) Add(u T) {
+	w.prepare(&u, w.o.Clock.Now())
 	w.mu.Lock()
 	if w.closed || len(w.buf)+w.held >= w.o.Buffer {
 		w.dropped++
@@ -181,7 +201,7 @@ func (w *Writer) Add(u Usage) {
 	}
 }
 
-func (w *Writer) spoolError(err error) {
+func (w *BatchWriter[T]) spoolError(err error) {
 	if w.o.OnSpoolError != nil {
 		w.o.OnSpoolError(err)
 	}
@@ -190,7 +210,7 @@ func (w *Writer) spoolError(err error) {
 // compact sets the spool back to the records not yet stored, after a
 // batch was: empty when nothing waits, rewritten when the file holds many
 // more lines than wait (so it costs O(1) a record over time).
-func (w *Writer) compact() {
+func (w *BatchWriter[T]) compact() {
 	sp := w.o.Spool
 	if sp == nil {
 		return
@@ -210,14 +230,14 @@ func (w *Writer) compact() {
 }
 
 // Dropped returns how many records have been dropped so far.
-func (w *Writer) Dropped() uint64 {
+func (w *BatchWriter[T]) Dropped() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.dropped
 }
 
 // Pending returns how many records are held, waiting or being written.
-func (w *Writer) Pending() int {
+func (w *BatchWriter[T]) Pending() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return len(w.buf) + w.held
@@ -230,7 +250,7 @@ func (w *Writer) Pending() int {
 // the error (wrapping ErrSpooled) says how many wait there. Records added
 // after Close are dropped and counted in Dropped (OnDrop hears of those
 // dropped before the writer stopped).
-func (w *Writer) Close(ctx context.Context) error {
+func (w *BatchWriter[T]) Close(ctx context.Context) error {
 	w.mu.Lock()
 	first := !w.closed
 	w.closed = true
@@ -246,8 +266,8 @@ func (w *Writer) Close(ctx context.Context) error {
 			w.spoolError(err)
 		}
 		if w.spooled > 0 {
-			return fmt.Errorf("ledger: %d usage records left unwritten in the spool %s, for the next start: %w",
-				w.spooled, sp.Path(), ErrSpooled)
+			return fmt.Errorf("ledger: %d %s left unwritten in the spool %s, for the next start: %w",
+				w.spooled, w.what, sp.Path(), ErrSpooled)
 		}
 	}
 	if w.lost > 0 {
@@ -255,15 +275,15 @@ func (w *Writer) Close(ctx context.Context) error {
 		if err == nil {
 			err = errors.New("writer aborted")
 		}
-		return fmt.Errorf("ledger: %d usage records left unwritten: %w", w.lost, err)
+		return fmt.Errorf("ledger: %d %s left unwritten: %w", w.lost, w.what, err)
 	}
 	return nil
 }
 
-func (w *Writer) run() {
+func (w *BatchWriter[T]) run() {
 	defer close(w.done)
 	defer w.abort()
-	var held []Usage
+	var held []T
 	var backoff time.Duration // 0 while the store works
 	for {
 		w.reportDrops()
@@ -319,7 +339,7 @@ func (w *Writer) run() {
 
 // sleep waits for d to pass, for Batch records when kickable, or for
 // Close; it returns false when Close's context ended.
-func (w *Writer) sleep(d time.Duration, kickable bool) bool {
+func (w *BatchWriter[T]) sleep(d time.Duration, kickable bool) bool {
 	t := w.o.Clock.AfterFunc(d, func() {
 		select {
 		case w.timer <- struct{}{}:
@@ -351,21 +371,21 @@ func (w *Writer) sleep(d time.Duration, kickable bool) bool {
 	return true
 }
 
-func (w *Writer) write(batch []Usage) error {
+func (w *BatchWriter[T]) write(batch []T) error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.o.Timeout)
 	defer cancel()
-	return w.rec.RecordUsage(ctx, batch)
+	return w.rec(ctx, batch)
 }
 
 // take removes up to Batch records from the buffer and holds them.
-func (w *Writer) take() []Usage {
+func (w *BatchWriter[T]) take() []T {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	n := min(len(w.buf), w.o.Batch)
 	if n == 0 {
 		return nil
 	}
-	batch := make([]Usage, n)
+	batch := make([]T, n)
 	copy(batch, w.buf)
 	rest := copy(w.buf, w.buf[n:])
 	clear(w.buf[rest:])
@@ -374,13 +394,13 @@ func (w *Writer) take() []Usage {
 	return batch
 }
 
-func (w *Writer) release(n int) {
+func (w *BatchWriter[T]) release(n int) {
 	w.mu.Lock()
 	w.held -= n
 	w.mu.Unlock()
 }
 
-func (w *Writer) drop(n int) {
+func (w *BatchWriter[T]) drop(n int) {
 	w.mu.Lock()
 	w.dropped += uint64(n)
 	w.mu.Unlock()
@@ -388,7 +408,7 @@ func (w *Writer) drop(n int) {
 
 // giveUp counts what is held and buffered as lost, or, with a spool, as
 // left in it.
-func (w *Writer) giveUp(held []Usage) {
+func (w *BatchWriter[T]) giveUp(held []T) {
 	w.mu.Lock()
 	n := len(held) + len(w.buf)
 	w.buf = nil
@@ -403,7 +423,7 @@ func (w *Writer) giveUp(held []Usage) {
 	w.reportDrops()
 }
 
-func (w *Writer) isClosing() bool {
+func (w *BatchWriter[T]) isClosing() bool {
 	select {
 	case <-w.closing:
 		return true
@@ -412,14 +432,14 @@ func (w *Writer) isClosing() bool {
 	}
 }
 
-func (w *Writer) report(err error) {
+func (w *BatchWriter[T]) report(err error) {
 	if w.o.OnError != nil {
 		w.o.OnError(err)
 	}
 }
 
 // reportDrops passes new drops to OnDrop, outside the lock.
-func (w *Writer) reportDrops() {
+func (w *BatchWriter[T]) reportDrops() {
 	w.mu.Lock()
 	n := w.dropped - w.reported
 	w.reported = w.dropped

@@ -45,8 +45,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("EndUsers", func(t *testing.T) { testEndUsers(t, h.Open(t)) })
 	t.Run("Traffic", func(t *testing.T) { testTraffic(t, h.Open(t)) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, h.Open(t)) })
+	t.Run("AuditRetention", func(t *testing.T) { testAuditRetention(t, h.Open(t)) })
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })
+		t.Run("AuditLogSurvivesRestart", func(t *testing.T) { testAuditLogSurvivesRestart(t, h) })
 	}
 }
 
