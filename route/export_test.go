@@ -7,4 +7,5 @@ func Checking(b *Backend) bool { return b.check.checking() }
 // LognormalTimes is lognormalTimes, for the engine's tests outside the
 // package.
 var LognormalTimes = lognormalTimes
+
 const RaceEnabled = raceEnabled
