@@ -196,7 +196,7 @@ func shotDir(t *testing.T) string {
 func runBrowserScript(t *testing.T, script string, out func(io.Writer) io.Writer, env ...string) {
 	t.Helper()
 	chromium, node, dir := browserTools(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 180*time.Second) // a guard against a hang, not a timing assertion
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // a guard against a hang (each step has its own deadline), not a timing assertion
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, script))
 	cmd.Dir = dir

@@ -13,10 +13,11 @@ import (
 // width, as a visitor, the admin and a viewer, on one gateway and one
 // browser: each page shows its key content without scrolling sideways
 // or an error in the page; the admin's drain, restore, forced breaker,
-// reprioritisation, weight change, key creation, edit, rotation and
-// revocation and team creation and edit each go through a confirmation
-// to a result; the filters narrow; a viewer sees no action and its
-// forged posts get 403.
+// reprioritisation, weight change, reset, reload, key creation, edit,
+// rotation and revocation and team creation and edit each go through a
+// confirmation to a result; the filters narrow; a viewer sees no action
+// and its forged posts get 403. With SWITCHOVER_UPDATE_SCREENSHOTS=1 it
+// writes docs/img/console-keys-phone.png.
 func TestConsolePagesInBrowser(t *testing.T) {
 	browserTools(t)
 	e := startConsoleEnv(t)

@@ -13,12 +13,13 @@
 //
 // Each action, at each width, as the admin: drain and restore, force the
 // breaker open and closed, reprioritise and change the weight of a member
-// and reset it, reload the configuration (each through its confirmation, with a result message and
-// the page after it showing the new state; a cancelled confirmation does
-// nothing); create a key (its secret shown once), edit its limits, rotate
-// it (the new secret shown once, the old one kept for the grace period),
-// revoke it; create a team and edit its limits; filter the events, the
-// requests and the spend.
+// and reset it, reload the configuration (each through its confirmation,
+// which fits the window, with a result message and the page after it
+// showing the new state; a cancelled confirmation does nothing); create
+// a key (its secret shown once; a key the API refuses says why), edit its
+// limits, rotate it (the new secret shown once, the old one kept for the
+// grace period), revoke it; create a team and edit its limits; filter the
+// events, the requests and the spend.
 //
 // Environment: CONSOLE_URL, ADMIN_KEY, VIEWER_KEY, API_URL, STORE_KEY_ID,
 // FILE_KEY (the name of the configuration file's key), SHOT_DIR, CHROMIUM.
