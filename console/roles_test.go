@@ -81,6 +81,9 @@ func TestRolesOnEveryActionRoute(t *testing.T) {
 			if resp, _ := e.do(u.c, "POST", rt.path, with(u.csrf), "Origin", "http://evil.example"); resp.StatusCode != http.StatusForbidden {
 				t.Errorf("%s by %s from another origin: %d, want 403", name, u.role, resp.StatusCode)
 			}
+			if resp, _ := e.do(u.c, "POST", rt.path, with("")); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s by %s without the CSRF token: %d, want 403", name, u.role, resp.StatusCode)
+			}
 		}
 		for _, u := range users {
 			resp, body := e.do(u.c, "POST", rt.path, with(u.csrf))
