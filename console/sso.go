@@ -33,11 +33,14 @@ import (
 // ssoCookie is the pending sign-in's cookie; its path is the callback's.
 const ssoCookie = "switchover_sso"
 
-// Pending sign-ins: each lasts ssoPendingLife, and at most maxPending are
-// kept (the oldest dropped first).
+// Pending sign-ins: each lasts ssoPendingLife, at most maxPending are
+// kept, and at most maxPendingPerAddr of one remote address (the oldest
+// dropped first in each case), so that a loop of starts from one address
+// cannot push out everyone else's sign-ins.
 const (
-	ssoPendingLife = 10 * time.Minute
-	maxPending     = 1000
+	ssoPendingLife    = 10 * time.Minute
+	maxPending        = 10000
+	maxPendingPerAddr = 20
 	// ssoTimeout bounds each call to the provider (discovery, keys,
 	// token).
 	ssoTimeout = 10 * time.Second
@@ -52,6 +55,7 @@ const (
 // pendingSSO is a sign-in sent to the provider, waiting for its return.
 type pendingSSO struct {
 	state, nonce, verifier string
+	addr                   string // the remote address that started it
 	at                     time.Time
 }
 
@@ -127,22 +131,34 @@ func (st *ssoState) keep(tok string, p pendingSSO) {
 	if st.pending == nil {
 		st.pending = map[[sha256.Size]byte]pendingSSO{}
 	}
+	n := 0 // p.addr's
 	for k, v := range st.pending {
-		if p.at.Sub(v.at) >= ssoPendingLife {
+		switch {
+		case p.at.Sub(v.at) >= ssoPendingLife:
 			delete(st.pending, k)
+		case v.addr == p.addr:
+			n++
 		}
 	}
-	if len(st.pending) >= maxPending {
-		var oldest [sha256.Size]byte
-		var at time.Time
-		for k, v := range st.pending {
-			if at.IsZero() || v.at.Before(at) {
-				oldest, at = k, v.at
-			}
-		}
-		delete(st.pending, oldest)
+	if n >= maxPendingPerAddr {
+		st.dropOldest(func(v pendingSSO) bool { return v.addr == p.addr })
+	} else if len(st.pending) >= maxPending {
+		st.dropOldest(func(pendingSSO) bool { return true })
 	}
 	st.pending[sha256.Sum256([]byte(tok))] = p
+}
+
+// dropOldest drops the oldest pending sign-in of those that match.
+// Requires external locking.
+func (st *ssoState) dropOldest(match func(pendingSSO) bool) {
+	var oldest [sha256.Size]byte
+	var at time.Time
+	for k, v := range st.pending {
+		if match(v) && (at.IsZero() || v.at.Before(at)) {
+			oldest, at = k, v.at
+		}
+	}
+	delete(st.pending, oldest)
 }
 
 // take returns and forgets tok's pending sign-in, if it is alive.
@@ -168,7 +184,7 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusBadGateway, "Sign-in with "+ssoName(s)+" is not available: the identity provider did not answer. Try again, or sign in with a key.")
 		return
 	}
-	pend := pendingSSO{state: newToken(), nonce: newToken(), verifier: oauth2.GenerateVerifier(), at: c.now()}
+	pend := pendingSSO{state: newToken(), nonce: newToken(), verifier: oauth2.GenerateVerifier(), addr: remoteIP(r), at: c.now()}
 	tok := newToken()
 	c.sso.keep(tok, pend)
 	http.SetCookie(w, &http.Cookie{Name: ssoCookie, Value: tok, Path: "/console/sso", MaxAge: int(ssoPendingLife / time.Second),
