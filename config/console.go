@@ -199,3 +199,18 @@ func (a *Admin) answersTo(host string) bool {
 	}
 	return false
 }
+
+// warnSSO warns of a single sign-on whose callback is plain http on a
+// host other than loopback: the code, and then the console's session
+// cookie, would cross the network in clear.
+func (c *Config) warnSSO() Problems {
+	if c.Admin == nil || c.Admin.SSO == nil {
+		return nil
+	}
+	u, err := url.Parse(c.Admin.SSO.RedirectURL)
+	if err != nil || u.Scheme != "http" || isLoopback(u.Hostname()) {
+		return nil
+	}
+	return Problems{{Path: "admin.sso.redirect_url",
+		Msg: "the callback is plain http on " + u.Hostname() + ": the provider's code and the console's session cookie cross the network in clear; serve the admin listener over TLS (admin.tls) or behind an https proxy, and write https here"}}
+}

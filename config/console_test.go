@@ -132,3 +132,32 @@ func TestSSO(t *testing.T) {
 		})
 	}
 }
+
+func TestSSOWarnsOfPlainHTTP(t *testing.T) {
+	const base = "keys: [{name: app, key: app-key-0123456789abcdef0123456789}]\n" +
+		"backends:\n  - {name: a, type: openai_compatible, url: \"http://127.0.0.1:1\"}\n" +
+		"pools:\n  - {name: p, members: [{backend: a}]}\n" +
+		"admin:\n  listen: 0.0.0.0:8081\n  key: admin-key-0123456789\n  allowed_hosts: [gw.example.com]\n  sso:\n" +
+		"    issuer: https://idp.example.com\n    client_id: c\n    viewer: [g]\n"
+	for _, tc := range []struct {
+		redirect string
+		warn     bool
+	}{
+		{"http://gw.example.com:8081/console/sso/callback", true},
+		{"https://gw.example.com:8081/console/sso/callback", false},
+		{"http://127.0.0.1:8081/console/sso/callback", false},
+	} {
+		cfg, err := config.Parse("c.yaml", []byte(base+"    redirect_url: "+tc.redirect+"\n"), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, w := range cfg.Warnings() {
+			got = append(got, w.String())
+		}
+		warned := strings.Contains(strings.Join(got, "\n"), "c.yaml:14: admin.sso.redirect_url: the callback is plain http on gw.example.com")
+		if warned != tc.warn {
+			t.Errorf("%s: warnings %q, want a warning: %v", tc.redirect, got, tc.warn)
+		}
+	}
+}

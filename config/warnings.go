@@ -43,6 +43,7 @@ func (c *Config) warn() Problems {
 	ws = append(ws, c.warnEndUserBudgets()...)
 	ws = append(ws, c.warnEndUserRatesPerReplica()...)
 	ws = append(ws, c.warnModels()...)
+	ws = append(ws, c.warnSSO()...)
 	return append(ws, c.warnReplicasWithoutState()...)
 }
 

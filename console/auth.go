@@ -1,6 +1,8 @@
 package console
 
 import (
+	"crypto/sha256"
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strings"
@@ -52,8 +54,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	ip, now := remoteIP(r), c.now()
 	key := strings.TrimSpace(r.PostFormValue("key"))
 	user, role, ok := c.credential(key)
+	g := keyGrant(key)
 	if !ok && key == "" && openAdmin(c.gw.Config().Admin) {
 		user, role, ok = "admin (no key: admin.allow_no_key)", RoleAdmin, true
+		g = grant{open: true}
 	}
 	addrLocked, _ := c.limit.locked(addrID(ip), now)
 	keyLocked, since := c.limit.locked(prefixID(key), now)
@@ -85,7 +89,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(cookieName); err == nil {
 		c.sessions.end(ck.Value) // a sign-in replaces the browser's session, never adopts it
 	}
-	tok, _ := c.sessions.start(user, role, now)
+	tok, _ := c.sessions.startGranted(user, role, g, now)
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/console", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console: signed in", "user", user, "role", role, "remote", ip)
@@ -234,4 +238,40 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, s *session, tok
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console: signed out", "user", s.User)
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// regrant is the role g gives under the configuration in force, or ""
+// when it gives none (the session must end).
+func (c *Console) regrant(g grant) string {
+	a := c.gw.Config().Admin
+	switch {
+	case a == nil:
+		return ""
+	case g.open:
+		if openAdmin(a) {
+			return RoleAdmin
+		}
+		return ""
+	case g.issuer != "":
+		if a.SSO == nil || a.SSO.Issuer != g.issuer || a.SSO.ClientID != g.client {
+			return ""
+		}
+		return mapRole(a.SSO, g.values)
+	case g.key == [sha256.Size]byte{}:
+		return ""
+	}
+	if a.Key != "" {
+		if h := sha256.Sum256([]byte(a.Key.Value())); subtle.ConstantTimeCompare(h[:], g.key[:]) == 1 {
+			return RoleAdmin
+		}
+	}
+	for _, v := range a.Viewers {
+		if h := sha256.Sum256([]byte(v.Key.Value())); subtle.ConstantTimeCompare(h[:], g.key[:]) == 1 {
+			if v.Role == RoleOperator {
+				return RoleOperator
+			}
+			return RoleViewer
+		}
+	}
+	return ""
 }

@@ -141,13 +141,45 @@ func redirect(to string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, to, http.StatusFound) }
 }
 
-// session returns the request's live session, or nil.
+// session returns the request's live session, or nil. A session whose
+// grant the configuration in force no longer gives ends here; one whose
+// role it changed takes the new role.
 func (c *Console) session(r *http.Request) (*session, string) {
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
 		return nil, ""
 	}
-	return c.sessions.get(ck.Value, c.now()), ck.Value
+	ss := c.sessions.get(ck.Value, c.now())
+	if ss == nil {
+		return nil, ck.Value
+	}
+	switch role := c.regrant(ss.grant); role {
+	case "":
+		c.sessions.end(ck.Value)
+		c.log.Info("console: session ended: the configuration no longer lets it sign in", "user", ss.User)
+		return nil, ck.Value
+	case ss.Role:
+	default:
+		c.sessions.setRole(ck.Value, role)
+		c.log.Info("console: role changed by the configuration", "user", ss.User, "from", ss.Role, "to", role)
+		ss.Role = role
+	}
+	return ss, ck.Value
+}
+
+// keepSession is the event stream's check at each update: the session
+// is alive (and marked seen) and its grant still holds.
+func (c *Console) keepSession(tok string) bool {
+	now := c.now()
+	if !c.sessions.keep(tok, now) {
+		return false
+	}
+	g, ok := c.sessions.grantOf(tok, now)
+	if !ok || c.regrant(g) == "" {
+		c.sessions.end(tok)
+		return false
+	}
+	return true
 }
 
 // page wraps a page's handler: without a session, the visitor is sent to

@@ -275,7 +275,7 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, s *session, tok
 		case <-c.samples.done():
 			return
 		case <-tick:
-			if !c.sessions.keep(tok, c.now()) {
+			if !c.keepSession(tok) {
 				fmt.Fprint(w, "event: signedout\ndata: {}\n\n")
 				fl.Flush()
 				return

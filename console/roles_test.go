@@ -1,6 +1,8 @@
 package console
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -78,6 +80,9 @@ func TestRolesOnEveryActionRoute(t *testing.T) {
 		for _, u := range users {
 			if resp, _ := e.do(u.c, "POST", rt.path, with(u.csrf), "Origin", "http://evil.example"); resp.StatusCode != http.StatusForbidden {
 				t.Errorf("%s by %s from another origin: %d, want 403", name, u.role, resp.StatusCode)
+			}
+			if resp, _ := e.do(u.c, "POST", rt.path, with("")); resp.StatusCode != http.StatusForbidden {
+				t.Errorf("%s by %s without the CSRF token: %d, want 403", name, u.role, resp.StatusCode)
 			}
 		}
 		for _, u := range users {
@@ -180,5 +185,95 @@ func TestSSOProviderDown(t *testing.T) {
 	}
 	if c, _ := e.login(adminKey); e.signedIn(c) != "admin admin" {
 		t.Fatal("the admin key does not sign in while the provider is down")
+	}
+}
+
+// A session is checked against the configuration in force at each
+// request: a role changed in the file applies at once, a key removed or
+// replaced ends the sessions it signed in, and so does a single sign-on
+// removed or a person's groups no longer mapped.
+func TestSessionFollowsTheConfiguration(t *testing.T) {
+	e := newSSOEnv(t)
+	withOperator(e.env)
+	change := func(f func(a *config.Admin)) {
+		e.gw.mu.Lock()
+		defer e.gw.mu.Unlock()
+		cfg := *e.gw.cfg
+		a := *cfg.Admin
+		a.Viewers = append([]config.Viewer(nil), a.Viewers...)
+		if a.SSO != nil {
+			sso := *a.SSO
+			a.SSO = &sso
+		}
+		f(&a)
+		cfg.Admin = &a
+		e.gw.cfg = &cfg
+	}
+	olga, csrf := e.login(operatorKey)
+	admin, _ := e.login(adminKey)
+	otto, _, _ := e.signIn("otto")
+	ada, _, _ := e.signIn("ada")
+
+	change(func(a *config.Admin) { a.Viewers[1].Role = config.RoleViewer })
+	if got := e.signedIn(olga); got != "olga viewer" {
+		t.Fatalf("olga after her role became viewer: %q", got)
+	}
+	if resp, _ := e.do(olga, "POST", "/console/actions", url.Values{"action": {"drain"}, "backend": {"uksouth"}, "csrf": {csrf}}); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("olga's drain as a viewer: %d, want 403", resp.StatusCode)
+	}
+	change(func(a *config.Admin) { a.Viewers = a.Viewers[:1] })
+	if got := e.signedIn(olga); got != "" {
+		t.Fatalf("olga's key was removed, and she is still signed in as %q", got)
+	}
+	if got := e.signedIn(admin); got != "admin admin" {
+		t.Fatalf("the admin was signed out by another key's removal: %q", got)
+	}
+	change(func(a *config.Admin) { a.Key = "admin-key-rotated-0123456789" })
+	if got := e.signedIn(admin); got != "" {
+		t.Fatalf("admin.key was replaced, and its session is still signed in as %q", got)
+	}
+	if got := e.signedIn(otto); got != "otto@example.com operator" {
+		t.Fatalf("otto: %q", got)
+	}
+	change(func(a *config.Admin) { a.SSO.Operator = nil; a.SSO.Viewer = append(a.SSO.Viewer, "g-oncall") })
+	if got := e.signedIn(otto); got != "otto@example.com viewer" {
+		t.Fatalf("otto after his group became viewer's: %q", got)
+	}
+	change(func(a *config.Admin) { a.SSO.Viewer = []string{"g-staff"} })
+	if got := e.signedIn(otto); got != "" {
+		t.Fatalf("otto's group maps to no role, and he is still signed in as %q", got)
+	}
+	if got := e.signedIn(ada); got != "ada@example.com admin" {
+		t.Fatalf("ada: %q", got)
+	}
+	change(func(a *config.Admin) { a.SSO = nil })
+	if got := e.signedIn(ada); got != "" {
+		t.Fatalf("single sign-on was removed, and ada is still signed in as %q", got)
+	}
+}
+
+// An open overview's event stream ends too when the configuration takes
+// its key away.
+func TestStreamEndsWhenTheKeyIsRemoved(t *testing.T) {
+	e := newEnv(t, false)
+	c, _ := e.login(viewerKey)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/console/stream", nil)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	e.gw.mu.Lock()
+	cfg := *e.gw.cfg
+	a := *cfg.Admin
+	a.Viewers = nil
+	cfg.Admin = &a
+	e.gw.cfg = &cfg
+	e.gw.mu.Unlock()
+	b, _ := io.ReadAll(resp.Body) // ends when the stream does, before the deadline
+	if ctx.Err() != nil || !strings.Contains(string(b), "event: signedout") {
+		t.Fatalf("stream did not end when the viewer's key was removed (%v): %q", ctx.Err(), b)
 	}
 }

@@ -69,9 +69,29 @@ type session struct {
 	// secret is a key's secret just made, shown once by the page after
 	// the form that made it; never copied out by get.
 	secret  *newSecret
+	grant   grant
 	created time.Time
 	seen    time.Time
 }
+
+// grant is what a session was granted by, checked again against the
+// configuration in force at each request (regrant): a key no longer
+// configured, a single sign-on removed or changed to another provider,
+// or a person's groups no longer mapped ends the session; a role changed
+// in the configuration applies at once. The zero grant grants nothing.
+type grant struct {
+	// key is the SHA-256 of the key signed in with.
+	key [sha256.Size]byte
+	// open: signed in without a key (admin.allow_no_key).
+	open bool
+	// issuer and client are the provider's, values the roles claim's
+	// values, for a single sign-on.
+	issuer, client string
+	values         []string
+}
+
+// keyGrant is the grant of a sign-in with key.
+func keyGrant(key string) grant { return grant{key: sha256.Sum256([]byte(key))} }
 
 // sessions is the server-side session table, keyed by the SHA-256 of the
 // cookie's token (a leaked table names no cookie). It is safe for
@@ -88,10 +108,18 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// start makes a session for user and returns its cookie token.
+// start makes a session for user with no grant (for tests of the
+// table; a console ends it at its first request) and returns its cookie
+// token.
 func (s *sessions) start(user, role string, now time.Time) (string, *session) {
+	return s.startGranted(user, role, grant{}, now)
+}
+
+// startGranted makes a session for user granted by g and returns its
+// cookie token.
+func (s *sessions) startGranted(user, role string, g grant, now time.Time) (string, *session) {
 	tok := newToken()
-	ss := &session{User: user, Role: role, CSRF: newToken(), created: now, seen: now}
+	ss := &session{User: user, Role: role, CSRF: newToken(), grant: g, created: now, seen: now}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
@@ -348,4 +376,24 @@ func (s *sessions) takeSecret(tok string) *newSecret {
 	ns := ss.secret
 	ss.secret = nil
 	return ns
+}
+
+// grantOf returns tok's grant, if its session is alive.
+func (s *sessions) grantOf(tok string, now time.Time) (grant, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.m[sha256.Sum256([]byte(tok))]
+	if ss == nil || !ss.alive(now) {
+		return grant{}, false
+	}
+	return ss.grant, true
+}
+
+// setRole changes tok's role.
+func (s *sessions) setRole(tok, role string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.m[sha256.Sum256([]byte(tok))]; ss != nil {
+		ss.Role = role
+	}
 }

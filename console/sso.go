@@ -33,11 +33,14 @@ import (
 // ssoCookie is the pending sign-in's cookie; its path is the callback's.
 const ssoCookie = "switchover_sso"
 
-// Pending sign-ins: each lasts ssoPendingLife, and at most maxPending are
-// kept (the oldest dropped first).
+// Pending sign-ins: each lasts ssoPendingLife, at most maxPending are
+// kept, and at most maxPendingPerAddr of one remote address (the oldest
+// dropped first in each case), so that a loop of starts from one address
+// cannot push out everyone else's sign-ins.
 const (
-	ssoPendingLife = 10 * time.Minute
-	maxPending     = 1000
+	ssoPendingLife    = 10 * time.Minute
+	maxPending        = 10000
+	maxPendingPerAddr = 20
 	// ssoTimeout bounds each call to the provider (discovery, keys,
 	// token).
 	ssoTimeout = 10 * time.Second
@@ -52,6 +55,7 @@ const (
 // pendingSSO is a sign-in sent to the provider, waiting for its return.
 type pendingSSO struct {
 	state, nonce, verifier string
+	addr                   string // the remote address that started it
 	at                     time.Time
 }
 
@@ -127,22 +131,34 @@ func (st *ssoState) keep(tok string, p pendingSSO) {
 	if st.pending == nil {
 		st.pending = map[[sha256.Size]byte]pendingSSO{}
 	}
+	n := 0 // p.addr's
 	for k, v := range st.pending {
-		if p.at.Sub(v.at) >= ssoPendingLife {
+		switch {
+		case p.at.Sub(v.at) >= ssoPendingLife:
 			delete(st.pending, k)
+		case v.addr == p.addr:
+			n++
 		}
 	}
-	if len(st.pending) >= maxPending {
-		var oldest [sha256.Size]byte
-		var at time.Time
-		for k, v := range st.pending {
-			if at.IsZero() || v.at.Before(at) {
-				oldest, at = k, v.at
-			}
-		}
-		delete(st.pending, oldest)
+	if n >= maxPendingPerAddr {
+		st.dropOldest(func(v pendingSSO) bool { return v.addr == p.addr })
+	} else if len(st.pending) >= maxPending {
+		st.dropOldest(func(pendingSSO) bool { return true })
 	}
 	st.pending[sha256.Sum256([]byte(tok))] = p
+}
+
+// dropOldest drops the oldest pending sign-in of those that match.
+// Requires external locking.
+func (st *ssoState) dropOldest(match func(pendingSSO) bool) {
+	var oldest [sha256.Size]byte
+	var at time.Time
+	for k, v := range st.pending {
+		if match(v) && (at.IsZero() || v.at.Before(at)) {
+			oldest, at = k, v.at
+		}
+	}
+	delete(st.pending, oldest)
 }
 
 // take returns and forgets tok's pending sign-in, if it is alive.
@@ -168,7 +184,7 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 		c.renderLogin(w, http.StatusBadGateway, "Sign-in with "+ssoName(s)+" is not available: the identity provider did not answer. Try again, or sign in with a key.")
 		return
 	}
-	pend := pendingSSO{state: newToken(), nonce: newToken(), verifier: oauth2.GenerateVerifier(), at: c.now()}
+	pend := pendingSSO{state: newToken(), nonce: newToken(), verifier: oauth2.GenerateVerifier(), addr: remoteIP(r), at: c.now()}
 	tok := newToken()
 	c.sso.keep(tok, pend)
 	http.SetCookie(w, &http.Cookie{Name: ssoCookie, Value: tok, Path: "/console/sso", MaxAge: int(ssoPendingLife / time.Second),
@@ -197,7 +213,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	// The pending sign-in's cookie is spent whatever happens next.
 	http.SetCookie(w, &http.Cookie{Name: ssoCookie, Value: "", Path: "/console/sso", MaxAge: -1,
 		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
-	user, role, err := c.ssoVerify(r, s)
+	user, role, values, err := c.ssoVerify(r, s)
 	ip := remoteIP(r)
 	if err != nil {
 		var e *errSSO
@@ -218,7 +234,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(cookieName); err == nil {
 		c.sessions.end(ck.Value) // a sign-in replaces the browser's session, never adopts it
 	}
-	tok, _ := c.sessions.start(user, role, c.now())
+	tok, _ := c.sessions.startGranted(user, role, grant{issuer: s.Issuer, client: s.ClientID, values: values}, c.now())
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/console", HttpOnly: true,
 		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
 	c.log.Info("console: signed in", "user", user, "role", role, "remote", ip, "with", ssoName(s))
@@ -239,51 +255,52 @@ const signedInPage = `<!doctype html>
 
 // ssoVerify checks the provider's answer and returns the person's
 // identity and role.
-func (c *Console) ssoVerify(r *http.Request, s *config.SSO) (user, role string, err error) {
+func (c *Console) ssoVerify(r *http.Request, s *config.SSO) (user, role string, values []string, err error) {
 	q := r.URL.Query()
 	ck, cerr := r.Cookie(ssoCookie)
 	if cerr != nil {
-		return "", "", &errSSO{status: http.StatusBadRequest, page: "This sign-in was not started in this browser, or it took too long. Start again.", log: "no sign-in was pending in this browser"}
+		return "", "", nil, &errSSO{status: http.StatusBadRequest, page: "This sign-in was not started in this browser, or it took too long. Start again.", log: "no sign-in was pending in this browser"}
 	}
 	pend, ok := c.sso.take(ck.Value, c.now())
 	switch {
 	case !ok:
-		return "", "", &errSSO{status: http.StatusBadRequest, page: "This sign-in has expired or was already used. Start again.", log: "the sign-in had expired or was already completed"}
+		return "", "", nil, &errSSO{status: http.StatusBadRequest, page: "This sign-in has expired or was already used. Start again.", log: "the sign-in had expired or was already completed"}
 	case !sameToken(q.Get("state"), pend.state):
-		return "", "", &errSSO{status: http.StatusBadRequest, page: "This sign-in does not match the one this browser started. Start again.", log: "the state did not match"}
+		return "", "", nil, &errSSO{status: http.StatusBadRequest, page: "This sign-in does not match the one this browser started. Start again.", log: "the state did not match"}
 	case q.Get("error") != "":
 		code := safeCode(q.Get("error"))
-		return "", "", &errSSO{status: http.StatusUnauthorized, page: ssoName(s) + " did not sign you in (" + code + ").", log: "the provider answered " + code}
+		return "", "", nil, &errSSO{status: http.StatusUnauthorized, page: ssoName(s) + " did not sign you in (" + code + ").", log: "the provider answered " + code}
 	case q.Get("code") == "":
-		return "", "", &errSSO{status: http.StatusBadRequest, page: "The identity provider sent no code. Start again.", log: "no code"}
+		return "", "", nil, &errSSO{status: http.StatusBadRequest, page: "The identity provider sent no code. Start again.", log: "no code"}
 	}
 	p, err := c.sso.provider(r.Context(), s)
 	if err != nil {
-		return "", "", &errSSO{status: http.StatusBadGateway, page: "The identity provider did not answer. Try again.", log: "discovery failed: " + err.Error()}
+		return "", "", nil, &errSSO{status: http.StatusBadGateway, page: "The identity provider did not answer. Try again.", log: "discovery failed: " + err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(r.Context(), c.sso.client), ssoTimeout)
 	defer cancel()
 	tok, err := oauth2Config(s, p).Exchange(ctx, q.Get("code"), oauth2.VerifierOption(pend.verifier))
 	if err != nil {
-		return "", "", &errSSO{status: http.StatusUnauthorized, page: "The identity provider did not accept this sign-in's code. Start again.", log: "the code was refused: " + exchangeError(err)}
+		return "", "", nil, &errSSO{status: http.StatusUnauthorized, page: "The identity provider did not accept this sign-in's code. Start again.", log: "the code was refused: " + exchangeError(err)}
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return "", "", &errSSO{status: http.StatusBadGateway, page: "The identity provider sent no ID token.", log: "no id_token in the token answer"}
+		return "", "", nil, &errSSO{status: http.StatusBadGateway, page: "The identity provider sent no ID token.", log: "no id_token in the token answer"}
 	}
 	idt, err := p.Verifier(&oidc.Config{ClientID: s.ClientID, Now: c.now}).Verify(ctx, raw)
 	if err != nil {
-		return "", "", &errSSO{status: http.StatusUnauthorized, page: "The identity provider's ID token was not valid.", log: "the ID token was refused: " + verifyError(err)}
+		return "", "", nil, &errSSO{status: http.StatusUnauthorized, page: "The identity provider's ID token was not valid.", log: "the ID token was refused: " + verifyError(err)}
 	}
 	if !sameToken(idt.Nonce, pend.nonce) {
-		return "", "", &errSSO{status: http.StatusUnauthorized, page: "The identity provider's ID token was not valid.", log: "the ID token's nonce did not match"}
+		return "", "", nil, &errSSO{status: http.StatusUnauthorized, page: "The identity provider's ID token was not valid.", log: "the ID token's nonce did not match"}
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		return "", "", &errSSO{status: http.StatusBadGateway, page: "The identity provider's ID token was not valid.", log: "its claims did not decode"}
+		return "", "", nil, &errSSO{status: http.StatusBadGateway, page: "The identity provider's ID token was not valid.", log: "its claims did not decode"}
 	}
 	user = identity(claims, idt.Subject)
-	role = mapRole(s, claims)
+	values = claimValues(s, claims)
+	role = mapRole(s, values)
 	if role == "" {
 		claim := s.RolesClaim
 		if claim == "" {
@@ -295,11 +312,11 @@ func (c *Console) ssoVerify(r *http.Request, s *config.SSO) (user, role string, 
 			// token holds gets a pointer to them instead.
 			why = "the provider left the " + claim + " out of the token (too many groups: map app roles with roles_claim: roles, or emit only the groups assigned to the application)"
 		}
-		return "", "", &errSSO{status: http.StatusForbidden, user: user,
+		return "", "", nil, &errSSO{status: http.StatusForbidden, user: user,
 			page: "You signed in with " + ssoName(s) + " as " + user + ", but no role of the console is given to you. Ask an admin to map one of your groups or roles (the claim " + claim + ") in admin.sso.",
 			log:  why}
 	}
-	return user, role, nil
+	return user, role, values, nil
 }
 
 // identity is who a person is, from the ID token's claims: email, else
@@ -330,9 +347,13 @@ func cleanIdentity(s string) string {
 	return s
 }
 
-// mapRole is the strongest role the claims' values map to, else the
-// default role, else "".
-func mapRole(s *config.SSO, claims map[string]any) string {
+// maxClaimValues bounds the roles claim's values a session keeps (Entra
+// ID sends at most 200 groups).
+const maxClaimValues = 1000
+
+// claimValues are the values of s's roles claim: a list of strings or
+// one string.
+func claimValues(s *config.SSO, claims map[string]any) []string {
 	name := s.RolesClaim
 	if name == "" {
 		name = defaultRolesClaim
@@ -343,11 +364,17 @@ func mapRole(s *config.SSO, claims map[string]any) string {
 		vals = []string{v}
 	case []any:
 		for _, e := range v {
-			if str, ok := e.(string); ok {
+			if str, ok := e.(string); ok && len(vals) < maxClaimValues {
 				vals = append(vals, str)
 			}
 		}
 	}
+	return vals
+}
+
+// mapRole is the strongest role the roles claim's values map to, else
+// the default role, else "".
+func mapRole(s *config.SSO, vals []string) string {
 	has := func(l []string) bool {
 		for _, v := range vals {
 			if slices.Contains(l, v) {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -426,5 +427,33 @@ func TestSSOStateCookie(t *testing.T) {
 	loc := resp.Header.Get("Location")
 	if strings.Contains(loc, ck.Value) {
 		t.Fatal("the cookie's token is in the authorization request")
+	}
+}
+
+// A loop of sign-ins started from one address drops that address's own
+// oldest pending ones, never another's; each expires after
+// ssoPendingLife.
+func TestSSOPendingBounded(t *testing.T) {
+	var st ssoState
+	t0 := time.Unix(1000, 0)
+	st.keep("other", pendingSSO{state: "o", addr: "10.0.0.2", at: t0})
+	for i := range 3 * maxPendingPerAddr {
+		st.keep(fmt.Sprintf("flood-%d", i), pendingSSO{addr: "10.0.0.66", at: t0.Add(time.Duration(i) * time.Millisecond)})
+	}
+	if p, ok := st.take("other", t0.Add(time.Second)); !ok || p.state != "o" {
+		t.Fatal("a flood from another address pushed out a pending sign-in")
+	}
+	if _, ok := st.take("flood-0", t0.Add(time.Second)); ok {
+		t.Fatal("the flood's oldest is still pending")
+	}
+	if _, ok := st.take(fmt.Sprintf("flood-%d", 3*maxPendingPerAddr-1), t0.Add(time.Second)); !ok {
+		t.Fatal("the flood's newest is not pending")
+	}
+	st.keep("late", pendingSSO{addr: "10.0.0.3", at: t0})
+	if _, ok := st.take("late", t0.Add(ssoPendingLife)); ok {
+		t.Fatal("a pending sign-in outlived ssoPendingLife")
+	}
+	if _, ok := st.take("late", t0); ok {
+		t.Fatal("a pending sign-in was taken twice")
 	}
 }
