@@ -8,4 +8,5 @@ func Checking(b *Backend) bool { return b.check.checking() }
 // package.
 var LognormalTimes = lognormalTimes
 
+// RaceEnabled is raceEnabled, for allocation guards outside the package.
 const RaceEnabled = raceEnabled
