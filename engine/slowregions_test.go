@@ -473,3 +473,36 @@ func TestSlowRegionsOverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowRegionsStreamsCutShort: a slow region's stream that ends
+// cleanly before its end (no finish, no usage) is counted by estimate and
+// marked so, for every provider type; one that stalls after its first
+// event, before any content (a role chunk, Azure's filter results,
+// Anthropic's message_start, Converse's messageStart), fails over at the
+// streams' first-byte timeout, except Gemini's, whose first event is
+// content already on its way to the client.
+func TestSlowRegionsStreamsCutShort(t *testing.T) {
+	for _, p := range slowProviders {
+		t.Run(p+"/truncated", func(t *testing.T) {
+			s := startSlow(t, nil)
+			s.sim.SetFault(p, sim.Fault{Mode: sim.FaultTruncateStream, After: 4})
+			a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, true), time.Second, 10)
+			l := s.lastLine(t)
+			if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != p || l["usage_estimated"] != true || l["completion_tokens"] == nil {
+				t.Fatalf("%d from %q: usage %v/%v estimated %v", a.status, a.header.Get("X-Switchover-Backend"), l["prompt_tokens"], l["completion_tokens"], l["usage_estimated"])
+			}
+		})
+		t.Run(p+"/stalled", func(t *testing.T) {
+			s := startSlow(t, nil)
+			s.sim.SetFault(p, sim.Fault{Mode: sim.FaultStallStream, After: 1})
+			a := s.roundTripForce(t, "/v1/chat/completions", chatBody(p, true), time.Second, 60, true)
+			want, tried := "fast", p+"=200 first_byte_timeout 30000ms, fast=200 0ms"
+			if p == "vertex-gemini" {
+				want, tried = p, p+"=200 " // its time to first byte as the stepped clock read it
+			}
+			if l := s.lastLine(t); a.header.Get("X-Switchover-Backend") != want || !strings.HasPrefix(fmt.Sprint(l["tried"]), tried) {
+				t.Fatalf("answered by %q, tried %v; want %s, %s", a.header.Get("X-Switchover-Backend"), l["tried"], want, tried)
+			}
+		})
+	}
+}
