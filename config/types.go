@@ -578,6 +578,13 @@ type Backend struct {
 	// own (a proxy or server with a broken HTTP/2). WebSocket sessions
 	// (Realtime) always use HTTP/1.1; http:// backends always do.
 	HTTP2 *bool `yaml:"http2"`
+	// CAFile is a PEM file of the certificate authorities an https
+	// backend's certificate must chain to, instead of the system's (a
+	// self-hosted server, a simulator, a proxy with a private CA).
+	// Default none: the system's roots. Read when the engine is built
+	// (start and reload). Risk: a CA that signs more than the backend lets
+	// whoever holds its key stand in for it.
+	CAFile string `yaml:"ca_file"`
 	// Entra authenticates an azure backend with Microsoft Entra ID tokens
 	// instead of api_key.
 	Entra *Entra `yaml:"entra"`

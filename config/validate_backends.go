@@ -43,6 +43,7 @@ func (b Backend) validate(ps *Problems, p string) {
 	b.validatePreset(ps, p)
 	b.validateBedrock(ps, p)
 	b.validateURL(ps, p)
+	b.validateCAFile(ps, p)
 	for k := range b.Headers {
 		switch strings.ToLower(k) {
 		case "authorization", "api-key", "host", "content-length":

@@ -19,10 +19,16 @@ func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	ts := route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D(), HTTP1Only: bc.HTTP2 != nil && !*bc.HTTP2}
+	if bc.CAFile != "" {
+		if ts.RootCAs, err = config.LoadCAFile(bc.CAFile); err != nil {
+			return nil, fmt.Errorf("backend %s: ca_file: %w", bc.Name, err)
+		}
+	}
 	b := &route.Backend{
 		Name:                   bc.Name,
 		Region:                 bc.Region,
-		Transport:              route.NewTransport(route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D(), HTTP1Only: bc.HTTP2 != nil && !*bc.HTTP2}),
+		Transport:              route.NewTransport(ts),
 		Counts:                 statusSet(bc.Breaker.Statuses),
 		FirstByteTimeout:       bc.FirstByteTimeout.D(),
 		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),

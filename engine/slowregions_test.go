@@ -2,10 +2,12 @@ package engine
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/switchover-gw/switchover/internal/fakeclock"
 	"github.com/switchover-gw/switchover/internal/gcptest"
 	"github.com/switchover-gw/switchover/internal/poll"
+	"github.com/switchover-gw/switchover/internal/testpki"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -35,13 +38,19 @@ const (
 	slowAzure     = "azure-key-slow-0123456789"
 )
 
-// clockWaiter waits out the simulator's latency on a fake clock.
-type clockWaiter struct{ c *fakeclock.Clock }
+// clockWaiter waits out the simulator's latency on a fake clock, and
+// counts the waits under way.
+type clockWaiter struct {
+	c       *fakeclock.Clock
+	waiting *atomic.Int64
+}
 
 func (w clockWaiter) Wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
+	w.waiting.Add(1)
+	defer w.waiting.Add(-1)
 	done := make(chan struct{})
 	t := w.c.AfterFunc(d, func() { close(done) })
 	select {
@@ -61,6 +70,8 @@ type slowRegions struct {
 	*served
 	clk   *fakeclock.Clock
 	calls int // calls made through call, each one request line
+	// waiting counts the simulator's latency waits under way.
+	waiting *atomic.Int64
 }
 
 // startSlow starts the simulated regions (edit changes the simulated
@@ -74,6 +85,14 @@ func startSlow(t *testing.T, edit func(*sim.Deployment)) *slowRegions {
 
 // startSlowWith is startSlow with the YAML passed through mod.
 func startSlowWith(t *testing.T, edit func(*sim.Deployment), mod func(string) string) *slowRegions {
+	t.Helper()
+	return startSlowOver(t, false, edit, mod)
+}
+
+// startSlowOver is startSlowWith, over TLS when secure: the simulator's
+// listeners serve a certificate of a CA made for the test, which every
+// backend trusts through its ca_file.
+func startSlowOver(t *testing.T, secure bool, edit func(*sim.Deployment), mod func(string) string) *slowRegions {
 	t.Helper()
 	clk := fakeclock.New()
 	clk.Advance(time.Since(clk.Now()))
@@ -93,7 +112,19 @@ func startSlowWith(t *testing.T, edit func(*sim.Deployment), mod func(string) st
 			edit(&deps[i])
 		}
 	}
-	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: deps}, sim.WithClock(clk), sim.WithWaiter(clockWaiter{clk}))
+	waiting := new(atomic.Int64)
+	opts := []sim.Option{sim.WithClock(clk), sim.WithWaiter(clockWaiter{clk, waiting})}
+	var caFile string
+	if secure {
+		ca := testpki.NewCA(t, "slow regions CA")
+		cert, err := tls.X509KeyPair(ca.Server(t, "sim", "127.0.0.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, sim.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+		caFile = testpki.Write(t, t.TempDir(), "ca.pem", ca.PEM)
+	}
+	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: deps}, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +154,9 @@ pools:
 		fmt.Fprintf(&y, "  - name: %s\n    retry: {attempts: 3}\n    members:\n      - {backend: %s, priority: 1, model: %q}\n      - {backend: fast, priority: 2, model: gpt-4o-mini}\n", d.Name, d.Name, d.Deployment)
 	}
 	yml := y.String()
+	if secure {
+		yml = strings.ReplaceAll(yml, `url: "https://`, fmt.Sprintf(`ca_file: %q, url: "https://`, caFile))
+	}
 	if mod != nil {
 		yml = mod(yml)
 	}
@@ -135,7 +169,7 @@ pools:
 			}
 		}
 	})
-	return &slowRegions{served: sv, clk: clk}
+	return &slowRegions{served: sv, clk: clk, waiting: waiting}
 }
 
 // slowAnswer is what a call through the slow regions got.
@@ -181,23 +215,36 @@ func (s *slowRegions) lastLine(t *testing.T) map[string]any {
 	return lines[len(lines)-1]
 }
 
-// roundTrip sends a call and moves the clock by step until it is answered
-// (at most n steps). Each step waits for the answer a little in real
-// time first: what the clock moves is the simulator's latency and the
-// engine's timers, never a bound on real time.
+// roundTrip sends a call and moves the clock by step while the simulator
+// waits out a latency, until the call is answered (at most n steps); with
+// force, also while the simulator waits for nothing (a hung region: the
+// engine's own timers must run). The clock never moves while the engine
+// works in real time, so a busy machine changes nothing the test sees.
 func (s *slowRegions) roundTrip(t *testing.T, path, body string, step time.Duration, n int) slowAnswer {
 	t.Helper()
+	return s.roundTripForce(t, path, body, step, n, false)
+}
+
+func (s *slowRegions) roundTripForce(t *testing.T, path, body string, step time.Duration, n int, force bool) slowAnswer {
+	t.Helper()
 	ch := s.call(path, body)
-	for i := 0; ; i++ {
+	idle := 0
+	for steps := 0; ; {
 		select {
 		case a := <-ch:
 			if a.err != nil {
 				t.Fatal(a.err)
 			}
 			return a
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
-		if i >= n {
+		if !force && s.waiting.Load() == 0 {
+			if idle++; idle > 3000 {
+				t.Fatal("no answer, and the simulator waits for nothing")
+			}
+			continue
+		}
+		if steps++; steps > n {
 			t.Fatalf("no answer after %d steps of %s", n, step)
 		}
 		s.clk.Advance(step)
@@ -258,9 +305,9 @@ func TestSlowRegionsAnswerWithinDefaultTimeouts(t *testing.T) {
 // TestSlowRegionsFailOverBeforeFirstByte: every provider type's region
 // down (its own 5xx), hung (no answer) or deleted (404) is failed over
 // to the pool's second member before a byte reaches the client, plain
-// and streamed; a hung region is found by its health check within 20 s
-// (15 s, 5 s for streams, before it has answered, plus the check's 5 s),
-// well within the default first-byte timeouts.
+// and streamed; a hung region is found by its health check (15 s, 5 s
+// for streams, before it has answered, plus the check's 5 s), before the
+// default first-byte timeouts (120 s, 30 s for streams) end.
 func TestSlowRegionsFailOverBeforeFirstByte(t *testing.T) {
 	for _, p := range slowProviders {
 		for _, mode := range []sim.FaultMode{sim.FaultDown, sim.FaultBlackhole, sim.FaultNotFound} {
@@ -269,7 +316,7 @@ func TestSlowRegionsFailOverBeforeFirstByte(t *testing.T) {
 					s := startSlow(t, nil)
 					s.sim.SetFault(p, sim.Fault{Mode: mode})
 					began := s.clk.Now()
-					a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, stream), time.Second, 60)
+					a := s.roundTripForce(t, "/v1/chat/completions", chatBody(p, stream), time.Second, 60, mode == sim.FaultBlackhole)
 					if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != "fast" || a.header.Get("X-Switchover-Attempts") != "2" {
 						t.Fatalf("%d %v\n%s", a.status, a.header, a.body)
 					}
@@ -281,7 +328,9 @@ func TestSlowRegionsFailOverBeforeFirstByte(t *testing.T) {
 					if !strings.HasPrefix(tried, p+want) {
 						t.Errorf("tried %q, want %s%s…", tried, p, want)
 					}
-					if took := s.clk.Now().Sub(began); took > 20*time.Second {
+					// The clock moves in steps while a hung region is waited
+					// on, so this is a bound, not a measurement.
+					if took := s.clk.Now().Sub(began); took >= 30*time.Second {
 						t.Errorf("failed over after %s", took)
 					}
 				})
@@ -397,5 +446,63 @@ func TestSlowRegionsOperationMissingBenchesNothing(t *testing.T) {
 	}
 	if a := s.roundTrip(t, "/v1/chat/completions", chatBody("aoai", true), time.Second, 10); a.header.Get("X-Switchover-Backend") != "aoai" {
 		t.Fatalf("chat answered by %q", a.header.Get("X-Switchover-Backend"))
+	}
+}
+
+// TestSlowRegionsOverTLS: the slow regions behind TLS (HTTP/2 offered),
+// their CA trusted through each backend's ca_file: every provider type
+// answers plain and streamed calls as over plain HTTP, and a region down
+// still fails over before the first byte.
+func TestSlowRegionsOverTLS(t *testing.T) {
+	s := startSlowOver(t, true, nil, nil)
+	for _, p := range slowProviders {
+		for _, stream := range []bool{false, true} {
+			a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, stream), time.Second, 10)
+			if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != p {
+				t.Fatalf("%s stream=%t: %d from %q, tried %v\n%s", p, stream, a.status, a.header.Get("X-Switchover-Backend"), s.lastLine(t)["tried"], a.body)
+			}
+		}
+	}
+	s.sim.SetFault("bedrock", sim.Fault{Mode: sim.FaultDown})
+	if a := s.instant(t, "/v1/chat/completions", chatBody("bedrock", true)); a.header.Get("X-Switchover-Backend") != "fast" {
+		t.Fatalf("bedrock down: answered by %q", a.header.Get("X-Switchover-Backend"))
+	}
+	for _, e := range s.sim.Deployments() {
+		if !strings.HasPrefix(e.URL, "https://") {
+			t.Errorf("%s is at %s", e.Name, e.URL)
+		}
+	}
+}
+
+// TestSlowRegionsStreamsCutShort: a slow region's stream that ends
+// cleanly before its end (no finish, no usage) is counted by estimate and
+// marked so, for every provider type; one that stalls after its first
+// event, before any content (a role chunk, Azure's filter results,
+// Anthropic's message_start, Converse's messageStart), fails over at the
+// streams' first-byte timeout, except Gemini's, whose first event is
+// content already on its way to the client.
+func TestSlowRegionsStreamsCutShort(t *testing.T) {
+	for _, p := range slowProviders {
+		t.Run(p+"/truncated", func(t *testing.T) {
+			s := startSlow(t, nil)
+			s.sim.SetFault(p, sim.Fault{Mode: sim.FaultTruncateStream, After: 4})
+			a := s.roundTrip(t, "/v1/chat/completions", chatBody(p, true), time.Second, 10)
+			l := s.lastLine(t)
+			if a.status != http.StatusOK || a.header.Get("X-Switchover-Backend") != p || l["usage_estimated"] != true || l["completion_tokens"] == nil {
+				t.Fatalf("%d from %q: usage %v/%v estimated %v", a.status, a.header.Get("X-Switchover-Backend"), l["prompt_tokens"], l["completion_tokens"], l["usage_estimated"])
+			}
+		})
+		t.Run(p+"/stalled", func(t *testing.T) {
+			s := startSlow(t, nil)
+			s.sim.SetFault(p, sim.Fault{Mode: sim.FaultStallStream, After: 1})
+			a := s.roundTripForce(t, "/v1/chat/completions", chatBody(p, true), time.Second, 60, true)
+			want, tried := "fast", p+"=200 first_byte_timeout 30000ms, fast=200 0ms"
+			if p == "vertex-gemini" {
+				want, tried = p, p+"=200 " // its time to first byte as the stepped clock read it
+			}
+			if l := s.lastLine(t); a.header.Get("X-Switchover-Backend") != want || !strings.HasPrefix(fmt.Sprint(l["tried"]), tried) {
+				t.Fatalf("answered by %q, tried %v; want %s, %s", a.header.Get("X-Switchover-Backend"), l["tried"], want, tried)
+			}
+		})
 	}
 }

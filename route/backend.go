@@ -1,6 +1,8 @@
 package route
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"net"
 	"net/http"
 	"sync/atomic"
@@ -149,6 +151,9 @@ func (b *Backend) counts(status int) bool {
 type TransportSettings struct {
 	// ConnectTimeout bounds TCP connection set-up. Default 5s.
 	ConnectTimeout time.Duration
+	// RootCAs are the certificate authorities an https backend's
+	// certificate must chain to. Nil means the system's.
+	RootCAs *x509.CertPool
 	// TLSHandshakeTimeout bounds the TLS handshake. Default 10s.
 	TLSHandshakeTimeout time.Duration
 	// MaxIdleConnsPerHost is how many idle keep-alive connections are kept
@@ -203,7 +208,12 @@ func NewTransport(s TransportSettings) *http.Transport {
 	protos := new(http.Protocols)
 	protos.SetHTTP1(true)
 	protos.SetHTTP2(!s.HTTP1Only)
+	var tc *tls.Config
+	if s.RootCAs != nil {
+		tc = &tls.Config{RootCAs: s.RootCAs}
+	}
 	return &http.Transport{
+		TLSClientConfig:       tc,
 		Protocols:             protos,
 		HTTP2:                 &http.HTTP2Config{SendPingTimeout: h2PingAfter, PingTimeout: h2PingTimeout},
 		Proxy:                 http.ProxyFromEnvironment,

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"time"
 
@@ -32,6 +33,7 @@ type options struct {
 	clock  Clock
 	logger *slog.Logger
 	waiter Waiter
+	tls    *tls.Config
 }
 
 // WithClock sets the clock behind quota slices, schedules and timestamps.
@@ -51,6 +53,16 @@ func WithLogger(l *slog.Logger) Option {
 // the latency draws without sleeping.
 func WithWaiter(w Waiter) Option {
 	return func(o *options) { o.waiter = w }
+}
+
+// WithTLS serves every listener (deployments, the shared listener, the
+// control address) over TLS with c's certificates, offering HTTP/2 and
+// HTTP/1.1 (ALPN), as real regions sit behind TLS; the endpoints' URLs
+// are https. c is cloned. nil, the default, serves plain HTTP. Under TLS
+// the reset fault closes the connection without a TCP reset (and resets
+// the stream on HTTP/2).
+func WithTLS(c *tls.Config) Option {
+	return func(o *options) { o.tls = c }
 }
 
 func buildOptions(opts []Option) options {

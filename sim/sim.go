@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,7 @@ type Sim struct {
 	clock    Clock
 	waiter   Waiter
 	log      *slog.Logger
+	tls      *tls.Config // WithTLS; nil: plain HTTP
 	start    time.Time
 	deps     []*deployment
 	byName   map[string]*deployment
@@ -82,6 +84,7 @@ func Start(ctx context.Context, cfg Config, opts ...Option) (*Sim, error) {
 		clock:    o.clock,
 		waiter:   o.waiter,
 		log:      o.logger,
+		tls:      o.tls,
 		byName:   map[string]*deployment{},
 		registry: prometheus.NewRegistry(),
 	}
@@ -140,7 +143,7 @@ func (s *Sim) listen() error {
 		if err != nil {
 			return fmt.Errorf("sim: control listener: %w", err)
 		}
-		s.controlURL = baseURL(ln.Addr()) + "/_sim"
+		s.controlURL = s.baseURL(ln.Addr()) + "/_sim"
 		s.serve(ln, mux)
 	}
 	// Report endpoints in config order.
@@ -184,7 +187,7 @@ func (s *Sim) serveOn(addr string, h http.Handler, shared bool, deps ...*deploym
 	if err != nil {
 		return fmt.Errorf("sim: listen %s: %w", addr, err)
 	}
-	base := baseURL(ln.Addr())
+	base := s.baseURL(ln.Addr())
 	if s.controlURL == "" {
 		s.controlURL = base + "/_sim"
 	}
@@ -212,11 +215,16 @@ func (s *Sim) serve(ln net.Listener, h http.Handler) {
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	serve := srv.Serve
+	if s.tls != nil {
+		srv.TLSConfig = s.tls.Clone()
+		serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+	}
 	s.servers = append(s.servers, srv)
 	s.serving.Add(1)
 	go func() {
 		defer s.serving.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("sim: serve", "addr", ln.Addr().String(), "err", err)
 		}
 	}()
@@ -235,17 +243,21 @@ func (s *Sim) track(h http.Handler) http.Handler {
 	})
 }
 
-// baseURL is http://host:port for a listener, with an unspecified host
-// (":8080", "[::]:8080") shown as 127.0.0.1.
-func baseURL(a net.Addr) string {
+// baseURL is http://host:port for a listener (https:// with WithTLS),
+// with an unspecified host shown as 127.0.0.1.
+func (s *Sim) baseURL(a net.Addr) string {
+	scheme := "http://"
+	if s.tls != nil {
+		scheme = "https://"
+	}
 	host, port, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return "http://" + a.String()
+		return scheme + a.String()
 	}
 	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
 		host = "127.0.0.1"
 	}
-	return "http://" + net.JoinHostPort(host, port)
+	return scheme + net.JoinHostPort(host, port)
 }
 
 // Deployments lists the deployments in config order with their URLs.
