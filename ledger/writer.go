@@ -62,6 +62,10 @@ type WriterOptions struct {
 	// Replay are records to store first: those OpenSpool found in the
 	// spool. They are kept however many there are, Buffer aside.
 	Replay []Usage
+	// MaxBodyMemory bounds the bytes of request bodies (Usage.Bodies)
+	// held, waiting or being written: past it a record is kept without
+	// its bodies (counted in BodiesDropped). Default 32 MiB.
+	MaxBodyMemory int64
 	// OnSpoolError, if not nil, is told of each failed write or fsync of
 	// the spool (from Add, on the request path, or from the writer's
 	// goroutine); the record stays buffered in memory as without a spool.
@@ -90,6 +94,9 @@ func (o WriterOptions) withDefaults() WriterOptions {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
+	if o.MaxBodyMemory <= 0 {
+		o.MaxBodyMemory = 32 << 20
+	}
 	o.Clock = clock.Or(o.Clock)
 	return o
 }
@@ -110,6 +117,10 @@ type Writer struct {
 	dropped  uint64  // total dropped
 	reported uint64  // dropped already passed to OnDrop
 	closed   bool    // Close was called
+	// bodyBytes are the bytes of the bodies held (MaxBodyMemory),
+	// bodiesDropped the records whose bodies were left out for it.
+	bodyBytes     int64
+	bodiesDropped uint64
 
 	kick    chan struct{} // Batch records wait
 	timer   chan struct{} // the goroutine's timer fired
@@ -156,6 +167,14 @@ func (w *Writer) Add(u Usage) {
 		w.dropped++
 		w.mu.Unlock()
 		return
+	}
+	if u.Bodies != nil {
+		if n := int64(u.Bodies.size()); w.bodyBytes+n > w.o.MaxBodyMemory {
+			u.Bodies = nil
+			w.bodiesDropped++
+		} else {
+			w.bodyBytes += n
+		}
 	}
 	// The line and the buffer change together, under w.mu, so that the
 	// goroutine's compaction of the spool never loses a line.
@@ -297,7 +316,7 @@ func (w *Writer) run() {
 					w.drop(len(held))
 					w.report(err)
 				}
-				w.release(len(held))
+				w.release(held)
 				held, backoff = nil, 0
 				w.compact()
 				continue
@@ -374,10 +393,21 @@ func (w *Writer) take() []Usage {
 	return batch
 }
 
-func (w *Writer) release(n int) {
+func (w *Writer) release(batch []Usage) {
 	w.mu.Lock()
-	w.held -= n
+	w.held -= len(batch)
+	for _, u := range batch {
+		w.bodyBytes -= int64(u.Bodies.size())
+	}
 	w.mu.Unlock()
+}
+
+// BodiesDropped returns how many records were kept without their bodies
+// so far, for MaxBodyMemory.
+func (w *Writer) BodiesDropped() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bodiesDropped
 }
 
 func (w *Writer) drop(n int) {
@@ -393,6 +423,7 @@ func (w *Writer) giveUp(held []Usage) {
 	n := len(held) + len(w.buf)
 	w.buf = nil
 	w.held = 0
+	w.bodyBytes = 0
 	if w.o.Spool != nil {
 		w.spooled = n
 	} else {

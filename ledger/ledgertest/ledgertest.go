@@ -45,6 +45,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("EndUsers", func(t *testing.T) { testEndUsers(t, h.Open(t)) })
 	t.Run("Traffic", func(t *testing.T) { testTraffic(t, h.Open(t)) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, h.Open(t)) })
+	t.Run("RequestBodies", func(t *testing.T) { testRequestBodies(t, h.Open(t)) })
+	t.Run("BodiesRetention", func(t *testing.T) { testBodiesRetention(t, h.Open(t)) })
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })
 	}
