@@ -155,6 +155,12 @@ type Store struct {
 	// whole days, budgets) are kept regardless. Default "" or "0":
 	// forever.
 	Retention string `yaml:"retention"`
+	// BodyRetention is how long the bodies the request log keeps (for
+	// the pools and keys with request_log.bodies) are kept: "7d",
+	// "48h". Older ones are deleted in the background, once an hour;
+	// their requests' rows stay for Retention. At most Retention.
+	// Default "" : 7d; "0": as long as their rows.
+	BodyRetention string `yaml:"body_retention"`
 }
 
 // MinRetention is the shortest store.retention (ledger.MinRetention).
