@@ -34,6 +34,10 @@ type tenancy struct {
 	// its goroutine has ended.
 	retention time.Duration
 	retained  chan struct{}
+	// bodyRetention is store.body_retention (0: with the rows);
+	// bodiesRetained is closed when its goroutine has ended.
+	bodyRetention  time.Duration
+	bodiesRetained chan struct{}
 	// kind is "sqlite" or "postgres"; health whether the store's last
 	// write and read worked.
 	kind   string
@@ -94,6 +98,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.refresh = sc.Refresh.D()
 	}
 	t.retention = cfg.Store.RetentionAge()
+	t.bodyRetention = cfg.Store.BodyRetentionAge()
 	t.store = store
 	clk := g.opts.Clock
 	if store != nil {
@@ -231,6 +236,7 @@ func (g *Gateway) runTenancy() {
 	t := g.ten
 	t.done = make(chan struct{})
 	g.runRetention(t)
+	g.runBodyRetention(t) // bodyretention.go
 	go func() {
 		defer close(t.done)
 		refresh := time.NewTicker(t.refresh)
@@ -304,6 +310,9 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 	if t.retained != nil {
 		<-t.retained
 	}
+	if t.bodiesRetained != nil {
+		<-t.bodiesRetained
+	}
 	var errs []error
 	if t.audit != nil {
 		t.audit.close(ctx)
@@ -355,6 +364,7 @@ func (g *Gateway) recordSaved(s proxy.Spend, cost, saved float64) {
 		Estimated: s.Usage.Estimated, EndUser: s.EndUser, Cache: s.Cache, Saved: saved,
 		Attempts: loggedAttempts(s.Attempts), Tried: len(s.Attempts), Hedge: s.Hedge,
 		DurationMs: s.Duration.Milliseconds(), FirstByteMs: s.FirstByte.Milliseconds(), Unanswered: s.Unanswered,
+		Bodies: (*ledger.Bodies)(s.Bodies), // redacted by the store as it writes them
 	})
 }
 
