@@ -101,4 +101,3 @@ func fileBytes(b *testing.B, path string) int64 {
 	}
 	return pages * size
 }
-
