@@ -75,3 +75,30 @@ pools:
 		})
 	}
 }
+
+// TestSecretValuesFindsEverySecret: the values the request log redacts
+// word for word are every Secret of the file, the short ones aside.
+func TestSecretValuesFindsEverySecret(t *testing.T) {
+	c, err := Parse("c.yaml", []byte(`
+admin: {listen: 127.0.0.1:0, key: admin-key-0123456789, viewers: [{name: v, key: viewer-key-0123456789}]}
+keys:
+  - {name: a, key: file-key-0123456789abcdefghijklmnopqrstuv}
+backends:
+  - {name: b, type: openai, url: "http://127.0.0.1:1", api_key: backend-key-0123456789}
+  - {name: c, type: openai, url: "http://127.0.0.1:1", api_key: short}
+pools:
+  - {name: p, members: [{backend: b}, {backend: c}]}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(c.SecretValues(), " ")
+	for _, want := range []string{"admin-key-0123456789", "viewer-key-0123456789", "file-key-0123456789abcdefghijklmnopqrstuv", "backend-key-0123456789"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("SecretValues lacks %s: %s", want, got)
+		}
+	}
+	if strings.Contains(got, "short") {
+		t.Errorf("SecretValues has a secret of 5 bytes: %s", got)
+	}
+}

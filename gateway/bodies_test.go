@@ -69,7 +69,10 @@ func TestRequestBodiesKeptRedacted(t *testing.T) {
 		bodyBackendSecret+` and <script>alert(2)</script>"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}`)
 	h := start(t, []upstreamtest.Step{plain, stream}, []upstreamtest.Step{answer("sec")}, "", withBodies(db, "{bodies: true, max_body_bytes: 1KiB}"))
 
-	body := `{"model":"chat-prod","messages":[{"role":"user","content":"my key is ` + bodyClientSecret + ` <img src=x onerror=alert(1)>"}]}`
+	// The gateway key and the backend's key are shaped as no rule knows:
+	// they are redacted as the configuration's own secrets.
+	body := `{"model":"chat-prod","messages":[{"role":"user","content":"my key is ` + bodyClientSecret + ` <img src=x onerror=alert(1)>, ours ` +
+		appKey + `, theirs ` + weuSecret + `"}]}`
 	resp, b := h.post("/v1/chat/completions", body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(b, bodyBackendSecret) {
 		t.Fatalf("plain call: %d %s", resp.StatusCode, b)
@@ -83,7 +86,7 @@ func TestRequestBodiesKeptRedacted(t *testing.T) {
 			t.Errorf("a secret was stored: %q\nrequest %s\nresponse %s", s, got.Request, got.Response)
 		}
 	}
-	if !bytes.Contains(got.Request, []byte(`my key is `+ledger.Redacted+` <img src=x onerror=alert(1)>`)) ||
+	if !bytes.Contains(got.Request, []byte(`my key is `+ledger.Redacted+` <img src=x onerror=alert(1)>, ours `+ledger.Redacted+`, theirs `+ledger.Redacted)) ||
 		!bytes.Contains(got.Response, []byte(`the backend said `+ledger.Redacted+` and <script>alert(2)</script>`)) {
 		t.Errorf("bodies kept as\nrequest %s\nresponse %s", got.Request, got.Response)
 	}

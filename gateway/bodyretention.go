@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"sync"
 	"time"
+
+	"github.com/switchover-gw/switchover/config"
 
 	"github.com/switchover-gw/switchover/ledger"
 )
@@ -31,4 +34,25 @@ func (g *Gateway) runBodyRetention(t *tenancy) {
 			}
 		})
 	}()
+}
+
+// secretCache keeps the secrets of the configuration in force, read
+// again only when it changes (a reload). Safe for concurrent use.
+type secretCache struct {
+	mu     sync.Mutex
+	cfg    *config.Config
+	values []string
+}
+
+// secretValues are the secrets of the configuration in force, which the
+// usage writer redacts word for word from kept bodies.
+func (g *Gateway) secretValues(t *tenancy) []string {
+	cfg := g.Config()
+	c := &t.secrets
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg != cfg {
+		c.cfg, c.values = cfg, cfg.SecretValues()
+	}
+	return c.values
 }

@@ -38,6 +38,8 @@ type tenancy struct {
 	// bodiesRetained is closed when its goroutine has ended.
 	bodyRetention  time.Duration
 	bodiesRetained chan struct{}
+	// secrets are the configuration's, redacted from kept bodies.
+	secrets secretCache
 	// kind is "sqlite" or "postgres"; health whether the store's last
 	// write and read worked.
 	kind   string
@@ -109,6 +111,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.health.set = g.Metrics.StoreUp
 		wo := ledger.WriterOptions{
 			Clock:     clk,
+			Secrets:   func() []string { return g.secretValues(t) }, // bodyretention.go
 			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); t.health.wrote(true) },
 			OnDrop:    g.usageDropped,
 			OnError: func(err error) {

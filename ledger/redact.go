@@ -244,3 +244,27 @@ func all(b []byte, f func(byte) bool) bool {
 	}
 	return true
 }
+
+// RedactLiterals returns b with every occurrence of each of secrets (the
+// configuration's own, word for word) replaced by Redacted; b itself
+// when none occurs. With cut, a secret's first part (8 bytes or more) at
+// the end of b is replaced too.
+func RedactLiterals(b []byte, secrets []string, cut bool) []byte {
+	for _, s := range secrets {
+		if s == "" {
+			continue
+		}
+		if bytes.Contains(b, []byte(s)) {
+			b = bytes.ReplaceAll(b, []byte(s), []byte(Redacted))
+		}
+		if cut {
+			for n := min(len(s)-1, len(b)); n >= 8; n-- {
+				if bytes.HasSuffix(b, []byte(s[:n])) {
+					b = append(b[:len(b)-n:len(b)-n], Redacted...)
+					break
+				}
+			}
+		}
+	}
+	return b
+}

@@ -58,3 +58,29 @@ func BenchmarkRedactBody(b *testing.B) {
 		ledger.RedactBody(body, false)
 	}
 }
+
+// TestRedactLiterals: the configuration's own secrets are replaced word
+// for word, and, in a cut body, a secret's first part at its end.
+func TestRedactLiterals(t *testing.T) {
+	secrets := []string{"my-team-password-1", "backend-secret-xyz"}
+	for _, tc := range []struct {
+		name, in, want string
+		cut            bool
+	}{
+		{name: "whole", in: `a my-team-password-1 b my-team-password-1`, want: `a ` + ledger.Redacted + ` b ` + ledger.Redacted},
+		{name: "cut after 9 bytes", in: `a backend-s`, want: `a ` + ledger.Redacted, cut: true},
+		{name: "cut after 4 bytes is left", in: `a back`, want: `a back`, cut: true},
+		{name: "not cut, a prefix stays", in: `a backend-s`, want: `a backend-s`},
+		{name: "none", in: `nothing here`, want: `nothing here`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []byte(tc.in)
+			if got := string(ledger.RedactLiterals(in, secrets, tc.cut)); got != tc.want {
+				t.Errorf("RedactLiterals(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+			if string(in) != tc.in {
+				t.Errorf("RedactLiterals changed its input to %q", in)
+			}
+		})
+	}
+}

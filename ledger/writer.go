@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -66,6 +67,12 @@ type WriterOptions struct {
 	// held, waiting or being written: past it a record is kept without
 	// its bodies (counted in BodiesDropped). Default 32 MiB.
 	MaxBodyMemory int64
+	// Secrets, if not nil, returns the configuration's own secrets
+	// (config.SecretValues), which are redacted word for word from the
+	// records' bodies before they go to the store (whose own rules,
+	// RedactBody, redact what is shaped as a secret). Called on the
+	// writer's goroutine, once per batch that has bodies.
+	Secrets func() []string
 	// OnSpoolError, if not nil, is told of each failed write or fsync of
 	// the spool (from Add, on the request path, or from the writer's
 	// goroutine); the record stays buffered in memory as without a spool.
@@ -373,7 +380,31 @@ func (w *Writer) sleep(d time.Duration, kickable bool) bool {
 func (w *Writer) write(batch []Usage) error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.o.Timeout)
 	defer cancel()
-	return w.rec.RecordUsage(ctx, batch)
+	return w.rec.RecordUsage(ctx, w.redacted(batch))
+}
+
+// redacted is batch with Secrets redacted from its bodies: a copy where
+// a body changes, so that the batch held (and its bodies' bytes, counted
+// in MaxBodyMemory) stays as it was.
+func (w *Writer) redacted(batch []Usage) []Usage {
+	if w.o.Secrets == nil || !slices.ContainsFunc(batch, func(u Usage) bool { return u.Bodies != nil }) {
+		return batch
+	}
+	secrets := w.o.Secrets()
+	if len(secrets) == 0 {
+		return batch
+	}
+	out := slices.Clone(batch)
+	for i, u := range out {
+		if u.Bodies == nil {
+			continue
+		}
+		b := *u.Bodies
+		b.Request = RedactLiterals(slices.Clip(b.Request), secrets, b.RequestTruncated)
+		b.Response = RedactLiterals(slices.Clip(b.Response), secrets, b.ResponseTruncated)
+		out[i].Bodies = &b
+	}
+	return out
 }
 
 // take removes up to Batch records from the buffer and holds them.
