@@ -167,6 +167,12 @@ type Store struct {
 	// hundred bytes an entry, a few KB at most). At least 1d; "0" keeps
 	// them forever.
 	AuditRetention string `yaml:"audit_retention"`
+	// BodyRetention is how long the bodies the request log keeps (for
+	// the pools and keys with request_log.bodies) are kept: "7d",
+	// "48h". Older ones are deleted in the background, once an hour;
+	// their requests' rows stay for Retention. At most Retention.
+	// Default "" : 7d; "0": as long as their rows.
+	BodyRetention string `yaml:"body_retention"`
 }
 
 // DefaultAuditRetention is store.audit_retention's default: a year and a

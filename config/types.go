@@ -417,6 +417,9 @@ type Key struct {
 	// key's calls, in place of its pools' (config/cache.go). Unset: the
 	// pools'.
 	Cache *Cache `yaml:"cache"`
+	// RequestLog keeps the key's requests' bodies, or not, whatever its
+	// pools say (config/requestlog.go). Unset: the pools'.
+	RequestLog *RequestLog `yaml:"request_log"`
 }
 
 // Backend types.
@@ -740,6 +743,9 @@ type Pool struct {
 	// Cache turns on the response cache and request coalescing for the
 	// pool's calls (config/cache.go). Unset: off.
 	Cache *Cache `yaml:"cache"`
+	// RequestLog keeps the pool's requests' bodies in the request log
+	// (config/requestlog.go). Unset: no bodies.
+	RequestLog *RequestLog `yaml:"request_log"`
 }
 
 // Hedge hedges a pool's slow requests: when the first attempt has no

@@ -32,6 +32,14 @@ func (c *Config) explicitZeros(set func(string) bool) []Problem {
 			check(fmt.Sprintf("pools[%d].members[%d].priority", i, j), m.Priority, "must be 1 or more (1 is tried first)")
 			check(fmt.Sprintf("pools[%d].members[%d].weight", i, j), m.Weight, "must be 1 or more")
 		}
+		if l := p.RequestLog; l != nil {
+			check(fmt.Sprintf("pools[%d].request_log.max_body_bytes", i), int(l.MaxBodyBytes), "must be 1 or more (default 16KiB)")
+		}
+	}
+	for i, k := range c.Keys {
+		if l := k.RequestLog; l != nil {
+			check(fmt.Sprintf("keys[%d].request_log.max_body_bytes", i), int(l.MaxBodyBytes), "must be 1 or more (default 16KiB)")
+		}
 	}
 	return ps
 }
@@ -79,6 +87,7 @@ func (c *Config) validate() []Problem {
 	c.validateConsole(&ps)
 	c.validatePools(&ps, backendType, poolNames)
 	c.validateCache(&ps)
+	c.validateRequestLog(&ps)
 	return ps
 }
 

@@ -159,12 +159,48 @@ type requestData struct {
 	Req      *ledger.Usage
 	Timeline timeline
 	EndUsers bool
+	// ShowBodies is whether the page shows the request's kept bodies
+	// (admins only: they are end users' content); Bodies are those, nil
+	// when none were kept (BodiesNote says why).
+	ShowBodies bool
+	Bodies     *keptBodies
+	BodiesNote string
 }
 
-// requestPage shows one request: its fields and its attempts as a
-// timeline.
+// keptBodies are a request's kept bodies as the page shows them: text,
+// escaped by the template like every other value.
+type keptBodies struct {
+	Request, Response                   string
+	RequestSize, ResponseSize           string
+	RequestTruncated, ResponseTruncated bool
+	Note                                string
+}
+
+// bodiesOf reads the kept bodies of request id for the page.
+func (d *requestData) bodiesOf(ctx context.Context, st ledger.Store, id string) {
+	b, err := st.RequestBodies(ctx, id)
+	switch {
+	case errors.Is(err, ledger.ErrNotFound):
+		d.BodiesNote = "No bodies kept: its pool and key keep none (request_log.bodies), or they are older than store.body_retention."
+	case err != nil:
+		d.BodiesNote = "The store answered with an error: " + err.Error()
+	default:
+		size := func(n int64) string {
+			if n < 0 {
+				return "size unknown"
+			}
+			return strconv.FormatInt(n, 10) + " bytes"
+		}
+		d.Bodies = &keptBodies{Request: strings.ToValidUTF8(string(b.Request), "\uFFFD"), Response: strings.ToValidUTF8(string(b.Response), "\uFFFD"),
+			RequestSize: size(b.RequestSize), ResponseSize: size(b.ResponseSize), RequestTruncated: b.RequestTruncated,
+			ResponseTruncated: b.ResponseTruncated, Note: b.Note}
+	}
+}
+
+// requestPage shows one request: its fields, its attempts as a
+// timeline and, to admins, its kept bodies.
 func (c *Console) requestPage(w http.ResponseWriter, r *http.Request, s *session) {
-	d := requestData{ID: r.PathValue("id"), EndUsers: s.Role == RoleAdmin}
+	d := requestData{ID: r.PathValue("id"), EndUsers: s.Role == RoleAdmin, ShowBodies: s.Role == RoleAdmin}
 	st := c.store()
 	status := http.StatusOK
 	if st != nil {
@@ -183,6 +219,9 @@ func (c *Console) requestPage(w http.ResponseWriter, r *http.Request, s *session
 			}
 			d.Req = &u
 			d.Timeline = timelineOf(u)
+			if d.ShowBodies {
+				d.bodiesOf(ctx, st, d.ID)
+			}
 		}
 	}
 	c.render(w, status, "request", s, d)

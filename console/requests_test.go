@@ -167,3 +167,35 @@ func TestEventLinksToRequests(t *testing.T) {
 		t.Errorf("%d links, want one (the breaker's opening only)", strings.Count(page, "around then"))
 	}
 }
+
+// TestRequestPageBodies: an admin sees a request's kept bodies, their
+// markup escaped (an XSS attempt in a prompt or an answer is text), the
+// truncation said; a viewer sees none of them, nor that there are some;
+// a request without bodies says why.
+func TestRequestPageBodies(t *testing.T) {
+	e, t0 := requestLogEnv(t)
+	xss := `<script>alert(document.cookie)</script><img src=x onerror=alert(1)>`
+	if err := e.gw.store.RecordUsage(t.Context(), []ledger.Usage{{At: t0.Add(time.Hour), RequestID: "rb", KeyID: "key_a", Pool: "chat",
+		Backend: "uksouth", Status: 200, Bodies: &ledger.Bodies{Request: []byte(`{"content":"` + xss + ` sk-proj-abcdefghijklmnopqrstuvwxyz"}`),
+			Response: []byte(`{"answer":"</pre>` + xss + `"}`), RequestSize: 90, ResponseSize: 4000, ResponseTruncated: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	admin, _ := e.login(adminKey)
+	resp, page := e.do(admin, "GET", "/console/requests/rb", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `<pre class="body" id="request-body">`) ||
+		!strings.Contains(page, "&lt;script&gt;alert(document.cookie)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; "+ledger.Redacted) ||
+		!strings.Contains(page, "&lt;/pre&gt;&lt;script&gt;") || !strings.Contains(page, "4000 bytes; <strong>truncated</strong>") {
+		t.Fatalf("rb's bodies: %d\n%s", resp.StatusCode, page)
+	}
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, "<img src=x") || strings.Contains(page, "sk-proj-") {
+		t.Errorf("a body's markup or secret reached the page raw:\n%s", page)
+	}
+	viewer, _ := e.login(viewerKey)
+	if _, page := e.do(viewer, "GET", "/console/requests/rb", nil); strings.Contains(page, "alert") || strings.Contains(page, "Bodies") ||
+		!strings.Contains(page, "timeline") && !strings.Contains(page, "Answered by") {
+		t.Errorf("the viewer's rb shows its bodies:\n%s", page)
+	}
+	if _, page := e.do(admin, "GET", "/console/requests/r07", nil); !strings.Contains(page, `id="no-bodies">No bodies kept`) {
+		t.Errorf("r07, without bodies, does not say so:\n%s", page)
+	}
+}

@@ -41,6 +41,7 @@ func (e *Engine) routes(d Deps, prev *Engine) *proxy.Routes {
 		}
 	}
 	r.Cache = e.cacheRoutes(d, prev)
+	r.Bodies = bodyRoutes(e.Config)
 	return r
 }
 

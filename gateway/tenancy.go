@@ -34,6 +34,12 @@ type tenancy struct {
 	// its goroutine has ended.
 	retention time.Duration
 	retained  chan struct{}
+	// bodyRetention is store.body_retention (0: with the rows);
+	// bodiesRetained is closed when its goroutine has ended.
+	bodyRetention  time.Duration
+	bodiesRetained chan struct{}
+	// secrets are the configuration's, redacted from kept bodies.
+	secrets secretCache
 	// kind is "sqlite" or "postgres"; health whether the store's last
 	// write and read worked.
 	kind   string
@@ -97,6 +103,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 	}
 	t.retention = cfg.Store.RetentionAge()
 	t.auditRetention = cfg.Store.AuditRetentionAge()
+	t.bodyRetention = cfg.Store.BodyRetentionAge()
 	t.store = store
 	clk := g.opts.Clock
 	if store != nil {
@@ -107,6 +114,7 @@ func (g *Gateway) startTenancy(ctx context.Context, cfg *config.Config) error {
 		t.health.set = g.Metrics.StoreUp
 		wo := ledger.WriterOptions{
 			Clock:     clk,
+			Secrets:   func() []string { return g.secretValues(t) }, // bodyretention.go
 			OnWritten: func(b []ledger.Usage) { t.spend.Written(b); t.health.wrote(true) },
 			OnDrop:    g.usageDropped,
 			OnError: func(err error) {
@@ -243,6 +251,7 @@ func (g *Gateway) runTenancy() {
 	t := g.ten
 	t.done = make(chan struct{})
 	g.runRetention(t)
+	g.runBodyRetention(t) // bodyretention.go
 	go func() {
 		defer close(t.done)
 		refresh := time.NewTicker(t.refresh)
@@ -316,6 +325,9 @@ func (g *Gateway) stopTenancy(ctx context.Context) error {
 	if t.retained != nil {
 		<-t.retained
 	}
+	if t.bodiesRetained != nil {
+		<-t.bodiesRetained
+	}
 	var errs []error
 	if t.audit != nil {
 		if err := t.audit.Close(ctx); errors.Is(err, ledger.ErrSpooled) {
@@ -371,6 +383,7 @@ func (g *Gateway) recordSaved(s proxy.Spend, cost, saved float64) {
 		Estimated: s.Usage.Estimated, EndUser: s.EndUser, Cache: s.Cache, Saved: saved,
 		Attempts: loggedAttempts(s.Attempts), Tried: len(s.Attempts), Hedge: s.Hedge,
 		DurationMs: s.Duration.Milliseconds(), FirstByteMs: s.FirstByte.Milliseconds(), Unanswered: s.Unanswered,
+		Bodies: (*ledger.Bodies)(s.Bodies), // redacted by the store as it writes them
 	})
 }
 

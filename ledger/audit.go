@@ -77,7 +77,7 @@ func NewAuditLog(w AuditWriter, o BatchOptions[AuditEntry]) *AuditLog {
 		if e.At.IsZero() {
 			e.At = now
 		}
-	}, "audit entries", o)
+	}, "audit entries", o, nil)
 }
 
 // newAuditID is a random id of an audit entry.

@@ -164,7 +164,7 @@ func (s *sqlStore) DeleteRequestsBefore(ctx context.Context, before time.Time, l
 		return 0, nil
 	}
 	in := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", ") + ")"
-	for _, table := range []string{"usage_tags", "usage_attempts", "usage_requests"} {
+	for _, table := range []string{"usage_tags", "usage_attempts", "request_bodies", "usage_requests"} {
 		if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE request_id IN `+in), ids...); err != nil {
 			return 0, fmt.Errorf("ledger: retention: %s: %w", table, err)
 		}

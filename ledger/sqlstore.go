@@ -322,6 +322,8 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		return fmt.Errorf("ledger: record usage: %w", err)
 	}
 	defer insTried.Close()
+	bodies := bodyInserter{tx: tx, query: s.q(bodiesInsert)} // prepared for the first record with bodies
+	defer bodies.close()
 	daily := dailySums{all: map[dailyKey]*sums{}, tagged: map[dailyKey]*sums{}}
 	for _, u := range rs {
 		nus := toNano(u.Cost)
@@ -348,6 +350,9 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 			if _, err := insTried.ExecContext(ctx, u.RequestID, b, u.At.UnixMicro()); err != nil {
 				return fmt.Errorf("ledger: record usage %s: attempts: %w", u.RequestID, err)
 			}
+		}
+		if err := bodies.insert(ctx, u); err != nil {
+			return err
 		}
 		if !u.Unanswered {
 			daily.add(u, tags, nus)

@@ -45,7 +45,8 @@ type Store interface {
 	// or none. A record whose RequestID is already stored (or repeated
 	// within the batch) is skipped, so retrying a batch is safe.
 	// ErrInvalid, before anything is written, if a record has no
-	// RequestID or no time.
+	// RequestID or no time. A record's Bodies go to a table of their
+	// own, their secrets redacted (RedactBody).
 	RecordUsage(ctx context.Context, batch []Usage) error
 	// Spend sums usage as q asks, ordered by the grouping fields.
 	Spend(ctx context.Context, q SpendQuery) ([]SpendRow, error)
@@ -62,6 +63,15 @@ type Store interface {
 	// MaxRequestsLimit) in one transaction, and returns how many; the
 	// daily sums stay. See Retention.
 	DeleteRequestsBefore(ctx context.Context, before time.Time, limit int) (int, error)
+	// RequestBodies returns the bodies kept of request id (see Bodies),
+	// or ErrNotFound when none were (not kept for its pool or key, or
+	// past store.body_retention).
+	RequestBodies(ctx context.Context, id string) (Bodies, error)
+	// DeleteBodiesBefore deletes the oldest kept bodies from before on,
+	// at most limit (1 to MaxRequestsLimit) in one transaction, and
+	// returns how many; their requests' rows stay. See
+	// Retention.BodiesRound.
+	DeleteBodiesBefore(ctx context.Context, before time.Time, limit int) (int, error)
 	// SpentSince returns the cost (USD) and tokens (prompt + completion)
 	// of the usage matching f from since on, for budget checks; since is
 	// usually PeriodStart of the budget's period.

@@ -68,6 +68,13 @@ type Usage struct {
 	DurationMs  int64     `json:"duration_ms,omitempty"`
 	FirstByteMs int64     `json:"first_byte_ms,omitempty"`
 	Unanswered  bool      `json:"unanswered,omitempty"`
+
+	// Bodies are the request's bodies, for a pool or key that keeps them
+	// (bodies.go); nil for none. Never in the spool (json "-"): their
+	// secrets are redacted as the store writes them, so a crash loses
+	// the bodies of the records it replays, never their spend. Request
+	// leaves it nil: RequestBodies reads them.
+	Bodies *Bodies `json:"-"`
 }
 
 // Groupings accepted in SpendQuery.By.

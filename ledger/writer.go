@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,16 @@ type BatchOptions[T any] struct {
 	// Replay are records to store first: those OpenSpool found in the
 	// spool. They are kept however many there are, Buffer aside.
 	Replay []T
+	// MaxBodyMemory (usage only) bounds the bytes of request bodies (Usage.Bodies)
+	// held, waiting or being written: past it a record is kept without
+	// its bodies (counted in BodiesDropped). Default 32 MiB.
+	MaxBodyMemory int64
+	// Secrets (usage only), if not nil, returns the configuration's own secrets
+	// (config.SecretValues), which are redacted word for word from the
+	// records' bodies before they go to the store (whose own rules,
+	// RedactBody, redact what is shaped as a secret). Called on the
+	// writer's goroutine, once per batch that has bodies.
+	Secrets func() []string
 	// OnSpoolError, if not nil, is told of each failed write or fsync of
 	// the spool (from Add, on the request path, or from the writer's
 	// goroutine); the record stays buffered in memory as without a spool.
@@ -95,6 +106,9 @@ func (o BatchOptions[T]) withDefaults() BatchOptions[T] {
 	if o.Timeout <= 0 {
 		o.Timeout = 10 * time.Second
 	}
+	if o.MaxBodyMemory <= 0 {
+		o.MaxBodyMemory = 32 << 20
+	}
 	o.Clock = clock.Or(o.Clock)
 	return o
 }
@@ -122,6 +136,16 @@ type BatchWriter[T any] struct {
 	dropped  uint64 // total dropped
 	reported uint64 // dropped already passed to OnDrop
 	closed   bool   // Close was called
+	// bodyBytes are the bytes of the bodies held (MaxBodyMemory),
+	// bodiesDropped the records whose bodies were left out for it.
+	bodyBytes     int64
+	bodiesDropped uint64
+	// weigh and strip, for usage, are what a record's bodies weigh
+	// against MaxBodyMemory and leave them out; redact prepares a batch
+	// for the store. Nil for records without bodies.
+	weigh  func(*T) int64
+	strip  func(*T)
+	redact func([]T) []T
 
 	kick    chan struct{} // Batch records wait
 	timer   chan struct{} // the goroutine's timer fired
@@ -135,17 +159,25 @@ type BatchWriter[T any] struct {
 
 // NewWriter starts a writer of usage into rec. Close it to stop it.
 func NewWriter(rec Recorder, o WriterOptions) *Writer {
-	return newBatchWriter(rec.RecordUsage, func(u *Usage, now time.Time) {
+	w := newBatchWriter(rec.RecordUsage, func(u *Usage, now time.Time) {
 		if u.RequestID == "" {
 			u.RequestID = "req_" + randomBase62(20)
 		}
 		if u.At.IsZero() {
 			u.At = now
 		}
-	}, "usage records", o)
+	}, "usage records", o, func(w *Writer) {
+		w.weigh = func(u *Usage) int64 { return int64(u.Bodies.size()) }
+		w.strip = func(u *Usage) { u.Bodies = nil }
+		secrets := w.o.Secrets
+		w.redact = func(b []Usage) []Usage { return redactUsage(b, secrets) }
+	})
+	return w
 }
 
-func newBatchWriter[T any](rec func(context.Context, []T) error, prepare func(*T, time.Time), what string, o BatchOptions[T]) *BatchWriter[T] {
+// newBatchWriter starts a writer; setup, if not nil, is called before
+// its goroutine starts.
+func newBatchWriter[T any](rec func(context.Context, []T) error, prepare func(*T, time.Time), what string, o BatchOptions[T], setup func(*BatchWriter[T])) *BatchWriter[T] {
 	w := &BatchWriter[T]{
 		rec:     rec,
 		prepare: prepare,
@@ -159,6 +191,9 @@ func newBatchWriter[T any](rec func(context.Context, []T) error, prepare func(*T
 	w.buf = append(w.buf, o.Replay...)
 	w.o.Replay = nil
 	w.ctx, w.abort = context.WithCancel(context.Background())
+	if setup != nil {
+		setup(w)
+	}
 	go w.run()
 	return w
 }
@@ -176,6 +211,14 @@ func (w *BatchWriter[T]) Add(u T) {
 		w.dropped++
 		w.mu.Unlock()
 		return
+	}
+	if w.weigh != nil {
+		if n := w.weigh(&u); n > 0 && w.bodyBytes+n > w.o.MaxBodyMemory {
+			w.strip(&u)
+			w.bodiesDropped++
+		} else {
+			w.bodyBytes += n
+		}
 	}
 	// The line and the buffer change together, under w.mu, so that the
 	// goroutine's compaction of the spool never loses a line.
@@ -317,7 +360,7 @@ func (w *BatchWriter[T]) run() {
 					w.drop(len(held))
 					w.report(err)
 				}
-				w.release(len(held))
+				w.release(held)
 				held, backoff = nil, 0
 				w.compact()
 				continue
@@ -374,7 +417,34 @@ func (w *BatchWriter[T]) sleep(d time.Duration, kickable bool) bool {
 func (w *BatchWriter[T]) write(batch []T) error {
 	ctx, cancel := context.WithTimeout(w.ctx, w.o.Timeout)
 	defer cancel()
+	if w.redact != nil {
+		batch = w.redact(batch)
+	}
 	return w.rec(ctx, batch)
+}
+
+// redacted is batch with Secrets redacted from its bodies: a copy where
+// a body changes, so that the batch held (and its bodies' bytes, counted
+// in MaxBodyMemory) stays as it was.
+func redactUsage(batch []Usage, secretsOf func() []string) []Usage {
+	if secretsOf == nil || !slices.ContainsFunc(batch, func(u Usage) bool { return u.Bodies != nil }) {
+		return batch
+	}
+	secrets := secretsOf()
+	if len(secrets) == 0 {
+		return batch
+	}
+	out := slices.Clone(batch)
+	for i, u := range out {
+		if u.Bodies == nil {
+			continue
+		}
+		b := *u.Bodies
+		b.Request = RedactLiterals(slices.Clip(b.Request), secrets, b.RequestTruncated)
+		b.Response = RedactLiterals(slices.Clip(b.Response), secrets, b.ResponseTruncated)
+		out[i].Bodies = &b
+	}
+	return out
 }
 
 // take removes up to Batch records from the buffer and holds them.
@@ -394,10 +464,23 @@ func (w *BatchWriter[T]) take() []T {
 	return batch
 }
 
-func (w *BatchWriter[T]) release(n int) {
+func (w *BatchWriter[T]) release(batch []T) {
 	w.mu.Lock()
-	w.held -= n
+	w.held -= len(batch)
+	if w.weigh != nil {
+		for i := range batch {
+			w.bodyBytes -= w.weigh(&batch[i])
+		}
+	}
 	w.mu.Unlock()
+}
+
+// BodiesDropped returns how many records were kept without their bodies
+// so far, for MaxBodyMemory.
+func (w *BatchWriter[T]) BodiesDropped() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.bodiesDropped
 }
 
 func (w *BatchWriter[T]) drop(n int) {
@@ -413,6 +496,7 @@ func (w *BatchWriter[T]) giveUp(held []T) {
 	n := len(held) + len(w.buf)
 	w.buf = nil
 	w.held = 0
+	w.bodyBytes = 0
 	if w.o.Spool != nil {
 		w.spooled = n
 	} else {

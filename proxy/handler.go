@@ -114,6 +114,9 @@ type Routes struct {
 	// Cache is the response cache and request coalescing (cache.go). Nil
 	// means none: every call goes to its pool.
 	Cache *CacheRoutes
+	// Bodies are the request log's body settings (bodies.go). Nil means
+	// no call keeps its bodies.
+	Bodies *BodyRoutes
 }
 
 // Recorder receives one call per answered request, for metrics.
@@ -155,6 +158,9 @@ type Spend struct {
 	// failed or none would take it): Backend is "", Usage unknown, and
 	// a Spender records it for the log, pricing nothing.
 	Unanswered bool
+	// Bodies are the call's bodies when its pool or key keeps them
+	// (request_log.bodies), nil otherwise.
+	Bodies *Bodies
 }
 
 // Refusals receives one call per request refused at one of the gateway's

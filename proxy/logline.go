@@ -55,6 +55,9 @@ type logLine struct {
 	cache        string
 	saved        route.Usage
 	savedBackend string
+	// bodies captures the call's bodies when its pool or key keeps them
+	// (bodies.go); nil otherwise.
+	bodies *bodyCapture
 	// routed is set for calls routed by their model to a pool (not a
 	// stored object's, pinned to its backend): the key's allowed pools
 	// and models apply to them.
@@ -87,6 +90,9 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 			sp.Failover = l.report.Failover
 		}
 		l.logged(&sp, total)
+		if l.bodies != nil {
+			sp.Bodies = l.bodies.done(l.bytes)
+		}
 		l.cost, l.priced = h.Spender.Spent(sp)
 	} else if h.Spender != nil && (l.cache == "hit" || l.cache == "coalesced") && status != 0 {
 		h.spendCached(l, status, total) // cache.go
@@ -97,6 +103,9 @@ func (h *Handler) finish(l *logLine, start time.Time) {
 			sp.Team, sp.Tags = l.who.Team, l.who.Tags
 		}
 		l.logged(&sp, total)
+		if l.bodies != nil {
+			sp.Bodies = l.bodies.done(-1)
+		}
 		h.Spender.Spent(sp)
 	}
 	if l.usage.Estimated {

@@ -25,6 +25,7 @@ func relay(x *exchange) error {
 	ctx, cancel := context.WithCancelCause(x.r.Context())
 	x.h.halting.add(&x.lg, cancel)
 	defer x.endCall(cancel)
+	x.startCapture() // bodies.go
 	resp, err := x.call(ctx)
 	if err != nil {
 		return err
@@ -34,7 +35,7 @@ func relay(x *exchange) error {
 	if x.eventStream {
 		bufs = &streamBufs
 	}
-	n, err := copyBody(x.w, resp.Body, x.eventStream || resp.ContentLength < 0, bufs)
+	n, err := copyBody(x.w, resp.Body, x.eventStream || resp.ContentLength < 0, bufs, x.lg.bodies)
 	x.lg.bytes = n
 	if err != nil {
 		return x.bodyError(ctx, err)
@@ -79,6 +80,9 @@ func (x *exchange) call(ctx context.Context) (*http.Response, error) {
 		}
 	}
 	x.passHeader(resp.Header, rep)
+	if c := x.lg.bodies; c != nil {
+		c.answer(resp.Header, resp.ContentLength)
+	}
 	x.writeHeader(resp.StatusCode)
 	x.lg.firstByte = time.Since(x.start)
 	x.eventStream = route.IsEventStream(resp.Header)
@@ -178,10 +182,12 @@ var (
 
 // copyBody copies src to w through a buffer from bufs. With flush set it
 // flushes after every read, so each SSE event goes out as it arrives.
+// With a capture (c not nil), what went out is copied to it after it
+// went (bodies.go), so that no chunk waits for it.
 // Before a write error or an upstream error it makes sure a partial event
 // line is terminated, so that an error event that follows is read as an
 // event of its own.
-func copyBody(w http.ResponseWriter, src io.Reader, flush bool, bufs *sync.Pool) (int64, error) {
+func copyBody(w http.ResponseWriter, src io.Reader, flush bool, bufs *sync.Pool, c *bodyCapture) (int64, error) {
 	bp := bufs.Get().(*[]byte) // put back on return, not on a panic: the buffer is then left to the collector
 	buf := *bp
 	rc := http.NewResponseController(w)
@@ -195,6 +201,9 @@ func copyBody(w http.ResponseWriter, src io.Reader, flush bool, bufs *sync.Pool)
 			tail = lastTwo(tail, buf[:m])
 			if werr == nil && flush {
 				werr = rc.Flush()
+			}
+			if c != nil {
+				c.response(buf[:m])
 			}
 			if werr != nil {
 				bufs.Put(bp)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -38,7 +39,11 @@ func TestCopyBodyTerminatesPartialEvent(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			_, err := copyBody(w, &chunkReader{chunks: tc.chunks, err: tc.err}, true, &streamBufs)
+			c := &bodyCapture{limit: 1 << 20}
+			_, err := copyBody(w, &chunkReader{chunks: tc.chunks, err: tc.err}, true, &streamBufs, c)
+			if got, want := string(c.b.Response), strings.Join(tc.chunks, ""); got != want {
+				t.Errorf("captured %q, want what the backend sent, %q", got, want)
+			}
 			if (tc.err == io.EOF) != (err == nil) {
 				t.Fatalf("err = %v", err)
 			}

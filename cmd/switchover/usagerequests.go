@@ -185,7 +185,9 @@ func joinArgs(args []string) string {
 const usageRequestUsage = `Usage: switchover usage request [flags] ID
 
 Prints one request of the gateway's request log with its attempts
-(backend, status, reason, when each started and how long it took):
+(backend, status, reason, when each started and how long it took) and
+its bodies when its pool or key keeps them (request_log.bodies), their
+secrets redacted:
 
   switchover usage request 9f3c2a1b7e6d5c4b
 `
@@ -233,13 +235,21 @@ func usageRequest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(r.Attempts) == 0 {
+	if err := printAttempts(stdout, r.Attempts); err != nil {
+		return err
+	}
+	return printBodies(stdout, d.Bodies)
+}
+
+// printAttempts prints a request's attempts as a table, if it has some.
+func printAttempts(stdout io.Writer, attempts []ledger.Attempt) error {
+	if len(attempts) == 0 {
 		return nil
 	}
 	fmt.Fprintln(stdout)
-	tw = tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "#\tbackend\tstatus\treason\tstart ms\tduration ms\tnote")
-	for i, a := range r.Attempts {
+	for i, a := range attempts {
 		var note []string
 		if a.Hedge {
 			note = append(note, "hedge")
@@ -254,4 +264,46 @@ func usageRequest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%s\n", i+1, a.Backend, status, dash(a.Reason), a.StartMs, a.DurationMs, dash(strings.Join(note, ",")))
 	}
 	return tw.Flush()
+}
+
+// printBodies prints a request's kept bodies, or why there are none.
+// Control characters but newlines and tabs are shown escaped (\x1b), so
+// that a body cannot drive the terminal.
+func printBodies(stdout io.Writer, b ledgerapi.BodiesView) error {
+	if !b.Kept {
+		_, err := fmt.Fprintf(stdout, "\nbodies: %s\n", b.Note)
+		return err
+	}
+	size := func(n int64, cut bool) string {
+		switch {
+		case n < 0:
+			return "size unknown"
+		case cut:
+			return fmt.Sprintf("%d bytes, truncated", n)
+		}
+		return fmt.Sprintf("%d bytes", n)
+	}
+	fmt.Fprintf(stdout, "\nrequest body (%s):\n%s\n", size(b.RequestSize, b.RequestTruncated), terminalSafe(b.Request))
+	fmt.Fprintf(stdout, "\nresponse body (%s):\n%s\n", size(b.ResponseSize, b.ResponseTruncated), terminalSafe(b.Response))
+	if b.Note != "" {
+		fmt.Fprintf(stdout, "\nnote: %s\n", terminalSafe(b.Note))
+	}
+	return nil
+}
+
+// terminalSafe is s with its control characters, newlines and tabs
+// aside, written as Go escapes.
+func terminalSafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

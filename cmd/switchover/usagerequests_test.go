@@ -83,7 +83,9 @@ func testUsageRequestCommand(t *testing.T, kind string) {
 		{At: usageAt("2026-12-01T08:00:00Z"), RequestID: "r1", KeyID: "key_1", Pool: "chat", Backend: "sec", Model: "gpt-4o",
 			Status: 200, Failover: true, Tried: 2, DurationMs: 1500, FirstByteMs: 1100,
 			Attempts: []ledger.Attempt{{Backend: "weu", Status: 429, Reason: "rate_limited", DurationMs: 600},
-				{Backend: "sec", Status: 200, Reason: "ok", StartMs: 601, DurationMs: 500}}},
+				{Backend: "sec", Status: 200, Reason: "ok", StartMs: 601, DurationMs: 500}},
+			Bodies: &ledger.Bodies{Request: []byte("{\"messages\":\"hi \x1b[2J sk-proj-abcdefghijklmnopqrstuvwxyz\"}"), Response: []byte(`{"answer":"ho"}`),
+				RequestSize: 60, ResponseSize: 900, ResponseTruncated: true}},
 		{At: usageAt("2026-12-01T09:00:00Z"), RequestID: "r2", KeyID: "key_1", Pool: "chat", Backend: "weu", Model: "gpt-4o", Status: 200},
 	}); err != nil {
 		t.Fatal(err)
@@ -93,6 +95,15 @@ func testUsageRequestCommand(t *testing.T, kind string) {
 	if code != exitOK || !regexp.MustCompile(`(?m)^1\s+weu\s+429\s+rate_limited\s+0\s+600\s+-$`).MatchString(out) ||
 		!regexp.MustCompile(`(?m)^2\s+sec\s+200\s+ok\s+601\s+500\s+-$`).MatchString(out) || !strings.Contains(out, "1500 ms (first byte 1100 ms)") {
 		t.Fatalf("usage request r1: exit %d\n%s%s", code, out, errOut)
+	}
+	// Its bodies: redacted by the store, the terminal's escape shown as
+	// text, the truncation said.
+	if !strings.Contains(out, "request body (60 bytes):\n"+`{"messages":"hi \x1b[2J [REDACTED]"}`) || strings.Contains(out, "\x1b[") ||
+		!strings.Contains(out, "response body (900 bytes, truncated):\n"+`{"answer":"ho"}`) {
+		t.Errorf("usage request r1's bodies:\n%s", out)
+	}
+	if code, out, _ := run2(t, append([]string{"usage", "request"}, append(base, "r2")...)...); code != exitOK || !strings.Contains(out, "bodies: no bodies kept") {
+		t.Errorf("usage request r2 (no bodies): exit %d\n%s", code, out)
 	}
 	code, out, _ = run2(t, append([]string{"usage", "requests"}, append(base, "--backend", "weu", "--failover", "yes", "--format", "csv")...)...)
 	if code != exitOK || !strings.Contains(out, "\n2026-12-01T08:00:00Z,r1,") || strings.Contains(out, ",r2,") {

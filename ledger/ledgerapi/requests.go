@@ -68,6 +68,38 @@ type RequestRow struct {
 // RequestDetail is the JSON answer of GET /admin/usage/requests/{id}.
 type RequestDetail struct {
 	Request RequestRow `json:"request"`
+	// Bodies are the request's bodies as the request log kept them, or
+	// why it has none.
+	Bodies BodiesView `json:"bodies"`
+}
+
+// BodiesView is a request's kept bodies (request_log.bodies), as text:
+// bytes that are not UTF-8 read as U+FFFD. Their secrets were redacted
+// before they were stored; headers are never kept.
+type BodiesView struct {
+	// Kept is false when none were kept (Note says why), and the other
+	// fields are then empty.
+	Kept     bool   `json:"kept"`
+	Request  string `json:"request"`
+	Response string `json:"response"`
+	// RequestSize and ResponseSize are the whole bodies' sizes in bytes
+	// (-1: unknown, or there was no answer); *Truncated mark a body of
+	// which only the first part was kept.
+	RequestSize       int64  `json:"request_size"`
+	ResponseSize      int64  `json:"response_size"`
+	RequestTruncated  bool   `json:"request_truncated"`
+	ResponseTruncated bool   `json:"response_truncated"`
+	Note              string `json:"note,omitempty"`
+}
+
+// NoBodiesNote is BodiesView.Note for a request without kept bodies.
+const NoBodiesNote = "no bodies kept: its pool and key keep none (request_log.bodies), or they are older than store.body_retention"
+
+// BodiesOf is the view of b.
+func BodiesOf(b ledger.Bodies) BodiesView {
+	return BodiesView{Kept: true, Request: strings.ToValidUTF8(string(b.Request), "\uFFFD"), Response: strings.ToValidUTF8(string(b.Response), "\uFFFD"),
+		RequestSize: b.RequestSize, ResponseSize: b.ResponseSize, RequestTruncated: b.RequestTruncated,
+		ResponseTruncated: b.ResponseTruncated, Note: b.Note}
 }
 
 // Requests is the JSON answer of GET /admin/usage/requests.
@@ -91,7 +123,8 @@ func rowOf(u ledger.Usage) RequestRow {
 }
 
 // request answers GET /admin/usage/requests/{id}: one request with its
-// attempts; 404 when none has that id.
+// attempts and its kept bodies; 404 when none has that id. Only the
+// admin key reaches it (the admin guard): bodies are end users' content.
 func (h *Handler) request(w http.ResponseWriter, r *http.Request, s ledger.Store) {
 	id := r.PathValue("id")
 	if len(id) > ledger.MaxText || strings.ContainsFunc(id, func(c rune) bool { return c < ' ' || c == 0x7f }) {
@@ -111,7 +144,15 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request, s ledger.Store
 	if row.Attempts == nil {
 		row.Attempts = []ledger.Attempt{}
 	}
-	writeJSON(w, http.StatusOK, RequestDetail{Request: row})
+	d := RequestDetail{Request: row, Bodies: BodiesView{Note: NoBodiesNote}}
+	switch b, err := s.RequestBodies(r.Context(), id); {
+	case err == nil:
+		d.Bodies = BodiesOf(b)
+	case !errors.Is(err, ledger.ErrNotFound):
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
 }
 
 // requests answers GET /admin/usage/requests?from=&to=&key=&team=&tag=

@@ -46,6 +46,8 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Traffic", func(t *testing.T) { testTraffic(t, h.Open(t)) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, h.Open(t)) })
 	t.Run("AuditRetention", func(t *testing.T) { testAuditRetention(t, h.Open(t)) })
+	t.Run("RequestBodies", func(t *testing.T) { testRequestBodies(t, h.Open(t)) })
+	t.Run("BodiesRetention", func(t *testing.T) { testBodiesRetention(t, h.Open(t)) })
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })
 		t.Run("AuditLogSurvivesRestart", func(t *testing.T) { testAuditLogSurvivesRestart(t, h) })
