@@ -24,7 +24,7 @@ var spendGroupings = []string{ledger.ByTeam, ledger.ByKey, ledger.ByModel, ledge
 var trafficGroupings = []string{ledger.ByBackend, ledger.ByPool}
 
 // trafficLimit bounds the request log rows the traffic charts read from
-// a store without hourly traffic sums (ledger.TrafficReader): the newest
+// a store without daily traffic sums (ledger.TrafficReader): the newest
 // of the range, so that a page costs at most this many rows.
 const trafficLimit = 10_000
 
@@ -49,7 +49,7 @@ type spendData struct {
 	BurnMore int
 	Traffic  []svgChart
 	// TrafficRows is how many requests the traffic charts count;
-	// Truncated, that the range holds more (a store without hourly sums:
+	// Truncated, that the range holds more (a store without daily sums:
 	// the oldest days are partial).
 	TrafficRows int
 	Truncated   bool
@@ -295,7 +295,7 @@ func periodName(p string) string {
 // trafficCharts draws requests, errors (status 400 and above, or no
 // answer), failovers and p95 duration per day by pool or backend (the
 // one that answered; "(none)" for a request none answered), from the
-// store's hourly traffic sums (ledger.TrafficReader): exact counts over
+// store's daily traffic sums (ledger.TrafficReader): exact counts over
 // the whole range. A store without them gives the request log's newest
 // trafficLimit rows, and the page says when the range holds more. It
 // returns the charts, how many requests they count and whether that is
@@ -321,8 +321,8 @@ func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendDat
 		if name == "" {
 			name = "(none)"
 		}
-		day := int(u.Hour.Sub(d.From) / (24 * time.Hour))
-		if u.Hour.Before(d.From) || day >= len(days) {
+		day := int(u.Day.Sub(d.From) / (24 * time.Hour))
+		if u.Day.Before(d.From) || day >= len(days) {
 			continue
 		}
 		i, ok := names[name]
@@ -402,7 +402,7 @@ func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendDat
 	return charts, total, truncated, nil
 }
 
-// trafficSums reads the traffic of [from, to) summed per hour, pool and
+// trafficSums reads the traffic of [from, to) summed per day, pool and
 // backend (ledger.TrafficReader); from a store without those sums, it
 // sums the request log's newest trafficLimit rows instead, and says
 // whether the range held more.
@@ -416,24 +416,25 @@ func trafficSums(ctx context.Context, st ledger.Store, from, to time.Time) ([]le
 		return nil, false, err
 	}
 	type key struct {
-		hour          time.Time
+		day           time.Time
 		pool, backend string
 	}
 	idx := map[key]int{}
 	var out []ledger.TrafficSum
 	for _, u := range us {
-		k := key{u.At.UTC().Truncate(time.Hour), u.Pool, u.Backend}
+		at := u.At.UTC()
+		k := key{time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), u.Pool, u.Backend}
 		i, ok := idx[k]
 		if !ok {
 			i = len(out)
 			idx[k] = i
-			out = append(out, ledger.TrafficSum{Hour: k.hour, Pool: k.pool, Backend: k.backend})
+			out = append(out, ledger.TrafficSum{Day: k.day, Pool: k.pool, Backend: k.backend})
 		}
 		out[i].Add(u)
 	}
 	// In the store's order, so that series come in the same order.
 	slices.SortFunc(out, func(a, b ledger.TrafficSum) int {
-		return cmp.Or(a.Hour.Compare(b.Hour), cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Backend, b.Backend))
+		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Backend, b.Backend))
 	})
 	return out, len(us) == trafficLimit, nil
 }

@@ -231,7 +231,7 @@ func TestSpendPageAccess(t *testing.T) {
 }
 
 // BenchmarkSpendPage renders the 30 days' page over a store of 20,000
-// requests (more than a store without hourly traffic sums would let the
+// requests (more than a store without daily traffic sums would let the
 // charts read) on 3 backends, 4 teams and 2 budgets. Prints its time;
 // asserts none.
 func BenchmarkSpendPage(b *testing.B) {
@@ -298,7 +298,7 @@ func TestSpendPageWithoutTrafficReader(t *testing.T) {
 // count only the newest 10,000 rows"): over 11,000 requests in the 7
 // days, every one is counted, on its day: requests, errors, failovers
 // and the p95's bucket are exact, and the page does not say the range is
-// partial. A store without the hourly sums still reads the newest 10,000
+// partial. A store without the daily sums still reads the newest 10,000
 // and says the earliest days are incomplete.
 func TestSpendPageCountsEveryRequest(t *testing.T) {
 	e, ci, _ := spendEnv(t)
@@ -347,13 +347,13 @@ func TestSpendPageCountsEveryRequest(t *testing.T) {
 	if !strings.Contains(note, "11024 requests counted, every one of the range") || strings.Contains(note, "incomplete") {
 		t.Errorf("the traffic note: %.200s", note)
 	}
-	// Without the hourly sums: the newest 10,000, said to be partial.
+	// Without the daily sums: the newest 10,000, said to be partial.
 	e.gw.store = struct{ ledger.Store }{st}
 	_, page = e.do(viewer, "GET", "/console/spend?days=7", nil)
 	if note := section(t, page, "traffic-note"); !strings.Contains(note, "10000 requests counted, the newest of the range only") {
-		t.Errorf("without hourly sums, the traffic note: %.200s", note)
+		t.Errorf("without daily sums, the traffic note: %.200s", note)
 	}
 	if titles(page)["2026-12-01 · uksouth: 6020 req"] {
-		t.Error("without hourly sums, the oldest day is whole: the test proves nothing")
+		t.Error("without daily sums, the oldest day is whole: the test proves nothing")
 	}
 }

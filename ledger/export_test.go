@@ -19,7 +19,7 @@ func Migrations(name string) int {
 }
 
 // TrafficBackfill returns the statement of migration 0014 (of the sqlite
-// or postgres schema) that fills traffic_hourly from the request log.
+// or postgres schema) that fills traffic_daily from the request log.
 func TrafficBackfill(name string) string {
 	ms, err := migrations(Dialect{Name: name})
 	if err != nil {
@@ -27,7 +27,7 @@ func TrafficBackfill(name string) string {
 	}
 	for _, m := range ms {
 		if m.version == 14 {
-			return m.sql[strings.Index(m.sql, "INSERT INTO traffic_hourly"):]
+			return m.sql[strings.Index(m.sql, "INSERT INTO traffic_daily"):]
 		}
 	}
 	panic("no migration 0014")

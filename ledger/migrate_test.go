@@ -128,7 +128,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	// audit trail), and their
 	// migrations' rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP TABLE traffic_hourly", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
+	for _, q := range []string{"DROP TABLE traffic_daily", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
 		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
 		"ALTER TABLE usage_requests DROP COLUMN attempts", "ALTER TABLE usage_requests DROP COLUMN tried",
 		"ALTER TABLE usage_requests DROP COLUMN hedge", "ALTER TABLE usage_requests DROP COLUMN duration_ms",
@@ -223,7 +223,7 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP TABLE traffic_hourly", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
+	for _, q := range []string{"DROP TABLE traffic_daily", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
 		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
 		"ALTER TABLE usage_requests DROP COLUMN attempts", "ALTER TABLE usage_requests DROP COLUMN tried",
 		"ALTER TABLE usage_requests DROP COLUMN hedge", "ALTER TABLE usage_requests DROP COLUMN duration_ms",

@@ -130,7 +130,7 @@ func (r *Retention) Round(ctx context.Context) (int, time.Time, error) {
 			break
 		}
 	}
-	// The hourly traffic sums go with the hours of the log they sum.
+	// The daily traffic sums go with the days of the log they sum.
 	if p, ok := r.s.(TrafficPruner); ok {
 		if _, err := p.DeleteTrafficBefore(ctx, before); err != nil {
 			return total, before, err

@@ -13,7 +13,7 @@ import (
 )
 
 // trafficEdges are the upper edges, in ms, of the latency histogram of
-// traffic_hourly (migration 0014 names its columns after them: le_50 …
+// traffic_daily (migration 0014 names its columns after them: le_50 …
 // le_120000, and le_inf above the last). Change neither without the
 // other: a new set of edges is a new migration.
 var trafficEdges = [...]int64{50, 100, 200, 300, 400, 500, 750, 1000, 1500, 2000, 3000, 4000, 5000, 7500,
@@ -74,11 +74,11 @@ func (h Histogram) Quantile(q float64) float64 {
 	return math.Inf(1)
 }
 
-// TrafficSum is the traffic of one hour, pool and backend, as the
+// TrafficSum is the traffic of one UTC day, pool and backend, as the
 // console's charts read it.
 type TrafficSum struct {
-	// Hour is the hour's start (UTC).
-	Hour time.Time
+	// Day is the day's start (UTC midnight).
+	Day time.Time
 	// Backend is the one that answered, "" for requests none answered.
 	Pool, Backend string
 	// Requests counts every request of the request log (cache answers and
@@ -90,7 +90,7 @@ type TrafficSum struct {
 	Latency Histogram
 }
 
-// Add counts u, a request of the log, in s (whatever its hour, pool and
+// Add counts u, a request of the log, in s (whatever its day, pool and
 // backend).
 func (s *TrafficSum) Add(u Usage) {
 	s.Requests++
@@ -105,23 +105,24 @@ func (s *TrafficSum) Add(u Usage) {
 	}
 }
 
-// TrafficReader reads the request log's traffic summed per hour, pool and
-// backend, for charts: exact counts over any range, read from an
-// aggregate kept as requests are recorded (traffic_hourly), so a range of
-// 90 days costs a read of its hours, not of its requests. The stores of
-// ledger/sqlite and ledger/postgres implement it.
+// TrafficReader reads the request log's traffic summed per UTC day, pool
+// and backend, for charts: exact counts over any range, read from an
+// aggregate kept as requests are recorded (traffic_daily), so a range of
+// 90 days costs a read of at most 90 rows per pool and backend, whatever
+// the traffic. The stores of ledger/sqlite and ledger/postgres implement
+// it.
 type TrafficReader interface {
-	// TrafficSums returns the sums of the hours that start in [from, to),
-	// ordered by hour, pool and backend. Store's retention deletes them
-	// with the request log (whole hours before its cutoff). ErrInvalid
-	// for an empty range.
+	// TrafficSums returns the sums of the days that start in [from, to),
+	// ordered by day, pool and backend. Retention deletes them with the
+	// request log (whole days before its cutoff). ErrInvalid for an empty
+	// range.
 	TrafficSums(ctx context.Context, from, to time.Time) ([]TrafficSum, error)
 }
 
-// TrafficPruner deletes the traffic sums of the hours before a time;
+// TrafficPruner deletes the traffic sums of the days before a time;
 // Retention calls it after it has deleted the request log's rows.
 type TrafficPruner interface {
-	// DeleteTrafficBefore deletes the sums of the hours that end at or
+	// DeleteTrafficBefore deletes the sums of the days that end at or
 	// before before, and returns how many.
 	DeleteTrafficBefore(ctx context.Context, before time.Time) (int, error)
 }
@@ -131,18 +132,21 @@ var (
 	_ TrafficPruner = (*sqlStore)(nil)
 )
 
-// hourOf numbers t's UTC hour: hours since the epoch, as traffic_hourly
-// and usage_requests' at_us / 3600000000 do.
-func hourOf(t time.Time) int64 {
+// dayUs is a day in microseconds.
+const dayUs = 86400_000_000
+
+// dayNumber numbers t's UTC day: days since the epoch, as traffic_daily
+// and the migration's at_us / 86400000000 do.
+func dayNumber(t time.Time) int64 {
 	us := t.UnixMicro()
-	h := us / 3600_000_000
-	if us < 0 && us%3600_000_000 != 0 {
-		h-- // floor, for times before 1970
+	d := us / dayUs
+	if us < 0 && us%dayUs != 0 {
+		d-- // floor, for times before 1970
 	}
-	return h
+	return d
 }
 
-// trafficColumns are traffic_hourly's latency columns, in bucket order.
+// trafficColumns are traffic_daily's latency columns, in bucket order.
 var trafficColumns = func() []string {
 	out := make([]string, 0, len(trafficEdges)+1)
 	for _, e := range trafficEdges {
@@ -151,17 +155,17 @@ var trafficColumns = func() []string {
 	return append(out, "le_inf")
 }()
 
-// trafficKey is a row of traffic_hourly.
+// trafficKey is a row of traffic_daily.
 type trafficKey struct {
-	hour          int64
+	day           int64
 	pool, backend string
 }
 
-// trafficSums are the sums a batch adds to traffic_hourly.
+// trafficSums are the sums a batch adds to traffic_daily.
 type trafficSums map[trafficKey]*TrafficSum
 
 func (m trafficSums) add(u Usage) {
-	k := trafficKey{hourOf(u.At), u.Pool, u.Backend}
+	k := trafficKey{dayNumber(u.At), u.Pool, u.Backend}
 	s := m[k]
 	if s == nil {
 		s = &TrafficSum{}
@@ -170,7 +174,7 @@ func (m trafficSums) add(u Usage) {
 	s.Add(u)
 }
 
-// addTraffic adds sums to traffic_hourly within tx, in key order (the
+// addTraffic adds sums to traffic_daily within tx, in key order (the
 // order in which concurrent batches lock rows).
 func (s *sqlStore) addTraffic(ctx context.Context, tx *sql.Tx, sums trafficSums) error {
 	if len(sums) == 0 {
@@ -182,11 +186,11 @@ func (s *sqlStore) addTraffic(ctx context.Context, tx *sql.Tx, sums trafficSums)
 		if i > 0 {
 			set.WriteString(", ")
 		}
-		set.WriteString(c + " = traffic_hourly." + c + " + excluded." + c)
+		set.WriteString(c + " = traffic_daily." + c + " + excluded." + c)
 	}
-	up, err := tx.PrepareContext(ctx, s.q(`INSERT INTO traffic_hourly (hour, pool, backend, `+strings.Join(cols, ", ")+`)
+	up, err := tx.PrepareContext(ctx, s.q(`INSERT INTO traffic_daily (day, pool, backend, `+strings.Join(cols, ", ")+`)
 		VALUES (?, ?, ?`+strings.Repeat(", ?", len(cols))+`)
-		ON CONFLICT (hour, pool, backend) DO UPDATE SET `+set.String()))
+		ON CONFLICT (day, pool, backend) DO UPDATE SET `+set.String()))
 	if err != nil {
 		return fmt.Errorf("ledger: record usage: traffic: %w", err)
 	}
@@ -196,12 +200,12 @@ func (s *sqlStore) addTraffic(ctx context.Context, tx *sql.Tx, sums trafficSums)
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b trafficKey) int {
-		return cmp.Or(cmp.Compare(a.hour, b.hour), cmp.Compare(a.pool, b.pool), cmp.Compare(a.backend, b.backend))
+		return cmp.Or(cmp.Compare(a.day, b.day), cmp.Compare(a.pool, b.pool), cmp.Compare(a.backend, b.backend))
 	})
 	args := make([]any, 0, 3+len(cols))
 	for _, k := range keys {
 		sm := sums[k]
-		args = append(args[:0], k.hour, k.pool, k.backend, sm.Requests, sm.Errors, sm.Failovers)
+		args = append(args[:0], k.day, k.pool, k.backend, sm.Requests, sm.Errors, sm.Failovers)
 		for _, n := range sm.Latency {
 			args = append(args, n)
 		}
@@ -216,17 +220,17 @@ func (s *sqlStore) TrafficSums(ctx context.Context, from, to time.Time) ([]Traff
 	if !to.After(from) {
 		return nil, fmt.Errorf("%w: traffic range [%s, %s) is empty", ErrInvalid, from, to)
 	}
-	// The hours that start in [from, to): from the first whole hour at
-	// or after from, to the last that starts before to.
-	first, last := hourOf(from), hourOf(to)
-	if !time.UnixMicro(first * 3600_000_000).Equal(from) {
+	// The days that start in [from, to): from the first midnight at or
+	// after from, to the last before to.
+	first, last := dayNumber(from), dayNumber(to)
+	if !time.UnixMicro(first * dayUs).Equal(from) {
 		first++
 	}
-	if time.UnixMicro(last * 3600_000_000).Equal(to) {
+	if time.UnixMicro(last * dayUs).Equal(to) {
 		last--
 	}
-	rows, err := s.r.QueryContext(ctx, s.q(`SELECT hour, pool, backend, requests, errors, failovers, `+
-		strings.Join(trafficColumns, ", ")+` FROM traffic_hourly WHERE hour >= ? AND hour <= ? ORDER BY hour, pool, backend`), first, last)
+	rows, err := s.r.QueryContext(ctx, s.q(`SELECT day, pool, backend, requests, errors, failovers, `+
+		strings.Join(trafficColumns, ", ")+` FROM traffic_daily WHERE day >= ? AND day <= ? ORDER BY day, pool, backend`), first, last)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: traffic: %w", err)
 	}
@@ -234,15 +238,15 @@ func (s *sqlStore) TrafficSums(ctx context.Context, from, to time.Time) ([]Traff
 	var out []TrafficSum
 	for rows.Next() {
 		var r TrafficSum
-		var hour int64
-		dest := []any{&hour, &r.Pool, &r.Backend, &r.Requests, &r.Errors, &r.Failovers}
+		var day int64
+		dest := []any{&day, &r.Pool, &r.Backend, &r.Requests, &r.Errors, &r.Failovers}
 		for i := range r.Latency {
 			dest = append(dest, &r.Latency[i])
 		}
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("ledger: traffic: %w", err)
 		}
-		r.Hour = time.Unix(hour*3600, 0).UTC()
+		r.Day = time.UnixMicro(day * dayUs).UTC()
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -252,7 +256,7 @@ func (s *sqlStore) TrafficSums(ctx context.Context, from, to time.Time) ([]Traff
 }
 
 func (s *sqlStore) DeleteTrafficBefore(ctx context.Context, before time.Time) (int, error) {
-	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM traffic_hourly WHERE hour < ?`), hourOf(before))
+	res, err := s.w.ExecContext(ctx, s.q(`DELETE FROM traffic_daily WHERE day < ?`), dayNumber(before))
 	if err != nil {
 		return 0, fmt.Errorf("ledger: retention: traffic: %w", err)
 	}

@@ -45,7 +45,7 @@ func TestTrafficBackfillMatchesRecording(t *testing.T) {
 			want := map[string]*ledger.TrafficSum{}
 			var recs []ledger.Usage
 			for i := range 3000 {
-				u := ledger.Usage{At: t0.Add(time.Duration(r.IntN(5*3600)) * time.Second), RequestID: fmt.Sprint("r", i),
+				u := ledger.Usage{At: t0.Add(time.Duration(r.IntN(5*86400)) * time.Second), RequestID: fmt.Sprint("r", i),
 					Pool: fmt.Sprint("pool-", r.IntN(2)), Backend: fmt.Sprint("b", r.IntN(3)), Status: []int{200, 200, 429, 500, 400, 399}[r.IntN(6)],
 					Failover: r.IntN(10) == 0, DurationMs: durations[r.IntN(len(durations))]}
 				switch r.IntN(20) {
@@ -55,9 +55,9 @@ func TestTrafficBackfillMatchesRecording(t *testing.T) {
 					u.Unanswered, u.Backend, u.Status = true, "", 502
 				}
 				recs = append(recs, u)
-				k := fmt.Sprint(u.At.Truncate(time.Hour).Unix(), u.Pool, "/", u.Backend)
+				k := fmt.Sprint(u.At.Truncate(24*time.Hour).Unix(), u.Pool, "/", u.Backend)
 				if want[k] == nil {
-					want[k] = &ledger.TrafficSum{Hour: u.At.Truncate(time.Hour), Pool: u.Pool, Backend: u.Backend}
+					want[k] = &ledger.TrafficSum{Day: u.At.Truncate(24 * time.Hour), Pool: u.Pool, Backend: u.Backend}
 				}
 				want[k].Add(u)
 			}
@@ -67,7 +67,8 @@ func TestTrafficBackfillMatchesRecording(t *testing.T) {
 				}
 			}
 			tr := s.(ledger.TrafficReader)
-			recorded, err := tr.TrafficSums(ctx, t0, t0.Add(6*time.Hour))
+			d0 := t0.Truncate(24 * time.Hour)
+			recorded, err := tr.TrafficSums(ctx, d0, d0.Add(6*24*time.Hour))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,18 +76,18 @@ func TestTrafficBackfillMatchesRecording(t *testing.T) {
 				t.Fatalf("%d sums recorded, want %d", len(recorded), len(want))
 			}
 			for _, g := range recorded {
-				if w := want[fmt.Sprint(g.Hour.Unix(), g.Pool, "/", g.Backend)]; w == nil || !reflect.DeepEqual(g, *w) {
+				if w := want[fmt.Sprint(g.Day.Unix(), g.Pool, "/", g.Backend)]; w == nil || !reflect.DeepEqual(g, *w) {
 					t.Fatalf("recorded %+v\nwant %+v", g, w)
 				}
 			}
 			db := ledger.WriterDB(s)
-			if _, err := db.ExecContext(ctx, "DELETE FROM traffic_hourly"); err != nil {
+			if _, err := db.ExecContext(ctx, "DELETE FROM traffic_daily"); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := db.ExecContext(ctx, ledger.TrafficBackfill(kind)); err != nil {
 				t.Fatalf("the backfill: %v", err)
 			}
-			backfilled, err := tr.TrafficSums(ctx, t0, t0.Add(6*time.Hour))
+			backfilled, err := tr.TrafficSums(ctx, d0, d0.Add(6*24*time.Hour))
 			if err != nil || !reflect.DeepEqual(backfilled, recorded) {
 				t.Fatalf("backfilled (%v)\n%+v\nrecorded\n%+v", err, backfilled, recorded)
 			}
@@ -96,7 +97,7 @@ func TestTrafficBackfillMatchesRecording(t *testing.T) {
 
 // TestTrafficSumsBackfilledOnUpgrade: on SQLite and PostgreSQL, a store
 // whose schema predates migration 0014 (rows in its request log, no
-// traffic_hourly) is given the sums of its rows when it is opened.
+// traffic_daily) is given the sums of its rows when it is opened.
 func TestTrafficSumsBackfilledOnUpgrade(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
@@ -126,7 +127,7 @@ func TestTrafficSumsBackfilledOnUpgrade(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{"DROP TABLE traffic_hourly", "DELETE FROM schema_migrations WHERE version >= 14"} {
+			for _, q := range []string{"DROP TABLE traffic_daily", "DELETE FROM schema_migrations WHERE version >= 14"} {
 				if _, err := ledger.WriterDB(s).ExecContext(ctx, q); err != nil {
 					t.Fatal(err)
 				}
@@ -134,11 +135,11 @@ func TestTrafficSumsBackfilledOnUpgrade(t *testing.T) {
 			s.Close()
 			s = open(dsn)
 			defer s.Close()
-			got, err := s.(ledger.TrafficReader).TrafficSums(ctx, t0, t0.Add(time.Hour))
+			got, err := s.(ledger.TrafficReader).TrafficSums(ctx, t0.Truncate(24*time.Hour), t0.Add(24*time.Hour))
 			var h ledger.Histogram
 			h.Add(420)
 			h.Add(70)
-			want := []ledger.TrafficSum{{Hour: t0, Pool: "chat", Backend: "b1", Requests: 2, Errors: 1, Failovers: 1, Latency: h}}
+			want := []ledger.TrafficSum{{Day: t0.Truncate(24 * time.Hour), Pool: "chat", Backend: "b1", Requests: 2, Errors: 1, Failovers: 1, Latency: h}}
 			if err != nil || !reflect.DeepEqual(got, want) {
 				t.Fatalf("the sums after the upgrade = %+v, %v; want %+v", got, err, want)
 			}

@@ -20,8 +20,8 @@ const trafficDays = 90
 // BenchmarkTraffic stores 1,000,000 requests over 90 days in SQLite (the
 // request log's benchmark traffic: 4 pools, 8 backends, failovers,
 // errors, cache hits, unanswered requests) and times what the console's
-// traffic charts read: the hourly sums of the 90 days ("sums"), and
-// those folded into days per backend with each day's p95 ("days"), as
+// traffic charts read: the daily sums of the 90 days ("sums"), and
+// those folded per backend with each day's p95 ("days"), as
 // console/spend.go does. "backfill" times migration 0014's filling of the
 // sums from the 1,000,000 rows (in a transaction rolled back). Building
 // the table takes minutes; with SWITCHOVER_BENCH_TRAFFIC=path the file
@@ -99,7 +99,7 @@ func BenchmarkTraffic(b *testing.B) {
 					d = &[trafficDays]cell{}
 					days[s.Backend] = d
 				}
-				c := &d[int(s.Hour.Sub(from)/(24*time.Hour))]
+				c := &d[int(s.Day.Sub(from)/(24*time.Hour))]
 				c.requests += s.Requests
 				c.errors += s.Errors
 				c.failovers += s.Failovers
@@ -113,11 +113,11 @@ func BenchmarkTraffic(b *testing.B) {
 		}
 	})
 	b.Run("backfill", func(b *testing.B) {
-		mig, err := os.ReadFile("../migrations/sqlite/0014_traffic_hourly.sql")
+		mig, err := os.ReadFile("../migrations/sqlite/0014_traffic_daily.sql")
 		if err != nil {
 			b.Fatal(err)
 		}
-		fill := string(mig[strings.Index(string(mig), "INSERT INTO traffic_hourly"):])
+		fill := string(mig[strings.Index(string(mig), "INSERT INTO traffic_daily"):])
 		db, err := sql.Open("sqlite", path)
 		if err != nil {
 			b.Fatal(err)
@@ -128,7 +128,7 @@ func BenchmarkTraffic(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := tx.ExecContext(ctx, "DELETE FROM traffic_hourly"); err != nil {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM traffic_daily"); err != nil {
 				b.Fatal(err)
 			}
 			if _, err := tx.ExecContext(ctx, fill); err != nil {
