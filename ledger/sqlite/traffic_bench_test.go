@@ -27,7 +27,8 @@ const trafficDays = 90
 // the table takes minutes; with SWITCHOVER_BENCH_TRAFFIC=path the file
 // is kept and reused (built when missing):
 //
-//	SWITCHOVER_BENCH_TRAFFIC=/tmp/traffic.db go test ./ledger/sqlite -run '^$' -bench Traffic -benchtime 20x
+//	SWITCHOVER_BENCH_TRAFFIC=/tmp/traffic.db go test ./ledger/sqlite -run '^$' -bench 'Traffic/(sums|days)' -benchtime 20x
+//	SWITCHOVER_BENCH_TRAFFIC=/tmp/traffic.db go test ./ledger/sqlite -run '^$' -bench 'Traffic/backfill' -benchtime 2x
 func BenchmarkTraffic(b *testing.B) {
 	ctx := context.Background()
 	path := os.Getenv("SWITCHOVER_BENCH_TRAFFIC")
