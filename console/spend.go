@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,9 +23,9 @@ var spendGroupings = []string{ledger.ByTeam, ledger.ByKey, ledger.ByModel, ledge
 // trafficGroupings are what the traffic charts draw a series of.
 var trafficGroupings = []string{ledger.ByBackend, ledger.ByPool}
 
-// trafficLimit bounds the request log rows the traffic charts read: the
-// newest of the range (Requests' at_us index), so that a page costs at
-// most this many rows whatever the traffic.
+// trafficLimit bounds the request log rows the traffic charts read from
+// a store without daily traffic sums (ledger.TrafficReader): the newest
+// of the range, so that a page costs at most this many rows.
 const trafficLimit = 10_000
 
 // maxBurnCharts bounds the budget charts (one Spend query each).
@@ -47,8 +48,9 @@ type spendData struct {
 	// BurnMore counts the budgets not charted (past maxBurnCharts).
 	BurnMore int
 	Traffic  []svgChart
-	// TrafficRows is how many request log rows the traffic charts read;
-	// Truncated, that the range holds more (the oldest days are partial).
+	// TrafficRows is how many requests the traffic charts count;
+	// Truncated, that the range holds more (a store without daily sums:
+	// the oldest days are partial).
 	TrafficRows int
 	Truncated   bool
 }
@@ -293,26 +295,35 @@ func periodName(p string) string {
 // trafficCharts draws requests, errors (status 400 and above, or no
 // answer), failovers and p95 duration per day by pool or backend (the
 // one that answered; "(none)" for a request none answered), from the
-// request log's newest trafficLimit rows of the range.
+// store's daily traffic sums (ledger.TrafficReader): exact counts over
+// the whole range. A store without them gives the request log's newest
+// trafficLimit rows, and the page says when the range holds more. It
+// returns the charts, how many requests they count and whether that is
+// only the newest part of the range.
 func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendData, days []time.Time) ([]svgChart, int, bool, error) {
-	rows, err := trafficRows(ctx, st, d.From, d.To)
+	sums, truncated, err := trafficSums(ctx, st, d.From, d.To)
 	if err != nil {
 		return nil, 0, false, err
 	}
 	type cell struct {
 		req, errs, fo float64
-		ms            []int64
+		lat           ledger.Histogram
 	}
 	names := map[string]int{}
 	var order []string
 	var cells [][]cell
-	for _, u := range rows {
+	total := 0
+	for _, u := range sums {
 		name := u.Backend
 		if d.TrafficBy == ledger.ByPool {
 			name = u.Pool
 		}
 		if name == "" {
 			name = "(none)"
+		}
+		day := int(u.Day.Sub(d.From) / (24 * time.Hour))
+		if u.Day.Before(d.From) || day >= len(days) {
+			continue
 		}
 		i, ok := names[name]
 		if !ok {
@@ -321,21 +332,12 @@ func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendDat
 			order = append(order, name)
 			cells = append(cells, make([]cell, len(days)))
 		}
-		day := int(u.At.Sub(d.From) / (24 * time.Hour))
-		if day < 0 || day >= len(days) {
-			continue
-		}
 		cl := &cells[i][day]
-		cl.req++
-		if u.Unanswered || u.Status >= 400 {
-			cl.errs++
-		}
-		if u.Failover {
-			cl.fo++
-		}
-		if u.DurationMs > 0 && u.Cache == "" {
-			cl.ms = append(cl.ms, u.DurationMs)
-		}
+		cl.req += float64(u.Requests)
+		cl.errs += float64(u.Errors)
+		cl.fo += float64(u.Failovers)
+		cl.lat.Merge(u.Latency)
+		total += int(u.Requests)
 	}
 	mk := func(f func(cell) float64) []series {
 		out := make([]series, len(order))
@@ -384,45 +386,57 @@ func (c *Console) trafficCharts(ctx context.Context, st ledger.Store, d spendDat
 		stackedDays(newChart("failovers-chart", "Failovers per day by "+by+" (answered by another backend than the first tried)", "requests"), days,
 			pick(mk(func(c cell) float64 { return c.fo })), fmtCount("failover")),
 	}
-	p95 := mk(func(c cell) float64 { return math.NaN() })
-	for i := range order {
-		for j, cl := range cells[i] {
-			if len(cl.ms) > 0 {
-				p95[i].Values[j] = float64(percentile(cl.ms, 0.95))
-			}
-		}
-	}
+	// p95 is read from the histogram: the upper edge of its bucket (the
+	// true p95 is at most that, and above the edge below); past the last
+	// edge it is drawn at the last.
+	lastEdge := float64(ledger.TrafficBuckets()[len(ledger.TrafficBuckets())-1])
+	p95 := mk(func(c cell) float64 { return min(c.lat.Quantile(0.95), lastEdge) })
 	var lines []series
 	for _, r := range reqs {
 		if i, ok := names[r.Name]; ok {
 			lines = append(lines, p95[i])
 		}
 	}
-	charts = append(charts, linesDays(newChart("p95-chart", "p95 duration per day by "+by+" (ms, calls only: cache answers excluded)", "ms"), days, lines, fmtCount("ms"), 0, ""))
-	return charts, len(rows), len(rows) == trafficLimit, nil
+	charts = append(charts, linesDays(newChart("p95-chart", "p95 duration per day by "+by+
+		" (ms, calls only: cache answers excluded; the upper edge of the p95's latency bucket)", "ms"), days, lines, fmtCount("ms"), 0, ""))
+	return charts, total, truncated, nil
 }
 
-// trafficRows reads the newest trafficLimit requests of [from, to): the
-// few columns the charts need when the store can (ledger.TrafficReader),
-// whole records otherwise.
-func trafficRows(ctx context.Context, st ledger.Store, from, to time.Time) ([]ledger.TrafficRow, error) {
+// trafficSums reads the traffic of [from, to) summed per day, pool and
+// backend (ledger.TrafficReader); from a store without those sums, it
+// sums the request log's newest trafficLimit rows instead, and says
+// whether the range held more.
+func trafficSums(ctx context.Context, st ledger.Store, from, to time.Time) ([]ledger.TrafficSum, bool, error) {
 	if tr, ok := st.(ledger.TrafficReader); ok {
-		return tr.Traffic(ctx, from, to, trafficLimit)
+		sums, err := tr.TrafficSums(ctx, from, to)
+		return sums, false, err
 	}
 	us, err := st.Requests(ctx, ledger.RequestQuery{From: from, To: to, Limit: trafficLimit})
-	out := make([]ledger.TrafficRow, len(us))
-	for i, u := range us {
-		out[i] = ledger.TrafficRow{At: u.At, Pool: u.Pool, Backend: u.Backend, Status: u.Status, Failover: u.Failover,
-			Unanswered: u.Unanswered, Cache: u.Cache, DurationMs: u.DurationMs}
+	if err != nil {
+		return nil, false, err
 	}
-	return out, err
-}
-
-// percentile is the nearest-rank q-quantile of ms (which it sorts).
-func percentile(ms []int64, q float64) int64 {
-	slices.Sort(ms)
-	i := int(math.Ceil(q*float64(len(ms)))) - 1
-	return ms[max(min(i, len(ms)-1), 0)]
+	type key struct {
+		day           time.Time
+		pool, backend string
+	}
+	idx := map[key]int{}
+	var out []ledger.TrafficSum
+	for _, u := range us {
+		at := u.At.UTC()
+		k := key{time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), u.Pool, u.Backend}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, ledger.TrafficSum{Day: k.day, Pool: k.pool, Backend: k.backend})
+		}
+		out[i].Add(u)
+	}
+	// In the store's order, so that series come in the same order.
+	slices.SortFunc(out, func(a, b ledger.TrafficSum) int {
+		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(a.Pool, b.Pool), cmp.Compare(a.Backend, b.Backend))
+	})
+	return out, len(us) == trafficLimit, nil
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -87,7 +87,19 @@ func TestAuditTrailSurvivesStoreOutageAndRestart(t *testing.T) {
 			}
 			poll.Until(t, 30*time.Second, func() bool { return strings.Contains(a.logs.String(), "audit trail: write failed") },
 				func() string { return "the trail's write did not fail:\n" + a.logs.String() })
-			a.shutdown()
+			// Stop, advancing the gateway's clock until the shutdown's grace
+			// (5 s) is over, whatever timers are armed meanwhile.
+			a.stop()
+			poll.Until(t, 60*time.Second, func() bool {
+				a.clock.Advance(time.Second)
+				select {
+				case err := <-a.done:
+					a.done <- err
+					return true
+				default:
+					return false
+				}
+			}, func() string { return "the gateway did not stop:\n" + a.logs.String() })
 			if !strings.Contains(a.logs.String(), "they wait in the audit spool for the next start") {
 				t.Fatalf("no log line of the entries left in the audit spool:\n%s", a.logs.String())
 			}

@@ -125,10 +125,10 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
 	// (object owners), 6 (tags), 7 (end users), 8 (budget rules), 9
 	// (cache hits), 10 (keys' own cache), 11 (the request log), 12 (the
-	// audit trail) and 13 (kept bodies), and their
+	// audit trail), 13 (kept bodies) and 14 (traffic sums), and their
 	// migrations' rows.
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP TABLE request_bodies", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
+	for _, q := range []string{"DROP TABLE traffic_daily", "DROP TABLE request_bodies", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
 		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
 		"ALTER TABLE usage_requests DROP COLUMN attempts", "ALTER TABLE usage_requests DROP COLUMN tried",
 		"ALTER TABLE usage_requests DROP COLUMN hedge", "ALTER TABLE usage_requests DROP COLUMN duration_ms",
@@ -223,7 +223,7 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := ledger.WriterDB(s)
-	for _, q := range []string{"DROP TABLE request_bodies", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
+	for _, q := range []string{"DROP TABLE traffic_daily", "DROP TABLE request_bodies", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
 		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
 		"ALTER TABLE usage_requests DROP COLUMN attempts", "ALTER TABLE usage_requests DROP COLUMN tried",
 		"ALTER TABLE usage_requests DROP COLUMN hedge", "ALTER TABLE usage_requests DROP COLUMN duration_ms",

@@ -56,8 +56,10 @@ type RetentionOptions struct {
 
 // Retention deletes per-request usage records (usage_requests and their
 // tags) older than its Keep from a Store, in the background, in bounded
-// batches. The daily sums that usage reports over whole days and budgets
-// read are kept. Start it with Run; it is safe for concurrent use.
+// batches, with the traffic charts' daily sums of the days before its
+// cutoff, and the audit trail's entries older than its AuditKeep. The
+// daily sums that usage reports over whole days and budgets read are
+// kept. Start it with Run; it is safe for concurrent use.
 type Retention struct {
 	s Store
 	o RetentionOptions
@@ -128,6 +130,12 @@ func (r *Retention) Round(ctx context.Context) (int, time.Time, error) {
 		}
 		if n < r.o.Batch {
 			break
+		}
+	}
+	// The daily traffic sums go with the days of the log they sum.
+	if p, ok := r.s.(TrafficPruner); ok {
+		if _, err := p.DeleteTrafficBefore(ctx, before); err != nil {
+			return total, before, err
 		}
 	}
 	return total, before, nil

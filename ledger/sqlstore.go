@@ -325,6 +325,7 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 	bodies := bodyInserter{tx: tx, query: s.q(bodiesInsert)} // prepared for the first record with bodies
 	defer bodies.close()
 	daily := dailySums{all: map[dailyKey]*sums{}, tagged: map[dailyKey]*sums{}}
+	traffic := trafficSums{}
 	for _, u := range rs {
 		nus := toNano(u.Cost)
 		tags := uniqueTags(u.Tags)
@@ -357,11 +358,15 @@ func (s *sqlStore) RecordUsage(ctx context.Context, batch []Usage) error {
 		if !u.Unanswered {
 			daily.add(u, tags, nus)
 		}
+		traffic.add(u)
 	}
 	if err := s.addDaily(ctx, tx, false, daily.all); err != nil {
 		return err
 	}
 	if err := s.addDaily(ctx, tx, true, daily.tagged); err != nil {
+		return err
+	}
+	if err := s.addTraffic(ctx, tx, traffic); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

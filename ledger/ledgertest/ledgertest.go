@@ -44,6 +44,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("RetentionHold", func(t *testing.T) { testRetentionHold(t, h.Open(t)) })
 	t.Run("EndUsers", func(t *testing.T) { testEndUsers(t, h.Open(t)) })
 	t.Run("Traffic", func(t *testing.T) { testTraffic(t, h.Open(t)) })
+	t.Run("TrafficRetention", func(t *testing.T) { testTrafficRetention(t, h.Open(t)) })
 	t.Run("Audit", func(t *testing.T) { testAudit(t, h.Open(t)) })
 	t.Run("AuditRetention", func(t *testing.T) { testAuditRetention(t, h.Open(t)) })
 	t.Run("RequestBodies", func(t *testing.T) { testRequestBodies(t, h.Open(t)) })
