@@ -145,7 +145,7 @@ var stores = []struct {
 	{"sqlite", func(t *testing.T) string {
 		return fmt.Sprintf("store: {sqlite: %q}\n", filepath.Join(t.TempDir(), "data", "switchover.db"))
 	}},
-	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Start(t)) }},
+	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Shared(t)) }},
 }
 
 // spend waits until the store holds n requests for key and returns its row.

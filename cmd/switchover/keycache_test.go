@@ -37,7 +37,7 @@ func TestKeyCacheFromTheCommandLine(t *testing.T) {
 			dir := t.TempDir()
 			st := fmt.Sprintf("{sqlite: %q}", filepath.Join(dir, "switchover.db"))
 			if store == "postgres" {
-				st = fmt.Sprintf("{postgres: %q}", pgtest.Start(t))
+				st = fmt.Sprintf("{postgres: %q}", pgtest.Shared(t))
 			}
 			cfgPath := filepath.Join(dir, "switchover.yaml")
 			os.WriteFile(cfgPath, []byte(fmt.Sprintf(`listen: 127.0.0.1:0
