@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -552,12 +551,7 @@ func startQuotaGateway(t *testing.T, clk *fakeclock.Clock, keys string) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String() + "/v1/chat/completions", s
+	return serve(t, g) + "/v1/chat/completions", s
 }
 
 // TestKeyPatienceMakesItsCallersPatient: a key with patience (a batch
