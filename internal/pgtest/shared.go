@@ -44,8 +44,10 @@ func Main(m *testing.M) int {
 // (Main, which the package's TestMain must call; without it Shared fails
 // the test rather than leave a server behind). Tests that stop, restart
 // or reconfigure the server take one of their own (StartServer); what a
-// test does inside its database (FailWrites) stays there. Safe for
-// concurrent use.
+// test does inside its database (FailWrites) stays there. A binary that
+// dies without returning from m.Run (go test's -timeout panic, a kill)
+// leaves the server running in the temporary directory
+// (pgtest-shared-*), to be stopped by hand. Safe for concurrent use.
 func Shared(t testing.TB) string {
 	t.Helper()
 	bin := binOrSkip(t)
