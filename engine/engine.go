@@ -21,6 +21,7 @@ import (
 	"reflect"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/cache"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/entra"
 	"github.com/switchover-gw/switchover/gcpauth"
@@ -221,11 +222,19 @@ func (e *Engine) Replace() {
 }
 
 // Close retires every breaker of e: no timer of theirs fires, and no
-// transition is reported, from now on. For an engine going out of use
-// (the gateway's Close, a client-side pool when its run ends).
+// transition is reported, from now on; and it stops the background work
+// of e's in-process response cache (cache.Memory), which a reload hands
+// on to the next engine and nothing else stops. For an engine going out
+// of use (the gateway's Close, a client-side pool when its run ends); a
+// Redis-backed cache (Deps.Cache) is its giver's to close.
 func (e *Engine) Close() {
 	for _, b := range e.Backends {
 		retire(b)
+	}
+	if r := e.Routes; r != nil && r.Cache != nil && r.Cache.ResponseCache != nil {
+		if m, ok := r.Cache.ResponseCache.Store.(*cache.Memory); ok {
+			m.Close()
+		}
 	}
 }
 

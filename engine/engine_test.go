@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -263,4 +264,21 @@ func TestReplaceClosesTheIdleConnectionsOfRemovedBackends(t *testing.T) {
 	if n := closed.Load(); n != 1 {
 		t.Errorf("%d connections closed, want 1 (weu's; sec's transport is carried)", n)
 	}
+}
+
+// TestCloseStopsTheInProcessCache is the regression test for the
+// in-process response cache's goroutine (otter's clean-up) left running
+// after the gateway's Close: in a synctest bubble a goroutine left blocked
+// at the end fails the test.
+func TestCloseStopsTheInProcessCache(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := Build(parse(t, base+"    cache: {ttl: 10m}\n"), nil, Deps{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.Routes.Cache == nil || e.Routes.Cache.ResponseCache == nil {
+			t.Fatal("no response cache: the test tests nothing")
+		}
+		e.Close()
+	})
 }

@@ -1,14 +1,11 @@
 package gateway_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -16,8 +13,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 
-	"github.com/switchover-gw/switchover/config"
-	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -35,21 +30,12 @@ const (
 func startBedrockFailover(t *testing.T, secret string) string {
 	t.Helper()
 	key := bedrockAKID + ":" + bedrockSecret
-	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: []sim.Deployment{
-		{Name: "claude", Flavour: sim.Anthropic, Deployment: "claude-sonnet-4-5", Key: "sk-ant-000000000000"},
-		{Name: "bedrock", Flavour: sim.Bedrock, Region: "us-east-1", Deployment: bedrockModel, Key: key},
-		{Name: "bedrock-invoke", Flavour: sim.Bedrock, Region: "us-west-2", Deployment: bedrockModel, Key: key},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, eps := startSim(t,
+		sim.Deployment{Name: "claude", Flavour: sim.Anthropic, Deployment: "claude-sonnet-4-5", Key: "sk-ant-000000000000"},
+		sim.Deployment{Name: "bedrock", Flavour: sim.Bedrock, Region: "us-east-1", Deployment: bedrockModel, Key: key},
+		sim.Deployment{Name: "bedrock-invoke", Flavour: sim.Bedrock, Region: "us-west-2", Deployment: bedrockModel, Key: key})
 	if err := s.SetFault("claude", sim.Fault{Mode: sim.FaultError500}); err != nil {
 		t.Fatal(err)
-	}
-	eps := map[string]string{}
-	for _, e := range s.Deployments() {
-		eps[e.Name] = e.URL
 	}
 	yml := fmt.Sprintf(`log: {format: json, level: info}
 server: {drain_delay: 0s}
@@ -66,27 +52,8 @@ pools:
   - name: invoke
     members: [{backend: bedrock-invoke, model: %s}]
 `, eps["claude"], eps["bedrock"], bedrockAKID, secret, eps["bedrock-invoke"], bedrockAKID, secret, bedrockModel, bedrockModel)
-	cfg, err := config.Parse("bedrock.yaml", []byte(yml), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatalf("%v\n%s", err, yml)
-	}
-	logs := &syncBuffer{}
-	g, err := gateway.New(cfg, gateway.Options{Logger: gateway.NewLogger(logs, "json", "info")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if strings.Contains(logs.String(), bedrockSecret) || strings.Contains(logs.String(), "not-the-secret") {
-			t.Error("the gateway's log shows the AWS secret")
-		}
-	})
-	return "http://" + ln.Addr().String()
+	_, url, _ := serveYAML(t, "bedrock.yaml", yml, map[string]string{"AWS secret it signs with": secret, "AWS secret of Bedrock": bedrockSecret})
+	return url
 }
 
 // TestBedrockThroughTheSDKs: with Anthropic down, the official OpenAI
@@ -95,8 +62,7 @@ pools:
 // formats, streamed or not; InvokeModel serves Claude's native body.
 func TestBedrockThroughTheSDKs(t *testing.T) {
 	url := startBedrockFailover(t, bedrockSecret)
-	oc := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
-	ac := anthropic.NewClient(aoption.WithBaseURL(url), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
+	oc, ac := sdkOpenAI(url), sdkAnthropic(url)
 	chat := openai.ChatCompletionNewParams{Model: "claude-sonnet-4-5", Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}}
 	msg := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 16, Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}}
 	backend := func(raw *http.Response) string { return raw.Header.Get("X-Switchover-Backend") }
@@ -158,16 +124,7 @@ func TestBedrockThroughTheSDKs(t *testing.T) {
 			p := msg
 			p.Model = anthropic.Model(pool)
 			var raw *http.Response
-			s := ac.Messages.NewStreaming(t.Context(), p, aoption.WithResponseInto(&raw))
-			var m anthropic.Message
-			for s.Next() {
-				if err := m.Accumulate(s.Current()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := s.Err(); err != nil {
-				t.Fatal(err)
-			}
+			m := readAnthropicStream(t, ac.Messages.NewStreaming(t.Context(), p, aoption.WithResponseInto(&raw)))
 			if !strings.HasPrefix(backend(raw), "bedrock") || len(m.Content) == 0 || m.Content[0].Text == "" || m.StopReason == "" || m.Usage.OutputTokens == 0 {
 				t.Fatalf("from %q: %+v", backend(raw), m)
 			}
@@ -180,7 +137,7 @@ func TestBedrockThroughTheSDKs(t *testing.T) {
 // fault, gets a 502 in its own format that does not show the secret.
 func TestBedrockWrongSecretIsRefused(t *testing.T) {
 	url := startBedrockFailover(t, "not-the-secret")
-	oc := openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	oc := sdkOpenAI(url)
 	_, err := oc.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{Model: "invoke",
 		Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hello")}})
 	var apiErr *openai.Error

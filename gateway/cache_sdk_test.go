@@ -65,21 +65,12 @@ func TestCacheReplaysStreamsTheSDKsRead(t *testing.T) {
 	for _, backend := range []string{"claude", "openai"} {
 		t.Run("anthropic messages from "+backend, func(t *testing.T) {
 			e := startProviders(t, []string{backend}, nil, "    cache: {ttl: 10m}\n")
-			ac := anthropic.NewClient(aoption.WithBaseURL(e.url), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
+			ac := sdkAnthropic(e.url)
 			params := anthropic.MessageNewParams{Model: "claude-sonnet-4-5", MaxTokens: 16,
 				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Hello"))}}
 			read := func() (string, string) {
 				var raw *http.Response
-				s := ac.Messages.NewStreaming(t.Context(), params, aoption.WithResponseInto(&raw))
-				var m anthropic.Message
-				for s.Next() {
-					if err := m.Accumulate(s.Current()); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := s.Err(); err != nil {
-					t.Fatal(err)
-				}
+				m := readAnthropicStream(t, ac.Messages.NewStreaming(t.Context(), params, aoption.WithResponseInto(&raw)))
 				if len(m.Content) == 0 || m.StopReason == "" {
 					t.Fatalf("message without content or stop reason: %+v", m)
 				}

@@ -3,11 +3,9 @@ package gateway_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -159,7 +157,7 @@ func conformanceGateway(t *testing.T, member string) string {
 	y.WriteString("log: {format: json, level: info}\nserver: {drain_delay: 0s}\nbackends:\n")
 	model := ""
 	for _, d := range conformanceSims {
-		y.WriteString(backendYAML(d, eps[d.Name]))
+		y.WriteString(backendYAML(d, eps[d.Name].URL))
 		if d.Name == member {
 			model = d.Deployment
 		}
@@ -173,18 +171,7 @@ func conformanceGateway(t *testing.T, member string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return "http://" + ln.Addr().String()
+	return serve(t, g)
 }
 
 // confCall sends body to path with method and returns the status and answer.

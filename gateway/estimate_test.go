@@ -34,7 +34,7 @@ var estimateStores = []estimateStore{
 		return fmt.Sprintf("store: {sqlite: %q}\n", path), db
 	}},
 	{"postgres", func(t *testing.T) (string, *sql.DB) {
-		dsn := pgtest.Start(t)
+		dsn := pgtest.Shared(t)
 		db, err := sql.Open("pgx", dsn)
 		if err != nil {
 			t.Fatal(err)

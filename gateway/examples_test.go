@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -50,14 +49,7 @@ func TestShippedExampleServesItsAlias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
+	url := serve(t, g)
 	for _, backend := range []string{"aoai-uksouth", "aoai-swedencentral", "oai-westeurope"} {
 		// Only the backend under test takes traffic.
 		for _, other := range []string{"aoai-uksouth", "aoai-swedencentral", "oai-westeurope"} {
@@ -67,7 +59,7 @@ func TestShippedExampleServesItsAlias(t *testing.T) {
 				g.Drain(other)
 			}
 		}
-		resp, err := testClient.Post("http://"+ln.Addr().String()+"/v1/chat/completions", "application/json",
+		resp, err := testClient.Post(url+"/v1/chat/completions", "application/json",
 			strings.NewReader(`{"model":"gpt-4o-mini","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -145,7 +144,7 @@ var stores = []struct {
 	{"sqlite", func(t *testing.T) string {
 		return fmt.Sprintf("store: {sqlite: %q}\n", filepath.Join(t.TempDir(), "data", "switchover.db"))
 	}},
-	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Start(t)) }},
+	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Shared(t)) }},
 }
 
 // spend waits until the store holds n requests for key and returns its row.
@@ -552,12 +551,7 @@ func startQuotaGateway(t *testing.T, clk *fakeclock.Clock, keys string) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String() + "/v1/chat/completions", s
+	return serve(t, g) + "/v1/chat/completions", s
 }
 
 // TestKeyPatienceMakesItsCallersPatient: a key with patience (a batch

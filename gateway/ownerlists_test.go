@@ -25,7 +25,7 @@ var ownerIndexes = []struct {
 	{"sqlite", func(t *testing.T) string {
 		return fmt.Sprintf("store: {sqlite: %q}\n", filepath.Join(t.TempDir(), "switchover.db"))
 	}},
-	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Start(t)) }},
+	{"postgres", func(t *testing.T) string { return fmt.Sprintf("store: {postgres: %q}\n", pgtest.Shared(t)) }},
 }
 
 // TestFileListsShowEachKeyItsOwn: key A and key B each upload a file and

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
@@ -37,20 +40,21 @@ var simProviders = []sim.Deployment{
 	{Name: "local", Flavour: sim.OpenAI, Deployment: "llama3.1"},
 }
 
-// backendYAML is the gateway backend for a simulated deployment.
-func backendYAML(d sim.Deployment, e sim.Endpoint) string {
+// backendYAML is the gateway backend for a simulated deployment served
+// at url.
+func backendYAML(d sim.Deployment, url string) string {
 	switch d.Flavour {
 	case sim.Azure:
-		return fmt.Sprintf("  - {name: %s, type: azure, url: %q, api_key: %q, region: westeurope}\n", d.Name, e.URL, d.Key)
+		return fmt.Sprintf("  - {name: %s, type: azure, url: %q, api_key: %q, region: westeurope}\n", d.Name, url, d.Key)
 	case sim.OpenAI:
 		if d.Key == "" {
-			return fmt.Sprintf("  - {name: %s, type: openai_compatible, url: %q}\n", d.Name, e.URL)
+			return fmt.Sprintf("  - {name: %s, type: openai_compatible, url: %q}\n", d.Name, url)
 		}
-		return fmt.Sprintf("  - {name: %s, type: openai, url: %q, api_key: %q}\n", d.Name, e.URL, d.Key)
+		return fmt.Sprintf("  - {name: %s, type: openai, url: %q, api_key: %q}\n", d.Name, url, d.Key)
 	case sim.Anthropic:
-		return fmt.Sprintf("  - {name: %s, type: anthropic, url: %q, api_key: %q}\n", d.Name, e.URL, d.Key)
+		return fmt.Sprintf("  - {name: %s, type: anthropic, url: %q, api_key: %q}\n", d.Name, url, d.Key)
 	case sim.Gemini:
-		return fmt.Sprintf("  - {name: %s, type: gemini, url: %q, api_key: %q}\n", d.Name, e.URL, d.Key)
+		return fmt.Sprintf("  - {name: %s, type: gemini, url: %q, api_key: %q}\n", d.Name, url, d.Key)
 	}
 	panic(d.Flavour)
 }
@@ -74,19 +78,11 @@ func startProvidersWith(t *testing.T, order []string, edit func(*sim.Deployment)
 			edit(&deps[i])
 		}
 	}
-	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: deps})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	eps := map[string]sim.Endpoint{}
-	for _, e := range s.Deployments() {
-		eps[e.Name] = e
-	}
+	s, urls := startSim(t, deps...)
 	var y strings.Builder
 	y.WriteString("log: {format: json, level: info}\nserver: {drain_delay: 0s}\nbackends:\n")
 	for _, d := range simProviders {
-		y.WriteString(backendYAML(d, eps[d.Name]))
+		y.WriteString(backendYAML(d, urls[d.Name]))
 	}
 	y.WriteString("pools:\n  - name: chat-prod\n    aliases: [claude-sonnet-4-5]\n    retry: {attempts: 5}\n    members:\n")
 	for i, name := range order {
@@ -101,7 +97,24 @@ func startProvidersWith(t *testing.T, order []string, edit func(*sim.Deployment)
 	if mod != nil {
 		yml = mod(yml)
 	}
-	cfg, err := config.Parse("providers.yaml", []byte(yml), func(string) (string, bool) { return "", false })
+	secrets := map[string]string{}
+	for _, d := range deps {
+		if d.Key != "" {
+			secrets["backend key of "+d.Name] = d.Key
+		}
+	}
+	g, url, logs := serveYAML(t, "providers.yaml", yml, secrets)
+	return &providerEnv{sim: s, gw: g, url: url, logs: logs}
+}
+
+// serveYAML starts a gateway on the configuration yml (name is its file
+// name in errors) with an info-level JSON log, serves it on a loopback
+// port until the test ends, and returns it with its base URL and its log.
+// When the test ends, none of secrets (what each is -> its value) may be in
+// the log.
+func serveYAML(t *testing.T, name, yml string, secrets map[string]string) (*gateway.Gateway, string, *syncBuffer) {
+	t.Helper()
+	cfg, err := config.Parse(name, []byte(yml), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatalf("%v\n%s", err, yml)
 	}
@@ -110,25 +123,79 @@ func startProvidersWith(t *testing.T, order []string, edit func(*sim.Deployment)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	t.Cleanup(func() { // after serve's: the log is complete
+		for what, secret := range secrets {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the gateway's log shows the %s", what)
+			}
+		}
+	})
+	return g, serve(t, g), logs
+}
+
+// serve serves g on a loopback port until the test ends and returns its
+// base URL.
+func serve(t *testing.T, g *gateway.Gateway) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		for _, d := range deps {
-			if d.Key != "" && strings.Contains(logs.String(), d.Key) {
-				t.Errorf("backend key of %s in the log", d.Name)
-			}
-		}
 	})
-	return &providerEnv{sim: s, gw: g, url: "http://" + ln.Addr().String(), logs: logs}
+	return "http://" + ln.Addr().String()
 }
 
-func (e *providerEnv) openai() openai.Client {
-	return openai.NewClient(option.WithBaseURL(e.url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+// startSim starts the simulated deployments deps, closed when the test
+// ends, and returns the simulator with each deployment's base URL by name.
+func startSim(t *testing.T, deps ...sim.Deployment) (*sim.Sim, map[string]string) {
+	t.Helper()
+	s, err := sim.Start(t.Context(), sim.Config{Seed: 1, Slice: 10 * time.Second, Deployments: deps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	urls := map[string]string{}
+	for _, e := range s.Deployments() {
+		urls[e.Name] = e.URL
+	}
+	return s, urls
 }
+
+// sdkOpenAI is the official OpenAI SDK's client of the gateway at url,
+// without retries (the gateway's retries are under test).
+func sdkOpenAI(url string) openai.Client {
+	return openai.NewClient(option.WithBaseURL(url+"/v1/"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+}
+
+// sdkAnthropic is the official Anthropic SDK's client of the gateway at
+// url, without retries.
+func sdkAnthropic(url string) anthropic.Client {
+	return anthropic.NewClient(aoption.WithBaseURL(url), aoption.WithAPIKey("unused"), aoption.WithMaxRetries(0))
+}
+
+// readAnthropicStream accumulates an Anthropic SDK stream into its message,
+// failing t on an error of the stream or of an event.
+func readAnthropicStream(t *testing.T, s *ssestream.Stream[anthropic.MessageStreamEventUnion]) anthropic.Message {
+	t.Helper()
+	var m anthropic.Message
+	for s.Next() {
+		if err := m.Accumulate(s.Current()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func (e *providerEnv) openai() openai.Client { return sdkOpenAI(e.url) }
 
 // TestModelVersionsRecordedAndMismatchWarned: each backend's model version
 // is exported, and members of one pool of the same type answering with

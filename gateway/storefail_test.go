@@ -46,7 +46,7 @@ var unwritableStores = []struct {
 	}},
 	// The server's own disk_full error, on every insert of usage.
 	{"postgres", func(t *testing.T) (string, ledger.Store) {
-		dsn := pgtest.Start(t)
+		dsn := pgtest.Shared(t)
 		s, err := postgres.Open(t.Context(), dsn)
 		if err != nil {
 			t.Fatal(err)

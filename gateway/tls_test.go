@@ -70,7 +70,7 @@ func startTLS(t *testing.T, server, admin string) *tlsEnv {
 	}
 	y.WriteString("backends:\n")
 	for i, ep := range s.Deployments() {
-		y.WriteString(backendYAML(deps[i], ep))
+		y.WriteString(backendYAML(deps[i], ep.URL))
 	}
 	y.WriteString("pools:\n  - name: chat-prod\n    members: [{backend: openai, model: gpt-4o-2024-08-06}]\n" +
 		"  - name: claude\n    aliases: [claude-sonnet-4-5]\n    members: [{backend: claude, model: claude-sonnet-4-5}]\n")

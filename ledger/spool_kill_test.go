@@ -79,7 +79,7 @@ func TestSpoolKillLosesNothing(t *testing.T) {
 			dir := t.TempDir()
 			dsn := filepath.Join(dir, "ledger.db")
 			if kind == "postgres" {
-				dsn = pgtest.Start(t)
+				dsn = pgtest.Shared(t)
 			}
 			spool := filepath.Join(dir, "usage.spool")
 			openStore(t, kind, dsn).Close() // migrate before the child races

@@ -57,7 +57,7 @@ func TestSpoolReplayIsIdempotent(t *testing.T) {
 			dir := t.TempDir()
 			dsn := filepath.Join(dir, "ledger.db")
 			if kind == "postgres" {
-				dsn = pgtest.Start(t)
+				dsn = pgtest.Shared(t)
 			}
 			store := openStore(t, kind, dsn)
 			defer store.Close()

@@ -333,7 +333,7 @@ var fullDisks = []struct {
 	}},
 	// PostgreSQL answers SQLSTATE 53100 (disk_full) to every insert.
 	{"postgres", func(t *testing.T) (ledger.Store, string, func()) {
-		dsn := pgtest.Start(t)
+		dsn := pgtest.Shared(t)
 		s, err := postgres.Open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)

@@ -80,7 +80,7 @@ func TestBudgetOf30DaysRetryAfter(t *testing.T) {
 func stores(t *testing.T, f func(t *testing.T, s ledger.Store)) {
 	t.Run("sqlite", func(t *testing.T) { f(t, openLedger(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		s, err := postgres.Open(context.Background(), pgtest.Start(t))
+		s, err := postgres.Open(context.Background(), pgtest.Shared(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,8 +19,9 @@ import (
 	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
-// eachLedger runs f on SQLite and on a real PostgreSQL (skipped when
-// PostgreSQL is not installed; see pgtest).
+// eachLedger runs f on SQLite and on a database of its own on the test
+// binary's PostgreSQL server (skipped when PostgreSQL is not installed;
+// see pgtest).
 func eachLedger(t *testing.T, f func(t *testing.T, store ledger.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		s, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "ledger.db"))
@@ -31,8 +32,7 @@ func eachLedger(t *testing.T, f func(t *testing.T, store ledger.Store)) {
 		f(t, s)
 	})
 	t.Run("postgres", func(t *testing.T) {
-		srv := pgtest.StartServer(t)
-		s, err := postgres.Open(context.Background(), srv.NewDatabase(t))
+		s, err := postgres.Open(context.Background(), pgtest.Shared(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchover-gw/switchover/internal/pgtest"
 )
 
 // benchChildEnv makes this test binary act as the switchover binary: the
@@ -24,7 +26,7 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m)) // stops the PostgreSQL server the tests share
 }
 
 // TestBenchSmoke runs switchover bench end to end with tiny durations and

@@ -137,7 +137,10 @@ func TestHealthOverTLS(t *testing.T) {
 		{"CA file not PEM", []string{"-cacert", clientKey}, exitUsage, "holds no PEM certificate"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errOut := run2(t, append([]string{"health", "-url", url}, tc.args...)...)
+			// A minute, not the default 2 s: under load, reading the
+			// system's roots alone took longer, and the check ended on
+			// its deadline instead of the certificate.
+			code, out, errOut := run2(t, append([]string{"health", "-url", url, "-timeout", "1m"}, tc.args...)...)
 			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
 				t.Fatalf("exit %d (want %d); stdout %q stderr %q", code, tc.code, out, errOut)
 			}

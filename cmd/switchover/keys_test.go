@@ -34,11 +34,11 @@ func onEachStore(t *testing.T, f func(t *testing.T, kind string)) {
 	}
 }
 
-// openStore opens a new, empty store of kind ("sqlite" or "postgres",
-// on a PostgreSQL server of the test's own) and returns it with its
-// value for the configuration's store key ("{sqlite: ...}") and a
-// function that makes every later write of usage to it fail, reads still
-// working, as on a full disk. The store is closed at t.Cleanup.
+// openStore opens a new, empty store of kind ("sqlite", or "postgres": a
+// database of its own on the test binary's shared server) and returns it
+// with its value for the configuration's store key ("{sqlite: ...}") and
+// a function that makes every later write of usage to it fail, reads
+// still working, as on a full disk. The store is closed at t.Cleanup.
 func openStore(t *testing.T, kind string) (s ledger.Store, cfg string, failWrites func()) {
 	t.Helper()
 	var err error
@@ -62,7 +62,7 @@ BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END`); err != nil {
 			}
 		}
 	case "postgres":
-		dsn := pgtest.Start(t)
+		dsn := pgtest.Shared(t)
 		s, err = postgres.Open(context.Background(), dsn)
 		cfg = fmt.Sprintf("{postgres: %q}", dsn)
 		failWrites = func() { pgtest.FailWrites(t, dsn, "usage_requests") }

@@ -66,6 +66,26 @@ type Server struct {
 // stopped at t.Cleanup.
 func StartServer(t testing.TB) *Server {
 	t.Helper()
+	bin := binOrSkip(t)
+	base := t.TempDir()
+	// t.TempDir and its parent are 0700 root: let the server's user
+	// through both.
+	s, err := newServer(bin, base, filepath.Dir(base), base)
+	if s != nil {
+		t.Cleanup(s.Stop)
+	}
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	s.t = t
+	t.Logf("pgtest: PostgreSQL on 127.0.0.1:%d ready in %v (initdb and start)", s.port, s.started.Round(time.Millisecond))
+	return s
+}
+
+// binOrSkip returns the directory of the PostgreSQL binaries, or skips t
+// without them (fails it when SWITCHOVER_REQUIRE_POSTGRES=1).
+func binOrSkip(t testing.TB) string {
+	t.Helper()
 	bin, err := findBin()
 	if err != nil {
 		if os.Getenv("SWITCHOVER_REQUIRE_POSTGRES") == "1" {
@@ -73,30 +93,33 @@ func StartServer(t testing.TB) *Server {
 		}
 		t.Skipf("pgtest: %v (install PostgreSQL, e.g. apt-get install postgresql; set SWITCHOVER_REQUIRE_POSTGRES=1 to fail instead of skipping)", err)
 	}
+	return bin
+}
+
+// newServer runs initdb in base and starts the server; open are the
+// directories to open to the server's user when running as root. A
+// server returned with an error may need stopping.
+func newServer(bin, base string, open ...string) (*Server, error) {
 	begin := time.Now()
-	base := t.TempDir()
-	s := &Server{t: t, bin: bin, dir: filepath.Join(base, "pg", "data"), sock: filepath.Join(base, "pg", "sock")}
-	if err := s.prepare(base); err != nil {
-		t.Fatalf("pgtest: %v", err)
+	s := &Server{bin: bin, dir: filepath.Join(base, "pg", "data"), sock: filepath.Join(base, "pg", "sock")}
+	if err := s.prepare(open); err != nil {
+		return nil, err
 	}
 	if out, err := s.command(filepath.Join(bin, "initdb"), "-D", s.dir, "-U", "postgres",
 		"--auth=trust", "-E", "UTF8", "--no-sync", "--locale=C").CombinedOutput(); err != nil {
-		t.Fatalf("pgtest: initdb: %v\n%s", err, out)
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
-	t.Cleanup(s.Stop)
-	var lastErr error
+	var err, lastErr error
 	for range 5 { // a free port can be taken before the server binds it
 		if s.port, err = freePort(); err != nil {
-			t.Fatalf("pgtest: %v", err)
+			return s, err
 		}
 		if lastErr = s.start(); lastErr == nil {
 			s.started = time.Since(begin)
-			t.Logf("pgtest: PostgreSQL on 127.0.0.1:%d ready in %v (initdb and start)", s.port, s.started.Round(time.Millisecond))
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("pgtest: %v", lastErr)
-	return nil
+	return s, lastErr
 }
 
 // findBin returns the directory holding initdb and postgres.
@@ -126,8 +149,8 @@ func version(binDir string) int {
 }
 
 // prepare makes the directories, and when we are root picks the user to
-// run as and opens the way to them.
-func (s *Server) prepare(base string) error {
+// run as and opens the way to them through the directories open.
+func (s *Server) prepare(open []string) error {
 	pg := filepath.Dir(s.dir)
 	if err := os.MkdirAll(s.sock, 0o700); err != nil {
 		return err
@@ -144,8 +167,7 @@ func (s *Server) prepare(base string) error {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	// t.TempDir and its parent are 0700 root: let the user through.
-	for _, d := range []string{filepath.Dir(base), base} {
+	for _, d := range open {
 		if err := os.Chmod(d, 0o711); err != nil {
 			return err
 		}
@@ -217,6 +239,9 @@ func (s *Server) Stop() {
 // and returns once it accepts connections; a running server is stopped
 // first.
 func (s *Server) Restart() {
+	if s.t == nil {
+		panic("pgtest: the shared server cannot be restarted: use StartServer")
+	}
 	s.t.Helper()
 	s.Stop()
 	if err := s.start(); err != nil {
@@ -237,7 +262,7 @@ func (s *Server) start() error {
 		"-c", "fsync=off",
 		"-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off",
-		"-c", "max_connections=50",
+		"-c", "max_connections=100",
 		"-c", "shared_buffers=32MB",
 	)
 	out := &lockedBuffer{}

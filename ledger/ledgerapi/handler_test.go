@@ -41,8 +41,7 @@ func openSQLite(t *testing.T) ledger.Store {
 func eachStore(t *testing.T, f func(t *testing.T, s ledger.Store)) {
 	t.Run("sqlite", func(t *testing.T) { f(t, openSQLite(t)) })
 	t.Run("postgres", func(t *testing.T) {
-		srv := pgtest.StartServer(t)
-		s, err := postgres.Open(context.Background(), srv.NewDatabase(t))
+		s, err := postgres.Open(context.Background(), pgtest.Shared(t))
 		if err != nil {
 			t.Fatal(err)
 		}
