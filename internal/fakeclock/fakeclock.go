@@ -69,6 +69,8 @@ func (c *Clock) nextDueLocked(end time.Time) *timer {
 	for _, t := range c.timers {
 		if t.pending {
 			live = append(live, t)
+		} else {
+			t.listed = false
 		}
 	}
 	c.timers = live
@@ -83,6 +85,7 @@ func (c *Clock) nextDueLocked(end time.Time) *timer {
 	}
 	t := c.timers[0]
 	c.timers = c.timers[1:]
+	t.listed = false
 	return t
 }
 
@@ -156,7 +159,7 @@ func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
-	t := &timer{c: c, at: c.now.Add(d), f: f, pending: true, seq: c.seq}
+	t := &timer{c: c, at: c.now.Add(d), f: f, pending: true, listed: true, seq: c.seq}
 	c.timers = append(c.timers, t)
 	c.armed.Broadcast()
 	return t
@@ -169,7 +172,7 @@ func (c *Clock) AfterFuncAt(t time.Time, f func()) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
-	tm := &timer{c: c, at: t, f: f, pending: true, seq: c.seq}
+	tm := &timer{c: c, at: t, f: f, pending: true, listed: true, seq: c.seq}
 	c.timers = append(c.timers, tm)
 	c.armed.Broadcast()
 	return tm
@@ -180,7 +183,11 @@ type timer struct {
 	at      time.Time
 	f       func()
 	pending bool
-	seq     uint64
+	// listed says t is in c.timers. A stopped timer stays there until
+	// an Advance sweeps it out, so Reset lists it again only when it is
+	// not: listed twice, Pending would count it twice.
+	listed bool
+	seq    uint64
 }
 
 func (t *timer) Stop() bool {
@@ -197,8 +204,9 @@ func (t *timer) Reset(d time.Duration) bool {
 	was := t.pending
 	t.c.seq++
 	t.at, t.seq = t.c.now.Add(d), t.c.seq
-	if !was {
-		t.pending = true
+	t.pending = true
+	if !t.listed {
+		t.listed = true
 		t.c.timers = append(t.c.timers, t)
 	}
 	t.c.armed.Broadcast()

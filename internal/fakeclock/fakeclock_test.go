@@ -83,3 +83,41 @@ func TestAtArmsAnInstant(t *testing.T) {
 		t.Fatalf("fired at %v, want %v", at, want)
 	}
 }
+
+// TestPendingCountsAStoppedAndResetTimerOnce: a timer stopped and reset
+// before any Advance (a connection's body-read deadline, reused by each
+// request on it) was listed once more at each Reset and counted that
+// many times by Pending, so BlockUntil returned before the code under
+// test had armed the timers it waited for
+// (TestKeyPatienceMakesItsCallersPatient flaked so).
+func TestPendingCountsAStoppedAndResetTimerOnce(t *testing.T) {
+	c := New()
+	fired := 0
+	tm := c.AfterFunc(time.Minute, func() { fired++ })
+	for range 3 {
+		tm.Stop()
+		if n := c.Pending(); n != 0 {
+			t.Fatalf("Pending after Stop = %d, want 0", n)
+		}
+		tm.Reset(time.Minute)
+		if n := c.Pending(); n != 1 {
+			t.Fatalf("Pending after Stop and Reset = %d, want 1", n)
+		}
+	}
+	tm.Reset(2 * time.Minute) // a pending timer moved, not added
+	if n := c.Pending(); n != 1 {
+		t.Fatalf("Pending after a Reset of a pending timer = %d, want 1", n)
+	}
+	c.Advance(3 * time.Minute)
+	if fired != 1 || c.Pending() != 0 {
+		t.Fatalf("fired %d times, %d pending; want once, none", fired, c.Pending())
+	}
+	tm.Reset(time.Minute) // fired, then reset: listed anew
+	if n := c.Pending(); n != 1 {
+		t.Fatalf("Pending after a Reset of a fired timer = %d, want 1", n)
+	}
+	c.Advance(time.Minute)
+	if fired != 2 {
+		t.Fatalf("fired %d times, want 2", fired)
+	}
+}
