@@ -178,49 +178,61 @@ func browserTools(t *testing.T) (chromium, node, dir string) {
 	return chromium, node, dir
 }
 
-// shotDir is where a browser test saves its screenshots: a temporary
-// directory, or docs/img with SWITCHOVER_UPDATE_SCREENSHOTS=1.
-func shotDir(t *testing.T) string {
-	t.Helper()
-	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
-		dir, _ := filepath.Abs(filepath.Join("..", "docs", "img"))
-		return dir
-	}
-	return t.TempDir()
+// browserScript is a run of a script of console/e2e.
+type browserScript struct {
+	name string // as "pages.mjs"
+	// env is added to the environment, besides the console env's
+	// addresses and keys (CONSOLE_URL, API_URL, SIM_URL, ADMIN_KEY,
+	// VIEWER_KEY), CHROMIUM and SHOT_DIR.
+	env []string
+	// shots are the screenshots the script writes to docs/img with
+	// SWITCHOVER_UPDATE_SCREENSHOTS=1; without it the script takes none
+	// (nothing asserts a picture, and they are slow on a busy machine).
+	shots []string
+	// out, if not nil, sees the script's output as it comes (one writer:
+	// exec copies stdout and stderr on one goroutine).
+	out func(io.Writer) io.Writer
 }
 
-// runBrowserScript runs the script of console/e2e in Node with env
-// added to the environment (besides CHROMIUM), logs its output, and
-// fails the test if it fails. out, if not nil, sees its output as it
-// comes (one writer: exec copies stdout and stderr on one goroutine).
-func runBrowserScript(t *testing.T, script string, out func(io.Writer) io.Writer, env ...string) {
+// runBrowser runs script s in Node against e's gateway, logs its output,
+// and fails the test if it fails or did not write its screenshots.
+func (e *consoleEnv) runBrowser(t *testing.T, s browserScript) {
 	t.Helper()
 	chromium, node, dir := browserTools(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute) // a guard against a hang (each step has its own deadline), not a timing assertion
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, script))
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, s.name))
 	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "CHROMIUM="+chromium), env...)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "CONSOLE_URL="+e.admin, "API_URL="+e.api,
+		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey)
+	shots := ""
+	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
+		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
+		cmd.Env = append(cmd.Env, "SHOT_DIR="+shots)
+	}
+	cmd.Env = append(cmd.Env, s.env...)
 	var buf bytes.Buffer
 	var w io.Writer = &buf
-	if out != nil {
-		w = out(w)
+	if s.out != nil {
+		w = s.out(w)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	start := time.Now()
 	err := cmd.Run()
-	t.Logf("browser (%s, %s):\n%s", script, time.Since(start).Round(time.Millisecond), buf.String())
+	t.Logf("browser (%s, %s):\n%s", s.name, time.Since(start).Round(time.Millisecond), buf.String())
 	if err != nil {
-		t.Fatalf("browser test %s failed: %v", script, err)
+		t.Fatalf("browser test %s failed: %v", s.name, err)
 	}
-}
-
-// checkShots fails the test unless dir has each screenshot in names.
-func checkShots(t *testing.T, dir string, names ...string) {
-	t.Helper()
-	for _, f := range names {
-		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
-			t.Errorf("screenshot %s: %v", f, err)
+	if !strings.Contains(buf.String(), "ok: every browser check passed") {
+		t.Fatalf("browser test %s ended without passing its checks", s.name)
+	}
+	for _, f := range s.shots {
+		if shots == "" {
+			break
+		}
+		// Written by this run, not left from an earlier one.
+		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 || st.ModTime().Before(start.Add(-time.Second)) {
+			t.Errorf("screenshot %s not written: %v", f, err)
 		}
 	}
 }
@@ -235,7 +247,6 @@ func checkShots(t *testing.T, dir string, names ...string) {
 func TestConsoleInBrowser(t *testing.T) {
 	browserTools(t)
 	e := startConsoleEnv(t)
-	shots := shotDir(t)
 	// A key of the store with a team and a budget, and a few requests
 	// with it, for the keys and usage page.
 	k, secret, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600, Budget: 50, BudgetPeriod: "month"}, time.Now())
@@ -261,12 +272,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	watch := func(w io.Writer) io.Writer {
 		return &lineWatch{w: w, line: "SHUTDOWN_GATEWAY", do: func() { go e.shutdown() }}
 	}
-	runBrowserScript(t, "console.mjs", watch,
-		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
-		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "POOLS="+string(pools),
-		"FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
-		"SHOT_DIR="+shots, "STORE_KEY_ID="+k.ID, "STORE_KEY_SECRET="+secret, "API_URL="+e.api)
-	checkShots(t, shots, "console-overview.png", "console-events.png", "console-keys.png", "console-overview-390.png", "console-stale.png")
+	e.runBrowser(t, browserScript{name: "console.mjs", out: watch,
+		env: []string{"POOLS=" + string(pools), "FAULT_BACKEND=uksouth", "DRAIN_BACKEND=swedencentral", "FAULT_POOL=chat-prod",
+			"STORE_KEY_ID=" + k.ID, "STORE_KEY_SECRET=" + secret},
+		shots: []string{"console-overview.png", "console-events.png", "console-keys.png", "console-overview-390.png", "console-stale.png"}})
 	// What the page did is what the gateway recorded.
 	var drained, restored bool
 	for _, ev := range e.g.Status().Events {
@@ -314,9 +323,6 @@ func (l *lineWatch) Write(p []byte) (int, error) {
 func TestConsoleRequestsInBrowser(t *testing.T) {
 	browserTools(t)
 	e := startConsoleEnv(t)
-	shots := shotDir(t)
-	runBrowserScript(t, "requests.mjs", nil,
-		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey,
-		"SIM_URL="+strings.TrimSuffix(e.sim.ControlURL(), "/_sim"), "FAULT_BACKEND=uksouth", "SHOT_DIR="+shots)
-	checkShots(t, shots, "console-requests.png", "console-request.png", "console-request-phone.png")
+	e.runBrowser(t, browserScript{name: "requests.mjs", env: []string{"FAULT_BACKEND=uksouth"},
+		shots: []string{"console-requests.png", "console-request.png", "console-request-phone.png"}})
 }

@@ -21,7 +21,6 @@ import (
 func TestConsolePagesInBrowser(t *testing.T) {
 	browserTools(t)
 	e := startConsoleEnv(t)
-	shots := shotDir(t)
 	k, _, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600, Budget: 50, BudgetPeriod: "month"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -29,10 +28,8 @@ func TestConsolePagesInBrowser(t *testing.T) {
 	if err := e.g.Ledger().PutTeam(t.Context(), ledger.Team{Name: "research", Budget: 50, BudgetPeriod: ledger.PeriodMonth}); err != nil {
 		t.Fatal(err)
 	}
-	runBrowserScript(t, "pages.mjs", nil,
-		"CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "VIEWER_KEY="+consoleViewerKey, "API_URL="+e.api,
-		"STORE_KEY_ID="+k.ID, "FILE_KEY=app", "SHOT_DIR="+shots)
-	checkShots(t, shots, "console-keys-phone.png")
+	e.runBrowser(t, browserScript{name: "pages.mjs", env: []string{"STORE_KEY_ID=" + k.ID, "FILE_KEY=app"},
+		shots: []string{"console-keys-phone.png"}})
 	// What the pages did is what the gateway recorded, by the admin; each
 	// of the viewer's nine forged posts was refused and recorded so.
 	var set, reset, byViewer, refused int

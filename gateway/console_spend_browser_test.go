@@ -14,10 +14,9 @@ import (
 func TestConsoleSpendInBrowser(t *testing.T) {
 	browserTools(t)
 	e := startConsoleEnv(t)
-	shots := shotDir(t)
 	if err := e.g.Ledger().PutTeam(t.Context(), ledger.Team{Name: "research", Budget: 50, BudgetPeriod: ledger.PeriodMonth}); err != nil {
 		t.Fatal(err)
 	}
-	runBrowserScript(t, "spend.mjs", nil, "CONSOLE_URL="+e.admin, "VIEWER_KEY="+consoleViewerKey, "BUDGET_TEAM=research", "SHOT_DIR="+shots)
-	checkShots(t, shots, "console-spend.png", "console-spend-phone.png")
+	e.runBrowser(t, browserScript{name: "spend.mjs", env: []string{"BUDGET_TEAM=research"},
+		shots: []string{"console-spend.png", "console-spend-phone.png"}})
 }

@@ -2,13 +2,9 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -34,7 +30,7 @@ const (
 // Then the store's audit trail holds the sign-ins, the refusal and the
 // drain under each person's identity, and no token the provider issued.
 func TestConsoleSSOInBrowser(t *testing.T) {
-	chromium, node, dir := browserTools(t)
+	browserTools(t)
 	e := startConsoleEnv(t)
 	idp := oidctest.Start(t, ssoClientID, ssoClientSecret, e.admin+"/console/sso/callback", map[string]oidctest.User{
 		"ada@example.com":     {Subject: "s-ada", Email: "ada@example.com", Claims: map[string]any{"groups": []string{"g-admins"}}},
@@ -54,29 +50,10 @@ func TestConsoleSSOInBrowser(t *testing.T) {
 	if err := e.g.Reload(&cfg); err != nil {
 		t.Fatal(err)
 	}
-	shots := t.TempDir()
-	if os.Getenv("SWITCHOVER_UPDATE_SCREENSHOTS") == "1" {
-		shots, _ = filepath.Abs(filepath.Join("..", "docs", "img"))
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second) // a guard against a hang, not a timing assertion
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "sso.mjs"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CONSOLE_URL="+e.admin, "ADMIN_KEY="+consoleAdminKey, "IDP_URL="+idp.Issuer,
-		"IDP_NAME=Test IdP", "OPERATOR=otto@example.com", "ADMIN=ada@example.com", "UNMAPPED=mallory@example.com",
-		"DRAIN_POOL=chat-prod", "DRAIN_BACKEND=swedencentral", "SHOT_DIR="+shots, "CHROMIUM="+chromium)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	t.Logf("browser:\n%s", out.String())
-	if err != nil {
-		t.Fatalf("browser test failed: %v", err)
-	}
-	for _, f := range []string{"console-sso-login.png", "console-sso-refused.png"} {
-		if st, err := os.Stat(filepath.Join(shots, f)); err != nil || st.Size() == 0 {
-			t.Errorf("screenshot %s: %v", f, err)
-		}
-	}
+	e.runBrowser(t, browserScript{name: "sso.mjs",
+		env: []string{"IDP_URL=" + idp.Issuer, "IDP_NAME=Test IdP", "OPERATOR=otto@example.com", "ADMIN=ada@example.com",
+			"UNMAPPED=mallory@example.com", "DRAIN_POOL=chat-prod", "DRAIN_BACKEND=swedencentral"},
+		shots: []string{"console-sso-login.png", "console-sso-refused.png"}})
 	// The store's audit trail, through the admin API.
 	req, _ := http.NewRequest("GET", e.admin+"/admin/audit?limit=500", nil)
 	req.Header.Set("Authorization", "Bearer "+consoleAdminKey)

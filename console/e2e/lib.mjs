@@ -121,7 +121,7 @@ export async function run(test, opts) {
 // signIn signs in at base's login page with key and waits for the
 // overview.
 export async function signIn(page, base, key) {
-  await page.goto(base + "/console/login");
+  if (new URL(page.url(), base).pathname !== "/console/login") await page.goto(base + "/console/login");
   await page.fill("#key", key);
   await Promise.all([page.waitForURL(base + "/console/"), page.click("form#login button[type=submit]")]);
 }
@@ -177,7 +177,16 @@ export async function visible(page, sels, what) {
   assert.deepEqual(bad, [], what);
 }
 
-// shot saves a screenshot of the whole page as dir/name.
-export async function shot(page, dir, name) {
-  await page.screenshot({ path: join(dir, name), fullPage: true });
+// shot saves a screenshot of the whole page as name in SHOT_DIR, which
+// the Go test sets only when the screenshots are to be written
+// (SWITCHOVER_UPDATE_SCREENSHOTS=1): nothing asserts a picture, and a
+// full-page screenshot is slow on a busy machine.
+export async function shot(page, name) {
+  const dir = process.env.SHOT_DIR;
+  if (dir) await page.screenshot({ path: join(dir, name), fullPage: true });
+}
+
+// who is the signed-in person and role the nav shows, as "ada admin".
+export async function who(page) {
+  return (await page.textContent("#who")).replace(/\s+/g, " ").trim();
 }

@@ -9,14 +9,13 @@
 // deadline, never a sleep.
 //
 // Environment: CONSOLE_URL, ADMIN_KEY, VIEWER_KEY, SIM_URL,
-// FAULT_BACKEND, SHOT_DIR, CHROMIUM.
+// FAULT_BACKEND, CHROMIUM.
 import { env, step, until, setFault as simFault, run, atWidth, noSideScroll, shot, signIn, signOut, DESKTOP, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
 const base = env("CONSOLE_URL");
 const sim = env("SIM_URL");
 const faulty = env("FAULT_BACKEND");
-const shots = env("SHOT_DIR");
 const setFault = (name, fault) => simFault(sim, name, fault);
 
 // 400: the bad filter the test sends on purpose; 401, 403, 404: probes.
@@ -48,7 +47,7 @@ await run(async ({ page }) => {
     await page.reload();
     return (await page.locator("tr.req").count()) > 0 && (await page.locator("tr.req", { hasText: "yes" }).count()) > 0;
   });
-  await shot(page, shots, "console-requests.png");
+  await shot(page, "console-requests.png");
 
   step("a failed-over request opens as a timeline of its attempts");
   const failedOver = page.locator("tr.req", { hasText: "yes" }).first();
@@ -65,7 +64,7 @@ await run(async ({ page }) => {
   assert.ok(rects[rects.length - 1][0] >= rects[0][0], `the answering attempt starts before the first: ${rects}`);
   assert.ok(rects.every((r, i) => i === 0 || r[1] > rects[i - 1][1]), `attempts not in rows in order: ${rects}`);
   assert.equal(await page.locator("#attempts tbody tr").count(), bars.length, "the attempts' table");
-  await shot(page, shots, "console-request.png");
+  await shot(page, "console-request.png");
 
   step("the filter form narrows the list: failover yes, then a status class");
   await page.goto(base + "/console/requests");
@@ -86,7 +85,7 @@ await run(async ({ page }) => {
   await page.goto(base + `/console/requests/${id}`);
   await page.waitForSelector("svg#timeline");
   await noSideScroll(page, "a request's page");
-  await shot(page, shots, "console-request-phone.png");
+  await shot(page, "console-request-phone.png");
   await atWidth(page, DESKTOP);
   await setFault(faulty, { mode: "none" });
 

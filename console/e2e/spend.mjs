@@ -8,13 +8,12 @@
 // the page does not scroll sideways. Every wait is Playwright's or a
 // polled condition with a deadline, never a sleep.
 //
-// Environment: CONSOLE_URL, VIEWER_KEY, BUDGET_TEAM, SHOT_DIR, CHROMIUM.
+// Environment: CONSOLE_URL, VIEWER_KEY, BUDGET_TEAM, CHROMIUM.
 import { env, step, until, run, atWidth, noSideScroll, shot, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
 const base = env("CONSOLE_URL");
 const team = env("BUDGET_TEAM");
-const shots = env("SHOT_DIR");
 const titlesOf = (page, sel) => page.$$eval(sel, (ts) => ts.map((t) => t.textContent));
 
 // 400, 401: the probes the test sends on purpose.
@@ -49,7 +48,7 @@ await run(async ({ page }) => {
   await burn.waitFor();
   assert.match(await burn.locator("h3").textContent(), /of \$50\.00 this month/);
   assert.ok((await burn.locator("polyline.limit").count()) === 1, "no limit line");
-  await shot(page, shots, "console-spend.png");
+  await shot(page, "console-spend.png");
 
   step("the selectors change the range and the groupings");
   await page.selectOption('select[name="days"]', "7");
@@ -69,6 +68,6 @@ await run(async ({ page }) => {
   // A chart keeps a readable width and scrolls in its own box.
   const box = await page.$eval("#spend-chart .scroll", (d) => [d.getBoundingClientRect().right, getComputedStyle(d).overflowX]);
   assert.ok(box[0] <= 390 && box[1] === "auto", `the spend chart's box: ${box}`);
-  await shot(page, shots, "console-spend-phone.png");
+  await shot(page, "console-spend-phone.png");
 
 }, { allow: /400|401|Unauthorized|Bad Request/ });

@@ -1,26 +1,16 @@
 // Browser test of the console's single sign-on, run by
 // gateway/console_sso_browser_test.go against a gateway whose admin.sso
 // names a test OpenID provider (internal/oidctest) on another site
-// (localhost; the console is on 127.0.0.1). Playwright drives the
-// system's Chromium; no browser is downloaded. Every wait is Playwright's
-// (a condition with a deadline), never a sleep. Standalone: it shares no
-// module with the other scripts.
+// (localhost; the console is on 127.0.0.1). Every wait is Playwright's
+// or a polled condition with a deadline, never a sleep.
 //
 // Environment: CONSOLE_URL (the admin listener), ADMIN_KEY, IDP_URL (the
 // provider's issuer), IDP_NAME (admin.sso.name), OPERATOR, ADMIN and
 // UNMAPPED (the provider's people whose groups map to operator, to admin
-// and to nothing), DRAIN_POOL, DRAIN_BACKEND, SHOT_DIR, CHROMIUM.
-import { chromium } from "playwright-core";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// and to nothing), DRAIN_POOL, DRAIN_BACKEND, CHROMIUM.
+import { env, step, run, atWidth, noSideScroll, visible, shot, signIn, signOut, who, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
-const env = (k) => {
-  const v = process.env[k];
-  if (!v) throw new Error(`${k} is not set`);
-  return v;
-};
 const base = env("CONSOLE_URL");
 const idp = env("IDP_URL");
 const idpName = env("IDP_NAME");
@@ -29,42 +19,34 @@ const admin = env("ADMIN");
 const unmapped = env("UNMAPPED");
 const pool = env("DRAIN_POOL");
 const backend = env("DRAIN_BACKEND");
-const shots = env("SHOT_DIR");
-const WAIT = 25000; // generous: a busy 2-core machine
-
-const step = (s) => console.log(`step: ${s}`);
 const row = `tr[data-member="${pool}/${backend}"]`;
 
-const profile = await mkdtemp(join(tmpdir(), "switchover-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: env("CHROMIUM"),
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1280, height: 900 },
-});
-context.setDefaultTimeout(WAIT);
-const errors = [];
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("pageerror", (e) => errors.push(String(e)));
-  page.on("console", (m) => { if (m.type() === "error" && !/401|403|Unauthorized|Forbidden/.test(m.text())) errors.push(`${m.text()} (${m.location().url})`); });
-
+// 401, 403: the probes the test sends on purpose.
+await run(async ({ page, context }) => {
   // No page of the console may hold a token: a JWT begins eyJ.
   const noToken = async (where) => {
     const html = await page.content();
     assert.ok(!/eyJ[A-Za-z0-9_-]{10,}/.test(html) && !html.includes("id_token") && !html.includes("access_token"), `${where} shows a token`);
   };
 
-  // ssoSignIn signs in as who at the provider: the console's button, the
-  // provider's page (another site), the person's button there.
-  const ssoSignIn = async (who) => {
+  // ssoSignIn signs in as person at the provider: the console's button,
+  // the provider's page (another site), the person's button there.
+  const ssoSignIn = async (person) => {
     await page.goto(base + "/console/login");
     await Promise.all([page.waitForURL((u) => u.href.startsWith(idp + "/authorize?")), page.click("#sso-login")]);
     const auth = new URL(page.url());
     for (const k of ["state", "nonce", "code_challenge"]) assert.ok((auth.searchParams.get(k) ?? "").length >= 32, `no ${k} in the authorization request`);
     assert.equal(auth.searchParams.get("code_challenge_method"), "S256");
-    await page.click(`button[name="user"][value="${who}"]`);
+    await page.click(`button[name="user"][value="${person}"]`);
+  };
+
+  // confirmed clicks the member's action act, confirms, and waits for the
+  // result's message.
+  const confirmed = async (act) => {
+    await page.click(`${row} button[data-act="${act}"]`);
+    await page.waitForSelector("dialog#confirm[open]");
+    await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
+    assert.match(await page.textContent("#flash"), new RegExp(`Done: ${act} ${backend}`));
   };
 
   step("the login page offers the provider, and the key form as break-glass");
@@ -72,12 +54,12 @@ try {
   assert.equal(new URL(page.url()).pathname, "/console/login");
   assert.equal((await page.textContent("#sso-login")).trim(), `Sign in with ${idpName}`);
   assert.equal(await page.locator("form#login input#key[type=password]").count(), 1);
-  await page.screenshot({ path: join(shots, "console-sso-login.png"), fullPage: true });
+  await shot(page, "console-sso-login.png");
 
   step(`${operator} signs in with ${idpName} and lands on the overview as an operator`);
   await ssoSignIn(operator);
   await page.waitForURL(base + "/console/");
-  assert.equal((await page.textContent("#who")).replace(/\s+/g, " ").trim(), `${operator} operator`);
+  assert.equal(await who(page), `${operator} operator`);
   const cookies = await context.cookies([base + "/console/", base + "/console/sso/callback"]);
   const session = cookies.find((c) => c.name === "switchover_console");
   assert.ok(session && session.httpOnly && session.sameSite === "Strict", `session cookie ${JSON.stringify(session && { ...session, value: "…" })}`);
@@ -86,15 +68,9 @@ try {
 
   step(`the operator drains ${backend} from the page and restores it`);
   await page.waitForSelector(`${row} button[data-act="drain"]`);
-  await page.click(`${row} button[data-act="drain"]`);
-  await page.waitForSelector("dialog#confirm[open]");
-  await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
-  assert.match(await page.textContent("#flash"), new RegExp(`Done: drain ${backend}`));
+  await confirmed("drain");
   await page.waitForSelector(`${row}.drained`);
-  await page.click(`${row} button[data-act="restore"]`);
-  await page.waitForSelector("dialog#confirm[open]");
-  await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
-  assert.match(await page.textContent("#flash"), new RegExp(`Done: restore ${backend}`));
+  await confirmed("restore");
   await page.waitForSelector(`${row}:not(.drained)`);
 
   step("the operator has no reload and no key forms, and the server refuses them anyway");
@@ -114,40 +90,31 @@ try {
   assert.ok(await page.locator('tr.ev[data-kind="console:sign_in"]', { hasText: `${operator} signed in to the console as operator with ${idpName}` }).count() > 0, "no sign-in event under the person's name");
   assert.ok(await page.locator('tr.ev[data-kind="admin:drain"]', { hasText: operator }).count() > 0, "the drain is not the person's");
   await noToken("the events page");
-  await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
+  await signOut(page, base);
 
   step(`${unmapped}, whose groups map to no role, is refused with a page that says why`);
   await ssoSignIn(unmapped);
   await page.waitForSelector("#login-error");
   assert.match(await page.textContent("#login-error"), new RegExp(`as ${unmapped.replace(".", "\\.")}, but no role of the console is given to you`));
-  await page.screenshot({ path: join(shots, "console-sso-refused.png"), fullPage: true });
+  await shot(page, "console-sso-refused.png");
   await page.goto(base + "/console/");
   assert.equal(new URL(page.url()).pathname, "/console/login", "a refused person has a session");
 
   step(`${admin} signs in as an admin and gets the key forms`);
   await ssoSignIn(admin);
   await page.waitForURL(base + "/console/");
-  assert.equal((await page.textContent("#who")).replace(/\s+/g, " ").trim(), `${admin} admin`);
+  assert.equal(await who(page), `${admin} admin`);
   await page.goto(base + "/console/keys");
   assert.equal(await page.locator("form#key-create").count(), 1, "an admin's keys page lacks the key form");
-  await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
+  await signOut(page, base);
 
   step("the admin key still signs in (break-glass)");
-  await page.fill("#key", env("ADMIN_KEY"));
-  await Promise.all([page.waitForURL(base + "/console/"), page.click("form#login button[type=submit]")]);
-  assert.equal((await page.textContent("#who")).replace(/\s+/g, " ").trim(), "admin admin");
-  await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
+  await signIn(page, base, env("ADMIN_KEY"));
+  assert.equal(await who(page), "admin admin");
+  await signOut(page, base);
 
   step("at 390 px the login page with the provider's button does not scroll sideways");
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.goto(base + "/console/login");
-  const w = await page.evaluate(() => ({ sw: document.documentElement.scrollWidth, iw: window.innerWidth }));
-  assert.ok(w.sw <= w.iw, `the login page is ${w.sw} px wide at ${w.iw}`);
-  assert.ok(await page.isVisible("#sso-login"));
-
-  assert.deepEqual(errors, [], "errors in the page");
-  console.log("ok: single sign-on");
-} finally {
-  await context.close();
-  await rm(profile, { recursive: true, force: true });
-}
+  await atWidth(page, PHONE);
+  await noSideScroll(page, "the login page");
+  await visible(page, ["#sso-login"], "the provider's button at 390 px");
+}, { allow: /401|403|Unauthorized|Forbidden/ });
