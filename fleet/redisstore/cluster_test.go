@@ -23,7 +23,7 @@ import (
 func TestClusterConformance(t *testing.T) {
 	c := redistest.StartCluster(t)
 	storetest.Run(t, func(t *testing.T) (a, b fleet.Store, advance func(time.Duration)) {
-		opts := redisstore.Options{URL: c.URL(), Cluster: true, Prefix: fmt.Sprintf("test%d:", fleets.Add(1))}
+		opts := roomy(redisstore.Options{URL: c.URL(), Cluster: true, Prefix: fmt.Sprintf("test%d:", fleets.Add(1))})
 		return newStore(t, opts), newStore(t, opts), wait
 	})
 }
@@ -268,8 +268,8 @@ func TestNewClusterURL(t *testing.T) {
 // node's restart is taken again with Subscribe, and messages flow.
 func TestClusterResubscribeAfterNodeRestart(t *testing.T) {
 	c := redistest.StartCluster(t)
-	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
-	other := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
+	s := newStore(t, roomy(redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"}))
+	other := newStore(t, roomy(redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"}))
 	raw := rawCluster(t, c)
 	ctx := t.Context()
 	sub, err := s.Subscribe(ctx)
