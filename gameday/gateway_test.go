@@ -9,5 +9,5 @@ import (
 
 // testGateway is the real gateway, as switchover gameday starts it.
 func testGateway(cfg *config.Config, ln net.Listener, h Hooks) (func(), error) {
-	return gateway.Start(cfg, ln, gateway.Options{Logger: h.Logger, OnTransition: h.OnTransition, Sinks: h.Sinks})
+	return gateway.Start(cfg, ln, gateway.Options{Logger: h.Logger, OnTransition: h.OnTransition, Sinks: h.Sinks, Observer: h.Observer})
 }

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -20,6 +21,7 @@ import (
 	"github.com/switchover-gw/switchover/engine"
 	"github.com/switchover-gw/switchover/load"
 	"github.com/switchover-gw/switchover/notify"
+	"github.com/switchover-gw/switchover/route"
 	"github.com/switchover-gw/switchover/sim"
 )
 
@@ -55,7 +57,24 @@ type Hooks struct {
 	Logger       *slog.Logger
 	OnTransition func(breaker.Transition)
 	Sinks        []notify.Sink
+	// Observer hears the gateway's engine events and its probes
+	// (gateway.Options.Observer): the run counts the route.EventProbe
+	// ones, calls to the regions that no request made.
+	Observer route.Observer
 }
+
+// probeCount counts a run's health checks and probes (route.EventProbe).
+// It is safe for concurrent use.
+type probeCount struct{ n atomic.Int64 }
+
+// Observe implements route.Observer.
+func (c *probeCount) Observe(e route.Event) {
+	if e.Kind == route.EventProbe {
+		c.n.Add(1)
+	}
+}
+
+var _ route.Observer = (*probeCount)(nil)
 
 // Run runs the scenarios, each setup of each in turn, and returns the
 // report. Every run gets fresh simulated regions (full quotas, no breaker
@@ -156,7 +175,8 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	}
 	trs := &transitions{}
 	sink := &notes{}
-	tg, err := startTarget(sc, st, cfg, opts.Gateway, Hooks{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}})
+	probes := &probeCount{}
+	tg, err := startTarget(sc, st, cfg, opts.Gateway, Hooks{Logger: quiet, OnTransition: trs.add, Sinks: []notify.Sink{sink}, Observer: probes})
 	if err != nil {
 		return rr, err
 	}
@@ -196,7 +216,7 @@ func runSetup(ctx context.Context, sc Scenario, st Setup, opts Options) (RunResu
 	rr.Summary = res.Summary
 	rr.Duration = time.Since(res.Began)
 
-	rr.Summary.Upstream = upstream(s.Stats(), res, noise, &rr)
+	rr.Summary.Upstream = upstream(s.Stats(), probes.n.Load(), res, noise, &rr)
 
 	trs.mu.Lock()
 	for _, t := range trs.evs {
@@ -245,7 +265,7 @@ type target struct {
 func startTarget(sc Scenario, st Setup, cfg *config.Config, start StartGateway, h Hooks) (*target, error) {
 	path := "/v1/" + sc.Load.request().Path()
 	if st.Mode != "gateway" {
-		eng, err := engine.Build(cfg, nil, engine.Deps{OnTransition: h.OnTransition})
+		eng, err := engine.Build(cfg, nil, engine.Deps{OnTransition: h.OnTransition, Observer: h.Observer})
 		if err != nil {
 			return nil, err
 		}
@@ -272,10 +292,12 @@ func startTarget(sc Scenario, st Setup, cfg *config.Config, start StartGateway, 
 
 // upstream is what the regions saw of a run's main load (stats are the
 // regions' counters of both loads; the noise's share of the calls is what
-// its answers' x-switchover-attempts say). It sets rr.Noise and stretches
-// rr.Duration to the noise's end.
-func upstream(stats map[string]sim.Stats, res, noise *load.Result, rr *RunResult) *load.Upstream {
-	up := &load.Upstream{}
+// its answers' x-switchover-attempts say). probes are the run's health
+// checks and probes: they stay in Calls, which the regions counted, but
+// not in CallsPerRequest, as no request made them. It sets rr.Noise and
+// stretches rr.Duration to the noise's end.
+func upstream(stats map[string]sim.Stats, probes int64, res, noise *load.Result, rr *RunResult) *load.Upstream {
+	up := &load.Upstream{Probes: probes}
 	for _, st := range stats {
 		up.Calls += st.Calls
 		up.Refused += st.Refused
@@ -291,7 +313,7 @@ func upstream(stats map[string]sim.Stats, res, noise *load.Result, rr *RunResult
 		rr.Duration = max(rr.Duration, time.Since(noise.Began))
 	}
 	if res.Summary.Requests > 0 {
-		up.CallsPerRequest = float64(up.Calls) / float64(res.Summary.Requests)
+		up.CallsPerRequest = float64(max(up.Calls-up.Probes, 0)) / float64(res.Summary.Requests)
 	}
 	return up
 

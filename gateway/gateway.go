@@ -59,7 +59,8 @@ type Options struct {
 	// Entra, if set, supplies Entra ID token sources (tests point it at a
 	// local token endpoint). Nil means a registry of its own.
 	Entra *entra.Registry
-	// Observer, if set, also receives every engine event.
+	// Observer, if set, also receives every engine event, and an
+	// EventProbe for each probe the gateway's probers send.
 	Observer route.Observer
 	// Sinks, if set, receive notifications in addition to those the
 	// configuration names (tests).

@@ -251,6 +251,10 @@ func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind) (err error
 	began := time.Now()
 	err = p.backend.Probe(pctx, kind, p.model)
 	t.Stop()
+	if o := p.g.opts.Observer; o != nil {
+		// A call no request made, told as the engine tells its own checks.
+		o.Observe(route.Event{Kind: route.EventProbe, Backend: p.backend, Err: err})
+	}
 	timedOut := context.Cause(pctx) == errProbeTimeout
 	cancel(context.Canceled)
 	if ctx.Err() != nil {

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
+	"github.com/switchover-gw/switchover/route"
 )
 
 // probeEnv is a gateway over two scripted upstreams, weu probed with the
@@ -120,6 +122,30 @@ func TestProbeMarksUnavailableBeforeUsersHitIt(t *testing.T) {
 	}
 	if s := g.Status(); s.Pools[0].Members[0].Probe == nil || !s.Pools[0].Members[0].Probe.Up {
 		t.Fatalf("status %+v", s.Pools[0].Members[0])
+	}
+}
+
+// TestProbesAreToldToTheObserver: every probe the gateway sends is a call
+// no request made, told to Options.Observer as a route.EventProbe (a game
+// day takes them off its calls per request), its failure as Err.
+func TestProbesAreToldToTheObserver(t *testing.T) {
+	g, weu, p := probeEnv(t, "{interval: 10s, failures: 2}", upstreamtest.Status(503))
+	var mu sync.Mutex
+	var got []route.Event
+	// The prober waits on the fake clock, which nothing advances: the
+	// probes below are the test's own.
+	g.opts.Observer = route.ObserverFunc(func(e route.Event) {
+		mu.Lock()
+		got = append(got, e)
+		mu.Unlock()
+	})
+	p.once(context.Background())
+	weu.SetScript(upstreamtest.Answer("weu"))
+	p.once(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Kind != route.EventProbe || got[0].Backend != g.Backend("weu") || got[0].Err == nil || got[1].Kind != route.EventProbe || got[1].Err != nil {
+		t.Fatalf("events %+v, want a failed probe of weu, then a passing one", got)
 	}
 }
 

@@ -140,7 +140,11 @@ type Upstream struct {
 	Refused  int64 `json:"refused"`
 	Errors   int64 `json:"errors"`
 	Answered int64 `json:"answered"`
-	// CallsPerRequest is Calls / Summary.Requests.
+	// Probes are the health checks and probes among Calls, where known
+	// (a game day's gateway tells them): calls no request made.
+	Probes int64 `json:"probes,omitempty"`
+	// CallsPerRequest is (Calls - Probes) / Summary.Requests: the calls
+	// the requests made.
 	CallsPerRequest float64 `json:"calls_per_request"`
 }
 

@@ -203,6 +203,7 @@ func (p *Pool) startCheck(b *Backend, model, why string) {
 		err := b.Probe(ctx, b.HealthCheck, model)
 		t.Stop()
 		s.stop()
+		p.observe(Event{Kind: EventProbe, Backend: b, Err: err})
 		ended := context.Cause(ctx)
 		timedOut := ended == errCheckTimeout || ended == errCheckSilence
 		cancel(context.Canceled)

@@ -125,6 +125,11 @@ func TestPileUpOfWaitingCallsGetsASlowBackendChecked(t *testing.T) {
 	if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
 		t.Fatalf("weu's breaker %v after its check failed", s.State)
 	}
+	// The check was a call to weu that no request made: observers are told
+	// (a game day takes such calls off the calls per request).
+	if ps := e.events.kinds(route.EventProbe); len(ps) != 1 || ps[0].Backend != weu || ps[0].Err == nil || ps[0].Pool != "chat-prod" {
+		t.Fatalf("probe events %+v, want one failed check of weu", ps)
+	}
 }
 
 // TestNewMemberJudgedFromPeersLatency: a member that has never answered

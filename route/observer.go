@@ -58,6 +58,12 @@ const (
 	// secrets redacted): it is passed over for Op alone, for
 	// UnsupportedHold, and not benched. Told once per mark.
 	EventOperationUnsupported
+	// EventProbe: a health check was sent to Backend on behalf of no
+	// request (the pool's check of a slow backend, see Pool.slowCall; a
+	// gateway tells its own probes the same way): one call to the backend
+	// more than the requests made (a model call unless the backend's probe
+	// kind is ProbeModels). Err is the check's failure, nil when it answered.
+	EventProbe
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind
@@ -76,7 +82,8 @@ type Event struct {
 	// that failed or was unavailable, To the one that answered.
 	From, To string
 	Reason   Reason
-	// Err is set for EventBodyError and EventUnresponsive.
+	// Err is set for EventBodyError and EventUnresponsive, and for an
+	// EventProbe that failed.
 	Err error
 	// Model is set for EventModel.
 	Model string

@@ -119,5 +119,5 @@ Flags:
 
 // startGateway is the game day's gateway: the real one, in the process.
 func startGateway(cfg *config.Config, ln net.Listener, h gameday.Hooks) (func(), error) {
-	return gateway.Start(cfg, ln, gateway.Options{Logger: h.Logger, OnTransition: h.OnTransition, Sinks: h.Sinks})
+	return gateway.Start(cfg, ln, gateway.Options{Logger: h.Logger, OnTransition: h.OnTransition, Sinks: h.Sinks, Observer: h.Observer})
 }
