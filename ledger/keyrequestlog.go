@@ -54,3 +54,7 @@ func parseRequestLog(s string) (*KeyRequestLog, error) {
 	}
 	return &l, nil
 }
+
+// BodiesOn reports whether l keeps bodies (false for a nil l or an unset
+// Bodies).
+func (l *KeyRequestLog) BodiesOn() bool { return l != nil && l.Bodies != nil && *l.Bodies }
