@@ -465,6 +465,15 @@ func (g *Gateway) budgetAlert(a tenant.BudgetAlert) {
 	}
 }
 
+// requestLogOf is a configuration key's request_log as the admin API
+// shows a key's (nil for none).
+func requestLogOf(l *config.RequestLog) *ledger.KeyRequestLog {
+	if l == nil {
+		return nil
+	}
+	return &ledger.KeyRequestLog{Bodies: l.Bodies, MaxBodyBytes: int64(l.MaxBodyBytes)}
+}
+
 // scopedOf is bs as the ledger keeps them.
 func scopedOf(bs []tenant.PoolBudget) []ledger.ScopedBudget {
 	var out []ledger.ScopedBudget
@@ -526,7 +535,7 @@ func (g *Gateway) keysAPI() *ledgerapi.Handler {
 				l := limitsOf(k.Limits)
 				keys = append(keys, ledger.Key{ID: k.Name, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models,
 					Tags: k.Tags, Metadata: k.Metadata, RPM: l.RPM, TPM: l.TPM, MaxConcurrent: l.MaxConcurrent, Budget: l.Budget, BudgetPeriod: l.BudgetPeriod, SoftBudget: l.SoftBudget,
-					Budgets: scopedOf(poolBudgetsOf(g.Config(), k)), Cache: k.Cache.Policy()})
+					Budgets: scopedOf(poolBudgetsOf(g.Config(), k)), Cache: k.Cache.Policy(), RequestLog: requestLogOf(k.RequestLog)})
 			}
 			return keys
 		},

@@ -70,6 +70,10 @@ type Key struct {
 	// Shared (a key's cache stays scoped to its team). Stored as
 	// cachepolicy's JSON, shown by the admin API as the same object.
 	Cache *cachepolicy.Policy `json:"cache,omitempty"`
+	// RequestLog is the key's own request log settings (whether its
+	// calls keep their bodies), which win over its pools'; nil: it
+	// follows its pools'. Stored as its JSON.
+	RequestLog *KeyRequestLog `json:"request_log,omitempty"`
 	// Expires is when the key stops working; zero is never.
 	Expires time.Time `json:"expires,omitzero"`
 	// Created is set by NewKey.

@@ -125,8 +125,8 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	// (patience), 3 (estimated usage), 4 (a rotated secret's grace), 5
 	// (object owners), 6 (tags), 7 (end users), 8 (budget rules), 9
 	// (cache hits), 10 (keys' own cache), 11 (the request log), 12 (the
-	// audit trail), 13 (kept bodies) and 14 (traffic sums), and their
-	// migrations' rows.
+	// audit trail), 13 (kept bodies), 14 (traffic sums) and 15 (keys' own
+	// request log), and their migrations' rows.
 	db := ledger.WriterDB(s)
 	for _, q := range []string{"DROP TABLE traffic_daily", "DROP TABLE request_bodies", "DROP TABLE audit", "DROP TABLE usage_attempts", "DROP INDEX usage_requests_model_at", "DROP INDEX usage_requests_pool_at",
 		"DROP INDEX usage_requests_status_at", "DROP INDEX usage_requests_failover_at", "DROP INDEX usage_requests_cache_at",
@@ -140,7 +140,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 		"ALTER TABLE api_keys DROP COLUMN patience_ms", "ALTER TABLE usage_requests DROP COLUMN estimated",
 		"DROP TABLE object_owners", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
 		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",
-		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "ALTER TABLE api_keys DROP COLUMN cache",
+		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "ALTER TABLE api_keys DROP COLUMN cache", "ALTER TABLE api_keys DROP COLUMN request_log",
 		"DELETE FROM schema_migrations WHERE version >= 2"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -153,7 +153,7 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	defer s.Close()
 	got, err := ledger.Verify(ctx, s, secret, time.Now())
-	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() || got.Cache != nil {
+	if err != nil || got.ID != k.ID || got.Patience != 0 || got.PrevPrefix != "" || !got.PrevUntil.IsZero() || got.Cache != nil || got.RequestLog != nil {
 		t.Fatalf("the old key after the upgrade: %+v, %v", got, err)
 	} // Version 3's column takes an estimated usage record, version 7's its end user.
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: time.Now(), RequestID: "r1", KeyID: k.ID, PromptTokens: 3, Estimated: true, EndUser: "u1"},
@@ -186,12 +186,14 @@ func TestSQLiteUpgradesAVersion1Database(t *testing.T) {
 	}
 	got.Tags, got.Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
 	off := false
-	got.Cache = &cachepolicy.Policy{Coalesce: &off} // version 10: a cache of its own, off
+	got.Cache = &cachepolicy.Policy{Coalesce: &off}      // version 10: a cache of its own, off
+	got.RequestLog = &ledger.KeyRequestLog{Bodies: &off} // version 15: no bodies, whatever its pools say
 	if err := s.UpdateKey(ctx, got); err != nil {
 		t.Fatalf("tagging the old key after the upgrade: %v", err)
 	}
-	if again, err := ledger.Verify(ctx, s, secret, time.Now()); err != nil || again.Cache == nil || again.Cache.CoalesceOn() || again.Cache.TTL != 0 {
-		t.Fatalf("the old key's cache after the upgrade: %+v, %v", again.Cache, err)
+	if again, err := ledger.Verify(ctx, s, secret, time.Now()); err != nil || again.Cache == nil || again.Cache.CoalesceOn() || again.Cache.TTL != 0 ||
+		again.RequestLog == nil || again.RequestLog.Bodies == nil || *again.RequestLog.Bodies {
+		t.Fatalf("the old key's cache and request log after the upgrade: %+v, %+v, %v", again.Cache, again.RequestLog, err)
 	}
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r2", KeyID: k.ID, Tags: got.Tags, PromptTokens: 7, Cost: 0.25}}); err != nil {
 		t.Fatal(err)
@@ -232,7 +234,7 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 		"ALTER TABLE api_keys DROP COLUMN tags", "ALTER TABLE api_keys DROP COLUMN metadata",
 		"ALTER TABLE usage_requests DROP COLUMN tags", "DROP TABLE budget_rules", "DROP INDEX usage_requests_end_user",
 		"ALTER TABLE usage_requests DROP COLUMN end_user", "ALTER TABLE usage_requests DROP COLUMN cache",
-		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "ALTER TABLE api_keys DROP COLUMN cache",
+		"ALTER TABLE usage_requests DROP COLUMN saved_nusd", "ALTER TABLE api_keys DROP COLUMN cache", "ALTER TABLE api_keys DROP COLUMN request_log",
 		"DELETE FROM schema_migrations WHERE version >= 6"} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
@@ -244,16 +246,18 @@ func TestPostgresUpgradesAVersion5Database(t *testing.T) {
 	}
 	defer s.Close()
 	ks, err := s.Keys(ctx)
-	if err != nil || len(ks) != 1 || ks[0].Tags != nil || ks[0].Metadata != nil || ks[0].Cache != nil {
+	if err != nil || len(ks) != 1 || ks[0].Tags != nil || ks[0].Metadata != nil || ks[0].Cache != nil || ks[0].RequestLog != nil {
 		t.Fatalf("the old key after the upgrade: %+v, %v", ks, err)
 	}
 	ks[0].Tags, ks[0].Metadata = []string{"prod"}, map[string]string{"owner": "ana"}
 	ks[0].Cache = &cachepolicy.Policy{TTL: 10 * time.Minute, MaxEntry: 1 << 20} // version 10's column
+	ks[0].RequestLog = &ledger.KeyRequestLog{MaxBodyBytes: 4096}                // version 15's
 	if err := s.UpdateKey(ctx, ks[0]); err != nil {
 		t.Fatalf("tagging the old key: %v", err)
 	}
-	if again, err := s.Keys(ctx); err != nil || len(again) != 1 || again[0].Cache == nil || again[0].Cache.TTL != 10*time.Minute || again[0].Cache.MaxEntry != 1<<20 {
-		t.Fatalf("the old key's cache after the upgrade: %+v, %v", again, err)
+	if again, err := s.Keys(ctx); err != nil || len(again) != 1 || again[0].Cache == nil || again[0].Cache.TTL != 10*time.Minute || again[0].Cache.MaxEntry != 1<<20 ||
+		again[0].RequestLog == nil || again[0].RequestLog.MaxBodyBytes != 4096 {
+		t.Fatalf("the old key's cache and request log after the upgrade: %+v, %v", again, err)
 	}
 	if err := s.RecordUsage(ctx, []ledger.Usage{{At: old.Add(time.Hour), RequestID: "r1", KeyID: k.ID, Tags: []string{"prod"}, PromptTokens: 7, Cost: 0.25}}); err != nil {
 		t.Fatal(err)

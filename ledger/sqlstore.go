@@ -38,7 +38,7 @@ func NewSQLStore(r, w *sql.DB, d Dialect) Store {
 
 const keyColumns = `id, name, team, prefix, hash, pools, models, rpm, tpm, max_concurrent,
 	budget_nusd, budget_period, expires_us, created_us, revoked_us, patience_ms,
-	prev_prefix, prev_hash, prev_until_us, tags, metadata, cache`
+	prev_prefix, prev_hash, prev_until_us, tags, metadata, cache, request_log`
 
 func (s *sqlStore) q(query string) string { return s.d.bind(query) }
 
@@ -54,11 +54,11 @@ func (s *sqlStore) CreateKey(ctx context.Context, k Key) error {
 	}
 	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, s.q(`INSERT INTO api_keys (`+keyColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 			k.ID, k.Name, k.Team, k.Prefix, k.Hash, jsonList(k.Pools), jsonList(k.Models),
 			k.RPM, k.TPM, int64(k.MaxConcurrent), toNano(k.Budget), k.BudgetPeriod,
 			micros(k.Expires), micros(k.Created), micros(k.Revoked), k.Patience.Milliseconds(),
-			k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata), cacheText(k.Cache))
+			k.PrevPrefix, nonNil(k.PrevHash), micros(k.PrevUntil), jsonList(k.Tags), jsonMap(k.Metadata), cacheText(k.Cache), requestLogText(k.RequestLog))
 		return err
 	})
 	if err != nil && s.d.IsUnique(err) {
@@ -126,10 +126,10 @@ func (s *sqlStore) UpdateKey(ctx context.Context, k Key) error {
 	err := s.withRules(ctx, keyOwner(k.ID), k.SoftBudget, k.Budgets, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, s.q(`UPDATE api_keys SET name = ?, team = ?, pools = ?, models = ?,
 		rpm = ?, tpm = ?, max_concurrent = ?, budget_nusd = ?, budget_period = ?, expires_us = ?, patience_ms = ?,
-		tags = ?, metadata = ?, cache = ? WHERE id = ?`),
+		tags = ?, metadata = ?, cache = ?, request_log = ? WHERE id = ?`),
 			k.Name, k.Team, jsonList(k.Pools), jsonList(k.Models), k.RPM, k.TPM, int64(k.MaxConcurrent),
 			toNano(k.Budget), k.BudgetPeriod, micros(k.Expires), k.Patience.Milliseconds(),
-			jsonList(k.Tags), jsonMap(k.Metadata), cacheText(k.Cache), k.ID)
+			jsonList(k.Tags), jsonMap(k.Metadata), cacheText(k.Cache), requestLogText(k.RequestLog), k.ID)
 		if err != nil {
 			return err
 		}
@@ -632,11 +632,11 @@ type scanner interface{ Scan(dest ...any) error }
 
 func scanKey(row scanner) (Key, error) {
 	var k Key
-	var pools, models, tags, metadata, cache string
+	var pools, models, tags, metadata, cache, requestLog string
 	var maxConc, budget, expires, created, revoked, patience, prevUntil int64
 	if err := row.Scan(&k.ID, &k.Name, &k.Team, &k.Prefix, &k.Hash, &pools, &models, &k.RPM, &k.TPM,
 		&maxConc, &budget, &k.BudgetPeriod, &expires, &created, &revoked, &patience,
-		&k.PrevPrefix, &k.PrevHash, &prevUntil, &tags, &metadata, &cache); err != nil {
+		&k.PrevPrefix, &k.PrevHash, &prevUntil, &tags, &metadata, &cache, &requestLog); err != nil {
 		return Key{}, err
 	}
 	if cache != "" {
@@ -646,6 +646,11 @@ func scanKey(row scanner) (Key, error) {
 		}
 		k.Cache = p
 	}
+	rl, err := parseRequestLog(requestLog)
+	if err != nil {
+		return Key{}, fmt.Errorf("request_log of %s: %w", k.ID, err)
+	}
+	k.RequestLog = rl
 	if k.PrevPrefix == "" {
 		k.PrevHash = nil
 	}
@@ -712,6 +717,9 @@ func validKey(k Key) error {
 	}
 	if ps := k.Cache.Check(true); len(ps) > 0 {
 		return fmt.Errorf("%w: key %s: cache: %v", ErrInvalid, k.ID, &ps[0])
+	}
+	if msg := k.RequestLog.Check(); msg != "" {
+		return fmt.Errorf("%w: key %s: request_log: %s", ErrInvalid, k.ID, msg)
 	}
 	return nil
 }

@@ -127,7 +127,7 @@ func TestTrafficSumsBackfilledOnUpgrade(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			for _, q := range []string{"DROP TABLE traffic_daily", "DELETE FROM schema_migrations WHERE version >= 14"} {
+			for _, q := range []string{"DROP TABLE traffic_daily", "ALTER TABLE api_keys DROP COLUMN request_log", "DELETE FROM schema_migrations WHERE version >= 14"} {
 				if _, err := ledger.WriterDB(s).ExecContext(ctx, q); err != nil {
 					t.Fatal(err)
 				}

@@ -50,17 +50,33 @@ type bodyCapture struct {
 }
 
 // startCapture starts the capture of x's call, if its key or pool keeps
-// bodies: a copy of the first bytes of the request's body. It costs a
-// nil check when no pool or key keeps any.
+// bodies: a copy of the first bytes of the request's body. A key's
+// settings, where set, win over its pool's: a configuration key's from
+// Routes.Bodies, a stored key's from its principal (RequestLog). It
+// costs two nil checks when no pool or key keeps any.
 //
 //go:noinline
 func (x *exchange) startCapture() {
-	br := x.rt.Bodies
-	if br == nil || x.pool == nil {
+	br, who := x.rt.Bodies, x.lg.who
+	stored := who != nil && who.Source == "store"
+	if x.pool == nil || (br == nil && (!stored || who.RequestLog == nil)) {
 		return
 	}
-	pol := br.Pools[x.pool.Name]
-	if x.lg.key != "" && (x.lg.who == nil || x.lg.who.Source != "store") {
+	var pol BodyPolicy
+	if br != nil {
+		pol = br.Pools[x.pool.Name]
+	}
+	switch {
+	case stored:
+		if l := who.RequestLog; l != nil {
+			if l.Bodies != nil {
+				pol.Bodies = l.Bodies
+			}
+			if l.MaxBodyBytes > 0 {
+				pol.MaxBytes = l.MaxBodyBytes
+			}
+		}
+	case x.lg.key != "":
 		if k, ok := br.Keys[x.lg.key]; ok {
 			if k.Bodies != nil {
 				pol.Bodies = k.Bodies

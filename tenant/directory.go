@@ -338,7 +338,7 @@ func (d *Directory) Periods() []string { return d.snap.Load().periods }
 // whose keys share stored objects.
 func principalOf(k ledger.Key, shares map[string]bool) *Principal {
 	p := &Principal{ID: k.ID, Name: k.Name, Team: k.Team, Pools: k.Pools, Models: k.Models, Tags: k.Tags, Source: "store", Patience: k.Patience,
-		Cache:        k.Cache.Effective(),
+		Cache: k.Cache.Effective(), RequestLog: k.RequestLog,
 		ShareObjects: k.Team != "" && shares[k.Team],
 		Limits: Limits{RPM: k.RPM, TPM: k.TPM, MaxConcurrent: k.MaxConcurrent, Budget: k.Budget, BudgetPeriod: k.BudgetPeriod,
 			SoftBudget: k.SoftBudget}}

@@ -60,6 +60,11 @@ type Principal struct {
 	// Cache is the key's own response cache policy, which wins over its
 	// pools' (proxy's cacheLookup); nil: its pools'. Never Shared.
 	Cache *cachepolicy.Effective
+	// RequestLog is a stored key's own request log settings (whether its
+	// calls keep their bodies), which win over its pools' (proxy's
+	// startCapture); nil: its pools'. A configuration key's are in the
+	// engine's body routes instead.
+	RequestLog *ledger.KeyRequestLog
 	// Source is "config" or "store".
 	Source string
 	// ShareObjects says the key's team shares its stored objects (the

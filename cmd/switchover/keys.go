@@ -50,6 +50,9 @@ Limits (create and update):
   --cache SETTINGS        the key's own response cache, winning over its pools':
                           ttl=10m,coalesce=on,max_wait=5s,max_entry=1MiB (each optional;
                           coalesce=off without ttl: no cache for the key; none: its pools')
+  --request-log SETTINGS  the key's own request log, winning over its pools':
+                          bodies=on,max_body_bytes=64KiB (each optional; bodies=off: none
+                          of its bodies whatever its pools say; none: its pools')
   --tag TAG               a tag, for spend by tag; repeat for several (on update they
                           replace the key's; --tag "" removes them)
   --meta NAME=VALUE       free-form metadata; repeat for several (on update it replaces
@@ -110,6 +113,7 @@ type keyFlags struct {
 	fs                                                *flag.FlagSet
 	name, team, pools, models, rpm, tpm, conc, budget *string
 	expires, patience, soft, poolBudgets, cache       *string
+	requestLog                                        *string
 	tags                                              listFlag
 	meta                                              metaFlag
 }
@@ -130,6 +134,7 @@ func addKeyFlags(fs *flag.FlagSet) *keyFlags {
 		expires:     fs.String("expires", "", "90d or 36h from now, or an RFC 3339 time (never: no expiry)"),
 		patience:    fs.String("patience", "", "the key's default wait for quota: 30s, 2m (none: the pool's)"),
 		cache:       fs.String("cache", "", "the key's own response cache: ttl=10m,coalesce=on,max_wait=5s,max_entry=1MiB (none: its pools')"),
+		requestLog:  fs.String("request-log", "", "the key's own request log: bodies=on,max_body_bytes=64KiB (none: its pools')"),
 	}
 	fs.Var(&kf.tags, "tag", "a tag of the key; repeat for several (\"\": none)")
 	fs.Var(&kf.meta, "meta", "metadata NAME=VALUE; repeat for several (\"\": none)")
@@ -203,6 +208,12 @@ func (kf *keyFlags) body() (map[string]any, error) {
 				err = fmt.Errorf("--cache: %v", e)
 			}
 			b["cache"] = p // nil: null, the pools' cache
+		case "request-log":
+			l, e := parseRequestLogFlag(v)
+			if e != nil {
+				err = fmt.Errorf("--request-log: %v", e)
+			}
+			b["request_log"] = l // nil: null, the pools' setting
 		}
 	})
 	if err != nil {
@@ -307,7 +318,7 @@ func keysUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(body) == 0 {
-		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience, --cache, --tag, --meta")}
+		return usageError{errors.New("keys update: give at least one of --name, --team, --pools, --models, --rpm, --tpm, --max-concurrent, --budget, --expires, --patience, --cache, --request-log, --tag, --meta")}
 	}
 	raw, err := client().call(ctx, http.MethodPatch, "/admin/keys/"+url.PathEscape(id), body)
 	if err != nil {
@@ -410,6 +421,7 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	} else {
 		line("cache", "- (its pools')")
 	}
+	line("request log", requestLogText(k.RequestLog))
 	line("created", formatTime(k.Created))
 	if !k.Revoked.IsZero() {
 		line("revoked", formatTime(k.Revoked))

@@ -86,6 +86,11 @@ type keyBody struct {
 	// null or "none" removes them (the key follows its pools'). Absent:
 	// left alone.
 	Cache json.RawMessage `json:"cache"`
+	// RequestLog is the key's own request log settings, which win over
+	// its pools': {"bodies":true,"max_body_bytes":65536} (each optional;
+	// see parseKeyRequestLog); null or "none" removes them (the key
+	// follows its pools'). Absent: left alone.
+	RequestLog json.RawMessage `json:"request_log"`
 	// Tags and Metadata replace the key's (see labels for their bounds);
 	// [] and {} remove them.
 	Tags     *[]string          `json:"tags"`
@@ -190,6 +195,13 @@ func (h *Handler) apply(k *ledger.Key, b keyBody, now time.Time) error {
 			return badField("cache", "%v", err)
 		}
 		k.Cache = p
+	}
+	if b.RequestLog != nil {
+		l, err := parseKeyRequestLog(b.RequestLog)
+		if err != nil {
+			return err
+		}
+		k.RequestLog = l
 	}
 	if b.Patience != nil {
 		switch v := b.Patience.(type) {

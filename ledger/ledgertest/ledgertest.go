@@ -37,6 +37,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("ConcurrentRecording", func(t *testing.T) { testConcurrent(t, h.Open(t)) })
 	t.Run("ObjectOwners", func(t *testing.T) { testObjectOwners(t, h.Open(t)) })
 	t.Run("KeyTags", func(t *testing.T) { testKeyTags(t, h.Open(t)) })
+	t.Run("KeyRequestLog", func(t *testing.T) { testKeyRequestLog(t, h.Open(t)) })
 	t.Run("SpendByTag", func(t *testing.T) { testSpendByTag(t, h.Open(t)) })
 	t.Run("Requests", func(t *testing.T) { testRequests(t, h.Open(t)) })
 	t.Run("RequestLog", func(t *testing.T) { testRequestLog(t, h.Open(t)) })
