@@ -8,7 +8,7 @@
 // SIM_URL (a simulator listener, for faults and counters), POOLS (JSON:
 // pool -> backends), FAULT_BACKEND, DRAIN_BACKEND, FAULT_POOL,
 // CHROMIUM, STORE_KEY_ID, STORE_KEY_SECRET, API_URL (the gateway's API listener).
-import { env, step, until, WAIT, setFault as simFault, run, atWidth, noSideScroll, tablesInScrollBoxes, shot, signIn, signOut, DESKTOP, PHONE } from "./lib.mjs";
+import { env, step, until, WAIT, setFault as simFault, run, atWidth, noSideScroll, tablesInScrollBoxes, shot, signIn, signOut, clickAndLoad, DESKTOP, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
 const base = env("CONSOLE_URL");
@@ -105,7 +105,7 @@ await run(async (b) => {
   await page.waitForSelector("dialog#confirm[open]");
   const text = await page.textContent("#confirm-text");
   assert.match(text, new RegExp(`^Drain ${drained}: no new requests go to it`), `confirmation: ${text}`);
-  await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
+  await clickAndLoad(page, "#confirm-ok");
   assert.match(await page.textContent("#flash"), new RegExp(`Done: drain ${drained}`));
   await page.waitForSelector(`${row(pool, drained)}.drained`);
   const before = await simStats();
@@ -237,7 +237,7 @@ await run(async (b) => {
   await page.click(`${row(pool, drained)} button[data-act="restore"]`);
   await page.waitForSelector("dialog#confirm[open]");
   assert.match(await page.textContent("#confirm-text"), new RegExp(`^Restore ${drained}`));
-  await Promise.all([page.waitForURL(base + "/console/"), page.click("#confirm-ok")]);
+  await clickAndLoad(page, "#confirm-ok");
   await page.waitForSelector(`${row(pool, drained)}:not(.drained)`);
   await setFault(faulty, { mode: "none" });
 

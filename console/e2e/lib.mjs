@@ -131,6 +131,16 @@ export async function signOut(page, base) {
   await Promise.all([page.waitForURL(base + "/console/login"), page.click("#logout")]);
 }
 
+// clickAndLoad clicks sel, which sends a form, and waits for the page
+// its answer loads. Waiting for a URL would not do: an action's answer
+// comes back to the address the page is already at, so the wait would
+// pass at once and the checks read the page from before the action.
+export async function clickAndLoad(page, sel) {
+  await page.evaluate(() => { window.__before = true; });
+  await page.click(sel);
+  await page.waitForFunction(() => window.__before === undefined && document.readyState !== "loading");
+}
+
 // atWidth sets the page's viewport to size (DESKTOP or PHONE).
 export async function atWidth(page, size) {
   await page.setViewportSize({ width: size.width, height: size.height });

@@ -23,7 +23,7 @@
 //
 // Environment: CONSOLE_URL, ADMIN_KEY, VIEWER_KEY, API_URL, STORE_KEY_ID,
 // FILE_KEY (the name of the configuration file's key), CHROMIUM.
-import { env, step, until, run, atWidth, noSideScroll, tablesInScrollBoxes, visible, signIn, signOut, shot, DESKTOP, PHONE } from "./lib.mjs";
+import { env, step, until, run, atWidth, noSideScroll, tablesInScrollBoxes, visible, signIn, signOut, shot, clickAndLoad, DESKTOP, PHONE } from "./lib.mjs";
 import assert from "node:assert/strict";
 
 const base = env("CONSOLE_URL");
@@ -81,9 +81,7 @@ async function confirmed(page, sel, confirm) {
   const box = await page.$eval("dialog#confirm", (d) => { const r = d.getBoundingClientRect(); return [r.left, r.right, innerWidth]; });
   assert.ok(box[0] >= 0 && box[1] <= box[2], `the confirmation of ${sel} is outside the window: ${box}`);
   await visible(page, ["#confirm-ok", "#confirm-cancel"], `the confirmation of ${sel}`);
-  await page.evaluate(() => { window.__before = true; });
-  await page.click("#confirm-ok");
-  await page.waitForFunction(() => window.__before === undefined && document.readyState !== "loading");
+  await clickAndLoad(page, "#confirm-ok");
   return page.locator("#flash").count().then((n) => (n ? page.textContent("#flash") : ""));
 }
 

@@ -162,18 +162,27 @@
   setInterval(function () { if (Date.now() - lastView > 5000) stale(true); }, 1000);
 
   let es;
+  // Once the page is being left (a sign-out's form post, a link), the
+  // stream's end is not news: navigating to the login page from it would
+  // abort the navigation under way (the sign-out's own redirect).
+  let leaving = false;
+  window.addEventListener("beforeunload", function () { leaving = true; if (es) es.close(); });
+  // A page brought back from the back-forward cache has its stream closed.
+  window.addEventListener("pageshow", function (e) { if (e.persisted) location.reload(); });
+  function toLogin() { if (!leaving) { es.close(); location.href = "/console/login"; } }
   function connect() {
     es = new EventSource("/console/stream");
     es.addEventListener("open", function () { live.textContent = "live"; live.className = "live on"; });
     es.addEventListener("view", function (e) { lastView = Date.now(); stale(false); update(JSON.parse(e.data)); });
-    es.addEventListener("signedout", function () { es.close(); location.href = "/console/login"; });
+    es.addEventListener("signedout", toLogin);
     es.addEventListener("error", function () {
+      if (leaving) return;
       live.textContent = "reconnecting…";
       live.className = "live off";
       stale(true);
       // A stream refused for want of a session does not come back.
       fetch("/console/api/view", { credentials: "same-origin" }).then(function (r) {
-        if (r.status === 401) { es.close(); location.href = "/console/login"; }
+        if (r.status === 401) toLogin();
       }).catch(function () {});
     });
   }
