@@ -1,11 +1,11 @@
 package engine
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/route"
 )
 
 // TestBreakerOutlierSettingsFromConfig: max_trip and slow_start reach the
@@ -40,7 +40,7 @@ pools:
     members: [{backend: weu}, {backend: sec}]
 `, nil, Deps{})
 	for name, want := range map[string]bool{"weu": true, "sec": false} {
-		tr, ok := e.Backends[name].Transport.(*http.Transport)
+		tr, ok := e.Backends[name].Transport.(*route.Transport)
 		if !ok || tr.Protocols == nil {
 			t.Fatalf("%s: transport %T without protocols", name, e.Backends[name].Transport)
 		}

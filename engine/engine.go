@@ -17,7 +17,6 @@ package engine
 
 import (
 	"fmt"
-	"net/http"
 	"reflect"
 
 	"github.com/switchover-gw/switchover/breaker"
@@ -207,15 +206,15 @@ func (e *Engine) diff(prev *Engine) {
 // transports' worth after a reload that renews a thousand backends. Calls in
 // flight on them finish.
 func (e *Engine) Replace() {
-	inUse := make(map[*http.Transport]bool, len(e.Backends))
+	inUse := make(map[*route.Transport]bool, len(e.Backends))
 	for _, b := range e.Backends {
-		if t, ok := b.Transport.(*http.Transport); ok {
+		if t, ok := b.Transport.(*route.Transport); ok {
 			inUse[t] = true
 		}
 	}
 	for _, b := range e.Reload.retire {
 		retire(b)
-		if t, ok := b.Transport.(*http.Transport); ok && !inUse[t] {
+		if t, ok := b.Transport.(*route.Transport); ok && !inUse[t] {
 			t.CloseIdleConnections()
 		}
 	}
