@@ -9,8 +9,10 @@
 // open, a stream's whole life. A gateway in front of a self-hosted model
 // server pays that on every call. This transport writes the request and
 // reads the answer on the goroutine that called RoundTrip (and, for the
-// body, the goroutine that reads it), with net/http's own code for the
-// wire format: Request.Write and ReadResponse. What it does not do (TLS,
+// body, the goroutine that reads it). Answers are read by net/http's own
+// ReadResponse; a request is written by encode (head and body in one
+// write, headers checked as net/http's transport checks them), or by
+// Request.Write when its length is not known. What it does not do (TLS,
 // a proxy, an upgrade, Expect: 100-continue) it hands to Fallback.
 //
 // Keep-alive connections are kept per host, most recently used first. A
@@ -443,15 +445,25 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 // body already in memory leave in one write.
 var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// maxInlineBody is the largest body copied into the buffer of its
+// request's head.
+const maxInlineBody = 1 << 20
+
 // maxPooledWrite is the largest buffer put back in writeBufs.
 const maxPooledWrite = 64 << 10
 
 func (c *conn) write(req *http.Request) error {
+	if req.ContentLength > maxInlineBody {
+		// Not copied whole: streamed through a buffer of net/http's size.
+		bw := bufio.NewWriter(c.nc)
+		if err := req.Write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
 	buf := writeBufs.Get().(*bytes.Buffer)
 	buf.Reset()
-	// bytes.Buffer is an io.ByteWriter: Request.Write writes into it
-	// without a bufio.Writer of its own.
-	err := req.Write(buf)
+	err := encode(buf, req)
 	if err == nil {
 		_, err = c.nc.Write(buf.Bytes())
 	}

@@ -695,3 +695,22 @@ func TestDialFailureClosesTheBodyAndSaysDial(t *testing.T) {
 		t.Error("the request body was not closed")
 	}
 }
+
+// TestLargeBodyIsStreamed: a body over the inline bound reaches the
+// server whole.
+func TestLargeBodyIsStreamed(t *testing.T) {
+	srv := newCounted(t, func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		fmt.Fprint(w, n, r.ContentLength)
+	})
+	tr := &h1.Transport{}
+	defer tr.CloseIdleConnections()
+	body := strings.Repeat("x", 3<<20)
+	resp, err := post(t, tr, srv.URL, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := readAll(t, resp), fmt.Sprint(len(body), len(body)); got != want {
+		t.Errorf("server read %s, want %s", got, want)
+	}
+}
