@@ -581,6 +581,16 @@ type Backend struct {
 	// own (a proxy or server with a broken HTTP/2). WebSocket sessions
 	// (Realtime) always use HTTP/1.1; http:// backends always do.
 	HTTP2 *bool `yaml:"http2"`
+	// HTTP1Transport chooses the client of HTTP/1.1 calls to an http://
+	// backend: "switchover" (default) makes each call on the goroutine
+	// that asked for it, its answer read by net/http's ReadResponse
+	// (package internal/h1); "net/http" uses net/http's
+	// Transport, whose connections each keep a read and a write goroutine
+	// and hand every call between them: more CPU, allocations and memory
+	// a stream. For a backend or proxy the default client does not get on
+	// with; https backends, proxied hosts and WebSocket sessions always
+	// use net/http's.
+	HTTP1Transport string `yaml:"http1_transport"`
 	// CAFile is a PEM file of the certificate authorities an https
 	// backend's certificate must chain to, instead of the system's (a
 	// self-hosted server, a simulator, a proxy with a private CA).

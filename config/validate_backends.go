@@ -44,6 +44,9 @@ func (b Backend) validate(ps *Problems, p string) {
 	b.validateBedrock(ps, p)
 	b.validateURL(ps, p)
 	b.validateCAFile(ps, p)
+	if t := b.HTTP1Transport; t != "" && t != "switchover" && t != "net/http" {
+		ps.add(p+".http1_transport", "must be switchover or net/http, not %q", t)
+	}
 	for k := range b.Headers {
 		switch strings.ToLower(k) {
 		case "authorization", "api-key", "host", "content-length":

@@ -19,7 +19,11 @@ func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts := route.TransportSettings{ConnectTimeout: bc.ConnectTimeout.D(), HTTP1Only: bc.HTTP2 != nil && !*bc.HTTP2}
+	ts := route.TransportSettings{
+		ConnectTimeout: bc.ConnectTimeout.D(),
+		HTTP1Only:      bc.HTTP2 != nil && !*bc.HTTP2,
+		NetHTTP1:       bc.HTTP1Transport == "net/http",
+	}
 	if bc.CAFile != "" {
 		if ts.RootCAs, err = config.LoadCAFile(bc.CAFile); err != nil {
 			return nil, fmt.Errorf("backend %s: ca_file: %w", bc.Name, err)

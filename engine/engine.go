@@ -141,7 +141,7 @@ func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps) error {
 		}
 	case oc.SameIdentity(bc):
 		e.Reload.Carried = append(e.Reload.Carried, bc.Name)
-		if oc.ConnectTimeout == bc.ConnectTimeout && reflect.DeepEqual(oc.HTTP2, bc.HTTP2) {
+		if oc.ConnectTimeout == bc.ConnectTimeout && reflect.DeepEqual(oc.HTTP2, bc.HTTP2) && oc.HTTP1Transport == bc.HTTP1Transport {
 			b.Transport = ob.Transport // the same settings: its connections stay
 		}
 		e.carry(b, ob, reflect.DeepEqual(oc.Breaker, bc.Breaker))

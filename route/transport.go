@@ -28,11 +28,22 @@ var _ http.RoundTripper = (*Transport)(nil)
 // RoundTrip makes the call on the connection pool that speaks its
 // protocol.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.h1 == nil {
+		return t.Transport.RoundTrip(req)
+	}
 	return t.h1.RoundTrip(req)
 }
 
+// NetHTTP1 reports whether HTTP/1.1 calls to http:// backends go
+// through net/http's Transport (TransportSettings.NetHTTP1).
+func (t *Transport) NetHTTP1() bool { return t.h1 == nil }
+
 // CloseIdleConnections closes the idle connections of both pools.
 func (t *Transport) CloseIdleConnections() {
+	if t.h1 == nil {
+		t.Transport.CloseIdleConnections()
+		return
+	}
 	t.h1.CloseIdleConnections()
 }
 
@@ -54,6 +65,10 @@ type TransportSettings struct {
 	// HTTP1Only keeps every call on HTTP/1.1. Default false: HTTP/2 with
 	// an https backend that offers it.
 	HTTP1Only bool
+	// NetHTTP1 makes HTTP/1.1 calls to http:// backends with net/http's
+	// Transport too. Default false: on the calling goroutine
+	// (internal/h1).
+	NetHTTP1 bool
 }
 
 // HTTP/2 connection health: a connection on which nothing has been read
@@ -121,6 +136,9 @@ func NewTransport(s TransportSettings) *Transport {
 		WriteBufferSize: 1 << 10,
 		ReadBufferSize:  2 << 10,
 	}}
+	if s.NetHTTP1 {
+		return t
+	}
 	t.h1 = &h1.Transport{
 		// Read at each call, so that a change to the embedded transport's
 		// dialer or proxy applies to both.
