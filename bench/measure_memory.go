@@ -18,11 +18,12 @@ func (r *runner) openStreams(ctx context.Context) error {
 		if t.name == Direct {
 			continue
 		}
-		with, per, err := r.heldRSS(ctx, t, r.up)
+		with, anon, per, err := r.heldRSS(ctx, t, r.up)
 		if err != nil {
 			return err
 		}
 		r.rep.row("rss", label, "MiB", 1).add(t.name, with/mib)
+		r.rep.row("rss_anon", "  of which anonymous (RssAnon: heap, stacks)", "MiB", 1).add(t.name, anon/mib)
 		r.rep.row("rss_per_stream", "  memory per open stream", "KiB", 1).add(t.name, per/kib)
 	}
 	return nil
@@ -51,7 +52,7 @@ func (r *runner) openStreamsH2(ctx context.Context) error {
 	if _, err := closedLoop(ctx, warm, 8, 300*time.Millisecond); err != nil {
 		return err
 	}
-	with, per, err := r.heldRSS(ctx, t, up)
+	with, _, per, err := r.heldRSS(ctx, t, up)
 	if err != nil {
 		return err
 	}
@@ -61,14 +62,14 @@ func (r *runner) openStreamsH2(ctx context.Context) error {
 }
 
 // heldRSS opens the streams through t to up, held by up, and returns t's
-// resident memory with them open and the difference per stream from
-// before they were opened.
-func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, perStream float64, err error) {
+// resident memory with them open, the anonymous part of it, and the
+// difference per stream from before they were opened.
+func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, anon, perStream float64, err error) {
 	n := r.o.OpenStreams
 	r.progress("%s: opening %d streams", t.name, n)
 	before, err := rssOf(t.pids)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	up.SetStream(StreamShape{Chunks: 3, Hold: true})
 	defer up.SetStream(StreamShape{Chunks: r.o.Chunks, Interval: r.o.Interval})
@@ -77,6 +78,11 @@ func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, pe
 	held := up.waitHeld(ctx, base+int64(n), 30*time.Second) - base
 	settle(ctx, min(time.Second, r.o.Duration))
 	rss, err := rssOf(t.pids)
+	if err == nil {
+		var a int64
+		a, err = anonOf(t.pids)
+		anon = float64(a)
+	}
 	up.Release()
 	failed, firstErr := wait()
 	r.rep.fail(t.name, int(failed))
@@ -84,15 +90,15 @@ func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, pe
 		r.rep.note("%s: %d of %d held streams failed; the first: %v", t.name, failed, n, firstErr)
 	}
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	if held < int64(n) {
 		r.rep.note("%s: only %d of %d streams were open at once", t.name, held, n)
 	}
 	if held <= 0 {
-		return float64(rss), 0, nil
+		return float64(rss), anon, 0, nil
 	}
-	return float64(rss), float64(rss-before) / float64(held), ctx.Err()
+	return float64(rss), anon, float64(rss-before) / float64(held), ctx.Err()
 }
 
 // settle lets a process's memory settle after a burst: d, or until ctx ends.

@@ -75,14 +75,22 @@ func cpuOf(pids []int) (time.Duration, error) {
 }
 
 // rssOf sums the resident memory (VmRSS) of pids, in bytes.
-func rssOf(pids []int) (int64, error) {
+func rssOf(pids []int) (int64, error) { return statusOf(pids, "VmRSS:") }
+
+// anonOf sums the anonymous resident memory (RssAnon: heap, stacks and
+// the runtime's own, without the binary's pages) of pids, in bytes.
+func anonOf(pids []int) (int64, error) { return statusOf(pids, "RssAnon:") }
+
+// statusOf sums the field (a "kB" line of /proc/<pid>/status) of pids,
+// in bytes.
+func statusOf(pids []int, field string) (int64, error) {
 	var sum int64
 	for _, p := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
 		if err != nil {
 			return 0, err
 		}
-		kb, err := parseVmRSS(b)
+		kb, err := parseStatusKB(b, field)
 		if err != nil {
 			return 0, err
 		}
@@ -92,10 +100,14 @@ func rssOf(pids []int) (int64, error) {
 }
 
 // parseVmRSS reads the VmRSS line of /proc/<pid>/status, in KiB.
-func parseVmRSS(b []byte) (int64, error) {
+func parseVmRSS(b []byte) (int64, error) { return parseStatusKB(b, "VmRSS:") }
+
+// parseStatusKB reads the line of /proc/<pid>/status that starts with
+// field, in KiB.
+func parseStatusKB(b []byte, field string) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field)
 		if !ok {
 			continue
 		}
@@ -105,7 +117,7 @@ func parseVmRSS(b []byte) (int64, error) {
 		}
 		return strconv.ParseInt(f[0], 10, 64)
 	}
-	return 0, errors.New("bench: no VmRSS in /proc status")
+	return 0, fmt.Errorf("bench: no %s in /proc status", strings.TrimSuffix(field, ":"))
 }
 
 // childrenOf lists the processes whose parent is pid (nginx's workers).

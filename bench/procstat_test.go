@@ -61,3 +61,13 @@ func TestOwnProcess(t *testing.T) {
 		t.Errorf("childrenOf(parent) found no children, not even this process %d", pid)
 	}
 }
+
+func TestParseRssAnon(t *testing.T) {
+	in := "Name:\tswitchover\nVmRSS:\t   73728 kB\nRssAnon:\t   60000 kB\nRssFile:\t 13728 kB\n"
+	if got, err := parseStatusKB([]byte(in), "RssAnon:"); err != nil || got != 60000 {
+		t.Errorf("RssAnon = %d, %v; want 60000", got, err)
+	}
+	if _, err := parseStatusKB([]byte("Name:\tx\n"), "RssAnon:"); err == nil {
+		t.Error("a status without RssAnon parsed")
+	}
+}
