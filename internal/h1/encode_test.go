@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -166,5 +167,23 @@ func TestEncodeAllocations(t *testing.T) {
 	})
 	if allocs > 0 {
 		t.Errorf("%.1f allocations to encode a request, want 0", allocs)
+	}
+}
+
+func TestHostPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://h/x":          "h:80",
+		"http://h:8000/x":     "h:8000",
+		"http://[::1]/x":      "[::1]:80",
+		"http://[::1]:8080/x": "[::1]:8080",
+		"http://10.0.0.1/":    "10.0.0.1:80",
+	} {
+		u, err := url.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := hostPort(u); got != want {
+			t.Errorf("hostPort(%s) = %q, want %q", in, got, want)
+		}
 	}
 }
