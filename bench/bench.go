@@ -26,10 +26,11 @@ const (
 	MeasureSyscalls   = "syscalls"   // strace
 	MeasureStreams    = "streams"    // first token, flushing
 	MeasureMemory     = "memory"     // RSS with open streams
+	MeasureScale      = "scale"      // CPU per request with larger configurations, a reload under load
 )
 
 // Measures lists every measure, in the order rows are printed.
-var Measures = []string{MeasureThroughput, MeasureRate, MeasureSyscalls, MeasureStreams, MeasureMemory}
+var Measures = []string{MeasureThroughput, MeasureRate, MeasureSyscalls, MeasureStreams, MeasureMemory, MeasureScale}
 
 // Options shape a run. The zero value is not ready: start from Defaults or
 // Quick.
@@ -58,6 +59,11 @@ type Options struct {
 	OpenRate    float64
 	// H2 also measures the gateway's memory with an HTTP/2 (TLS) upstream.
 	H2 bool
+	// ScaleFactor multiplies the sizes of the scale rows' configurations:
+	// at 1, 100 members, 10,000 pools, 10,000 aliases, 100,000 keys, and
+	// a reload of 1,000 backends and pools. Never below the "Use it"
+	// config's sizes.
+	ScaleFactor float64
 	// Wrk, Nginx and Strace are the tools' paths; empty means not used
 	// (the built-in closed-loop generator stands in for wrk).
 	Wrk, Nginx, Strace string
@@ -97,6 +103,7 @@ func Defaults() Options {
 		OpenStreams: 1000,
 		OpenRate:    250,
 		H2:          true,
+		ScaleFactor: 1,
 	}
 }
 
@@ -109,6 +116,7 @@ func Quick() Options {
 	o.Streams = 5
 	o.OpenStreams = 200
 	o.OpenRate = 500
+	o.ScaleFactor = 0.01
 	return o
 }
 
@@ -152,6 +160,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}{
 		{MeasureMemory, r.openStreams}, {MeasureStreams, r.streams}, {MeasureRate, r.fixedRate},
 		{MeasureSyscalls, r.syscalls}, {MeasureThroughput, r.throughput}, {MeasureMemory, r.openStreamsH2},
+		{MeasureScale, r.scale},
 	}
 	for _, step := range steps {
 		if len(o.Only) > 0 && !slices.Contains(o.Only, step.measure) {

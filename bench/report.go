@@ -124,7 +124,8 @@ func (rep *Report) note(format string, args ...any) {
 // them; the measures run in another order (memory first, on fresh
 // processes).
 var rowOrder = []string{"rps_t2c64", "rps_t1c32", "cpu", "syscalls", "allocs", "p50", "p99",
-	"first_token", "flushed", "rss", "rss_anon", "rss_per_stream", "rss_h2", "rss_h2_per_stream", "failed"}
+	"first_token", "flushed", "rss", "rss_anon", "rss_per_stream", "rss_h2", "rss_h2_per_stream",
+	"scale_base", "scale_members", "scale_pools", "scale_aliases", "scale_keys", "reload", "reload_failed", "failed"}
 
 // finish adds the row of failed requests, drops rows no target has a
 // figure for, and puts the rows in order.
@@ -187,7 +188,7 @@ func (rep *Report) ratioTargets() []string {
 // ratio is row's value of t divided by the base's, and whether there is
 // one.
 func (rep *Report) ratio(r *Row, t string) (float64, bool) {
-	if r.ID == "failed" || r.ID == "flushed" || (r.added && rep.Base == Direct) {
+	if r.ID == "failed" || r.ID == "flushed" || r.ID == "reload_failed" || (r.added && rep.Base == Direct) {
 		return 0, false
 	}
 	v, ok1 := r.Values[t]

@@ -42,6 +42,8 @@ type target struct {
 	// direct.
 	pids    []int
 	metrics string // the gateway's /metrics URL, else ""
+	admin   string // the gateway's admin API, for the reload row, else ""
+	config  string // the gateway's configuration file, for the reload row
 	cmd     *exec.Cmd
 	log     *os.File
 }

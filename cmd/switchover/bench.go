@@ -51,6 +51,7 @@ func (e *envFlags) Set(v string) error {
 type benchFlags struct {
 	fs                    *flag.FlagSet
 	quick                 bool
+	scaleFactor           float64
 	targets               string
 	rounds                int
 	duration              time.Duration
@@ -76,6 +77,7 @@ func newBenchFlags(stderr io.Writer) *benchFlags {
 	}
 	d := bench.Defaults()
 	f := &benchFlags{fs: fs}
+	fs.Float64Var(&f.scaleFactor, "scale-factor", 1, "sizes of the scale rows' configurations, as a share of 100 members, 10,000 pools and aliases, 100,000 keys, a reload of 1,000 backends (-quick: 0.01)")
 	fs.BoolVar(&f.quick, "quick", false, "a fast smoke run: 1 round of 1s, 5 streams, 200 open streams (other flags still apply)")
 	fs.StringVar(&f.targets, "targets", strings.Join(d.Targets, ","), "targets, comma-separated: direct, nginx, switchover, go-proxy")
 	fs.IntVar(&f.rounds, "rounds", d.Rounds, "rounds of each measure (medians are printed)")
@@ -146,8 +148,11 @@ func (f *benchFlags) options(args []string, stderr io.Writer) (bench.Options, er
 	if set["h2"] {
 		o.H2 = f.h2
 	}
-	if o.Rounds < 1 || o.Duration <= 0 || o.Rate <= 0 || o.Chunks < 1 || o.OpenRate <= 0 {
-		return o, usageError{errors.New("-rounds, -duration, -rate, -chunks and -open-rate must be positive")}
+	if set["scale-factor"] {
+		o.ScaleFactor = f.scaleFactor
+	}
+	if o.Rounds < 1 || o.Duration <= 0 || o.Rate <= 0 || o.Chunks < 1 || o.OpenRate <= 0 || o.ScaleFactor <= 0 {
+		return o, usageError{errors.New("-rounds, -duration, -rate, -chunks, -open-rate and -scale-factor must be positive")}
 	}
 	for _, m := range strings.Split(f.only, ",") {
 		if m = strings.TrimSpace(m); m == "" {

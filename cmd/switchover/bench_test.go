@@ -84,9 +84,17 @@ func TestBenchSmoke(t *testing.T) {
 		"stream first token added, ms (direct: its own)",
 		"streams with each of 5 chunks flushed on its own",
 		"RSS with 20 open streams (HTTP/1.1 upstream)",
+		"  of which anonymous (RssAnon: heap, stacks)",
 		"  memory per open stream",
 		"RSS with 20 open streams (HTTP/2 upstream)",
 		"  memory per open stream",
+		`CPU per request at 100 req/s, us: the "Use it" config`,
+		"  with 2 members at priority 1",
+		"  with 100 pools",
+		"  with 100 aliases of the pool",
+		"  with 1000 keys",
+		"reload of 10 backends, 11 pools at 100 req/s, ms",
+		"  requests failed during the reloads",
 		"failed requests (all measures)",
 	}
 	if len(lines)-1 != len(wantRows) {

@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/switchover-gw/switchover/load"
+)
+
+// scaleShape is the gateway's "Use it" configuration grown in one
+// dimension: members of the pool called (all at priority 1, weights 1 to
+// 3, when flat; else the first at 1 and the rest at 2 to 5), pools
+// besides it (one member each), aliases of it, keys besides the caller's,
+// backends besides the pool's (each in a pool of its own).
+type scaleShape struct {
+	name    string
+	label   string
+	members int
+	flat    bool
+	pools   int
+	aliases int
+	keys    int
+}
+
+// scaleShapes are the configurations the scale rows compare, sizes
+// multiplied by factor (Options.ScaleFactor), never below the base's.
+func scaleShapes(factor float64) []scaleShape {
+	n := func(full, least int) int { return max(least, int(float64(full)*factor)) }
+	members, pools, aliases, keys := n(100, 2), n(10000, 1), n(10000, 1), n(100000, 1)
+	return []scaleShape{
+		{name: "base", label: `the "Use it" config`, members: 2, pools: 1, aliases: 0, keys: 1},
+		{name: "members", label: fmt.Sprintf("%d members at priority 1", members), members: members, flat: true, pools: 1, keys: 1},
+		{name: "pools", label: fmt.Sprintf("%d pools", pools), members: 2, pools: pools, keys: 1},
+		{name: "aliases", label: fmt.Sprintf("%d aliases of the pool", aliases), members: 2, pools: 1, aliases: aliases, keys: 1},
+		{name: "keys", label: fmt.Sprintf("%d keys", keys), members: 2, pools: 1, keys: keys},
+	}
+}
+
+// adminKey is the admin API's key of the reload's gateway.
+const adminKey = "bench-admin-key-0123456789abcdef01234"
+
+// scaleConfig writes s as a configuration file: the "Use it" shape, its
+// backends at upstream; admin, if set, is an admin listener for the
+// reload.
+func scaleConfig(s scaleShape, listen, metrics, admin, upstream string) string {
+	var y strings.Builder
+	fmt.Fprintf(&y, "listen: %s\nserver:\n  metrics_listen: %s\n", listen, metrics)
+	if admin != "" {
+		fmt.Fprintf(&y, "admin:\n  listen: %s\n  key: %s\n", admin, adminKey)
+	}
+	fmt.Fprintf(&y, "keys:\n  - name: app-team\n    key: %s\n", benchKey)
+	for i := 1; i < s.keys; i++ {
+		fmt.Fprintf(&y, "  - {name: key-%d, key: bench-scale-key-%08d-0123456789abcdef}\n", i, i)
+	}
+	y.WriteString("backends:\n")
+	backends := max(s.members, 2)
+	for i := range backends {
+		fmt.Fprintf(&y, "  - name: aoai-%04d\n    type: azure\n    url: %s\n    api_key: upstream-key-%d\n    region: region-%d\n", i, upstream, i, i)
+		if i == 0 {
+			y.WriteString("    first_byte_timeout: 60s\n    stream_first_byte_timeout: 10s\n")
+			y.WriteString("    breaker: {failures: 5, window: 30s, statuses: [429, \"500-599\"], trip: 60s, accept_retry_after: true}\n")
+		}
+	}
+	y.WriteString("pools:\n  - name: chat-prod\n")
+	if s.aliases > 0 {
+		y.WriteString("    aliases: [")
+		for i := range s.aliases {
+			if i > 0 {
+				y.WriteString(", ")
+			}
+			fmt.Fprintf(&y, "alias-%d", i)
+		}
+		y.WriteString("]\n")
+	}
+	y.WriteString("    retry: {attempts: 3}\n    members:\n")
+	for i := range s.members {
+		prio, weight := 1, 1
+		switch {
+		case s.flat:
+			weight = 1 + i%3
+		case i > 0:
+			prio = 2 + (i-1)%4
+		}
+		fmt.Fprintf(&y, "      - {backend: aoai-%04d, priority: %d, weight: %d}\n", i, prio, weight)
+	}
+	for i := 1; i < s.pools; i++ {
+		fmt.Fprintf(&y, "  - name: pool-%d\n    members: [{backend: aoai-%04d}]\n", i, i%backends)
+	}
+	return y.String()
+}
+
+// startScaled starts a gateway on s's configuration.
+func (r *runner) startScaled(ctx context.Context, s scaleShape, admin bool) (*target, error) {
+	var err error
+	for range 3 {
+		var t *target
+		if t, err = r.startScaledOnce(ctx, s, admin); err != errExited {
+			return t, err
+		}
+	}
+	return nil, err
+}
+
+func (r *runner) startScaledOnce(ctx context.Context, s scaleShape, admin bool) (*target, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	maddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	aaddr := ""
+	if admin {
+		if aaddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
+	}
+	name := "switchover-" + s.name
+	cfg := filepath.Join(r.o.Dir, name+".yaml")
+	if err := os.WriteFile(cfg, []byte(scaleConfig(s, addr, maddr, aaddr, r.up.URL)), 0o600); err != nil {
+		return nil, err
+	}
+	st := r.starter()
+	cmd, log, err := st.command(st.exe, []string{"serve", "-c", cfg}, st.gwEnv, name+".log")
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: name, url: "http://" + addr + "/v1/chat/completions", metrics: "http://" + maddr + "/metrics", cmd: cmd, log: log}
+	if admin {
+		t.admin = "http://" + aaddr
+		t.config = cfg
+	}
+	r.started = append(r.started, t)
+	if err := t.waitReady(ctx); err != nil {
+		t.stop()
+		if err == errExited {
+			return nil, err
+		}
+		return nil, fmt.Errorf("bench: %s did not start: %w (its log: %s)", name, err, log.Name())
+	}
+	t.pids = []int{cmd.Process.Pid}
+	return t, nil
+}
+
+// scale is the rows of costs that must not grow with the configuration:
+// the gateway's CPU per request at the fixed rate with each of
+// scaleShapes (interleaved round by round, each a process of its own),
+// and a reload of a configuration of a thousand backends and pools under
+// that load, with the requests that failed meanwhile.
+func (r *runner) scale(ctx context.Context) error {
+	if !slices.Contains(r.o.Targets, Switchover) {
+		return nil
+	}
+	shapes := scaleShapes(r.o.ScaleFactor)
+	gws := make([]*target, len(shapes))
+	for i, s := range shapes {
+		r.progress("scale: starting a gateway with %s", s.label)
+		t, err := r.startScaled(ctx, s, false)
+		if err != nil {
+			return err
+		}
+		defer t.stop()
+		gws[i] = t
+	}
+	rate := fmt.Sprintf("%g req/s", r.o.Rate)
+	rows := make([]*Row, len(shapes))
+	for i, s := range shapes {
+		label := "  with " + s.label
+		if i == 0 {
+			label = "CPU per request at " + rate + ", us: " + s.label
+		}
+		rows[i] = r.rep.row("scale_"+s.name, label, "us", 1)
+	}
+	callers := make([]*caller, len(shapes))
+	for i, t := range gws {
+		callers[i] = &caller{client: newClient(1024), req: chatRequest(t.url, false)}
+	}
+	perShape := make([][]float64, len(shapes))
+	for round := range r.o.Rounds {
+		r.progress("scale: %s, round %d of %d", rate, round+1, r.o.Rounds)
+		for k := range shapes {
+			i := (round + k) % len(shapes)
+			t := gws[i]
+			cpu0, err := cpuOf(t.pids)
+			if err != nil {
+				return err
+			}
+			sum, err := fixedRate(ctx, callers[i], r.o.Rate, r.o.Duration)
+			if err != nil {
+				return err
+			}
+			cpu1, err := cpuOf(t.pids)
+			if err != nil {
+				return err
+			}
+			r.rep.fail(Switchover, sum.Failed+sum.Dropped)
+			if sum.Requests > 0 {
+				us := float64((cpu1-cpu0)/time.Microsecond) / float64(sum.Requests)
+				rows[i].add(Switchover, us)
+				perShape[i] = append(perShape[i], us)
+			}
+		}
+	}
+	var ratios []string
+	if base := median(perShape[0]); base > 0 {
+		for i, s := range shapes[1:] {
+			ratios = append(ratios, fmt.Sprintf("%s %.2fx", s.name, median(perShape[i+1])/base))
+		}
+		r.rep.note("scale: CPU per request against the \"Use it\" config's, medians of %d rounds: %s", r.o.Rounds, strings.Join(ratios, ", "))
+	}
+	return r.reloadUnderLoad(ctx)
+}
+
+// reloadUnderLoad starts a gateway of ReloadBackends backends (each in a
+// pool of its own, besides chat-prod) and reloads it through the admin
+// API once a round, with one backend's timeout changed and a pool added
+// or removed, while requests run at the fixed rate: the time the reload
+// took (the admin call's answer) and the requests that failed.
+func (r *runner) reloadUnderLoad(ctx context.Context) error {
+	n := max(10, int(1000*r.o.ScaleFactor))
+	s := scaleShape{name: "reload", label: fmt.Sprintf("%d backends", n), members: n, pools: n, keys: 1}
+	r.progress("scale: starting a gateway with %d backends and %d pools", n, n)
+	t, err := r.startScaled(ctx, s, true)
+	if err != nil {
+		return err
+	}
+	defer t.stop()
+	orig, err := os.ReadFile(t.config)
+	if err != nil {
+		return err
+	}
+	took := r.rep.row("reload", fmt.Sprintf("reload of %d backends, %d pools at %g req/s, ms", n, n+1, r.o.Rate), "ms", 1)
+	failedRow := r.rep.row("reload_failed", "  requests failed during the reloads", "requests", 0)
+	c := &caller{client: newClient(1024), req: chatRequest(t.url, false)}
+	failed, sent := 0, 0
+	for round := range r.o.Rounds {
+		r.progress("scale: reload, round %d of %d", round+1, r.o.Rounds)
+		cfg := orig
+		if round%2 == 0 {
+			last := fmt.Sprintf("region: region-%d\n", n-1)
+			cfg = bytes.Replace(orig, []byte(last), []byte(last+"    timeout: 5m\n"), 1)
+			cfg = append(cfg, "  - name: pool-added\n    members: [{backend: aoai-0001}]\n"...)
+		}
+		if err := os.WriteFile(t.config, cfg, 0o600); err != nil {
+			return err
+		}
+		var (
+			wg   sync.WaitGroup
+			sum  load.Summary
+			lerr error
+		)
+		wg.Go(func() { sum, lerr = fixedRate(ctx, c, r.o.Rate, r.o.Duration) })
+		select {
+		case <-ctx.Done():
+		case <-time.After(r.o.Duration / 3):
+		}
+		d, rerr := t.reload(ctx)
+		wg.Wait()
+		if lerr != nil {
+			return lerr
+		}
+		if rerr != nil {
+			return rerr
+		}
+		took.add(Switchover, ms(d))
+		failed += sum.Failed + sum.Dropped
+		sent += sum.Requests
+	}
+	failedRow.add(Switchover, float64(failed))
+	r.rep.fail(Switchover, failed)
+	r.rep.note("reload: %d requests sent across %d reloads of %d backends and %d pools (a backend's timeout changed, a pool added or removed), %d failed; the time is the admin API's POST /admin/reload, its answer (the status of every pool) included",
+		sent, r.o.Rounds, n, n+1, failed)
+	return ctx.Err()
+}
+
+// reload asks t's admin API to reload its configuration file and returns
+// the time the call took.
+func (t *target) reload(ctx context.Context) (time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.admin+"/admin/reload", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+adminKey)
+	req.Header.Set("Content-Type", "application/json")
+	began := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	took := time.Since(began)
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("bench: reload answered %d: %.300s", resp.StatusCode, body)
+	}
+	return took, nil
+}
