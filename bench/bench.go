@@ -87,7 +87,7 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Defaults are the full run: three rounds of 5 s each, about four minutes
+// Defaults are the full run: three rounds of 5 s each, about six minutes
 // with every tool present.
 func Defaults() Options {
 	return Options{
