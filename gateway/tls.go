@@ -3,13 +3,11 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 
@@ -27,7 +25,9 @@ const (
 // tlsConfig is the server TLS of listener (api, admin, metrics) as t
 // configures it, nil when t is nil: its certificate from t's files, read
 // again when they change (at most every reload.interval, and on SIGHUP),
-// the client certificates it asks for, TLS 1.2 or 1.3 at least, Go's
+// the client certificates it asks for (client_ca_file's authorities, read
+// again when the file changes, as the certificate is), TLS 1.2 or 1.3 at
+// least, Go's
 // default cipher suites. A new certificate or a bad one is logged and
 // counted; the certificate in force keeps serving through a bad one.
 // ALPN offers h2 only when protos says HTTP/2 is served.
@@ -70,14 +70,21 @@ func (g *Gateway) tlsConfig(listener string, t *config.TLS, protos *http.Protoco
 		tc.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	if t.ClientCAFile != "" {
-		data, err := os.ReadFile(t.ClientCAFile)
+		cas, err := certreload.LoadCAs(certreload.CASettings{File: t.ClientCAFile,
+			Interval: g.Config().Reload.Interval.D(), Clock: g.opts.Clock,
+			OnChange: func(n int, err error) {
+				if err != nil {
+					g.Logger.Error("TLS client_ca_file changed but does not load; the authorities in force stay",
+						"listener", listener, "client_ca_file", t.ClientCAFile, "error", err)
+					return
+				}
+				g.Logger.Info("TLS client CAs reloaded", "listener", listener, "client_ca_file", t.ClientCAFile, "certificates", n)
+			}})
 		if err != nil {
 			return nil, fmt.Errorf("%s listener's client_ca_file: %w", listener, err)
 		}
-		tc.ClientCAs = x509.NewCertPool()
-		if !tc.ClientCAs.AppendCertsFromPEM(data) {
-			return nil, fmt.Errorf("%s listener's client_ca_file %s holds no PEM certificate", listener, t.ClientCAFile)
-		}
+		cas.Serve(tc) // last: each handshake gets tc as it is now, with the authorities in force
+		g.tlsCerts.setCAs(listener, cas)
 	}
 	return tc, nil
 }
@@ -87,9 +94,12 @@ func (g *Gateway) tlsConfig(listener string, t *config.TLS, protos *http.Protoco
 // SIGHUP (check) and TLSCertificate. It is safe for concurrent use.
 type tlsListeners struct {
 	byName sync.Map // listener name -> *certreload.Pair
+	cas    sync.Map // listener name -> *certreload.CAs, with client_ca_file
 }
 
 func (l *tlsListeners) set(listener string, p *certreload.Pair) { l.byName.Store(listener, p) }
+
+func (l *tlsListeners) setCAs(listener string, c *certreload.CAs) { l.cas.Store(listener, c) }
 
 // current is the certificate listener serves, nil without TLS.
 func (l *tlsListeners) current(listener string) *tls.Certificate {
@@ -99,10 +109,15 @@ func (l *tlsListeners) current(listener string) *tls.Certificate {
 	return nil
 }
 
-// check reads every pair's files again now, whatever the interval.
+// check reads every pair's files, and every client_ca_file, again now,
+// whatever the interval.
 func (l *tlsListeners) check() {
 	l.byName.Range(func(_, p any) bool {
 		p.(*certreload.Pair).Check()
+		return true
+	})
+	l.cas.Range(func(_, c any) bool {
+		c.(*certreload.CAs).Check()
 		return true
 	})
 }

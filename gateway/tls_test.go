@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -505,4 +507,57 @@ func TestTLSConnectionsTrackedByTheConnectionLimits(t *testing.T) {
 		func() string {
 			return fmt.Sprintf("%d idle connections, want the HTTP/2 one answered", e.gw.IdleConnections())
 		})
+}
+
+// TestClientCAsReloadedWithoutRestart: a client_ca_file rewritten with
+// another CA is trusted from the first handshake after reload.interval
+// (on the gateway's clock), the old CA's clients refused from then on,
+// without a restart; a file that does not load leaves the authorities in
+// force, logged once; SIGHUP's reload reads it at once. (Regression: the
+// file was read only at start.)
+func TestClientCAsReloadedWithoutRestart(t *testing.T) {
+	e := startTLS(t, "tls: {cert_file: $CERT, key_file: $KEY, client_ca_file: $CA}", "")
+	caFile := filepath.Join(e.dir, "ca.crt")
+	first := e.ca.Client(t, "app")
+	second := testpki.NewCA(t, "second client CA")
+	newcomer := second.Client(t, "newcomer")
+	accepted := func(what string, cert *tls.Certificate) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, "https://"+e.api+"/v1/models", nil)
+		req.Header.Set("Authorization", "Bearer "+tlsAppKey)
+		resp, err := e.client(t, cert).Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d", what, resp.StatusCode)
+		}
+	}
+	accepted("the first CA's client", &first)
+	refusedInHandshake(t, e.api, e.ca, &newcomer)
+
+	testpki.Write(t, e.dir, "ca.crt", second.PEM)
+	accepted("the first CA's client before reload.interval", &first)
+	e.clock.Advance(5 * time.Second)
+	accepted("the second CA's client after the file changed", &newcomer)
+	refusedInHandshake(t, e.api, e.ca, &first)
+
+	// Not a certificate: the authorities in force stay.
+	if err := os.WriteFile(caFile, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		e.clock.Advance(5 * time.Second)
+		accepted("the second CA's client after a bad file", &newcomer)
+	}
+	if n := strings.Count(e.logs.String(), `client_ca_file changed but does not load`); n != 1 {
+		t.Fatalf("the bad file logged %d times, want once:\n%s", n, e.logs.String())
+	}
+
+	// SIGHUP's reload (ReloadFile) reads it at once.
+	testpki.Write(t, e.dir, "ca.crt", e.ca.PEM)
+	e.gw.ReloadFile() // no configuration file: only the TLS files
+	accepted("the first CA's client after SIGHUP", &first)
+	refusedInHandshake(t, e.api, e.ca, &newcomer)
 }
