@@ -88,6 +88,7 @@ func feed(m *metrics.Metrics) {
 	m.Observe(route.Event{Kind: route.EventMisconfigured, Pool: "chat", Backend: backend, Reason: route.ReasonMisconfigured,
 		Attempt: &route.Attempt{Backend: "weu", Status: 401, Reason: route.ReasonMisconfigured}})
 	m.Observe(route.Event{Kind: route.EventUnresponsive, Pool: "chat", Backend: backend, Reason: route.ReasonUnresponsive, Err: errors.New("check failed")})
+	m.Observe(route.Event{Kind: route.EventProbe, Backend: backend, Err: errors.New("no answer")})
 	m.Observe(route.Event{Kind: route.EventAttempt, Pool: "chat", Backend: backend,
 		Attempt: &route.Attempt{Backend: "weu", Region: "westeurope", Reason: route.ReasonFirstByteTimeout, Retryable: true, Abandoned: true, Duration: time.Second}})
 	m.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open})

@@ -96,6 +96,10 @@ func (m *Metrics) newBackendMetrics() {
 		Name: "switchover_backend_unresponsive_total",
 		Help: "Times a backend was found not answering (a call waited past its slow threshold and a health check got no answer) and was benched, its waiting calls failed over.",
 	}, []string{"backend"})
+	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchover_backend_checks_total",
+		Help: "The engine's own health checks of a backend that calls waited on past its slow threshold (no probe configuration needed; configured probes are switchover_probes_total), by backend and result: answered or failed. Each is a call no request made.",
+	}, []string{"backend", "result"})
 	m.quotaHeld = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchover_backend_quota_held_total",
 		Help: "Requests that passed a backend over because its rate-limit headers said the call would be refused (quota_aware): no call was sent to find out. By pool and backend.",

@@ -49,6 +49,7 @@ type Metrics struct {
 	adminActions       *prometheus.CounterVec
 	misconfigured      *prometheus.CounterVec
 	unresponsive       *prometheus.CounterVec
+	checks             *prometheus.CounterVec
 	quotaHeld          *prometheus.CounterVec
 	retryBudget        *prometheus.CounterVec
 	hedges             *prometheus.CounterVec
@@ -126,7 +127,7 @@ func (m *Metrics) registered() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.requestDuration, m.requestFirstByte, m.attempts, m.upstreamDuration,
 		m.failovers, m.streamErrors, m.breakerState, m.breakerTransitions, m.backendInfo, m.backendModel,
 		m.backendDrained, m.poolActive, m.probeUp, m.probes, m.probeDuration, m.notifications, m.reloads, m.tlsReloads, m.tlsExpiry, m.adminActions,
-		m.misconfigured, m.unresponsive, m.abandoned, m.logDropped, m.refused,
+		m.misconfigured, m.unresponsive, m.checks, m.abandoned, m.logDropped, m.refused,
 		m.quotaHeld, m.retryBudget, m.poolFallbacks, m.queueLength, m.queueWait, m.hedges, m.tokens, m.cost}
 }
 
@@ -328,6 +329,14 @@ func (m *Metrics) Observe(e route.Event) {
 		m.misconfigured.WithLabelValues(e.Backend.Name, strconv.Itoa(e.Attempt.Status)).Inc()
 	case route.EventUnresponsive:
 		m.unresponsive.WithLabelValues(e.Backend.Name).Inc()
+	case route.EventProbe:
+		// The engine's own checks; the gateway's probers count theirs in
+		// Probe (they are told to Options.Observer, not here).
+		result := "answered"
+		if e.Err != nil {
+			result = "failed"
+		}
+		m.checks.WithLabelValues(e.Backend.Name, result).Inc()
 	case route.EventQuotaHeld:
 		m.quotaHeld.WithLabelValues(e.Pool, e.Backend.Name).Inc()
 	case route.EventRetryBudget:

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/switchover-gw/switchover/breaker"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/route"
 )
 
 func TestCodeClass(t *testing.T) {
@@ -213,5 +215,26 @@ func TestAddBackendReplacesItsInfoOnly(t *testing.T) {
 	m.AddBackend("weu", "westeurope", "openai")
 	if n := testutil.CollectAndCount(m.backendInfo); n != 2 {
 		t.Errorf("%d info series after weu was removed and added again, want 2", n)
+	}
+}
+
+// TestEngineChecksCounted: the engine's own health checks of a slow
+// backend (route.EventProbe) are counted by result in
+// switchover_backend_checks_total, apart from the configured probes'
+// switchover_probes_total. (They were counted nowhere.)
+func TestEngineChecksCounted(t *testing.T) {
+	m := New()
+	weu := &route.Backend{Name: "weu"}
+	m.Observe(route.Event{Kind: route.EventProbe, Backend: weu})
+	m.Observe(route.Event{Kind: route.EventProbe, Backend: weu, Err: errors.New("no answer")})
+	m.Observe(route.Event{Kind: route.EventProbe, Backend: weu, Err: errors.New("no answer")})
+	if v := testutil.ToFloat64(m.checks.WithLabelValues("weu", "answered")); v != 1 {
+		t.Errorf("answered %v, want 1", v)
+	}
+	if v := testutil.ToFloat64(m.checks.WithLabelValues("weu", "failed")); v != 2 {
+		t.Errorf("failed %v, want 2", v)
+	}
+	if n := testutil.CollectAndCount(m.probes); n != 0 {
+		t.Errorf("%d probe series, want none: the engine's checks are not the probers'", n)
 	}
 }
