@@ -1,5 +1,11 @@
 package route
 
+import (
+	"sync"
+
+	"github.com/switchover-gw/switchover/translate"
+)
+
 // What decoding a request body whole may cost. The engine passes a body
 // upstream as it came, reading only its model and stream (peek): that
 // costs nothing beyond the body. Translating it to another provider's
@@ -38,8 +44,45 @@ func (p *Pool) Translates(r *Request) bool {
 	if !r.Op.Translatable() || r.Path != "" {
 		return false
 	}
+	key := translateKey{r.Op, r.format()}
+	if v, ok := p.translated.get(key); ok {
+		return v
+	}
 	var seen [2 * (MaxFallbackDepth + 1)]*Pool
-	return p.translates(r, seen[:0])
+	v := p.translates(r, seen[:0])
+	p.translated.put(key, v)
+	return v
+}
+
+// translateKey is what Translates' answer depends on besides the pools'
+// members: the operation and the client's format.
+type translateKey struct {
+	op   Operation
+	from translate.Format
+}
+
+// translateCache keeps Translates' answers, so that a call does not walk
+// every member of its pool and fallbacks (a pool's members and fallbacks
+// do not change once it is in use). It is safe for concurrent use.
+type translateCache struct {
+	mu sync.RWMutex
+	m  map[translateKey]bool
+}
+
+func (c *translateCache) get(k translateKey) (v, ok bool) {
+	c.mu.RLock()
+	v, ok = c.m[k]
+	c.mu.RUnlock()
+	return v, ok
+}
+
+func (c *translateCache) put(k translateKey, v bool) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[translateKey]bool)
+	}
+	c.m[k] = v
+	c.mu.Unlock()
 }
 
 func (p *Pool) translates(r *Request, seen []*Pool) bool {

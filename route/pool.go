@@ -80,9 +80,10 @@ type Pool struct {
 	RetryOn *StatusSet
 	// Selector picks each attempt's member. Nil means smooth weighted
 	// round-robin (SmoothWeighted) with state of the pool's own.
-	Selector Selector
-	smooth   SmoothWeighted // the nil Selector's state
-	tiers    tierIndex      // Members by priority (select.go)
+	Selector   Selector
+	smooth     SmoothWeighted // the nil Selector's state
+	tiers      tierIndex      // Members by priority (select.go)
+	translated translateCache // Translates' answers (decodecost.go)
 	// Observer receives attempt, failover and stream-error events. Nil
 	// means none.
 	Observer Observer
