@@ -73,8 +73,14 @@ func (r *Replica) reconcile(ctx context.Context) error {
 	if r.PendingActions() > 0 {
 		r.enqueue(r.flushActions)
 	}
-	// What this replica benched while the others could not hear it (or
-	// that a store which lost its keys no longer holds) goes to them now.
+	r.publishUnheard(kept)
+	return nil
+}
+
+// publishUnheard publishes this replica's open trips that kept (what the
+// store keeps) lacks: what it benched while the others could not hear
+// it, or what a store which lost its keys no longer holds.
+func (r *Replica) publishUnheard(kept map[string][]byte) {
 	for _, name := range r.host.Backends() {
 		br := r.host.Breaker(name)
 		if br == nil {
@@ -86,6 +92,18 @@ func (r *Replica) reconcile(ctx context.Context) error {
 				Cause: "benched while the fleet could not hear (" + name + ")"})
 		}
 	}
+}
+
+// publishUnheardTrips lists the trips the store keeps and publishes this
+// replica's open ones it lacks: run when the store is back after calls
+// failed (a trip decided meanwhile was dropped) while the subscription
+// held, so that no resubscription's reconcile sends them.
+func (r *Replica) publishUnheardTrips(c context.Context) error {
+	kept, err := r.store.List(c, keyTrip)
+	if err != nil {
+		return err
+	}
+	r.publishUnheard(kept)
 	return nil
 }
 

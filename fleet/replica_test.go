@@ -391,3 +391,59 @@ func TestReplicaAdoptsATripsEjectionLevel(t *testing.T) {
 		stop()
 	})
 }
+
+// TestTripDecidedWhileTheStoreWasOutReachesTheFleet is the regression
+// test for a trip whose publish was dropped while the store did not
+// answer calls but the subscription held: no resubscription came to send
+// it, and the other replicas never benched the backend. It goes out when
+// the store answers again.
+func TestTripDecidedWhileTheStoreWasOutReachesTheFleet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := fleet.NewMemory()
+		f := &flaky{Store: mem.View()}
+		settings := breaker.Settings{Failures: 1, Window: 30 * time.Second, Trip: 5 * time.Minute}
+		ha := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", settings)}}
+		hb := &host{breakers: map[string]*breaker.Breaker{"weu": breaker.New("weu", settings)}}
+		a, err := fleet.New(fleet.Options{Store: f, Host: ha, ID: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := fleet.New(fleet.Options{Store: mem.View(), Host: hb, ID: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		var wg sync.WaitGroup
+		wg.Go(func() { a.Run(ctx) })
+		wg.Go(func() { b.Run(ctx) })
+		defer func() { cancel(); wg.Wait() }()
+		synctest.Wait()
+
+		f.down.Store(true) // calls fail; a's subscription holds
+		time.Sleep(2 * fleet.DefaultHeartbeat)
+		synctest.Wait()
+		if a.Up() {
+			t.Fatal("the store is down and replica a does not know")
+		}
+		br := ha.breakers["weu"]
+		br.Force(breaker.Open, time.Now().Add(5*time.Minute), breaker.KindServerError, "503")
+		s := br.Snapshot()
+		a.Transition(breaker.Transition{Name: "weu", From: breaker.Closed, To: breaker.Open, At: time.Now(), Until: s.Until,
+			Kind: breaker.KindServerError, Cause: "503"})
+		time.Sleep(fleet.DefaultHeartbeat)
+		synctest.Wait()
+		if st := hb.breakers["weu"].Snapshot().State; st != breaker.Closed {
+			t.Fatalf("b's breaker %s while a could not publish", st)
+		}
+
+		f.down.Store(false)
+		time.Sleep(5 * fleet.DefaultHeartbeat)
+		synctest.Wait()
+		if !a.Up() {
+			t.Fatal("the store is back but replica a does not share")
+		}
+		if st := hb.breakers["weu"].Snapshot().State; st != breaker.Open {
+			t.Fatalf("b's breaker %s after the store came back, want open: a's trip never reached it", st)
+		}
+	})
+}

@@ -89,6 +89,7 @@ func (r *Replica) setHealth(ok bool, err error, now bool) {
 	}
 	if ok {
 		r.log.Info("fleet store is back: sharing state again", "replica", r.id)
+		r.enqueue(r.publishUnheardTrips)
 	} else {
 		r.log.Warn("fleet store unreachable: this replica carries on with its own state", "replica", r.id, "error", err)
 	}
