@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/switchover-gw/switchover/gateway"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // TestAdminAPIActionNamesItsActor is the regression test of issue 23's
@@ -68,7 +67,7 @@ func TestAdminAPIActionNamesItsActor(t *testing.T) {
 // nothing is changed or recorded.
 func TestKeyAndTeamChangesNameTheirActor(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+", viewers: [{name: oncall, key: "+signinViewerKey+"}]}\nstore: {sqlite: "+db+"}\nkeys:", 1)
 	})
 	call := func(method, path, body, key, origin string) (int, []byte) {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // TestAdminRefusesWhatAWebPageCouldSend is the regression test for the
@@ -16,7 +14,7 @@ import (
 // text/plain, and any Host was accepted, so DNS rebinding could read
 // /admin/status.
 func TestAdminRefusesWhatAWebPageCouldSend(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+", allowed_hosts: [ops.internal, \"gw.example:9000\"]}\nkeys:", 1)
 	})
 	self := strings.TrimPrefix(h.admin, "http://")
@@ -80,7 +78,7 @@ func TestAdminRefusesWhatAWebPageCouldSend(t *testing.T) {
 // TestAdminWithoutKeyNeedsAllowNoKey: an admin API with no key serves only
 // when allow_no_key says so (on loopback; the config refuses it elsewhere).
 func TestAdminWithoutKeyNeedsAllowNoKey(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, allow_no_key: true}\nkeys:", 1)
 	})
 	if code, _ := h.adminDo("GET", "/admin/status", "", ""); code != 200 {
@@ -95,7 +93,7 @@ func TestAdminWithoutKeyNeedsAllowNoKey(t *testing.T) {
 // server having no read or idle timeout: a client that never finishes its
 // headers is cut off after read_header_timeout.
 func TestAdminServerHasReadTimeouts(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		y = strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+"}\nkeys:", 1)
 		return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_header_timeout: 50ms", 1)
 	})
@@ -121,7 +119,7 @@ func TestAdminServerHasReadTimeouts(t *testing.T) {
 // {"error":{"message":"…"}}, the status and action routes as the keys
 // routes do (they answered {"error":"…"} before).
 func TestAdminErrorsHaveOneShape(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+"}\nkeys:", 1)
 	})
 	for _, c := range []struct {

@@ -36,7 +36,7 @@ func TestGatewayAllocationsPerCall(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) })
 	u := upstreamtest.New(t, answer("weu"))
 	gw := allocsPerCall(t, h.url+"/v1/chat/completions", "Bearer "+appKey)
@@ -100,7 +100,7 @@ func TestGatewayOwnAllocationsPerCall(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) })
 	rate := runtime.MemProfileRate
 	runtime.MemProfileRate = 1

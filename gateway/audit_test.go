@@ -11,7 +11,6 @@ import (
 
 	"github.com/switchover-gw/switchover/gateway"
 	"github.com/switchover-gw/switchover/internal/poll"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -32,7 +31,7 @@ func TestAuditTrailSurvivesRestart(t *testing.T) {
 	mod := func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+", viewers: [{name: oncall, key: "+signinViewerKey+"}]}\nstore: {sqlite: "+db+"}\nkeys:", 1)
 	}
-	a := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mod)
+	a := startAnswering(t, mod)
 	if st, b := a.adminCall("POST", "/admin/backends/aoai-swedencentral/drain", "", adminKey, gateway.ActorHeader, "alice"); st != http.StatusOK {
 		t.Fatalf("drain: %d %s", st, b)
 	}
@@ -60,7 +59,7 @@ func TestAuditTrailSurvivesRestart(t *testing.T) {
 	})
 	a.shutdown()
 
-	b2 := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mod)
+	b2 := startAnswering(t, mod)
 	b2.clock.Advance(time.Minute) // each harness's clock starts at the same instant
 	if n, _ := countKind(b2.adminEvents(t), "admin:drain"); n != 0 {
 		t.Fatal("the timeline kept the drain across the restart: the test proves nothing")

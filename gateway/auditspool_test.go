@@ -154,7 +154,7 @@ func TestAuditRetentionByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	a := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	a := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+"}\nstore: {sqlite: "+db+"}\nkeys:", 1)
 	})
 	poll.Until(t, 30*time.Second, func() bool {

@@ -20,7 +20,7 @@ import (
 // upstream, response copied back), against BenchmarkDirectChat, the same
 // call straight to the upstream. The difference is the gateway's cost.
 func BenchmarkGatewayChat(b *testing.B) {
-	h := start(b, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(b,
 		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) })
 	benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
 }
@@ -142,7 +142,7 @@ func BenchmarkReverseProxyChat(b *testing.B) {
 // coalesced), answered without the upstream. Compare with
 // BenchmarkGatewayChat: the hit's cost against a call's.
 func BenchmarkGatewayChatCacheHit(b *testing.B) {
-	h := start(b, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(b,
 		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) }, withCache("{ttl: 1h}"))
 	benchPost(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
 	if n := h.weu.Calls(); n != 1 {

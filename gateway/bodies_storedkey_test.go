@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -27,7 +26,7 @@ func (h *harness) bodiesOf(secret, body string) (ledger.Bodies, error) {
 // max_body_bytes, on a pool (and in a configuration) that keeps none; a
 // stored key without the setting keeps none there.
 func TestRequestBodiesStoredKeyOwnSetting(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withStoredKeys(t))
+	h := startAnswering(t, withStoredKeys(t))
 	_, own := h.storedKey(`{"name":"own","request_log":{"bodies":true,"max_body_bytes":"1KiB"}}`)
 	_, plain := h.storedKey(`{"name":"plain"}`)
 	long := `{"model":"chat-prod","messages":[{"role":"user","content":"the stored key's prompt ` + strings.Repeat("x", 2000) + `"}]}`
@@ -49,7 +48,7 @@ func TestRequestBodiesStoredKeyOwnSetting(t *testing.T) {
 // request_log shows in the admin API's list.
 func TestRequestBodiesStoredKeySaysNo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withBodies(db, "{bodies: true}"), func(y string) string {
+	h := startAnswering(t, withBodies(db, "{bodies: true}"), func(y string) string {
 		return strings.Replace(y, "    key: ${TEST_APP_KEY}\n", "    key: ${TEST_APP_KEY}\n    request_log: {max_body_bytes: 2KiB}\n", 1)
 	})
 	_, no := h.storedKey(`{"name":"no","request_log":{"bodies":false}}`)
@@ -73,7 +72,7 @@ func TestRequestBodiesStoredKeySaysNo(t *testing.T) {
 // origin, by another Host and as a form, the change is refused and the
 // key keeps no bodies; with the admin key it takes effect.
 func TestRequestBodiesStoredKeySettingNeedsTheAdmin(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withStoredKeys(t))
+	h := startAnswering(t, withStoredKeys(t))
 	id, secret := h.storedKey(`{"name":"target"}`)
 	_, other := h.storedKey(`{"name":"other"}`)
 	path, body := "/admin/keys/"+id, `{"request_log":{"bodies":true}}`

@@ -135,7 +135,7 @@ func TestRequestBodiesOffUnlessAsked(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mod)
+			h := startAnswering(t, mod)
 			resp, b := h.post("/v1/chat/completions", chat)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("%d %s", resp.StatusCode, b)
@@ -152,7 +152,7 @@ func TestRequestBodiesOffUnlessAsked(t *testing.T) {
 // a gateway key and another origin get none of them.
 func TestRequestBodiesNeedTheAdminKey(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withBodies(db, "{bodies: true}"))
+	h := startAnswering(t, withBodies(db, "{bodies: true}"))
 	body := `{"model":"chat-prod","messages":[{"role":"user","content":"the private prompt"}]}`
 	resp, b := h.post("/v1/chat/completions", body)
 	if resp.StatusCode != http.StatusOK {

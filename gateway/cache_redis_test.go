@@ -11,7 +11,6 @@ import (
 
 	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/internal/redistest"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // withRedis puts the gateway in the fleet of the Redis at url
@@ -57,8 +56,8 @@ func TestCacheRedisSharesHitsAcrossReplicas(t *testing.T) {
 	url := redistest.Start(t)
 	c := redistest.Client(t, url)
 	mods := []func(string) string{withRedis(url), withCache("{ttl: 10m}")}
-	a := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
-	b := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
+	a := startAnswering(t, mods...)
+	b := startAnswering(t, mods...)
 	first, body1 := a.post("/v1/chat/completions", chat)
 	if result(first) != "miss" {
 		t.Fatalf("first call on a: %q, want miss", result(first))
@@ -96,8 +95,8 @@ func TestCacheRedisPurgeClearsEveryReplica(t *testing.T) {
 	url := redistest.Start(t)
 	c := redistest.Client(t, url)
 	mods := []func(string) string{withRedis(url), withCache("{ttl: 10m}"), withAdmin}
-	a := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
-	b := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
+	a := startAnswering(t, mods...)
+	b := startAnswering(t, mods...)
 	a.post("/v1/chat/completions", chat)
 	a.post("/v1/chat/completions", chat, "Authorization", "Bearer "+blueKey)
 	stored(t, c, "all", 2)
@@ -129,7 +128,7 @@ func TestCacheRedisPurgeClearsEveryReplica(t *testing.T) {
 func TestCacheRedisDownIsAMiss(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := redistest.Client(t, srv.URL())
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		withRedis(srv.URL()), withCache("{ttl: 10m}"), withAdmin)
 	h.post("/v1/chat/completions", chat)
 	stored(t, c, "all", 1)
@@ -165,7 +164,7 @@ func TestCacheRedisDownIsAMiss(t *testing.T) {
 func TestCacheRedisEntryOverTheCapIsNotStored(t *testing.T) {
 	url := redistest.Start(t)
 	c := redistest.Client(t, url)
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		withRedis(url), withCache("{ttl: 10m, max_entry: 16}"))
 	for range 2 {
 		if resp, _ := h.post("/v1/chat/completions", chat); resp.StatusCode != 200 || result(resp) != "miss" {
@@ -184,7 +183,7 @@ func TestCacheRedisEntryOverTheCapIsNotStored(t *testing.T) {
 func TestCacheRedisCorruptValueIsAMiss(t *testing.T) {
 	url := redistest.Start(t)
 	c := redistest.Client(t, url)
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		withRedis(url), withCache("{ttl: 10m}"))
 	h.post("/v1/chat/completions", chat)
 	stored(t, c, "all", 1)
@@ -213,7 +212,7 @@ func TestCacheRedisCorruptValueIsAMiss(t *testing.T) {
 func TestCacheRedisSilentIsAMiss(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := redistest.Client(t, srv.URL())
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		withRedis(srv.URL()), withCache("{ttl: 10m}"))
 	h.post("/v1/chat/completions", chat)
 	stored(t, c, "all", 1)
@@ -232,7 +231,7 @@ func TestCacheRedisSilentIsAMiss(t *testing.T) {
 // read from Redis. Compare with BenchmarkGatewayChatCacheHit, in process.
 func BenchmarkGatewayChatCacheHitRedis(b *testing.B) {
 	url := redistest.Start(b)
-	h := start(b, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(b,
 		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) }, withRedis(url), withCache("{ttl: 1h}"))
 	h.post("/v1/chat/completions", chat)
 	c := redistest.Client(b, url)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/internal/poll"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // withStoredKeys gives the gateway an admin API (adminKey, and a console
@@ -86,7 +85,7 @@ func (h *harness) cached(secret string) string {
 // the cache: one upstream call. A stored key without one is not cached,
 // and its own cache's TTL is its own.
 func TestCacheStoredKeyOwnSettings(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), noPoolCache, withStoredKeys(t))
+	h := startAnswering(t, withCache("{ttl: 10m}"), noPoolCache, withStoredKeys(t))
 	_, own := h.storedKey(`{"name":"own","team":"red","cache":{"ttl":"1m","coalesce":true,"max_wait":"5s","max_entry":"1MiB"}}`)
 	_, plain := h.storedKey(`{"name":"plain","team":"blue"}`)
 	if got := []string{h.cached(own), h.cached(own)}; strings.Join(got, ",") != "miss,hit" {
@@ -115,7 +114,7 @@ func TestCacheStoredKeyOwnSettings(t *testing.T) {
 // the keys that follow the pool's shared cache; those share the pool's
 // entries between teams, as the pool asks.
 func TestCacheStoredKeySharedOnlyByThePool(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m, shared: true}"), withStoredKeys(t))
+	h := startAnswering(t, withCache("{ttl: 10m, shared: true}"), withStoredKeys(t))
 	_, red := h.storedKey(`{"name":"red-own","team":"red","cache":{"ttl":"10m"}}`)
 	_, red2 := h.storedKey(`{"name":"red-own-2","team":"red","cache":{"ttl":"10m"}}`)
 	_, blue := h.storedKey(`{"name":"blue-own","team":"blue","cache":{"ttl":"10m"}}`)
@@ -151,7 +150,7 @@ func TestCacheStoredKeySharedOnlyByThePool(t *testing.T) {
 // from another origin, by another Host and as a form, the change is
 // refused and the key stays uncached; with the admin key it takes effect.
 func TestCacheStoredKeySettingsNeedTheAdmin(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), noPoolCache, withStoredKeys(t))
+	h := startAnswering(t, withCache("{ttl: 10m}"), noPoolCache, withStoredKeys(t))
 	id, secret := h.storedKey(`{"name":"target","team":"red"}`)
 	path, body := "/admin/keys/"+id, `{"cache":{"ttl":"10m"}}`
 	for _, c := range []struct {

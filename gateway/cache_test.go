@@ -44,7 +44,7 @@ func result(resp *http.Response) string {
 // the cache, with the first answer's status and body byte for byte, its
 // own request id and an Age; past the TTL it is a miss again.
 func TestCacheRepeatIsAHitWithTheSameBytes(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"))
+	h := startAnswering(t, withCache("{ttl: 10m}"))
 	first, body1 := h.post("/v1/chat/completions", chat)
 	second, body2 := h.post("/v1/chat/completions", chat)
 	if first.StatusCode != 200 || second.StatusCode != 200 {
@@ -98,7 +98,7 @@ func TestCacheRepeatIsAHitWithTheSameBytes(t *testing.T) {
 // TestCacheNeverAcrossTeams: two teams sending the same prompt each get
 // their own answer from a backend; neither hits the other's entry.
 func TestCacheNeverAcrossTeams(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"))
+	h := startAnswering(t, withCache("{ttl: 10m}"))
 	red, _ := h.post("/v1/chat/completions", chat)
 	blue, _ := h.post("/v1/chat/completions", chat, "Authorization", "Bearer "+blueKey)
 	redAgain, _ := h.post("/v1/chat/completions", chat)
@@ -116,7 +116,7 @@ func TestCacheNeverAcrossTeams(t *testing.T) {
 // TestCacheSharedPoolSharesAcrossTeams: a pool that opts into sharing
 // answers every team from one entry.
 func TestCacheSharedPoolSharesAcrossTeams(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m, shared: true}"))
+	h := startAnswering(t, withCache("{ttl: 10m, shared: true}"))
 	h.post("/v1/chat/completions", chat)
 	blue, _ := h.post("/v1/chat/completions", chat, "Authorization", "Bearer "+blueKey)
 	if got := result(blue); got != "hit" {
@@ -302,7 +302,7 @@ func TestCacheStoresNoCutStream(t *testing.T) {
 // call: refused without the admin key, with a wrong one and from another
 // origin; with it, it removes the entries it selects.
 func TestCachePurgeNeedsTheAdminKey(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), withAdmin)
+	h := startAnswering(t, withCache("{ttl: 10m}"), withAdmin)
 	h.post("/v1/chat/completions", chat)
 	h.post("/v1/chat/completions", chat, "Authorization", "Bearer "+blueKey)
 	for _, c := range []struct {
@@ -354,7 +354,7 @@ func TestCachePurgeNeedsTheAdminKey(t *testing.T) {
 // answer had cost as its saving; the metrics count it.
 func TestCacheHitsAreRecordedAtNoCost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), func(y string) string {
+	h := startAnswering(t, withCache("{ttl: 10m}"), func(y string) string {
 		return strings.Replace(withAdmin(y), "teams:", "store: {sqlite: "+db+"}\nteams:", 1)
 	})
 	h.post("/v1/chat/completions", chat)
@@ -395,7 +395,7 @@ func TestCacheHitsAreRecordedAtNoCost(t *testing.T) {
 // repeats answered from the cache are not refused for tokens no backend
 // used.
 func TestCacheHitsTakeNoTokens(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), func(y string) string {
+	h := startAnswering(t, withCache("{ttl: 10m}"), func(y string) string {
 		return strings.Replace(y, "    team: red\n", "    team: red\n    tpm: 120\n", 1)
 	})
 	body := `{"model":"chat-prod","max_tokens":5,"messages":[{"role":"user","content":"hello"}]}`
@@ -415,7 +415,7 @@ func TestCacheHitsTakeNoTokens(t *testing.T) {
 // for its calls on a pool without one, and another key's calls on that
 // pool are not cached.
 func TestCacheKeyPolicyWinsOverThePools(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", withCache("{ttl: 10m}"), func(y string) string {
+	h := startAnswering(t, withCache("{ttl: 10m}"), func(y string) string {
 		y = strings.TrimSuffix(y, "    cache: {ttl: 10m}\n") // the pool has none
 		return strings.Replace(y, "    team: red\n", "    team: red\n    cache: {ttl: 1m}\n", 1)
 	})

@@ -12,7 +12,6 @@ import (
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/internal/oidctest"
 	"github.com/switchover-gw/switchover/internal/poll"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 // ssoSignIn goes through single sign-on as user at idp with c (which
@@ -45,7 +44,7 @@ func ssoSignIn(t *testing.T, c *consoleClient, idp *oidctest.Provider, user stri
 // token or client secret is in the trail, the timeline or the log.
 func TestConsoleSSOAuditTrail(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+"}\nstore: {sqlite: "+db+"}\nkeys:", 1)
 	})
 	idp := oidctest.Start(t, ssoClientID, ssoClientSecret, h.admin+"/console/sso/callback", map[string]oidctest.User{

@@ -70,6 +70,13 @@ func start(t testing.TB, weu, sec []upstreamtest.Step, weuExtra string, mods ...
 	return startWith(t, gateway.Options{}, weu, sec, weuExtra, mods...)
 }
 
+// startAnswering is start with both regions answering every call with a
+// chat completion (answer), mods applied to the configuration.
+func startAnswering(t testing.TB, mods ...func(string) string) *harness {
+	t.Helper()
+	return start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", mods...)
+}
+
 // startWith is start with options (sinks, a tracer…); Clock and Path are
 // set here, and Logger (on h.logs) unless opts has a Logger or LogOutput.
 func startWith(t testing.TB, opts gateway.Options, weu, sec []upstreamtest.Step, weuExtra string, mods ...func(string) string) *harness {
@@ -293,7 +300,7 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "")
+	h := startAnswering(t)
 	tests := []struct {
 		name string
 		hdr  []string

@@ -102,7 +102,7 @@ func TestReadTimeoutDoesNotCutStreams(t *testing.T) {
 // injected clock (Options.Clock), not the wall clock, which here never
 // gets that far.
 func TestBodyReadDeadlineOnTheGatewayClock(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		func(y string) string {
 			return strings.Replace(y, "shutdown_grace: 5s", "shutdown_grace: 5s, read_timeout: 1h", 1)
 		})

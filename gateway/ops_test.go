@@ -565,7 +565,7 @@ func TestReloadKeepsBreakerStateAndRejectsInvalid(t *testing.T) {
 }
 
 func TestWatchReloadsChangedFile(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		func(y string) string { return strings.Replace(y, "keys:", "reload: {interval: 1s}\nkeys:", 1) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -657,7 +657,7 @@ func TestOTLPExport(t *testing.T) {
 		}
 	}))
 	defer collector.Close()
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		func(y string) string {
 			return strings.Replace(y, "keys:", "tracing: {endpoint: "+collector.URL+"}\nkeys:", 1)
 		})

@@ -68,7 +68,7 @@ func TestRequestLogKeepsAttempts(t *testing.T) {
 // does not serve it.
 func TestRequestLogRouteNeedsTheAdminKey(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+", viewers: [{name: oncall, key: "+signinViewerKey+"}]}\nstore: {sqlite: "+db+"}\nkeys:", 1)
 	})
 	if err := h.gw.Ledger().RecordUsage(t.Context(), []ledger.Usage{{At: h.clock.Now(), RequestID: "r-secret", KeyID: "app-team", EndUser: "alice"}}); err != nil {

@@ -19,7 +19,7 @@ import (
 // /readyz says 503 while requests are still served; then the listener
 // closes.
 func TestDrainFailsReadinessWhileServing(t *testing.T) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "",
+	h := startAnswering(t,
 		func(y string) string { return strings.Replace(y, "drain_delay: 0s", "drain_delay: 10s", 1) })
 	if resp, _ := h.get("/readyz"); resp.StatusCode != 200 {
 		t.Fatalf("readyz before SIGTERM: %d", resp.StatusCode)

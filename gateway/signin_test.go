@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/switchover-gw/switchover/gateway"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
 const signinViewerKey = "viewer-key-0123456789abcd"
@@ -17,7 +16,7 @@ const signinViewerKey = "viewer-key-0123456789abcd"
 // startWithAdmin is start with an admin listener, its key and a viewer.
 func startWithAdmin(t *testing.T) *harness {
 	t.Helper()
-	return start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	return startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", "admin: {listen: 127.0.0.1:0, key: "+adminKey+", viewers: [{name: oncall, key: "+signinViewerKey+"}]}\nkeys:", 1)
 	})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/internal/poll"
-	"github.com/switchover-gw/switchover/internal/upstreamtest"
 	"github.com/switchover-gw/switchover/ledger"
 )
 
@@ -19,7 +18,7 @@ import (
 // and the gateway's own listener does not serve them.
 func TestUsageRequestsNeedTheAdminKey(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(withAdmin(y), "keys:", "store: {sqlite: "+db+"}\nkeys:", 1)
 	})
 	if resp, b := h.post("/v1/chat/completions", chat); resp.StatusCode != http.StatusOK {
@@ -64,7 +63,7 @@ func withStoreSetting(block, setting string) string {
 }
 
 func testStoreRetention(t *testing.T, store string) {
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:", store+"keys:", 1)
 	})
 	s := h.gw.Ledger()
@@ -101,7 +100,7 @@ func testStoreRetention(t *testing.T, store string) {
 // reads; older ones go.
 func TestRetentionKeepsWhatEndUserBudgetsRead(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "switchover.db")
-	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "", func(y string) string {
+	h := startAnswering(t, func(y string) string {
 		return strings.Replace(y, "keys:\n  - name: app-team\n", "store: {sqlite: "+db+", retention: 40d}\nkeys:\n  - name: app-team\n"+
 			"    end_user_limits: {budget: 5/60d}\n", 1)
 	})
