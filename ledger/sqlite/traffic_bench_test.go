@@ -3,15 +3,12 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchover-gw/switchover/ledger"
-	"github.com/switchover-gw/switchover/ledger/sqlite"
 )
 
 // trafficDays is the range BenchmarkTraffic reads and its requests span.
@@ -31,37 +28,12 @@ const trafficDays = 90
 //	SWITCHOVER_BENCH_TRAFFIC=/tmp/traffic.db go test ./ledger/sqlite -run '^$' -bench 'Traffic/backfill' -benchtime 2x
 func BenchmarkTraffic(b *testing.B) {
 	ctx := context.Background()
-	path := os.Getenv("SWITCHOVER_BENCH_TRAFFIC")
-	if path == "" {
-		path = filepath.Join(b.TempDir(), "traffic.db")
-	}
-	s, err := sqlite.Open(ctx, path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	from := benchStart
 	to := from.Add(trafficDays * 24 * time.Hour)
+	s, path := openBenchLog(b, "SWITCHOVER_BENCH_TRAFFIC", "traffic.db", func(i int) time.Time {
+		return from.Add(time.Duration(i) * (trafficDays * 24 * time.Hour / benchRows))
+	})
 	tr := s.(ledger.TrafficReader)
-	if got, err := s.Requests(ctx, ledger.RequestQuery{Limit: 1}); err != nil {
-		b.Fatal(err)
-	} else if len(got) == 0 {
-		start := time.Now()
-		r := rand.New(rand.NewPCG(1, 2))
-		batch := make([]ledger.Usage, 0, 5000)
-		for i := range benchRows {
-			u := benchRequest(r, i)
-			u.At = from.Add(time.Duration(i) * (trafficDays * 24 * time.Hour / benchRows))
-			batch = append(batch, u)
-			if len(batch) == cap(batch) {
-				if err := s.RecordUsage(ctx, batch); err != nil {
-					b.Fatal(err)
-				}
-				batch = batch[:0]
-			}
-		}
-		b.Logf("stored %d requests in %v", benchRows, time.Since(start).Round(time.Second))
-	}
 	var total int64
 	sums, err := tr.TrafficSums(ctx, from, to)
 	if err != nil {
