@@ -319,15 +319,15 @@ func TestServerClosedIdleConnectionIsPassedOver(t *testing.T) {
 	}
 }
 
-// TestStaleKeptConnectionIsRetriedOnce: when the check before use is not
-// made (a connection idle under a second) and the server had closed it,
-// the call fails before any byte of its answer and is made once more on
-// a new connection, with the same body.
-func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
+// staleKept returns a server that closes each connection after one
+// answer, and a transport that does not check kept connections before
+// use, holding one such connection the server has closed.
+func staleKept(t *testing.T) (*rawServer, *h1.Transport) {
+	t.Helper()
 	srv := newRaw(t, []string{okAnswer}, true)
 	tr := &h1.Transport{}
 	h1.SetCheckAfter(tr, -1)
-	defer tr.CloseIdleConnections()
+	t.Cleanup(tr.CloseIdleConnections)
 	resp, err := post(t, tr, srv.url(), "first")
 	if err != nil {
 		t.Fatal(err)
@@ -335,8 +335,17 @@ func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
 	readAll(t, resp)
 	<-srv.requests
 	<-srv.closed
+	return srv, tr
+}
+
+// TestStaleKeptConnectionIsRetriedOnce: when the check before use is not
+// made (a connection idle under a second) and the server had closed it,
+// the call fails before any byte of its answer and is made once more on
+// a new connection, with the same body.
+func TestStaleKeptConnectionIsRetriedOnce(t *testing.T) {
+	srv, tr := staleKept(t)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url(), bytes.NewReader([]byte("second")))
-	resp, err = tr.RoundTrip(req)
+	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatalf("the call on a stale connection: %v", err)
 	}
@@ -372,17 +381,7 @@ func TestNoRetryOnANewConnection(t *testing.T) {
 // TestNoRetryWithoutGetBody: a body that cannot be had again is not sent
 // again, even on a stale kept connection.
 func TestNoRetryWithoutGetBody(t *testing.T) {
-	srv := newRaw(t, []string{okAnswer}, true)
-	tr := &h1.Transport{}
-	h1.SetCheckAfter(tr, -1)
-	defer tr.CloseIdleConnections()
-	resp, err := post(t, tr, srv.url(), "first")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, resp)
-	<-srv.requests
-	<-srv.closed
+	srv, tr := staleKept(t)
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url(), io.NopCloser(strings.NewReader("second")))
 	req.ContentLength = 6
 	if _, err := tr.RoundTrip(req); err == nil {
