@@ -398,8 +398,14 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 		c.nc.Close()
 		return nil, err
 	}
-	if err := c.write(req); err != nil {
-		return fail(nothingRead{err})
+	werr := c.write(req)
+	if werr != nil {
+		// A server may answer before it has read the whole request (a 413
+		// for a body over its limit) and close: its answer is worth more
+		// than the write's error. It has a moment to be read.
+		if ctx.Err() != nil || c.nc.SetReadDeadline(time.Now().Add(earlyAnswerWait)) != nil {
+			return fail(nothingRead{werr})
+		}
 	}
 	limit := c.t.MaxResponseHeaderBytes
 	if limit <= 0 {
@@ -410,6 +416,9 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 		c.lr.n = limit
 		before := c.lr.read
 		r, err := http.ReadResponse(c.br, req)
+		if err != nil && werr != nil {
+			return fail(nothingRead{werr}) // no early answer: the write's error
+		}
 		if err != nil {
 			if c.lr.n <= 0 {
 				err = fmt.Errorf("h1: the answer's headers exceed %d bytes", limit)
@@ -431,6 +440,11 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 		// Upgrades go to Fallback; a server switching unasked is broken.
 		return fail(errors.New("h1: 101 Switching Protocols to a request that did not ask to upgrade"))
 	}
+	if werr != nil {
+		// The early answer: read it whole, then the connection goes.
+		c.nc.SetReadDeadline(time.Time{})
+		resp.Close = true
+	}
 	b := &body{c: c, rc: resp.Body, ctx: ctx, stop: stop, keep: !resp.Close && !req.Close}
 	if resp.Body == http.NoBody || resp.ContentLength == 0 {
 		b.release(true)
@@ -444,6 +458,10 @@ func (c *conn) roundTrip(ctx context.Context, req *http.Request) (*http.Response
 // writeBufs are the buffers requests are written into: the head and a
 // body already in memory leave in one write.
 var writeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// earlyAnswerWait is how long an answer is waited for after a request's
+// write failed (net/http's transport waits 50 ms).
+const earlyAnswerWait = 100 * time.Millisecond
 
 // maxInlineBody is the largest body copied into the buffer of its
 // request's head.

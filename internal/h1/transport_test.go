@@ -713,3 +713,42 @@ func TestLargeBodyIsStreamed(t *testing.T) {
 		t.Errorf("server read %s, want %s", got, want)
 	}
 }
+
+// TestAnswerBeforeTheBodyIsRead: a server that answers 413 to the
+// headers of a request whose body it will not read, and closes, gets its
+// answer to the caller rather than the write's error (as net/http's
+// transport does); the connection is not kept.
+func TestAnswerBeforeTheBodyIsRead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Request Entity Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big!")
+		// Closed with most of the body unread: the client's write fails.
+		c.(*net.TCPConn).SetLinger(0)
+	}()
+	tr := &h1.Transport{}
+	defer tr.CloseIdleConnections()
+	body := strings.Repeat("x", 64<<20) // beyond any socket buffer
+	resp, err := post(t, tr, "http://"+ln.Addr().String()+"/v1/chat/completions", body)
+	if err != nil {
+		t.Fatalf("the early answer was lost: %v", err)
+	}
+	if got := readAll(t, resp); resp.StatusCode != http.StatusRequestEntityTooLarge || got != "too big!" {
+		t.Errorf("answer %d %q", resp.StatusCode, got)
+	}
+	if n := tr.IdleConns(ln.Addr().String()); n != 0 {
+		t.Errorf("%d idle connections, want 0", n)
+	}
+}
