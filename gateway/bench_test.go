@@ -149,3 +149,43 @@ func BenchmarkGatewayChatCacheHit(b *testing.B) {
 		b.Errorf("%d upstream calls, want 1", n)
 	}
 }
+
+// streamChatBody is chat asked for as a stream.
+const streamChatBody = `{"model":"chat-prod","stream":true,"messages":[{"role":"user","content":"hello"}]}`
+
+// BenchmarkGatewayStream measures one streamed chat completion of five
+// content events through the whole gateway, one call at a time (the
+// events held before the first content, each event flushed on its own),
+// against BenchmarkDirectStream, the same stream straight from the
+// upstream.
+func BenchmarkGatewayStream(b *testing.B) {
+	stream := upstreamtest.SSE("weu", 5, -1)
+	h := start(b, []upstreamtest.Step{stream}, []upstreamtest.Step{stream}, "",
+		func(y string) string { return strings.Replace(y, "level: debug", "level: warn", 1) })
+	benchStream(b, h.url+"/v1/chat/completions", "Bearer "+appKey)
+}
+
+func BenchmarkDirectStream(b *testing.B) {
+	u := upstreamtest.New(b, upstreamtest.SSE("weu", 5, -1))
+	benchStream(b, u.URL+"/openai/deployments/x/chat/completions?api-version=2024-10-21", "")
+}
+
+func benchStream(b *testing.B, url, auth string) {
+	client := &http.Client{Transport: &http.Transport{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(streamChatBody))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "weu-4") {
+			b.Fatalf("status %d: %.200s", resp.StatusCode, body)
+		}
+	}
+}
