@@ -245,6 +245,7 @@ func (e *consoleEnv) runBrowser(t *testing.T, s browserScript) {
 // only the login, a viewer no action. Screenshots go to a temporary
 // directory, or to docs/img with SWITCHOVER_UPDATE_SCREENSHOTS=1.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel() // a browser mostly waits: the five run two at a time, after the package's other tests
 	browserTools(t)
 	e := startConsoleEnv(t)
 	// A key of the store with a team and a budget, and a few requests
@@ -321,6 +322,7 @@ func (l *lineWatch) Write(p []byte) (int, error) {
 // a timeline of its attempts, the filter form narrows the list, phones
 // get no sideways scroll, and a viewer sees no end users.
 func TestConsoleRequestsInBrowser(t *testing.T) {
+	t.Parallel() // a browser mostly waits: the five run two at a time, after the package's other tests
 	browserTools(t)
 	e := startConsoleEnv(t)
 	e.runBrowser(t, browserScript{name: "requests.mjs", env: []string{"FAULT_BACKEND=uksouth"},

@@ -19,6 +19,7 @@ import (
 // and its forged posts get 403. With SWITCHOVER_UPDATE_SCREENSHOTS=1 it
 // writes docs/img/console-keys-phone.png.
 func TestConsolePagesInBrowser(t *testing.T) {
+	t.Parallel() // a browser mostly waits: the five run two at a time, after the package's other tests
 	browserTools(t)
 	e := startConsoleEnv(t)
 	k, _, err := ledger.NewKey(t.Context(), e.g.Ledger(), ledger.Key{Name: "research-bot", Team: "research", RPM: 600, Budget: 50, BudgetPeriod: "month"}, time.Now())

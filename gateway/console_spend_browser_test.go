@@ -12,6 +12,7 @@ import (
 // against its limit, the selectors work, and neither the desktop nor a
 // 390 px phone scrolls sideways.
 func TestConsoleSpendInBrowser(t *testing.T) {
+	t.Parallel() // a browser mostly waits: the five run two at a time, after the package's other tests
 	browserTools(t)
 	e := startConsoleEnv(t)
 	if err := e.g.Ledger().PutTeam(t.Context(), ledger.Team{Name: "research", Budget: 50, BudgetPeriod: ledger.PeriodMonth}); err != nil {

@@ -30,6 +30,7 @@ const (
 // Then the store's audit trail holds the sign-ins, the refusal and the
 // drain under each person's identity, and no token the provider issued.
 func TestConsoleSSOInBrowser(t *testing.T) {
+	t.Parallel() // a browser mostly waits: the five run two at a time, after the package's other tests
 	browserTools(t)
 	e := startConsoleEnv(t)
 	idp := oidctest.Start(t, ssoClientID, ssoClientSecret, e.admin+"/console/sso/callback", map[string]oidctest.User{
