@@ -100,14 +100,7 @@ func scaleConfig(s scaleShape, listen, metrics, admin, upstream string) string {
 
 // startScaled starts a gateway on s's configuration.
 func (r *runner) startScaled(ctx context.Context, s scaleShape, admin bool) (*target, error) {
-	var err error
-	for range 3 {
-		var t *target
-		if t, err = r.startScaledOnce(ctx, s, admin); err != errExited {
-			return t, err
-		}
-	}
-	return nil, err
+	return thrice(func() (*target, error) { return r.startScaledOnce(ctx, s, admin) })
 }
 
 func (r *runner) startScaledOnce(ctx context.Context, s scaleShape, admin bool) (*target, error) {

@@ -168,10 +168,16 @@ var errExited = errors.New("it exited")
 // it succeeds; a target that exits at once is started again on another
 // port, up to three times.
 func (s *starter) start(ctx context.Context, name string, up *Upstream, h2 bool) (*target, error) {
+	return thrice(func() (*target, error) { return s.startOnce(ctx, name, up, h2) })
+}
+
+// thrice runs start up to three times while the process it starts exits
+// at once (errExited: its port taken between freeAddr and its listen).
+func thrice(start func() (*target, error)) (*target, error) {
 	var err error
 	for range 3 {
 		var t *target
-		if t, err = s.startOnce(ctx, name, up, h2); !errors.Is(err, errExited) {
+		if t, err = start(); !errors.Is(err, errExited) {
 			return t, err
 		}
 	}
