@@ -202,13 +202,18 @@ const peerBuf = 4 * latencySamples
 // its pool peers (the pool's other members, which serve the same calls),
 // so that a member that has never answered (a fallback, or any member of a
 // fleet just started) is judged by what its peers take, not by a flat
-// default.
+// default. The peers are read in configuration order while their samples
+// fit in peerBuf: a pool of a hundred members costs a call no more than
+// one of five.
 func (p *Pool) reference(dst []time.Duration, b *Backend, stream bool) ([]time.Duration, bool) {
 	dst = b.lat.samples(dst, stream)
 	if len(dst) >= minSamples {
 		return dst, true
 	}
 	for _, m := range p.Members {
+		if len(dst)+latencySamples > peerBuf {
+			break // dst's room on the caller's stack is full
+		}
 		if m.Backend != b {
 			dst = m.Backend.lat.samples(dst, stream)
 		}

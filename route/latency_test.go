@@ -98,6 +98,15 @@ func TestPileUpCause(t *testing.T) {
 	}
 }
 
+// backends is n backends made by mk.
+func backends(mk func() *Backend, n int) []*Backend {
+	var out []*Backend
+	for range n {
+		out = append(out, mk())
+	}
+	return out
+}
+
 func TestSlowThresholdFromPeers(t *testing.T) {
 	s := time.Second
 	fast := func() *Backend {
@@ -126,6 +135,10 @@ func TestSlowThresholdFromPeers(t *testing.T) {
 		{"a slow peer", []*Backend{slow()}, nil, 12 * s, maxCheckTimeout},
 		{"a few answers of its own count with its peers'", []*Backend{fast()}, []time.Duration{5 * s}, 15 * s, maxCheckTimeout},
 		{"eight of its own: its own alone", []*Backend{slow()}, spread(8, 300*time.Millisecond, 400*time.Millisecond), minSlowPlain, minCheckTimeout},
+		// Peers are read until there are peerBuf samples: the first
+		// 4*latencySamples/minSamples fast peers fill them, the slow ones
+		// after them are not read.
+		{"the first peers' samples alone", append(backends(fast, peerBuf/minSamples), backends(slow, 60)...), nil, minSlowPlain, minCheckTimeout},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -292,6 +292,11 @@ func (s *memberSet) has(i int) bool {
 	return i-256 < len(s.big) && s.big[i-256]
 }
 
+// empty reports whether no member is marked.
+func (s *memberSet) empty() bool {
+	return s.small == [4]uint64{} && !slices.Contains(s.big, true)
+}
+
 func (s *memberSet) add(i int) {
 	if i < 256 {
 		s.small[i>>6] |= 1 << (i & 63)
@@ -320,6 +325,9 @@ func noopDone(breaker.Outcome) {}
 // It returns nil when no member can take the call.
 func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
+	if m, done, release, ok := p.nextWhole(now, r, rep, tried); ok {
+		return m, done, release
+	}
 	var buf [8]*Member
 	dst := buf[:0]
 	if len(p.Members) > len(buf) {
@@ -348,6 +356,57 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 		return nil, nil, nil
 	}
 	return p.admitEarly(now, r, rep, tried)
+}
+
+// nextWhole is next's short way for a request's first pick in a pool whose
+// best tier has more than wholeTierMin members and which has no Selector
+// of its own: the pick is made from the whole tier (see SmoothWeighted)
+// and only the pick is asked whether it can take the call (supported,
+// usable and not in a slow start, quota, no health check running) and
+// admitted. ok is false when it cannot: next then walks the members as
+// usual, and the pick's turn in the whole tier's sequence goes to the
+// member the walk picks. Reading every member's state on each
+// request costs more than the rest of the selection once a tier is large
+// (each backend's breaker, quota and marks are apart in memory and cold).
+func (p *Pool) nextWhole(now time.Time, r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func(), bool) {
+	if p.Selector != nil || !tried.empty() || r == nil || r.Owner != "" {
+		return nil, nil, nil, false
+	}
+	tiers := p.tiers.of(p.Members)
+	if len(tiers) == 0 || len(tiers[0]) <= wholeTierMin {
+		return nil, nil, nil, false
+	}
+	if rep != nil {
+		rep.op = r.Op
+	}
+	return p.admitWhole(now, r, p.Members[p.smooth.pickWhole(p.Members, tiers[0], 0)])
+}
+
+// admitWhole admits m, nextWhole's pick, if it can take r at now without
+// being held back, as admit would; ok is false, nothing held, otherwise.
+func (p *Pool) admitWhole(now time.Time, r *Request, m *Member) (_ *Member, _ breaker.Done, _ func(), ok bool) {
+	if m.skipsUnsupported(r, now) || m.Backend.check.checking() {
+		return nil, nil, nil, false
+	}
+	if usable, share := m.Backend.usable(now); !usable || share < 1 {
+		return nil, nil, nil, false
+	}
+	var release func()
+	if q := m.Backend.Quota; q != nil {
+		if release, ok, _ = q.Admit(now, r); !ok {
+			return nil, nil, nil, false
+		}
+	}
+	if m.Backend.Breaker == nil {
+		return m, noopDone, release, true
+	}
+	if done, ok := m.Backend.Breaker.Allow(); ok {
+		return m, done, release, true
+	}
+	if release != nil {
+		release()
+	}
+	return nil, nil, nil, false
 }
 
 // candidates appends to dst, and returns, the members that may take r at
