@@ -12,27 +12,94 @@ import (
 	"github.com/switchover-gw/switchover/route"
 )
 
-// newBackend builds bc's backend: its provider, transport, timeouts,
-// quota state and breaker.
-func newBackend(bc config.Backend, d Deps) (*route.Backend, error) {
+// transportKey is what makes two backends' transports interchangeable:
+// the same scheme and host, and the same connection settings.
+type transportKey struct {
+	scheme, host   string
+	connectTimeout time.Duration
+	http1Only      bool
+	netHTTP1       bool
+	caFile         string
+}
+
+func transportKeyOf(bc config.Backend, u *url.URL) transportKey {
+	return transportKey{
+		scheme:         u.Scheme,
+		host:           u.Host,
+		connectTimeout: bc.ConnectTimeout.D(),
+		http1Only:      bc.HTTP2 != nil && !*bc.HTTP2,
+		netHTTP1:       bc.HTTP1Transport == "net/http",
+		caFile:         bc.CAFile,
+	}
+}
+
+// transports are the upstream transports of one Build by key: backends on
+// the same host with the same connection settings (deployments of one
+// Azure OpenAI resource, several pools' entries for one endpoint) share
+// one, and so its keep-alive connections, instead of each opening and
+// warming its own. Credentials are per request, never per connection.
+type transports map[transportKey]*route.Transport
+
+// of returns the transport of bc (at u), made on first use.
+func (ts transports) of(bc config.Backend, u *url.URL) (*route.Transport, error) {
+	k := transportKeyOf(bc, u)
+	if t, ok := ts[k]; ok {
+		return t, nil
+	}
+	s := route.TransportSettings{
+		ConnectTimeout: k.connectTimeout,
+		HTTP1Only:      k.http1Only,
+		NetHTTP1:       k.netHTTP1,
+	}
+	if bc.CAFile != "" {
+		var err error
+		if s.RootCAs, err = config.LoadCAFile(bc.CAFile); err != nil {
+			return nil, fmt.Errorf("backend %s: ca_file: %w", bc.Name, err)
+		}
+	}
+	t := route.NewTransport(s)
+	ts[k] = t
+	return t, nil
+}
+
+// seed lets the backends of a Build share the transports of prev's (a
+// reload keeps the connections of a host that stays), except those with a
+// CA file, which a reload reads again.
+func (ts transports) seed(prev *Engine) {
+	if prev == nil {
+		return
+	}
+	for _, bc := range prev.Config.Backends {
+		b := prev.Backends[bc.Name]
+		if b == nil || bc.CAFile != "" {
+			continue
+		}
+		u, err := url.Parse(bc.URL)
+		t, ok := b.Transport.(*route.Transport)
+		if err != nil || !ok {
+			continue
+		}
+		if k := transportKeyOf(bc, u); ts[k] == nil {
+			ts[k] = t
+		}
+	}
+}
+
+// newBackend builds bc's backend: its provider, transport (ts's for its
+// host and settings), timeouts, quota state and breaker.
+func newBackend(bc config.Backend, d Deps, ts transports) (*route.Backend, error) {
 	u, err := url.Parse(bc.URL)
 	if err != nil {
 		return nil, err
 	}
-	ts := route.TransportSettings{
-		ConnectTimeout: bc.ConnectTimeout.D(),
-		HTTP1Only:      bc.HTTP2 != nil && !*bc.HTTP2,
-		NetHTTP1:       bc.HTTP1Transport == "net/http",
-	}
-	if bc.CAFile != "" {
-		if ts.RootCAs, err = config.LoadCAFile(bc.CAFile); err != nil {
-			return nil, fmt.Errorf("backend %s: ca_file: %w", bc.Name, err)
-		}
+	tr, err := ts.of(bc, u)
+	if err != nil {
+		return nil, err
 	}
 	b := &route.Backend{
 		Name:                   bc.Name,
 		Region:                 bc.Region,
-		Transport:              route.NewTransport(ts),
+		Transport:              tr,
 		Counts:                 statusSet(bc.Breaker.Statuses),
 		FirstByteTimeout:       bc.FirstByteTimeout.D(),
 		StreamFirstByteTimeout: bc.StreamFirstByteTimeout.D(),

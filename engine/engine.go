@@ -92,8 +92,10 @@ func Build(cfg *config.Config, prev *Engine, d Deps) (*Engine, error) {
 		}
 	}
 	e.gcp = d.GCP
+	ts := transports{}
+	ts.seed(prev)
 	for _, bc := range cfg.Backends {
-		if err := e.addBackend(bc, prev, d); err != nil {
+		if err := e.addBackend(bc, prev, d, ts); err != nil {
 			for name, nb := range e.Backends {
 				if prev == nil || prev.Backends[name] != nb {
 					retire(nb)
@@ -117,7 +119,7 @@ func Build(cfg *config.Config, prev *Engine, d Deps) (*Engine, error) {
 }
 
 // addBackend builds bc's backend into e, reusing or carrying over prev's.
-func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps) error {
+func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps, ts transports) error {
 	e.BackendConfigs[bc.Name] = bc
 	var ob *route.Backend
 	var oc config.Backend
@@ -129,7 +131,7 @@ func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps) error {
 			return nil
 		}
 	}
-	b, err := newBackend(bc, d)
+	b, err := newBackend(bc, d, ts)
 	if err != nil {
 		return err
 	}

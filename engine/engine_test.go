@@ -230,20 +230,26 @@ func TestBuildHooksForAFleet(t *testing.T) {
 // until the idle timeout); a backend carried over on the same transport (a
 // timeout changed) keeps its connection.
 func TestReplaceClosesTheIdleConnectionsOfRemovedBackends(t *testing.T) {
+	// Two hosts: backends on one host with the same settings share a
+	// transport (TestBackendsOnOneHostShareConnections).
 	var closed atomic.Int64
-	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateClosed {
-			closed.Add(1)
+	ups := map[string]*httptest.Server{}
+	for _, name := range []string{"weu", "sec"} {
+		up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+		up.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateClosed {
+				closed.Add(1)
+			}
 		}
+		up.Start()
+		defer up.Close()
+		ups[name] = up
 	}
-	up.Start()
-	defer up.Close()
-	y := strings.ReplaceAll(base, "http://127.0.0.1:1", up.URL)
-	y = strings.ReplaceAll(y, "http://127.0.0.1:2", up.URL)
+	y := strings.ReplaceAll(base, "http://127.0.0.1:1", ups["weu"].URL)
+	y = strings.ReplaceAll(y, "http://127.0.0.1:2", ups["sec"].URL)
 	e1 := build(t, y, nil, Deps{})
 	for _, name := range []string{"weu", "sec"} { // an idle connection on each
-		req, _ := http.NewRequest(http.MethodGet, up.URL, nil)
+		req, _ := http.NewRequest(http.MethodGet, ups[name].URL, nil)
 		resp, err := e1.Backends[name].Transport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
@@ -252,7 +258,7 @@ func TestReplaceClosesTheIdleConnectionsOfRemovedBackends(t *testing.T) {
 		resp.Body.Close()
 	}
 	// weu removed (chat-prod keeps sec alone), sec carried: a timeout.
-	y2 := strings.Replace(y, "  - {name: weu, type: azure, url: \""+up.URL+"\", api_key: k1, region: westeurope}\n", "", 1)
+	y2 := strings.Replace(y, "  - {name: weu, type: azure, url: \""+ups["weu"].URL+"\", api_key: k1, region: westeurope}\n", "", 1)
 	y2 = strings.Replace(y2, "region: swedencentral}", "region: swedencentral, timeout: 5m}", 1)
 	y2 = strings.Replace(y2, "members: [{backend: weu, priority: 1}, {backend: sec, priority: 2}]", "members: [{backend: sec}]", 1)
 	e2 := build(t, y2, e1, Deps{})
