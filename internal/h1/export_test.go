@@ -10,3 +10,6 @@ func SetCheckAfter(t *Transport, d time.Duration) {
 	}
 	t.checkAfter = d
 }
+
+// Sweep runs the idle connections' sweep now.
+func Sweep(t *Transport) { t.sweepIdle() }

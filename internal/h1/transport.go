@@ -33,6 +33,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -237,14 +238,10 @@ func (t *Transport) takeIdle(addr string) *conn {
 
 // put keeps c for the next call to its host, or closes it.
 func (t *Transport) put(c *conn) {
-	max := t.MaxIdleConnsPerHost
-	if max <= 0 {
-		max = 256
-	}
 	c.idleAt = time.Now()
 	t.mu.Lock()
 	h := t.hosts[c.addr]
-	if h == nil || len(h.idle) >= max {
+	if h == nil || len(h.idle) >= t.maxIdle() {
 		t.mu.Unlock()
 		c.nc.Close()
 		return
@@ -254,6 +251,13 @@ func (t *Transport) put(c *conn) {
 		t.sweep = time.AfterFunc(t.sweepEvery(), t.sweepIdle)
 	}
 	t.mu.Unlock()
+}
+
+func (t *Transport) maxIdle() int {
+	if t.MaxIdleConnsPerHost > 0 {
+		return t.MaxIdleConnsPerHost
+	}
+	return 256
 }
 
 func (t *Transport) checkIdle() time.Duration {
@@ -279,9 +283,12 @@ func (t *Transport) sweepEvery() time.Duration {
 }
 
 // sweepIdle closes the idle connections past the idle timeout or closed
-// by the server, and re-arms itself while any are left.
+// by the server, and re-arms itself while any are left. The connections
+// to check are taken out of the pool and checked (a syscall each)
+// outside the lock, so that calls are not held up by the sweep; those
+// alive go back to the oldest end of their host's pool.
 func (t *Transport) sweepIdle() {
-	var check []*conn
+	var closing, checking []*conn
 	t.mu.Lock()
 	now := time.Now()
 	for _, h := range t.hosts {
@@ -289,9 +296,9 @@ func (t *Transport) sweepIdle() {
 		for _, c := range h.idle {
 			switch idle := now.Sub(c.idleAt); {
 			case idle >= t.idleTimeout():
-				check = append(check, c) // closed below, outside the lock
-			case idle >= t.checkIdle() && !c.alive():
-				check = append(check, c)
+				closing = append(closing, c)
+			case idle >= t.checkIdle():
+				checking = append(checking, c)
 			default:
 				kept = append(kept, c)
 			}
@@ -299,12 +306,30 @@ func (t *Transport) sweepIdle() {
 		clear(h.idle[len(kept):])
 		h.idle = kept
 	}
+	t.mu.Unlock()
+	alive := checking[:0]
+	for _, c := range checking {
+		if c.alive() {
+			alive = append(alive, c)
+		} else {
+			closing = append(closing, c)
+		}
+	}
+	t.mu.Lock()
+	for i := len(alive) - 1; i >= 0; i-- { // each to the front: their order kept
+		c := alive[i]
+		if h := t.hosts[c.addr]; h != nil && len(h.idle) < t.maxIdle() {
+			h.idle = slices.Insert(h.idle, 0, c)
+		} else {
+			closing = append(closing, c)
+		}
+	}
 	t.sweep = nil
 	if t.idleCount() > 0 {
 		t.sweep = time.AfterFunc(t.sweepEvery(), t.sweepIdle)
 	}
 	t.mu.Unlock()
-	for _, c := range check {
+	for _, c := range closing {
 		c.nc.Close()
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/internal/h1"
+	"github.com/switchover-gw/switchover/internal/poll"
 )
 
 // counted is a test server that counts the connections it accepted.
@@ -316,6 +317,46 @@ func TestServerClosedIdleConnectionIsPassedOver(t *testing.T) {
 	case r := <-srv.requests:
 		t.Errorf("a request was sent twice: %q", r)
 	default:
+	}
+}
+
+// TestSweepClosesWhatTheServerClosedAndKeepsTheRest: the sweep, which
+// checks idle connections outside the transport's lock, closes a kept
+// connection its server closed and puts the live one back, which the
+// next call then uses.
+func TestSweepClosesWhatTheServerClosedAndKeepsTheRest(t *testing.T) {
+	closing := newRaw(t, []string{okAnswer}, true)
+	keeping := newRaw(t, []string{okAnswer, okAnswer}, false)
+	tr := &h1.Transport{}
+	h1.SetCheckAfter(tr, time.Nanosecond)
+	defer tr.CloseIdleConnections()
+	call := func(srv *rawServer) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.url(), strings.NewReader("x"))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, resp); got != "ok" {
+			t.Fatalf("answer %q", got)
+		}
+		<-srv.requests
+	}
+	call(closing)
+	call(keeping)
+	<-closing.closed
+	hostOf := func(s *rawServer) string { return s.ln.Addr().String() }
+	// The FIN may still be on its way: sweep until the check sees it.
+	poll.Until(t, 5*time.Second, func() bool {
+		h1.Sweep(tr)
+		return tr.IdleConns(hostOf(closing)) == 0
+	}, func() string { return "the connection the server closed is still kept" })
+	if n := tr.IdleConns(hostOf(keeping)); n != 1 {
+		t.Fatalf("%d live connections kept after the sweep, want 1", n)
+	}
+	call(keeping)
+	if n := keeping.conns.Load(); n != 1 {
+		t.Errorf("the server saw %d connections, want 1 (the one the sweep put back)", n)
 	}
 }
 
