@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -104,44 +103,25 @@ func (r *runner) startScaled(ctx context.Context, s scaleShape, admin bool) (*ta
 }
 
 func (r *runner) startScaledOnce(ctx context.Context, s scaleShape, admin bool) (*target, error) {
-	addr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
-	maddr, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
 	aaddr := ""
 	if admin {
+		var err error
 		if aaddr, err = freeAddr(); err != nil {
 			return nil, err
 		}
 	}
-	name := "switchover-" + s.name
-	cfg := filepath.Join(r.o.Dir, name+".yaml")
-	if err := os.WriteFile(cfg, []byte(scaleConfig(s, addr, maddr, aaddr, r.up.URL)), 0o600); err != nil {
-		return nil, err
-	}
 	st := r.starter()
-	cmd, log, err := st.command(st.exe, []string{"serve", "-c", cfg}, st.gwEnv, name+".log")
+	name := "switchover-" + s.name
+	t, err := st.gateway(ctx, name, name, st.gwEnv, func(addr, maddr string) string {
+		return scaleConfig(s, addr, maddr, aaddr, r.up.URL)
+	})
 	if err != nil {
 		return nil, err
 	}
-	t := &target{name: name, url: "http://" + addr + "/v1/chat/completions", metrics: "http://" + maddr + "/metrics", cmd: cmd, log: log}
 	if admin {
 		t.admin = "http://" + aaddr
-		t.config = cfg
 	}
 	r.started = append(r.started, t)
-	if err := t.waitReady(ctx); err != nil {
-		t.stop()
-		if err == errExited {
-			return nil, err
-		}
-		return nil, fmt.Errorf("bench: %s did not start: %w (its log: %s)", name, err, log.Name())
-	}
-	t.pids = []int{cmd.Process.Pid}
 	return t, nil
 }
 

@@ -184,9 +184,51 @@ func thrice(start func() (*target, error)) (*target, error) {
 	return nil, err
 }
 
+// gateway starts the gateway (`switchover serve`, with env) on the
+// configuration that config writes for its listen and metrics addresses,
+// as target name, its configuration and log files named after file, and
+// waits until a chat completion through it succeeds.
+func (s *starter) gateway(ctx context.Context, name, file string, env []string, config func(addr, maddr string) string) (*target, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	maddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(s.dir, file+".yaml")
+	if err := os.WriteFile(cfg, []byte(config(addr, maddr)), 0o600); err != nil {
+		return nil, err
+	}
+	cmd, log, err := s.command(s.exe, []string{"serve", "-c", cfg}, env, file+".log")
+	if err != nil {
+		return nil, err
+	}
+	t := &target{name: name, url: "http://" + addr + "/v1/chat/completions", metrics: "http://" + maddr + "/metrics", config: cfg, cmd: cmd, log: log}
+	if err := t.waitReady(ctx); err != nil {
+		t.stop()
+		return nil, fmt.Errorf("bench: %s did not start: %w (its log: %s)", name, err, log.Name())
+	}
+	t.pids = []int{cmd.Process.Pid}
+	return t, nil
+}
+
 func (s *starter) startOnce(ctx context.Context, name string, up *Upstream, h2 bool) (*target, error) {
-	if name == Direct {
+	switch name {
+	case Direct:
 		return &target{name: Direct, url: up.URL + azurePath}, nil
+	case Switchover:
+		file, env := "switchover", s.gwEnv
+		if h2 {
+			file = "switchover-h2"
+		}
+		if up.CAFile != "" {
+			env = append(append([]string(nil), env...), "SSL_CERT_FILE="+up.CAFile)
+		}
+		return s.gateway(ctx, name, file, env, func(addr, maddr string) string {
+			return gatewayConfig(addr, maddr, up.URL)
+		})
 	}
 	addr, err := freeAddr()
 	if err != nil {
@@ -195,30 +237,7 @@ func (s *starter) startOnce(ctx context.Context, name string, up *Upstream, h2 b
 	t := &target{name: name, url: "http://" + addr + azurePath}
 	var cmd *exec.Cmd
 	var log *os.File
-	suffix := ""
-	if h2 {
-		suffix = "-h2"
-	}
 	switch name {
-	case Switchover:
-		maddr, err := freeAddr()
-		if err != nil {
-			return nil, err
-		}
-		cfg := filepath.Join(s.dir, "switchover"+suffix+".yaml")
-		if err := os.WriteFile(cfg, []byte(gatewayConfig(addr, maddr, up.URL)), 0o600); err != nil {
-			return nil, err
-		}
-		env := s.gwEnv
-		if up.CAFile != "" {
-			env = append(append([]string(nil), env...), "SSL_CERT_FILE="+up.CAFile)
-		}
-		t.url = "http://" + addr + "/v1/chat/completions"
-		t.metrics = "http://" + maddr + "/metrics"
-		cmd, log, err = s.command(s.exe, []string{"serve", "-c", cfg}, env, "switchover"+suffix+".log")
-		if err != nil {
-			return nil, err
-		}
 	case GoProxy:
 		cmd, log, err = s.command(s.exe, []string{"bench", "reference-proxy", "-listen", addr, "-upstream", up.URL}, nil, "go-proxy.log")
 		if err != nil {
