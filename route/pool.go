@@ -397,16 +397,26 @@ func (p *Pool) admitWhole(now time.Time, r *Request, m *Member) (_ *Member, _ br
 			return nil, nil, nil, false
 		}
 	}
+	if done, ok := allowBreaker(m, release); ok {
+		return m, done, release, true
+	}
+	return nil, nil, nil, false
+}
+
+// allowBreaker asks m's breaker to let a call through: its done, or ok
+// false, with release (the call's quota reservation, if any) given back,
+// when another request took its half-open probe.
+func allowBreaker(m *Member, release func()) (breaker.Done, bool) {
 	if m.Backend.Breaker == nil {
-		return m, noopDone, release, true
+		return noopDone, true
 	}
 	if done, ok := m.Backend.Breaker.Allow(); ok {
-		return m, done, release, true
+		return done, true
 	}
 	if release != nil {
 		release()
 	}
-	return nil, nil, nil, false
+	return nil, false
 }
 
 // candidates appends to dst, and returns, the members that may take r at
@@ -504,17 +514,11 @@ func (p *Pool) admit(now time.Time, r *Request, rep *Report, cands []*Member) (*
 				continue
 			}
 		}
-		if m.Backend.Breaker == nil {
-			return m, noopDone, release, false
-		}
-		if done, ok := m.Backend.Breaker.Allow(); ok {
+		if done, ok := allowBreaker(m, release); ok {
 			return m, done, release, false
 		}
 		// Another request took the half-open probe between the snapshot
 		// and Allow: drop it and choose again.
-		if release != nil {
-			release()
-		}
 		cands = append(cands[:i], cands[i+1:]...)
 	}
 	return nil, nil, nil, true
