@@ -1,12 +1,9 @@
 package gateway_test
 
 import (
-	"github.com/switchover-gw/switchover/internal/syncbuf"
-
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -18,7 +15,9 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/clienttest"
 	"github.com/switchover-gw/switchover/internal/fakeclock"
+	"github.com/switchover-gw/switchover/internal/syncbuf"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
@@ -177,41 +176,17 @@ func (h *harness) checkNoSecrets() {
 
 func (h *harness) post(path, body string, hdr ...string) (*http.Response, string) {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+appKey)
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i+1] == "" {
-			req.Header.Del(hdr[i])
-		} else {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-	}
-	resp, err := testClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
+	return clienttest.Call(h.t, http.MethodPost, h.url+path, appKey, body, hdr...)
 }
 
 func (h *harness) get(path string) (*http.Response, string) {
 	h.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, h.url+path, nil)
-	req.Header.Set("Authorization", "Bearer "+appKey)
-	resp, err := testClient.Do(req)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return resp, string(b)
+	return clienttest.Call(h.t, http.MethodGet, h.url+path, appKey, "")
 }
 
 // testClient bounds every call, so that a regression that hangs fails
 // instead of stalling the suite.
-var testClient = &http.Client{Timeout: 30 * time.Second}
+var testClient = clienttest.Client
 
 const chat = `{"model":"chat-prod","messages":[{"role":"user","content":"hello"}]}`
 
