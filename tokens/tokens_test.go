@@ -1,7 +1,11 @@
 package tokens
 
 import (
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/switchover-gw/switchover/translate"
@@ -82,13 +86,123 @@ func TestPromptImageIsNotText(t *testing.T) {
 }
 
 // BenchmarkCount counts a 4 KB English answer with o200k_base: what an
-// answer without usage costs when it ends.
+// answer without usage costs when it ends (each text a new one, as
+// answers are).
 func BenchmarkCount(b *testing.B) {
 	var c Counter
 	text := strings.Repeat("We know what we are, but know not what we may be. ", 80)
 	c.Count("gpt-4o", "warm")
 	b.ReportAllocs()
+	i := 0
 	for b.Loop() {
-		c.Count("gpt-4o", text)
+		i++
+		c.Count("gpt-4o", strconv.Itoa(i)+text)
+	}
+}
+
+// BenchmarkPromptTokensOfAConversation counts the prompt of each turn of
+// a conversation whose 8 KB system prompt and earlier turns are sent
+// again with each (what a chat application sends): each text is
+// tokenized once.
+func BenchmarkPromptTokensOfAConversation(b *testing.B) {
+	var c Counter
+	system := strings.Repeat("You are a helpful assistant. Answer the user's questions about the weather in Paris, briefly and politely. ", 80)
+	msgs := []map[string]string{{"role": "system", "content": system}}
+	var bodies [][]byte
+	for turn := range 10 {
+		msgs = append(msgs, map[string]string{"role": "user", "content": fmt.Sprintf("Question %d: %s", turn, strings.Repeat("what about tomorrow and the day after? ", 10))})
+		body, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": msgs})
+		bodies = append(bodies, body)
+		msgs = append(msgs, map[string]string{"role": "assistant", "content": strings.Repeat("It will be sunny with a light breeze from the west. ", 8)})
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c.PromptTokens("gpt-4o", translate.OpenAI, bodies[i%len(bodies)])
+		i++
+	}
+}
+
+func TestLongTextsAreTokenizedOnce(t *testing.T) {
+	var c, fresh Counter
+	text := strings.Repeat("We know what we are, but know not what we may be. ", 20)
+	want := fresh.Count("gpt-4o", text)
+	for range 3 {
+		if got := c.countPrompt(O200k, text); got != want {
+			t.Fatalf("countPrompt = %d, want %d", got, want)
+		}
+	}
+	if n := c.tokenized.Load(); n != 1 {
+		t.Errorf("a %d-byte text counted three times was tokenized %d times, want once", len(text), n)
+	}
+	// Another encoding is another count.
+	if got, want := c.countPrompt(Cl100k, text), fresh.Count("gpt-4", text); got != want {
+		t.Errorf("cl100k_base: countPrompt = %d, want %d (its own)", got, want)
+	}
+	// A short text, and an answer (TextTokens), are not remembered:
+	// tokenized each time.
+	before := c.tokenized.Load()
+	c.countPrompt(O200k, "hello world")
+	c.countPrompt(O200k, "hello world")
+	c.TextTokens("gpt-4o", text)
+	if n := c.tokenized.Load() - before; n != 3 {
+		t.Errorf("a short text counted twice and a long answer once were tokenized %d times, want 3", n)
+	}
+	// The whole prompt, through PromptTokens: its long message is
+	// remembered.
+	body := []byte(`{"model":"gpt-4o","messages":[{"role":"system","content":"` + text + `"},{"role":"user","content":"hi"}]}`)
+	first := c.PromptTokens("gpt-4o", translate.OpenAI, body)
+	before = c.tokenized.Load()
+	if again := c.PromptTokens("gpt-4o", translate.OpenAI, body); again != first || first != fresh.PromptTokens("gpt-4o", translate.OpenAI, body) {
+		t.Errorf("PromptTokens %d then %d, want %d", first, again, fresh.PromptTokens("gpt-4o", translate.OpenAI, body))
+	}
+	if n := c.tokenized.Load() - before; n != 1 {
+		t.Errorf("the same prompt again tokenized %d texts, want 1 (the short user message)", n)
+	}
+}
+
+func TestRememberedCountsAreBounded(t *testing.T) {
+	var c Counter
+	long := func(i int) string { return fmt.Sprintf("%06d ", i) + strings.Repeat("x y ", memoMin/4) }
+	for i := range 3 * memoSize {
+		c.countPrompt(O200k, long(i))
+	}
+	c.memo.mu.Lock()
+	held := len(c.memo.cur) + len(c.memo.old)
+	c.memo.mu.Unlock()
+	if held > 2*memoSize {
+		t.Fatalf("%d counts remembered, want at most %d", held, 2*memoSize)
+	}
+	before := c.tokenized.Load()
+	c.countPrompt(O200k, long(3*memoSize-1)) // the newest: remembered
+	c.countPrompt(O200k, long(0))            // the oldest: forgotten, tokenized again
+	if n := c.tokenized.Load() - before; n != 1 {
+		t.Errorf("%d of the newest and the oldest text tokenized, want 1 (the oldest)", n)
+	}
+}
+
+func TestRememberedCountsUnderConcurrency(t *testing.T) {
+	var c, fresh Counter
+	texts := make([]string, 16)
+	want := make([]int, len(texts))
+	for i := range texts {
+		texts[i] = strings.Repeat(fmt.Sprintf("line %d of a prompt sent by many requests at once. ", i), 10)
+		want[i] = fresh.Count("gpt-4o", texts[i])
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				j := (g + i) % len(texts)
+				if got := c.countPrompt(O200k, texts[j]); got != want[j] {
+					t.Errorf("text %d: countPrompt = %d, want %d", j, got, want[j])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := c.tokenized.Load(); n > int64(len(texts))*8 {
+		t.Errorf("%d tokenizations of %d texts", n, len(texts))
 	}
 }
