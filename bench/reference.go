@@ -3,10 +3,12 @@ package bench
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -44,6 +46,30 @@ func ServeReference(ctx context.Context, listen, upstream string) error {
 		http.NewResponseController(w).EnableFullDuplex()
 		rp.ServeHTTP(w, r)
 	})
+	return serveUntilDone(ctx, ln, h)
+}
+
+// ServeAnswer serves, on listen until ctx ends, net/http's server and
+// nothing else: each request's body is read and the mock upstream's chat
+// completion answered. Its CPU and syscalls per request at a fixed rate
+// are what net/http's server alone costs on the machine, the floor of
+// any Go server of HTTP/1.1 built on it (docs/performance.md).
+func ServeAnswer(ctx context.Context, listen string) error {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return err
+	}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(chatAnswer)))
+		w.Write(chatAnswer)
+	})
+	return serveUntilDone(ctx, ln, h)
+}
+
+// serveUntilDone serves h on ln until ctx ends, then shuts down.
+func serveUntilDone(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -194,6 +194,9 @@ func benchCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if len(args) > 0 && args[0] == "reference-proxy" {
 		return referenceProxy(ctx, args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "reference-server" {
+		return referenceServer(ctx, args[1:], stderr)
+	}
 	f := newBenchFlags(stderr)
 	if err := parseFlags(f.fs, args); err != nil {
 		return err
@@ -238,4 +241,18 @@ func referenceProxy(ctx context.Context, args []string, stderr io.Writer) error 
 		return usageError{errors.New("reference-proxy needs -upstream")}
 	}
 	return bench.ServeReference(ctx, *listen, *upstream)
+}
+
+// referenceServer is the hidden "bench reference-server": net/http's
+// server answering every request with the mock upstream's chat completion
+// itself, no upstream and nothing else; what net/http's server alone
+// costs (docs/performance.md, "The floor of net/http's server").
+func referenceServer(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench reference-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	return bench.ServeAnswer(ctx, *listen)
 }
