@@ -325,7 +325,8 @@ func noopDone(breaker.Outcome) {}
 // It returns nil when no member can take the call.
 func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func()) {
 	now := p.now()
-	if m, done, release, ok := p.nextWhole(now, r, rep, tried); ok {
+	m, done, release, sitOut := p.nextWhole(now, r, rep, tried)
+	if m != nil {
 		return m, done, release
 	}
 	var buf [8]*Member
@@ -338,7 +339,7 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 		defer putCandidates(big)
 		dst = (*big)[:0]
 	}
-	cands, more := p.candidates(dst, now, r, rep, tried, 0)
+	cands, more := p.candidates(dst, now, r, rep, tried, 0, sitOut)
 	switch {
 	case len(cands) > 0:
 		for {
@@ -348,7 +349,7 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 			}
 			// Every candidate of the tier refused since it was gathered:
 			// the next tiers'.
-			if cands, more = p.candidates(dst[:0], now, r, rep, tried, more); len(cands) == 0 {
+			if cands, more = p.candidates(dst[:0], now, r, rep, tried, more, sitOut); len(cands) == 0 {
 				return nil, nil, nil
 			}
 		}
@@ -363,42 +364,65 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // of its own: the pick is made from the whole tier (see SmoothWeighted)
 // and only the pick is asked whether it can take the call (supported,
 // usable and not in a slow start, quota, no health check running) and
-// admitted. ok is false when it cannot: next then walks the members as
+// admitted. m is nil when it cannot: next then walks the members as
 // usual, and the pick's turn in the whole tier's sequence goes to the
-// member the walk picks. Reading every member's state on each
+// member the walk picks. A pick in its slow start takes the call when it
+// is its turn (rampTurns), as the walk would let it; when it is not,
+// sitOut is its index in Members (else -1), and the walk holds it back
+// without asking its turns again. Reading every member's state on each
 // request costs more than the rest of the selection once a tier is large
 // (each backend's breaker, quota and marks are apart in memory and cold).
-func (p *Pool) nextWhole(now time.Time, r *Request, rep *Report, tried *memberSet) (*Member, breaker.Done, func(), bool) {
+func (p *Pool) nextWhole(now time.Time, r *Request, rep *Report, tried *memberSet) (m *Member, done breaker.Done, release func(), sitOut int) {
 	if p.Selector != nil || !tried.empty() || r == nil || r.Owner != "" {
-		return nil, nil, nil, false
+		return nil, nil, nil, -1
 	}
 	tiers := p.tiers.of(p.Members)
 	if len(tiers) == 0 || len(tiers[0]) <= wholeTierMin {
-		return nil, nil, nil, false
+		return nil, nil, nil, -1
 	}
 	if rep != nil {
 		rep.op = r.Op
 	}
-	return p.admitWhole(now, r, p.Members[p.smooth.pickWhole(p.Members, tiers[0], 0)])
+	i := p.smooth.pickWhole(p.Members, tiers[0], 0)
+	m, done, release, notItsTurn := p.admitWhole(now, r, p.Members[i])
+	if notItsTurn {
+		return nil, nil, nil, i
+	}
+	return m, done, release, -1
 }
 
 // admitWhole admits m, nextWhole's pick, if it can take r at now without
-// being held back, as admit would; ok is false, nothing held, otherwise.
-func (p *Pool) admitWhole(now time.Time, r *Request, m *Member) (_ *Member, _ breaker.Done, _ func(), ok bool) {
+// being held back, as admit would: nil, nothing held, otherwise;
+// notItsTurn when m is in its slow start and this call is not its turn.
+func (p *Pool) admitWhole(now time.Time, r *Request, m *Member) (_ *Member, _ breaker.Done, _ func(), notItsTurn bool) {
 	if m.skipsUnsupported(r, now) || m.Backend.check.checking() {
 		return nil, nil, nil, false
 	}
-	if usable, share := m.Backend.usable(now); !usable || share < 1 {
+	usable, share := m.Backend.usable(now)
+	if !usable {
 		return nil, nil, nil, false
+	}
+	if share < 1 {
+		// A turn is taken only if the call fits its quota, as the walk
+		// takes one only of a member that could take the call.
+		if q := m.Backend.Quota; q != nil {
+			if fits, _ := q.Fits(now, r); !fits {
+				return nil, nil, nil, false
+			}
+		}
+		if !m.Backend.turns.take(share) {
+			return nil, nil, nil, true
+		}
 	}
 	var release func()
 	if q := m.Backend.Quota; q != nil {
+		var ok bool
 		if release, ok, _ = q.Admit(now, r); !ok {
 			return nil, nil, nil, false
 		}
 	}
 	if done, ok := allowBreaker(m, release); ok {
-		return m, done, release, true
+		return m, done, release, false
 	}
 	return nil, nil, nil, false
 }
@@ -430,8 +454,10 @@ func allowBreaker(m *Member, release func()) (breaker.Done, bool) {
 // and the walk stops at the first tier with a candidate that is not held
 // back: every strategy chooses in the best tier present, so a request
 // costs the same whatever the number of members of the tiers below. more
-// is the index of the next tier, -1 when every tier was walked.
-func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet, from int) (cands []*Member, more int) {
+// is the index of the next tier, -1 when every tier was walked. The
+// member at index sitOut in Members (-1: none) is held back without its
+// turns asked: nextWhole found it was not its turn.
+func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report, tried *memberSet, from, sitOut int) (cands []*Member, more int) {
 	owner := ""
 	if r != nil {
 		owner = r.Owner
@@ -449,7 +475,7 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 			more = t
 			break
 		}
-		dst, held = p.tierCandidates(dst, held, tiers[t], now, r, rep, tried, owner)
+		dst, held = p.tierCandidates(dst, held, tiers[t], now, r, rep, tried, owner, sitOut)
 	}
 	if len(dst) == start {
 		dst = append(dst, held...)
@@ -458,8 +484,9 @@ func (p *Pool) candidates(dst []*Member, now time.Time, r *Request, rep *Report,
 }
 
 // tierCandidates is candidates for the members of one tier (their
-// indices in Members), appended to dst, or to held for those held back.
-func (p *Pool) tierCandidates(dst, held []*Member, tier []int, now time.Time, r *Request, rep *Report, tried *memberSet, owner string) ([]*Member, []*Member) {
+// indices in Members), appended to dst, or to held for those held back
+// (the member at index sitOut among them: see nextWhole).
+func (p *Pool) tierCandidates(dst, held []*Member, tier []int, now time.Time, r *Request, rep *Report, tried *memberSet, owner string, sitOut int) ([]*Member, []*Member) {
 	for _, i := range tier {
 		m := p.Members[i]
 		if !tried.has(i) && m.skipsUnsupported(r, now) {
@@ -480,7 +507,7 @@ func (p *Pool) tierCandidates(dst, held []*Member, tier []int, now time.Time, r 
 				continue
 			}
 		}
-		if m.Backend.heldBack(share) {
+		if i == sitOut || m.Backend.heldBack(share) {
 			held = append(held, m)
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/breaker"
+	"github.com/switchover-gw/switchover/internal/fakeclock"
 )
 
 // askedQuota is a Quota that counts how often it is asked, and refuses
@@ -193,3 +194,47 @@ func TestWholeTierOwnSelectorIsGivenTheCandidates(t *testing.T) {
 type selectorFunc func(*Request, []*Member) int
 
 func (f selectorFunc) Select(r *Request, c []*Member) int { return f(r, c) }
+
+func TestWholeTierSlowStartMemberTakesItsShare(t *testing.T) {
+	// A member of a tier of 12 back from repeated trips, in its slow
+	// start at a tenth: on its turns in the whole tier's sequence it takes
+	// a tenth of them (about 10 of its 100 in 1,200 calls), the others go
+	// elsewhere; once the slow start is over it takes all of its turns.
+	clk := fakeclock.New()
+	var spec [][2]int
+	for range 12 {
+		spec = append(spec, [2]int{1, 1})
+	}
+	p := &Pool{Name: "big", Members: breakered(clk, members(spec...)), Clock: clk}
+	t.Cleanup(func() {
+		for _, m := range p.Members {
+			m.Backend.Breaker.(*breaker.Breaker).Retire()
+		}
+	})
+	br := p.Members[0].Backend.Breaker
+	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
+	br.Checked(true, "pass")
+	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
+	br.Checked(true, "pass")
+	br.Checked(true, "pass")
+	if s := br.Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
+		t.Fatalf("a: %+v, want closed in its slow start", s)
+	}
+	r := chatRequest(t)
+	count := func(n int) int {
+		got := 0
+		for range n {
+			if firstPick(t, p, r, &memberSet{}) == "a" {
+				got++
+			}
+		}
+		return got
+	}
+	if got := count(1200); got < 6 || got > 14 {
+		t.Errorf("in its slow start at a tenth, a took %d of 1,200 calls in a tier of 12, want about 10", got)
+	}
+	clk.Advance(time.Minute)
+	if got := count(1200); got != 100 {
+		t.Errorf("after its slow start, a took %d of 1,200 calls, want its 100", got)
+	}
+}
