@@ -151,6 +151,7 @@ func keyForm(r *http.Request, create bool) map[string]any {
 		text(f, "0")
 	}
 	text("budget", "none")
+	text("soft_budget", "none")
 	text("patience", "none")
 	text("expires", "never")
 	return b

@@ -155,7 +155,7 @@ func TestKeyCreatedShowsItsSecretOnce(t *testing.T) {
 	}
 	e.post(c, "/console/teams/put", url.Values{"csrf": {csrf}, "name": {"search"}, "budget": {"500/month"}}, "/console/keys")
 	e.post(c, "/console/keys/create", url.Values{"csrf": {csrf}, "name": {"ci-runner"}, "team": {"search"}, "pools": {"chat"},
-		"models": {" chat "}, "rpm": {"600"}, "tpm": {"200k"}, "budget": {"50/month"}, "patience": {"30s"}, "expires": {"90d"},
+		"models": {" chat "}, "rpm": {"600"}, "tpm": {"200k"}, "budget": {"50/month"}, "soft_budget": {"40"}, "patience": {"30s"}, "expires": {"90d"},
 		"tags": {"env:ci, owner:search"}}, "/console/keys/secret")
 	secret, page := e.secretPage(c)
 	ks := e.keys()
@@ -169,7 +169,7 @@ func TestKeyCreatedShowsItsSecretOnce(t *testing.T) {
 	if got, err := ledger.Verify(t.Context(), e.gw.store, secret, time.Now()); err != nil || got.ID != k.ID {
 		t.Fatalf("the secret shown does not verify: %v %v", got.ID, err)
 	}
-	if k.Name != "ci-runner" || k.Team != "search" || k.RPM != 600 || k.TPM != 200000 || k.Budget != 50 || k.BudgetPeriod != ledger.PeriodMonth ||
+	if k.Name != "ci-runner" || k.Team != "search" || k.RPM != 600 || k.TPM != 200000 || k.Budget != 50 || k.SoftBudget != 40 || k.BudgetPeriod != ledger.PeriodMonth ||
 		k.Patience != 30*time.Second || k.Expires.IsZero() || strings.Join(k.Pools, ",") != "chat" || strings.Join(k.Models, ",") != "chat" ||
 		strings.Join(k.Tags, ",") != "env:ci,owner:search" {
 		t.Fatalf("key stored: %+v", k)
@@ -180,6 +180,9 @@ func TestKeyCreatedShowsItsSecretOnce(t *testing.T) {
 		t.Fatalf("the secret page again: %d\n%s", resp.StatusCode, again)
 	}
 	_, list := e.do(c, "GET", "/console/keys", nil)
+	if !strings.Contains(list, "(alert at $40") {
+		t.Errorf("the keys page does not show the soft budget:\n%s", list)
+	}
 	rest := secret[strings.Index(secret, k.Prefix)+len(k.Prefix):] // the part never shown
 	if !strings.Contains(list, k.Prefix+"…") || strings.Contains(list, rest) {
 		t.Fatalf("keys page after creation: prefix shown %v, secret shown %v", strings.Contains(list, k.Prefix), strings.Contains(list, secret))
@@ -408,7 +411,7 @@ func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
 	e := newKeyEnv(t)
 	now := time.Now()
 	k, _, err := ledger.NewKey(t.Context(), e.gw.store, ledger.Key{Name: "laptop", RPM: 600, TPM: 250000, MaxConcurrent: 3,
-		Budget: 12.5, BudgetPeriod: ledger.PeriodWeek, Patience: 90 * time.Second, Expires: now.Add(90 * 24 * time.Hour).Truncate(time.Second).UTC()}, now)
+		Budget: 12.5, BudgetPeriod: ledger.PeriodWeek, SoftBudget: 10, Patience: 90 * time.Second, Expires: now.Add(90 * 24 * time.Hour).Truncate(time.Second).UTC()}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +428,7 @@ func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
 			form.Set(m[1], html.UnescapeString(m[2]))
 		}
 	}
-	for _, f := range []string{"id", "rpm", "tpm", "max_concurrent", "budget", "patience", "expires"} {
+	for _, f := range []string{"id", "rpm", "tpm", "max_concurrent", "budget", "soft_budget", "patience", "expires"} {
 		if form.Get(f) == "" {
 			t.Fatalf("edit form shows no %s: %v", f, form)
 		}
@@ -435,8 +438,14 @@ func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
 		t.Fatalf("saving the form as shown: %q", f)
 	}
 	got := e.keys()[0]
-	if got.RPM != k.RPM || got.TPM != k.TPM || got.MaxConcurrent != k.MaxConcurrent || got.Budget != k.Budget || got.BudgetPeriod != k.BudgetPeriod ||
+	if got.RPM != k.RPM || got.TPM != k.TPM || got.MaxConcurrent != k.MaxConcurrent || got.Budget != k.Budget || got.SoftBudget != k.SoftBudget || got.BudgetPeriod != k.BudgetPeriod ||
 		got.Patience != k.Patience || !got.Expires.Equal(k.Expires) {
 		t.Fatalf("saved as shown, the key changed:\n got %+v\nwant %+v", got, k)
+	}
+	// The soft budget emptied: removed, the budget kept.
+	form.Set("soft_budget", "")
+	e.post(c, "/console/keys/edit", form, "/console/keys")
+	if got := e.keys()[0]; got.SoftBudget != 0 || got.Budget != k.Budget {
+		t.Fatalf("soft budget emptied: soft %v, budget %v; want 0 and %v", got.SoftBudget, got.Budget, k.Budget)
 	}
 }
