@@ -383,7 +383,7 @@ func (p *Pool) nextWhole(now time.Time, r *Request, rep *Report, tried *memberSe
 	if rep != nil {
 		rep.op = r.Op
 	}
-	i := p.smooth.pickWhole(p.Members, tiers[0], 0)
+	i := p.smooth.pickWhole(p.Members, tiers[0])
 	m, done, release, notItsTurn := p.admitWhole(now, r, p.Members[i])
 	if notItsTurn {
 		return nil, nil, nil, i

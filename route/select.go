@@ -96,7 +96,7 @@ func (p *Pool) selector() Selector {
 type SmoothWeighted struct {
 	mu      sync.Mutex
 	ledgers []*ledger // one per candidate set, at most maxLedgers
-	wholes  []*ledger // by tier index: the ledgers of whole tiers (pickWhole), never evicted
+	whole   *ledger   // the best tier's whole ledger (pickWhole), never evicted
 	uses    uint64    // picks made, to find the least recently used ledger
 }
 
@@ -152,40 +152,38 @@ func (s *SmoothWeighted) pickLocked(l *ledger) int {
 	return pick
 }
 
-// pickWhole makes the pick Select would make if every member of a tier
-// were a candidate: tier is the tier's members' indices in members, t its
-// index among the pool's tiers. It returns the index in members of the
-// pick, which counts as made whether or not the pick can take the call.
-// The whole tier's ledger is found without reading the members (the
-// reason for this short way: see Pool.nextWhole), and is the one Select
-// uses when its candidates are the whole tier.
-func (s *SmoothWeighted) pickWhole(members []*Member, tier []int, t int) int {
+// pickWhole makes the pick Select would make if every member of the best
+// tier were a candidate: tier is its members' indices in members. It
+// returns the index in members of the pick, which counts as made whether
+// or not the pick can take the call. The whole tier's ledger is found
+// without reading the members (the reason for this short way: see
+// Pool.nextWhole), and is the one Select uses when its candidates are the
+// whole tier.
+func (s *SmoothWeighted) pickWhole(members []*Member, tier []int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t >= len(s.wholes) {
-		s.wholes = append(s.wholes, make([]*ledger, t+1-len(s.wholes))...)
-	}
-	l := s.wholes[t]
-	if l == nil {
-		l = newLedger(len(tier))
+	if s.whole == nil {
+		l := newLedger(len(tier))
 		for _, i := range tier {
 			l.add(members[i])
 		}
-		s.wholes[t] = l
-		// A ledger of the same set made by Select before gives way.
-		s.ledgers = slices.DeleteFunc(s.ledgers, func(o *ledger) bool { return slices.Equal(o.members, l.members) })
+		// A ledger Select made of the same set is the one: its sequence
+		// goes on.
+		if j := slices.IndexFunc(s.ledgers, func(o *ledger) bool { return slices.Equal(o.members, l.members) }); j >= 0 {
+			l = s.ledgers[j]
+			s.ledgers = slices.Delete(s.ledgers, j, j+1)
+		}
+		s.whole = l
 	}
-	return tier[s.pickLocked(l)]
+	return tier[s.pickLocked(s.whole)]
 }
 
 // ledger returns the ledger of the members of tier best in c, creating it
 // (and evicting the least recently used one when full) if new. Requires
 // external locking.
 func (s *SmoothWeighted) ledger(c []*Member, best int) *ledger {
-	for _, l := range s.wholes {
-		if l != nil && l.is(c, best) {
-			return l
-		}
+	if s.whole != nil && s.whole.is(c, best) {
+		return s.whole
 	}
 	oldest := -1
 	for i, l := range s.ledgers {

@@ -238,3 +238,22 @@ func TestWholeTierSlowStartMemberTakesItsShare(t *testing.T) {
 		t.Errorf("after its slow start, a took %d of 1,200 calls, want its 100", got)
 	}
 }
+
+func TestWholeTierGoesOnWithTheSequenceTheWalkBegan(t *testing.T) {
+	// Picks walked first (a request without a body to read: nil), then
+	// made from the whole tier: one sequence, the smooth one, as if every
+	// pick had been made one way.
+	p := wholeTierPool(t, 12)
+	want := picks(&SmoothWeighted{}, p.Members, 60)
+	var got strings.Builder
+	for range 7 {
+		got.WriteString(firstPick(t, p, nil, &memberSet{}))
+	}
+	r := chatRequest(t)
+	for range 53 {
+		got.WriteString(firstPick(t, p, r, &memberSet{}))
+	}
+	if got.String() != want {
+		t.Fatalf("picks walked then whole\n%s\nwant one smooth sequence\n%s", got.String(), want)
+	}
+}
