@@ -84,9 +84,7 @@ func TestBadKeyCache(t *testing.T) {
 	e := newEnv(t, s)
 	var c keyAnswer
 	e.json("POST", "/admin/keys", `{"name":"base","cache":{"ttl":"1m"}}`, http.StatusCreated, &c)
-	tests := []struct {
-		name, method, body, param string
-	}{
+	tests := []badField{
 		{"ttl negative", "PATCH", `{"cache":{"ttl":"-1s"}}`, "cache.ttl"},
 		{"ttl without a unit", "POST", `{"name":"a","cache":{"ttl":"10"}}`, "cache.ttl"},
 		{"ttl a number", "PATCH", `{"cache":{"ttl":600}}`, "cache.ttl"},
@@ -101,21 +99,7 @@ func TestBadKeyCache(t *testing.T) {
 		{"a list", "PATCH", `{"cache":["ttl=1m"]}`, "cache"},
 		{"the command line's form", "PATCH", `{"cache":"ttl=1m"}`, "cache"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := "/admin/keys"
-			if tc.method == "PATCH" {
-				path += "/" + c.Key.ID
-			}
-			var a struct {
-				Error struct{ Message, Type, Param string } `json:"error"`
-			}
-			raw := e.json(tc.method, path, tc.body, http.StatusBadRequest, &a)
-			if a.Error.Type != "invalid_request_error" || a.Error.Param != tc.param || !strings.HasPrefix(a.Error.Message, tc.param+": ") {
-				t.Fatalf("answered %s; want type invalid_request_error, param %s", raw, tc.param)
-			}
-		})
-	}
+	e.refusesBadFields(t, c.Key.ID, tests)
 	ks, _ := s.Keys(t.Context())
 	if len(ks) != 1 || !reflect.DeepEqual(ks[0].Cache, c.Key.Cache) {
 		b, _ := json.Marshal(ks)

@@ -124,6 +124,34 @@ type keyAnswer struct {
 	Secret string            `json:"secret"`
 }
 
+// badField is a request the API must refuse as a bad field: 400, type
+// invalid_request_error, param naming the field and the message starting
+// with it.
+type badField struct {
+	name, method, body, param string
+}
+
+// refusesBadFields sends each of tests, a PATCH to the key id or a POST
+// of a new key, and checks the API refuses it as badField says.
+func (e *env) refusesBadFields(t *testing.T, id string, tests []badField) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/admin/keys"
+			if tc.method == "PATCH" {
+				path += "/" + id
+			}
+			var a struct {
+				Error struct{ Message, Type, Param string } `json:"error"`
+			}
+			raw := e.json(tc.method, path, tc.body, http.StatusBadRequest, &a)
+			if a.Error.Type != "invalid_request_error" || a.Error.Param != tc.param || !strings.HasPrefix(a.Error.Message, tc.param+": ") {
+				t.Fatalf("answered %s; want type invalid_request_error, param %s", raw, tc.param)
+			}
+		})
+	}
+}
+
 type errorAnswer struct {
 	Error struct {
 		Message string `json:"message"`

@@ -80,9 +80,7 @@ func TestBadKeyRequestLog(t *testing.T) {
 	e := newEnv(t, s)
 	var c keyAnswer
 	e.json("POST", "/admin/keys", `{"name":"base","request_log":{"bodies":true}}`, http.StatusCreated, &c)
-	tests := []struct {
-		name, method, body, param string
-	}{
+	tests := []badField{
 		{"bodies a string", "PATCH", `{"request_log":{"bodies":"yes"}}`, "request_log.bodies"},
 		{"bodies a number", "POST", `{"name":"a","request_log":{"bodies":1}}`, "request_log.bodies"},
 		{"max_body_bytes too large", "PATCH", `{"request_log":{"max_body_bytes":1048577}}`, "request_log.max_body_bytes"},
@@ -96,21 +94,7 @@ func TestBadKeyRequestLog(t *testing.T) {
 		{"true alone", "PATCH", `{"request_log":true}`, "request_log"},
 		{"a list", "PATCH", `{"request_log":["bodies"]}`, "request_log"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			path := "/admin/keys"
-			if tc.method == "PATCH" {
-				path += "/" + c.Key.ID
-			}
-			var a struct {
-				Error struct{ Message, Type, Param string } `json:"error"`
-			}
-			raw := e.json(tc.method, path, tc.body, http.StatusBadRequest, &a)
-			if a.Error.Type != "invalid_request_error" || a.Error.Param != tc.param || !strings.HasPrefix(a.Error.Message, tc.param+": ") {
-				t.Fatalf("answered %s; want type invalid_request_error, param %s", raw, tc.param)
-			}
-		})
-	}
+	e.refusesBadFields(t, c.Key.ID, tests)
 	ks, _ := s.Keys(t.Context())
 	if len(ks) != 1 || !reflect.DeepEqual(ks[0].RequestLog, c.Key.RequestLog) {
 		t.Fatalf("after bad input the keys are %+v; want only the first, its request log unchanged", ks)
