@@ -211,15 +211,7 @@ func TestWholeTierSlowStartMemberTakesItsShare(t *testing.T) {
 			m.Backend.Breaker.(*breaker.Breaker).Retire()
 		}
 	})
-	br := p.Members[0].Backend.Breaker
-	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
-	br.Checked(true, "pass")
-	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
-	br.Checked(true, "pass")
-	br.Checked(true, "pass")
-	if s := br.Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
-		t.Fatalf("a: %+v, want closed in its slow start", s)
-	}
+	intoSlowStart(t, p.Members[0].Backend.Breaker)
 	r := chatRequest(t)
 	count := func(n int) int {
 		got := 0

@@ -17,6 +17,20 @@ func breakered(clk *fakeclock.Clock, ms []*Member) []*Member {
 	return ms
 }
 
+// intoSlowStart puts br, a breaker of breakered's, in its slow start at
+// its lowest share, as a backend back from a repeated trip is.
+func intoSlowStart(t *testing.T, br breaker.Interface) {
+	t.Helper()
+	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
+	br.Checked(true, "pass")
+	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
+	br.Checked(true, "pass")
+	br.Checked(true, "pass")
+	if s := br.Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
+		t.Fatalf("%+v, want closed in its slow start", s)
+	}
+}
+
 // poolPicks makes n selections of a fresh request each and returns the names
 // picked ("-" for none).
 func poolPicks(p *Pool, n int) string {
@@ -59,15 +73,7 @@ func TestSlowStartSendsARampingMemberItsShare(t *testing.T) {
 	clk := fakeclock.New()
 	ms := breakered(clk, members([2]int{1, 1}, [2]int{2, 1}))
 	p := &Pool{Members: ms, Clock: clk}
-	br := ms[0].Backend.Breaker
-	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
-	br.Checked(true, "pass")
-	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
-	br.Checked(true, "pass")
-	br.Checked(true, "pass")
-	if s := br.Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
-		t.Fatalf("primary %+v, want closed in its slow start", s)
-	}
+	intoSlowStart(t, ms[0].Backend.Breaker)
 	if got, want := poolPicks(p, 20), "bbbbbbbbbabbbbbbbbba"; got != want {
 		t.Fatalf("picks at a share of 0.1: %s, want %s", got, want)
 	}
