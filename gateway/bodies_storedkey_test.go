@@ -76,25 +76,7 @@ func TestRequestBodiesStoredKeySettingNeedsTheAdmin(t *testing.T) {
 	id, secret := h.storedKey(`{"name":"target"}`)
 	_, other := h.storedKey(`{"name":"other"}`)
 	path, body := "/admin/keys/"+id, `{"request_log":{"bodies":true}}`
-	for _, c := range []struct {
-		name, key string
-		hdr       []string
-		want      int
-	}{
-		{"no key", "", nil, http.StatusUnauthorized},
-		{"a wrong key", "not-the-admin-key-0123", nil, http.StatusUnauthorized},
-		{"the key's own secret", secret, nil, http.StatusUnauthorized},
-		{"another stored key", other, nil, http.StatusUnauthorized},
-		{"the configuration's API key", appKey, nil, http.StatusUnauthorized},
-		{"a console viewer's key", signinViewerKey, nil, http.StatusUnauthorized},
-		{"another origin", adminKey, []string{"Origin", "http://evil.example"}, http.StatusForbidden},
-		{"another host", adminKey, []string{"Host", "evil.example"}, http.StatusForbidden},
-		{"a form", adminKey, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
-	} {
-		if st, b := h.adminCall(http.MethodPatch, path, body, c.key, c.hdr...); st != c.want {
-			t.Errorf("%s: %d %s, want %d", c.name, st, b, c.want)
-		}
-	}
+	h.refusedButToTheAdmin(http.MethodPatch, path, body, secret, other)
 	if st, b := h.adminCall(http.MethodPost, "/admin/keys", `{"name":"mallory","request_log":{"bodies":true}}`, secret); st != http.StatusUnauthorized {
 		t.Errorf("a key with bodies made with a stored key's secret: %d %s", st, b)
 	}

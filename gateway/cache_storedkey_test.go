@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -28,6 +29,39 @@ func noPoolCache(y string) string { return strings.TrimSuffix(y, "    cache: {tt
 
 // adminCall sends body to the admin API with key (none: "") and the
 // headers hdr (name, value, …), and returns the status and answer.
+// refusedButToTheAdmin checks that the admin API refuses method path
+// with body to every caller but the admin: without a key, with a wrong
+// one, with each of secrets (stored keys'), the configuration's API key
+// and a console viewer's key (401), from another origin or by another
+// Host (403), and as a form (415).
+func (h *harness) refusedButToTheAdmin(method, path, body string, secrets ...string) {
+	h.t.Helper()
+	type caller struct {
+		name, key string
+		hdr       []string
+		want      int
+	}
+	callers := []caller{
+		{"no key", "", nil, http.StatusUnauthorized},
+		{"a wrong key", "not-the-admin-key-0123", nil, http.StatusUnauthorized},
+	}
+	for i, s := range secrets {
+		callers = append(callers, caller{fmt.Sprintf("stored key %d's secret", i+1), s, nil, http.StatusUnauthorized})
+	}
+	callers = append(callers,
+		caller{"the configuration's API key", appKey, nil, http.StatusUnauthorized},
+		caller{"a console viewer's key", signinViewerKey, nil, http.StatusUnauthorized},
+		caller{"another origin", adminKey, []string{"Origin", "http://evil.example"}, http.StatusForbidden},
+		caller{"another host", adminKey, []string{"Host", "evil.example"}, http.StatusForbidden},
+		caller{"a form", adminKey, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
+	)
+	for _, c := range callers {
+		if st, b := h.adminCall(method, path, body, c.key, c.hdr...); st != c.want {
+			h.t.Errorf("%s: %d %s, want %d", c.name, st, b, c.want)
+		}
+	}
+}
+
 func (h *harness) adminCall(method, path, body, key string, hdr ...string) (int, []byte) {
 	h.t.Helper()
 	req, _ := http.NewRequest(method, h.admin+path, strings.NewReader(body))
@@ -153,24 +187,7 @@ func TestCacheStoredKeySettingsNeedTheAdmin(t *testing.T) {
 	h := startAnswering(t, withCache("{ttl: 10m}"), noPoolCache, withStoredKeys(t))
 	id, secret := h.storedKey(`{"name":"target","team":"red"}`)
 	path, body := "/admin/keys/"+id, `{"cache":{"ttl":"10m"}}`
-	for _, c := range []struct {
-		name, key string
-		hdr       []string
-		want      int
-	}{
-		{"no key", "", nil, http.StatusUnauthorized},
-		{"a wrong key", "not-the-admin-key-0123", nil, http.StatusUnauthorized},
-		{"the key's own secret", secret, nil, http.StatusUnauthorized},
-		{"the configuration's API key", appKey, nil, http.StatusUnauthorized},
-		{"a console viewer's key", signinViewerKey, nil, http.StatusUnauthorized},
-		{"another origin", adminKey, []string{"Origin", "http://evil.example"}, http.StatusForbidden},
-		{"another host", adminKey, []string{"Host", "evil.example"}, http.StatusForbidden},
-		{"a form", adminKey, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},
-	} {
-		if st, b := h.adminCall(http.MethodPatch, path, body, c.key, c.hdr...); st != c.want {
-			t.Errorf("%s: %d %s, want %d", c.name, st, b, c.want)
-		}
-	}
+	h.refusedButToTheAdmin(http.MethodPatch, path, body, secret)
 	if st, b := h.adminCall(http.MethodPost, "/admin/keys", `{"name":"mallory","cache":{"ttl":"1h"}}`, secret); st != http.StatusUnauthorized {
 		t.Errorf("a key with a cache made with a stored key's secret: %d %s", st, b)
 	}
