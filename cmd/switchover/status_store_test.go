@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/clienttest"
 	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/ledger"
 )
@@ -50,14 +51,7 @@ pools:
     members: [{backend: weu}]
 `, strings.TrimSuffix(store, "}"), up.URL)), 0o600)
 	adminAddr, apiAddr, log := serveFile(t, cfgPath)
-	req, _ := http.NewRequest(http.MethodPost, "http://"+apiAddr+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Authorization", "Bearer "+secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	resp, _ := clienttest.Call(t, http.MethodPost, "http://"+apiAddr+"/v1/chat/completions", secret, `{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("chat with a stored key: %d", resp.StatusCode)
 	}

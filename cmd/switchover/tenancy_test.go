@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/clienttest"
 	"github.com/switchover-gw/switchover/internal/poll"
 )
 
@@ -55,14 +56,7 @@ pools:
 	secret := m[1]
 	id := regexp.MustCompile(`key (key_[0-9A-Za-z]+)`).FindStringSubmatch(o)[1]
 	chat := func() int {
-		req, _ := http.NewRequest(http.MethodPost, gw+"/v1/chat/completions", strings.NewReader(`{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`))
-		req.Header.Set("Authorization", "Bearer "+secret)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := clienttest.Call(t, http.MethodPost, gw+"/v1/chat/completions", secret, `{"model":"chat-prod","messages":[{"role":"user","content":"hi"}]}`)
 		return resp.StatusCode
 	}
 	for i := range 2 {
