@@ -526,24 +526,38 @@ func TestStreamDeliversUpdates(t *testing.T) {
 	}
 }
 
-func TestStreamEndsAtLogout(t *testing.T) {
-	e := newEnv(t, false)
-	c, csrf := e.login(adminKey)
+// openStream opens the overview's event stream as c, for at most 10 s.
+func (e *env) openStream(t *testing.T, c *http.Client) (context.Context, *http.Response) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/console/stream", nil)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	t.Cleanup(func() { resp.Body.Close() })
+	return ctx, resp
+}
+
+// endsSignedOut reads the stream resp (opened by openStream with ctx) to
+// its end, which must come before the deadline with a signedout event.
+func endsSignedOut(t *testing.T, ctx context.Context, resp *http.Response, when string) {
+	t.Helper()
+	b, _ := io.ReadAll(resp.Body)
+	if ctx.Err() != nil || !strings.Contains(string(b), "event: signedout") {
+		t.Fatalf("stream did not end %s (%v): %q", when, ctx.Err(), b)
+	}
+}
+
+func TestStreamEndsAtLogout(t *testing.T) {
+	e := newEnv(t, false)
+	c, csrf := e.login(adminKey)
+	ctx, resp := e.openStream(t, c)
 	if r, _ := e.do(c, "POST", "/console/logout", url.Values{"csrf": {csrf}}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("logout: %d", r.StatusCode)
 	}
-	b, _ := io.ReadAll(resp.Body) // ends when the stream does, before the deadline
-	if ctx.Err() != nil || !strings.Contains(string(b), "event: signedout") {
-		t.Fatalf("stream did not end at logout (%v): %q", ctx.Err(), b)
-	}
+	endsSignedOut(t, ctx, resp, "at logout")
 	if r, _ := e.do(c, "GET", "/console/", nil); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after logout: %d", r.StatusCode)
 	}
