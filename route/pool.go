@@ -363,8 +363,8 @@ func (p *Pool) next(r *Request, rep *Report, tried *memberSet) (*Member, breaker
 // best tier has more than wholeTierMin members and which has no Selector
 // of its own: the pick is made from the whole tier (see SmoothWeighted)
 // and only the pick is asked whether it can take the call (supported,
-// usable and not in a slow start, quota, no health check running) and
-// admitted. m is nil when it cannot: next then walks the members as
+// usable, its turn if in a slow start, quota, no health check running)
+// and admitted. m is nil when it cannot: next then walks the members as
 // usual, and the pick's turn in the whole tier's sequence goes to the
 // member the walk picks. A pick in its slow start takes the call when it
 // is its turn (rampTurns), as the walk would let it; when it is not,
