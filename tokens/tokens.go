@@ -73,8 +73,8 @@ const (
 )
 
 // memo is the counts a Counter remembers, by encoding, length and hash of
-// the text (a 64-bit hash: two texts of one length mistaken for each other
-// once in 10^15 pairs).
+// the text (a 64-bit hash with a seed of the process's own: two texts of
+// one length are taken for each other about once in 10^19 pairs).
 type memo struct {
 	seedOnce sync.Once
 	seed     maphash.Seed
