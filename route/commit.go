@@ -138,6 +138,15 @@ func openAIContent(data []byte) bool {
 	if string(data) == "[DONE]" {
 		return true
 	}
+	if content, ok := openAIContentScan(data); ok {
+		return content
+	}
+	return openAIContentDecoded(data)
+}
+
+// openAIContentDecoded is openAIContent by encoding/json, for what
+// openAIContentScan leaves to it.
+func openAIContentDecoded(data []byte) bool {
 	var c struct {
 		Choices *[]struct {
 			Delta        map[string]json.RawMessage `json:"delta"`
