@@ -17,6 +17,13 @@ import (
 // redis-cli --cluster create accepts.
 const clusterSize = 3
 
+// clusterTimeout bounds the cluster's forming: redis-cli --cluster create
+// (which waits for every node to agree on the slots, polling once a
+// second) and the nodes' reporting it ok. A setup bound, not a figure the
+// test checks: on a machine whose two cores are busy with other tests,
+// the join took over 10 s (TestClusterKeysCarryPrefix, CI, 2026-12-03).
+const clusterTimeout = 60 * time.Second
+
 // Cluster is a Redis Cluster of three masters and no replicas run for a
 // test, each master a Server of its own. It is safe for concurrent use.
 type Cluster struct {
@@ -37,7 +44,7 @@ func StartCluster(t testing.TB) *Cluster {
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
@@ -71,9 +78,9 @@ func (c *Cluster) Servers() []*Server { return append([]*Server(nil), c.servers.
 
 // waitClusterOK polls CLUSTER INFO on every node of addrs until each
 // reports cluster_state:ok, all 16384 slots assigned and every node
-// known, or readyTimeout passes.
+// known, or clusterTimeout passes.
 func waitClusterOK(addrs []string) error {
-	deadline := time.Now().Add(readyTimeout)
+	deadline := time.Now().Add(clusterTimeout)
 	for _, addr := range addrs {
 		for {
 			info, err := command(addr, "CLUSTER", "INFO")
@@ -84,7 +91,7 @@ func waitClusterOK(addrs []string) error {
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("cluster not ok within %v: %s: %v", readyTimeout, addr, err)
+				return fmt.Errorf("cluster not ok within %v: %s: %v", clusterTimeout, addr, err)
 			}
 			time.Sleep(10 * time.Millisecond) // polling for readiness, bounded by deadline
 		}
