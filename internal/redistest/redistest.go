@@ -18,9 +18,6 @@ import (
 	"github.com/switchover-gw/switchover/internal/redisserver"
 )
 
-// readyTimeout bounds how long a starting cluster may take to be ok.
-const readyTimeout = redisserver.ReadyTimeout
-
 // Start starts a redis-server for t and returns its URL
 // (redis://127.0.0.1:PORT). The server is stopped at t.Cleanup.
 func Start(t testing.TB) (url string) {
