@@ -142,10 +142,10 @@ func (e *Engine) addBackend(bc config.Backend, prev *Engine, d Deps, ts transpor
 			e.Reload.Added = append(e.Reload.Added, bc.Name)
 		}
 	case oc.SameIdentity(bc):
+		// Its transport is the one in force for its host and settings
+		// (ts, seeded from prev's), so its connections stay; one with a
+		// ca_file has a new one, the file read again.
 		e.Reload.Carried = append(e.Reload.Carried, bc.Name)
-		if oc.ConnectTimeout == bc.ConnectTimeout && reflect.DeepEqual(oc.HTTP2, bc.HTTP2) && oc.HTTP1Transport == bc.HTTP1Transport {
-			b.Transport = ob.Transport // the same settings: its connections stay
-		}
 		e.carry(b, ob, reflect.DeepEqual(oc.Breaker, bc.Breaker))
 	default:
 		e.Reload.Renewed = append(e.Reload.Renewed, bc.Name)

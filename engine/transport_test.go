@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -8,6 +11,8 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+
+	"github.com/switchover-gw/switchover/internal/testpki"
 )
 
 // countingServer is an upstream that counts the connections opened to it.
@@ -84,5 +89,55 @@ pools:
 	resp.Body.Close()
 	if n := opened1.Load(); n != 1 {
 		t.Errorf("the added backend's call opened a connection (%d in all), want the one kept", n)
+	}
+}
+
+func TestReloadReadsCAFileOfCarriedBackend(t *testing.T) {
+	// A backend whose reload keeps its identity and connection settings
+	// (only its timeout changes) reads its ca_file again, as documented:
+	// its old transport, trusting the old CA, does not carry over.
+	old, other := testpki.NewCA(t, "old CA"), testpki.NewCA(t, "other CA")
+	cert, err := tls.X509KeyPair(old.Server(t, "up", "127.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	up.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	up.StartTLS()
+	t.Cleanup(up.Close)
+	dir := t.TempDir()
+	caFile := testpki.Write(t, dir, "ca.pem", old.PEM)
+	y := func(timeout string) string {
+		return fmt.Sprintf(`backends:
+  - {name: a, type: azure, url: %q, api_key: k1, ca_file: %q, timeout: %s}
+pools:
+  - name: chat
+    members: [{backend: a}]
+`, up.URL, caFile, timeout)
+	}
+	call := func(e *Engine) error {
+		req, _ := http.NewRequest(http.MethodGet, up.URL, nil)
+		resp, err := e.Backends["a"].Transport.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	e := build(t, y("10m"), nil, Deps{})
+	if err := call(e); err != nil {
+		t.Fatalf("a call trusting the server's CA: %v", err)
+	}
+	testpki.Write(t, dir, "ca.pem", other.PEM)
+	e2 := build(t, y("20m"), e, Deps{})
+	if got := e2.Reload.Carried; len(got) != 1 || got[0] != "a" {
+		t.Fatalf("carried %v, want [a]", got)
+	}
+	e2.Replace()
+	if e2.Backends["a"].Transport == e.Backends["a"].Transport {
+		t.Error("the reloaded backend kept the transport of the old CA file")
+	}
+	var unknown x509.UnknownAuthorityError
+	if err := call(e2); !errors.As(err, &unknown) {
+		t.Errorf("a call after the CA file changed to another CA: %v, want an unknown authority", err)
 	}
 }
