@@ -18,11 +18,12 @@ func (r *runner) openStreams(ctx context.Context) error {
 		if t.name == Direct {
 			continue
 		}
-		with, anon, per, err := r.heldRSS(ctx, t, r.up)
+		with, before, anon, per, err := r.heldRSS(ctx, t, r.up)
 		if err != nil {
 			return err
 		}
 		r.rep.row("rss", label, "MiB", 1).add(t.name, with/mib)
+		r.rep.row("rss_before", "  before the streams (after the warm-up)", "MiB", 1).add(t.name, before/mib)
 		r.rep.row("rss_anon", "  of which anonymous (RssAnon: heap, stacks)", "MiB", 1).add(t.name, anon/mib)
 		r.rep.row("rss_per_stream", "  memory per open stream", "KiB", 1).add(t.name, per/kib)
 	}
@@ -52,7 +53,7 @@ func (r *runner) openStreamsH2(ctx context.Context) error {
 	if _, err := closedLoop(ctx, warm, 8, 300*time.Millisecond); err != nil {
 		return err
 	}
-	with, _, per, err := r.heldRSS(ctx, t, up)
+	with, _, _, per, err := r.heldRSS(ctx, t, up)
 	if err != nil {
 		return err
 	}
@@ -62,15 +63,16 @@ func (r *runner) openStreamsH2(ctx context.Context) error {
 }
 
 // heldRSS opens the streams through t to up, held by up, and returns t's
-// resident memory with them open, the anonymous part of it, and the
-// difference per stream from before they were opened.
-func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, anon, perStream float64, err error) {
+// resident memory with them open, before they were opened, the anonymous
+// part of the first, and the difference per stream.
+func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, before, anon, perStream float64, err error) {
 	n := r.o.OpenStreams
 	r.progress("%s: opening %d streams", t.name, n)
-	before, err := rssOf(t.pids)
+	b, err := rssOf(t.pids)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
+	before = float64(b)
 	up.SetStream(StreamShape{Chunks: 3, Hold: true})
 	defer up.SetStream(StreamShape{Chunks: r.o.Chunks, Interval: r.o.Interval})
 	base := up.Held()
@@ -90,15 +92,15 @@ func (r *runner) heldRSS(ctx context.Context, t *target, up *Upstream) (with, an
 		r.rep.note("%s: %d of %d held streams failed; the first: %v", t.name, failed, n, firstErr)
 	}
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	if held < int64(n) {
 		r.rep.note("%s: only %d of %d streams were open at once", t.name, held, n)
 	}
 	if held <= 0 {
-		return float64(rss), anon, 0, nil
+		return float64(rss), before, anon, 0, nil
 	}
-	return float64(rss), anon, float64(rss-before) / float64(held), ctx.Err()
+	return float64(rss), before, anon, (float64(rss) - before) / float64(held), ctx.Err()
 }
 
 // settle lets a process's memory settle after a burst: d, or until ctx ends.

@@ -124,7 +124,7 @@ func (rep *Report) note(format string, args ...any) {
 // them; the measures run in another order (memory first, on fresh
 // processes).
 var rowOrder = []string{"rps_t2c64", "rps_t1c32", "cpu", "syscalls", "allocs", "p50", "p99",
-	"first_token", "flushed", "rss", "rss_anon", "rss_per_stream", "rss_h2", "rss_h2_per_stream",
+	"first_token", "flushed", "rss", "rss_anon", "rss_before", "rss_per_stream", "rss_h2", "rss_h2_per_stream",
 	"scale_base", "scale_members", "scale_pools", "scale_aliases", "scale_keys", "reload", "reload_failed", "failed"}
 
 // finish adds the row of failed requests, drops rows no target has a
