@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchover-gw/switchover/config"
 	"github.com/switchover-gw/switchover/internal/cachepolicy"
+	"github.com/switchover-gw/switchover/internal/keytext"
 	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
@@ -170,7 +171,7 @@ func (kf *keyFlags) body() (map[string]any, error) {
 			b["budget"] = v
 		case "pool-budgets":
 			var bs []map[string]string
-			if bs, err = parsePoolBudgets(v); err != nil {
+			if bs, err = keytext.ParsePoolBudgets(v); err != nil {
 				err = fmt.Errorf("--pool-budgets: %v", err)
 			}
 			b["budgets"] = bs
@@ -209,7 +210,7 @@ func (kf *keyFlags) body() (map[string]any, error) {
 			}
 			b["cache"] = p // nil: null, the pools' cache
 		case "request-log":
-			l, e := parseRequestLogFlag(v)
+			l, e := keytext.ParseRequestLog(v)
 			if e != nil {
 				err = fmt.Errorf("--request-log: %v", e)
 			}
@@ -220,26 +221,6 @@ func (kf *keyFlags) body() (map[string]any, error) {
 		return nil, usageError{err}
 	}
 	return b, nil
-}
-
-// parsePoolBudgets reads "o3=5/day,gpt4o=10/1h" as the admin API's
-// budgets; "" and "none" are none (an empty list, which removes them).
-func parsePoolBudgets(v string) ([]map[string]string, error) {
-	out := []map[string]string{}
-	if v == "" || strings.EqualFold(v, "none") {
-		return out, nil
-	}
-	for _, item := range splitList(v) {
-		pool, budget, ok := strings.Cut(item, "=")
-		if !ok || strings.TrimSpace(pool) == "" {
-			return nil, fmt.Errorf("%q is not POOL=BUDGET such as o3=5/day", item)
-		}
-		if _, err := config.ParseBudget(budget); err != nil {
-			return nil, err
-		}
-		out = append(out, map[string]string{"pool": strings.TrimSpace(pool), "budget": strings.TrimSpace(budget)})
-	}
-	return out, nil
 }
 
 // checkDollars checks an amount of US dollars ("40", "$40"), or "" or
@@ -408,11 +389,7 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 		line("soft budget", strconv.FormatFloat(k.SoftBudget, 'f', -1, 64))
 	}
 	if len(k.Budgets) > 0 {
-		var bs []string
-		for _, b := range k.Budgets {
-			bs = append(bs, b.Pool+"="+formatBudget(b.Budget, b.Period))
-		}
-		line("pool budgets", strings.Join(bs, ","))
+		line("pool budgets", keytext.PoolBudgets(k.Budgets))
 	}
 	line("expires", formatTime(k.Expires))
 	line("patience", dash(k.Patience))
@@ -421,7 +398,7 @@ func printKey(w io.Writer, k ledgerapi.KeyView) {
 	} else {
 		line("cache", "- (its pools')")
 	}
-	line("request log", requestLogText(k.RequestLog))
+	line("request log", orPools(keytext.RequestLog(k.RequestLog)))
 	line("created", formatTime(k.Created))
 	if !k.Revoked.IsZero() {
 		line("revoked", formatTime(k.Revoked))
@@ -548,4 +525,13 @@ func (f *metaFlag) Set(v string) error {
 	}
 	f.m[name] = value
 	return nil
+}
+
+// orPools is a key's own setting as printed, or "- (its pools')" when it
+// has none.
+func orPools(s string) string {
+	if s == "" {
+		return "- (its pools')"
+	}
+	return s
 }
