@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
+	"github.com/switchover-gw/switchover/internal/keytext"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 )
 
@@ -117,34 +119,36 @@ func list(s string) []string {
 	return out
 }
 
-// keyForm turns a key form into the admin API's body. On creation an
-// empty field is left out (none); on an edit it removes the limit
-// ("0", "none", "never"), since the form shows every limit in force.
-func keyForm(r *http.Request, create bool) map[string]any {
+// keyForm turns a key form into the admin API's body. Only the fields
+// the form has are sent. On creation an empty field is left out (none,
+// all, the pools'); on an edit it removes the limit or setting (0,
+// "none", "never", an empty list), since the form shows every one in
+// force. The settings written as text (cache, request log, budgets of a
+// pool, metadata) are read as switchover keys reads them; what they say
+// is checked again by the API.
+func keyForm(r *http.Request, create bool) (map[string]any, error) {
 	b := map[string]any{}
-	text := func(field, none string) {
-		v, ok := r.PostForm[field]
-		if !ok {
-			return
+	field := func(name string) (string, bool) {
+		v, ok := r.PostForm[name]
+		if !ok || (create && strings.TrimSpace(v[0]) == "") {
+			return "", false
 		}
-		s := strings.TrimSpace(v[0])
-		switch {
-		case s != "":
-			b[field] = s
-		case !create:
-			b[field] = none
+		return strings.TrimSpace(v[0]), true
+	}
+	text := func(name, none string) {
+		if v, ok := field(name); ok {
+			if v == "" {
+				v = none
+			}
+			b[name] = v
 		}
 	}
-	if create {
-		for _, f := range []string{"name", "team"} {
-			if v := strings.TrimSpace(r.PostFormValue(f)); v != "" {
-				b[f] = v
-			}
-		}
-		for _, f := range []string{"pools", "models", "tags"} {
-			if l := list(r.PostFormValue(f)); l != nil {
-				b[f] = l
-			}
+	for _, f := range []string{"name", "team"} {
+		text(f, "")
+	}
+	for _, f := range []string{"pools", "models", "tags"} {
+		if v, ok := field(f); ok {
+			b[f] = append([]string{}, list(v)...) // [] on an edit: all, none
 		}
 	}
 	for _, f := range []string{"rpm", "tpm", "max_concurrent"} {
@@ -154,7 +158,40 @@ func keyForm(r *http.Request, create bool) map[string]any {
 	text("soft_budget", "none")
 	text("patience", "none")
 	text("expires", "never")
-	return b
+	var errs []error
+	if v, ok := field("pool_budgets"); ok {
+		bs, err := keytext.ParsePoolBudgets(v)
+		errs = append(errs, fieldErr("budgets of a pool", err))
+		b["budgets"] = bs
+	}
+	if v, ok := field("metadata"); ok {
+		m, err := keytext.ParseMetadata(v)
+		errs = append(errs, fieldErr("metadata", err))
+		b["metadata"] = m
+	}
+	if v, ok := field("cache"); ok {
+		p, err := cachepolicy.Parse(v)
+		errs = append(errs, fieldErr("cache", err))
+		b["cache"] = p // nil: null, the pools' cache
+	}
+	if v, ok := field("request_log"); ok {
+		var l map[string]any
+		var err error
+		if !keytext.None(v) {
+			l, err = keytext.ParseRequestLog(v)
+		}
+		errs = append(errs, fieldErr("request log", err))
+		b["request_log"] = l // nil: null, the pools' setting
+	}
+	return b, errors.Join(errs...)
+}
+
+// fieldErr names the form's field in err (nil stays nil).
+func fieldErr(field string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", field, err)
 }
 
 // keysBack is where every key form goes back to.
@@ -204,7 +241,10 @@ func (c *Console) keyCreate(w http.ResponseWriter, r *http.Request, s *session, 
 		Secret string            `json:"secret"`
 	}
 	what := "create key " + strings.TrimSpace(r.PostFormValue("name"))
-	err := c.callKeysAPI(r.Context(), km, keyAuthor(r, s), "POST", "/admin/keys", keyForm(r, true), &a)
+	body, err := keyForm(r, true)
+	if err == nil {
+		err = c.callKeysAPI(r.Context(), km, keyAuthor(r, s), "POST", "/admin/keys", body, &a)
+	}
 	var ns *newSecret
 	if err == nil {
 		ns = &newSecret{Action: "created", ID: a.Key.ID, Name: a.Key.Name, Prefix: a.Key.Prefix, Secret: a.Secret}
@@ -217,15 +257,18 @@ func keyID(r *http.Request) string {
 	return url.PathEscape(strings.TrimSpace(r.PostFormValue("id")))
 }
 
-// keyEdit changes a key's limits.
+// keyEdit changes a key's limits and settings.
 func (c *Console) keyEdit(w http.ResponseWriter, r *http.Request, s *session, tok string) {
 	km := c.keyManagerFor(w)
 	if km == nil {
 		return
 	}
 	id := keyID(r)
-	err := c.callKeysAPI(r.Context(), km, keyAuthor(r, s), "PATCH", "/admin/keys/"+id, keyForm(r, false), nil)
-	c.keyDone(w, r, s, tok, "change the limits of key "+r.PostFormValue("id"), err, nil)
+	body, err := keyForm(r, false)
+	if err == nil {
+		err = c.callKeysAPI(r.Context(), km, keyAuthor(r, s), "PATCH", "/admin/keys/"+id, body, nil)
+	}
+	c.keyDone(w, r, s, tok, "change key "+r.PostFormValue("id"), err, nil)
 }
 
 // keyRotate gives a key a new secret, the old one working for the grace

@@ -3,17 +3,22 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"html"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
 	"github.com/switchover-gw/switchover/ledger/sqlite"
@@ -223,7 +228,7 @@ func TestKeyRotateEditRevoke(t *testing.T) {
 
 	e.post(c, "/console/keys/edit", url.Values{"csrf": {csrf}, "id": {k.ID}, "rpm": {"100"}, "tpm": {""}, "max_concurrent": {"4"},
 		"budget": {""}, "patience": {"1m"}, "expires": {""}}, "/console/keys")
-	if f := e.flash(c); !strings.HasPrefix(f, "Done: change the limits of key "+k.ID) {
+	if f := e.flash(c); !strings.HasPrefix(f, "Done: change key "+k.ID) {
 		t.Fatalf("edit's message: %q", f)
 	}
 	got := e.keys()[0]
@@ -410,8 +415,16 @@ func TestKeyFormsWithoutStore(t *testing.T) {
 func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
 	e := newKeyEnv(t)
 	now := time.Now()
-	k, _, err := ledger.NewKey(t.Context(), e.gw.store, ledger.Key{Name: "laptop", RPM: 600, TPM: 250000, MaxConcurrent: 3,
-		Budget: 12.5, BudgetPeriod: ledger.PeriodWeek, SoftBudget: 10, Patience: 90 * time.Second, Expires: now.Add(90 * 24 * time.Hour).Truncate(time.Second).UTC()}, now)
+	on := true
+	if err := e.gw.store.PutTeam(t.Context(), ledger.Team{Name: "search"}); err != nil {
+		t.Fatal(err)
+	}
+	k, _, err := ledger.NewKey(t.Context(), e.gw.store, ledger.Key{Name: "laptop", Team: "search", Pools: []string{"chat"}, Models: []string{"chat"},
+		RPM: 600, TPM: 250000, MaxConcurrent: 3,
+		Budget: 12.5, BudgetPeriod: ledger.PeriodWeek, SoftBudget: 10, Patience: 90 * time.Second, Expires: now.Add(90 * 24 * time.Hour).Truncate(time.Second).UTC(),
+		Budgets: []ledger.ScopedBudget{{Pool: "chat", Budget: 5, Period: ledger.PeriodDay}}, Cache: &cachepolicy.Policy{TTL: 10 * time.Minute},
+		RequestLog: &ledger.KeyRequestLog{Bodies: &on, MaxBodyBytes: 2048}, Tags: []string{"env:ci", "owner:search"},
+		Metadata: map[string]string{"owner": "search team", "ticket": "OPS-1, OPS-2"}}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,7 +441,11 @@ func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
 			form.Set(m[1], html.UnescapeString(m[2]))
 		}
 	}
-	for _, f := range []string{"id", "rpm", "tpm", "max_concurrent", "budget", "soft_budget", "patience", "expires"} {
+	for _, m := range regexp.MustCompile(`<textarea name="([a-z_]+)"[^>]*>([^<]*)</textarea>`).FindAllStringSubmatch(formHTML, -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	for _, f := range []string{"id", "name", "team", "pools", "models", "rpm", "tpm", "max_concurrent", "budget", "soft_budget", "patience", "expires",
+		"pool_budgets", "cache", "request_log", "tags", "metadata"} {
 		if form.Get(f) == "" {
 			t.Fatalf("edit form shows no %s: %v", f, form)
 		}
@@ -439,13 +456,103 @@ func TestKeyEditFormAsShownChangesNothing(t *testing.T) {
 	}
 	got := e.keys()[0]
 	if got.RPM != k.RPM || got.TPM != k.TPM || got.MaxConcurrent != k.MaxConcurrent || got.Budget != k.Budget || got.SoftBudget != k.SoftBudget || got.BudgetPeriod != k.BudgetPeriod ||
-		got.Patience != k.Patience || !got.Expires.Equal(k.Expires) {
-		t.Fatalf("saved as shown, the key changed:\n got %+v\nwant %+v", got, k)
+		got.Patience != k.Patience || !got.Expires.Equal(k.Expires) || !sameSettings(got, k) {
+		t.Fatalf("saved as shown, the key changed:\n got %s\nwant %s", keyText(got), keyText(k))
 	}
 	// The soft budget emptied: removed, the budget kept.
 	form.Set("soft_budget", "")
 	e.post(c, "/console/keys/edit", form, "/console/keys")
 	if got := e.keys()[0]; got.SoftBudget != 0 || got.Budget != k.Budget {
 		t.Fatalf("soft budget emptied: soft %v, budget %v; want 0 and %v", got.SoftBudget, got.Budget, k.Budget)
+	}
+}
+
+// sameSettings reports whether a and b have the same name, team, access
+// and settings beyond their limits (caches by what they do: a default
+// written out is the same policy).
+func sameSettings(a, b ledger.Key) bool {
+	return a.Name == b.Name && a.Team == b.Team && slices.Equal(a.Pools, b.Pools) && slices.Equal(a.Models, b.Models) &&
+		slices.Equal(a.Tags, b.Tags) && maps.Equal(a.Metadata, b.Metadata) && slices.Equal(a.Budgets, b.Budgets) &&
+		a.Cache.String() == b.Cache.String() && reflect.DeepEqual(a.RequestLog, b.RequestLog)
+}
+
+// keyText is k's fields as text (a Key prints as its ID and prefix).
+func keyText(k ledger.Key) string {
+	b, _ := json.Marshal(k)
+	return fmt.Sprintf("%s patience %v", b, k.Patience)
+}
+
+// TestKeySettingsEditedAndRemoved: the key forms take what switchover
+// keys takes beyond the limits (budgets of a pool, cache, request log,
+// tags, metadata, pools and models): set on creation, changed by an
+// edit, removed by an empty field; one the console cannot read is
+// refused with the field named, and nothing changes.
+func TestKeySettingsEditedAndRemoved(t *testing.T) {
+	e := newKeyEnv(t)
+	c, csrf := e.login(adminKey)
+	e.post(c, "/console/keys/create", url.Values{"csrf": {csrf}, "name": {"batch"}, "pool_budgets": {"chat=5/day"},
+		"cache": {"ttl=10m"}, "request_log": {"bodies=on"}, "metadata": {"owner=search team\r\nticket=OPS-1, OPS-2\r\n"}}, "/console/keys/secret")
+	k := e.keys()[0]
+	if want := []ledger.ScopedBudget{{Pool: "chat", Budget: 5, Period: ledger.PeriodDay}}; !slices.Equal(k.Budgets, want) ||
+		k.Cache.String() != "ttl=10m0s,coalesce=on" || !k.RequestLog.BodiesOn() ||
+		!maps.Equal(k.Metadata, map[string]string{"owner": "search team", "ticket": "OPS-1, OPS-2"}) {
+		t.Fatalf("key created: %s", keyText(k))
+	}
+	_, page := e.do(c, "GET", "/console/keys", nil)
+	for _, want := range []string{"pool budgets chat=5/day", "cache ttl=10m0s,coalesce=on", "request log bodies=on", "owner=search team"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the keys table does not show %q", want)
+		}
+	}
+
+	edit := func(f url.Values) {
+		t.Helper()
+		f.Set("csrf", csrf)
+		f.Set("id", k.ID)
+		e.post(c, "/console/keys/edit", f, "/console/keys")
+		if m := e.flash(c); !strings.HasPrefix(m, "Done: change key "+k.ID) {
+			t.Fatalf("edit's message: %q", m)
+		}
+	}
+	edit(url.Values{"pools": {"chat"}, "models": {"chat"}, "tags": {"env:batch"}, "pool_budgets": {"chat=7/1h"},
+		"cache": {"ttl=1m,coalesce=off"}, "request_log": {"bodies=off,max_body_bytes=1KiB"}, "metadata": {"owner=ads"}})
+	got := e.keys()[0]
+	if !slices.Equal(got.Pools, []string{"chat"}) || !slices.Equal(got.Models, []string{"chat"}) || !slices.Equal(got.Tags, []string{"env:batch"}) ||
+		got.Budgets[0].Budget != 7 || got.Budgets[0].Period != "1h" || got.Cache.String() != "ttl=1m0s,coalesce=off" ||
+		got.RequestLog.BodiesOn() || got.RequestLog.MaxBodyBytes != 1024 || !maps.Equal(got.Metadata, map[string]string{"owner": "ads"}) {
+		t.Fatalf("key after the edit: %s", keyText(got))
+	}
+
+	// Refused by the console before the API: the field named, nothing
+	// changed, nothing audited.
+	audited := len(e.kg.audit())
+	for _, tc := range []struct{ field, value, want string }{
+		{"cache", "ttl=soon", "cache: "},
+		{"request_log", "bodies=maybe", "request log: bodies: "},
+		{"pool_budgets", "chat", "budgets of a pool: "},
+		{"metadata", "owner", "metadata: "},
+	} {
+		e.post(c, "/console/keys/edit", url.Values{"csrf": {csrf}, "id": {k.ID}, tc.field: {tc.value}, "rpm": {"5"}}, "/console/keys")
+		if m := e.flash(c); !strings.HasPrefix(m, "Failed: change key "+k.ID+": "+tc.want) {
+			t.Errorf("%s=%q: %q, want a failure naming %q", tc.field, tc.value, m, tc.want)
+		}
+	}
+	if now := e.keys()[0]; keyText(now) != keyText(got) || len(e.kg.audit()) != audited {
+		t.Fatalf("a refused edit changed the key or was audited:\n%s\n%s", keyText(now), keyText(got))
+	}
+
+	// Emptied: each removed (all pools and models, no tags, the pools'
+	// cache and request log).
+	edit(url.Values{"pools": {""}, "models": {""}, "tags": {""}, "pool_budgets": {""}, "cache": {""}, "request_log": {""}, "metadata": {""}})
+	got = e.keys()[0]
+	if got.Pools != nil || got.Models != nil || got.Tags != nil || got.Budgets != nil || got.Cache != nil || got.RequestLog != nil || got.Metadata != nil || got.Name != "batch" {
+		t.Fatalf("key after emptying its settings: %s", keyText(got))
+	}
+
+	// Metadata is anyone's text: the table and the form show it as text.
+	edit(url.Values{"metadata": {"note=<script>alert(1)</script>"}})
+	_, page = e.do(c, "GET", "/console/keys", nil)
+	if strings.Contains(page, "<script>alert(1)") || !strings.Contains(page, "note=&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the keys page does not show a key's metadata escaped")
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/switchover-gw/switchover/config"
+	"github.com/switchover-gw/switchover/internal/cachepolicy"
+	"github.com/switchover-gw/switchover/internal/keytext"
 )
 
 //go:embed templates/*.html
@@ -52,6 +54,17 @@ var pages = func() map[string]*template.Template {
 		// requestsAround is the request log's query for an event (requests.go).
 		"requestsAround": requestsAround,
 		"join":           strings.Join,
+		// The text forms of a key's settings, as switchover keys and the
+		// key forms take them ("" for none).
+		"cacheText": func(p *cachepolicy.Policy) string {
+			if p == nil {
+				return ""
+			}
+			return p.String()
+		},
+		"requestLogText": keytext.RequestLog,
+		"poolBudgets":    keytext.PoolBudgets,
+		"metadataText":   keytext.Metadata,
 		// budgetText and rfc3339 fill the key forms with what is in force.
 		"budgetText": func(usd float64, period string) string {
 			if usd == 0 {

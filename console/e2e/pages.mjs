@@ -227,9 +227,11 @@ async function keyActions(page, size) {
   assert.ok(!(await page.content()).includes(secret), "the keys page shows the new secret");
   await page.click(`${keyRow} details.edit summary`);
   await page.fill(`${keyRow} input[name="rpm"]`, "240");
-  flash = await confirmed(page, `${keyRow} button[data-act="key-edit"]`, new RegExp(`^Change the limits of key ${id}`));
+  await page.fill(`${keyRow} input[name="cache"]`, "ttl=5m");
+  flash = await confirmed(page, `${keyRow} button[data-act="key-edit"]`, new RegExp(`^Change key ${id}`));
   assert.match(flash, /^Done: /, `the key's edit: ${flash}`);
   assert.match(await page.textContent(keyRow), /240/, "the key's new rpm is not shown");
+  assert.match(await page.textContent(`${keyRow} td.settings`), /cache ttl=5m0s/, "the key's new cache is not shown");
 
   step(`(${size.name}) rotate the key with a grace period: the new secret is shown once, the old one still works`);
   await page.fill(`${keyRow} input[name="grace"]`, "10m");
