@@ -85,6 +85,7 @@ func TestBenchSmoke(t *testing.T) {
 		"streams with each of 5 chunks flushed on its own",
 		"RSS with 20 open streams (HTTP/1.1 upstream)",
 		"  of which anonymous (RssAnon: heap, stacks)",
+		"  before the streams (after the warm-up)",
 		"  memory per open stream",
 		"RSS with 20 open streams (HTTP/2 upstream)",
 		"  memory per open stream",
