@@ -32,39 +32,14 @@ func TestKeyCache(t *testing.T) {
 		if !reflect.DeepEqual(c.Key.Cache, want) || !strings.Contains(string(raw), `"ttl": "10m0s"`) || !strings.Contains(string(raw), `"max_entry": "1MiB"`) {
 			t.Fatalf("created %s; want the cache %+v", raw, want)
 		}
-		id := c.Key.ID
-		stored := func(want *cachepolicy.Policy) {
-			t.Helper()
-			got, err := ledger.Verify(t.Context(), s, c.Secret, now)
-			if err != nil || !reflect.DeepEqual(got.Cache, want) {
-				t.Fatalf("the store has the cache %+v (%v), want %+v", got.Cache, err, want)
-			}
-			var shown keyAnswer
-			e.json("GET", "/admin/keys/"+id, "", http.StatusOK, &shown)
-			if !reflect.DeepEqual(shown.Key.Cache, want) {
-				t.Fatalf("GET shows the cache %+v, want %+v", shown.Key.Cache, want)
-			}
-		}
-		stored(want)
-		steps := []struct {
-			name, body string
-			want       *cachepolicy.Policy
-		}{
+		patchSteps(t, e, s, c, func(k ledger.Key) *cachepolicy.Policy { return k.Cache }, want, []patchStep[*cachepolicy.Policy]{
 			{"a longer ttl, the rest its default", `{"cache":{"ttl":"1h"}}`, &cachepolicy.Policy{TTL: time.Hour, Coalesce: &yes}},
 			{"left alone by another change", `{"rpm":5}`, &cachepolicy.Policy{TTL: time.Hour, Coalesce: &yes}},
 			{"off: neither the pools' cache nor coalescing", `{"cache":{"coalesce":false}}`, &cachepolicy.Policy{Coalesce: &off}},
 			{"removed with null", `{"cache":null}`, nil},
 			{"set in bytes", `{"cache":{"ttl":"30s","max_entry":65536}}`, &cachepolicy.Policy{TTL: 30 * time.Second, Coalesce: &yes, MaxEntry: 65536}},
 			{"removed with none", `{"cache":"none"}`, nil},
-		}
-		for _, st := range steps {
-			var a keyAnswer
-			e.json("PATCH", "/admin/keys/"+id, st.body, http.StatusOK, &a)
-			if !reflect.DeepEqual(a.Key.Cache, st.want) {
-				t.Fatalf("%s: PATCH %s answered the cache %+v, want %+v", st.name, st.body, a.Key.Cache, st.want)
-			}
-			stored(st.want)
-		}
+		})
 		var list struct{ Keys []ledgerapi.KeyView }
 		raw = e.json("GET", "/admin/keys", "", http.StatusOK, &list)
 		if len(list.Keys) != 2 || list.Keys[0].Cache != nil || list.Keys[1].Cache == nil || list.Keys[1].Cache.TTL != time.Minute {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -346,5 +347,42 @@ func TestEveryChangeNamesItsActor(t *testing.T) {
 		if s == "" || strings.Contains(log, s) {
 			t.Errorf("a secret is in the log (or was not returned): %q", s)
 		}
+	}
+}
+
+// patchStep is one PATCH of a key's setting and what the setting is
+// after it.
+type patchStep[T any] struct {
+	name, body string
+	want       T
+}
+
+// patchSteps PATCHes key c's settings step by step and checks the
+// setting (read by get) after each: in the answer, in the store (the
+// key its secret verifies as) and in GET /admin/keys/{id}. want is what
+// it is before the first step.
+func patchSteps[T any](t *testing.T, e *env, s ledger.Store, c keyAnswer, get func(ledger.Key) T, want T, steps []patchStep[T]) {
+	t.Helper()
+	id := c.Key.ID
+	stored := func(step string, want T) {
+		t.Helper()
+		got, err := ledger.Verify(t.Context(), s, c.Secret, now)
+		if err != nil || !reflect.DeepEqual(get(got), want) {
+			t.Fatalf("%s: the store has %+v (%v), want %+v", step, get(got), err, want)
+		}
+		var shown keyAnswer
+		e.json("GET", "/admin/keys/"+id, "", http.StatusOK, &shown)
+		if !reflect.DeepEqual(get(shown.Key.Key), want) {
+			t.Fatalf("%s: GET shows %+v, want %+v", step, get(shown.Key.Key), want)
+		}
+	}
+	stored("created", want)
+	for _, st := range steps {
+		var a keyAnswer
+		e.json("PATCH", "/admin/keys/"+id, st.body, http.StatusOK, &a)
+		if !reflect.DeepEqual(get(a.Key.Key), st.want) {
+			t.Fatalf("%s: PATCH %s answered %+v, want %+v", st.name, st.body, get(a.Key.Key), st.want)
+		}
+		stored(st.name, st.want)
 	}
 }

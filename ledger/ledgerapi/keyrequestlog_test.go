@@ -29,39 +29,14 @@ func TestKeyRequestLog(t *testing.T) {
 		if !reflect.DeepEqual(c.Key.RequestLog, want) || !strings.Contains(string(raw), `"max_body_bytes": 4096`) {
 			t.Fatalf("created %s; want the request log %+v", raw, want)
 		}
-		id := c.Key.ID
-		stored := func(step string, want *ledger.KeyRequestLog) {
-			t.Helper()
-			got, err := ledger.Verify(t.Context(), s, c.Secret, now)
-			if err != nil || !reflect.DeepEqual(got.RequestLog, want) {
-				t.Fatalf("%s: the store has %+v (%v), want %+v", step, got.RequestLog, err, want)
-			}
-			var shown keyAnswer
-			e.json("GET", "/admin/keys/"+id, "", http.StatusOK, &shown)
-			if !reflect.DeepEqual(shown.Key.RequestLog, want) {
-				t.Fatalf("%s: GET shows %+v, want %+v", step, shown.Key.RequestLog, want)
-			}
-		}
-		stored("created", want)
-		steps := []struct {
-			name, body string
-			want       *ledger.KeyRequestLog
-		}{
+		patchSteps(t, e, s, c, func(k ledger.Key) *ledger.KeyRequestLog { return k.RequestLog }, want, []patchStep[*ledger.KeyRequestLog]{
 			{"left alone by another change", `{"rpm":5}`, want},
 			{"off, whatever the pools say", `{"request_log":{"bodies":false}}`, &ledger.KeyRequestLog{Bodies: &off}},
 			{"removed with null", `{"request_log":null}`, nil},
 			{"a size, bodies as the pools say", `{"request_log":{"max_body_bytes":"1MiB"}}`, &ledger.KeyRequestLog{MaxBodyBytes: 1 << 20}},
 			{"removed with none", `{"request_log":"none"}`, nil},
 			{"an empty object: the pools' (kept as said)", `{"request_log":{}}`, &ledger.KeyRequestLog{}},
-		}
-		for _, st := range steps {
-			var a keyAnswer
-			e.json("PATCH", "/admin/keys/"+id, st.body, http.StatusOK, &a)
-			if !reflect.DeepEqual(a.Key.RequestLog, st.want) {
-				t.Fatalf("%s: PATCH %s answered %+v, want %+v", st.name, st.body, a.Key.RequestLog, st.want)
-			}
-			stored(st.name, st.want)
-		}
+		})
 		var list struct{ Keys []ledgerapi.KeyView }
 		raw = e.json("GET", "/admin/keys", "", http.StatusOK, &list)
 		if len(list.Keys) != 2 || list.Keys[0].RequestLog == nil || list.Keys[0].RequestLog.BodiesOn() || !list.Keys[1].RequestLog.BodiesOn() {
