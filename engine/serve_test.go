@@ -136,33 +136,7 @@ func start(t *testing.T, weu, sec []upstreamtest.Step, weuExtra string, mods ...
 	h := &harness{t: t, clock: fakeclock.New()}
 	h.weu = upstreamtest.New(t, weu...)
 	h.sec = upstreamtest.New(t, sec...)
-	yaml := fmt.Sprintf(`
-listen: 127.0.0.1:0
-log: {format: json, level: debug}
-server: {max_body: 64KiB, shutdown_grace: 5s, drain_delay: 0s}
-keys:
-  - name: app-team
-    key: ${TEST_APP_KEY}
-backends:
-  - name: aoai-westeurope
-    type: azure
-    url: %s
-    api_key: ${TEST_WEU_KEY}
-    region: westeurope
-    breaker: {failures: 2, window: 30s, trip: 60s}
-%s
-  - name: aoai-swedencentral
-    type: openai
-    url: %s/v1
-    api_key: ${TEST_SEC_KEY}
-    region: swedencentral
-pools:
-  - name: chat-prod
-    aliases: [gpt-4o]
-    members:
-      - {backend: aoai-westeurope, priority: 1, weight: 100, model: gpt-4o-weu}
-      - {backend: aoai-swedencentral, priority: 2, weight: 100, model: gpt-4o}
-`, h.weu.URL, weuExtra, h.sec.URL)
+	yaml := upstreamtest.TwoRegions(h.weu, h.sec, weuExtra)
 	for _, m := range mods {
 		yaml = m(yaml)
 	}

@@ -165,3 +165,39 @@ func (u *Upstream) SetScript(script ...Step) {
 	u.bodies, u.headers, u.paths = nil, nil, nil
 	u.mu.Unlock()
 }
+
+// TwoRegions is the configuration the engine's and the gateway's tests
+// serve: the key ${TEST_APP_KEY}; two backends, aoai-westeurope (azure,
+// at weu, key ${TEST_WEU_KEY}, a breaker of 2 failures in 30s; weuExtra,
+// YAML lines of that backend, after it) and aoai-swedencentral (openai,
+// at sec, key ${TEST_SEC_KEY}); and the pool chat-prod (alias gpt-4o)
+// with westeurope at priority 1 and swedencentral at 2.
+func TwoRegions(weu, sec *Upstream, weuExtra string) string {
+	return fmt.Sprintf(`
+listen: 127.0.0.1:0
+log: {format: json, level: debug}
+server: {max_body: 64KiB, shutdown_grace: 5s, drain_delay: 0s}
+keys:
+  - name: app-team
+    key: ${TEST_APP_KEY}
+backends:
+  - name: aoai-westeurope
+    type: azure
+    url: %s
+    api_key: ${TEST_WEU_KEY}
+    region: westeurope
+    breaker: {failures: 2, window: 30s, trip: 60s}
+%s
+  - name: aoai-swedencentral
+    type: openai
+    url: %s/v1
+    api_key: ${TEST_SEC_KEY}
+    region: swedencentral
+pools:
+  - name: chat-prod
+    aliases: [gpt-4o]
+    members:
+      - {backend: aoai-westeurope, priority: 1, weight: 100, model: gpt-4o-weu}
+      - {backend: aoai-swedencentral, priority: 2, weight: 100, model: gpt-4o}
+`, weu.URL, weuExtra, sec.URL)
+}
