@@ -143,9 +143,10 @@ func keyForm(r *http.Request, create bool) (map[string]any, error) {
 			b[name] = v
 		}
 	}
-	for _, f := range []string{"name", "team"} {
-		text(f, "")
+	if v, ok := field("name"); ok && v != "" { // a key keeps a name
+		b["name"] = v
 	}
+	text("team", "")
 	for _, f := range []string{"pools", "models", "tags"} {
 		if v, ok := field(f); ok {
 			b[f] = append([]string{}, list(v)...) // [] on an edit: all, none

@@ -542,8 +542,8 @@ func TestKeySettingsEditedAndRemoved(t *testing.T) {
 	}
 
 	// Emptied: each removed (all pools and models, no tags, the pools'
-	// cache and request log).
-	edit(url.Values{"pools": {""}, "models": {""}, "tags": {""}, "pool_budgets": {""}, "cache": {""}, "request_log": {""}, "metadata": {""}})
+	// cache and request log), but the name, which a key keeps.
+	edit(url.Values{"name": {""}, "pools": {""}, "models": {""}, "tags": {""}, "pool_budgets": {""}, "cache": {""}, "request_log": {""}, "metadata": {""}})
 	got = e.keys()[0]
 	if got.Pools != nil || got.Models != nil || got.Tags != nil || got.Budgets != nil || got.Cache != nil || got.RequestLog != nil || got.Metadata != nil || got.Name != "batch" {
 		t.Fatalf("key after emptying its settings: %s", keyText(got))
