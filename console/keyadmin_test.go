@@ -556,3 +556,27 @@ func TestKeySettingsEditedAndRemoved(t *testing.T) {
 		t.Error("the keys page does not show a key's metadata escaped")
 	}
 }
+
+// TestKeyMetadataShownToAdminsOnly: a key's metadata, free-form text that
+// may name people, is in the keys table for an admin and not for a
+// viewer, as end users are; its other settings are shown to both.
+func TestKeyMetadataShownToAdminsOnly(t *testing.T) {
+	e := newKeyEnv(t)
+	if _, _, err := ledger.NewKey(t.Context(), e.gw.store, ledger.Key{Name: "laptop", Tags: []string{"env:ci"},
+		Metadata: map[string]string{"owner": "jane.doe@example.com"}, Cache: &cachepolicy.Policy{TTL: time.Minute}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		role, key string
+		metadata  bool
+	}{{"admin", adminKey, true}, {"viewer", viewerKey, false}} {
+		c, _ := e.login(tc.key)
+		_, page := e.do(c, "GET", "/console/keys", nil)
+		if !strings.Contains(page, "tags env:ci") || !strings.Contains(page, "cache ttl=1m0s") {
+			t.Errorf("%s: the keys table lacks the key's tags or cache", tc.role)
+		}
+		if got := strings.Contains(page, "jane.doe@example.com"); got != tc.metadata {
+			t.Errorf("%s: metadata shown %v, want %v", tc.role, got, tc.metadata)
+		}
+	}
+}

@@ -162,10 +162,13 @@ type keysData struct {
 	// Manage: the session may create, change, rotate and revoke keys
 	// and set teams here (an admin, with a store and its admin API).
 	Manage bool
-	Err    string
-	Keys   []ledger.Key
-	Teams  []ledger.Team
-	From   time.Time
+	// Metadata: the session sees the keys' metadata, free-form text that
+	// may name people (admins only, as end users are).
+	Metadata bool
+	Err      string
+	Keys     []ledger.Key
+	Teams    []ledger.Team
+	From     time.Time
 	// Spend by team, pool, backend and model.
 	Spend []spendTable
 }
@@ -208,6 +211,7 @@ func (c *Console) keysPage(w http.ResponseWriter, r *http.Request, s *session) {
 	if st != nil {
 		d.Store = true
 		d.Manage = s.Role == RoleAdmin && c.keyManager() != nil
+		d.Metadata = s.Role == RoleAdmin
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		d.From, _ = ledger.PeriodStart(ledger.PeriodMonth, c.now())

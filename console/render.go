@@ -49,6 +49,7 @@ var pages = func() map[string]*template.Template {
 		},
 		"usd":  usd,
 		"list": func(s ...string) []string { return s },
+		"pair": func(a, b any) []any { return []any{a, b} },
 		"inc":  func(i int) int { return i + 1 },
 		"path": url.PathEscape,
 		// requestsAround is the request log's query for an event (requests.go).
