@@ -68,6 +68,7 @@ func TestShutdownWithAnUnwritableStore(t *testing.T) {
 	for _, st := range unwritableStores {
 		for _, spooled := range []bool{false, true} {
 			t.Run(fmt.Sprint(st.name, "/spool=", spooled), func(t *testing.T) {
+				t.Parallel() // each waits on the writer's retries and a shutdown grace
 				setting, store := st.open(t)
 				testShutdownWithAnUnwritableStore(t, setting, store, spooled)
 			})
