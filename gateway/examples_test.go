@@ -18,6 +18,7 @@ import (
 // request by the alias asked for deployment gpt-4o-mini and got 404
 // DeploymentNotFound while check said the file was valid).
 func TestShippedExampleServesItsAlias(t *testing.T) {
+	t.Parallel() // waits on the sim's real latencies; its own sim and gateway
 	scfg, err := sim.LoadConfig("../examples/sim.yaml")
 	if err != nil {
 		t.Fatal(err)

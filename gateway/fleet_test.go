@@ -495,6 +495,7 @@ func carryOn(t *testing.T, off, on func(*redistest.Server)) {
 // dies, another takes the lease within seconds and notifies the next
 // failover.
 func TestFleetNotifierLeaseMoves(t *testing.T) {
+	t.Parallel() // waits on real time; its own Redis, sim and replicas
 	e := startFleetEnv(t, 3, ", breaker: {failures: 1, trip: 1s}", "", "notifications: {flap_window: 100ms}\n")
 	var leader *replica
 	eventually(t, "a notifier", func() bool {
@@ -622,6 +623,7 @@ func TestFleetActionSaysWhoTookIt(t *testing.T) {
 // health checks (which may end it early) are sent by the replica that
 // holds its probe lease only, not by every replica.
 func TestFleetOneReplicaChecksABenchedBackend(t *testing.T) {
+	t.Parallel() // waits on real time; its own Redis, sim and replicas
 	e := startFleetEnv(t, 2, ", probe: {recovery_interval: 1s}, breaker: {failures: 1, trip: 1m}", "", "")
 	a, b := e.replicas[0], e.replicas[1]
 	e.fault(t, "uksouth", sim.FaultMode("down"))
