@@ -108,17 +108,6 @@ func (c *Console) keyManager() KeyManager {
 	return km
 }
 
-// list splits a comma-separated field into its trimmed, non-empty items.
-func list(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // keyForm turns a key form into the admin API's body. Only the fields
 // the form has are sent. On creation an empty field is left out (none,
 // all, the pools'); on an edit it removes the limit or setting (0,
@@ -149,7 +138,7 @@ func keyForm(r *http.Request, create bool) (map[string]any, error) {
 	text("team", "")
 	for _, f := range []string{"pools", "models", "tags"} {
 		if v, ok := field(f); ok {
-			b[f] = append([]string{}, list(v)...) // [] on an edit: all, none
+			b[f] = keytext.List(v) // [] on an edit: all, none
 		}
 	}
 	for _, f := range []string{"rpm", "tpm", "max_concurrent"} {

@@ -156,7 +156,7 @@ func (kf *keyFlags) body() (map[string]any, error) {
 		case "name", "team":
 			b[f.Name] = v
 		case "pools", "models":
-			b[f.Name] = splitList(v)
+			b[f.Name] = keytext.List(v)
 		case "rpm", "tpm", "max-concurrent":
 			if _, e := config.ParseCount(v); e != nil {
 				err = fmt.Errorf("--%s: %v", f.Name, e)
@@ -246,17 +246,6 @@ func checkExpires(v string) error {
 		return fmt.Errorf("%q is neither a time from now such as 90d or 36h nor an RFC 3339 time", v)
 	}
 	return nil
-}
-
-// splitList splits "a, b,,c" into [a b c]; "" is the empty list.
-func splitList(v string) []string {
-	out := []string{}
-	for s := range strings.SplitSeq(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 type keyAnswer struct {

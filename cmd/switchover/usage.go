@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/keytext"
 	"github.com/switchover-gw/switchover/internal/labels"
 	"github.com/switchover-gw/switchover/ledger"
 	"github.com/switchover-gw/switchover/ledger/ledgerapi"
@@ -162,7 +163,7 @@ type listFlag struct{ list []string }
 func (f *listFlag) String() string { return strings.Join(f.list, ",") }
 
 func (f *listFlag) Set(v string) error {
-	for _, s := range splitList(v) {
+	for _, s := range keytext.List(v) {
 		if !slices.Contains(f.list, s) {
 			f.list = append(f.list, s)
 		}

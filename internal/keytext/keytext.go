@@ -27,6 +27,19 @@ func None(v string) bool {
 	return v == "" || strings.EqualFold(v, "none")
 }
 
+// List reads a comma-separated list (a key's pools, models or tags):
+// each item trimmed, empty ones dropped; "" is the empty list, which on
+// an update removes them (all pools and models, no tags).
+func List(v string) []string {
+	out := []string{}
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // ParseRequestLog reads "bodies=on,max_body_bytes=64KiB" (each optional)
 // as the admin API's request_log object, or "none" as nil (the key's
 // pools' settings).

@@ -110,3 +110,15 @@ func TestMetadataRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestList(t *testing.T) {
+	for in, want := range map[string][]string{
+		" chat, embed,,": {"chat", "embed"},
+		"":               {},
+		" , ":            {},
+	} {
+		if got := List(in); got == nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %#v, want %#v (never nil: [] removes)", in, got, want)
+		}
+	}
+}
