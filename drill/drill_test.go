@@ -25,6 +25,8 @@ type redisServer struct{ *redistest.Server }
 func (s redisServer) Restart() error { s.Server.Restart(); return nil }
 
 func TestDrillOnSQLiteReportsEveryBudgetRun(t *testing.T) {
+	// Mostly waiting on servers and timeouts: beside the package's others.
+	t.Parallel()
 	rep, err := Run(t.Context(), tiny(Burst, Even))
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +68,8 @@ func TestDrillOnSQLiteReportsEveryBudgetRun(t *testing.T) {
 }
 
 func TestDrillFleetRunsOnPostgresAndRedis(t *testing.T) {
+	// Mostly waiting on servers and timeouts: beside the package's others.
+	t.Parallel()
 	o := tiny(Replicas, Rollout)
 	o.Postgres = pgtest.Start(t)
 	o.Redis = redisServer{redistest.StartServer(t)}
@@ -107,6 +111,8 @@ func TestDrillFleetRunsOnPostgresAndRedis(t *testing.T) {
 }
 
 func TestDrillSkipsTheRestartOfAGivenRedis(t *testing.T) {
+	// Mostly waiting on servers and timeouts: beside the package's others.
+	t.Parallel()
 	o := tiny(Rollout)
 	o.Redis = ExternalRedis(redistest.Start(t))
 	rep, err := Run(t.Context(), o)

@@ -34,6 +34,7 @@ func builtin(t *testing.T, name string) Scenario {
 // gateway's health checks (a slow call on a busy machine has its region
 // checked) are calls no request made: they are counted apart and left out.
 func TestEveryRegionShortWithRepeats(t *testing.T) {
+	t.Parallel()
 	sc := builtin(t, "every-region-short-repeats")
 	sc.Regions = fastRegions(60)
 	sc.Compress = 20

@@ -44,6 +44,7 @@ func runOne(t *testing.T, sc Scenario) ScenarioResult {
 }
 
 func TestMainRegionShort(t *testing.T) {
+	t.Parallel()
 	// 2 req/s, 90% to uksouth, 60 RPM each, compressed 60x: per 1/6 s
 	// slice about 18 arrive for uksouth, which takes 10.
 	sc := Scenario{
@@ -84,6 +85,7 @@ func TestMainRegionShort(t *testing.T) {
 }
 
 func TestEveryRegionShortStaysUnderTheCap(t *testing.T) {
+	t.Parallel()
 	sc := Scenario{
 		Name: "every", Compress: 40, Regions: fastRegions(60),
 		Load: Load{Rate: 6, Duration: d(80 * time.Second), MaxTokens: 5, Timeout: d(20 * time.Second)},
@@ -120,6 +122,7 @@ func TestEveryRegionShortStaysUnderTheCap(t *testing.T) {
 }
 
 func TestOutageDetectsFailoverAndFailback(t *testing.T) {
+	t.Parallel()
 	var hooks atomic.Int32
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n struct{ Kind string }
@@ -566,6 +569,7 @@ func TestExampleScenarioFilesLoad(t *testing.T) {
 // answered as Responses streams, and traffic leaves the region and comes
 // back. How many failed, and when, is the game day's to print.
 func TestResponsesScenario(t *testing.T) {
+	t.Parallel()
 	sc := Scenario{
 		Name: "responses", Compress: 1,
 		Regions: []Region{

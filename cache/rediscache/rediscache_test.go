@@ -191,6 +191,8 @@ func TestStoreRedisDownIsAMiss(t *testing.T) {
 // TestStoreRedisSilentIsAMissWithinTheTimeout: a server that stops
 // answering (paused) makes Gets misses, not hangs.
 func TestStoreRedisSilentIsAMissWithinTheTimeout(t *testing.T) {
+	// Mostly waiting on servers and timeouts: beside the package's others.
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := newStore(t, redistest.Client(t, srv.URL()), rediscache.Options{Timeout: 20 * time.Millisecond})
 	k := cache.Key{5}
@@ -382,6 +384,8 @@ func BenchmarkGetHit(b *testing.B) {
 // client are read through another, and purges by pool, team and key
 // reach entries spread over the masters (every command on one key).
 func TestStoreOnACluster(t *testing.T) {
+	// Mostly waiting on servers and timeouts: beside the package's others.
+	t.Parallel()
 	cl := redistest.StartCluster(t)
 	newClient := func() *redis.ClusterClient {
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})

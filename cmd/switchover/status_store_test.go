@@ -22,6 +22,7 @@ import (
 // never "up" while the writes keep failing and the store's reads (every
 // 200ms) keep working. Issue 24: it used to say "up".
 func TestStatusSaysDownWhileEveryWriteFails(t *testing.T) {
+	t.Parallel() // waits on the writer's retries
 	onEachStore(t, testStatusSaysDownWhileEveryWriteFails)
 }
 

@@ -84,6 +84,7 @@ func TestBudgetScripts(t *testing.T) {
 // TestBudgetScriptsOnACluster: the key's and the team's accounts share
 // a slot, so one script holds both on a cluster.
 func TestBudgetScriptsOnACluster(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	testBudgetScripts(t, newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, IOTimeout: time.Second}))
 }
@@ -158,8 +159,10 @@ func six(budget, amount [6]int64) []fleet.BudgetLine {
 // request can have is made on all of them or, when any one has no room,
 // on none; each in turn is the one without room.
 func TestBudgetHoldOfSixSubjectsIsAllOrNone(t *testing.T) {
+	t.Parallel()
 	for _, cluster := range []bool{false, true} {
 		t.Run(map[bool]string{false: "server", true: "cluster"}[cluster], func(t *testing.T) {
+			t.Parallel()
 			var s *redisstore.Store
 			if cluster {
 				s = newStore(t, redisstore.Options{URL: redistest.StartCluster(t).URL(), Cluster: true, IOTimeout: time.Second})

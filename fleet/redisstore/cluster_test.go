@@ -21,6 +21,7 @@ import (
 )
 
 func TestClusterConformance(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	storetest.Run(t, func(t *testing.T) (a, b fleet.Store, advance func(time.Duration)) {
 		opts := roomy(redisstore.Options{URL: c.URL(), Cluster: true, Prefix: fmt.Sprintf("test%d:", fleets.Add(1))})
@@ -69,6 +70,7 @@ func masterOf(t *testing.T, raw *redis.ClusterClient, key string) string {
 // the keys it is given do live on every master (else the test proves
 // nothing about a List that scans one node).
 func TestClusterListSpansMasters(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
 	other := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet2:"})
@@ -118,6 +120,7 @@ func TestClusterListSpansMasters(t *testing.T) {
 // TestClusterKeysCarryPrefix: the layout on a cluster is the layout on
 // one server, with plain keys (no hash tags).
 func TestClusterKeysCarryPrefix(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
 	raw := rawCluster(t, c)
@@ -173,6 +176,7 @@ func TestClusterKeysCarryPrefix(t *testing.T) {
 // TestClusterSubscriptionClosesWhenNodeStops: the subscription's node
 // going away closes it, on a cluster as on one server.
 func TestClusterSubscriptionClosesWhenNodeStops(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		stop func(*redistest.Server)
@@ -181,6 +185,7 @@ func TestClusterSubscriptionClosesWhenNodeStops(t *testing.T) {
 		{"paused", (*redistest.Server).Pause},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			c := redistest.StartCluster(t)
 			s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
 			raw := rawCluster(t, c)
@@ -211,6 +216,7 @@ func TestClusterSubscriptionClosesWhenNodeStops(t *testing.T) {
 // TestClusterDeadFailsFast: with every node stopped, every call fails,
 // and promptly.
 func TestClusterDeadFailsFast(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true})
 	ctx := t.Context()
@@ -267,6 +273,7 @@ func TestNewClusterURL(t *testing.T) {
 // TestClusterResubscribeAfterNodeRestart: a subscription closed by its
 // node's restart is taken again with Subscribe, and messages flow.
 func TestClusterResubscribeAfterNodeRestart(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	s := newStore(t, roomy(redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"}))
 	other := newStore(t, roomy(redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"}))
@@ -312,6 +319,7 @@ func TestClusterResubscribeAfterNodeRestart(t *testing.T) {
 // TestClusterOneMasterDown: with one master stopped, calls on keys of the
 // others still work, and List, which needs every master, fails.
 func TestClusterOneMasterDown(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartCluster(t)
 	s := newStore(t, redisstore.Options{URL: c.URL(), Cluster: true, Prefix: "fleet1:"})
 	raw := rawCluster(t, c)

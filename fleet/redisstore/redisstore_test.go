@@ -54,6 +54,7 @@ func newStore(t *testing.T, opts redisstore.Options) *redisstore.Store {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	url := redistest.Start(t)
 	storetest.Run(t, func(t *testing.T) (a, b fleet.Store, advance func(time.Duration)) {
 		// Each subtest is a fleet of its own on the one server.
@@ -265,6 +266,7 @@ func TestContextDeadlineBoundsCall(t *testing.T) {
 }
 
 func TestHungServerFailsFast(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	s := newStore(t, redisstore.Options{URL: srv.URL()})
 	ctx := t.Context()

@@ -57,6 +57,7 @@ func (c *counted) Acquire(ctx context.Context, k, h string, ttl time.Duration) (
 // to dial. A replica now says the store is back once, when it answers
 // calls in a row, and stays so.
 func TestReplicaSaysTheStoreIsBackOnce(t *testing.T) {
+	t.Parallel()
 	srv := redistest.StartServer(t)
 	type member struct {
 		store  *counted
