@@ -122,7 +122,10 @@ func TestEveryRegionShortStaysUnderTheCap(t *testing.T) {
 }
 
 func TestOutageDetectsFailoverAndFailback(t *testing.T) {
-	t.Parallel()
+	// Not parallel: in real time (Compress 1), with a 300 ms first-byte
+	// timeout; beside the compressed scenarios, on a CI machine already
+	// busy, westeurope's own first bytes came too late and it was benched
+	// before its fault, so traffic never "moved" (CI, 2026-12-04).
 	var hooks atomic.Int32
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n struct{ Kind string }
