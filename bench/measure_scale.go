@@ -12,22 +12,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/switchover-gw/switchover/internal/scaleconf"
 	"github.com/switchover-gw/switchover/load"
 )
 
 // scaleShape is the gateway's "Use it" configuration grown in one
-// dimension: members of the pool called (all at priority 1, weights 1 to
-// 3, when flat; else the first at 1 and the rest at 2 to 5), pools
-// besides it (one member each), aliases of it, keys besides the caller's,
-// backends besides the pool's (each in a pool of its own).
+// dimension (internal/scaleconf, as the gateway's scale benchmarks),
+// named for its row.
 type scaleShape struct {
-	name    string
-	label   string
-	members int
-	flat    bool
-	pools   int
-	aliases int
-	keys    int
+	name  string
+	label string
+	scaleconf.Shape
 }
 
 // scaleShapes are the configurations the scale rows compare, sizes
@@ -36,11 +31,11 @@ func scaleShapes(factor float64) []scaleShape {
 	n := func(full, least int) int { return max(least, int(float64(full)*factor)) }
 	members, pools, aliases, keys := n(100, 2), n(10000, 1), n(10000, 1), n(100000, 1)
 	return []scaleShape{
-		{name: "base", label: `the "Use it" config`, members: 2, pools: 1, aliases: 0, keys: 1},
-		{name: "members", label: fmt.Sprintf("%d members at priority 1", members), members: members, flat: true, pools: 1, keys: 1},
-		{name: "pools", label: fmt.Sprintf("%d pools", pools), members: 2, pools: pools, keys: 1},
-		{name: "aliases", label: fmt.Sprintf("%d aliases of the pool", aliases), members: 2, pools: 1, aliases: aliases, keys: 1},
-		{name: "keys", label: fmt.Sprintf("%d keys", keys), members: 2, pools: 1, keys: keys},
+		{"base", `the "Use it" config`, scaleconf.Shape{Members: 2, Pools: 1, Keys: 1}},
+		{"members", fmt.Sprintf("%d members at priority 1", members), scaleconf.Shape{Members: members, Flat: true, Pools: 1, Keys: 1}},
+		{"pools", fmt.Sprintf("%d pools", pools), scaleconf.Shape{Members: 2, Pools: pools, Keys: 1}},
+		{"aliases", fmt.Sprintf("%d aliases of the pool", aliases), scaleconf.Shape{Members: 2, Pools: 1, Aliases: aliases, Keys: 1}},
+		{"keys", fmt.Sprintf("%d keys", keys), scaleconf.Shape{Members: 2, Pools: 1, Keys: keys}},
 	}
 }
 
@@ -51,50 +46,12 @@ const adminKey = "bench-admin-key-0123456789abcdef01234"
 // backends at upstream; admin, if set, is an admin listener for the
 // reload.
 func scaleConfig(s scaleShape, listen, metrics, admin, upstream string) string {
-	var y strings.Builder
-	fmt.Fprintf(&y, "listen: %s\nserver:\n  metrics_listen: %s\n", listen, metrics)
+	head := fmt.Sprintf("listen: %s\nserver:\n  metrics_listen: %s\n", listen, metrics)
 	if admin != "" {
-		fmt.Fprintf(&y, "admin:\n  listen: %s\n  key: %s\n", admin, adminKey)
+		head += fmt.Sprintf("admin:\n  listen: %s\n  key: %s\n", admin, adminKey)
 	}
-	fmt.Fprintf(&y, "keys:\n  - name: app-team\n    key: %s\n", benchKey)
-	for i := 1; i < s.keys; i++ {
-		fmt.Fprintf(&y, "  - {name: key-%d, key: bench-scale-key-%08d-0123456789abcdef}\n", i, i)
-	}
-	y.WriteString("backends:\n")
-	backends := max(s.members, 2)
-	for i := range backends {
-		fmt.Fprintf(&y, "  - name: aoai-%04d\n    type: azure\n    url: %s\n    api_key: upstream-key-%d\n    region: region-%d\n", i, upstream, i, i)
-		if i == 0 {
-			y.WriteString("    first_byte_timeout: 60s\n    stream_first_byte_timeout: 10s\n")
-			y.WriteString("    breaker: {failures: 5, window: 30s, statuses: [429, \"500-599\"], trip: 60s, accept_retry_after: true}\n")
-		}
-	}
-	y.WriteString("pools:\n  - name: chat-prod\n")
-	if s.aliases > 0 {
-		y.WriteString("    aliases: [")
-		for i := range s.aliases {
-			if i > 0 {
-				y.WriteString(", ")
-			}
-			fmt.Fprintf(&y, "alias-%d", i)
-		}
-		y.WriteString("]\n")
-	}
-	y.WriteString("    retry: {attempts: 3}\n    members:\n")
-	for i := range s.members {
-		prio, weight := 1, 1
-		switch {
-		case s.flat:
-			weight = 1 + i%3
-		case i > 0:
-			prio = 2 + (i-1)%4
-		}
-		fmt.Fprintf(&y, "      - {backend: aoai-%04d, priority: %d, weight: %d}\n", i, prio, weight)
-	}
-	for i := 1; i < s.pools; i++ {
-		fmt.Fprintf(&y, "  - name: pool-%d\n    members: [{backend: aoai-%04d}]\n", i, i%backends)
-	}
-	return y.String()
+	return s.YAML(upstream, scaleconf.Options{Head: head, AppKey: benchKey,
+		BackendKey: func(i int) string { return fmt.Sprintf("upstream-key-%d", i) }})
 }
 
 // startScaled starts a gateway on s's configuration.
@@ -201,7 +158,7 @@ func (r *runner) scale(ctx context.Context) error {
 // took (the admin call's answer) and the requests that failed.
 func (r *runner) reloadUnderLoad(ctx context.Context) error {
 	n := max(10, int(1000*r.o.ScaleFactor))
-	s := scaleShape{name: "reload", label: fmt.Sprintf("%d backends", n), members: n, pools: n, keys: 1}
+	s := scaleShape{"reload", fmt.Sprintf("%d backends", n), scaleconf.Shape{Members: n, Pools: n, Keys: 1}}
 	r.progress("scale: starting a gateway with %d backends and %d pools", n, n)
 	t, err := r.startScaled(ctx, s, true)
 	if err != nil {

@@ -20,7 +20,7 @@ func TestReloadOfAThousandBackendsDropsNoRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a gateway of 1,000 backends")
 	}
-	s := with(func(s *scale) { s.members, s.pools = 1000, 1000 })
+	s := with(func(s *scale) { s.Members, s.Pools = 1000, 1000 })
 	up := newScaleUpstream(t)
 	h := startScaled(t, s, up)
 	before := h.gw.Engine()
@@ -39,7 +39,7 @@ func TestReloadOfAThousandBackendsDropsNoRequest(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := newScaleClient(h, s.model())
+			c := newScaleClient(h, s.Model())
 			after := 0
 			for i := 0; after < 50 && i < 100000; i++ {
 				st, err := c.do()
@@ -67,7 +67,7 @@ func TestReloadOfAThousandBackendsDropsNoRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	changed := strings.Replace(string(cfg), "region: region-999\n", "region: region-999\n    timeout: 5m\n", 1)
-	changed += "  - name: pool-added\n    members: [{backend: aoai-001}]\n"
+	changed += "  - name: pool-added\n    members: [{backend: aoai-0001}]\n"
 	if err := os.WriteFile(h.path, []byte(changed), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -85,17 +85,17 @@ func TestReloadOfAThousandBackendsDropsNoRequest(t *testing.T) {
 	}
 	after := h.gw.Engine()
 	r := after.Reload
-	if len(r.Kept) != 999 || len(r.Carried) != 1 || r.Carried[0] != "aoai-999" || len(r.Renewed)+len(r.Added)+len(r.Removed) != 0 {
-		t.Errorf("reload kept %d, carried %v, renewed %v, added %v, removed %v; want 999 kept and aoai-999 carried",
+	if len(r.Kept) != 999 || len(r.Carried) != 1 || r.Carried[0] != "aoai-0999" || len(r.Renewed)+len(r.Added)+len(r.Removed) != 0 {
+		t.Errorf("reload kept %d, carried %v, renewed %v, added %v, removed %v; want 999 kept and aoai-0999 carried",
 			len(r.Kept), r.Carried, r.Renewed, r.Added, r.Removed)
 	}
-	for _, name := range []string{"aoai-000", "aoai-500", "aoai-998"} {
+	for _, name := range []string{"aoai-0000", "aoai-0500", "aoai-0998"} {
 		if after.Backends[name] != before.Backends[name] {
 			t.Errorf("%s was rebuilt: its connections are lost", name)
 		}
 	}
-	if a, b := after.Backends["aoai-999"], before.Backends["aoai-999"]; a == b || a.Transport != b.Transport {
-		t.Error("aoai-999, whose timeout changed, is not a new backend on the same transport (connections)")
+	if a, b := after.Backends["aoai-0999"], before.Backends["aoai-0999"]; a == b || a.Transport != b.Transport {
+		t.Error("aoai-0999, whose timeout changed, is not a new backend on the same transport (connections)")
 	}
 	if after.Pools["pool-added"] == nil {
 		t.Error("the added pool is not in force")
@@ -120,14 +120,14 @@ func BenchmarkReloadScale(b *testing.B) {
 		s    scale
 	}{
 		{"base", base},
-		{"backends=1000", with(func(s *scale) { s.members, s.pools = 1000, 1000 })},
-		{"pools=10000", with(func(s *scale) { s.pools = 10000 })},
-		{"keys=100000", with(func(s *scale) { s.keys = 100000 })},
+		{"backends=1000", with(func(s *scale) { s.Members, s.Pools = 1000, 1000 })},
+		{"pools=10000", with(func(s *scale) { s.Pools = 10000 })},
+		{"keys=100000", with(func(s *scale) { s.Keys = 100000 })},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			up := newScaleUpstream(b)
 			h := startScaled(b, tc.s, up)
-			newScaleClient(h, tc.s.model()).must(b)
+			newScaleClient(h, tc.s.Model()).must(b)
 			b.ReportAllocs()
 			for b.Loop() {
 				if err := h.gw.ReloadFile(); err != nil {

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/switchover-gw/switchover/gateway"
+	"github.com/switchover-gw/switchover/internal/scaleconf"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
@@ -21,36 +21,27 @@ import (
 // the commands that compare the pairs, interleaved.
 
 // scale is the shape of a generated configuration: the README's "Use it"
-// configuration (azure backends with a breaker, a pool with retries, keys)
-// grown in one dimension.
-type scale struct {
-	// members of the pool called: the first at priority 1, the others
-	// at priorities 2 to 5 ("tiers"), or all at priority 1 with weights
-	// 1 to 3 (flat).
-	members int
-	flat    bool
-	// pools besides the one called, each with one member; aliases of the
-	// pool called; keys besides the caller's.
-	pools, aliases, keys int
-}
+// configuration grown in one dimension (internal/scaleconf, as the
+// bench's scale rows).
+type scale = scaleconf.Shape
 
 // base is the configuration the others grow from.
-var base = scale{members: 2, pools: 1, aliases: 1, keys: 10}
+var base = scale{Members: 2, Pools: 1, Aliases: 1, Keys: 10}
 
 // scaleCases are the pairs to compare, named as the benchmarks are.
 var scaleCases = []struct {
 	name string
 	s    scale
 }{
-	{"members=1", with(func(s *scale) { s.members = 1 })},
-	{"members=100", with(func(s *scale) { s.members = 100 })},
-	{"members=100-flat", with(func(s *scale) { s.members, s.flat = 100, true })},
+	{"members=1", with(func(s *scale) { s.Members = 1 })},
+	{"members=100", with(func(s *scale) { s.Members = 100 })},
+	{"members=100-flat", with(func(s *scale) { s.Members, s.Flat = 100, true })},
 	{"pools=1", base},
-	{"pools=10000", with(func(s *scale) { s.pools = 10000 })},
+	{"pools=10000", with(func(s *scale) { s.Pools = 10000 })},
 	{"aliases=1", base},
-	{"aliases=10000", with(func(s *scale) { s.aliases = 10000 })},
+	{"aliases=10000", with(func(s *scale) { s.Aliases = 10000 })},
 	{"keys=10", base},
-	{"keys=100000", with(func(s *scale) { s.keys = 100000 })},
+	{"keys=100000", with(func(s *scale) { s.Keys = 100000 })},
 }
 
 func with(f func(*scale)) scale {
@@ -59,49 +50,15 @@ func with(f func(*scale)) scale {
 	return s
 }
 
-// model is what the benchmark's requests ask for: the called pool's last
-// alias, so that the lookup goes through the aliases.
-func (s scale) model() string { return fmt.Sprintf("alias-%d", s.aliases-1) }
-
-// yaml is the configuration file of s, its backends at upstream.
-func (s scale) yaml(upstream string) string {
-	var y strings.Builder
-	y.WriteString("listen: 127.0.0.1:0\nlog: {format: json, level: warn}\n")
-	y.WriteString("server: {max_body: 64KiB, shutdown_grace: 5s, drain_delay: 0s}\n")
-	y.WriteString("keys:\n  - name: app-team\n    key: ${TEST_APP_KEY}\n")
-	for i := 1; i < s.keys; i++ {
-		fmt.Fprintf(&y, "  - {name: key-%d, key: scale-key-%08d-0123456789abcdef0123}\n", i, i)
-	}
-	y.WriteString("backends:\n")
-	for i := range max(s.members, 2) {
-		fmt.Fprintf(&y, "  - name: aoai-%03d\n    type: azure\n    url: %s\n    api_key: ${TEST_WEU_KEY}\n    region: region-%d\n", i, upstream, i)
-		if i == 0 {
-			y.WriteString("    first_byte_timeout: 60s\n    stream_first_byte_timeout: 10s\n")
-			y.WriteString("    breaker: {failures: 5, window: 30s, statuses: [429, \"500-599\"], trip: 60s, accept_retry_after: true}\n")
-		}
-	}
-	y.WriteString("pools:\n  - name: chat-prod\n    aliases: [")
-	for i := range s.aliases {
-		if i > 0 {
-			y.WriteString(", ")
-		}
-		fmt.Fprintf(&y, "alias-%d", i)
-	}
-	y.WriteString("]\n    retry: {attempts: 3}\n    members:\n")
-	for i := range s.members {
-		prio, weight := 1, 1
-		switch {
-		case s.flat:
-			weight = 1 + i%3
-		case i > 0:
-			prio = 2 + i%4
-		}
-		fmt.Fprintf(&y, "      - {backend: aoai-%03d, priority: %d, weight: %d, model: gpt-4o}\n", i, prio, weight)
-	}
-	for i := 1; i < s.pools; i++ {
-		fmt.Fprintf(&y, "  - name: pool-%d\n    members: [{backend: aoai-%03d}]\n", i, i%max(s.members, 2))
-	}
-	return y.String()
+// scaleYAML is the configuration file of s, its backends at upstream;
+// requests ask for s.Model(), the called pool's last alias.
+func scaleYAML(s scale, upstream string) string {
+	return s.YAML(upstream, scaleconf.Options{
+		Head:        "listen: 127.0.0.1:0\nlog: {format: json, level: warn}\nserver: {max_body: 64KiB, shutdown_grace: 5s, drain_delay: 0s}\n",
+		AppKey:      "${TEST_APP_KEY}",
+		BackendKey:  func(int) string { return "${TEST_WEU_KEY}" },
+		MemberModel: "gpt-4o",
+	})
 }
 
 // scaleUpstream is a loopback upstream that answers every call with a chat
@@ -136,7 +93,7 @@ func newScaleUpstream(tb testing.TB) *scaleUpstream {
 // of up.
 func startScaled(tb testing.TB, s scale, up *scaleUpstream) *harness {
 	tb.Helper()
-	y := s.yaml(up.URL)
+	y := scaleYAML(s, up.URL)
 	unused := []upstreamtest.Step{answer("unused")}
 	return startWith(tb, gateway.Options{}, unused, unused, "", func(string) string { return y })
 }
@@ -196,7 +153,7 @@ func BenchmarkGatewayChatScale(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			up := newScaleUpstream(b)
 			h := startScaled(b, tc.s, up)
-			c := newScaleClient(h, tc.s.model())
+			c := newScaleClient(h, tc.s.Model())
 			for range 20 { // connections and first answers
 				c.must(b)
 			}
@@ -228,7 +185,7 @@ func TestAllocationsDoNotGrowWithTheConfiguration(t *testing.T) {
 	allocs := func(s scale) float64 {
 		up := newScaleUpstream(t)
 		h := startScaled(t, s, up)
-		c := newScaleClient(h, s.model())
+		c := newScaleClient(h, s.Model())
 		for range 50 {
 			c.must(t)
 		}
@@ -238,10 +195,10 @@ func TestAllocationsDoNotGrowWithTheConfiguration(t *testing.T) {
 		whatGrows  string
 		small, big scale
 	}{
-		{"members", with(func(s *scale) { s.members = 1 }), with(func(s *scale) { s.members = 100 })},
-		{"pools", base, with(func(s *scale) { s.pools = 10000 })},
-		{"aliases", base, with(func(s *scale) { s.aliases = 10000 })},
-		{"keys", base, with(func(s *scale) { s.keys = 20000 })},
+		{"members", with(func(s *scale) { s.Members = 1 }), with(func(s *scale) { s.Members = 100 })},
+		{"pools", base, with(func(s *scale) { s.Pools = 10000 })},
+		{"aliases", base, with(func(s *scale) { s.Aliases = 10000 })},
+		{"keys", base, with(func(s *scale) { s.Keys = 20000 })},
 	} {
 		t.Run(tc.whatGrows, func(t *testing.T) {
 			small, big := allocs(tc.small), allocs(tc.big)
