@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/switchover-gw/switchover/internal/poll"
 	"github.com/switchover-gw/switchover/internal/upstreamtest"
 )
 
@@ -96,6 +98,27 @@ func TestNoKeyModeRefusesCrossSiteBrowserRequestsAndUnknownHosts(t *testing.T) {
 	}
 	if !strings.Contains(h.logs.String(), "no keys are configured: the API accepts only same-origin and non-browser callers") {
 		t.Errorf("no start-up line on no-key mode:\n%s", h.logs.String())
+	}
+}
+
+// TestNoKeyModeLineListsEachHostOnce: the start-up line of no-key mode
+// named 127.0.0.1 twice when the gateway listened on it (the demo's
+// "127.0.0.1, localhost, 127.0.0.1, [::1], ...").
+func TestNoKeyModeLineListsEachHostOnce(t *testing.T) {
+	h := start(t, nil, nil, "", noKeys)
+	var line string
+	poll.Until(t, 10*time.Second, func() bool { // Serve logs it as it starts
+		for _, l := range strings.Split(h.logs.String(), "\n") {
+			if strings.Contains(l, "no keys are configured") {
+				line = l
+			}
+		}
+		return line != ""
+	}, func() string { return "no start-up line on no-key mode:\n" + h.logs.String() })
+	for _, host := range []string{"127.0.0.1", "localhost", "[::1]"} {
+		if n := strings.Count(line, host); n != 1 {
+			t.Errorf("%s named %d times: %s", host, n, line)
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -597,11 +598,15 @@ func (g *Gateway) logNoKeyMode() {
 		return
 	}
 	cfg := g.Config()
-	hosts := []string{"localhost", "127.0.0.1", "[::1]", "the address a connection arrives at"}
+	var hosts []string
 	if h, _, err := net.SplitHostPort(cfg.Listen); err == nil && h != "" {
-		hosts = append([]string{h}, hosts...)
+		hosts = append(hosts, h)
 	}
-	hosts = append(hosts, cfg.AllowedHosts...)
+	for _, h := range append([]string{"localhost", "127.0.0.1", "[::1]", "the address a connection arrives at"}, cfg.AllowedHosts...) {
+		if !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
 	g.Logger.Warn("no keys are configured: the API accepts only same-origin and non-browser callers, by these host names (allowed_hosts adds more)",
 		"hosts", strings.Join(hosts, ", "), "origins", strings.Join(append([]string{"its own"}, cfg.AllowedOrigins...), ", "))
 }
