@@ -27,29 +27,42 @@ type Harness struct {
 	Break func(t *testing.T, s ledger.Store) (restore func())
 }
 
-// Run runs the suite as subtests of t.
+// Run runs the suite as subtests of t. The tests of a store of their own
+// run side by side; the ones that break the store (Break stops
+// PostgreSQL) run alone, before them (parallel subtests start once Run
+// returns).
 func Run(t *testing.T, h Harness) {
-	t.Run("KeyLifecycle", func(t *testing.T) { t.Parallel(); testKeyLifecycle(t, h.Open(t)) })
-	t.Run("Teams", func(t *testing.T) { t.Parallel(); testTeams(t, h.Open(t)) })
-	t.Run("UsageIdempotent", func(t *testing.T) { t.Parallel(); testUsageIdempotent(t, h.Open(t)) })
-	t.Run("Spend", func(t *testing.T) { t.Parallel(); testSpend(t, h.Open(t)) })
-	t.Run("SpentSince", func(t *testing.T) { t.Parallel(); testSpentSince(t, h.Open(t)) })
-	t.Run("ConcurrentRecording", func(t *testing.T) { t.Parallel(); testConcurrent(t, h.Open(t)) })
-	t.Run("ObjectOwners", func(t *testing.T) { t.Parallel(); testObjectOwners(t, h.Open(t)) })
-	t.Run("KeyTags", func(t *testing.T) { t.Parallel(); testKeyTags(t, h.Open(t)) })
-	t.Run("KeyRequestLog", func(t *testing.T) { t.Parallel(); testKeyRequestLog(t, h.Open(t)) })
-	t.Run("SpendByTag", func(t *testing.T) { t.Parallel(); testSpendByTag(t, h.Open(t)) })
-	t.Run("Requests", func(t *testing.T) { t.Parallel(); testRequests(t, h.Open(t)) })
-	t.Run("RequestLog", func(t *testing.T) { t.Parallel(); testRequestLog(t, h.Open(t)) })
-	t.Run("Retention", func(t *testing.T) { t.Parallel(); testRetention(t, h.Open(t)) })
-	t.Run("RetentionHold", func(t *testing.T) { t.Parallel(); testRetentionHold(t, h.Open(t)) })
-	t.Run("EndUsers", func(t *testing.T) { t.Parallel(); testEndUsers(t, h.Open(t)) })
-	t.Run("Traffic", func(t *testing.T) { t.Parallel(); testTraffic(t, h.Open(t)) })
-	t.Run("TrafficRetention", func(t *testing.T) { t.Parallel(); testTrafficRetention(t, h.Open(t)) })
-	t.Run("Audit", func(t *testing.T) { t.Parallel(); testAudit(t, h.Open(t)) })
-	t.Run("AuditRetention", func(t *testing.T) { t.Parallel(); testAuditRetention(t, h.Open(t)) })
-	t.Run("RequestBodies", func(t *testing.T) { t.Parallel(); testRequestBodies(t, h.Open(t)) })
-	t.Run("BodiesRetention", func(t *testing.T) { t.Parallel(); testBodiesRetention(t, h.Open(t)) })
+	for _, c := range []struct {
+		name string
+		test func(*testing.T, ledger.Store)
+	}{
+		{"KeyLifecycle", testKeyLifecycle},
+		{"Teams", testTeams},
+		{"UsageIdempotent", testUsageIdempotent},
+		{"Spend", testSpend},
+		{"SpentSince", testSpentSince},
+		{"ConcurrentRecording", testConcurrent},
+		{"ObjectOwners", testObjectOwners},
+		{"KeyTags", testKeyTags},
+		{"KeyRequestLog", testKeyRequestLog},
+		{"SpendByTag", testSpendByTag},
+		{"Requests", testRequests},
+		{"RequestLog", testRequestLog},
+		{"Retention", testRetention},
+		{"RetentionHold", testRetentionHold},
+		{"EndUsers", testEndUsers},
+		{"Traffic", testTraffic},
+		{"TrafficRetention", testTrafficRetention},
+		{"Audit", testAudit},
+		{"AuditRetention", testAuditRetention},
+		{"RequestBodies", testRequestBodies},
+		{"BodiesRetention", testBodiesRetention},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.test(t, h.Open(t))
+		})
+	}
 	if h.Break != nil {
 		t.Run("WriterSurvivesStoreFailure", func(t *testing.T) { testFailure(t, h) })
 		t.Run("AuditLogSurvivesRestart", func(t *testing.T) { testAuditLogSurvivesRestart(t, h) })
