@@ -82,6 +82,12 @@ func (r *runner) startScaledOnce(ctx context.Context, s scaleShape, admin bool) 
 	return t, nil
 }
 
+// scaleRequest is the chat completion sent to a gateway of s: it asks for
+// s.Model(), so the aliases row looks the pool up through an alias.
+func scaleRequest(url string, s scaleShape) request {
+	return chatRequest(url, false).forModel(s.Model())
+}
+
 // scale is the rows of costs that must not grow with the configuration:
 // the gateway's CPU per request at the fixed rate with each of
 // scaleShapes (interleaved round by round, each a process of its own),
@@ -113,7 +119,7 @@ func (r *runner) scale(ctx context.Context) error {
 	}
 	callers := make([]*caller, len(shapes))
 	for i, t := range gws {
-		callers[i] = &caller{client: newClient(1024), req: chatRequest(t.url, false)}
+		callers[i] = &caller{client: newClient(1024), req: scaleRequest(t.url, shapes[i])}
 	}
 	perShape := make([][]float64, len(shapes))
 	for round := range r.o.Rounds {

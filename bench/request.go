@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -29,6 +30,12 @@ func chatRequest(url string, stream bool) request {
 	if stream {
 		r.body = streamBody
 	}
+	return r
+}
+
+// forModel is r asking for model instead of chat-prod.
+func (r request) forModel(model string) request {
+	r.body = bytes.Replace(r.body, []byte(`"model":"chat-prod"`), []byte(`"model":`+strconv.Quote(model)), 1)
 	return r
 }
 
