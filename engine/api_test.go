@@ -52,6 +52,66 @@ func TestHeadersOnHealthyPrimary(t *testing.T) {
 	}
 }
 
+// TestFailoverHeadersMetricsAndLog: a 429 with Retry-After on the primary
+// is failed over within the call, the answer and the request log say so,
+// the primary is benched at once (the next call goes straight to the
+// second tier) and the metrics count each step. (The breaker's own log
+// line and metrics are the gateway's: TestBreakerOpeningLoggedAndExported.)
+func TestFailoverHeadersMetricsAndLog(t *testing.T) {
+	h := start(t,
+		[]upstreamtest.Step{status(429, "Retry-After", "12", "X-Ratelimit-Remaining-Requests", "0")},
+		[]upstreamtest.Step{answer("sec")}, "")
+	resp, body := h.post("/v1/chat/completions", chat)
+	if resp.StatusCode != 200 || !strings.Contains(body, "hello from sec") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if resp.Header.Get("X-Switchover-Backend") != "aoai-swedencentral" || resp.Header.Get("X-Switchover-Failover") != "true" || resp.Header.Get("X-Switchover-Attempts") != "2" {
+		t.Fatalf("headers %v", resp.Header)
+	}
+	// The openai backend got the member's model in the body.
+	if got := h.sec.Body(0); !strings.Contains(got, `"model":"gpt-4o"`) || strings.Contains(got, "chat-prod") {
+		t.Errorf("secondary body %s", got)
+	}
+	// The 429's Retry-After benched the primary at once: the second
+	// request goes straight to tier 2, without a refused call.
+	h.post("/v1/chat/completions", chat)
+	if n := h.weu.Calls(); n != 1 {
+		t.Errorf("the benched primary got %d calls, want 1", n)
+	}
+
+	m := h.metrics
+	checks := []struct {
+		name   string
+		got    float64
+		wanted float64
+	}{
+		{"failovers", metric(t, m, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "rate_limited"), 1},
+		{"failovers while benched", metric(t, m, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "breaker_open"), 1},
+		{"429 attempts", metric(t, m, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-westeurope", "result", "429"), 1},
+		{"2xx attempts", metric(t, m, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "result", "2xx"), 2},
+		{"requests", metric(t, m, "switchover_requests_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "code", "2xx"), 2},
+		{"first byte histogram", metric(t, m, "switchover_request_first_byte_seconds", "pool", "chat-prod"), 2},
+	}
+	for _, c := range checks {
+		if c.got != c.wanted {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.wanted)
+		}
+	}
+	// One request log line a request, with its attempts.
+	lines := requestLines(t, h.logs.String())
+	if len(lines) != 2 {
+		t.Fatalf("%d request log lines, want 2:\n%s", len(lines), h.logs.String())
+	}
+	l := lines[0]
+	if l["backend"] != "aoai-swedencentral" || l["failover"] != true || l["attempts"] != 2.0 || l["key"] != "app-team" ||
+		!strings.HasPrefix(l["tried"].(string), "aoai-westeurope=429 rate_limited ") || l["status"] != 200.0 {
+		t.Errorf("request log line %v", l)
+	}
+	if l := lines[1]; l["failover"] != true || l["attempts"] != 1.0 || !strings.Contains(l["tried"].(string), "aoai-swedencentral=200") {
+		t.Errorf("second request log line %v", l)
+	}
+}
+
 func TestRequestErrors(t *testing.T) {
 	h := start(t, []upstreamtest.Step{answer("weu")}, []upstreamtest.Step{answer("sec")}, "")
 	big := `{"model":"chat-prod","messages":[{"role":"user","content":"` + strings.Repeat("x", 70<<10) + `"}]}`

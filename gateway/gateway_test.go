@@ -168,23 +168,18 @@ var (
 	status = upstreamtest.Status
 )
 
-func TestFailoverHeadersMetricsAndLog(t *testing.T) {
+// TestBreakerOpeningLoggedAndExported: a backend benched by a 429's
+// Retry-After opens its breaker, which the gateway logs once at WARN and
+// exports, and /metrics serves the engine's series. (The failover itself,
+// its headers, request log line and counters are the engine's:
+// engine.TestFailoverHeadersMetricsAndLog.)
+func TestBreakerOpeningLoggedAndExported(t *testing.T) {
 	h := start(t,
 		[]upstreamtest.Step{status(429, "Retry-After", "12", "X-Ratelimit-Remaining-Requests", "0")},
 		[]upstreamtest.Step{answer("sec")}, "")
-	resp, body := h.post("/v1/chat/completions", chat)
-	if resp.StatusCode != 200 || !strings.Contains(body, "hello from sec") {
-		t.Fatalf("%d %s", resp.StatusCode, body)
+	if resp, body := h.post("/v1/chat/completions", chat); resp.StatusCode != 200 || resp.Header.Get("X-Switchover-Failover") != "true" {
+		t.Fatalf("%d %v %s", resp.StatusCode, resp.Header, body)
 	}
-	if resp.Header.Get("X-Switchover-Backend") != "aoai-swedencentral" || resp.Header.Get("X-Switchover-Failover") != "true" || resp.Header.Get("X-Switchover-Attempts") != "2" {
-		t.Fatalf("headers %v", resp.Header)
-	}
-	// The openai backend got the member's model in the body.
-	if got := h.sec.Body(0); !strings.Contains(got, `"model":"gpt-4o"`) || strings.Contains(got, "chat-prod") {
-		t.Errorf("secondary body %s", got)
-	}
-	// The 429's Retry-After benched the primary at once: the second
-	// request goes straight to tier 2, without a refused call.
 	h.post("/v1/chat/completions", chat)
 
 	g := h.gw
@@ -193,15 +188,9 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 		got    float64
 		wanted float64
 	}{
-		{"failovers", metric(t, g, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "rate_limited"), 1},
-		{"failovers while benched", metric(t, g, "switchover_failovers_total", "pool", "chat-prod", "from", "aoai-westeurope", "to", "aoai-swedencentral", "reason", "breaker_open"), 1},
-		{"429 attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-westeurope", "result", "429"), 1},
-		{"2xx attempts", metric(t, g, "switchover_upstream_attempts_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "result", "2xx"), 2},
-		{"requests", metric(t, g, "switchover_requests_total", "pool", "chat-prod", "backend", "aoai-swedencentral", "code", "2xx"), 2},
 		{"breaker open", metric(t, g, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "open"), 1},
 		{"breaker closed", metric(t, g, "switchover_breaker_state", "backend", "aoai-westeurope", "state", "closed"), 0},
 		{"transitions", metric(t, g, "switchover_breaker_transitions_total", "backend", "aoai-westeurope", "from", "closed", "to", "open"), 1},
-		{"first byte histogram", metric(t, g, "switchover_request_first_byte_seconds", "pool", "chat-prod"), 2},
 	}
 	for _, c := range checks {
 		if c.got != c.wanted {
@@ -215,12 +204,13 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 		`switchover_request_duration_seconds_count{pool="chat-prod"} 2`,
 		`switchover_upstream_duration_seconds_bucket{backend="aoai-westeurope",le="+Inf"} 1`,
 		`switchover_backend_info{backend="aoai-westeurope",region="westeurope",type="azure"} 1`,
+		`switchover_breaker_state{backend="aoai-westeurope",state="open"} 1`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	// One log line per request, with its attempts; the breaker event.
+	// A request log line a request; one breaker line, at WARN.
 	var reqLines, breakerLines []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
 		var m map[string]any
@@ -234,15 +224,10 @@ func TestFailoverHeadersMetricsAndLog(t *testing.T) {
 			breakerLines = append(breakerLines, m)
 		}
 	}
-	if len(reqLines) != 2 {
-		t.Fatalf("%d request log lines, want 2", len(reqLines))
+	if len(reqLines) != 2 || reqLines[0]["key"] != "app-team" {
+		t.Errorf("request log lines %v", reqLines)
 	}
-	l := reqLines[0]
-	if l["backend"] != "aoai-swedencentral" || l["failover"] != true || l["attempts"] != 2.0 || l["key"] != "app-team" ||
-		!strings.HasPrefix(l["tried"].(string), "aoai-westeurope=429 rate_limited ") || l["status"] != 200.0 {
-		t.Errorf("request log line %v", l)
-	}
-	if len(breakerLines) != 1 || breakerLines[0]["to"] != "open" || breakerLines[0]["level"] != "WARN" {
+	if len(breakerLines) != 1 || breakerLines[0]["to"] != "open" || breakerLines[0]["level"] != "WARN" || breakerLines[0]["backend"] != "aoai-westeurope" {
 		t.Errorf("breaker log lines %v", breakerLines)
 	}
 }

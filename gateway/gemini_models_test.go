@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"google.golang.org/genai"
+
+	"github.com/switchover-gw/switchover/internal/geminitest"
 )
 
 // geminiModelsEnv is a gateway whose pools are chat-prod (alias
@@ -47,7 +49,7 @@ func sdkAPIError(t *testing.T, err error) genai.APIError {
 // "models/<name>" or alias.
 func TestGeminiSDKListsModels(t *testing.T) {
 	e := geminiModelsEnv(t)
-	c := genaiClient(t, e.url, tenantKey)
+	c := geminitest.Client(t, e.url, tenantKey)
 	ctx := t.Context()
 	got := map[string]*genai.Model{}
 	for m, err := range c.Models.All(ctx) {
@@ -103,7 +105,7 @@ func TestGeminiSDKListsModels(t *testing.T) {
 func TestGeminiModelsKeys(t *testing.T) {
 	e := geminiModelsEnv(t)
 	ctx := t.Context()
-	other := genaiClient(t, e.url, geminiOtherKey)
+	other := geminitest.Client(t, e.url, geminiOtherKey)
 	var names []string
 	for m, err := range other.Models.All(ctx) {
 		if err != nil {
@@ -125,7 +127,7 @@ func TestGeminiModelsKeys(t *testing.T) {
 	}
 
 	for _, key := range []string{"", "wrong-key-0123456789abcdef0123"} {
-		c := genaiClient(t, e.url, key)
+		c := geminitest.Client(t, e.url, key)
 		for _, err := range c.Models.All(ctx) {
 			if ae := sdkAPIError(t, err); ae.Code != 401 || ae.Status != "UNAUTHENTICATED" {
 				t.Errorf("list with key %q: %+v", key, ae)
@@ -145,12 +147,12 @@ func TestGeminiModelsKeys(t *testing.T) {
 	if strings.Contains(e.logs.String(), geminiOtherKey) {
 		t.Error("the key from the query is in the log")
 	}
-	status, body = postGemini(t, e.url+"/v1beta/models", tenantKey, `{}`)
-	if status != 405 || geminiStatus(t, body) == "" {
+	status, body = geminitest.Post(t, e.url+"/v1beta/models", tenantKey, `{}`)
+	if status != 405 || geminitest.Status(t, body) == "" {
 		t.Errorf("POST: %d %s", status, body)
 	}
 	status, body = getGemini(t, e.url+"/v1beta/models?pageToken=nope", []string{"X-Goog-Api-Key", tenantKey})
-	if status != 400 || geminiStatus(t, body) != "INVALID_ARGUMENT" {
+	if status != 400 || geminitest.Status(t, body) != "INVALID_ARGUMENT" {
 		t.Errorf("a bad pageToken: %d %s", status, body)
 	}
 }
@@ -162,7 +164,7 @@ func TestGeminiModelsCrossSiteRefused(t *testing.T) {
 	e := startProviders(t, []string{"gemini"}, nil, "")
 	for _, path := range []string{"/v1beta/models", "/v1beta/models/chat-prod"} {
 		status, body := getGemini(t, e.url+path, []string{"Origin", "http://evil.example"})
-		if status != 403 || geminiStatus(t, body) != "PERMISSION_DENIED" {
+		if status != 403 || geminitest.Status(t, body) != "PERMISSION_DENIED" {
 			t.Errorf("%s cross-site: %d %s", path, status, body)
 		}
 		status, body = getGemini(t, e.url+path, []string{"Origin", e.url, "Sec-Fetch-Site", "same-origin"})
