@@ -1,7 +1,8 @@
 // Package asynclog is a buffered, asynchronous io.Writer for a log: a
 // write appends the line to a buffer and returns, and a goroutine of its
-// own writes the buffer out when it passes a size, on a ticker, on Flush
-// and on Close. A request log line costs a copy instead of a write(2) on
+// own writes the buffer out when it passes a size, an interval after the
+// first line of an empty buffer, on Flush and on Close: an idle writer
+// arms no timer and wakes nothing. A request log line costs a copy instead of a write(2) on
 // the request's goroutine. When the buffer is full (the output is not
 // keeping up) lines are dropped and counted, never waited for.
 package asynclog
@@ -21,9 +22,10 @@ type Options struct {
 	// MaxPending bounds the bytes buffered; a line that would go over it
 	// is dropped. Default 4 MiB, at least FlushSize.
 	MaxPending int
-	// Interval is the longest a line waits before it is written out, on
-	// a ticker. Default 200ms; negative means no ticker (lines then go
-	// out by size, Flush and Close only; tests use this).
+	// Interval is the longest a line waits before it is written out: a
+	// timer armed by the first line of an empty buffer. Default 200ms;
+	// negative means no timer (lines then go out by size, Flush and
+	// Close only; tests use this).
 	Interval time.Duration
 	// OnDrop, if set, is called once per dropped line, with no lock
 	// held. Nil means the drop is only counted (Dropped).
@@ -39,11 +41,17 @@ type Writer struct {
 
 	// outMu serialises writes to out and keeps their order.
 	outMu sync.Mutex
-	// mu guards buf, spare and closed.
+	// mu guards buf, spare, closed and timer.
 	mu     sync.Mutex
 	buf    []byte
 	spare  []byte
 	closed bool
+	// timer writes the buffer out Interval after a line found it empty;
+	// nil until the first such line, or without an Interval.
+	timer *time.Timer
+	// wakes counts the times the buffer was written out by size or by
+	// the timer (tests).
+	wakes atomic.Uint64
 
 	dropped   atomic.Uint64
 	wake      chan struct{}
@@ -92,6 +100,13 @@ func (w *Writer) Write(p []byte) (int, error) {
 			w.opts.OnDrop()
 		}
 		return len(p), nil
+	}
+	if len(w.buf) == 0 && w.opts.Interval > 0 {
+		if w.timer == nil {
+			w.timer = time.AfterFunc(w.opts.Interval, w.timeUp)
+		} else {
+			w.timer.Reset(w.opts.Interval)
+		}
 	}
 	w.buf = append(w.buf, p...)
 	full := len(w.buf) >= w.opts.FlushSize
@@ -146,6 +161,9 @@ func (w *Writer) Close() error {
 		// writes from now on wait for outMu, so they follow these lines.
 		w.mu.Lock()
 		w.closed = true
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 		b := w.buf
 		w.buf, w.spare = nil, nil
 		w.mu.Unlock()
@@ -156,21 +174,25 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
+// run writes the buffer out each time it passes FlushSize, until Close.
 func (w *Writer) run() {
 	defer close(w.stopped)
-	var tick <-chan time.Time
-	if w.opts.Interval > 0 {
-		t := time.NewTicker(w.opts.Interval)
-		defer t.Stop()
-		tick = t.C
-	}
 	for {
 		select {
 		case <-w.wake:
-		case <-tick:
 		case <-w.stop:
 			return
 		}
+		w.wakes.Add(1)
 		w.Flush()
 	}
+}
+
+// timeUp writes the buffer out an Interval after its first line (on the
+// timer's goroutine). Lines that came since are written with it; a buffer
+// written out meanwhile, by size or Flush, leaves nothing or what came
+// after, which is then at most Interval old.
+func (w *Writer) timeUp() {
+	w.wakes.Add(1)
+	w.Flush()
 }

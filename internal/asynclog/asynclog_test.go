@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -189,4 +190,71 @@ func BenchmarkRequestLine(b *testing.B) {
 			})
 		})
 	}
+}
+
+// Regression: the writer woke on a ticker every Interval, busy or idle (an
+// idle gateway woke five times a second to find nothing to write). Now a
+// line arms the timer when it finds the buffer empty, and nothing else
+// does.
+func TestIdleWriterArmsNoTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := newRecorder()
+		w := New(out, Options{Interval: 200 * time.Millisecond})
+		defer w.Close()
+		time.Sleep(10 * time.Second)
+		if n := w.wakes.Load(); n != 0 {
+			t.Fatalf("woke %d times in 10 s with nothing to write", n)
+		}
+		io.WriteString(w, "one\n")
+		time.Sleep(150 * time.Millisecond)
+		io.WriteString(w, "two\n") // into a buffer that waits: no timer of its own
+		time.Sleep(49 * time.Millisecond)
+		synctest.Wait()
+		if got, _ := out.all(); got != "" {
+			t.Fatalf("written before the first line's interval: %q", got)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got, n := out.all(); got != "one\ntwo\n" || n != 1 {
+			t.Fatalf("after the interval: %q in %d writes, want both lines in one", got, n)
+		}
+		// A line after the write-out waits its own interval, from when it came.
+		time.Sleep(100 * time.Millisecond)
+		io.WriteString(w, "three\n")
+		time.Sleep(199 * time.Millisecond)
+		synctest.Wait()
+		if got, _ := out.all(); got != "one\ntwo\n" {
+			t.Fatalf("the third line went early: %q", got)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if got, _ := out.all(); got != "one\ntwo\nthree\n" {
+			t.Fatalf("the third line: %q", got)
+		}
+		time.Sleep(10 * time.Second)
+		if n := w.wakes.Load(); n != 2 {
+			t.Fatalf("woke %d times for two write-outs", n)
+		}
+	})
+}
+
+// A buffer written out by size before its timer is due leaves the timer
+// nothing to write; a line after that still goes out within Interval.
+func TestWrittenBySizeThenByTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := newRecorder()
+		w := New(out, Options{Interval: 200 * time.Millisecond, FlushSize: 8})
+		defer w.Close()
+		io.WriteString(w, "0123456789\n") // over FlushSize: out at once
+		synctest.Wait()
+		if got, _ := out.all(); got != "0123456789\n" {
+			t.Fatalf("by size: %q", got)
+		}
+		io.WriteString(w, "x\n")
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		if got, n := out.all(); got != "0123456789\nx\n" || n != 2 {
+			t.Fatalf("by the timer: %q in %d writes", got, n)
+		}
+	})
 }
