@@ -41,10 +41,10 @@ func List(v string) []string {
 }
 
 // ParseRequestLog reads "bodies=on,max_body_bytes=64KiB" (each optional)
-// as the admin API's request_log object, or "none" as nil (the key's
-// pools' settings).
+// as the admin API's request_log object, or "" and "none" as nil (the
+// key's pools' settings), as RequestLog writes a key without its own.
 func ParseRequestLog(v string) (map[string]any, error) {
-	if strings.EqualFold(strings.TrimSpace(v), "none") {
+	if None(v) {
 		return nil, nil
 	}
 	out := map[string]any{}

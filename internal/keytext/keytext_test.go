@@ -41,6 +41,17 @@ func TestRequestLogRoundTrips(t *testing.T) {
 	}
 }
 
+// Regression: RequestLog writes a key without settings of its own as "",
+// which ParseRequestLog refused ("write bodies=on,..."), where the other
+// readers of the package and cachepolicy.Parse read "" as none.
+func TestParseRequestLogReadsEmptyAsNone(t *testing.T) {
+	for _, in := range []string{RequestLog(nil), "", "  "} {
+		if l, err := ParseRequestLog(in); err != nil || l != nil {
+			t.Errorf("%q: %v, %v; want nil (the pools')", in, l, err)
+		}
+	}
+}
+
 func TestParseRequestLogRefuses(t *testing.T) {
 	for in, want := range map[string]string{
 		"bodies":                     "write bodies=on",
