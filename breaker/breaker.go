@@ -21,8 +21,9 @@
 //   - A probe of another Class than the failure that opened the breaker
 //     (a plain call while streams stall) cannot close it.
 //   - AllowEarly lets one probe through an open breaker once the backend's
-//     own Retry-After has passed, or through a partial trip, for a pool
-//     whose every member is benched.
+//     own Retry-After has passed, through a partial trip, or for a
+//     backend that passed its last health check but needs more in a row,
+//     for a pool whose every member is benched.
 //   - Envoy's outlier rules (eject.go): a backend benched again after it
 //     came back is benched longer each time (Snapshot.Level) and needs
 //     more passing health checks (Checked) to come back early; a trip
@@ -58,14 +59,15 @@ type Interface interface {
 	// called with the call's outcome (see Done).
 	Allow() (done Done, ok bool)
 	// AllowEarly lets one call through an open breaker whose RetryAt is
-	// set and has passed, or whose trip is partial (Snapshot.Partial: the
-	// backend still answered most calls), although its Until has not: the
-	// call is a half-open probe (the breaker moves to HalfOpen, with a
-	// transition). It reports false for a closed breaker, a half-open one
-	// with its probe in flight, and an open one that is not partial and
-	// has no RetryAt or is before it; an open breaker whose Until has
-	// passed, or a half-open one with no probe, lets the call through as
-	// Allow does.
+	// set and has passed, whose trip is partial (Snapshot.Partial: the
+	// backend still answered most calls), or whose backend passed its
+	// last health check but not yet as many in a row as its level needs
+	// (Snapshot.Passes > 0), although its Until has not: the call is a
+	// half-open probe (the breaker moves to HalfOpen, with a transition).
+	// It reports false for a closed breaker, a half-open one with its
+	// probe in flight, and an open one that is none of those; an open
+	// breaker whose Until has passed, or a half-open one with no probe,
+	// lets the call through as Allow does.
 	// The routing engine calls it only when no member of a pool is usable
 	// (Envoy's panic threshold): the bench must not empty a pool for a
 	// fixed minute once a backend's own Retry-After has passed.
@@ -236,6 +238,11 @@ func (b *Breaker) allow(early bool) (Done, bool) {
 		case early && b.partial:
 			// A backend that still answers most calls is better than none.
 			ev = b.setLocked(HalfOpen, now, time.Time{}, KindTripEnded, "no other member can take the call: a probe through a partial trip")
+			b.probeLocked(c)
+		case early && b.passes > 0 && b.passesNeededLocked() > 0:
+			// So is one that answers its health checks but has not yet
+			// passed as many in a row as its level asks.
+			ev = b.setLocked(HalfOpen, now, time.Time{}, KindTripEnded, "no other member can take the call: a probe of a backend that passed its last health check")
 			b.probeLocked(c)
 		default:
 			b.mu.Unlock()

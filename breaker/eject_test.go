@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -224,6 +225,68 @@ func TestAllowEarlyLetsAProbeThroughAPartialTrip(t *testing.T) {
 	}
 	if _, ok := o.AllowEarly(); ok {
 		t.Fatal("AllowEarly let a call through an outage's trip")
+	}
+}
+
+// TestAllowEarlyLetsAProbeThroughABackendPassingItsChecks: when no other
+// member can take a call, a backend benched again (a flapping one, which
+// needs several passing health checks in a row) that passed its last
+// check is better than none: AllowEarly lets one call through as its
+// probe. It found a pool of two flapping regions refusing every call for
+// over a minute while one of them had been answering its checks. Before
+// any passing check, or after a failed one, it stays out; a failed probe
+// keeps its level.
+func TestAllowEarlyLetsAProbeThroughABackendPassingItsChecks(t *testing.T) {
+	b, clk, rec := newTest(Settings{Failures: 1, Trip: time.Minute, SlowStart: time.Minute})
+	b.Force(Open, time.Time{}, KindUnresponsive, "dark")
+	b.Checked(true, "pass") // the first trip ends
+	clk.Advance(10 * time.Second)
+	b.Force(Open, time.Time{}, KindUnresponsive, "dark again")
+	if s := b.Snapshot(); s.Level != 2 || s.PassesNeeded != 2 {
+		t.Fatalf("benched again: %+v, want level 2, two passes needed", s)
+	}
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("AllowEarly before any passing check")
+	}
+	b.Checked(true, "pass")
+	b.Checked(false, "fail")
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("AllowEarly after a failed check")
+	}
+	b.Checked(true, "pass")
+	done, ok := b.AllowEarly()
+	if !ok {
+		t.Fatal("AllowEarly refused a backend that passed its last check")
+	}
+	if e := rec.all()[len(rec.all())-1]; e.To != HalfOpen || !strings.Contains(e.Cause, "passed its last health check") {
+		t.Fatalf("the early probe's transition: %+v", e)
+	}
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("a second call went through while the probe was in flight")
+	}
+	done(fail)
+	if s := b.Snapshot(); s.State != Open || s.Level != 2 || s.Passes != 0 {
+		t.Fatalf("after the early probe failed: %+v, want open at level 2, the passes forgotten", s)
+	}
+	if _, ok := b.AllowEarly(); ok {
+		t.Fatal("AllowEarly again after the failed probe, with no pass since")
+	}
+	b.Checked(true, "pass")
+	done, ok = b.AllowEarly()
+	if !ok {
+		t.Fatal("AllowEarly refused after a new pass")
+	}
+	done(okOut)
+	if s := b.Snapshot(); s.State != Closed || s.Share != MinShare {
+		t.Fatalf("after the early probe passed: %+v, want closed in its slow start", s)
+	}
+
+	// Benched for quota or by an operator: no checks end it, no early call.
+	q, _, _ := newTest(Settings{Failures: 1, Trip: time.Minute})
+	q.Force(Open, time.Time{}, KindManual, "operator")
+	q.Checked(true, "pass")
+	if _, ok := q.AllowEarly(); ok {
+		t.Fatal("AllowEarly through an operator's trip")
 	}
 }
 

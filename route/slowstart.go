@@ -86,8 +86,9 @@ func (b *Backend) heldBack(share float64) bool {
 // earlyRank orders the benched members the panic path may try when no
 // member can take a call: first those whose backend's own Retry-After has
 // passed (soonest first), then those benched for a brownout, whose trip is
-// partial (the one whose trip ends soonest first). ok is false for a
-// member that may not be tried early.
+// partial, then those benched again that passed their last health check
+// but need more in a row (in each, the one whose trip ends soonest first).
+// ok is false for a member that may not be tried early.
 func earlyRank(s breaker.Snapshot, now time.Time) (tier int, at time.Time, ok bool) {
 	switch {
 	case s.State != breaker.Open:
@@ -96,6 +97,8 @@ func earlyRank(s breaker.Snapshot, now time.Time) (tier int, at time.Time, ok bo
 		return 0, s.RetryAt, true
 	case s.Partial:
 		return 1, s.Until, true
+	case s.Passes > 0 && s.PassesNeeded > 0:
+		return 2, s.Until, true
 	}
 	return 0, time.Time{}, false
 }

@@ -164,3 +164,59 @@ func TestEjectionNeverBenchesTheLastUsableMembers(t *testing.T) {
 		t.Fatal("a call went to a backend benched for an outage")
 	}
 }
+
+// flapTrip benches br again after it came back once, so that it needs two
+// passing health checks in a row to come back early.
+func flapTrip(t *testing.T, br breaker.Interface) {
+	t.Helper()
+	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
+	br.Checked(true, "pass")
+	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
+	if s := br.Snapshot(); s.PassesNeeded != 2 || s.Passes != 0 {
+		t.Fatalf("%+v, want two passes needed", s)
+	}
+}
+
+// TestEveryMemberBenchedTriesOnePassingItsChecks: when every member of a
+// pool is benched for its health and one of them, benched again and so
+// needing several passing health checks in a row, has passed its last
+// one, that one is tried as its breaker's probe rather than the pool
+// refusing every call until the checks add up (a soak of two flapping
+// regions saw over a minute of refusals while one had been answering its
+// checks for most of it). A brownout's trip ranks before it; a member
+// with no passing check is not tried.
+func TestEveryMemberBenchedTriesOnePassingItsChecks(t *testing.T) {
+	clk := fakeclock.New()
+	ms := breakered(clk, members([2]int{1, 1}, [2]int{2, 1}))
+	p := &Pool{Members: ms, Clock: clk}
+	a, b := ms[0].Backend.Breaker, ms[1].Backend.Breaker
+	flapTrip(t, a)
+	flapTrip(t, b)
+	if m, _, _ := p.next(nil, nil, &memberSet{}); m != nil {
+		t.Fatalf("a call went to %s with no passing check anywhere", m.Backend.Name)
+	}
+	b.Checked(true, "pass")
+	m, done, _ := p.next(nil, nil, &memberSet{})
+	if m != ms[1] {
+		t.Fatalf("picked %v, want b, which passed its last check", m)
+	}
+	if s := b.Snapshot(); s.State != breaker.HalfOpen || !s.Probing {
+		t.Fatalf("b %+v, want half-open with the call as its probe", s)
+	}
+	if m2, _, _ := p.next(nil, nil, &memberSet{}); m2 != nil {
+		t.Fatalf("a second call went to %s while b's probe was in flight", m2.Backend.Name)
+	}
+	done(breaker.Outcome{Result: breaker.Success})
+	if got := poolPicks(p, 3); got != "bbb" {
+		t.Fatalf("picks after b's probe passed: %s, want bbb", got)
+	}
+
+	// A brownout's trip ranks before a passing check.
+	c := breakered(clk, members([2]int{1, 1}, [2]int{2, 1}))
+	flapTrip(t, c[0].Backend.Breaker)
+	c[0].Backend.Breaker.Checked(true, "pass")
+	brownoutTrip(t, c[1].Backend.Breaker)
+	if m, _, _ := (&Pool{Members: c, Clock: clk}).next(nil, nil, &memberSet{}); m != c[1] {
+		t.Fatalf("picked %v, want the member benched for a brownout", m)
+	}
+}
