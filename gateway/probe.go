@@ -43,7 +43,19 @@ type prober struct {
 	status   ProbeStatus
 	openedBy bool // the probe forced the breaker open
 	recovery bool // the last probe was a recovery probe (recover)
+	// pools are the pools of poolsOf (the engine they were read from)
+	// that have the backend as a member (awaited).
+	pools   []*route.Pool
+	poolsOf *engine.Engine
 }
+
+// emptyPoolProbeEvery is how often a benched backend is probed while a
+// pool it is a member of has no member that would take a call (awaited):
+// every caller of that pool is refused until one comes back, so a second
+// of its recovery unseen costs all of that pool's calls, where
+// recovery_interval (and twice that after a failed probe) is for a
+// backend whose pool still has others to call.
+const emptyPoolProbeEvery = time.Second
 
 // syncProbes starts probes for backends that have one configured and stops
 // those whose backend or probe settings changed. Requires g.mu held (or no
@@ -107,7 +119,10 @@ func (p *prober) stop() {
 // recovery_interval from its start (the failure that opened it is
 // fresh), and after a failed one the next waits twice as long, so a long
 // outage costs a probe every 10 s rather than every 5 (each is a call
-// the region counts). Waits run on the gateway's clock.
+// the region counts), except while a pool of the backend has no member
+// that would take a call: then it is probed every emptyPoolProbeEvery,
+// and a benched backend wakes its prober that often to see whether that
+// has come to pass. Waits run on the gateway's clock.
 func (p *prober) run(ctx context.Context) {
 	defer close(p.done)
 	clk := clock.Or(p.g.opts.Clock)
@@ -116,6 +131,9 @@ func (p *prober) run(ctx context.Context) {
 	}
 	d := p.wait()
 	for {
+		if p.benched() {
+			d = min(d, emptyPoolProbeEvery)
+		}
 		wake := make(chan struct{})
 		t := clk.AfterFunc(d, func() { close(wake) })
 		select {
@@ -132,18 +150,100 @@ func (p *prober) run(ctx context.Context) {
 	}
 }
 
-// notYet is how long until the first recovery probe of the trip in force
-// is due: recovery_interval after the breaker opened; zero when it is due
-// or there is nothing to probe.
+// notYet is how long until the next recovery probe of the trip in force
+// is due: the first recovery_interval after the breaker opened, the next
+// as wait says after the last; either emptyPoolProbeEvery when a pool of
+// the backend waits on it (awaited), unless its last probe was refused
+// with a 4xx. Zero when it is due or there is nothing to probe.
 func (p *prober) notYet() time.Duration {
 	br := p.backend.Breaker
 	if br == nil {
 		return 0
 	}
-	if s := br.Snapshot(); s.State == breaker.Open && s.PassesNeeded > 0 {
-		return max(s.Since.Add(p.cfg.RecoveryInterval.D()).Sub(p.g.now()), 0)
+	s := br.Snapshot()
+	if s.State != breaker.Open || s.PassesNeeded == 0 {
+		return 0
 	}
-	return 0
+	ref, every := s.Since, p.cfg.RecoveryInterval.D()
+	last := p.snapshot()
+	if last.At.After(s.Since) {
+		ref, every = last.At, p.wait()
+	}
+	if every > emptyPoolProbeEvery && last.Result != "4xx" && p.awaited() {
+		every = emptyPoolProbeEvery
+	}
+	return max(ref.Add(every).Sub(p.g.now()), 0)
+}
+
+// benched reports whether the backend's breaker is open for a trip that
+// recovery probes may end.
+func (p *prober) benched() bool {
+	br := p.backend.Breaker
+	if br == nil {
+		return false
+	}
+	s := br.Snapshot()
+	return s.State == breaker.Open && s.PassesNeeded > 0 && !s.Throttled
+}
+
+// awaited reports whether callers wait on the backend's recovery: a pool
+// it is a member of has, with the pools it falls back to, no member that
+// would take a call now, so that pool refuses every call.
+func (p *prober) awaited() bool {
+	eng := p.g.state.Load()
+	if eng == nil {
+		return false
+	}
+	p.mu.Lock()
+	if p.poolsOf != eng {
+		p.pools, p.poolsOf = poolsWith(eng, p.backend), eng
+	}
+	pools := p.pools
+	p.mu.Unlock()
+	now := p.g.now()
+	for _, pl := range pools {
+		if !servable(pl, now) {
+			return true
+		}
+	}
+	return false
+}
+
+// poolsWith is the pools of eng that have b as a member, each once (a
+// pool is also listed under its aliases).
+func poolsWith(eng *engine.Engine, b *route.Backend) []*route.Pool {
+	seen := map[*route.Pool]bool{}
+	var out []*route.Pool
+	for _, pl := range eng.Pools {
+		if seen[pl] {
+			continue
+		}
+		seen[pl] = true
+		for _, m := range pl.Members {
+			if m.Backend == b {
+				out = append(out, pl)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// maxFallbackHops bounds the walk along a pool's fallbacks.
+const maxFallbackHops = 8
+
+// servable reports whether pl, or a pool it falls back to, has a member
+// that would take a call at now.
+func servable(pl *route.Pool, now time.Time) bool {
+	for hops := 0; pl != nil && hops < maxFallbackHops; hops++ {
+		for _, m := range pl.Members {
+			if m.Backend.Usable(now) {
+				return true
+			}
+		}
+		pl = pl.Fallback
+	}
+	return false
 }
 
 // misconfiguredProbeEvery is how often a backend whose last probe was

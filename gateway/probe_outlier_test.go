@@ -74,3 +74,59 @@ func TestRecoveryProbesWaitAndBackOff(t *testing.T) {
 		t.Fatalf("wait %v after a failed recovery probe, want 10s", d)
 	}
 }
+
+// TestRecoveryProbesOfAnEmptyPoolComeEverySecond: while a pool of the
+// benched backend has no other member that would take a call, its
+// recovery probes come every second, failed or not, instead of
+// recovery_interval and twice that after a failed one: every caller of the
+// pool is refused until one comes back. (A game day of two regions taking
+// turns to fail lost most of each turn to the 5-10 s wait.) Once another
+// member takes calls again, the usual waits return.
+func TestRecoveryProbesOfAnEmptyPoolComeEverySecond(t *testing.T) {
+	g, weu, p := recoveryEnv(t, upstreamtest.Status(500))
+	clk := g.opts.Clock.(*fakeclock.Clock)
+	if err := g.ForceBreaker("sec", true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	send(t, g) // weu fails and is benched: the pool has no member left
+	if !p.awaited() {
+		t.Fatal("a pool with every member benched does not wait on weu")
+	}
+	if d := p.notYet(); d != time.Second {
+		t.Fatalf("first probe due in %v, want 1s", d)
+	}
+	clk.Advance(time.Second)
+	if d := p.notYet(); d != 0 {
+		t.Fatalf("first probe due in %v a second later, want now", d)
+	}
+	calls := weu.Calls()
+	p.tick(context.Background())
+	if weu.Calls() != calls+1 {
+		t.Fatalf("the due probe made %d calls", weu.Calls()-calls)
+	}
+	if d := p.notYet(); d != time.Second {
+		t.Fatalf("next probe due in %v after a failed one, want 1s", d)
+	}
+	// sec takes calls again: the pool no longer waits on weu.
+	if err := g.ForceBreaker("sec", false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if p.awaited() {
+		t.Fatal("the pool waits on weu with sec taking calls")
+	}
+	if d := p.notYet(); d != 10*time.Second {
+		t.Fatalf("next probe due in %v with sec back, want 10s (twice recovery_interval after a failed probe)", d)
+	}
+	// A backend refused with a 4xx (a revoked key) keeps its minute even
+	// when its pool waits on it.
+	g2, _, p2 := recoveryEnv(t, upstreamtest.Status(401))
+	if err := g2.ForceBreaker("sec", true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	send(t, g2)
+	g2.opts.Clock.(*fakeclock.Clock).Advance(time.Second)
+	p2.tick(context.Background())
+	if d := p2.notYet(); d != misconfiguredProbeEvery {
+		t.Fatalf("a revoked key's next probe due in %v, want %v", d, misconfiguredProbeEvery)
+	}
+}
