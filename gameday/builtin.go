@@ -78,12 +78,34 @@ func misconfigured(mode string) []Fault {
 	return []Fault{{Region: "westeurope", Mode: mode, From: 0, To: d(60 * time.Second)}}
 }
 
-// Builtin returns the built-in scenarios, in order. The first five take
+// takingTurns is the faults of regions-taking-turns: westeurope and
+// swedencentral fail by turns, each for step, in modes one after the
+// other (westeurope first).
+func takingTurns(step time.Duration, modes ...string) []Fault {
+	var out []Fault
+	for i, m := range modes {
+		region := "westeurope"
+		if i%2 == 1 {
+			region = "swedencentral"
+		}
+		out = append(out, Fault{Region: region, Mode: m, From: d(time.Duration(i) * step), To: d(time.Duration(i+1) * step)})
+	}
+	return out
+}
+
+// turnsMembers is the pool of regions-taking-turns: westeurope first,
+// swedencentral while it is out.
+func turnsMembers() []Member {
+	return []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}}
+}
+
+// Builtin returns the built-in scenarios, in order. The first eight take
 // their real-time durations from the benchmark (five-minute steady runs,
-// 200-request bursts) and the Azure OpenAI multi-region game day (API Management backend pools and circuit breakers), each with the compression
-// that makes the five run in about three minutes. The last three measure
-// switchover as shipped (setups with Defaults) and so run in real time:
-// about ten minutes more.
+// 200-request bursts) and the Azure OpenAI multi-region game day (API
+// Management backend pools and circuit breakers), each with the
+// compression that makes them run in a few minutes. The last five
+// measure switchover as shipped (setups with Defaults) and so run in real
+// time: about seventeen minutes more.
 func Builtin() []Scenario {
 	const steady = 5 * time.Minute
 	return []Scenario{
@@ -369,6 +391,31 @@ func Builtin() []Scenario {
 				{Name: "gateway: switchover defaults, batch key at 60 rpm", Mode: "gateway", Defaults: true, Members: weights(1, 1, 1),
 					NoiseLimits: &KeyLimits{RPM: 60},
 					Description: "switchover's shipped defaults; the batch job's key has rpm: 60."},
+			},
+		},
+		{
+			Name:  "regions-taking-turns",
+			Title: "Regions taking turns to fail",
+			Description: "westeurope (priority 1) and swedencentral (priority 2) take turns to fail for 10 s each, for " +
+				"80 s, each time another way (5xx, reset connections, a hang); uksouth is not in the pool. One of the " +
+				"two answers at every moment, but each is benched again and again, and a region benched again needs " +
+				"more passing health probes to come back early. Plain requests at 5 req/s for 90 s. Does the pool keep " +
+				"answering while both regions are benched?",
+			Targets: "≥ 90% answered: one of the two regions answers at every moment, so each turn should cost only the " +
+				"second or two it takes to see one region fail and the other come back.",
+			Compress: 1,
+			Regions:  benchmarkRegions(1000, 1000000),
+			Load:     Load{Rate: 5, Duration: d(90 * time.Second), MaxTokens: 16, Timeout: d(30 * time.Second)},
+			Faults:   takingTurns(10*time.Second, "error500", "reset", "blackhole", "error500", "reset", "blackhole", "error500", "reset"),
+			Setups: []Setup{
+				{Name: "gateway: switchover defaults", Mode: "gateway", Defaults: true, Members: turnsMembers(),
+					Description: "No timeouts, breaker or retry in the configuration: switchover's shipped defaults."},
+				{Name: "gateway: APIM-style, 10 s timeout", Mode: "gateway", Members: turnsMembers(), Attempts: 2,
+					Breaker: &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)}, FirstByteTimeout: d(10 * time.Second),
+					Description: "API Management's rule (5 failures in 30 s bench a region for 60 s, then one probe) with a 10 s forward timeout, retrying on priority 2."},
+				{Name: "client: sequential, cool-down", Mode: "client", Members: turnsMembers(), Attempts: 2,
+					Breaker: &Breaker{Failures: 1, Window: d(30 * time.Second), Trip: d(60 * time.Second)}, FirstByteTimeout: d(10 * time.Second),
+					Description: "No gateway: try westeurope then swedencentral, skip a failed region for 60 s, 10 s first-byte timeout."},
 			},
 		},
 	}

@@ -258,7 +258,7 @@ func TestBuiltinScenariosAreValid(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"nothing-wrong", "main-region-short", "every-region-short", "region-outage", "bursts",
-		"outage-default-timeouts", "misconfigured-region", "impossible-requests", "every-region-short-repeats"} {
+		"outage-default-timeouts", "misconfigured-region", "impossible-requests", "every-region-short-repeats", "regions-taking-turns"} {
 		if !names[want] {
 			t.Errorf("missing built-in scenario %s", want)
 		}

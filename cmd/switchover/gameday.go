@@ -26,8 +26,8 @@ Rehearses regional outages and quota shortages on this machine: for each
 scenario, starts simulated regions, runs every setup (a gateway in process
 over loopback HTTP, or a client-side strategy) under the same load, and
 prints a table per scenario. Eight of the built-in scenarios take a few
-minutes together; four measure switchover as shipped in real time, about
-twelve minutes more (-only picks scenarios).
+minutes together; five measure switchover as shipped in real time, about
+seventeen minutes more (-only picks scenarios).
 
 Examples:
   switchover gameday
