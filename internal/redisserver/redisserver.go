@@ -198,13 +198,46 @@ func Ping(addr string) error {
 }
 
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	// Listeners are held until a port not handed out before comes, so
+	// that the kernel offers another each time.
+	var held []net.Listener
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range maxPortTries {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("find a free port: %w", err)
+		}
+		held = append(held, l)
+		if port := l.Addr().(*net.TCPAddr).Port; !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("find a free port: %d tries gave ports handed out before", maxPortTries)
 }
+
+// handedOut is every port freePort has returned in this process: none is
+// returned twice. A cluster node stopped by one test is still gossiped to
+// by its live peers; had its port (or bus port) gone to another test's
+// node, the two clusters would meet and merge (the flake: a cluster of
+// three forming with five known nodes, cluster tests side by side on a
+// busy machine, 2026-12-04).
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// maxPortTries bounds freePort's listens.
+const maxPortTries = 64
 
 // lockedWriter is the server's output, written by exec's copying
 // goroutine and read when start fails.

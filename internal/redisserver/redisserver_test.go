@@ -56,3 +56,22 @@ func TestStartFailsForABinaryThatIsNotRedis(t *testing.T) {
 		t.Fatal("Start of false succeeded")
 	}
 }
+
+// Regression: freePort could hand out a port a stopped node had used,
+// which its cluster's live peers still gossip to; two clusters then met
+// (TestClusterConformance formed with five known nodes, the redisstore
+// cluster tests side by side on a busy machine). No port is handed out
+// twice in a process, even once it is free again.
+func TestFreePortNeverHandsOutAPortTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 300 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+	}
+}
