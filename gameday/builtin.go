@@ -93,10 +93,16 @@ func takingTurns(step time.Duration, modes ...string) []Fault {
 	return out
 }
 
-// turnsMembers is the pool of regions-taking-turns: westeurope first,
-// swedencentral while it is out.
-func turnsMembers() []Member {
+// westeuropeFirst is the pool of region-outage and regions-taking-turns:
+// westeurope first, swedencentral while it is out.
+func westeuropeFirst() []Member {
 	return []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}}
+}
+
+// apimRule is API Management's breaker rule as the Azure OpenAI game day
+// set it up: 5 failures in 30 s bench a region for 60 s, then one probe.
+func apimRule() *Breaker {
+	return &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)}
 }
 
 // Builtin returns the built-in scenarios, in order. The first eight take
@@ -270,17 +276,17 @@ func Builtin() []Scenario {
 			Outage: "westeurope",
 			Setups: []Setup{
 				{Name: "gateway: first-byte timeout", Mode: "gateway", Attempts: 2,
-					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
-					Breaker:                &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
+					Members:                westeuropeFirst(),
+					Breaker:                apimRule(),
 					StreamFirstByteTimeout: d(2 * time.Second), Timeout: d(60 * time.Second),
 					Description: "API Management's rule (5 failures in 30 s, 60 s trip) with a 2 s first-byte timeout."},
 				{Name: "gateway: forward timeout only", Mode: "gateway", Attempts: 2,
-					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
-					Breaker:                &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
+					Members:                westeuropeFirst(),
+					Breaker:                apimRule(),
 					StreamFirstByteTimeout: d(15 * time.Second), Timeout: d(15 * time.Second),
 					Description: "The same rule with only a 15 s attempt timeout (the API Management game day had 120 s), as without a first-byte timeout."},
 				{Name: "client: sequential, cool-down", Mode: "client", Attempts: 2,
-					Members:                []Member{{Region: "westeurope", Priority: 1}, {Region: "swedencentral", Priority: 2}},
+					Members:                westeuropeFirst(),
 					Breaker:                &Breaker{Failures: 1, Window: d(30 * time.Second), Trip: d(60 * time.Second)},
 					StreamFirstByteTimeout: d(2 * time.Second), Timeout: d(60 * time.Second),
 					Description: "No gateway: try westeurope then swedencentral, skip a failed region for 60 s, 2 s first-byte timeout."},
@@ -324,7 +330,7 @@ func Builtin() []Scenario {
 				{Name: "gateway: switchover defaults", Mode: "gateway", Defaults: true, Members: outageMembers(),
 					Description: "No timeouts, breaker or retry in the configuration: switchover's shipped defaults."},
 				{Name: "gateway: APIM-style, 10 s timeout", Mode: "gateway", Members: outageMembers(), Attempts: 3,
-					Breaker: &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)}, FirstByteTimeout: d(10 * time.Second),
+					Breaker: apimRule(), FirstByteTimeout: d(10 * time.Second),
 					Description: "API Management's rule (5 failures in 30 s bench a region for 60 s, then one probe) with a 10 s forward timeout, retrying on priority 2."},
 			},
 		},
@@ -408,12 +414,12 @@ func Builtin() []Scenario {
 			Load:     Load{Rate: 5, Duration: d(90 * time.Second), MaxTokens: 16, Timeout: d(30 * time.Second)},
 			Faults:   takingTurns(10*time.Second, "error500", "reset", "blackhole", "error500", "reset", "blackhole", "error500", "reset"),
 			Setups: []Setup{
-				{Name: "gateway: switchover defaults", Mode: "gateway", Defaults: true, Members: turnsMembers(),
+				{Name: "gateway: switchover defaults", Mode: "gateway", Defaults: true, Members: westeuropeFirst(),
 					Description: "No timeouts, breaker or retry in the configuration: switchover's shipped defaults."},
-				{Name: "gateway: APIM-style, 10 s timeout", Mode: "gateway", Members: turnsMembers(), Attempts: 2,
-					Breaker: &Breaker{Failures: 5, Window: d(30 * time.Second), Trip: d(60 * time.Second)}, FirstByteTimeout: d(10 * time.Second),
+				{Name: "gateway: APIM-style, 10 s timeout", Mode: "gateway", Members: westeuropeFirst(), Attempts: 2,
+					Breaker: apimRule(), FirstByteTimeout: d(10 * time.Second),
 					Description: "API Management's rule (5 failures in 30 s bench a region for 60 s, then one probe) with a 10 s forward timeout, retrying on priority 2."},
-				{Name: "client: sequential, cool-down", Mode: "client", Members: turnsMembers(), Attempts: 2,
+				{Name: "client: sequential, cool-down", Mode: "client", Members: westeuropeFirst(), Attempts: 2,
 					Breaker: &Breaker{Failures: 1, Window: d(30 * time.Second), Trip: d(60 * time.Second)}, FirstByteTimeout: d(10 * time.Second),
 					Description: "No gateway: try westeurope then swedencentral, skip a failed region for 60 s, 10 s first-byte timeout."},
 			},
