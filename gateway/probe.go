@@ -236,10 +236,8 @@ const maxFallbackHops = 8
 // that would take a call at now.
 func servable(pl *route.Pool, now time.Time) bool {
 	for hops := 0; pl != nil && hops < maxFallbackHops; hops++ {
-		for _, m := range pl.Members {
-			if m.Backend.Usable(now) {
-				return true
-			}
+		if pl.AnyUsable(now) {
+			return true
 		}
 		pl = pl.Fallback
 	}

@@ -428,14 +428,7 @@ func PoolsReady(pools map[string]*route.Pool, now time.Time) error {
 			continue
 		}
 		seen[p] = true
-		ok := false
-		for _, m := range p.Members {
-			if m.Backend.Usable(now) {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if !p.AnyUsable(now) {
 			down = append(down, p.Name)
 		}
 	}

@@ -234,6 +234,17 @@ func (p *Pool) Member(backend string) *Member {
 	return nil
 }
 
+// AnyUsable reports whether a member of the pool would take a call at now
+// (Backend.Usable), leaving its fallback pools aside.
+func (p *Pool) AnyUsable(now time.Time) bool {
+	for _, m := range p.Members {
+		if m.Backend.Usable(now) {
+			return true
+		}
+	}
+	return false
+}
+
 // OwnerUnavailableError is a request for state that lives on one backend
 // (Request.Owner) when that backend cannot take it. No other backend is
 // tried: none has the state, and one would answer without it.
