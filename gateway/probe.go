@@ -161,7 +161,7 @@ func (p *prober) notYet() time.Duration {
 		return 0
 	}
 	s := br.Snapshot()
-	if s.State != breaker.Open || s.PassesNeeded == 0 {
+	if !recoverable(s) {
 		return 0
 	}
 	ref, every := s.Since, p.cfg.RecoveryInterval.D()
@@ -178,12 +178,14 @@ func (p *prober) notYet() time.Duration {
 // benched reports whether the backend's breaker is open for a trip that
 // recovery probes may end.
 func (p *prober) benched() bool {
-	br := p.backend.Breaker
-	if br == nil {
-		return false
-	}
-	s := br.Snapshot()
-	return s.State == breaker.Open && s.PassesNeeded > 0 && !s.Throttled
+	return p.backend.Breaker != nil && recoverable(p.backend.Breaker.Snapshot())
+}
+
+// recoverable reports whether s is an open breaker whose trip passing
+// health checks may end: not a quota trip (its Retry-After says when),
+// a brownout's or an operator's (PassesNeeded is 0 for those).
+func recoverable(s breaker.Snapshot) bool {
+	return s.State == breaker.Open && s.PassesNeeded > 0
 }
 
 // awaited reports whether callers wait on the backend's recovery: a pool
@@ -283,7 +285,7 @@ func (p *prober) tick(ctx context.Context) {
 		_, held := p.g.probes.held.Load(p.backend.Name)
 		// A trip health checks cannot end (quota, a brownout) is left
 		// to run its course: probing it would only spend calls.
-		benched := s.State == breaker.Open && s.PassesNeeded > 0 && !s.Throttled && !held && !p.openedByProbe()
+		benched := recoverable(s) && !held && !p.openedByProbe()
 		// A trip that ended with no traffic leaves the breaker half-open:
 		// a probe decides it, so an idle pool fails back too.
 		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
