@@ -21,9 +21,7 @@ func breakered(clk *fakeclock.Clock, ms []*Member) []*Member {
 // its lowest share, as a backend back from a repeated trip is.
 func intoSlowStart(t *testing.T, br breaker.Interface) {
 	t.Helper()
-	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark")
-	br.Checked(true, "pass")
-	br.Force(breaker.Open, time.Time{}, breaker.KindUnresponsive, "dark again")
+	flapTrip(t, br)
 	br.Checked(true, "pass")
 	br.Checked(true, "pass")
 	if s := br.Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
