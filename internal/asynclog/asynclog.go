@@ -1,9 +1,9 @@
 // Package asynclog is a buffered, asynchronous io.Writer for a log: a
-// write appends the line to a buffer and returns, and a goroutine of its
-// own writes the buffer out when it passes a size, an interval after the
-// first line of an empty buffer, on Flush and on Close: an idle writer
-// arms no timer and wakes nothing. A request log line costs a copy instead of a write(2) on
-// the request's goroutine. When the buffer is full (the output is not
+// write appends the line to a buffer and returns; the buffer is written
+// out by a goroutine of its own when it passes a size, by a timer an
+// interval after the first line of an empty buffer, on Flush and on
+// Close, so an idle writer arms no timer and wakes nothing. A request
+// log line costs a copy instead of a write(2) on the request's goroutine. When the buffer is full (the output is not
 // keeping up) lines are dropped and counted, never waited for.
 package asynclog
 
