@@ -165,11 +165,7 @@ func keyForm(r *http.Request, create bool) (map[string]any, error) {
 		b["cache"] = p // nil: null, the pools' cache
 	}
 	if v, ok := field("request_log"); ok {
-		var l map[string]any
-		var err error
-		if !keytext.None(v) {
-			l, err = keytext.ParseRequestLog(v)
-		}
+		l, err := keytext.ParseRequestLog(v) // "" and none: nil
 		errs = append(errs, fieldErr("request log", err))
 		b["request_log"] = l // nil: null, the pools' setting
 	}
