@@ -188,6 +188,11 @@ func (p *Pool) startCheck(b *Backend, model, why string) {
 	if !b.check.begin(began) {
 		return
 	}
+	if p.Short(began) {
+		// b was the last member that would take calls: its benched peers
+		// are wanted back.
+		p.tellShort(began)
+	}
 	timeout := p.CheckTimeout(b)
 	go func() {
 		defer b.check.end()

@@ -165,6 +165,10 @@ func (p *Pool) tryMembers(ctx context.Context, r *Request) (*http.Response, *Rep
 		}
 		m, done, release := p.next(r, rep, &tried)
 		if m == nil {
+			if r.Owner == "" {
+				n := len(rep.Attempts)
+				p.ranOutOfMembers(p.now(), n > 0 && rep.Attempts[n-1].Retryable)
+			}
 			break
 		}
 		if r.onPick != nil {

@@ -64,6 +64,13 @@ const (
 	// more than the requests made (a model call unless the backend's probe
 	// kind is ProbeModels). Err is the check's failure, nil when it answered.
 	EventProbe
+	// EventShort: the pool became short of members (Pool.Short): a
+	// request found no member to retry on after a failure it could have
+	// retried, or none that would take it, or a health check began on the
+	// last member that would take calls. Told at most once per
+	// shortTellEvery per pool. A gateway probes the pool's benched
+	// members at once rather than at its next round.
+	EventShort
 )
 
 // Event is one thing the engine observed. Fields not relevant to the Kind

@@ -119,6 +119,12 @@ type Pool struct {
 	// DefaultMaxWaitLimit.
 	MaxWaitLimit time.Duration
 	queue        waitQueue
+	// ranOut is when (unix nanoseconds on the pool's clock) a request
+	// last found no member to retry on after a failure it could have
+	// retried (Short); zero when none has since a request was answered.
+	ranOut atomic.Int64
+	// shortTold is when EventShort was last told (unix nanoseconds).
+	shortTold atomic.Int64
 	// RetryBudget bounds the pool's retries to a share of its requests
 	// (see RetryBudget): each request's first attempt deposits, each
 	// retry withdraws, and a retry the budget refuses is not made: the
@@ -243,6 +249,58 @@ func (p *Pool) AnyUsable(now time.Time) bool {
 		}
 	}
 	return false
+}
+
+// shortFor is how long a request that found no member to retry on keeps
+// the pool Short.
+const shortFor = 5 * time.Second
+
+// shortTellEvery bounds how often one pool tells EventShort.
+const shortTellEvery = time.Second
+
+// ranOutOfMembers notes that a request found no member to retry on after
+// a retryable failure (retried; the pool is then Short for shortFor), or
+// none at all that would take it, and tells EventShort when the pool is
+// short.
+func (p *Pool) ranOutOfMembers(now time.Time, retried bool) {
+	if retried {
+		p.ranOut.Store(now.UnixNano())
+	}
+	if retried || p.Short(now) {
+		p.tellShort(now)
+	}
+}
+
+// tellShort tells EventShort, unless it was told within shortTellEvery.
+func (p *Pool) tellShort(now time.Time) {
+	last := p.shortTold.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < shortTellEvery {
+		return
+	}
+	if p.shortTold.CompareAndSwap(last, now.UnixNano()) {
+		p.observe(Event{Kind: EventShort})
+	}
+}
+
+// Short reports whether the pool is short of members at now, so that its
+// benched members are wanted back as soon as they answer: no member would
+// take a call (Backend.Usable), or each that would is under a health check
+// (suspected of having stopped answering), or within shortFor a request's
+// retryable failure found no other member to retry on (and was relayed or
+// sent to a fallback) and no request has been answered since. Its fallback
+// pools are left aside. The gateway's
+// recovery probes read it (they come every second while a pool of the
+// backend is short, and one that passes ends the trip).
+func (p *Pool) Short(now time.Time) bool {
+	if t := p.ranOut.Load(); t != 0 && now.Sub(time.Unix(0, t)) < shortFor {
+		return true
+	}
+	for _, m := range p.Members {
+		if m.Backend.Usable(now) && !m.Backend.check.checking() {
+			return false
+		}
+	}
+	return true
 }
 
 // OwnerUnavailableError is a request for state that lives on one backend
@@ -651,6 +709,9 @@ func (p *Pool) early(now time.Time, tried *memberSet) (*Member, breaker.Done) {
 // returned.
 func (p *Pool) served(rep *Report, m *Member, resp *http.Response) {
 	rep.Served = m
+	if p.ranOut.Load() != 0 { // a read, not a write, on the hot path
+		p.ranOut.Store(0)
+	}
 	if judged := rep.judged(); len(judged) > 1 && judged[0].Backend != m.Backend.Name {
 		rep.Failover = true
 		rep.FailoverFrom = judged[0].Backend
