@@ -153,6 +153,10 @@ type probing struct {
 	// held holds the names of backends whose breaker an operator forced
 	// open: recovery probes leave those alone.
 	held sync.Map
+	// wake holds each running prober's wake-up channel by backend name
+	// (a chan struct{} of one slot), for the engine's word that a pool is
+	// short of members (wakeProbers), read without Gateway.mu.
+	wake sync.Map
 }
 
 // logOutput is the log's buffered writer when the gateway made its own
@@ -342,6 +346,8 @@ func (g *Gateway) observe(e route.Event) {
 	case route.EventUnresponsive:
 		g.Logger.Warn("backend unresponsive: benched, waiting calls failed over", "backend", e.Backend.Name, "pool", e.Pool, "detail", e.Err.Error())
 		g.addEvent(Event{At: g.now(), Kind: "unresponsive", Pool: e.Pool, Backend: e.Backend.Name, Detail: e.Err.Error()}, true)
+	case route.EventShort:
+		g.wakeProbers(e.Pool)
 	case route.EventOperationUnsupported:
 		// A caller can ask for any operation: told in the log, once per
 		// mark, never as a notification.
@@ -676,6 +682,7 @@ func (g *Gateway) close(ctx context.Context) error {
 	for name, p := range g.probes.byBackend {
 		p.stop()
 		delete(g.probes.byBackend, name)
+		g.probes.wake.Delete(name)
 	}
 	// No breaker timer may log, count or notify after Close.
 	if st := g.state.Load(); st != nil {

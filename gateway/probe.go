@@ -38,6 +38,8 @@ type prober struct {
 	model   string
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// wake, of one slot, wakes run before its time (wakeProbers).
+	wake chan struct{}
 
 	mu       sync.Mutex
 	status   ProbeStatus
@@ -50,9 +52,9 @@ type prober struct {
 }
 
 // emptyPoolProbeEvery is how often a benched backend is probed while a
-// pool it is a member of has no member that would take a call (awaited):
-// every caller of that pool is refused until one comes back, so a second
-// of its recovery unseen costs all of that pool's calls, where
+// pool it is a member of is short of members (awaited): that pool's
+// callers are refused, or their failures relayed, until one comes back,
+// so a second of its recovery unseen costs that pool's calls, where
 // recovery_interval (and twice that after a failed probe) is for a
 // backend whose pool still has others to call.
 const emptyPoolProbeEvery = time.Second
@@ -74,16 +76,42 @@ func (g *Gateway) syncProbes(st *engine.Engine) {
 		if p, ok := g.probes.byBackend[bc.Name]; ok {
 			p.stop()
 		}
-		p := &prober{g: g, backend: b, cfg: *bc.Probe, model: probeModel(st.Config, bc.Name), done: make(chan struct{})}
+		p := &prober{g: g, backend: b, cfg: *bc.Probe, model: probeModel(st.Config, bc.Name), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 		var ctx context.Context
 		ctx, p.cancel = context.WithCancel(g.life.bg)
 		g.probes.byBackend[bc.Name] = p
+		g.probes.wake.Store(bc.Name, p.wake)
 		go p.run(ctx)
 	}
 	for name, p := range g.probes.byBackend {
 		if !want[name] {
 			p.stop()
 			delete(g.probes.byBackend, name)
+			g.probes.wake.Delete(name)
+		}
+	}
+}
+
+// wakeProbers wakes the probers of the members of the pool named (the
+// engine found it short of members: route.EventShort), so that a benched
+// member is probed now, as its pool waits on it (notYet), rather than at
+// its prober's next round. It never blocks: a prober already woken, or
+// probing, is left as it is.
+func (g *Gateway) wakeProbers(pool string) {
+	eng := g.state.Load()
+	if eng == nil {
+		return
+	}
+	pl := eng.Pools[pool]
+	if pl == nil {
+		return
+	}
+	for _, m := range pl.Members {
+		if ch, ok := g.probes.wake.Load(m.Backend.Name); ok {
+			select {
+			case ch.(chan struct{}) <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -119,10 +147,11 @@ func (p *prober) stop() {
 // recovery_interval from its start (the failure that opened it is
 // fresh), and after a failed one the next waits twice as long, so a long
 // outage costs a probe every 10 s rather than every 5 (each is a call
-// the region counts), except while a pool of the backend has no member
-// that would take a call: then it is probed every emptyPoolProbeEvery,
-// and a benched backend wakes its prober that often to see whether that
-// has come to pass. Waits run on the gateway's clock.
+// the region counts), except while a pool of the backend is short of
+// members (awaited): then it is probed every emptyPoolProbeEvery, and a
+// benched backend wakes its prober that often to see whether that has
+// come to pass, and at once when the engine finds a pool of it short
+// (wakeProbers). Waits run on the gateway's clock.
 func (p *prober) run(ctx context.Context) {
 	defer close(p.done)
 	clk := clock.Or(p.g.opts.Clock)
@@ -141,6 +170,8 @@ func (p *prober) run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-wake:
+		case <-p.wake:
+			t.Stop()
 		}
 		if d = p.notYet(); d > 0 {
 			continue
@@ -189,8 +220,10 @@ func recoverable(s breaker.Snapshot) bool {
 }
 
 // awaited reports whether callers wait on the backend's recovery: a pool
-// it is a member of has, with the pools it falls back to, no member that
-// would take a call now, so that pool refuses every call.
+// it is a member of is short of members (route.Pool.Short: none would
+// take a call, each that would is under a health check, or a request of
+// it just found no member to retry on), and so are the pools it falls
+// back to.
 func (p *prober) awaited() bool {
 	eng := p.g.state.Load()
 	if eng == nil {
@@ -234,11 +267,11 @@ func poolsWith(eng *engine.Engine, b *route.Backend) []*route.Pool {
 // maxFallbackHops bounds the walk along a pool's fallbacks.
 const maxFallbackHops = 8
 
-// servable reports whether pl, or a pool it falls back to, has a member
-// that would take a call at now.
+// servable reports whether pl, or a pool it falls back to, is not short
+// of members at now (route.Pool.Short).
 func servable(pl *route.Pool, now time.Time) bool {
 	for hops := 0; pl != nil && hops < maxFallbackHops; hops++ {
-		if pl.AnyUsable(now) {
+		if !pl.Short(now) {
 			return true
 		}
 		pl = pl.Fallback
@@ -312,7 +345,7 @@ func (p *prober) recover(ctx context.Context) {
 	if kind == route.ProbeChat && p.backend.Breaker.Snapshot().Class == route.ClassStream {
 		kind = route.ProbeStream
 	}
-	err, ok := p.probeKind(ctx, kind)
+	err, ok := p.probeKind(ctx, kind, true)
 	p.mu.Lock()
 	p.recovery = true
 	p.mu.Unlock()
@@ -328,33 +361,47 @@ func (p *prober) recover(ctx context.Context) {
 		g.Logger.Info("health probe passed: trip ended early", "backend", b.Name)
 		return
 	}
-	if s := b.Breaker.Snapshot(); s.State == breaker.Open {
-		g.Logger.Info("health probe passed: more passes needed", "backend", b.Name, "passes", s.Passes, "needed", s.PassesNeeded, "level", s.Level)
+	s := b.Breaker.Snapshot()
+	if s.State != breaker.Open {
+		return
 	}
+	if recoverable(s) && p.awaited() {
+		// The passes in a row a flapping backend owes keep it out while
+		// others answer; with none to call (awaited), a backend that
+		// answers is better than refusing or relaying failures. It
+		// closes as after a probe, in its slow start.
+		const cause = "health probe passed while a pool of the backend is short of members: trip ended early"
+		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindHealthProbe, cause)
+		g.Logger.Info(cause, "backend", b.Name, "passes", s.Passes, "needed", s.PassesNeeded, "level", s.Level)
+		return
+	}
+	g.Logger.Info("health probe passed: more passes needed", "backend", b.Name, "passes", s.Passes, "needed", s.PassesNeeded, "level", s.Level)
 }
 
 // probe runs one probe, bounded by the smaller of the configured timeout
 // and the backend's learned check timeout, and records it. ok is false
 // when ctx ended (the prober stopped).
 func (p *prober) probe(ctx context.Context) (err error, ok bool) {
-	return p.probeKind(ctx, route.ProbeKind(p.cfg.Kind))
+	return p.probeKind(ctx, route.ProbeKind(p.cfg.Kind), false)
 }
 
-// probeKind is probe with the kind given.
-func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind) (err error, ok bool) {
+// probeKind is probe with the kind given; a recovery probe may be sent
+// again beside itself (see call).
+func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind, recovery bool) (err error, ok bool) {
 	timeout := p.backend.CheckTimeout()
 	if p.cfg.Timeout > 0 {
 		timeout = min(timeout, p.cfg.Timeout.D())
 	}
 	pctx, cancel := context.WithCancelCause(ctx)
-	t := clock.Or(p.g.opts.Clock).AfterFunc(timeout, func() { cancel(errProbeTimeout) })
+	clk := clock.Or(p.g.opts.Clock)
+	t := clk.AfterFunc(timeout, func() { cancel(errProbeTimeout) })
 	began := time.Now()
-	err = p.backend.Probe(pctx, kind, p.model)
-	t.Stop()
-	if o := p.g.opts.Observer; o != nil {
-		// A call no request made, told as the engine tells its own checks.
-		o.Observe(route.Event{Kind: route.EventProbe, Backend: p.backend, Err: err})
+	var resend time.Duration
+	if recovery {
+		resend = max(timeout/resendShare, minResendAfter)
 	}
+	err = p.call(pctx, clk, kind, resend)
+	t.Stop()
 	timedOut := context.Cause(pctx) == errProbeTimeout
 	cancel(context.Canceled)
 	if ctx.Err() != nil {
@@ -388,6 +435,61 @@ func (p *prober) probeKind(ctx context.Context, kind route.ProbeKind) (err error
 	}
 	p.mu.Unlock()
 	return err, true
+}
+
+// The resending of a recovery probe (call).
+const (
+	// resendShare: a recovery probe is sent again once it has waited a
+	// resendShare-th of its timeout, which is checkFactor times its
+	// backend's usual (95th percentile) answer time, so about that time.
+	resendShare = 4
+	// minResendAfter is the least wait before a probe is sent again.
+	minResendAfter = 500 * time.Millisecond
+)
+
+// call sends the probe and returns its verdict. When resend is set (a
+// recovery probe) and the probe has waited that long with no answer while
+// a pool of the backend waits on it (awaited: checked then, and again on
+// each wakeProbers), it is sent once more beside the first, and the first
+// pass counts (or the last failure when neither passes); the other call
+// ends with ctx. A region that went dark and came back does not answer on
+// the connection it dropped: a pool with no one else to call should not
+// wait out the probe's timeout to learn it is back. Each call is told to
+// the Observer as an EventProbe.
+func (p *prober) call(ctx context.Context, clk clock.Clock, kind route.ProbeKind, resend time.Duration) error {
+	results := make(chan error, 2)
+	send := func() {
+		err := p.backend.Probe(ctx, kind, p.model)
+		if o := p.g.opts.Observer; o != nil {
+			// A call no request made, told as the engine tells its own checks.
+			o.Observe(route.Event{Kind: route.EventProbe, Backend: p.backend, Err: err})
+		}
+		results <- err
+	}
+	go send()
+	if resend <= 0 {
+		return <-results
+	}
+	due := make(chan struct{})
+	t := clk.AfterFunc(resend, func() { close(due) })
+	defer t.Stop()
+	pending, sent, waited := 1, false, false
+	for {
+		select {
+		case err := <-results:
+			if pending--; err == nil || pending == 0 {
+				return err
+			}
+			continue
+		case <-due:
+			due, waited = nil, true
+		case <-p.wake:
+		}
+		if waited && !sent && p.awaited() {
+			sent, pending = true, pending+1
+			go send()
+		}
+	}
 }
 
 // once is a health probe of the interval: after Failures failed probes in

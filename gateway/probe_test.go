@@ -19,7 +19,7 @@ import (
 
 // probeEnv is a gateway over two scripted upstreams, weu probed with the
 // probe given in YAML (a flow mapping, "{...}"); it returns once the first
-// probe has run.
+// probe has run, with weu's prober stopped (as recoveryEnv's).
 func probeEnv(t *testing.T, probe string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
 	t.Helper()
 	// A recovery_interval unlike the 5 s probe timeout tells the prober's
@@ -36,13 +36,25 @@ func probeEnv(t *testing.T, probe string, weu ...upstreamtest.Step) (*Gateway, *
 	if err := g.opts.Clock.(*fakeclock.Clock).BlockUntilTimer(ctx, recovery); err != nil || p.snapshot().At.IsZero() {
 		t.Fatal("the first probe never ran")
 	}
+	p.stop()
 	return g, w, p
 }
 
-// probeGateway is a gateway over two scripted upstreams, on a fake clock
-// that nothing advances (so the prober's own loop never probes again
-// behind a test's back); weu's backend entry ends with extra (such as
-// ", probe: {...}") and its breaker opens on the first failure.
+// recoveryEnv is a gateway with the shipped probe defaults (no probe
+// block), weu benched on its first failure, and weu's prober stopped: the
+// test drives it (tick, notYet), and its own loop, which the engine's word
+// that the pool is short wakes (route.EventShort), never probes behind the
+// test's back.
+func recoveryEnv(t *testing.T, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
+	t.Helper()
+	g, w, p := probeGateway(t, "", weu...)
+	p.stop()
+	return g, w, p
+}
+
+// probeGateway is a gateway over two scripted upstreams, on a fake clock;
+// weu's backend entry ends with extra (such as ", probe: {...}") and its
+// breaker opens on the first failure.
 func probeGateway(t *testing.T, extra string, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
 	t.Helper()
 	w := upstreamtest.New(t, weu...)
@@ -182,13 +194,6 @@ func TestModelsProbe(t *testing.T) {
 		t.Fatalf("models probe went to %s", path)
 	}
 	_ = g
-}
-
-// recoveryEnv is a gateway with the shipped probe defaults (no probe
-// block): weu is benched on its first failure.
-func recoveryEnv(t *testing.T, weu ...upstreamtest.Step) (*Gateway, *upstreamtest.Upstream, *prober) {
-	t.Helper()
-	return probeGateway(t, "", weu...)
 }
 
 // TestRecoveryProbeEndsTripWithDefaults: with no probe configured, a
