@@ -114,11 +114,13 @@ func (at *attempt) gotFirstByte() time.Duration {
 }
 
 // sawFirstEvent notes a stream's first event, which may carry no content
-// (see commit.go): the backend's time to it is learned, and when the
-// slow-call check was armed at the first events' threshold, the
-// content's threshold takes over (slowLater, from the attempt's start).
+// (see commit.go): the backend is heard from, its time to it is learned,
+// and when the slow-call check was armed at the first events' threshold,
+// the content's threshold takes over (slowLater, from the attempt's
+// start).
 func (at *attempt) sawFirstEvent() {
 	now := at.clk.Now()
+	at.b.check.heardFrom(now) // alive, for a health check under way
 	at.b.events.observe(true, now.Sub(at.began))
 	if at.slowLater <= 0 || at.armed.And(^dueSlow)&dueSlow == 0 {
 		return // no later threshold, or the check has gone already
@@ -126,7 +128,7 @@ func (at *attempt) sawFirstEvent() {
 	stop(at.tm.slow)
 	due := at.began.Add(at.slowLater)
 	if !due.After(now) {
-		at.p.slowCall(at.b, at.model, at.slowLater)
+		at.p.slowCall(at.b, at.model, at.slowLater, at.r.Stream)
 		return
 	}
 	at.contentSlowAt = due
@@ -208,10 +210,10 @@ func (at *attempt) timeUp() {
 		at.cancel(errIdleTimeout)
 	}
 	if at.claim(dueSlow, &at.slowAt, now) {
-		at.p.slowCall(at.b, at.model, at.slowAfter)
+		at.p.slowCall(at.b, at.model, at.slowAfter, at.r.Stream)
 	}
 	if at.claim(dueContentSlow, &at.contentSlowAt, now) {
-		at.p.slowCall(at.b, at.model, at.slowLater)
+		at.p.slowCall(at.b, at.model, at.slowLater, at.r.Stream)
 	}
 }
 

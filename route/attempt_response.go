@@ -58,8 +58,12 @@ func (at *attempt) answered(a *Attempt, resp *http.Response) (*http.Response, At
 	// the reservation gone and the window's old figures, and be sent into
 	// a window the answer says is spent.
 	at.releaseQuota()
-	if resp.StatusCode < 500 {
-		b.check.heardFrom(at.clk.Now()) // alive, for a health check under way (silence.go)
+	if resp.StatusCode < 500 && (resp.StatusCode >= 300 || !IsEventStream(resp.Header)) {
+		// Alive, for a health check under way (silence.go). A stream's
+		// headers are not: a backend whose streams send headers and then
+		// nothing, or keep-alive comments, is heard from at its first
+		// event (sawFirstEvent, streamAnswer).
+		b.check.heardFrom(at.clk.Now())
 	}
 	a.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -121,6 +125,7 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 		}
 		return at.failed(a, perr)
 	}
+	b.check.heardFrom(at.clk.Now())
 	a.Duration = at.gotFirstByte()
 	b.lat.observe(true, a.Duration)
 	// The first content decides a half-open probe: a long stream does not

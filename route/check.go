@@ -164,14 +164,16 @@ func (c *checker) spans(since, now time.Time, plain, stream []waitSpan) ([]waitS
 	return plain, stream, false
 }
 
-// slowCall is called when an attempt on b has waited past the backend's
-// slow threshold (waited) without a first byte: b is checked (startCheck).
-func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
-	p.startCheck(b, model, "a call waited "+waited.Round(time.Millisecond).String()+" with no first byte")
+// slowCall is called when an attempt on b, a stream or not, has waited
+// past the backend's slow threshold (waited) without a first byte: b is
+// checked (startCheck).
+func (p *Pool) slowCall(b *Backend, model string, waited time.Duration, stream bool) {
+	p.startCheck(b, model, "a call waited "+waited.Round(time.Millisecond).String()+" with no first byte", stream)
 }
 
 // startCheck checks in the background that b still answers at all (a
-// one-token call for model, bounded by the backend's learned check
+// one-token call for model, streamed when the calls that called for it
+// are streams: see checkKind; bounded by the backend's learned check
 // timeout), unless a check is running or one began within
 // minCheckInterval; why says what called for it (a slow call, calls
 // piling up). While the check runs, selection passes b over for any other
@@ -182,7 +184,7 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration) {
 // check fails before its timeout when the backend is silent (see
 // silenceWatch): neither the check nor the calls waiting on it answered
 // for longer than the backend, answering as it did, plausibly would.
-func (p *Pool) startCheck(b *Backend, model, why string) {
+func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 	clk := clock.Or(p.Clock)
 	began := clk.Now()
 	if !b.check.begin(began) {
@@ -205,7 +207,7 @@ func (p *Pool) startCheck(b *Backend, model, why string) {
 		// is the rule's (tests wait on the timeout's).
 		s := p.watchSilence(b, clk, began, timeout, cancel)
 		t := clk.AfterFunc(timeout, func() { cancel(errCheckTimeout) })
-		err := b.Probe(ctx, b.HealthCheck, model)
+		err := b.Probe(ctx, checkKind(b.HealthCheck, stream), model)
 		t.Stop()
 		s.stop()
 		p.observe(Event{Kind: EventProbe, Backend: b, Err: err})
@@ -236,6 +238,19 @@ func (p *Pool) startCheck(b *Backend, model, why string) {
 		n := b.check.abortWaiting(errUnresponsive)
 		p.observe(Event{Kind: EventUnresponsive, Backend: b, Reason: ReasonUnresponsive, Err: fmt.Errorf("%s; %d waiting attempts failed over", cause, n)})
 	}()
+}
+
+// checkKind is how a health check of a backend whose health check is kind
+// asks, when the calls that called for it are streams (stream) or not: a
+// stream is checked with a stream (ProbeStream, which passes at its first
+// event), since a backend whose streams send headers and then nothing,
+// or only keep-alive comments, may answer a plain call at once; a
+// backend checked by listing its models still is.
+func checkKind(kind ProbeKind, stream bool) ProbeKind {
+	if stream && kind != ProbeModels {
+		return ProbeStream
+	}
+	return kind
 }
 
 // The pile-up rule (pileUp).
@@ -278,9 +293,9 @@ func (p *Pool) pileUp(b *Backend, model string, now time.Time) {
 		return
 	}
 	if why := p.pileUpCause(b, plain, false); why != "" {
-		p.startCheck(b, model, why)
+		p.startCheck(b, model, why, false)
 	} else if why := p.pileUpCause(b, stream, true); why != "" {
-		p.startCheck(b, model, why)
+		p.startCheck(b, model, why, true)
 	}
 }
 

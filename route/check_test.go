@@ -407,3 +407,89 @@ func TestSlowBackendAnsweringDuringCheckIsNotBenched(t *testing.T) {
 		t.Fatalf("unresponsive events %+v", ev)
 	}
 }
+
+// TestWaitingStreamsGetAStreamedCheck: a backend whose plain calls answer
+// at once but whose streams send only keep-alive comments is checked with
+// a stream when a stream calls for the check, so the check fails, the
+// backend is benched and the waiting stream fails over; a stream's headers
+// arriving while the check waits are no sign of life (its first event
+// would be). (A soak of the README's config lost a hundred streams to such
+// a region: each waited out its 10 s first-byte timeout, the plain check
+// having passed.)
+func TestWaitingStreamsGetAStreamedCheck(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	seen := newBodyRead(t)
+	var e *env
+	checks := make(chan string, 4)
+	checkBegan := make(chan struct{})
+	keepalive := func(w http.ResponseWriter, r *http.Request) {
+		u := e.ups["weu"]
+		body := u.Body(u.Calls() - 1)
+		if isHealthCheck(r) {
+			checks <- body
+			if !strings.Contains(body, `"stream":true`) {
+				answer("weu")(w, r) // plain calls are answered
+				return
+			}
+			close(checkBegan)
+		} else {
+			// The stream's headers come while the check waits.
+			select {
+			case <-checkBegan:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, ": keep-alive\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	e = newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{keepalive}, tune: func(b *route.Backend) {
+			b.StreamFirstByteTimeout, b.Transport = time.Minute, seen
+		}},
+		memberSpec{name: "sec", priority: 2, script: []step{sse("sec", 2, -1)}},
+	)
+	weu := e.backends["weu"]
+	call := e.goDo(ctx, streamBody)
+	slow := e.pool.SlowAfter(weu, true)
+	if err := clk.BlockUntilTimer(ctx, slow); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(slow)
+	select {
+	case body := <-checks:
+		if !strings.Contains(body, `"stream":true`) {
+			t.Fatalf("a waiting stream's check was not streamed: %s", body)
+		}
+	case <-ctx.Done():
+		t.Fatal("no health check past the slow threshold")
+	}
+	// The stream and the check both have their headers and a comment, and
+	// wait for more.
+	for range 2 {
+		select {
+		case <-seen.waiting:
+		case <-ctx.Done():
+			t.Fatal("the stream and the check never waited past their comments")
+		}
+	}
+	check := e.pool.CheckTimeout(weu)
+	if err := clk.BlockUntilTimer(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(check)
+	res := await(t, ctx, call)
+	if res.err != nil || res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+		t.Fatalf("the waiting stream: %v, %v, %q", res.err, res.resp, res.body)
+	}
+	if a := res.rep.Attempts; len(a) != 2 || a[0].Reason != route.ReasonUnresponsive {
+		t.Fatalf("attempts %+v, want weu found unresponsive, then sec", a)
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
+		t.Fatalf("weu %v after its streamed check failed", s.State)
+	}
+}

@@ -303,7 +303,7 @@ func TestSlowStartBeforeContentIsTheFirstByteTimeouts(t *testing.T) {
 	checked := make(chan struct{}, 1)
 	check := func(w http.ResponseWriter, r *http.Request) {
 		checked <- struct{}{}
-		answer("weu")(w, r)
+		sse("weu", 1, -1)(w, r) // a stream called for it: it is checked with one
 	}
 	e := newEnvClock(t, clk, memberSpec{name: "weu", priority: 1, script: []step{reasoning, check},
 		tune: func(b *route.Backend) {
