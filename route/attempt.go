@@ -120,7 +120,7 @@ func (at *attempt) gotFirstByte() time.Duration {
 // start).
 func (at *attempt) sawFirstEvent() {
 	now := at.clk.Now()
-	at.b.check.heardFrom(now) // alive, for a health check under way
+	at.b.check.heardFrom(now, true) // alive, for a health check under way
 	at.b.events.observe(true, now.Sub(at.began))
 	if at.slowLater <= 0 || at.armed.And(^dueSlow)&dueSlow == 0 {
 		return // no later threshold, or the check has gone already

@@ -63,7 +63,7 @@ func (at *attempt) answered(a *Attempt, resp *http.Response) (*http.Response, At
 		// headers are not: a backend whose streams send headers and then
 		// nothing, or keep-alive comments, is heard from at its first
 		// event (sawFirstEvent, streamAnswer).
-		b.check.heardFrom(at.clk.Now())
+		b.check.heardFrom(at.clk.Now(), false)
 	}
 	a.Status = resp.StatusCode
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -125,7 +125,7 @@ func (at *attempt) streamAnswer(a *Attempt, resp *http.Response, native, client 
 		}
 		return at.failed(a, perr)
 	}
-	b.check.heardFrom(at.clk.Now())
+	b.check.heardFrom(at.clk.Now(), true)
 	a.Duration = at.gotFirstByte()
 	b.lat.observe(true, a.Duration)
 	// The first content decides a half-open probe: a long stream does not

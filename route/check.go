@@ -34,7 +34,10 @@ type checker struct {
 	last    time.Time // when the last check began
 	judged  time.Time // when the waiting calls were last judged together (pileUp)
 	heard   time.Time // when the backend last answered a call (heardFrom)
-	waiting map[*waiter]struct{}
+	// heardStream is when a stream of it last had its first event: what
+	// a streamed check (checkKind) counts as an answer.
+	heardStream time.Time
+	waiting     map[*waiter]struct{}
 	// active mirrors running, for selection to read without the lock.
 	active atomic.Bool
 }
@@ -81,22 +84,35 @@ func (c *checker) abortWaiting(cause error) int {
 }
 
 // heardFrom notes that the backend answered a call at now (a status
-// below 500): while a check runs, that is a sign of life no silence can
-// outweigh (see silence.go).
-func (c *checker) heardFrom(now time.Time) {
+// below 500, or a stream's first event: stream): while a check runs,
+// that is a sign of life no silence can outweigh (see silence.go). A
+// streamed check counts only a stream's event: a backend whose streams
+// hang may still answer plain calls.
+func (c *checker) heardFrom(now time.Time, stream bool) {
 	c.mu.Lock()
 	if now.After(c.heard) {
 		c.heard = now
+	}
+	if stream && now.After(c.heardStream) {
+		c.heardStream = now
 	}
 	c.mu.Unlock()
 }
 
 // heardSince reports whether the backend answered a call at since or
-// later (heardFrom).
-func (c *checker) heardSince(since time.Time) bool {
+// later (heardFrom); for a streamed check (stream), a stream's event.
+func (c *checker) heardSince(since time.Time, stream bool) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.heard.IsZero() && !c.heard.Before(since)
+	return c.heardSinceLocked(since, stream)
+}
+
+func (c *checker) heardSinceLocked(since time.Time, stream bool) bool {
+	h := c.heard
+	if stream {
+		h = c.heardStream
+	}
+	return !h.IsZero() && !h.Before(since)
 }
 
 // begin reports whether a check may start at now (none running, none
@@ -147,17 +163,19 @@ func (c *checker) waits(now time.Time, plain, stream []time.Duration) ([]time.Du
 // spans appends to plain and stream the part of each wait for a first
 // byte on the backend that falls between since and now, by kind, and
 // reports instead that the backend answered a call since since (heard).
-func (c *checker) spans(since, now time.Time, plain, stream []waitSpan) ([]waitSpan, []waitSpan, bool) {
+// For a streamed check (streamCheck) only streams count: their waits, and
+// their first events as answers.
+func (c *checker) spans(since, now time.Time, plain, stream []waitSpan, streamCheck bool) ([]waitSpan, []waitSpan, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.heard.IsZero() && !c.heard.Before(since) {
+	if c.heardSinceLocked(since, streamCheck) {
 		return plain, stream, true
 	}
 	for w := range c.waiting {
 		sp := waitSpan{from: max(since.Sub(w.began), 0), to: now.Sub(w.began)}
 		if w.stream {
 			stream = append(stream, sp)
-		} else {
+		} else if !streamCheck {
 			plain = append(plain, sp)
 		}
 	}
@@ -205,9 +223,10 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 		ctx, cancel := context.WithCancelCause(wctx)
 		// The silence rule first: once the timeout's timer is armed, so
 		// is the rule's (tests wait on the timeout's).
-		s := p.watchSilence(b, clk, began, timeout, cancel)
+		kind := checkKind(b.HealthCheck, stream)
+		s := p.watchSilence(b, clk, began, timeout, cancel, kind == ProbeStream)
 		t := clk.AfterFunc(timeout, func() { cancel(errCheckTimeout) })
-		err := b.Probe(ctx, checkKind(b.HealthCheck, stream), model)
+		err := b.Probe(ctx, kind, model)
 		t.Stop()
 		s.stop()
 		p.observe(Event{Kind: EventProbe, Backend: b, Err: err})
@@ -217,7 +236,7 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 		if answered(err) {
 			return // an answer, even one that came as the check was ended
 		}
-		if timedOut && b.check.heardSince(began) {
+		if timedOut && b.check.heardSince(began, kind == ProbeStream) {
 			// A call had its answer while the check waited: the backend is
 			// slower than the check's bound (learned from faster pool peers,
 			// before it has answered eight), not hung.

@@ -76,9 +76,9 @@ func longer(sorted []time.Duration, d time.Duration) int {
 // slow), and no kind of call with too few samples to judge it by (the
 // same references the pile-up rule uses; the check's own span counts once
 // b has passed minSamples checks).
-func (p *Pool) silenceOf(b *Backend, began, now time.Time) (*silence, bool) {
+func (p *Pool) silenceOf(b *Backend, began, now time.Time, streamCheck bool) (*silence, bool) {
 	var pb, sb [64]waitSpan
-	plain, stream, heard := b.check.spans(began, now, pb[:0], sb[:0])
+	plain, stream, heard := b.check.spans(began, now, pb[:0], sb[:0], streamCheck)
 	if heard {
 		return nil, false
 	}
@@ -145,6 +145,7 @@ type silenceWatch struct {
 	clk             clock.Clock
 	began, deadline time.Time
 	cancel          context.CancelCauseFunc
+	stream          bool // a streamed check (see checker.spans)
 
 	mu      sync.Mutex
 	t       clock.Timer
@@ -153,10 +154,10 @@ type silenceWatch struct {
 }
 
 // watchSilence starts the silence rule for a check of b that began at
-// began and times out after timeout: it cancels the check with
-// errCheckSilence when the rule says so.
-func (p *Pool) watchSilence(b *Backend, clk clock.Clock, began time.Time, timeout time.Duration, cancel context.CancelCauseFunc) *silenceWatch {
-	w := &silenceWatch{p: p, b: b, clk: clk, began: began, deadline: began.Add(timeout), cancel: cancel}
+// began and times out after timeout, streamed or not (stream): it cancels
+// the check with errCheckSilence when the rule says so.
+func (p *Pool) watchSilence(b *Backend, clk clock.Clock, began time.Time, timeout time.Duration, cancel context.CancelCauseFunc, stream bool) *silenceWatch {
+	w := &silenceWatch{p: p, b: b, clk: clk, began: began, deadline: began.Add(timeout), cancel: cancel, stream: stream}
 	w.arm(began)
 	return w
 }
@@ -164,7 +165,7 @@ func (p *Pool) watchSilence(b *Backend, clk clock.Clock, began time.Time, timeou
 // arm sets the watch to judge when the odds, as they stand at now, fall
 // below silenceAlpha, if that is before the check's deadline.
 func (w *silenceWatch) arm(now time.Time) {
-	s, ok := w.p.silenceOf(w.b, w.began, now)
+	s, ok := w.p.silenceOf(w.b, w.began, now, w.stream)
 	if !ok {
 		return
 	}
@@ -186,7 +187,7 @@ func (w *silenceWatch) judge() {
 	if !now.Before(w.deadline) {
 		return // the check's timeout decides
 	}
-	s, ok := w.p.silenceOf(w.b, w.began, now)
+	s, ok := w.p.silenceOf(w.b, w.began, now, w.stream)
 	if !ok {
 		return
 	}

@@ -139,12 +139,56 @@ func TestSilenceAfterAnAnswerDecidesNothing(t *testing.T) {
 		b.check.wait(&waiter{began: began.Add(-time.Duration(i) * 500 * time.Millisecond)})
 	}
 	now := began.Add(3 * time.Second)
-	s, ok := p.silenceOf(b, began, now)
+	s, ok := p.silenceOf(b, began, now, false)
 	if !ok || s.odds(0) >= silenceAlpha {
 		t.Fatalf("12 calls silent for 3 s more: judged %v, want silent", ok)
 	}
-	b.check.heardFrom(began.Add(time.Second))
-	if _, ok := p.silenceOf(b, began, now); ok {
+	b.check.heardFrom(began.Add(time.Second), false)
+	if _, ok := p.silenceOf(b, began, now, false); ok {
 		t.Fatal("judged silent after an answer since the check began")
+	}
+}
+
+// TestStreamedCheckHearsOnlyStreams: a check a waiting stream called for
+// is streamed (checkKind), and only a stream's first event is an answer to
+// it: plain calls answered while it waits do not excuse its timeout nor
+// stop the silence rule, and plain calls waiting are not its silence. (A
+// backend whose streams sent only keep-alive comments went on answering
+// plain calls at 40 a second, and every check its hung streams called for
+// was excused.)
+func TestStreamedCheckHearsOnlyStreams(t *testing.T) {
+	p, b := poolWith(lognormalTimes(64, 3*time.Second, 0.3)...)
+	for _, d := range lognormalTimes(64, 3*time.Second, 0.3) {
+		b.lat.observe(true, d)
+	}
+	began := time.Date(2026, 12, 5, 4, 0, 0, 0, time.UTC)
+	for i := range 12 {
+		b.check.wait(&waiter{began: began.Add(-time.Duration(i) * 500 * time.Millisecond), stream: true})
+	}
+	b.check.wait(&waiter{began: began}) // a plain call, waiting
+	now := began.Add(3 * time.Second)
+	b.check.heardFrom(began.Add(time.Second), false) // a plain call answered
+	if !b.check.heardSince(began, false) || b.check.heardSince(began, true) {
+		t.Fatal("a plain answer: want heard by a plain check, not by a streamed one")
+	}
+	if _, ok := p.silenceOf(b, began, now, false); ok {
+		t.Fatal("a plain check judged silent after a plain answer")
+	}
+	s, ok := p.silenceOf(b, began, now, true)
+	if !ok || s.odds(0) >= silenceAlpha {
+		t.Fatalf("a streamed check with 12 streams silent for 3 s more and a plain answer: judged %v, want silent", ok)
+	}
+	if len(s.plainS) != 0 || len(s.streamS) != 12 {
+		t.Fatalf("a streamed check's silence: %d plain and %d stream waits, want 0 and 12", len(s.plainS), len(s.streamS))
+	}
+	b.check.heardFrom(began.Add(2*time.Second), true) // a stream's first event
+	if !b.check.heardSince(began, true) {
+		t.Fatal("a stream's event: not heard by a streamed check")
+	}
+	if _, ok := p.silenceOf(b, began, now, true); ok {
+		t.Fatal("a streamed check judged silent after a stream's event")
+	}
+	if checkKind(ProbeChat, true) != ProbeStream || checkKind("", true) != ProbeStream || checkKind(ProbeModels, true) != ProbeModels || checkKind(ProbeChat, false) != ProbeChat {
+		t.Fatal("checkKind")
 	}
 }
