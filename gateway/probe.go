@@ -140,7 +140,8 @@ func (p *prober) stop() {
 // run probes until ctx ends. It wakes every recovery_interval: while the
 // backend's breaker is open for a failure that health checks may end (not
 // for quota, whose Retry-After says when it returns, not by an operator,
-// not for a brownout) it probes, and enough passing probes end the trip
+// not for a brownout unless a pool of it is short) it probes, and enough
+// passing probes end the trip
 // (see breaker.Breaker.Checked), so failback waits neither for the trip
 // nor for a lucky request; while the backend is healthy it probes every
 // interval, when one is set. The first recovery probe of a trip waits
@@ -192,7 +193,7 @@ func (p *prober) notYet() time.Duration {
 		return 0
 	}
 	s := br.Snapshot()
-	if !recoverable(s) {
+	if !recoverable(s) && !(brownout(s) && p.awaited()) {
 		return 0
 	}
 	ref, every := s.Since, p.cfg.RecoveryInterval.D()
@@ -207,9 +208,14 @@ func (p *prober) notYet() time.Duration {
 }
 
 // benched reports whether the backend's breaker is open for a trip that
-// recovery probes may end.
+// recovery probes may end, or a brownout's, which they end while a pool
+// of the backend is short.
 func (p *prober) benched() bool {
-	return p.backend.Breaker != nil && recoverable(p.backend.Breaker.Snapshot())
+	if p.backend.Breaker == nil {
+		return false
+	}
+	s := p.backend.Breaker.Snapshot()
+	return recoverable(s) || brownout(s)
 }
 
 // recoverable reports whether s is an open breaker whose trip passing
@@ -217,6 +223,15 @@ func (p *prober) benched() bool {
 // a brownout's or an operator's (PassesNeeded is 0 for those).
 func recoverable(s breaker.Snapshot) bool {
 	return s.State == breaker.Open && s.PassesNeeded > 0
+}
+
+// brownout reports whether s is an open breaker benched for a brownout
+// (its backend still answered most calls: a partial trip), which recovery
+// probes leave to run its course unless a pool of the backend is short
+// (awaited): one passing probe says little of a region failing a third of
+// its calls, but such a region is better than none.
+func brownout(s breaker.Snapshot) bool {
+	return s.State == breaker.Open && s.Partial && !s.Throttled && !s.NoProbe && s.Kind != breaker.KindManual
 }
 
 // awaited reports whether callers wait on the backend's recovery: a pool
@@ -316,9 +331,10 @@ func (p *prober) tick(ctx context.Context) {
 			p.g.probes.held.Delete(p.backend.Name)
 		}
 		_, held := p.g.probes.held.Load(p.backend.Name)
-		// A trip health checks cannot end (quota, a brownout) is left
-		// to run its course: probing it would only spend calls.
-		benched := recoverable(s) && !held && !p.openedByProbe()
+		// A trip health checks cannot end (quota; a brownout, unless a
+		// pool of the backend is short) is left to run its course:
+		// probing it would only spend calls.
+		benched := (recoverable(s) || brownout(s) && p.awaited()) && !held && !p.openedByProbe()
 		// A trip that ended with no traffic leaves the breaker half-open:
 		// a probe decides it, so an idle pool fails back too.
 		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
@@ -337,7 +353,8 @@ func (p *prober) tick(ctx context.Context) {
 
 // recover probes a benched backend and tells its breaker the verdict:
 // enough passes in a row (one for a first trip, more for a backend found
-// flapping) close it. A backend whose streams failed is probed with a
+// flapping; one, and for a brownout too, while a pool of it is short)
+// close it. A backend whose streams failed is probed with a
 // stream, so a plain answer does not put back a backend whose streams
 // still stall. A 429 (up, out of quota) is no verdict.
 func (p *prober) recover(ctx context.Context) {
@@ -365,11 +382,12 @@ func (p *prober) recover(ctx context.Context) {
 	if s.State != breaker.Open {
 		return
 	}
-	if recoverable(s) && p.awaited() {
-		// The passes in a row a flapping backend owes keep it out while
-		// others answer; with none to call (awaited), a backend that
-		// answers is better than refusing or relaying failures. It
-		// closes as after a probe, in its slow start.
+	if (recoverable(s) || brownout(s)) && p.awaited() {
+		// The passes in a row a flapping backend owes, or a brownout's
+		// whole trip, keep it out while others answer; with none to call
+		// (awaited), a backend that answers is better than refusing or
+		// relaying failures. It closes as after a probe, in its slow
+		// start.
 		const cause = "health probe passed while a pool of the backend is short of members: trip ended early"
 		b.Breaker.Force(breaker.Closed, time.Time{}, breaker.KindHealthProbe, cause)
 		g.Logger.Info(cause, "backend", b.Name, "passes", s.Passes, "needed", s.PassesNeeded, "level", s.Level)

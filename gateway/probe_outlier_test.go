@@ -30,6 +30,33 @@ func TestRecoveryProbeLeavesABrownoutsTripAlone(t *testing.T) {
 	}
 }
 
+// TestBrownoutProbedWhenItsPoolIsShort: a backend benched for a brownout
+// is probed while its pool is short of members (here every other member
+// benched), and one passing probe ends its trip, in its slow start: a
+// region answering two calls in three is better than none. (A soak of the
+// README's config failed fifty streams at once: the region they waited on
+// was found unresponsive, and the other, benched for a brownout a minute
+// before, took one of them as its half-open probe.)
+func TestBrownoutProbedWhenItsPoolIsShort(t *testing.T) {
+	g, weu, p := recoveryEnv(t, upstreamtest.Answer("weu"))
+	br := g.Backend("weu").Breaker.(*breaker.Breaker)
+	br.Adopt(breaker.Snapshot{State: breaker.Open, Until: g.now().Add(time.Minute), Level: 1, Partial: true}, breaker.KindServerError, "5 failures in 30s")
+	if err := g.ForceBreaker("sec", true, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.notYet(); d != time.Second {
+		t.Fatalf("probe of a brownout its pool waits on due in %v, want 1s", d)
+	}
+	g.opts.Clock.(*fakeclock.Clock).Advance(time.Second)
+	p.tick(context.Background())
+	if n := weu.Calls(); n != 1 {
+		t.Fatalf("%d probe calls to a brownout its pool waits on, want 1", n)
+	}
+	if s := br.Snapshot(); s.State != breaker.Closed || s.Share != breaker.MinShare {
+		t.Fatalf("after a passing probe: %+v, want closed in its slow start", s)
+	}
+}
+
 // TestRecoveryProbeNeedsAPassPerEjection: a backend benched again after it
 // came back needs one passing probe in a row per ejection to come back
 // early, and comes back in its slow start (issue 22: every dark spell of a
