@@ -288,9 +288,9 @@ func (p *Pool) tellShort(now time.Time) {
 // (suspected of having stopped answering), or within shortFor a request's
 // retryable failure found no other member to retry on (and was relayed or
 // sent to a fallback) and no request has been answered since. Its fallback
-// pools are left aside. The gateway's
-// recovery probes read it (they come every second while a pool of the
-// backend is short, and one that passes ends the trip).
+// pools are left aside. The gateway's recovery probes read it (they come
+// every second while a pool of the backend is short, and one that passes
+// ends the trip).
 func (p *Pool) Short(now time.Time) bool {
 	if t := p.ranOut.Load(); t != 0 && now.Sub(time.Unix(0, t)) < shortFor {
 		return true
