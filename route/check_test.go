@@ -50,6 +50,19 @@ func (l *learnThenHang) step(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// learnThenHangPool is a pool of weu (priority 1), a learnThenHang of 3 s
+// calls with a minute's first-byte timeout, and sec (priority 2), which
+// answers.
+func learnThenHangPool(t *testing.T, clk *fakeclock.Clock) (*env, *learnThenHang) {
+	t.Helper()
+	weuUp := newLearnThenHang(clk, 3*time.Second)
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{weuUp.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
+	)
+	return e, weuUp
+}
+
 // TestPileUpOfWaitingCallsGetsASlowBackendChecked: a backend whose calls
 // take 3 s has a slow threshold of 9 s, but when it stops answering, the
 // calls that pile up waiting past its usual time get it checked as soon as
@@ -59,11 +72,7 @@ func (l *learnThenHang) step(w http.ResponseWriter, r *http.Request) {
 func TestPileUpOfWaitingCallsGetsASlowBackendChecked(t *testing.T) {
 	ctx := safety(t)
 	clk := fakeclock.New()
-	weuUp := newLearnThenHang(clk, 3*time.Second)
-	e := newEnvClock(t, clk,
-		memberSpec{name: "weu", priority: 1, script: []step{weuUp.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
-		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
-	)
+	e, weuUp := learnThenHangPool(t, clk)
 	weu := e.backends["weu"]
 	for i := range 10 {
 		if resp, _, _ := e.do(t, chatBody); resp.Header.Get(route.HeaderBackend) != "weu" {

@@ -99,11 +99,7 @@ func TestPoolShortWithEveryMemberBenched(t *testing.T) {
 func TestPoolShortWhileItsLastMemberIsChecked(t *testing.T) {
 	ctx := safety(t)
 	clk := fakeclock.New()
-	weuUp := newLearnThenHang(clk, 3*time.Second)
-	e := newEnvClock(t, clk,
-		memberSpec{name: "weu", priority: 1, script: []step{weuUp.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
-		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}},
-	)
+	e, weuUp := learnThenHangPool(t, clk)
 	for range 10 {
 		e.do(t, chatBody)
 	}
