@@ -25,6 +25,10 @@ var errUnresponsive = errors.New("switchover: backend unresponsive (health check
 // errCheckTimeout ends a health check that got no answer in time.
 var errCheckTimeout = errors.New("switchover: health check timed out")
 
+// checkWallBound bounds a health check on the wall clock, whatever the
+// pool's clock does: maxCheckTimeout (a variable for tests).
+var checkWallBound = maxCheckTimeout
+
 // checker is a backend's liveness checking: the attempts waiting for a
 // first byte, and whether a check is running. It is safe for concurrent
 // use.
@@ -217,8 +221,11 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 	go func() {
 		defer b.check.end()
 		// The clock bounds the check; the wall-clock bound only makes sure
-		// no check outlives maxCheckTimeout whatever the clock does.
-		wctx, wcancel := context.WithTimeout(context.Background(), maxCheckTimeout)
+		// no check outlives maxCheckTimeout whatever the clock does. It is
+		// the check's timeout too: with the pool's clock the wall's, and a
+		// timeout of maxCheckTimeout (a backend whose calls take 2.5 s or
+		// more), it ends the check first.
+		wctx, wcancel := context.WithTimeoutCause(context.Background(), checkWallBound, errCheckTimeout)
 		defer wcancel()
 		ctx, cancel := context.WithCancelCause(wctx)
 		// The silence rule first: once the timeout's timer is armed, so
