@@ -358,10 +358,7 @@ func (p *prober) tick(ctx context.Context) {
 // stream, so a plain answer does not put back a backend whose streams
 // still stall. A 429 (up, out of quota) is no verdict.
 func (p *prober) recover(ctx context.Context) {
-	kind := route.ProbeKind(p.cfg.Kind)
-	if kind == route.ProbeChat && p.backend.Breaker.Snapshot().Class == route.ClassStream {
-		kind = route.ProbeStream
-	}
+	kind := route.CheckKind(route.ProbeKind(p.cfg.Kind), p.backend.Breaker.Snapshot().Class == route.ClassStream)
 	err, ok := p.probeKind(ctx, kind, true)
 	p.mu.Lock()
 	p.recovery = true

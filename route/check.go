@@ -39,7 +39,7 @@ type checker struct {
 	judged  time.Time // when the waiting calls were last judged together (pileUp)
 	heard   time.Time // when the backend last answered a call (heardFrom)
 	// heardStream is when a stream of it last had its first event: what
-	// a streamed check (checkKind) counts as an answer.
+	// a streamed check (CheckKind) counts as an answer.
 	heardStream time.Time
 	waiting     map[*waiter]struct{}
 	// active mirrors running, for selection to read without the lock.
@@ -195,7 +195,7 @@ func (p *Pool) slowCall(b *Backend, model string, waited time.Duration, stream b
 
 // startCheck checks in the background that b still answers at all (a
 // one-token call for model, streamed when the calls that called for it
-// are streams: see checkKind; bounded by the backend's learned check
+// are streams: see CheckKind; bounded by the backend's learned check
 // timeout), unless a check is running or one began within
 // minCheckInterval; why says what called for it (a slow call, calls
 // piling up). While the check runs, selection passes b over for any other
@@ -230,7 +230,7 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 		ctx, cancel := context.WithCancelCause(wctx)
 		// The silence rule first: once the timeout's timer is armed, so
 		// is the rule's (tests wait on the timeout's).
-		kind := checkKind(b.HealthCheck, stream)
+		kind := CheckKind(b.HealthCheck, stream)
 		s := p.watchSilence(b, clk, began, timeout, cancel, kind == ProbeStream)
 		t := clk.AfterFunc(timeout, func() { cancel(errCheckTimeout) })
 		err := b.Probe(ctx, kind, model)
@@ -266,13 +266,14 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 	}()
 }
 
-// checkKind is how a health check of a backend whose health check is kind
-// asks, when the calls that called for it are streams (stream) or not: a
-// stream is checked with a stream (ProbeStream, which passes at its first
-// event), since a backend whose streams send headers and then nothing,
-// or only keep-alive comments, may answer a plain call at once; a
-// backend checked by listing its models still is.
-func checkKind(kind ProbeKind, stream bool) ProbeKind {
+// CheckKind is how a health check of a backend whose probe kind is kind
+// asks, when what is in question is its streams (stream: the calls that
+// called for the check were streams, or the trip being probed was for
+// streams) or not: a stream is checked with a stream (ProbeStream, which
+// passes at its first event), since a backend whose streams send headers
+// and then nothing, or only keep-alive comments, may answer a plain call
+// at once; a backend checked by listing its models still is.
+func CheckKind(kind ProbeKind, stream bool) ProbeKind {
 	if stream && kind != ProbeModels {
 		return ProbeStream
 	}

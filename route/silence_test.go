@@ -150,7 +150,7 @@ func TestSilenceAfterAnAnswerDecidesNothing(t *testing.T) {
 }
 
 // TestStreamedCheckHearsOnlyStreams: a check a waiting stream called for
-// is streamed (checkKind), and only a stream's first event is an answer to
+// is streamed (CheckKind), and only a stream's first event is an answer to
 // it: plain calls answered while it waits do not excuse its timeout nor
 // stop the silence rule, and plain calls waiting are not its silence. (A
 // backend whose streams sent only keep-alive comments went on answering
@@ -188,7 +188,7 @@ func TestStreamedCheckHearsOnlyStreams(t *testing.T) {
 	if _, ok := p.silenceOf(b, began, now, true); ok {
 		t.Fatal("a streamed check judged silent after a stream's event")
 	}
-	if checkKind(ProbeChat, true) != ProbeStream || checkKind("", true) != ProbeStream || checkKind(ProbeModels, true) != ProbeModels || checkKind(ProbeChat, false) != ProbeChat {
-		t.Fatal("checkKind")
+	if CheckKind(ProbeChat, true) != ProbeStream || CheckKind("", true) != ProbeStream || CheckKind(ProbeModels, true) != ProbeModels || CheckKind(ProbeChat, false) != ProbeChat {
+		t.Fatal("CheckKind")
 	}
 }
