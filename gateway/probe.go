@@ -141,9 +141,9 @@ func (p *prober) stop() {
 // backend's breaker is open for a failure that health checks may end (not
 // for quota, whose Retry-After says when it returns, not by an operator,
 // not for a brownout unless a pool of it is short) it probes, and enough
-// passing probes end the trip
-// (see breaker.Breaker.Checked), so failback waits neither for the trip
-// nor for a lucky request; while the backend is healthy it probes every
+// passing probes end the trip (see breaker.Breaker.Checked), so failback
+// waits neither for the trip nor for a lucky request; while the backend
+// is healthy it probes every
 // interval, when one is set. The first recovery probe of a trip waits
 // recovery_interval from its start (the failure that opened it is
 // fresh), and after a failed one the next waits twice as long, so a long
@@ -193,15 +193,19 @@ func (p *prober) notYet() time.Duration {
 		return 0
 	}
 	s := br.Snapshot()
-	if !recoverable(s) && !(brownout(s) && p.awaited()) {
+	if !recoverable(s) && !brownout(s) {
 		return 0
+	}
+	awaited := p.awaited()
+	if !recoverable(s) && !awaited {
+		return 0 // a brownout is probed only while a pool waits on it
 	}
 	ref, every := s.Since, p.cfg.RecoveryInterval.D()
 	last := p.snapshot()
 	if last.At.After(s.Since) {
 		ref, every = last.At, p.wait()
 	}
-	if every > emptyPoolProbeEvery && last.Result != "4xx" && p.awaited() {
+	if every > emptyPoolProbeEvery && last.Result != "4xx" && awaited {
 		every = emptyPoolProbeEvery
 	}
 	return max(ref.Add(every).Sub(p.g.now()), 0)
@@ -354,9 +358,9 @@ func (p *prober) tick(ctx context.Context) {
 // recover probes a benched backend and tells its breaker the verdict:
 // enough passes in a row (one for a first trip, more for a backend found
 // flapping; one, and for a brownout too, while a pool of it is short)
-// close it. A backend whose streams failed is probed with a
-// stream, so a plain answer does not put back a backend whose streams
-// still stall. A 429 (up, out of quota) is no verdict.
+// close it. A backend whose streams failed is probed with a stream, so a
+// plain answer does not put back a backend whose streams still stall. A
+// 429 (up, out of quota) is no verdict.
 func (p *prober) recover(ctx context.Context) {
 	kind := route.CheckKind(route.ProbeKind(p.cfg.Kind), p.backend.Breaker.Snapshot().Class == route.ClassStream)
 	err, ok := p.probeKind(ctx, kind, true)
