@@ -3,8 +3,9 @@
 // out by a goroutine of its own when it passes a size, by a timer an
 // interval after the first line of an empty buffer, on Flush and on
 // Close, so an idle writer arms no timer and wakes nothing. A request
-// log line costs a copy instead of a write(2) on the request's goroutine. When the buffer is full (the output is not
-// keeping up) lines are dropped and counted, never waited for.
+// log line costs a copy instead of a write(2) on the request's goroutine.
+// When the buffer is full (the output is not keeping up) lines are
+// dropped and counted, never waited for.
 package asynclog
 
 import (
