@@ -42,6 +42,9 @@ type checker struct {
 	// a streamed check (CheckKind) counts as an answer.
 	heardStream time.Time
 	waiting     map[*waiter]struct{}
+	// again judges the waiting calls once more when the next of them has
+	// waited long (pileUp), should no new call come to have them judged.
+	again clock.Timer
 	// active mirrors running, for selection to read without the lock.
 	active atomic.Bool
 }
@@ -164,6 +167,18 @@ func (c *checker) waits(now time.Time, plain, stream []time.Duration) ([]time.Du
 	return plain, stream, true
 }
 
+// judgeAgain arms the backend's one re-judging timer to run f once clk
+// reads at, in place of any armed before: the latest judgement knows the
+// calls waiting best.
+func (c *checker) judgeAgain(clk clock.Clock, at time.Time, f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.again != nil {
+		c.again.Stop()
+	}
+	c.again = clock.At(clk, at, f)
+}
+
 // spans appends to plain and stream the part of each wait for a first
 // byte on the backend that falls between since and now, by kind, and
 // reports instead that the backend answered a call since since (heard).
@@ -231,8 +246,11 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 		// The silence rule first: once the timeout's timer is armed, so
 		// is the rule's (tests wait on the timeout's).
 		kind := CheckKind(b.HealthCheck, stream)
+		// Both are armed from began, not from when this goroutine runs: a
+		// check begun by a timer (a slow call, calls judged again) may start
+		// here after the clock moved on.
 		s := p.watchSilence(b, clk, began, timeout, cancel, kind == ProbeStream)
-		t := clk.AfterFunc(timeout, func() { cancel(errCheckTimeout) })
+		t := clock.At(clk, began.Add(timeout), func() { cancel(errCheckTimeout) })
 		err := b.Probe(ctx, kind, model)
 		t.Stop()
 		s.stop()
@@ -300,10 +318,11 @@ const (
 )
 
 // pileUp judges the calls waiting on b for their first byte together,
-// when a call to b begins at now (at most every pileUpEvery): a backend
-// that stopped answering leaves every call it gets waiting, long before
-// any one of them is slow enough to be suspect alone, when the backend's
-// calls usually take seconds. A wait counts as long past the 90th
+// when a call to b begins at now (at most every pileUpEvery), and again
+// when the next of them has waited long, should no call begin by then (a
+// burst of calls, then none): a backend that stopped answering leaves
+// every call it gets waiting, long before any one of them is slow enough
+// to be suspect alone, when the backend's calls usually take seconds. A wait counts as long past the 90th
 // percentile of the backend's times to first byte (its peers' with its
 // own, before it has answered eight; at least minPileUpWait). Healthy, the
 // calls waiting that long at once are few: a Poisson count whose mean is
@@ -319,23 +338,37 @@ func (p *Pool) pileUp(b *Backend, model string, now time.Time) {
 	if !ok {
 		return
 	}
-	if why := p.pileUpCause(b, plain, false); why != "" {
+	why, next := p.pileUpCause(b, plain, false)
+	if why != "" {
 		p.startCheck(b, model, why, false)
-	} else if why := p.pileUpCause(b, stream, true); why != "" {
+		return
+	}
+	why, nextStream := p.pileUpCause(b, stream, true)
+	if why != "" {
 		p.startCheck(b, model, why, true)
+		return
+	}
+	if nextStream > 0 && (next == 0 || nextStream < next) {
+		next = nextStream
+	}
+	if next > 0 {
+		clk := clock.Or(p.Clock)
+		b.check.judgeAgain(clk, now.Add(max(next, pileUpEvery)), func() { p.pileUp(b, model, clk.Now()) })
 	}
 }
 
 // pileUpCause judges waits, those of the calls of a kind waiting on b
-// (see pileUp), and says why b should be checked; "" when it should not.
-func (p *Pool) pileUpCause(b *Backend, waits []time.Duration, stream bool) string {
+// (see pileUp), and says why b should be checked; "" when it should not,
+// with how long until the next of the waits not yet long becomes long (0:
+// none, or nothing to judge them by).
+func (p *Pool) pileUpCause(b *Backend, waits []time.Duration, stream bool) (why string, next time.Duration) {
 	if len(waits) < minPileUp {
-		return ""
+		return "", 0
 	}
 	var buf [peerBuf]time.Duration
 	ref, ok := p.reference(buf[:0], b, stream)
 	if !ok {
-		return ""
+		return "", 0
 	}
 	q := max(quantileOf(ref, pileUpQuantile), minPileUpWait)
 	var past, before time.Duration // of the samples' time, past q and before it
@@ -348,6 +381,8 @@ func (p *Pool) pileUpCause(b *Backend, waits []time.Duration, stream bool) strin
 		if w >= q {
 			long++
 			longest = max(longest, w)
+		} else if next == 0 || q-w < next {
+			next = q - w
 		}
 	}
 	mean := 0.0
@@ -355,9 +390,9 @@ func (p *Pool) pileUpCause(b *Backend, waits []time.Duration, stream bool) strin
 		mean = float64(max(len(waits)-long, 1)) * float64(past) / float64(before)
 	}
 	if long < pileUpNeed(mean) {
-		return ""
+		return "", next
 	}
-	return fmt.Sprintf("%d calls waited past %s with no first byte (the longest %s)", long, q.Round(time.Millisecond), longest.Round(time.Millisecond))
+	return fmt.Sprintf("%d calls waited past %s with no first byte (the longest %s)", long, q.Round(time.Millisecond), longest.Round(time.Millisecond)), 0
 }
 
 // pileUpNeed is how many long waits get a backend checked when mean of

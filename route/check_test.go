@@ -98,19 +98,15 @@ func TestPileUpOfWaitingCallsGetsASlowBackendChecked(t *testing.T) {
 		}
 	}
 	// 3 s on: every call has waited as long as weu's calls take, which a
-	// healthy weu would not leave four calls doing at once. The next call
-	// to begin has them judged.
+	// healthy weu would not leave four calls doing at once. No call
+	// begins: they are judged again when the first of them passes weu's
+	// usual time (a burst of calls, then none, got weu checked only at
+	// its 9 s slow threshold).
 	clk.Advance(3 * time.Second)
-	calls = append(calls, e.goDo(ctx, chatBody))
 	select {
 	case <-weuUp.checked:
 	case <-ctx.Done():
 		t.Fatal("no health check of weu with four calls waiting past its usual time")
-	}
-	select {
-	case <-weuUp.arrived: // the call that had them judged
-	case <-ctx.Done():
-		t.Fatal("the fifth call did not reach weu")
 	}
 	// While weu is being checked, a new call goes to sec at once.
 	resp, rep, _ := e.do(t, chatBody)
@@ -138,6 +134,57 @@ func TestPileUpOfWaitingCallsGetsASlowBackendChecked(t *testing.T) {
 	// (a game day takes such calls off the calls per request).
 	if ps := e.events.kinds(route.EventProbe); len(ps) != 1 || ps[0].Backend != weu || ps[0].Err == nil || ps[0].Pool != "chat-prod" {
 		t.Fatalf("probe events %+v, want one failed check of weu", ps)
+	}
+}
+
+// TestPileUpJudgedAgainWithNoNewCall: six calls come to a 3 s backend
+// half a second apart as it goes dark, and no more. The waiting calls are
+// judged again each time one of them passes weu's usual 3 s, so weu is
+// checked when the third does, 4 s after the first call, not at the first
+// call's 9 s slow threshold. (By hand, the README's config in front of a
+// 3 s region blackholed after such a burst benched it only after 15.7 s.)
+func TestPileUpJudgedAgainWithNoNewCall(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	e, weuUp := learnThenHangPool(t, clk)
+	weu := e.backends["weu"]
+	for range 10 {
+		e.do(t, chatBody)
+	}
+	weuUp.learning.Store(false)
+	first := clk.Now()
+	var calls []<-chan result
+	for i := range 6 {
+		if i > 0 {
+			clk.Advance(500 * time.Millisecond)
+		}
+		calls = append(calls, e.goDo(ctx, chatBody))
+		select {
+		case <-weuUp.arrived:
+		case <-ctx.Done():
+			t.Fatalf("call %d did not reach weu", i)
+		}
+	}
+	for !route.Checking(weu) && clk.Now().Sub(first) < 10*time.Second {
+		clk.Advance(100 * time.Millisecond)
+	}
+	if !route.Checking(weu) {
+		t.Fatal("weu not checked 10 s after the first of six calls it left waiting")
+	}
+	if got := route.CheckBegan(weu).Sub(first); got != 4*time.Second {
+		t.Fatalf("weu checked %v after the first call, want 4s (when the third call passed its usual 3 s)", got)
+	}
+	if err := clk.BlockUntilTimerAt(ctx, route.CheckBegan(weu).Add(e.pool.CheckTimeout(weu))); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(e.pool.CheckTimeout(weu))
+	for i, ch := range calls {
+		if res := await(t, ctx, ch); res.err != nil || res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+			t.Fatalf("request %d: %v, %+v", i, res.err, res.resp)
+		}
+	}
+	if s := weu.Breaker.Snapshot(); s.State != breaker.Open {
+		t.Fatalf("weu's breaker %v after its check failed", s.State)
 	}
 }
 
@@ -286,8 +333,10 @@ func (g *gated) step(w http.ResponseWriter, r *http.Request) {
 
 // darkUntilChecked sends a call every 500 ms of the clock to a pool
 // whose weu has just gone dark (g), until weu is under a health check,
-// and returns the calls and their releases at weu; the clock then reads
-// the check's start, and its timers are armed.
+// and returns the calls and their releases at weu once the check's
+// timers are armed. The check may have begun between two calls, when the
+// calls waiting were judged again (see pileUp): the clock may read a
+// little past its start (route.CheckBegan).
 func darkUntilChecked(t *testing.T, ctx context.Context, e *env, g *gated) ([]<-chan result, []chan struct{}) {
 	t.Helper()
 	weu := e.backends["weu"]
@@ -302,13 +351,15 @@ func darkUntilChecked(t *testing.T, ctx context.Context, e *env, g *gated) ([]<-
 		case <-ctx.Done():
 			t.Fatalf("call %d did not reach weu", len(calls))
 		}
+		if !route.Checking(weu) {
+			e.clock.Advance(500 * time.Millisecond)
+		}
 		if route.Checking(weu) {
-			if err := e.clock.BlockUntilTimer(ctx, timeout); err != nil {
+			if err := e.clock.BlockUntilTimerAt(ctx, route.CheckBegan(weu).Add(timeout)); err != nil {
 				t.Fatal(err)
 			}
 			return calls, held
 		}
-		e.clock.Advance(500 * time.Millisecond)
 	}
 	t.Fatalf("no health check of weu after %d calls", len(calls))
 	return nil, nil

@@ -1,8 +1,17 @@
 package route
 
+import "time"
+
 // Checking reports whether a health check of b is running, for the
 // engine's tests outside the package.
 func Checking(b *Backend) bool { return b.check.checking() }
+
+// CheckBegan is when the backend's latest health check began.
+func CheckBegan(b *Backend) time.Time {
+	b.check.mu.Lock()
+	defer b.check.mu.Unlock()
+	return b.check.last
+}
 
 // LognormalTimes is lognormalTimes, for the engine's tests outside the
 // package.

@@ -100,6 +100,15 @@ func (c *stopWatch) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return watchedTimer{t, c}
 }
 
+// AfterFuncAt watches the timer armed at c.d from now too (clock.At).
+func (c *stopWatch) AfterFuncAt(at time.Time, f func()) clock.Timer {
+	t := c.Clock.AfterFuncAt(at, f)
+	if at.Sub(c.Now()) != c.d {
+		return t
+	}
+	return watchedTimer{t, c}
+}
+
 type watchedTimer struct {
 	clock.Timer
 	c *stopWatch

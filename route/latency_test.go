@@ -90,7 +90,7 @@ func TestPileUpCause(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, b := poolWith(tc.samples...)
-			why := p.pileUpCause(b, tc.waits, false)
+			why, _ := p.pileUpCause(b, tc.waits, false)
 			if (why != "") != tc.check {
 				t.Fatalf("pileUpCause = %q, want a check: %v", why, tc.check)
 			}

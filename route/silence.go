@@ -176,7 +176,7 @@ func (w *silenceWatch) arm(now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.stopped {
-		w.t = w.clk.AfterFunc(max(d, silenceStep), w.judge)
+		w.t = clock.At(w.clk, now.Add(max(d, silenceStep)), w.judge)
 	}
 }
 

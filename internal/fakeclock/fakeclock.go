@@ -120,6 +120,20 @@ func (c *Clock) BlockUntilTimer(ctx context.Context, d time.Duration) error {
 	})
 }
 
+// BlockUntilTimerAt waits until a timer is armed that falls due at t, or
+// ctx ends, and then returns its error: for code that arms its timer from
+// an instant it read earlier (clock.At), which the clock may have passed.
+func (c *Clock) BlockUntilTimerAt(ctx context.Context, t time.Time) error {
+	return c.waitFor(ctx, func() bool {
+		for _, tm := range c.timers {
+			if tm.pending && tm.at.Equal(t) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // BlockUntilContext is BlockUntil that gives up when ctx ends, and then
 // returns its error.
 func (c *Clock) BlockUntilContext(ctx context.Context, n int) error {
