@@ -42,6 +42,9 @@ type checker struct {
 	// a streamed check (CheckKind) counts as an answer.
 	heardStream time.Time
 	waiting     map[*waiter]struct{}
+	// watch is the running check's silence rule, told of each call that
+	// begins waiting while it runs (the backend was the last choice).
+	watch *silenceWatch
 	// again judges the waiting calls once more when the next of them has
 	// waited long (pileUp), should no new call come to have them judged.
 	again clock.Timer
@@ -57,13 +60,25 @@ type waiter struct {
 	stream bool
 }
 
-// wait registers an attempt waiting for its first byte, until unwait.
+// wait registers an attempt waiting for its first byte, until unwait. A
+// running check's silence rule weighs it from now on.
 func (c *checker) wait(w *waiter) {
 	c.mu.Lock()
 	if c.waiting == nil {
 		c.waiting = map[*waiter]struct{}{}
 	}
 	c.waiting[w] = struct{}{}
+	watch := c.watch
+	c.mu.Unlock()
+	if watch != nil {
+		watch.rearm()
+	}
+}
+
+// watched sets the running check's silence rule (nil when it ends).
+func (c *checker) watched(w *silenceWatch) {
+	c.mu.Lock()
+	c.watch = w
 	c.mu.Unlock()
 }
 
@@ -250,9 +265,11 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 		// check begun by a timer (a slow call, calls judged again) may start
 		// here after the clock moved on.
 		s := p.watchSilence(b, clk, began, timeout, cancel, kind == ProbeStream)
+		b.check.watched(s)
 		t := clock.At(clk, began.Add(timeout), func() { cancel(errCheckTimeout) })
 		err := b.Probe(ctx, kind, model)
 		t.Stop()
+		b.check.watched(nil)
 		s.stop()
 		p.observe(Event{Kind: EventProbe, Backend: b, Err: err})
 		ended := context.Cause(ctx)
@@ -303,6 +320,11 @@ const (
 	// pileUpEvery is the least time between two judgements of the calls
 	// waiting on one backend.
 	pileUpEvery = 250 * time.Millisecond
+	// pileUpQuiet is how long after a call to a backend began its waiting
+	// calls may be judged again with no new call (pileUp): while calls
+	// keep coming, each judges them as it begins, and a check begun then
+	// has that call's wait too for the silence rule to weigh.
+	pileUpQuiet = time.Second
 	// pileUpQuantile is the percentile of the backend's times to first
 	// byte past which a waiting call counts as long.
 	pileUpQuantile = 90
@@ -319,20 +341,27 @@ const (
 
 // pileUp judges the calls waiting on b for their first byte together,
 // when a call to b begins at now (at most every pileUpEvery), and again
-// when the next of them has waited long, should no call begin by then (a
-// burst of calls, then none): a backend that stopped answering leaves
-// every call it gets waiting, long before any one of them is slow enough
-// to be suspect alone, when the backend's calls usually take seconds. A wait counts as long past the 90th
-// percentile of the backend's times to first byte (its peers' with its
-// own, before it has answered eight; at least minPileUpWait). Healthy, the
-// calls waiting that long at once are few: a Poisson count whose mean is
-// the number of calls waiting less than that (the arrivals) times the
-// share of a call's time spent past the percentile, both read off the
-// same samples. When the calls waiting that long are so many that a
-// healthy backend would leave as many with a probability below
-// pileUpAlpha (and at least minPileUp), b is checked (startCheck).
-// Nothing is judged before there are eight samples.
+// when the next of them has waited long, should no call begin for
+// pileUpQuiet (a burst of calls, then none): a backend that stopped
+// answering leaves every call it gets waiting, long before any one of
+// them is slow enough to be suspect alone, when the backend's calls
+// usually take seconds. A wait counts as long past the 90th percentile of
+// the backend's times to first byte (its peers' with its own, before it
+// has answered eight; at least minPileUpWait). Healthy, the calls waiting
+// that long at once are few: a Poisson count whose mean is the number of
+// calls waiting less than that (the arrivals) times the share of a call's
+// time spent past the percentile, both read off the same samples. When
+// the calls waiting that long are so many that a healthy backend would
+// leave as many with a probability below pileUpAlpha (and at least
+// minPileUp), b is checked (startCheck). Nothing is judged before there
+// are eight samples.
 func (p *Pool) pileUp(b *Backend, model string, now time.Time) {
+	p.judgePileUp(b, model, now, now)
+}
+
+// judgePileUp is pileUp at now, the latest call to b having begun at
+// lastCall.
+func (p *Pool) judgePileUp(b *Backend, model string, now, lastCall time.Time) {
 	var pb, sb [64]time.Duration
 	plain, stream, ok := b.check.waits(now, pb[:0], sb[:0])
 	if !ok {
@@ -353,7 +382,11 @@ func (p *Pool) pileUp(b *Backend, model string, now time.Time) {
 	}
 	if next > 0 {
 		clk := clock.Or(p.Clock)
-		b.check.judgeAgain(clk, now.Add(max(next, pileUpEvery)), func() { p.pileUp(b, model, clk.Now()) })
+		at := now.Add(max(next, pileUpEvery))
+		if quiet := lastCall.Add(pileUpQuiet); at.Before(quiet) {
+			at = quiet
+		}
+		b.check.judgeAgain(clk, at, func() { p.judgePileUp(b, model, clk.Now(), lastCall) })
 	}
 }
 

@@ -425,6 +425,74 @@ func TestSlowMedianBackendGoneDarkBenchedWithinTenSeconds(t *testing.T) {
 	}
 }
 
+// TestCallsBegunDuringACheckWeighInTheSilenceRule: weu, a 3 s backend
+// alone in its pool, went dark with one call on it; that call alone got
+// it checked, at its slow threshold, and being past every answer weu ever
+// gave, its silence proves nothing. The calls that come during the check
+// go to weu (there is no other member), and their silence does: the check
+// fails by the silence rule once four of them have waited past every
+// answer, well before its 10 s timeout. (The rule used to weigh only the
+// calls waiting when it was last armed, so the timeout decided.)
+func TestCallsBegunDuringACheckWeighInTheSilenceRule(t *testing.T) {
+	ctx := safety(t)
+	clk := fakeclock.New()
+	g := newGated(clk, route.LognormalTimes(64, 3*time.Second, 0.3))
+	e := newEnvClock(t, clk,
+		memberSpec{name: "weu", priority: 1, script: []step{g.step}, tune: func(b *route.Backend) { b.FirstByteTimeout = time.Minute }},
+	)
+	t.Cleanup(func() { close(g.done) })
+	weu := e.backends["weu"]
+	for range 64 {
+		e.do(t, chatBody)
+	}
+	timeout := e.pool.CheckTimeout(weu)
+	if timeout != 10*time.Second {
+		t.Fatalf("check timeout %v, want the 10s cap", timeout)
+	}
+	g.dark.Store(true)
+	calls := []<-chan result{e.goDo(ctx, chatBody)}
+	select {
+	case <-g.arrived:
+	case <-ctx.Done():
+		t.Fatal("the first call did not reach weu")
+	}
+	clk.Advance(e.pool.SlowAfter(weu, false))
+	if !route.Checking(weu) {
+		t.Fatal("weu not checked at the call's slow threshold")
+	}
+	began := route.CheckBegan(weu)
+	if err := clk.BlockUntilTimerAt(ctx, began.Add(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	var refused []result // calls that ended before reaching weu: benched by then
+	for len(refused) == 0 && clk.Now().Before(began.Add(timeout-time.Second)) {
+		ch := e.goDo(ctx, chatBody)
+		select {
+		case <-g.arrived:
+			calls = append(calls, ch)
+		case res := <-ch:
+			refused = append(refused, res)
+		case <-ctx.Done():
+			t.Fatalf("call %d neither reached weu nor ended", len(calls))
+		}
+		clk.Advance(500 * time.Millisecond)
+	}
+	poll.Until(t, 10*time.Second, func() bool { return weu.Breaker.Snapshot().State == breaker.Open },
+		func() string { return "weu not benched a second before its check's timeout" })
+	ev := e.events.kinds(route.EventUnresponsive)
+	if len(ev) != 1 || !strings.Contains(ev[0].Err.Error(), "no answer to it nor to any of") {
+		t.Fatalf("unresponsive events %+v, want one from the silence rule", ev)
+	}
+	for _, ch := range calls {
+		refused = append(refused, await(t, ctx, ch))
+	}
+	for i, res := range refused {
+		if res.err == nil && res.resp.StatusCode == 200 {
+			t.Fatalf("request %d answered 200 by a dark backend alone in its pool", i)
+		}
+	}
+}
+
 // TestSlowBackendAnsweringDuringCheckIsNotBenched: a 3 s backend whose
 // calls piled up got it checked, and the check takes 6 s, but one of the
 // calls waiting on it answers half a second into the check: it is alive,

@@ -137,8 +137,10 @@ func (s *silence) due(limit time.Duration) (time.Duration, bool) {
 // where the check's own timeout, learned from those seconds, would wait
 // up to maxCheckTimeout; a backend merely slow goes on answering some of
 // its calls, and the check's timeout decides as before. The watch judges
-// at the time the odds say, and again after any change (a waiting call
-// gone, a new one). It is safe for concurrent use.
+// at the time the odds say, then again at the time they say then, and
+// sooner when a call begins waiting on the backend during the check (it
+// was the last choice: a new call's silence weighs most). It is safe for
+// concurrent use.
 type silenceWatch struct {
 	p               *Pool
 	b               *Backend
@@ -176,7 +178,19 @@ func (w *silenceWatch) arm(now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.stopped {
+		if w.t != nil {
+			w.t.Stop()
+		}
 		w.t = clock.At(w.clk, now.Add(max(d, silenceStep)), w.judge)
+	}
+}
+
+// rearm judges again when the odds say, now that a call has begun waiting
+// on the backend.
+func (w *silenceWatch) rearm() {
+	now := w.clk.Now()
+	if now.Before(w.deadline) {
+		w.arm(now)
 	}
 }
 
