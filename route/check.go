@@ -42,9 +42,6 @@ type checker struct {
 	// a streamed check (CheckKind) counts as an answer.
 	heardStream time.Time
 	waiting     map[*waiter]struct{}
-	// watch is the running check's silence rule, told of each call that
-	// begins waiting while it runs (the backend was the last choice).
-	watch *silenceWatch
 	// again judges the waiting calls once more when the next of them has
 	// waited long (pileUp), should no new call come to have them judged.
 	again clock.Timer
@@ -60,25 +57,13 @@ type waiter struct {
 	stream bool
 }
 
-// wait registers an attempt waiting for its first byte, until unwait. A
-// running check's silence rule weighs it from now on.
+// wait registers an attempt waiting for its first byte, until unwait.
 func (c *checker) wait(w *waiter) {
 	c.mu.Lock()
 	if c.waiting == nil {
 		c.waiting = map[*waiter]struct{}{}
 	}
 	c.waiting[w] = struct{}{}
-	watch := c.watch
-	c.mu.Unlock()
-	if watch != nil {
-		watch.rearm()
-	}
-}
-
-// watched sets the running check's silence rule (nil when it ends).
-func (c *checker) watched(w *silenceWatch) {
-	c.mu.Lock()
-	c.watch = w
 	c.mu.Unlock()
 }
 
@@ -265,11 +250,9 @@ func (p *Pool) startCheck(b *Backend, model, why string, stream bool) {
 		// check begun by a timer (a slow call, calls judged again) may start
 		// here after the clock moved on.
 		s := p.watchSilence(b, clk, began, timeout, cancel, kind == ProbeStream)
-		b.check.watched(s)
 		t := clock.At(clk, began.Add(timeout), func() { cancel(errCheckTimeout) })
 		err := b.Probe(ctx, kind, model)
 		t.Stop()
-		b.check.watched(nil)
 		s.stop()
 		p.observe(Event{Kind: EventProbe, Backend: b, Err: err})
 		ended := context.Cause(ctx)
