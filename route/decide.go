@@ -155,6 +155,7 @@ func (p *Pool) tryMembers(ctx context.Context, r *Request) (*http.Response, *Rep
 	if p.TryDuration > 0 {
 		deadline = p.now().Add(p.TryDuration)
 	}
+	held := false
 	for len(rep.Attempts) < p.attempts() {
 		if err := ctx.Err(); err != nil {
 			return nil, rep, err
@@ -167,7 +168,14 @@ func (p *Pool) tryMembers(ctx context.Context, r *Request) (*http.Response, *Rep
 		if m == nil {
 			if r.Owner == "" {
 				n := len(rep.Attempts)
-				p.ranOutOfMembers(p.now(), n > 0 && rep.Attempts[n-1].Retryable)
+				retrying := n > 0 && rep.Attempts[n-1].Retryable
+				p.ranOutOfMembers(p.now(), retrying)
+				if retrying && !held {
+					held = true
+					if p.holdForProbes(ctx, &tried, deadline) {
+						continue
+					}
+				}
 			}
 			break
 		}

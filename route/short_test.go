@@ -135,3 +135,83 @@ func TestPoolShortWhileItsLastMemberIsChecked(t *testing.T) {
 		await(t, ctx, ch)
 	}
 }
+
+// holdEnv is a pool of weu, which answers 500 (retryable), and sec, benched
+// for an hour; probed says whether something probes sec
+// (Backend.ProbeInterval, as the gateway sets it).
+func holdEnv(t *testing.T, probed bool) (*env, breaker.Interface) {
+	t.Helper()
+	e := newEnv(t,
+		memberSpec{name: "weu", priority: 1, script: []step{status(500)}},
+		memberSpec{name: "sec", priority: 2, script: []step{answer("sec")}, tune: func(b *route.Backend) {
+			if probed {
+				b.ProbeInterval = 5 * time.Second
+			}
+		}},
+	)
+	sec := e.backends["sec"].Breaker
+	sec.Force(breaker.Open, e.clock.Now().Add(time.Hour), breaker.KindServerError, "benched")
+	return e, sec
+}
+
+// TestRequestHeldWhileItsShortPoolsBenchedMemberIsProbed: weu's 500 finds
+// no member to retry on, sec being benched; since sec is probed (and the
+// gateway probes a short pool's benched members at once), the request
+// waits for it instead of relaying the 500, and is answered by sec as
+// soon as its probe ends the trip. (Regions taking turns to fail relayed
+// each turn's first failures in the half second the probe took.)
+func TestRequestHeldWhileItsShortPoolsBenchedMemberIsProbed(t *testing.T) {
+	ctx := safety(t)
+	e, sec := holdEnv(t, true)
+	call := e.goDo(ctx, chatBody)
+	if err := e.clock.BlockUntilTimer(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err) // held: looking again in 100 ms
+	}
+	e.clock.Advance(100 * time.Millisecond)
+	if err := e.clock.BlockUntilTimer(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err) // sec still benched: held on
+	}
+	sec.Force(breaker.Closed, time.Time{}, breaker.KindManual, "probe passed")
+	e.clock.Advance(100 * time.Millisecond)
+	res := await(t, ctx, call)
+	if res.err != nil || res.resp.StatusCode != 200 || res.resp.Header.Get(route.HeaderBackend) != "sec" {
+		t.Fatalf("held request: %v, %+v", res.err, res.resp)
+	}
+	if len(res.rep.Attempts) != 2 || res.rep.Attempts[0].Status != 500 {
+		t.Fatalf("attempts %+v, want weu's 500 then sec", res.rep.Attempts)
+	}
+}
+
+// TestRequestHeldNoLongerThanShortHold: sec never comes back; the request
+// relays weu's 500 once it has waited 2 s, not before.
+func TestRequestHeldNoLongerThanShortHold(t *testing.T) {
+	ctx := safety(t)
+	e, _ := holdEnv(t, true)
+	call := e.goDo(ctx, chatBody)
+	for i := range 20 {
+		if err := e.clock.BlockUntilTimer(ctx, 100*time.Millisecond); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		select {
+		case res := <-call:
+			t.Fatalf("answered %+v after %d ms held, want 2 s", res.resp, i*100)
+		default:
+		}
+		e.clock.Advance(100 * time.Millisecond)
+	}
+	res := await(t, ctx, call)
+	if res.err != nil || res.resp.StatusCode != 500 || len(res.rep.Attempts) != 1 {
+		t.Fatalf("after the hold: %v, %+v, attempts %+v; want weu's 500", res.err, res.resp, res.rep)
+	}
+}
+
+// TestRequestNotHeldWhenNothingProbes: with no prober (the engine as a
+// library), a benched member comes back only when its trip ends: weu's 500
+// is relayed at once.
+func TestRequestNotHeldWhenNothingProbes(t *testing.T) {
+	e, _ := holdEnv(t, false)
+	resp, rep, _ := e.do(t, chatBody)
+	if resp.StatusCode != 500 || len(rep.Attempts) != 1 {
+		t.Fatalf("got %d after %d attempts, want weu's 500 at once", resp.StatusCode, len(rep.Attempts))
+	}
+}
