@@ -263,3 +263,19 @@ type Transition struct {
 	// the fleet's code must not publish again.
 	Adopted bool
 }
+
+// Recoverable reports whether s is an open breaker whose trip passing
+// health checks may end: not a quota trip (its Retry-After says when),
+// a brownout's or an operator's (PassesNeeded is 0 for those).
+func (s Snapshot) Recoverable() bool {
+	return s.State == Open && s.PassesNeeded > 0
+}
+
+// Brownout reports whether s is an open breaker benched for a brownout
+// (its backend still answered most calls: a partial trip), which the
+// gateway's recovery probes leave to run its course unless a pool of the
+// backend is short: one passing probe says little of a region failing a
+// third of its calls, but such a region is better than none.
+func (s Snapshot) Brownout() bool {
+	return s.State == Open && s.Partial && !s.Throttled && !s.NoProbe && s.Kind != KindManual
+}

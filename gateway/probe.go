@@ -193,11 +193,11 @@ func (p *prober) notYet() time.Duration {
 		return 0
 	}
 	s := br.Snapshot()
-	if !recoverable(s) && !brownout(s) {
+	if !s.Recoverable() && !s.Brownout() {
 		return 0
 	}
 	awaited := p.awaited()
-	if !recoverable(s) && !awaited {
+	if !s.Recoverable() && !awaited {
 		return 0 // a brownout is probed only while a pool waits on it
 	}
 	ref, every := s.Since, p.cfg.RecoveryInterval.D()
@@ -219,23 +219,7 @@ func (p *prober) benched() bool {
 		return false
 	}
 	s := p.backend.Breaker.Snapshot()
-	return recoverable(s) || brownout(s)
-}
-
-// recoverable reports whether s is an open breaker whose trip passing
-// health checks may end: not a quota trip (its Retry-After says when),
-// a brownout's or an operator's (PassesNeeded is 0 for those).
-func recoverable(s breaker.Snapshot) bool {
-	return s.State == breaker.Open && s.PassesNeeded > 0
-}
-
-// brownout reports whether s is an open breaker benched for a brownout
-// (its backend still answered most calls: a partial trip), which recovery
-// probes leave to run its course unless a pool of the backend is short
-// (awaited): one passing probe says little of a region failing a third of
-// its calls, but such a region is better than none.
-func brownout(s breaker.Snapshot) bool {
-	return s.State == breaker.Open && s.Partial && !s.Throttled && !s.NoProbe && s.Kind != breaker.KindManual
+	return s.Recoverable() || s.Brownout()
 }
 
 // awaited reports whether callers wait on the backend's recovery: a pool
@@ -338,7 +322,7 @@ func (p *prober) tick(ctx context.Context) {
 		// A trip health checks cannot end (quota; a brownout, unless a
 		// pool of the backend is short) is left to run its course:
 		// probing it would only spend calls.
-		benched := (recoverable(s) || brownout(s) && p.awaited()) && !held && !p.openedByProbe()
+		benched := (s.Recoverable() || s.Brownout() && p.awaited()) && !held && !p.openedByProbe()
 		// A trip that ended with no traffic leaves the breaker half-open:
 		// a probe decides it, so an idle pool fails back too.
 		idleHalfOpen := s.State == breaker.HalfOpen && !s.Probing
@@ -383,7 +367,7 @@ func (p *prober) recover(ctx context.Context) {
 	if s.State != breaker.Open {
 		return
 	}
-	if (recoverable(s) || brownout(s)) && p.awaited() {
+	if (s.Recoverable() || s.Brownout()) && p.awaited() {
 		// The passes in a row a flapping backend owes, or a brownout's
 		// whole trip, keep it out while others answer; with none to call
 		// (awaited), a backend that answers is better than refusing or

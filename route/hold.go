@@ -71,20 +71,18 @@ func (p *Pool) probedBack(now time.Time, tried *memberSet) (back, probed bool) {
 		if m.Backend.Usable(now) {
 			return true, true
 		}
-		if m.Backend.ProbeInterval > 0 && m.Backend.Breaker != nil && probedWhileShort(m.Backend.Breaker.Snapshot()) {
+		if m.Backend.ProbeInterval > 0 && m.Backend.Breaker != nil && probedWhileShort(m.Backend.Breaker) {
 			probed = true
 		}
 	}
 	return false, probed
 }
 
-// probedWhileShort reports whether the gateway's recovery probes end the
-// trip of a breaker in state s while a pool of its backend is short: a
-// trip passing probes may end (PassesNeeded), or a brownout's; not a
-// quota trip (its Retry-After says when) nor an operator's.
-func probedWhileShort(s breaker.Snapshot) bool {
-	if s.State != breaker.Open {
-		return false
-	}
-	return s.PassesNeeded > 0 || s.Partial && !s.Throttled && !s.NoProbe && s.Kind != breaker.KindManual
+// probedWhileShort reports whether the gateway's recovery probes end br's
+// trip while a pool of its backend is short: a trip passing probes may end,
+// or a brownout's; not a quota trip (its Retry-After says when) nor an
+// operator's.
+func probedWhileShort(br breaker.Interface) bool {
+	s := br.Snapshot()
+	return s.Recoverable() || s.Brownout()
 }
